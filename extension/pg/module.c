@@ -1,0 +1,35 @@
+/*
+ * corpq module entry: GUCs and the core's allocator.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/guc.h"
+
+#include "pg/corpq.h"
+
+PG_MODULE_MAGIC;
+
+int			corpq_threads = 1;
+
+void		_PG_init(void);
+
+static void
+assign_threads(int newval, void *extra)
+{
+	corpq_blas_set_threads(newval);
+}
+
+void
+_PG_init(void)
+{
+	DefineCustomIntVariable("corpq.threads",
+							"Number of OpenBLAS threads corpq uses in each backend or worker.",
+							"Threads start lazily, on the first model computation in a process, never in the postmaster.",
+							&corpq_threads,
+							1, 1, 256,
+							PGC_USERSET, 0,
+							NULL, assign_threads, NULL);
+	MarkGUCPrefixReserved("corpq");
+	corpq_install_allocator();
+}
