@@ -7,7 +7,7 @@ cd "$(dirname "$0")/../.."
 
 if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
 	CORPQ_IN_CLUSTER=1 exec timeout 300 pg_virtualenv -t \
-		-o shared_preload_libraries=corpq "$0"
+		-o shared_preload_libraries=corpq "$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 fi
 
 fail() { echo "preload_threads: FAIL: $*" >&2; exit 1; }
