@@ -1,0 +1,117 @@
+"""ctypes bindings of the word-alignment core, shared by test_align_*.py.
+
+Run directly, it checks that malformed bitexts are rejected with a message.
+"""
+import ctypes as C
+import os
+import random
+import sys
+
+import numpy as np
+
+LIB = C.CDLL(os.environ.get("CORPQ_CORE_LIB", "test/libcorpqcore.so"))
+P = C.c_void_p
+
+
+class Bitext(C.Structure):
+    _fields_ = [("n_pairs", C.c_int64), ("src", P), ("src_off", P),
+                ("tgt", P), ("tgt_off", P),
+                ("src_vocab", C.c_int32), ("tgt_vocab", C.c_int32)]
+
+
+class Error(C.Structure):
+    _fields_ = [("code", C.c_int), ("msg", C.c_char * 240)]
+
+
+class TTable(C.Structure):
+    _fields_ = [("n_e", C.c_int32), ("n_f", C.c_int32), ("nnz", C.c_int64),
+                ("row_off", C.POINTER(C.c_int64)), ("col", C.POINTER(C.c_int32)),
+                ("prob", C.POINTER(C.c_double)), ("count", C.POINTER(C.c_double))]
+
+
+def _sig(name, res, *args):
+    f = getattr(LIB, name)
+    f.restype = res
+    f.argtypes = list(args)
+    return f
+
+
+ibm1_create = _sig("cq_ibm1_create", P, C.POINTER(Bitext), C.c_bool, C.c_size_t, C.POINTER(Error))
+ibm1_iterate = _sig("cq_ibm1_iterate", C.c_int, P, P, C.POINTER(Error))
+ibm1_table = _sig("cq_ibm1_table", C.POINTER(TTable), P)
+ibm1_viterbi = _sig("cq_ibm1_viterbi", None, P, C.c_int64, P)
+ibm1_free = _sig("cq_ibm1_free", None, P)
+bitext_validate = _sig("cq_bitext_validate", C.c_int, C.POINTER(Bitext), C.POINTER(Error))
+
+
+class Corpus:
+    """Interns whitespace tokens and keeps the CSR arrays alive for C."""
+
+    def __init__(self, pairs):
+        self.pairs = pairs
+        self.sv, self.tv = {}, {}
+        self.sw, self.tw = [], []
+        src, tgt, so, to = [], [], [0], [0]
+        for s, t in pairs:
+            for w in s:
+                if w not in self.sv:
+                    self.sv[w] = len(self.sw); self.sw.append(w)
+                src.append(self.sv[w])
+            for w in t:
+                if w not in self.tv:
+                    self.tv[w] = len(self.tw); self.tw.append(w)
+                tgt.append(self.tv[w])
+            so.append(len(src)); to.append(len(tgt))
+        self.src = np.array(src, dtype=np.int32)
+        self.tgt = np.array(tgt, dtype=np.int32)
+        self.src_off = np.array(so, dtype=np.int64)
+        self.tgt_off = np.array(to, dtype=np.int64)
+        self.bt = Bitext(len(pairs), self.src.ctypes.data, self.src_off.ctypes.data,
+                         self.tgt.ctypes.data, self.tgt_off.ctypes.data,
+                         len(self.sw), len(self.tw))
+
+
+def table_dict(tt, e_words, f_words):
+    """{(e_word or None, f_word): prob} of a cq_ttable."""
+    t = tt.contents
+    out = {}
+    for r in range(t.n_e + 1):
+        e = None if r == t.n_e else e_words[r]
+        for q in range(t.row_off[r], t.row_off[r + 1]):
+            out[(e, f_words[t.col[q]])] = t.prob[q]
+    return out
+
+
+def random_corpus(seed, n_pairs, n_words=12, max_len=7):
+    """Pairs from a hidden one-to-one dictionary with noise, reordering and
+    repeated words on both sides."""
+    rng = random.Random(seed)
+    pairs = []
+    for _ in range(n_pairs):
+        n = rng.randint(1, max_len)
+        src = [f"s{rng.randrange(n_words)}" for _ in range(n)]
+        tgt = [w.replace("s", "t") for w in src if rng.random() > 0.15]
+        if rng.random() < 0.5:
+            tgt.insert(rng.randrange(len(tgt) + 1), f"t{rng.randrange(n_words)}")
+        if rng.random() < 0.3 and len(tgt) > 1:
+            i = rng.randrange(len(tgt) - 1)
+            tgt[i], tgt[i + 1] = tgt[i + 1], tgt[i]
+        if not tgt:
+            tgt = ["tx"]
+        pairs.append((src, tgt))
+    return pairs
+
+
+if __name__ == "__main__":
+    c = Corpus([(["a", "b"], ["x"]), (["c"], ["y", "z"])])
+    err = Error()
+    ok = bitext_validate(C.byref(c.bt), C.byref(err)) == 0
+    c.src[1] = 7  # outside the source vocabulary of 3
+    rc = bitext_validate(C.byref(c.bt), C.byref(err))
+    c.src[1] = 1
+    c.tgt_off[1] = 4  # offsets decrease (4 > 3)
+    rc2 = bitext_validate(C.byref(c.bt), C.byref(err))
+    msg = err.msg.decode()
+    print(f"valid bitext accepted: {ok}; bad id rejected: {rc == -1}; "
+          f"decreasing offsets rejected: {rc2 == -1} ({msg})")
+    sys.exit(0 if ok and rc == -1 and rc2 == -1 and "decrease" in msg else 1)
