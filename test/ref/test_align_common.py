@@ -29,6 +29,28 @@ class TTable(C.Structure):
                 ("prob", C.POINTER(C.c_double)), ("count", C.POINTER(C.c_double))]
 
 
+class FaParams(C.Structure):
+    _fields_ = [("tension", C.c_double), ("p0", C.c_double),
+                ("favor_diagonal", C.c_bool), ("use_null", C.c_bool)]
+
+
+class FaOptions(C.Structure):
+    _fields_ = [("init", FaParams), ("iterations", C.c_int),
+                ("optimize_tension", C.c_bool), ("variational_bayes", C.c_bool),
+                ("alpha", C.c_double), ("reverse", C.c_bool),
+                ("max_index_bytes", C.c_size_t)]
+
+
+class FaModel(C.Structure):
+    _fields_ = [("par", FaParams), ("tt", TTable), ("probs_ready", C.c_bool)]
+
+
+class FaStats(C.Structure):
+    _fields_ = [("passes", C.c_int), ("loglik", C.c_double), ("posterior_p0", C.c_double),
+                ("emp_feat", C.c_double), ("n_tokens", C.c_double),
+                ("skipped_pairs", C.c_int64), ("bytes", C.c_size_t)]
+
+
 def _sig(name, res, *args):
     f = getattr(LIB, name)
     f.restype = res
@@ -41,6 +63,13 @@ ibm1_iterate = _sig("cq_ibm1_iterate", C.c_int, P, P, C.POINTER(Error))
 ibm1_table = _sig("cq_ibm1_table", C.POINTER(TTable), P)
 ibm1_viterbi = _sig("cq_ibm1_viterbi", None, P, C.c_int64, P)
 ibm1_free = _sig("cq_ibm1_free", None, P)
+fa_options_default = _sig("cq_fa_options_default", None, C.POINTER(FaOptions))
+fa_create = _sig("cq_fa_trainer_create", P, C.POINTER(Bitext), C.POINTER(FaOptions), C.POINTER(Error))
+fa_iterate = _sig("cq_fa_iterate", C.c_int, P, P, C.POINTER(Error))
+fa_model = _sig("cq_fa_trainer_model", C.POINTER(FaModel), P)
+fa_stats = _sig("cq_fa_trainer_stats", None, P, C.POINTER(FaStats))
+fa_viterbi = _sig("cq_fa_viterbi", None, P, C.c_int64, P)
+fa_free = _sig("cq_fa_trainer_free", None, P)
 bitext_validate = _sig("cq_bitext_validate", C.c_int, C.POINTER(Bitext), C.POINTER(Error))
 
 
@@ -80,6 +109,17 @@ def table_dict(tt, e_words, f_words):
         for q in range(t.row_off[r], t.row_off[r + 1]):
             out[(e, f_words[t.col[q]])] = t.prob[q]
     return out
+
+
+def fa_options(**kw):
+    o = FaOptions()
+    fa_options_default(C.byref(o))
+    for k, v in kw.items():
+        if k in ("tension", "p0", "favor_diagonal", "use_null"):
+            setattr(o.init, k, v)
+        else:
+            setattr(o, k, v)
+    return o
 
 
 def random_corpus(seed, n_pairs, n_words=12, max_len=7):
