@@ -1,0 +1,232 @@
+/* Writing a state in the canonical layout (FORMAT.md). */
+#include "cav/state_impl.h"
+
+#include "cav/codec.h"
+#include "cav/format.h"
+#include "common/mem.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct canon
+{
+	uint32_t   *src_rank;
+	uint32_t   *src_order;		/* source ids by rank */
+	uint32_t   *tgt_rank;
+	uint32_t   *tgt_order;		/* target ids by rank */
+	uint32_t   *res_order;
+	cav_cell   *sorted;			/* one matrix, canonical keys */
+	uint8_t    *enc;			/* encoded entries of every matrix */
+	size_t		enc_len;
+	size_t		enc_cap;
+	uint64_t   *starts;			/* [n_tgt] start of each matrix in enc */
+} canon;
+
+static void
+canon_free(canon *c)
+{
+	cq_free(c->src_rank);
+	cq_free(c->src_order);
+	cq_free(c->tgt_rank);
+	cq_free(c->tgt_order);
+	cq_free(c->res_order);
+	cq_free(c->sorted);
+	cq_free(c->enc);
+	cq_free(c->starts);
+}
+
+static int
+cmp_cells(const void *x, const void *y)
+{
+	uint64_t	a = ((const cav_cell *) x)->key,
+				b = ((const cav_cell *) y)->key;
+
+	return a < b ? -1 : a > b;
+}
+
+/* Sort one matrix by canonical (row, distance) and append its encoding. */
+static cav_code
+encode_matrix(const cav_state *st, canon *c, const cav_cells *m, cav_error *err)
+{
+	uint32_t	n = 0,
+				prev = 0;
+	size_t		worst = (size_t) m->n * 30;
+	uint8_t    *p;
+
+	for (uint32_t i = 0; i < m->cap; i++)
+	{
+		uint64_t	key = m->cells[i].key;
+		uint32_t	row;
+
+		if (key == CAV_CELL_EMPTY)
+			continue;
+		row = (uint32_t) (key >> 16);
+		row = row & CAV_TGT_BIT ? st->src.n + c->tgt_rank[row & ~CAV_TGT_BIT]
+			: c->src_rank[row];
+		c->sorted[n].key = (uint64_t) row << 16 | (key & 0xffff);
+		c->sorted[n++].count = m->cells[i].count;
+	}
+	qsort(c->sorted, n, sizeof(cav_cell), cmp_cells);
+	if (c->enc_len + worst > c->enc_cap)
+	{
+		size_t		cap = c->enc_cap ? c->enc_cap : 4096;
+		uint8_t    *q;
+
+		while (cap < c->enc_len + worst)
+			cap *= 2;
+		q = cq_realloc(c->enc, cap);
+		if (q == NULL)
+			return cav_fail(err, CAV_ENOMEM, "out of memory serialising a CAV");
+		c->enc = q;
+		c->enc_cap = cap;
+	}
+	p = c->enc + c->enc_len;
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	row = (uint32_t) (c->sorted[i].key >> 16);
+
+		p = cav_put_varint(p, row - prev);
+		p = cav_put_varint(p, c->sorted[i].key & 0xffff);
+		p = cav_put_varint(p, (uint64_t) c->sorted[i].count);
+		prev = row;
+	}
+	c->enc_len = p - c->enc;
+	return CAV_OK;
+}
+
+static cav_code
+prepare(const cav_state *st, canon *c, uint32_t *n_mat, cav_error *err)
+{
+	uint32_t	max_nnz = 1;
+
+	c->src_rank = cav_dict_ranks(&st->src, &c->src_order);
+	c->tgt_rank = cav_dict_ranks(&st->tgt, &c->tgt_order);
+	c->res_order = NULL;
+	if (st->res.n)
+		cq_free(cav_dict_ranks(&st->res, &c->res_order));
+	for (uint32_t t = 0; t < st->tgt.n; t++)
+		if (st->mats[t].n > max_nnz)
+			max_nnz = st->mats[t].n;
+	c->sorted = cq_alloc((size_t) max_nnz * sizeof(cav_cell));
+	c->starts = cq_alloc(((size_t) st->tgt.n + 1) * sizeof(uint64_t));
+	if (!c->src_rank || !c->src_order || !c->tgt_rank || !c->tgt_order || !c->sorted || !c->starts ||
+		(st->res.n && !c->res_order))
+		return cav_fail(err, CAV_ENOMEM, "out of memory serialising a CAV");
+	*n_mat = 0;
+	for (uint32_t r = 0; r < st->tgt.n; r++)
+	{
+		const cav_cells *m = &st->mats[c->tgt_order[r]];
+		cav_code	rc;
+
+		if (m->occ == 0)
+			continue;
+		c->starts[r] = c->enc_len;
+		rc = encode_matrix(st, c, m, err);
+		if (rc)
+			return rc;
+		(*n_mat)++;
+	}
+	return CAV_OK;
+}
+
+/* u32 offsets[n+1] then the bytes, strings in the given order. */
+static uint8_t *
+put_dict(uint8_t *p, const cav_dict *d, const uint32_t *order)
+{
+	uint8_t    *bytes = p + ((size_t) d->n + 1) * 4;
+	uint32_t	off = 0;
+
+	for (uint32_t r = 0; r < d->n; r++)
+	{
+		size_t		len;
+		const char *s = cav_dict_str(d, order[r], &len);
+
+		cav_put_u32(p + (size_t) r * 4, off);
+		memcpy(bytes + off, s, len);
+		off += (uint32_t) len;
+	}
+	cav_put_u32(p + (size_t) d->n * 4, off);
+	return bytes + off;
+}
+
+static size_t
+dict_size(const cav_dict *d)
+{
+	return ((size_t) d->n + 1) * 4 + (d->n ? d->off[d->n] : 0);
+}
+
+static void
+put_header(uint8_t *p, const cav_state *st, uint32_t n_mat)
+{
+	memcpy(p + CAV_H_MAGIC, CAV_MAGIC, 4);
+	cav_put_u16(p + CAV_H_VERSION, CAV_VERSION);
+	cav_put_u16(p + CAV_H_RESERVED16, 0);
+	cav_put_u32(p + CAV_H_LMAX, st->l_max);
+	cav_put_u32(p + CAV_H_NSRC, st->src.n);
+	cav_put_u32(p + CAV_H_NTGT, st->tgt.n);
+	cav_put_u32(p + CAV_H_NRES, st->res.n);
+	cav_put_u32(p + CAV_H_NMAT, n_mat);
+	cav_put_u32(p + CAV_H_RESERVED32, 0);
+	cav_put_u64(p + CAV_H_NPAIRS, st->n_pairs);
+}
+
+static uint8_t *
+put_table(uint8_t *p, const cav_state *st, const canon *c)
+{
+	for (uint32_t r = 0; r < st->tgt.n; r++)
+	{
+		const cav_cells *m = &st->mats[c->tgt_order[r]];
+
+		if (m->occ == 0)
+			continue;
+		cav_put_u32(p + CAV_REC_TGT, r);
+		cav_put_u32(p + CAV_REC_NNZ, m->n);
+		cav_put_u64(p + CAV_REC_OCC, m->occ);
+		cav_put_u64(p + CAV_REC_START, c->starts[r]);
+		p += CAV_REC_SIZE;
+	}
+	return p;
+}
+
+cav_code
+cav_serialize(const cav_state *st, size_t room, uint8_t **out, size_t *len,
+			  cav_error *err)
+{
+	canon		c = {0};
+	uint32_t	n_mat = 0;
+	size_t		total;
+	uint8_t    *buf,
+			   *p;
+	cav_code	rc;
+
+	*out = NULL;
+	*len = 0;
+	if (st->failed)
+		return cav_fail(err, CAV_ESTATE, "CAV state unusable after an earlier error");
+	rc = prepare(st, &c, &n_mat, err);
+	if (rc)
+	{
+		canon_free(&c);
+		return rc;
+	}
+	total = CAV_HEADER_SIZE + dict_size(&st->src) + dict_size(&st->tgt) +
+		dict_size(&st->res) + (size_t) n_mat * CAV_REC_SIZE + c.enc_len;
+	buf = cq_alloc(room + total);
+	if (buf == NULL)
+	{
+		canon_free(&c);
+		return cav_fail(err, CAV_ENOMEM, "out of memory serialising a CAV");
+	}
+	p = buf + room;
+	put_header(p, st, n_mat);
+	p = put_dict(p + CAV_HEADER_SIZE, &st->src, c.src_order);
+	p = put_dict(p, &st->tgt, c.tgt_order);
+	p = put_dict(p, &st->res, c.res_order);
+	p = put_table(p, st, &c);
+	if (c.enc_len)
+		memcpy(p, c.enc, c.enc_len);
+	canon_free(&c);
+	*out = buf;
+	*len = total;
+	return CAV_OK;
+}

@@ -1,0 +1,263 @@
+/*
+ * The validator of the CAV layout: every offset, length, count, sort order
+ * and string is checked before any reader touches the buffer, so a random
+ * or corrupted buffer yields CAV_EFORMAT and never an out-of-bounds read.
+ */
+#include "cav/view_impl.h"
+
+#include "cav/dict.h"
+
+#include <string.h>
+
+#define BAD(...) cav_fail(err, CAV_EFORMAT, "invalid CAV: " __VA_ARGS__)
+
+uint32_t
+cav_section_find(const uint8_t *buf, size_t pos, uint32_t n, const char *s,
+				 size_t len)
+{
+	uint32_t	lo = 0,
+				hi = n;
+
+	while (lo < hi)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+		size_t		ml;
+		const char *m = cav_section_str(buf, pos, n, mid, &ml);
+		int			c = cav_bytes_cmp(m, ml, s, len);
+
+		if (c == 0)
+			return mid;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return UINT32_MAX;
+}
+
+/* u32 offsets[n+1] and the strings: strictly sorted, non-empty UTF-8. */
+static cav_code
+check_dict(const uint8_t *buf, size_t len, size_t *pos, uint32_t n,
+		   const char *what, cav_error *err)
+{
+	const uint8_t *off = buf + *pos;
+	uint64_t	table = ((uint64_t) n + 1) * 4;
+	uint64_t	blob;
+
+	if (table > len - *pos)
+		return BAD("%s dictionary offsets run past the end", what);
+	if (cav_get_u32(off) != 0)
+		return BAD("%s dictionary does not start at offset 0", what);
+	blob = cav_get_u32(off + (size_t) n * 4);
+	if (blob > len - *pos - table)
+		return BAD("%s dictionary strings run past the end", what);
+	for (uint32_t i = 0; i < n; i++)
+	{
+		uint32_t	a = cav_get_u32(off + (size_t) i * 4),
+					b = cav_get_u32(off + (size_t) i * 4 + 4);
+		const uint8_t *s = off + table + a;
+
+		if (b <= a || b > blob)
+			return BAD("%s dictionary offset %u out of order", what, i);
+		if (b - a > CAV_MAX_TOKEN_BYTES || !cav_utf8_valid(s, b - a))
+			return BAD("%s token %u is not valid UTF-8", what, i);
+		if (i > 0)
+		{
+			uint32_t	pa = cav_get_u32(off + (size_t) (i - 1) * 4);
+
+			if (cav_bytes_cmp((const char *) off + table + pa, a - pa,
+							  (const char *) s, b - a) >= 0)
+				return BAD("%s dictionary not strictly sorted at %u", what, i);
+		}
+	}
+	*pos += table + blob;
+	return CAV_OK;
+}
+
+static cav_code
+check_header(const uint8_t *b, size_t len, cav_view *v, cav_error *err)
+{
+	if (len < CAV_HEADER_SIZE)
+		return BAD("%zu bytes, shorter than the header", len);
+	if (memcmp(b + CAV_H_MAGIC, CAV_MAGIC, 4) != 0)
+		return BAD("bad magic number");
+	if (cav_get_u16(b + CAV_H_VERSION) != CAV_VERSION)
+		return BAD("unsupported version %u", cav_get_u16(b + CAV_H_VERSION));
+	if (cav_get_u16(b + CAV_H_RESERVED16) || cav_get_u32(b + CAV_H_RESERVED32))
+		return BAD("reserved header fields are not zero");
+	v->l_max = cav_get_u32(b + CAV_H_LMAX);
+	v->n_src = cav_get_u32(b + CAV_H_NSRC);
+	v->n_tgt = cav_get_u32(b + CAV_H_NTGT);
+	v->n_restrict = cav_get_u32(b + CAV_H_NRES);
+	v->n_mat = cav_get_u32(b + CAV_H_NMAT);
+	v->n_pairs = cav_get_u64(b + CAV_H_NPAIRS);
+	if (v->l_max < 1 || v->l_max > CAV_MAX_LMAX)
+		return BAD("l_max %u out of range", v->l_max);
+	if (v->n_src >= (1u << 30) || v->n_tgt >= (1u << 30) || v->n_restrict >= (1u << 30))
+		return BAD("dictionary sizes out of range");
+	if (v->n_mat > v->n_tgt || (v->n_restrict == 0 && v->n_mat != v->n_tgt))
+		return BAD("%u matrices for %u target tokens", v->n_mat, v->n_tgt);
+	return CAV_OK;
+}
+
+/* One table record: target id order, restriction, counts, start offset. */
+static cav_code
+check_record(const cav_view *v, uint32_t i, size_t ent_len, int64_t prev_tgt,
+			 cav_error *err)
+{
+	const uint8_t *r = cav_view_rec(v, i);
+	uint32_t	tgt = cav_get_u32(r + CAV_REC_TGT);
+	uint64_t	start = cav_get_u64(r + CAV_REC_START);
+
+	if ((int64_t) tgt <= prev_tgt || tgt >= v->n_tgt)
+		return BAD("matrix %u: target id %u out of order", i, tgt);
+	if (v->n_restrict == 0 && tgt != i)
+		return BAD("matrix %u: unrestricted CAV skips a target token", i);
+	if (v->n_restrict)
+	{
+		size_t		l;
+		const char *s = cav_section_str(v->buf, v->tgt_dict, v->n_tgt, tgt, &l);
+
+		if (cav_section_find(v->buf, v->res_dict, v->n_restrict, s, l) == UINT32_MAX)
+			return BAD("matrix %u: token outside the restricted set", i);
+	}
+	if (cav_get_u64(r + CAV_REC_OCC) < 1 || cav_get_u64(r + CAV_REC_OCC) > INT64_MAX)
+		return BAD("matrix %u: occurrences out of range", i);
+	if (cav_get_u32(r + CAV_REC_NNZ) < 1)
+		return BAD("matrix %u: no entries", i);
+	if (start > ent_len)
+		return BAD("matrix %u: entries start past the end", i);
+	return CAV_OK;
+}
+
+/*
+ * Entries of matrix i fill [start, end) exactly: nnz of them, (row, dist)
+ * strictly increasing and in range, 1 <= count <= occurrences, and the
+ * token's own cell (its row, distance 0) equal to its occurrences.
+ */
+static cav_code
+check_entries(const cav_view *v, uint32_t i, const uint8_t *p, const uint8_t *end,
+			  cav_error *err)
+{
+	const uint8_t *r = cav_view_rec(v, i);
+	uint32_t	nnz = cav_get_u32(r + CAV_REC_NNZ);
+	uint64_t	occ = cav_get_u64(r + CAV_REC_OCC);
+	uint64_t	self = (uint64_t) v->n_src + cav_get_u32(r + CAV_REC_TGT);
+	uint64_t	n_rows = (uint64_t) v->n_src + v->n_tgt;
+	uint64_t	row = 0,
+				prev_key = 0;
+	bool		has_self = false;
+
+	for (uint32_t e = 0; e < nnz; e++)
+	{
+		uint64_t	delta,
+					dist,
+					count,
+					key;
+
+		if (!cav_get_varint(&p, end, &delta) || !cav_get_varint(&p, end, &dist) ||
+			!cav_get_varint(&p, end, &count))
+			return BAD("matrix %u: entry %u truncated or malformed", i, e);
+		if (delta >= n_rows - row || dist >= v->l_max)
+			return BAD("matrix %u: entry %u out of range", i, e);
+		row += delta;
+		key = row << 16 | dist;
+		if (e > 0 && key <= prev_key)
+			return BAD("matrix %u: entry %u out of order", i, e);
+		if (count < 1 || count > occ)
+			return BAD("matrix %u: entry %u count out of range", i, e);
+		if (row == self && dist == 0)
+		{
+			if (count != occ)
+				return BAD("matrix %u: own cell differs from occurrences", i);
+			has_self = true;
+		}
+		prev_key = key;
+	}
+	if (p != end)
+		return BAD("matrix %u: entry bytes do not match its extent", i);
+	if (!has_self)
+		return BAD("matrix %u: own cell missing", i);
+	return CAV_OK;
+}
+
+static cav_code
+check_matrices(cav_view *v, cav_error *err)
+{
+	size_t		ent_len;
+	int64_t		prev_tgt = -1;
+	cav_code	rc;
+
+	if ((uint64_t) v->n_mat * CAV_REC_SIZE > v->len - v->table)
+		return BAD("matrix table runs past the end");
+	v->entries = v->table + (size_t) v->n_mat * CAV_REC_SIZE;
+	ent_len = v->len - v->entries;
+	for (uint32_t i = 0; i < v->n_mat; i++)
+	{
+		rc = check_record(v, i, ent_len, prev_tgt, err);
+		if (rc)
+			return rc;
+		prev_tgt = cav_get_u32(cav_view_rec(v, i) + CAV_REC_TGT);
+	}
+	if (v->n_mat == 0 && ent_len != 0)
+		return BAD("trailing bytes after the matrix table");
+	for (uint32_t i = 0; i < v->n_mat; i++)
+	{
+		uint64_t	start = cav_get_u64(cav_view_rec(v, i) + CAV_REC_START);
+		uint64_t	end = i + 1 < v->n_mat ?
+			cav_get_u64(cav_view_rec(v, i + 1) + CAV_REC_START) : ent_len;
+
+		if ((i == 0 && start != 0) || end <= start)
+			return BAD("matrix %u: entry extent out of order", i);
+		rc = check_entries(v, i, v->buf + v->entries + start,
+						   v->buf + v->entries + end, err);
+		if (rc)
+			return rc;
+	}
+	return CAV_OK;
+}
+
+cav_code
+cav_view_open(const void *buf, size_t len, cav_view *v, cav_error *err)
+{
+	size_t		pos = CAV_HEADER_SIZE;
+	cav_code	rc;
+
+	memset(v, 0, sizeof(*v));
+	if (buf == NULL)
+		return BAD("no buffer");
+	v->buf = buf;
+	v->len = len;
+	rc = check_header(v->buf, len, v, err);
+	if (rc == CAV_OK)
+	{
+		v->src_dict = pos;
+		rc = check_dict(v->buf, len, &pos, v->n_src, "source", err);
+	}
+	if (rc == CAV_OK)
+	{
+		v->tgt_dict = pos;
+		rc = check_dict(v->buf, len, &pos, v->n_tgt, "target", err);
+	}
+	if (rc == CAV_OK)
+	{
+		v->res_dict = pos;
+		rc = check_dict(v->buf, len, &pos, v->n_restrict, "restricted", err);
+	}
+	if (rc == CAV_OK)
+	{
+		v->table = pos;
+		rc = check_matrices(v, err);
+	}
+	if (rc)
+		memset(v, 0, sizeof(*v));
+	return rc;
+}
+
+cav_code
+cav_validate(const void *buf, size_t len, cav_error *err)
+{
+	cav_view	v;
+
+	return cav_view_open(buf, len, &v, err);
+}

@@ -1,0 +1,93 @@
+/* Readers of a validated CAV buffer: tokens, rows, entries. */
+#include "cav/view_impl.h"
+
+void
+cav_view_token(const cav_view *v, uint32_t idx, cav_token_info *out)
+{
+	const uint8_t *r = cav_view_rec(v, idx);
+	uint32_t	tgt = cav_get_u32(r + CAV_REC_TGT);
+
+	out->str = cav_section_str(v->buf, v->tgt_dict, v->n_tgt, tgt, &out->len);
+	out->occurrences = cav_get_u64(r + CAV_REC_OCC);
+	out->nnz = cav_get_u32(r + CAV_REC_NNZ);
+	out->row = v->n_src + tgt;
+}
+
+cav_code
+cav_view_find(const cav_view *v, const char *tok, size_t len, uint32_t *idx,
+			  cav_error *err)
+{
+	uint32_t	tgt = cav_section_find(v->buf, v->tgt_dict, v->n_tgt, tok, len);
+	uint32_t	lo = 0,
+				hi = v->n_mat;
+
+	/* the table is sorted by target id */
+	while (tgt != UINT32_MAX && lo < hi)
+	{
+		uint32_t	mid = lo + (hi - lo) / 2;
+		uint32_t	t = cav_get_u32(cav_view_rec(v, mid) + CAV_REC_TGT);
+
+		if (t == tgt)
+		{
+			*idx = mid;
+			return CAV_OK;
+		}
+		if (t < tgt)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return cav_fail(err, CAV_ENOTFOUND, "token \"%.*s\" has no matrix in the CAV",
+					len > 64 ? 64 : (int) len, tok);
+}
+
+void
+cav_view_row(const cav_view *v, uint32_t row, int *side, const char **str,
+			 size_t *len)
+{
+	if (row < v->n_src)
+	{
+		*side = 0;
+		*str = cav_section_str(v->buf, v->src_dict, v->n_src, row, len);
+	}
+	else
+	{
+		*side = 1;
+		*str = cav_section_str(v->buf, v->tgt_dict, v->n_tgt, row - v->n_src, len);
+	}
+}
+
+void
+cav_entry_iter_init(const cav_view *v, uint32_t idx, cav_entry_iter *it)
+{
+	const uint8_t *r = cav_view_rec(v, idx);
+	uint64_t	start = cav_get_u64(r + CAV_REC_START);
+	uint64_t	end = idx + 1 < v->n_mat ?
+		cav_get_u64(cav_view_rec(v, idx + 1) + CAV_REC_START) : v->len - v->entries;
+
+	it->p = v->buf + v->entries + start;
+	it->end = v->buf + v->entries + end;
+	it->row = 0;
+	it->left = cav_get_u32(r + CAV_REC_NNZ);
+}
+
+/* The view was validated, so decoding cannot fail; the bounds stay checked. */
+bool
+cav_entry_iter_next(cav_entry_iter *it, cav_entry *e)
+{
+	uint64_t	delta,
+				dist,
+				count;
+
+	if (it->left == 0 ||
+		!cav_get_varint(&it->p, it->end, &delta) ||
+		!cav_get_varint(&it->p, it->end, &dist) ||
+		!cav_get_varint(&it->p, it->end, &count))
+		return false;
+	it->left--;
+	it->row += (uint32_t) delta;
+	e->row = it->row;
+	e->dist = (uint32_t) dist;
+	e->count = (int64_t) count;
+	return true;
+}
