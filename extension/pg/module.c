@@ -4,9 +4,11 @@
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 #include "pg/corpq.h"
+#include "pg/jobs.h"
 
 PG_MODULE_MAGIC;
 
@@ -30,6 +32,15 @@ _PG_init(void)
 							1, 1, 256,
 							PGC_USERSET, 0,
 							NULL, assign_threads, NULL);
+	DefineCustomIntVariable("corpq.max_jobs",
+							"Maximum number of corpq jobs queued or running at once in a database.",
+							"Each running job holds one background worker slot (max_worker_processes).",
+							&corpq_max_jobs,
+							4, 1, 1024,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("corpq");
+	if (process_shared_preload_libraries_in_progress)
+		corpq_register_job_launcher();
 	corpq_install_allocator();
 }

@@ -1,0 +1,33 @@
+/*
+ * The registry of job kinds: each kind's entry function lives with its feature.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/builtins.h"
+
+#include "pg/jobs.h"
+
+static const CorpqJobKind kinds[] = {
+	{NULL, NULL, false}
+};
+
+const CorpqJobKind *
+corpq_job_kind(const char *kind)
+{
+	for (const CorpqJobKind *k = kinds; k->kind; k++)
+		if (strcmp(k->kind, kind) == 0)
+			return k;
+	return NULL;
+}
+
+PG_FUNCTION_INFO_V1(corpq_job_kind_restartable);
+
+/* corpq.job_kind_restartable(kind): used by recovery to requeue orphans. */
+Datum
+corpq_job_kind_restartable(PG_FUNCTION_ARGS)
+{
+	const CorpqJobKind *k = corpq_job_kind(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+
+	PG_RETURN_BOOL(k != NULL && k->restartable);
+}

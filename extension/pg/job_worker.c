@@ -1,0 +1,241 @@
+/*
+ * The job worker: connect as the submitter, claim the job, run its kind,
+ * record the outcome.  Progress is published as a JSON document in the
+ * worker's pg_stat_activity entry (shared memory, no transaction needed).
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/lmgr.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "pg/jobs.h"
+
+/* Milliseconds between progress publications, unless forced. */
+#define PROGRESS_INTERVAL_MS 200
+/* pg_stat_activity keeps track_activity_query_size bytes (default 1024). */
+#define PROGRESS_MAX 900
+
+static void
+begin_work(void)
+{
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+static void
+end_work(void)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+/* Take the role the job runs as, as SET ROLE did in the submitting session. */
+static void
+assume_owner(const CorpqJobLaunchInfo *info)
+{
+	if (info->owner == info->session_role)
+		return;
+	StartTransactionCommand();
+	SetCurrentRoleId(info->owner, superuser_arg(info->owner));
+	CommitTransactionCommand();
+}
+
+/* Claim the queued row; false when it is gone, cancelled or taken. */
+static bool
+claim_job(CorpqJob *job, int64 id)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(id)};
+	bool		claimed;
+
+	begin_work();
+	if (SPI_execute_with_args("UPDATE corpq.jobs SET state = 'running', started = now(), "
+							  "worker_pid = pg_backend_pid(), server_start = pg_postmaster_start_time(), "
+							  "attempts = attempts + 1 "
+							  "WHERE id = $1 AND state = 'queued' AND NOT cancel_requested "
+							  "RETURNING kind, args::text, attempts",
+							  1, argtypes, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not claim corpq job " INT64_FORMAT, id);
+	claimed = SPI_processed == 1;
+	if (claimed)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		job->id = id;
+		job->kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		job->args = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+		job->attempts = atoi(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
+		MemoryContextSwitchTo(old);
+	}
+	end_work();
+	return claimed;
+}
+
+/* After an error: roll back, then record failed or cancelled. */
+static void
+record_failure(CorpqJob *job, MemoryContext cxt)
+{
+	ErrorData  *edata;
+	bool		cancelled;
+	Oid			argtypes[3] = {INT8OID, BOOLOID, TEXTOID};
+	Datum		values[3];
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	AbortOutOfAnyTransaction();
+	cancelled = edata->sqlerrcode == ERRCODE_QUERY_CANCELED;
+	elog(LOG, "corpq job " INT64_FORMAT " (%s) %s: %s", job->id, job->kind,
+		 cancelled ? "cancelled" : "failed", edata->message);
+
+	pgstat_report_activity(STATE_RUNNING, "corpq job: recording failure");
+	begin_work();
+	values[0] = Int64GetDatum(job->id);
+	values[1] = BoolGetDatum(cancelled);
+	values[2] = CStringGetTextDatum(cancelled ? "cancelled by request" : edata->message);
+	if (SPI_execute_with_args("UPDATE corpq.jobs SET finished = now(), error = $3, "
+							  "state = CASE WHEN $2 OR cancel_requested THEN 'cancelled' ELSE 'failed' END "
+							  "WHERE id = $1",
+							  3, argtypes, values, NULL, false, 1) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the failure of corpq job " INT64_FORMAT, job->id);
+	end_work();
+}
+
+void
+corpq_job_main(Datum arg)
+{
+	int64		id = DatumGetInt64(arg);
+	CorpqJobLaunchInfo info;
+	CorpqJob	job;
+	const CorpqJobKind *kind;
+	MemoryContext cxt;
+
+	memcpy(&info, MyBgworkerEntry->bgw_extra, sizeof(info));
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(info.dboid, info.session_role, 0);
+	assume_owner(&info);
+
+	/* The row is visible only once the submitting transaction committed. */
+	if (TransactionIdIsValid(info.wait_for))
+	{
+		StartTransactionCommand();
+		XactLockTableWait(info.wait_for, NULL, NULL, XLTW_None);
+		CommitTransactionCommand();
+	}
+	memset(&job, 0, sizeof(job));
+	if (!claim_job(&job, id))
+		proc_exit(0);
+
+	kind = corpq_job_kind(job.kind);
+	cxt = AllocSetContextCreate(TopMemoryContext, "corpq job", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		if (kind == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("unknown corpq job kind \"%s\"", job.kind)));
+		corpq_job_progress(&job, "starting", 0, 0, NULL, NULL, true);
+		kind->run(&job);
+	}
+	PG_CATCH();
+	{
+		record_failure(&job, cxt);
+	}
+	PG_END_TRY();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	proc_exit(0);
+}
+
+void
+corpq_job_progress(CorpqJob *job, const char *phase, double done,
+				   double total, const char *unit, const char *figures_json,
+				   bool force)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	StringInfoData buf;
+	double		elapsed;
+
+	CHECK_FOR_INTERRUPTS();
+	if (strncmp(job->phase, phase, sizeof(job->phase)) != 0)
+	{
+		strlcpy(job->phase, phase, sizeof(job->phase));
+		job->phase_started = now;
+		force = true;
+	}
+	if (!force && !TimestampDifferenceExceeds(job->last_report, now, PROGRESS_INTERVAL_MS))
+		return;
+	job->last_report = now;
+	elapsed = (double) (now - job->phase_started) / USECS_PER_SEC;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "{\"job\": " INT64_FORMAT ", \"kind\": ", job->id);
+	escape_json(&buf, job->kind);
+	appendStringInfoString(&buf, ", \"phase\": ");
+	escape_json(&buf, phase);
+	appendStringInfo(&buf, ", \"done\": %.17g, \"total\": %.17g, \"rate\": %.6g",
+					 done, total, elapsed > 0 ? done / elapsed : 0.0);
+	if (unit)
+	{
+		appendStringInfoString(&buf, ", \"unit\": ");
+		escape_json(&buf, unit);
+	}
+	if (figures_json && buf.len + strlen(figures_json) < PROGRESS_MAX)
+		appendStringInfo(&buf, ", \"figures\": %s", figures_json);
+	appendStringInfoChar(&buf, '}');
+	pgstat_report_activity(STATE_RUNNING, buf.data);
+	pfree(buf.data);
+}
+
+void
+corpq_job_finish(CorpqJob *job, const char *result_json)
+{
+	Oid			argtypes[2] = {INT8OID, TEXTOID};
+	Datum		values[2];
+
+	values[0] = Int64GetDatum(job->id);
+	values[1] = CStringGetTextDatum(result_json ? result_json : "{}");
+	if (SPI_execute_with_args("UPDATE corpq.jobs SET state = 'succeeded', finished = now(), "
+							  "error = NULL, result = $2::jsonb WHERE id = $1",
+							  2, argtypes, values, NULL, false, 1) != SPI_OK_UPDATE)
+		elog(ERROR, "could not record the result of corpq job " INT64_FORMAT, job->id);
+}
+
+char *
+corpq_job_arg(CorpqJob *job, const char *key)
+{
+	Jsonb	   *args = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(job->args)));
+	JsonbValue	k;
+	JsonbValue *v;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	v = findJsonbValueFromContainer(&args->root, JB_FOBJECT, &k);
+	if (v == NULL || v->type == jbvNull)
+		return NULL;
+	if (v->type == jbvString)
+		return pnstrdup(v->val.string.val, v->val.string.len);
+	if (v->type == jbvNumeric)
+		return DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
+	if (v->type == jbvBool)
+		return pstrdup(v->val.boolean ? "true" : "false");
+	return JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
+}
