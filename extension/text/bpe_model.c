@@ -1,0 +1,101 @@
+/* A BPE model: interned symbols and the ranked merge table. */
+#include "text/bpe.h"
+
+#include <string.h>
+
+#include "common/mem.h"
+
+int
+cq_bpe_init(cq_bpe *bpe, int version)
+{
+	memset(bpe, 0, sizeof(*bpe));
+	bpe->version = version;
+	if (cq_strmap_init(&bpe->syms, 256) != CQ_TEXT_OK ||
+		cq_pairmap_init(&bpe->ranks, 256) != CQ_TEXT_OK)
+	{
+		cq_bpe_free(bpe);
+		return CQ_TEXT_ENOMEM;
+	}
+	return CQ_TEXT_OK;
+}
+
+void
+cq_bpe_free(cq_bpe *bpe)
+{
+	cq_strmap_free(&bpe->syms);
+	cq_pairmap_free(&bpe->ranks);
+	cq_free(bpe->left);
+	cq_free(bpe->right);
+	cq_free(bpe->merged);
+	memset(bpe, 0, sizeof(*bpe));
+}
+
+static int
+valid_symbol(const char *s, size_t n)
+{
+	if (n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == ' ' || s[i] == '\n' || s[i] == '\0')
+			return 0;
+	return 1;
+}
+
+static int
+grow_merges(cq_bpe *bpe)
+{
+	int32_t		cap = bpe->cap_merges ? bpe->cap_merges * 2 : 256;
+	int32_t    *l = cq_realloc(bpe->left, cap * sizeof(int32_t));
+
+	if (!l)
+		return CQ_TEXT_ENOMEM;
+	bpe->left = l;
+	int32_t    *r = cq_realloc(bpe->right, cap * sizeof(int32_t));
+
+	if (!r)
+		return CQ_TEXT_ENOMEM;
+	bpe->right = r;
+	int32_t    *m = cq_realloc(bpe->merged, cap * sizeof(int32_t));
+
+	if (!m)
+		return CQ_TEXT_ENOMEM;
+	bpe->merged = m;
+	bpe->cap_merges = cap;
+	return CQ_TEXT_OK;
+}
+
+int
+cq_bpe_add_merge(cq_bpe *bpe, const char *left, size_t llen,
+				 const char *right, size_t rlen, cq_text_err *err)
+{
+	if (!valid_symbol(left, llen) || !valid_symbol(right, rlen))
+		return cq_text_fail(err, CQ_TEXT_EINVAL, 0,
+							"merge %d has an empty symbol or one containing a space",
+							bpe->n_merges + 1);
+	if (bpe->n_merges == INT32_MAX - 1)
+		return cq_text_fail(err, CQ_TEXT_ERANGE, 0, "too many merges");
+	if (bpe->n_merges == bpe->cap_merges && grow_merges(bpe) != CQ_TEXT_OK)
+		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+
+	char	   *cat = cq_alloc(llen + rlen);
+
+	if (!cat)
+		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+	memcpy(cat, left, llen);
+	memcpy(cat + llen, right, rlen);
+	int64_t		l = cq_strmap_intern(&bpe->syms, left, llen, NULL);
+	int64_t		r = l < 0 ? -1 : cq_strmap_intern(&bpe->syms, right, rlen, NULL);
+	int64_t		m = r < 0 ? -1 : cq_strmap_intern(&bpe->syms, cat, llen + rlen, NULL);
+
+	cq_free(cat);
+	if (m < 0 || m > INT32_MAX)
+		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+	/* a repeated pair keeps its first (lowest) rank, as in apply_bpe.py */
+	if (cq_pairmap_put_new(&bpe->ranks, (int32_t) l, (int32_t) r, bpe->n_merges) == INT32_MIN)
+		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+	bpe->left[bpe->n_merges] = (int32_t) l;
+	bpe->right[bpe->n_merges] = (int32_t) r;
+	bpe->merged[bpe->n_merges] = (int32_t) m;
+	bpe->n_merges++;
+	return CQ_TEXT_OK;
+}

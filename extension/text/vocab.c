@@ -1,0 +1,163 @@
+/* Vocabulary: build from counts, token <-> id, detokenising decode. */
+#include "text/vocab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/mem.h"
+#include "text/bpe.h"
+
+const char *const cq_vocab_specials[CQ_VOCAB_N_SPECIAL] = {"<s>", "<pad>", "</s>", "<unk>"};
+
+int
+cq_vocab_init(cq_vocab *v)
+{
+	return cq_strmap_init(&v->map, 1024);
+}
+
+void
+cq_vocab_free(cq_vocab *v)
+{
+	cq_strmap_free(&v->map);
+}
+
+int
+cq_vocab_add(cq_vocab *v, const char *tok, size_t len, cq_text_err *err)
+{
+	int			inserted;
+
+	if (cq_strmap_intern(&v->map, tok, len, &inserted) < 0)
+		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+	if (!inserted)
+		return cq_text_fail(err, CQ_TEXT_EINVAL, 0,
+							"token \"%.*s\" appears twice in the vocabulary",
+							len > 64 ? 64 : (int) len, tok);
+	return CQ_TEXT_OK;
+}
+
+static int
+is_special(const char *tok, size_t len)
+{
+	for (int i = 0; i < CQ_VOCAB_N_SPECIAL; i++)
+		if (strlen(cq_vocab_specials[i]) == len && memcmp(cq_vocab_specials[i], tok, len) == 0)
+			return 1;
+	return 0;
+}
+
+/* a candidate token with its count, for sorting */
+typedef struct ranked
+{
+	int64_t		count;
+	const char *tok;
+	uint32_t	len;
+} ranked;
+
+static int
+by_count_then_bytes(const void *x, const void *y)
+{
+	const ranked *a = x,
+			   *b = y;
+
+	if (a->count != b->count)
+		return a->count > b->count ? -1 : 1;
+	int			c = memcmp(a->tok, b->tok, a->len < b->len ? a->len : b->len);
+
+	if (c)
+		return c;
+	return (a->len > b->len) - (a->len < b->len);
+}
+
+int
+cq_vocab_build(cq_vocab *v, const cq_strmap *counts, int32_t max_size,
+			   int64_t min_count, cq_text_err *err)
+{
+	if (max_size < CQ_VOCAB_N_SPECIAL + 1)
+		return cq_text_fail(err, CQ_TEXT_ERANGE, 0, "max_size must be at least %d",
+							CQ_VOCAB_N_SPECIAL + 1);
+	if (cq_vocab_init(v) != CQ_TEXT_OK)
+		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+
+	ranked	   *r = cq_alloc((counts->n ? counts->n : 1) * sizeof(ranked));
+	size_t		n = 0;
+	int			rc = CQ_TEXT_OK;
+
+	if (!r)
+		rc = cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+	for (size_t e = 0; rc == CQ_TEXT_OK && e < counts->n; e++)
+	{
+		size_t		len;
+		const char *tok = cq_strmap_key(counts, e, &len);
+
+		if (counts->vals[e] >= min_count && !is_special(tok, len))
+			r[n++] = (ranked) {counts->vals[e], tok, (uint32_t) len};
+	}
+	if (rc == CQ_TEXT_OK)
+		qsort(r, n, sizeof(ranked), by_count_then_bytes);
+	for (int i = 0; rc == CQ_TEXT_OK && i < CQ_VOCAB_N_SPECIAL; i++)
+		rc = cq_vocab_add(v, cq_vocab_specials[i], strlen(cq_vocab_specials[i]), err);
+	for (size_t i = 0; rc == CQ_TEXT_OK && i < n && cq_vocab_size(v) < max_size; i++)
+		rc = cq_vocab_add(v, r[i].tok, r[i].len, err);
+	cq_free(r);
+	if (rc != CQ_TEXT_OK)
+		cq_vocab_free(v);
+	return rc;
+}
+
+int32_t
+cq_vocab_id(const cq_vocab *v, const char *tok, size_t len)
+{
+	int64_t		e = cq_strmap_find(&v->map, tok, len);
+
+	return e < 0 ? CQ_VOCAB_UNK : (int32_t) e;
+}
+
+void
+cq_vocab_encode(const cq_vocab *v, const cq_tokens *t, int32_t *ids)
+{
+	for (size_t i = 0; i < t->n; i++)
+		ids[i] = cq_vocab_id(v, t->buf + t->off[i], t->len[i]);
+}
+
+int
+cq_vocab_decode(const cq_vocab *v, const int32_t *ids, size_t n,
+				char **out, size_t *out_len, cq_text_err *err)
+{
+	size_t		total = 1;
+
+	for (size_t i = 0; i < n; i++)
+	{
+		if (ids[i] < 0 || ids[i] >= cq_vocab_size(v))
+			return cq_text_fail(err, CQ_TEXT_ERANGE, (int) (i + 1),
+								"id %d at position %zu is outside the vocabulary (size %d)",
+								ids[i], i + 1, cq_vocab_size(v));
+		total += v->map.key_len[ids[i]] + 1;
+	}
+
+	char	   *s = cq_alloc(total);
+	size_t		p = 0;
+	int			glue = 1;		/* no space before the next token */
+
+	if (!s)
+		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+	for (size_t i = 0; i < n; i++)
+	{
+		size_t		len;
+		const char *tok;
+
+		if (ids[i] == CQ_VOCAB_BOS || ids[i] == CQ_VOCAB_PAD || ids[i] == CQ_VOCAB_EOS)
+			continue;
+		tok = cq_strmap_key(&v->map, ids[i], &len);
+		if (!glue)
+			s[p++] = ' ';
+		glue = (len >= 2 && memcmp(tok + len - 2, CQ_BPE_SEP, 2) == 0);
+		if (glue)
+			len -= 2;
+		memcpy(s + p, tok, len);
+		p += len;
+	}
+	s[p] = '\0';
+	*out = s;
+	if (out_len)
+		*out_len = p;
+	return CQ_TEXT_OK;
+}

@@ -1,0 +1,68 @@
+/*
+ * A token vocabulary with fairseq's reserved ids: <s> = 0, <pad> = 1,
+ * </s> = 2, <unk> = 3, then tokens by descending count, ties by ascending
+ * token bytes.  Token id = entry index of the map.
+ */
+#ifndef CQ_VOCAB_H
+#define CQ_VOCAB_H
+
+#include <stdint.h>
+
+#include "text/strmap.h"
+#include "text/text_err.h"
+#include "text/words.h"
+
+#define CQ_VOCAB_BOS 0
+#define CQ_VOCAB_PAD 1
+#define CQ_VOCAB_EOS 2
+#define CQ_VOCAB_UNK 3
+#define CQ_VOCAB_N_SPECIAL 4
+
+extern const char *const cq_vocab_specials[CQ_VOCAB_N_SPECIAL];
+
+typedef struct cq_vocab
+{
+	cq_strmap	map;			/* token -> id (entry index) */
+} cq_vocab;
+
+/* An empty vocabulary (no specials): for loading tokens in id order. */
+int			cq_vocab_init(cq_vocab *v);
+void		cq_vocab_free(cq_vocab *v);
+
+/*
+ * Append a token with the next id; an error if it is already present (a
+ * vocabulary holds each token once).
+ */
+int			cq_vocab_add(cq_vocab *v, const char *tok, size_t len, cq_text_err *err);
+
+static inline int32_t
+cq_vocab_size(const cq_vocab *v)
+{
+	return (int32_t) v->map.n;
+}
+
+/*
+ * Build from token counts (vals): the four specials, then the tokens with
+ * count >= min_count, most frequent first, at most max_size ids in all
+ * (max_size >= 5).  Tokens spelled like a special are skipped.  *v
+ * uninitialised.
+ */
+int			cq_vocab_build(cq_vocab *v, const cq_strmap *counts,
+						   int32_t max_size, int64_t min_count, cq_text_err *err);
+
+/* Id of a token, CQ_VOCAB_UNK when absent. */
+int32_t		cq_vocab_id(const cq_vocab *v, const char *tok, size_t len);
+
+/* ids[i] = id of token i (ids has room for t->n). */
+void		cq_vocab_encode(const cq_vocab *v, const cq_tokens *t, int32_t *ids);
+
+/*
+ * Detokenised text of ids: tokens joined by spaces with BPE continuation
+ * markers removed ("lo@@ w" -> "low"); <s>, <pad> and </s> are skipped,
+ * <unk> is written as "<unk>".  ERANGE (err->line = position + 1) for an id
+ * outside the vocabulary.  The result is cq_alloc'd.
+ */
+int			cq_vocab_decode(const cq_vocab *v, const int32_t *ids, size_t n,
+							char **out, size_t *out_len, cq_text_err *err);
+
+#endif
