@@ -349,6 +349,18 @@ cq_fa_trainer_stats(const cq_fa_trainer *tr, cq_fa_stats *out)
 		(size_t) tr->n_classes * sizeof(size_class);
 }
 
+bool
+cq_fa_trainer_reverse(const cq_fa_trainer *tr)
+{
+	return tr->opt.reverse;
+}
+
+const cq_bitext_view *
+cq_fa_trainer_view(const cq_fa_trainer *tr)
+{
+	return &tr->v;
+}
+
 void
 cq_fa_viterbi(const cq_fa_trainer *tr, int64_t k, int32_t *a)
 {
@@ -360,7 +372,7 @@ cq_fa_viterbi(const cq_fa_trainer *tr, int64_t k, int32_t *a)
 	const uint32_t *L;
 	bool		ready = tr->md.probs_ready;
 
-	if (n == 0 || m == 0)
+	if (n == 0 || m == 0 || tr->taken)
 	{
 		for (int j = 0; j < m; j++)
 			a[j] = -1;

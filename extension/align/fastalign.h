@@ -112,7 +112,17 @@ int			cq_fa_train(cq_fa_trainer *tr, const cq_align_progress *progress,
 const cq_fa_model *cq_fa_trainer_model(const cq_fa_trainer *tr);
 void		cq_fa_trainer_stats(const cq_fa_trainer *tr, cq_fa_stats *out);
 
-/* Viterbi alignment of training pair k: a[j] over its generated side. */
+/* True when the trainer conditions on the target side. */
+bool		cq_fa_trainer_reverse(const cq_fa_trainer *tr);
+
+/* The trainer's direction of its bitext (e conditions, f is generated). */
+const cq_bitext_view *cq_fa_trainer_view(const cq_fa_trainer *tr);
+
+/*
+ * Viterbi alignment of training pair k: a[j] over its generated side (the
+ * target side, or the source side of a reverse trainer).  Uses the trainer's
+ * scratch space: not for concurrent calls on one trainer.
+ */
 void		cq_fa_viterbi(const cq_fa_trainer *tr, int64_t k, int32_t *a);
 
 /* Moves the model out (counts dropped); the trainer can then only be freed. */

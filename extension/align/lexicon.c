@@ -1,0 +1,174 @@
+#include "align/lexicon.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "common/mem.h"
+
+int
+cq_lexicon_from_trainers(cq_fa_trainer *fwd, cq_fa_trainer *rev,
+						 cq_lexicon *out, cq_align_error *err)
+{
+	memset(out, 0, sizeof(*out));
+	if (cq_fa_trainer_reverse(fwd) || !cq_fa_trainer_reverse(rev))
+		return cq_align_fail(err, CQ_ALIGN_EINVAL, "need a forward and a reverse trainer");
+	cq_fa_trainer_take_model(fwd, &out->fwd);
+	cq_fa_trainer_take_model(rev, &out->rev);
+	out->src_vocab = out->fwd.tt.n_e;
+	out->tgt_vocab = out->fwd.tt.n_f;
+	if (out->rev.tt.n_e != out->tgt_vocab || out->rev.tt.n_f != out->src_vocab)
+	{
+		cq_lexicon_free(out);
+		return cq_align_fail(err, CQ_ALIGN_EINVAL, "the trainers saw different vocabularies");
+	}
+	return CQ_ALIGN_OK;
+}
+
+int
+cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
+					  const int32_t *tgt, int m, cq_sym_mode mode,
+					  cq_link *links, cq_pair_score *out, cq_align_error *err)
+{
+	int32_t    *a_f = NULL,
+			   *a_r = NULL;
+	cq_link    *lf = NULL,
+			   *lr = NULL,
+			   *ls = NULL;
+	void	   *work = NULL;
+	double		ll_f = 0.0,
+				ll_r = 0.0;
+	int			rc,
+				nf,
+				nr,
+				ns;
+
+	memset(out, 0, sizeof(*out));
+	if (n <= 0 || m <= 0)
+	{
+		out->align_score = out->fwd_score = out->rev_score = out->coverage = NAN;
+		return n < 0 || m < 0 ? cq_align_fail(err, CQ_ALIGN_EINVAL, "negative sentence length") : CQ_ALIGN_OK;
+	}
+	a_f = cq_alloc((size_t) m * sizeof(int32_t));
+	a_r = cq_alloc((size_t) n * sizeof(int32_t));
+	lf = cq_alloc((size_t) m * sizeof(cq_link));
+	lr = cq_alloc((size_t) n * sizeof(cq_link));
+	ls = cq_alloc(((size_t) n + m) * sizeof(cq_link));
+	work = cq_alloc(cq_symmetrize_work_bytes(n, m));
+	if (!a_f || !a_r || !lf || !lr || !ls || !work)
+	{
+		rc = cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
+		goto done;
+	}
+	if ((rc = cq_fa_model_align(&lx->fwd, src, n, tgt, m, a_f, &ll_f, err)) != CQ_ALIGN_OK ||
+		(rc = cq_fa_model_align(&lx->rev, tgt, m, src, n, a_r, &ll_r, err)) != CQ_ALIGN_OK)
+		goto done;
+	nf = cq_links_from_viterbi(a_f, m, true, lf);
+	nr = cq_links_from_viterbi(a_r, n, false, lr);
+	ns = cq_symmetrize(mode, n, m, lf, nf, lr, nr, work, ls, err);
+	if (ns < 0)
+	{
+		rc = ns;
+		goto done;
+	}
+	out->fwd_score = ll_f / m;
+	out->rev_score = ll_r / n;
+	out->align_score = 0.5 * (out->fwd_score + out->rev_score);
+	out->n_links = ns;
+	{
+		int			covered = 0;
+
+		/* links are sorted by source position */
+		for (int k = 0; k < ns; k++)
+			if (k == 0 || ls[k].s != ls[k - 1].s)
+				covered++;
+		out->coverage = (double) covered / n;
+	}
+	if (links)
+		memcpy(links, ls, (size_t) ns * sizeof(cq_link));
+	rc = CQ_ALIGN_OK;
+done:
+	cq_free(a_f);
+	cq_free(a_r);
+	cq_free(lf);
+	cq_free(lr);
+	cq_free(ls);
+	cq_free(work);
+	return rc;
+}
+
+void
+cq_lexicon_free(cq_lexicon *lx)
+{
+	cq_fa_model_free(&lx->fwd);
+	cq_fa_model_free(&lx->rev);
+}
+
+int
+cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
+						 cq_sym_mode mode,
+						 const cq_align_progress *progress, cq_lexdict *out,
+						 cq_align_error *err)
+{
+	cq_lexdict_builder *bld;
+	int64_t		max_n = 1,
+				max_m = 1;
+	int32_t    *a_f = NULL,
+			   *a_r = NULL;
+	cq_link    *lf = NULL,
+			   *lr = NULL,
+			   *ls = NULL;
+	void	   *work = NULL;
+	int			rc = CQ_ALIGN_OK;
+
+	const cq_bitext_view *b = cq_fa_trainer_view(fwd),
+			   *rb = cq_fa_trainer_view(rev);
+
+	memset(out, 0, sizeof(*out));
+	if (cq_fa_trainer_reverse(fwd) || !cq_fa_trainer_reverse(rev) ||
+		b->e != rb->f || b->f != rb->e || b->n_pairs != rb->n_pairs ||
+		b->e_off != rb->f_off || b->f_off != rb->e_off)
+		return cq_align_fail(err, CQ_ALIGN_EINVAL, "need a forward and a reverse trainer of one bitext");
+	for (int64_t k = 0; k < b->n_pairs; k++)
+	{
+		if (b->e_off[k + 1] - b->e_off[k] > max_n)
+			max_n = b->e_off[k + 1] - b->e_off[k];
+		if (b->f_off[k + 1] - b->f_off[k] > max_m)
+			max_m = b->f_off[k + 1] - b->f_off[k];
+	}
+	if (!(bld = cq_lexdict_builder_create(b->e_vocab, b->f_vocab, err)))
+		return err ? err->code : CQ_ALIGN_ENOMEM;
+	a_f = cq_alloc((size_t) max_m * sizeof(int32_t));
+	a_r = cq_alloc((size_t) max_n * sizeof(int32_t));
+	lf = cq_alloc((size_t) max_m * sizeof(cq_link));
+	lr = cq_alloc((size_t) max_n * sizeof(cq_link));
+	ls = cq_alloc(((size_t) max_n + max_m) * sizeof(cq_link));
+	work = cq_alloc(cq_symmetrize_work_bytes((int) max_n, (int) max_m));
+	if (!a_f || !a_r || !lf || !lr || !ls || !work)
+		rc = cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
+	for (int64_t k = 0; rc == CQ_ALIGN_OK && k < b->n_pairs; k++)
+	{
+		const int32_t *src = b->e + b->e_off[k],
+				   *tgt = b->f + b->f_off[k];
+		int			n = (int) (b->e_off[k + 1] - b->e_off[k]),
+					m = (int) (b->f_off[k + 1] - b->f_off[k]);
+		int			ns;
+
+		cq_fa_viterbi(fwd, k, a_f);
+		cq_fa_viterbi(rev, k, a_r);
+		ns = cq_symmetrize(mode, n, m, lf, cq_links_from_viterbi(a_f, m, true, lf),
+						   lr, cq_links_from_viterbi(a_r, n, false, lr), work, ls, err);
+		rc = ns < 0 ? ns : cq_lexdict_builder_add(bld, src, n, tgt, m, ls, ns, err);
+		if (rc == CQ_ALIGN_OK && cq_align_progress_stop(progress, k + 1, b->n_pairs))
+			rc = cq_align_fail(err, CQ_ALIGN_STOPPED, "stopped while counting links");
+	}
+	if (rc == CQ_ALIGN_OK)
+		rc = cq_lexdict_builder_finish(bld, out, err);
+	cq_lexdict_builder_free(bld);
+	cq_free(a_f);
+	cq_free(a_r);
+	cq_free(lf);
+	cq_free(lr);
+	cq_free(ls);
+	cq_free(work);
+	return rc;
+}

@@ -1,0 +1,181 @@
+/* fast_align and IBM Model 1 of the core on hand-worked examples. */
+#include "unit.h"
+
+#include "align/diagonal.h"
+#include "align/fastalign.h"
+#include "align/ibm1.h"
+
+/*
+ * Two pairs: "a b" -> "x y" and "a" -> "x" (ids a=0 b=1, x=0 y=1), lambda 4,
+ * p0 0.08.  The first pass sees a flat t, so posteriors equal the prior.
+ * Pair 1 (m = n = 2): for j = 1, h(1) = -|1/2 - 1/2| = 0 and h(2) = -1/2, so
+ * p(a=1) = 0.92 e^2/(1+e^2) = 0.81033, p(a=2) = 0.92/(1+e^2) = 0.10967,
+ * p(a=0) = 0.08; for j = 2 the two source positions swap.  Pair 2 (m = n =
+ * 1): p(a=1) = 0.92, p(a=0) = 0.08.
+ * Counts: NULL: x 0.16, y 0.08 -> t(x|NULL) = 2/3, t(y|NULL) = 1/3;
+ *   a: x 0.81033 + 0.92, y 0.10967 (sum 1.84)
+ *      -> t(x|a) = (2e^2+1)/(2(1+e^2)) = 0.94040, t(y|a) = 1/(2(1+e^2)) = 0.05960;
+ *   b: x 0.10967, y 0.81033 (sum 0.92)
+ *      -> t(x|b) = 1/(1+e^2) = 0.11920, t(y|b) = e^2/(1+e^2) = 0.88080.
+ * Viterbi of pair 1 after the pass: x: NULL 0.08*2/3 = 0.053, a 0.81033 *
+ * 0.94040 = 0.762, b 0.10967 * 0.11920 = 0.013 -> a; y: NULL 0.027,
+ * a 0.0065, b 0.714 -> b.  Pharaoh "0-0 1-1".
+ * Log-likelihood of the flat pass: each of the 3 tokens has p = 1e-9.
+ */
+static const int32_t hw_src[] = {0, 1, 0};
+static const int64_t hw_src_off[] = {0, 2, 3};
+static const int32_t hw_tgt[] = {0, 1, 0};
+static const int64_t hw_tgt_off[] = {0, 2, 3};
+
+static cq_bitext
+hand_bitext(void)
+{
+	cq_bitext	b = {2, hw_src, hw_src_off, hw_tgt, hw_tgt_off, 2, 2};
+
+	return b;
+}
+
+static double
+tp(const cq_fa_model *md, int32_t e, int32_t f)
+{
+	return cq_ttable_prob_or(&md->tt, e, f, -1.0);
+}
+
+TEST(fastalign_one_pass_hand_worked)
+{
+	cq_bitext	b = hand_bitext();
+	cq_fa_options o;
+	cq_align_error err = {0};
+	cq_fa_trainer *tr;
+	const cq_fa_model *md;
+	cq_fa_stats st;
+	int32_t		a[2];
+	double		e2 = exp(2.0);
+
+	cq_fa_options_default(&o);
+	o.optimize_tension = false;
+	tr = cq_fa_trainer_create(&b, &o, &err);
+	CHECK(tr != NULL);
+	if (!tr)
+		return;
+	CHECK_INT_EQ(cq_fa_iterate(tr, NULL, &err), CQ_ALIGN_OK);
+	md = cq_fa_trainer_model(tr);
+	CHECK_NEAR(tp(md, 2, 0), 2.0 / 3.0, 1e-12);	/* row 2 is NULL */
+	CHECK_NEAR(tp(md, 2, 1), 1.0 / 3.0, 1e-12);
+	CHECK_NEAR(tp(md, 0, 0), (2 * e2 + 1) / (2 * (1 + e2)), 1e-12);
+	CHECK_NEAR(tp(md, 0, 1), 1 / (2 * (1 + e2)), 1e-12);
+	CHECK_NEAR(tp(md, 1, 0), 1 / (1 + e2), 1e-12);
+	CHECK_NEAR(tp(md, 1, 1), e2 / (1 + e2), 1e-12);
+	CHECK_NEAR(md->par.tension, 4.0, 0);
+	cq_fa_trainer_stats(tr, &st);
+	CHECK_NEAR(st.loglik, 3 * log(1e-9), 1e-9);
+	CHECK_NEAR(st.posterior_p0, 0.08, 1e-12);
+	CHECK_NEAR(st.n_tokens, 3, 0);
+	cq_fa_viterbi(tr, 0, a);
+	CHECK_INT_EQ(a[0], 0);
+	CHECK_INT_EQ(a[1], 1);
+	cq_fa_trainer_free(tr);
+}
+
+/* The geometric recurrence of the prior row against direct exp(). */
+TEST(fastalign_diagonal_row_matches_direct)
+{
+	double		u[37];
+
+	for (int n = 1; n <= 37; n += 6)
+		for (int m = 1; m <= 29; m += 7)
+			for (int j1 = 1; j1 <= m; j1++)
+			{
+				double		z = cq_diag_row(u, j1, m, n, 6.5),
+							zd = 0;
+
+				for (int i1 = 1; i1 <= n; i1++)
+				{
+					double		d = exp(6.5 * -fabs((double) i1 / n - (double) j1 / m));
+
+					zd += d;
+					CHECK_NEAR(u[i1 - 1], d, 1e-13);
+				}
+				CHECK_NEAR(z, zd, 1e-12);
+			}
+}
+
+static int	stop_at;
+
+static bool
+stop_hook(void *arg, int64_t done, int64_t total)
+{
+	(*(int *) arg)++;
+	return done == stop_at;
+}
+
+/* A stop request leaves the model at its last complete pass. */
+TEST(fastalign_progress_can_stop_a_pass)
+{
+	cq_bitext	b = hand_bitext();
+	cq_fa_options o;
+	cq_align_error err = {0};
+	cq_fa_trainer *tr;
+	int			calls = 0;
+	cq_align_progress p = {stop_hook, &calls, 1};
+	cq_fa_stats st;
+
+	cq_fa_options_default(&o);
+	tr = cq_fa_trainer_create(&b, &o, &err);
+	stop_at = 1;
+	CHECK_INT_EQ(cq_fa_iterate(tr, &p, &err), CQ_ALIGN_STOPPED);
+	CHECK(strstr(err.msg, "stopped") != NULL);
+	CHECK_INT_EQ(calls, 1);
+	CHECK(!cq_fa_trainer_model(tr)->probs_ready);
+	cq_fa_trainer_stats(tr, &st);
+	CHECK_INT_EQ(st.passes, 0);
+	stop_at = -1;
+	CHECK_INT_EQ(cq_fa_train(tr, &p, &err), CQ_ALIGN_OK);
+	cq_fa_trainer_stats(tr, &st);
+	CHECK_INT_EQ(st.passes, 4);	/* fast_align's -I 5 */
+	CHECK_INT_EQ(calls, 1 + 4 * 2);
+	cq_fa_trainer_free(tr);
+}
+
+/* Model 1 after one pass from a uniform start: posteriors are uniform. */
+TEST(ibm1_one_iteration_hand_worked)
+{
+	cq_bitext	b = hand_bitext();
+	cq_align_error err = {0};
+	cq_ibm1    *m = cq_ibm1_create(&b, true, 1 << 20, &err);
+	const cq_ttable *t;
+	int32_t		a[2];
+
+	CHECK(m != NULL);
+	if (!m)
+		return;
+	CHECK_INT_EQ(cq_ibm1_iterate(m, NULL, &err), CQ_ALIGN_OK);
+	t = cq_ibm1_table(m);
+	/*
+	 * pair 1: each target word splits 1/3 over NULL, a, b; pair 2: 1/2 over
+	 * NULL, a.  a: x 1/3 + 1/2, y 1/3 (sum 7/6) -> 5/7, 2/7; b: 1/2, 1/2;
+	 * NULL: x 5/6, y 1/3 (sum 7/6) -> 5/7, 2/7.
+	 */
+	CHECK_NEAR(cq_ttable_prob_or(t, 0, 0, -1), 5.0 / 7, 1e-15);
+	CHECK_NEAR(cq_ttable_prob_or(t, 0, 1, -1), 2.0 / 7, 1e-15);
+	CHECK_NEAR(cq_ttable_prob_or(t, 1, 0, -1), 0.5, 1e-15);
+	CHECK_NEAR(cq_ttable_prob_or(t, 2, 0, -1), 5.0 / 7, 1e-15);
+	/* x: a 5/7 beats NULL 5/7? tie -> the word (NLTK's >=); y: b 1/2 */
+	cq_ibm1_viterbi(m, 0, a);
+	CHECK_INT_EQ(a[0], 0);
+	CHECK_INT_EQ(a[1], 1);
+	cq_ibm1_free(m);
+}
+
+TEST(bitext_rejects_bad_ids)
+{
+	int32_t		src[] = {0, 5};
+	cq_bitext	b = {1, src, (const int64_t[]) {0, 2}, hw_tgt, (const int64_t[]) {0, 1}, 2, 2};
+	cq_align_error err = {0};
+	cq_fa_options o;
+
+	cq_fa_options_default(&o);
+	CHECK(cq_fa_trainer_create(&b, &o, &err) == NULL);
+	CHECK_INT_EQ(err.code, CQ_ALIGN_EINVAL);
+	CHECK(strstr(err.msg, "outside vocabulary") != NULL);
+}
