@@ -1,0 +1,15 @@
+/*
+ * CRC-32 (IEEE 802.3, reflected polynomial 0xEDB88320, as zlib's crc32()),
+ * the checksum of corpq weight files.  The same function as Python's
+ * zlib.crc32, so the reference writer needs no code of its own.
+ */
+#ifndef CQ_CRC32_H
+#define CQ_CRC32_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Continue a running CRC (start with 0) over len bytes. */
+uint32_t	cq_crc32(uint32_t crc, const void *data, size_t len);
+
+#endif

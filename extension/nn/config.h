@@ -1,0 +1,71 @@
+/*
+ * Hyper-parameters of a pre-norm transformer encoder-decoder, as held in the
+ * "config" JSON of a weight file and in models/{tiny,small,base}.json.
+ */
+#ifndef CQ_NN_CONFIG_H
+#define CQ_NN_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "nn/status.h"
+
+/* fairseq's special ids */
+#define CQ_BOS_ID 0
+#define CQ_PAD_ID 1
+#define CQ_EOS_ID 2
+#define CQ_UNK_ID 3
+
+#define CQ_LAYERNORM_EPS 1e-5f
+
+typedef enum cq_activation
+{
+	CQ_ACT_RELU,
+	CQ_ACT_GELU					/* exact: x * Phi(x) = x/2 (1 + erf(x / sqrt 2)) */
+} cq_activation;
+
+typedef enum cq_positions
+{
+	CQ_POS_SINUSOIDAL,
+	CQ_POS_LEARNED
+} cq_positions;
+
+typedef struct cq_model_config
+{
+	int			d_model;
+	int			heads;
+	int			encoder_layers;
+	int			decoder_layers;
+	int			ffn_dim;
+	cq_activation activation;
+	float		dropout;			/* embeddings and residual branches */
+	float		attention_dropout;	/* attention weights */
+	float		activation_dropout; /* inside the FFN, after the activation */
+	int			max_positions;		/* per sentence, </s> included */
+	cq_positions positions;
+	bool		tie_output;			/* output projection = target embedding */
+	bool		share_embeddings;	/* source embedding = target embedding */
+	int			src_vocab_size;
+	int			tgt_vocab_size;
+} cq_model_config;
+
+/* "tiny", "small" or "base" with the given vocabulary sizes. */
+cq_nn_status cq_config_preset(const char *name, int src_vocab, int tgt_vocab,
+							  cq_model_config *cfg, cq_nn_error *err);
+
+/* Every key required, every value in range; see models/FORMAT.md. */
+cq_nn_status cq_config_from_json(const char *text, size_t len,
+								 cq_model_config *cfg, cq_nn_error *err);
+/* A preset file (models/NAME.json: no vocabulary keys) with these sizes. */
+cq_nn_status cq_config_from_preset_json(const char *text, size_t len, int src_vocab,
+										int tgt_vocab, cq_model_config *cfg,
+										cq_nn_error *err);
+cq_nn_status cq_config_validate(const cq_model_config *cfg, cq_nn_error *err);
+
+/* Field by field (the struct has padding). */
+bool		cq_config_equal(const cq_model_config *a, const cq_model_config *b);
+
+/* Writes the JSON into buf (NUL-ended if it fits); returns its length. */
+size_t		cq_config_to_json(const cq_model_config *cfg, char *buf, size_t size);
+
+#endif

@@ -1,0 +1,156 @@
+"""The C transformer core (extension/nn) against the PyTorch reference.
+
+Random float32 weights are written in the corpq format by the Python writer
+(test/ref/torch_transformer.py, from models/FORMAT.md), loaded by the C core,
+and per-position log p(gold), p_max, entropy and argmax plus the sentence
+log-prob and geometric-mean probability are compared with a float64 PyTorch
+model of the same architecture, for batch 1 and a padded batch of 8.  Also:
+batched = single, Monte Carlo dropout masks independent of the batch, MC with
+dropout 0 = eval, and the forward's rejection of bad ids and lengths.
+"""
+import os
+import random
+import sys
+import tempfile
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_transformer as tt  # noqa: E402
+
+TOL_LOGP = 1e-4       # absolute, per position
+TOL_SENT = 1e-5       # relative, sentence log-prob and geometric mean
+failures = []
+
+
+def check(ok, what):
+    if not ok:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def random_pairs(rng, n, vs, vt, max_len=20):
+    pairs = []
+    for i in range(n):
+        ls = rng.randint(0, max_len) if i else max_len
+        lt = rng.randint(0, max_len) if i != 1 else 0
+        pairs.append(([rng.randrange(4, vs) for _ in range(ls)] + [3] * (i % 2),
+                      [rng.randrange(4, vt) for _ in range(lt)]))
+    return pairs
+
+
+def compare(name, ref, got):
+    """Returns the max errors; records failures."""
+    e_lp = e_pm = e_h = e_s = e_g = 0.0
+    am_bad = 0
+    for r, g in zip(ref, got):
+        e_lp = max(e_lp, float(np.abs(r["logp"] - g["logp"]).max()))
+        e_pm = max(e_pm, float(np.abs(r["p_max"] - g["p_max"]).max()))
+        e_h = max(e_h, float(np.abs(r["entropy"] - g["entropy"]).max()))
+        sl = float(r["logp"].sum())
+        e_s = max(e_s, abs(g["sent_logp"] - sl) / abs(sl))
+        geo_r, geo_g = np.exp(sl / len(r["logp"])), np.exp(g["sent_logp"] / g["count"])
+        e_g = max(e_g, abs(geo_g - geo_r) / geo_r)
+        check(g["count"] == len(r["logp"]), "%s: count" % name)
+        # argmax may differ only where the top two are within float error
+        for t in np.nonzero(r["argmax"] != g["argmax"])[0]:
+            am_bad += 1
+    check(e_lp <= TOL_LOGP, "%s: logp err %.3g" % (name, e_lp))
+    check(e_pm <= TOL_LOGP and e_h <= TOL_LOGP, "%s: p_max/entropy err %.3g/%.3g" % (name, e_pm, e_h))
+    check(e_s <= TOL_SENT and e_g <= TOL_SENT, "%s: sentence err %.3g/%.3g" % (name, e_s, e_g))
+    check(am_bad == 0, "%s: %d argmax mismatches" % (name, am_bad))
+    print("  %-34s max|dlogp| %.2e  max|dp_max| %.2e  max|dH| %.2e  rel sent %.2e  rel geo %.2e"
+          % (name, e_lp, e_pm, e_h, e_s, e_g))
+    return e_lp
+
+
+def same(a, b, tol):
+    return all(np.abs(x[k] - y[k]).max() <= tol for x, y in zip(a, b)
+               for k in ("logp", "p_max", "entropy"))
+
+
+def run_config(core, tmp, label, cfg, seed):
+    rng = random.Random(seed)
+    w = tt.random_weights(cfg, seed)
+    path = os.path.join(tmp, label + ".cqm")
+    blob = tt.write_corpq(path, cfg, w)
+    ref_model = tt.Transformer(cfg, w)
+    m = core.load(blob)
+    try:
+        vs, vt = cfg["src_vocab_size"], cfg["tgt_vocab_size"]
+        batch = random_pairs(rng, 8, vs, vt)
+        ref = ref_model.score(batch)
+        single = [core.score(m, [p])[0] for p in batch]
+        compare(label + " batch 1", ref, single)
+        got = core.score(m, batch)
+        compare(label + " batch 8", ref, got)
+        check(same(got, single, 0.0), label + ": batched != single (bitwise)")
+        # Monte Carlo dropout: a pair's masks do not depend on its batch
+        keys = [rng.getrandbits(64) for _ in batch]
+        mc_b = core.score(m, batch, mc=(1234, 5), keys=keys)
+        mc_s = [core.score(m, [p], mc=(1234, 5), keys=[k])[0] for p, k in zip(batch, keys)]
+        rev = core.score(m, batch[::-1], mc=(1234, 5), keys=keys[::-1])[::-1]
+        check(same(mc_b, mc_s, 0.0) and same(mc_b, rev, 0.0), label + ": MC alone != in batch")
+        mc_again = core.score(m, batch, mc=(1234, 5), keys=keys)
+        check(same(mc_b, mc_again, 0.0), label + ": MC not deterministic")
+        mc_other = core.score(m, batch, mc=(1234, 6), keys=keys)
+        check(not same(mc_b, mc_other, 1e-3), label + ": MC pass has no effect")
+        check(not same(mc_b, got, 1e-3), label + ": MC equals eval")
+    finally:
+        core.free(m)
+    # dropout 0 everywhere: MC mode = eval mode
+    cfg0 = dict(cfg, dropout=0.0, attention_dropout=0.0, activation_dropout=0.0)
+    m0 = core.load(tt.write_corpq(path, cfg0, w))
+    try:
+        a = core.score(m0, batch)
+        b = core.score(m0, batch, mc=(99, 3), keys=keys)
+        check(same(a, b, 0.0), label + ": MC with p = 0 != eval")
+        check(same(a, got, 0.0), label + ": dropout config changed eval")
+    finally:
+        core.free(m0)
+
+
+def check_rejections(core, tmp):
+    cfg = tt.make_config("tiny", 50, 60, max_positions=16)
+    m = core.load(tt.write_corpq(os.path.join(tmp, "r.cqm"), cfg, tt.random_weights(cfg, 1)))
+    try:
+        for pairs, what in [([([4, 50], [5])], "source id = vocab"),
+                            ([([4], [60])], "target id = vocab"),
+                            ([([4], [-1])], "negative id"),
+                            ([([4] * 16, [5])], "source of max_positions"),
+                            ([([4], [5] * 16)], "target of max_positions")]:
+            try:
+                core.score(m, pairs)
+                check(False, "accepted " + what)
+            except tt.CoreError as e:
+                check(e.code == 2, "%s: code %d" % (what, e.code))
+        core.score(m, [([4] * 15, [5] * 15)])   # the longest allowed
+    finally:
+        core.free(m)
+    print("  rejections: ids outside the vocabulary and over-long sentences -> CQ_NN_EINVAL")
+
+
+def main():
+    torch.manual_seed(0)
+    core = tt.Core()
+    with tempfile.TemporaryDirectory() as tmp:
+        configs = [
+            ("tiny relu sinus tied", tt.make_config("tiny", 300, 350)),
+            ("tiny gelu learned untied", tt.make_config("tiny", 300, 350, activation="gelu",
+                                                        positions="learned", tie_output=False)),
+            ("tiny shared+tied gelu", tt.make_config("tiny", 320, 320, activation="gelu",
+                                                     share_embeddings=True)),
+            ("small gelu sinus untied", tt.make_config("small", 500, 600, activation="gelu",
+                                                       tie_output=False)),
+            ("small relu learned tied", tt.make_config("small", 500, 600, positions="learned")),
+        ]
+        for i, (label, cfg) in enumerate(configs):
+            run_config(core, tmp, label, cfg, 100 + i)
+        check_rejections(core, tmp)
+    print("test_nn: %d failures" % len(failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

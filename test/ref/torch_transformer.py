@@ -1,0 +1,431 @@
+"""Independent PyTorch reference for corpq's transformer core (extension/nn).
+
+* `Transformer`: the pre-norm encoder-decoder of models/FORMAT.md written
+  with explicit torch modules, run in float64, padded batches with masks.
+* `write_corpq`: a writer of the corpq weight format written from
+  models/FORMAT.md (not from the C writer); zlib.crc32 is the checksum.
+* `Core`: a ctypes binding of the C core (test/libcorpqcore.so).
+"""
+import ctypes
+import json
+import math
+import os
+import struct
+import zlib
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+EOS, PAD = 2, 1
+
+PRESETS = {
+    "tiny": dict(d_model=64, heads=2, encoder_layers=2, decoder_layers=2,
+                 ffn_dim=256, max_positions=256),
+    "small": dict(d_model=256, heads=4, encoder_layers=3, decoder_layers=3,
+                  ffn_dim=1024, max_positions=256),
+    "base": dict(d_model=512, heads=8, encoder_layers=6, decoder_layers=6,
+                 ffn_dim=2048, max_positions=512),
+}
+
+
+def make_config(preset, src_vocab, tgt_vocab, **over):
+    cfg = dict(PRESETS[preset], activation="relu", dropout=0.1,
+               attention_dropout=0.1, activation_dropout=0.1,
+               positions="sinusoidal", tie_output=True, share_embeddings=False,
+               src_vocab_size=src_vocab, tgt_vocab_size=tgt_vocab)
+    cfg.update(over)
+    return cfg
+
+
+def tensor_shapes(cfg):
+    """name -> shape, as listed in models/FORMAT.md."""
+    d, f = cfg["d_model"], cfg["ffn_dim"]
+    s = {"encoder.embed_tokens": (cfg["src_vocab_size"], d)}
+    if not cfg["share_embeddings"]:
+        s["decoder.embed_tokens"] = (cfg["tgt_vocab_size"], d)
+    if cfg["positions"] == "learned":
+        s["encoder.embed_positions"] = (cfg["max_positions"], d)
+        s["decoder.embed_positions"] = (cfg["max_positions"], d)
+
+    def ln(p):
+        s[p + ".weight"] = (d,)
+        s[p + ".bias"] = (d,)
+
+    def lin(p, o, i):
+        s[p + ".weight"] = (o, i)
+        s[p + ".bias"] = (o,)
+    for i in range(cfg["encoder_layers"]):
+        p = "encoder.layers.%d." % i
+        ln(p + "self_attn_layer_norm")
+        lin(p + "self_attn.qkv", 3 * d, d)
+        lin(p + "self_attn.out_proj", d, d)
+        ln(p + "final_layer_norm")
+        lin(p + "fc1", f, d)
+        lin(p + "fc2", d, f)
+    ln("encoder.layer_norm")
+    for i in range(cfg["decoder_layers"]):
+        p = "decoder.layers.%d." % i
+        ln(p + "self_attn_layer_norm")
+        lin(p + "self_attn.qkv", 3 * d, d)
+        lin(p + "self_attn.out_proj", d, d)
+        ln(p + "encoder_attn_layer_norm")
+        lin(p + "encoder_attn.q", d, d)
+        lin(p + "encoder_attn.kv", 2 * d, d)
+        lin(p + "encoder_attn.out_proj", d, d)
+        ln(p + "final_layer_norm")
+        lin(p + "fc1", f, d)
+        lin(p + "fc2", d, f)
+    ln("decoder.layer_norm")
+    if not cfg["tie_output"]:
+        s["decoder.output_projection.weight"] = (cfg["tgt_vocab_size"], d)
+    return s
+
+
+def random_weights(cfg, seed):
+    """float32 weights with every parameter non-trivial (LN gains/biases too)."""
+    g = torch.Generator().manual_seed(seed)
+    w = {}
+    for name, shape in tensor_shapes(cfg).items():
+        if name.endswith("layer_norm.weight"):
+            t = 1.0 + 0.2 * torch.randn(shape, generator=g)
+        elif name.endswith(".bias"):
+            t = 0.1 * torch.randn(shape, generator=g)
+        elif len(shape) == 2 and ("embed" in name or "output_projection" in name):
+            t = torch.randn(shape, generator=g) / math.sqrt(cfg["d_model"])
+        else:
+            t = torch.randn(shape, generator=g) / math.sqrt(shape[1])
+        w[name] = t.float()
+    return w
+
+
+# ---- the weight-file writer (models/FORMAT.md) ---------------------------
+def write_corpq(path, cfg, weights, order=None, version=1):
+    """Writes cfg and weights; tensors in `order` (default: sorted names)."""
+    names = order or sorted(weights)
+    cjson = json.dumps(cfg).encode()
+    table = b""
+    off = 0
+    blobs = []
+    for n in names:
+        a = np.ascontiguousarray(weights[n].numpy(), dtype="<f4")
+        nb = n.encode()
+        table += struct.pack("<H", len(nb)) + nb + struct.pack("<BB", a.ndim, 0)
+        table += struct.pack("<%dI" % a.ndim, *a.shape) + struct.pack("<Q", off)
+        blob = a.tobytes()
+        pad = (-len(blob)) % 64
+        blobs.append(blob + b"\0" * pad)
+        off += len(blob) + pad
+    data = b"".join(blobs)
+    data_off = (40 + len(cjson) + len(table) + 63) // 64 * 64
+    head = b"CORPQNN\0" + struct.pack("<IIII", version, len(cjson), len(names), 0)
+    head += struct.pack("<QQ", data_off, len(data))
+    body = head + cjson + table
+    body += b"\0" * (data_off - len(body)) + data
+    body += struct.pack("<I", zlib.crc32(body))
+    with open(path, "wb") as fh:
+        fh.write(body)
+    return body
+
+
+# ---- the reference model ----------------------------------------------------
+def sinusoids(n, d):
+    h = d // 2
+    step = math.log(10000.0) / (h - 1) if h > 1 else 0.0
+    freq = torch.exp(-step * torch.arange(h, dtype=torch.float64))
+    ang = torch.arange(n, dtype=torch.float64)[:, None] * freq[None, :]
+    return torch.cat([torch.sin(ang), torch.cos(ang)], dim=1)
+
+
+class Attention(torch.nn.Module):
+    def __init__(self, d, heads):
+        super().__init__()
+        self.h, self.dh = heads, d // heads
+        self.q = torch.nn.Linear(d, d)
+        self.k = torch.nn.Linear(d, d)
+        self.v = torch.nn.Linear(d, d)
+        self.out = torch.nn.Linear(d, d)
+
+    def forward(self, x, mem, mask):
+        """x [B, Lq, d], mem [B, Lk, d], mask [B, Lq, Lk] True = may attend."""
+        B, Lq, d = x.shape
+        Lk = mem.shape[1]
+        q = self.q(x).view(B, Lq, self.h, self.dh).transpose(1, 2)
+        k = self.k(mem).view(B, Lk, self.h, self.dh).transpose(1, 2)
+        v = self.v(mem).view(B, Lk, self.h, self.dh).transpose(1, 2)
+        s = q @ k.transpose(-1, -2) / math.sqrt(self.dh)
+        s = s.masked_fill(~mask[:, None], float("-inf"))
+        p = torch.softmax(s, dim=-1)
+        return self.out((p @ v).transpose(1, 2).reshape(B, Lq, d))
+
+
+class FFN(torch.nn.Module):
+    def __init__(self, d, f, act):
+        super().__init__()
+        self.fc1, self.fc2 = torch.nn.Linear(d, f), torch.nn.Linear(f, d)
+        self.act = act
+
+    def forward(self, x):
+        h = self.fc1(x)
+        h = torch.relu(h) if self.act == "relu" else F.gelu(h)  # exact erf GELU
+        return self.fc2(h)
+
+
+class EncoderLayer(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d = c["d_model"]
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.attn = Attention(d, c["heads"])
+        self.ffn = FFN(d, c["ffn_dim"], c["activation"])
+
+    def forward(self, x, mask):
+        h = self.ln1(x)
+        x = x + self.attn(h, h, mask)
+        return x + self.ffn(self.ln2(x))
+
+
+class DecoderLayer(torch.nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        d = c["d_model"]
+        self.ln1, self.ln2, self.ln3 = (torch.nn.LayerNorm(d) for _ in range(3))
+        self.self_attn = Attention(d, c["heads"])
+        self.cross = Attention(d, c["heads"])
+        self.ffn = FFN(d, c["ffn_dim"], c["activation"])
+
+    def forward(self, y, enc, self_mask, cross_mask):
+        h = self.ln1(y)
+        y = y + self.self_attn(h, h, self_mask)
+        y = y + self.cross(self.ln2(y), enc, cross_mask)
+        return y + self.ffn(self.ln3(y))
+
+
+class Transformer(torch.nn.Module):
+    def __init__(self, cfg, weights):
+        super().__init__()
+        self.c = c = cfg
+        d = c["d_model"]
+        self.enc = torch.nn.ModuleList(EncoderLayer(c) for _ in range(c["encoder_layers"]))
+        self.dec = torch.nn.ModuleList(DecoderLayer(c) for _ in range(c["decoder_layers"]))
+        self.enc_ln, self.dec_ln = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.double()
+        self._load(weights)
+
+    def _load(self, w):
+        c, d = self.c, self.c["d_model"]
+        t = {k: v.double() for k, v in w.items()}
+        self.src_embed = t["encoder.embed_tokens"]
+        self.tgt_embed = self.src_embed if c["share_embeddings"] else t["decoder.embed_tokens"]
+        self.out_proj = self.tgt_embed if c["tie_output"] else t["decoder.output_projection.weight"]
+        if c["positions"] == "learned":
+            self.src_pos, self.tgt_pos = t["encoder.embed_positions"], t["decoder.embed_positions"]
+        else:
+            self.src_pos = self.tgt_pos = sinusoids(c["max_positions"], d)
+
+        def lin(m, p, rows=None):
+            W, b = t[p + ".weight"], t[p + ".bias"]
+            if rows is not None:
+                W, b = W[rows], b[rows]
+            m.weight.data.copy_(W)
+            m.bias.data.copy_(b)
+        with torch.no_grad():
+            for i, L in enumerate(self.enc):
+                p = "encoder.layers.%d." % i
+                lin(L.ln1, p + "self_attn_layer_norm")
+                for j, m in enumerate((L.attn.q, L.attn.k, L.attn.v)):
+                    lin(m, p + "self_attn.qkv", slice(j * d, (j + 1) * d))
+                lin(L.attn.out, p + "self_attn.out_proj")
+                lin(L.ln2, p + "final_layer_norm")
+                lin(L.ffn.fc1, p + "fc1")
+                lin(L.ffn.fc2, p + "fc2")
+            lin(self.enc_ln, "encoder.layer_norm")
+            for i, L in enumerate(self.dec):
+                p = "decoder.layers.%d." % i
+                lin(L.ln1, p + "self_attn_layer_norm")
+                for j, m in enumerate((L.self_attn.q, L.self_attn.k, L.self_attn.v)):
+                    lin(m, p + "self_attn.qkv", slice(j * d, (j + 1) * d))
+                lin(L.self_attn.out, p + "self_attn.out_proj")
+                lin(L.ln2, p + "encoder_attn_layer_norm")
+                lin(L.cross.q, p + "encoder_attn.q")
+                lin(L.cross.k, p + "encoder_attn.kv", slice(0, d))
+                lin(L.cross.v, p + "encoder_attn.kv", slice(d, 2 * d))
+                lin(L.cross.out, p + "encoder_attn.out_proj")
+                lin(L.ln3, p + "final_layer_norm")
+                lin(L.ffn.fc1, p + "fc1")
+                lin(L.ffn.fc2, p + "fc2")
+            lin(self.dec_ln, "decoder.layer_norm")
+
+    def _embed(self, toks, table, pos):
+        d = self.c["d_model"]
+        return table[toks] * math.sqrt(d) + pos[: toks.shape[1]][None]
+
+    @torch.no_grad()
+    def log_probs(self, pairs):
+        """pairs: [(src ids, tgt ids)] -> list of [T+1, V] log-prob tensors."""
+        B = len(pairs)
+        srcs = [list(s) + [EOS] for s, _ in pairs]
+        dins = [[EOS] + list(t) for _, t in pairs]
+        S, T = max(map(len, srcs)), max(map(len, dins))
+        src = torch.full((B, S), PAD, dtype=torch.long)
+        din = torch.full((B, T), PAD, dtype=torch.long)
+        for b in range(B):
+            src[b, : len(srcs[b])] = torch.tensor(srcs[b])
+            din[b, : len(dins[b])] = torch.tensor(dins[b])
+        src_ok = torch.stack([torch.arange(S) < len(s) for s in srcs])
+        x = self._embed(src, self.src_embed, self.src_pos)
+        for L in self.enc:
+            x = L(x, src_ok[:, None, :].expand(B, S, S))
+        enc = self.enc_ln(x)
+        causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+        y = self._embed(din, self.tgt_embed, self.tgt_pos)
+        for L in self.dec:
+            y = L(y, enc, causal[None].expand(B, T, T), src_ok[:, None, :].expand(B, T, S))
+        logits = self.dec_ln(y) @ self.out_proj.T
+        lp = torch.log_softmax(logits, dim=-1)
+        return [lp[b, : len(dins[b])] for b in range(B)]
+
+    def score(self, pairs):
+        """Per pair: dict(logp, p_max, entropy, argmax) per position, as numpy."""
+        out = []
+        for (s, t), lp in zip(pairs, self.log_probs(pairs)):
+            gold = torch.tensor(list(t) + [EOS])
+            p = lp.exp()
+            out.append(dict(logp=lp.gather(1, gold[:, None])[:, 0].numpy(),
+                            p_max=p.max(1).values.numpy(),
+                            entropy=(-(p * lp).nansum(1)).numpy(),
+                            argmax=lp.argmax(1).numpy()))
+        return out
+
+
+# ---- ctypes binding of the C core -------------------------------------------
+class _Pair(ctypes.Structure):
+    _fields_ = [("src", ctypes.POINTER(ctypes.c_int32)), ("src_len", ctypes.c_int),
+                ("tgt", ctypes.POINTER(ctypes.c_int32)), ("tgt_len", ctypes.c_int),
+                ("key", ctypes.c_uint64)]
+
+
+class _Dropout(ctypes.Structure):
+    _fields_ = [("mode", ctypes.c_int), ("seed", ctypes.c_uint64), ("pass_", ctypes.c_uint32)]
+
+
+class _Shape(ctypes.Structure):
+    _fields_ = [("n_pairs", ctypes.c_int), ("src_positions", ctypes.c_long),
+                ("tgt_positions", ctypes.c_long), ("max_src", ctypes.c_int),
+                ("max_tgt", ctypes.c_int)]
+
+
+class _Out(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_void_p) for n in
+                ("logp", "p_max", "entropy", "argmax", "sent_logp", "sent_count")]
+
+
+class _Error(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int), ("message", ctypes.c_char * 256)]
+
+
+class _Config(ctypes.Structure):
+    _fields_ = [("d_model", ctypes.c_int), ("heads", ctypes.c_int),
+                ("encoder_layers", ctypes.c_int), ("decoder_layers", ctypes.c_int),
+                ("ffn_dim", ctypes.c_int), ("activation", ctypes.c_int),
+                ("dropout", ctypes.c_float), ("attention_dropout", ctypes.c_float),
+                ("activation_dropout", ctypes.c_float), ("max_positions", ctypes.c_int),
+                ("positions", ctypes.c_int), ("tie_output", ctypes.c_bool),
+                ("share_embeddings", ctypes.c_bool), ("src_vocab_size", ctypes.c_int),
+                ("tgt_vocab_size", ctypes.c_int)]
+
+
+class _Model(ctypes.Structure):
+    _fields_ = [("cfg", _Config)]     # the leading member of cq_model
+
+
+class CoreError(Exception):
+    def __init__(self, code, message):
+        super().__init__("%d: %s" % (code, message))
+        self.code = code
+
+
+class Core:
+    """The C core through ctypes: load a weight file, score pairs."""
+
+    def __init__(self, path=None):
+        self.lib = lib = ctypes.CDLL(path or os.environ.get(
+            "CORPQ_CORE_LIB", os.path.join(os.path.dirname(__file__), "..", "libcorpqcore.so")))
+        P = ctypes.c_void_p
+        lib.cq_modelfile_load.argtypes = [ctypes.c_char_p, ctypes.c_size_t,
+                                          ctypes.POINTER(ctypes.POINTER(_Model)), P]
+        lib.cq_model_free.argtypes = [ctypes.POINTER(_Model)]
+        lib.cq_batch_shape_of.argtypes = [ctypes.POINTER(_Model), P, ctypes.c_int, P, P]
+        lib.cq_forward_workspace_bytes.argtypes = [P, P]
+        lib.cq_forward_workspace_bytes.restype = ctypes.c_size_t
+        lib.cq_forward.argtypes = [ctypes.POINTER(_Model), P, ctypes.c_int, P, P,
+                                   ctypes.c_size_t, P, P]
+
+    def load(self, blob):
+        m = ctypes.POINTER(_Model)()
+        err = _Error()
+        rc = self.lib.cq_modelfile_load(blob, len(blob), ctypes.byref(m), ctypes.byref(err))
+        if rc:
+            raise CoreError(rc, err.message.decode())
+        return m
+
+    def free(self, m):
+        self.lib.cq_model_free(m)
+
+    def workspace_bytes(self, m, pairs):
+        arr, keep = self._pairs(pairs, None)
+        shape, err = _Shape(), _Error()
+        rc = self.lib.cq_batch_shape_of(m, arr, len(pairs), ctypes.byref(shape), ctypes.byref(err))
+        if rc:
+            raise CoreError(rc, err.message.decode())
+        return self.lib.cq_forward_workspace_bytes(ctypes.byref(m.contents.cfg), ctypes.byref(shape))
+
+    @staticmethod
+    def _pairs(pairs, keys):
+        arr = (_Pair * len(pairs))()
+        keep = []
+        for i, (s, t) in enumerate(pairs):
+            sa = np.ascontiguousarray(s, dtype=np.int32)
+            ta = np.ascontiguousarray(t, dtype=np.int32)
+            keep += [sa, ta]
+            arr[i].src = sa.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+            arr[i].src_len = len(sa)
+            arr[i].tgt = ta.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+            arr[i].tgt_len = len(ta)
+            arr[i].key = keys[i] if keys is not None else 0
+        return arr, keep
+
+    def prepare(self, m, pairs, mc=None, keys=None):
+        """Everything one forward call needs, so that it can be timed alone."""
+        arr, keep = self._pairs(pairs, keys)
+        nt = sum(len(t) + 1 for _, t in pairs)
+        ws = np.empty(self.workspace_bytes(m, pairs), dtype=np.uint8)
+        o = dict(logp=np.empty(nt, np.float32), p_max=np.empty(nt, np.float32),
+                 entropy=np.empty(nt, np.float32), argmax=np.empty(nt, np.int32),
+                 sent_logp=np.empty(len(pairs), np.float64),
+                 sent_count=np.empty(len(pairs), np.intc))
+        out = _Out(**{k: v.ctypes.data for k, v in o.items()})
+        dr = _Dropout(1 if mc else 0, mc[0] if mc else 0, mc[1] if mc else 0)
+        err = _Error()
+        args = (m, arr, len(pairs), ctypes.byref(dr), ws.ctypes.data, ws.nbytes,
+                ctypes.byref(out), ctypes.byref(err))
+        return dict(args=args, keep=(keep, ws, out, dr, arr), o=o, err=err)
+
+    def run(self, prep):
+        rc = self.lib.cq_forward(*prep["args"])
+        if rc:
+            raise CoreError(rc, prep["err"].message.decode())
+        return prep["o"]
+
+    def score(self, m, pairs, mc=None, keys=None):
+        """Per pair dict(logp, p_max, entropy, argmax, sent_logp, count)."""
+        o = self.run(self.prepare(m, pairs, mc, keys))
+        res, r = [], 0
+        for b, (_, t) in enumerate(pairs):
+            n = len(t) + 1
+            res.append(dict(logp=o["logp"][r:r + n].copy(), p_max=o["p_max"][r:r + n].copy(),
+                            entropy=o["entropy"][r:r + n].copy(),
+                            argmax=o["argmax"][r:r + n].copy(),
+                            sent_logp=float(o["sent_logp"][b]), count=int(o["sent_count"][b])))
+            r += n
+        return res

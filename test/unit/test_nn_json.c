@@ -1,0 +1,142 @@
+#include "unit.h"
+#include "common/crc32.h"
+#include "common/json.h"
+#include "nn/config.h"
+
+TEST(json_flat_object)
+{
+	const char *t = " { \"a\" : 1.5e2, \"b\":\"x\\\"y\\n\\u0041\", \"c\": true, \"d\": false, \"e\": null } ";
+	cq_json_object o;
+	char		err[100];
+
+	CHECK(cq_json_parse_object(t, strlen(t), &o, err, sizeof(err)));
+	CHECK_INT_EQ(o.n, 5);
+	CHECK_NEAR(cq_json_get(&o, "a")->number, 150.0, 0);
+	CHECK_STR_EQ(cq_json_get(&o, "b")->string, "x\"y\nA");
+	CHECK(cq_json_get(&o, "c")->boolean && cq_json_get(&o, "c")->type == CQ_JSON_BOOL);
+	CHECK(!cq_json_get(&o, "d")->boolean);
+	CHECK_INT_EQ(cq_json_get(&o, "e")->type, CQ_JSON_NULL);
+	CHECK(cq_json_get(&o, "zz") == NULL);
+	cq_json_free(&o);
+}
+
+TEST(json_rejects_malformed)
+{
+	const char *bad[] = {"", "{", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{\"a\":1} x",
+		"{\"a\":[1]}", "{\"a\":{}}", "{\"a\":\"unterminated}", "{\"a\":1e999}",
+	"{\"a\":-}", "[1]", "{a:1}", "{\"a\":tru}", "{\"a\":\"\\q\"}"};
+	char		err[100];
+
+	for (int i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
+	{
+		cq_json_object o;
+
+		err[0] = '\0';
+		CHECK(!cq_json_parse_object(bad[i], strlen(bad[i]), &o, err, sizeof(err)));
+		CHECK(strncmp(err, "at byte", 7) == 0);
+	}
+}
+
+/* zlib's check value of CRC-32 and a split computation. */
+TEST(crc32_check_value)
+{
+	CHECK_INT_EQ(cq_crc32(0, "123456789", 9), 0xCBF43926u);
+	CHECK_INT_EQ(cq_crc32(cq_crc32(0, "1234", 4), "56789", 5), 0xCBF43926u);
+	CHECK_INT_EQ(cq_crc32(0, "", 0), 0);
+}
+
+static char *
+read_text(const char *path, size_t *len)
+{
+	FILE	   *f = fopen(path, "rb");
+	static char buf[4096];
+
+	if (!f)
+		return NULL;
+	*len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[*len] = '\0';
+	return buf;
+}
+
+/* models/NAME.json (run from the repository root) = the built-in presets. */
+TEST(config_presets_match_model_files)
+{
+	const char *names[] = {"tiny", "small", "base"};
+
+	for (int i = 0; i < 3; i++)
+	{
+		char		path[64];
+		size_t		len;
+		char	   *text;
+		cq_model_config a,
+					b;
+		cq_nn_error err;
+
+		snprintf(path, sizeof(path), "models/%s.json", names[i]);
+		text = read_text(path, &len);
+		CHECK(text != NULL);
+		if (!text)
+			continue;
+		CHECK_INT_EQ(cq_config_from_preset_json(text, len, 1000, 1200, &a, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_config_preset(names[i], 1000, 1200, &b, &err), CQ_NN_OK);
+		CHECK(cq_config_equal(&a, &b));
+	}
+}
+
+TEST(config_json_round_trip_and_errors)
+{
+	cq_model_config c,
+				back;
+	cq_nn_error err;
+	char		buf[1024];
+	size_t		n;
+
+	CHECK_INT_EQ(cq_config_preset("small", 500, 600, &c, &err), CQ_NN_OK);
+	c.activation = CQ_ACT_GELU;
+	c.positions = CQ_POS_LEARNED;
+	c.tie_output = false;
+	c.attention_dropout = 0.25f;
+	n = cq_config_to_json(&c, buf, sizeof(buf));
+	CHECK_INT_EQ(cq_config_from_json(buf, n, &back, &err), CQ_NN_OK);
+	CHECK(cq_config_equal(&c, &back));
+
+	CHECK_INT_EQ(cq_config_preset("huge", 5, 5, &c, &err), CQ_NN_ECONFIG);
+	CHECK(strstr(err.message, "tiny, small, base") != NULL);
+	CHECK_INT_EQ(cq_config_from_json("{\"d_model\": 64}", 15, &c, &err), CQ_NN_ECONFIG);
+	CHECK(strstr(err.message, "\"heads\" is missing") != NULL);
+
+	/* each range rule */
+	{
+		struct
+		{
+			const char *from,
+					   *to,
+					   *msg;
+		}			cases[] = {
+			{"\"heads\": 4", "\"heads\": 3", "multiple of heads"},
+			{"\"dropout\": 0.1", "\"dropout\": 1", "\"dropout\""},
+			{"\"encoder_layers\": 3", "\"encoder_layers\": 0", "encoder_layers"},
+			{"\"activation\": \"gelu\"", "\"activation\": \"tanh\"", "\"relu\" or \"gelu\""},
+			{"\"tie_output\": false", "\"tie_output\": 0", "must be a boolean"},
+			{"\"d_model\": 256", "\"d_model\": 256.5", "must be an integer"},
+			{"\"src_vocab_size\": 500", "\"src_vocab_size\": 3", "src_vocab_size"},
+			{"\"share_embeddings\": false", "\"share_embeddings\": true", "equal vocabulary"},
+		};
+
+		for (int i = 0; i < (int) (sizeof(cases) / sizeof(cases[0])); i++)
+		{
+			char		edited[1100];
+			char	   *at = strstr(buf, cases[i].from);
+
+			CHECK(at != NULL);
+			if (!at)
+				continue;
+			snprintf(edited, sizeof(edited), "%.*s%s%s", (int) (at - buf), buf, cases[i].to,
+					 at + strlen(cases[i].from));
+			CHECK_INT_EQ(cq_config_from_json(edited, strlen(edited), &c, &err), CQ_NN_ECONFIG);
+			if (!strstr(err.message, cases[i].msg))
+				unit_fail(__FILE__, __LINE__, "case %d: message \"%s\"", i, err.message);
+		}
+	}
+}

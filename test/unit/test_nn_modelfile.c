@@ -1,0 +1,294 @@
+#include "unit.h"
+
+#include <stdlib.h>
+
+#include "common/crc32.h"
+#include "common/mem.h"
+#include "nn/modelfile.h"
+
+static cq_model *
+small_model(int d, int heads, int ffn, int vocab, bool tied, bool learned)
+{
+	cq_model_config c = {
+		.d_model = d, .heads = heads, .encoder_layers = 2, .decoder_layers = 1,
+		.ffn_dim = ffn, .activation = CQ_ACT_GELU, .dropout = 0.1f,
+		.attention_dropout = 0.0f, .activation_dropout = 0.2f, .max_positions = 12,
+		.positions = learned ? CQ_POS_LEARNED : CQ_POS_SINUSOIDAL,
+		.tie_output = tied, .share_embeddings = false,
+		.src_vocab_size = vocab, .tgt_vocab_size = vocab + 3,
+	};
+	cq_model   *m = NULL;
+	cq_nn_error err;
+
+	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
+	if (m)
+		cq_model_init_random(m, 7);
+	return m;
+}
+
+static unsigned char *
+image(const cq_model *m, size_t *len)
+{
+	cq_nn_error err;
+	unsigned char *buf;
+
+	*len = cq_modelfile_size(m);
+	buf = malloc(*len);
+	CHECK_INT_EQ(cq_modelfile_write(m, buf, *len, &err), CQ_NN_OK);
+	return buf;
+}
+
+static void
+recrc(unsigned char *p, size_t len)
+{
+	uint32_t	c = cq_crc32(0, p, len - 4);
+
+	for (int i = 0; i < 4; i++)
+		p[len - 4 + i] = (unsigned char) (c >> (8 * i));
+}
+
+static cq_nn_status
+load_status(const unsigned char *p, size_t len, const char *want_in_msg)
+{
+	cq_model   *m = (cq_model *) 1;
+	cq_nn_error err = {0};
+	cq_nn_status s = cq_modelfile_load(p, len, &m, &err);
+
+	if (s == CQ_NN_OK)
+		cq_model_free(m);
+	else
+	{
+		CHECK(m == NULL);
+		CHECK(err.code == s && err.message[0] != '\0');
+		if (want_in_msg && !strstr(err.message, want_in_msg))
+			unit_fail(__FILE__, __LINE__, "message \"%s\" lacks \"%s\"", err.message, want_in_msg);
+	}
+	return s;
+}
+
+TEST(modelfile_round_trip)
+{
+	for (int variant = 0; variant < 2; variant++)
+	{
+		cq_model   *m = small_model(16, 2, 24, 20, variant, !variant),
+				   *back = NULL;
+		size_t		len;
+		unsigned char *p = image(m, &len);
+		cq_nn_error err;
+
+		CHECK_INT_EQ(cq_modelfile_load(p, len, &back, &err), CQ_NN_OK);
+		CHECK(back && cq_config_equal(&back->cfg, &m->cfg));
+		CHECK(back && back->n_floats == m->n_floats &&
+			  memcmp(back->params, m->params, m->n_floats * sizeof(float)) == 0);
+		CHECK(back && (back->out_proj == back->tgt_embed) == (variant == 1));
+		cq_model_free(back);
+		back = NULL;
+		CHECK_INT_EQ(cq_modelfile_save_path(m, "/tmp/cq_unit_model.cqm", &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_modelfile_load_path("/tmp/cq_unit_model.cqm", &back, &err), CQ_NN_OK);
+		CHECK(back && memcmp(back->params, m->params, m->n_floats * sizeof(float)) == 0);
+		cq_model_free(back);
+		remove("/tmp/cq_unit_model.cqm");
+		CHECK_INT_EQ(cq_modelfile_load_path("/tmp/no/such/file", &back, &err), CQ_NN_EIO);
+		free(p);
+		cq_model_free(m);
+	}
+}
+
+/* Offset of the first occurrence of s in p[0..len). */
+static long
+find(const unsigned char *p, size_t len, const char *s)
+{
+	size_t		n = strlen(s);
+
+	for (size_t i = 0; i + n <= len; i++)
+		if (memcmp(p + i, s, n) == 0)
+			return (long) i;
+	return -1;
+}
+
+static void
+put32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char) (v >> (8 * i));
+}
+
+TEST(modelfile_every_corruption)
+{
+	cq_model   *m = small_model(16, 2, 24, 20, false, true);
+	size_t		len;
+	unsigned char *orig = image(m, &len),
+			   *p = malloc(len + 8);
+	long		at;
+
+#define FRESH() memcpy(p, orig, len)
+	FRESH();
+	CHECK_INT_EQ(load_status(p, len, NULL), CQ_NN_OK);
+
+	FRESH();
+	p[3] = 'X';
+	CHECK_INT_EQ(load_status(p, len, "magic"), CQ_NN_EMAGIC);
+	CHECK_INT_EQ(load_status(p, 5, "magic"), CQ_NN_EMAGIC);
+	FRESH();
+	CHECK_INT_EQ(load_status(p, 30, "truncated"), CQ_NN_ETRUNCATED);
+	put32(p + 8, 2);
+	CHECK_INT_EQ(load_status(p, len, "version 2"), CQ_NN_EVERSION);
+	FRESH();
+	CHECK_INT_EQ(load_status(p, len - 1, "truncated"), CQ_NN_ETRUNCATED);
+	CHECK_INT_EQ(load_status(p, len / 2, "truncated"), CQ_NN_ETRUNCATED);
+	p[len] = 0;
+	CHECK_INT_EQ(load_status(p, len + 1, "after its checksum"), CQ_NN_EFORMAT);
+	FRESH();
+	p[len - 40] ^= 0x10;			/* a data byte */
+	CHECK_INT_EQ(load_status(p, len, "checksum"), CQ_NN_ECHECKSUM);
+	FRESH();
+	p[len - 1] ^= 1;				/* the checksum itself */
+	CHECK_INT_EQ(load_status(p, len, "checksum"), CQ_NN_ECHECKSUM);
+	FRESH();
+	put32(p + 20, 1);
+	CHECK_INT_EQ(load_status(p, len, "reserved"), CQ_NN_EFORMAT);
+	FRESH();
+	p[24] += 4;						/* data_offset not a multiple of 64 */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "inconsistent"), CQ_NN_EFORMAT);
+	FRESH();
+	put32(p + 12, 70000);			/* config_len */
+	CHECK_INT_EQ(load_status(p, len, "inconsistent"), CQ_NN_EFORMAT);
+
+	/* config: same length, invalid values, valid checksum */
+	FRESH();
+	at = find(p, len, "\"heads\": 2");
+	CHECK(at > 0);
+	p[at + 9] = '3';
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "multiple of heads"), CQ_NN_ECONFIG);
+	FRESH();
+	at = find(p, len, "{\"d_model\"");
+	p[at] = '[';
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "not valid JSON"), CQ_NN_ECONFIG);
+	FRESH();
+	at = find(p, len, "\"ffn_dim\"");
+	p[at + 1] = 'g';				/* "ffn_dim" renamed: key missing */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "\"ffn_dim\" is missing"), CQ_NN_ECONFIG);
+
+	/* tensor table */
+	FRESH();
+	at = find(p, len, "encoder.layers.1.fc1.weight");
+	p[at + 18] = 'X';				/* fc1 -> fX1: unknown */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "unknown tensor"), CQ_NN_ETENSOR);
+	FRESH();
+	at = find(p, len, "encoder.layers.1.fc2.weight");
+	p[at + 19] = '1';				/* fc2 -> fc1: twice */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "twice"), CQ_NN_ETENSOR);
+	FRESH();
+	at = find(p, len, "encoder.layers.1.fc1.weight");
+	at += strlen("encoder.layers.1.fc1.weight") + 2;
+	put32(p + at, 25);				/* [24, 16] -> [25, 16] */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "has shape [25, 16]"), CQ_NN_ETENSOR);
+	FRESH();
+	p[at - 2] = 3;					/* ndim 3 */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "malformed"), CQ_NN_EFORMAT);
+	FRESH();
+	put32(p + at + 8, 0x7fffffc0u); /* offset beyond the data */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "outside the data"), CQ_NN_EFORMAT);
+	FRESH();
+	p[at + 8] += 4;					/* offset not 64-aligned */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "outside the data"), CQ_NN_EFORMAT);
+	FRESH();
+	put32(p + 16, (uint32_t) m->n_tensors - 1);	/* the last tensor unlisted */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "lacks tensor \"decoder.output_projection.weight\""),
+				 CQ_NN_ETENSOR);
+	FRESH();
+	put32(p + 16, (uint32_t) m->n_tensors + 1);	/* one record too many */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "malformed"), CQ_NN_EFORMAT);
+	FRESH();
+	at = find(p, len, "decoder.output_projection.weight");
+	at += strlen("decoder.output_projection.weight") + 2 + 8 + 8;
+	p[at] = 0x55;					/* a stray byte after the table */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "stray"), CQ_NN_EFORMAT);
+#undef FRESH
+	free(p);
+	free(orig);
+	cq_model_free(m);
+}
+
+/* Random damage never crashes the loader nor makes it read out of bounds. */
+TEST(modelfile_fuzz)
+{
+	cq_model   *m = small_model(8, 2, 8, 6, true, false);
+	size_t		len;
+	unsigned char *orig = image(m, &len);
+	unsigned int seed = 12345;
+	int			ok = 0;
+
+	for (int it = 0; it < 3000; it++)
+	{
+		size_t		n = len;
+		unsigned char *p;
+		int			flips = 1 + rand_r(&seed) % 6;
+
+		if (it % 5 == 0)
+			n = rand_r(&seed) % (len + 1);
+		p = malloc(n ? n : 1);		/* exactly n bytes: ASan sees overreads */
+		memcpy(p, orig, n);
+		for (int f = 0; f < flips && n > 0; f++)
+		{
+			/* mostly the header and table, where the structure is */
+			size_t		at = rand_r(&seed) % (it % 3 ? (n < 600 ? n : 600) : n);
+
+			p[at] = (unsigned char) rand_r(&seed);
+		}
+		if (it % 2 == 0 && n == len)
+			recrc(p, n);
+		ok += load_status(p, n, NULL) == CQ_NN_OK;
+		free(p);
+	}
+	CHECK(ok < 3000);
+	free(orig);
+	cq_model_free(m);
+}
+
+/* The initialiser's distributions (model.h) on a larger model. */
+TEST(model_init_random_distributions)
+{
+	cq_model   *m = small_model(64, 4, 128, 400, false, true),
+			   *again = small_model(64, 4, 128, 400, false, true);
+	const cq_tensor_info *t = cq_model_tensor(m, "encoder.embed_tokens");
+	const cq_linear *fc1 = &m->enc[1].fc1;
+	double		s2 = 0.0,
+				mx = 0.0;
+	size_t		n = 0;
+
+	CHECK(memcmp(m->params, again->params, m->n_floats * sizeof(float)) == 0);
+	for (size_t i = 0; i < t->numel; i++)
+		if (i / 64 != CQ_PAD_ID)
+		{
+			s2 += (double) m->src_embed[i] * m->src_embed[i];
+			n++;
+		}
+	CHECK_NEAR(sqrt(s2 / n), 1.0 / 8, 0.005);	/* N(0, 1/d) */
+	for (int i = 0; i < 64; i++)
+		CHECK(m->src_embed[CQ_PAD_ID * 64 + i] == 0.0f);
+	for (int i = 0; i < fc1->out * fc1->in; i++)
+		mx = fabs(fc1->w[i]) > mx ? fabs(fc1->w[i]) : mx;
+	CHECK(mx <= sqrt(6.0 / (128 + 64)) && mx > 0.95 * sqrt(6.0 / (128 + 64)));
+	CHECK(m->dec[0].ffn_ln.w[5] == 1.0f && m->dec[0].fc2.b[3] == 0.0f);
+	CHECK_INT_EQ(cq_model_param_count(m),
+				 400 * 64 + 403 * 64 + 2 * 12 * 64 + 403 * 64 +
+				 2 * (4 * 64 + 3 * 64 * 64 + 3 * 64 + 64 * 64 + 64 + 2 * 128 * 64 + 128 + 64) +
+				 (6 * 64 + 3 * 64 * 64 + 3 * 64 + 64 * 64 + 64 + 64 * 64 + 64 + 2 * 64 * 64 +
+				  2 * 64 + 64 * 64 + 64 + 2 * 128 * 64 + 128 + 64) + 4 * 64);
+	cq_model_free(m);
+	cq_model_free(again);
+}
