@@ -88,3 +88,38 @@ TEST(lexdict_counts_survive_compaction)
 	CHECK_INT_EQ(bad, 0);
 	cq_lexdict_free(&d);
 }
+
+#include "align/vocab.h"
+
+/* Interning: first seen, first numbered; growth keeps every id. */
+TEST(vocab_interns_whitespace_tokens)
+{
+	cq_vocab   *v = cq_vocab_create(NULL);
+	int32_t		ids[8];
+	char		w[16];
+	int			bad = 0;
+
+	CHECK_INT_EQ(cq_vocab_intern_line(v, "  la casa\tla\n", 13, ids, 8), 3);
+	CHECK(ids[0] == 0 && ids[1] == 1 && ids[2] == 0);
+	CHECK_INT_EQ(cq_vocab_intern_line(v, "a b c", 5, ids, 2), -1);
+	CHECK_STR_EQ(cq_vocab_word(v, 1), "casa");
+	CHECK(cq_vocab_word(v, 99) == NULL);
+	CHECK_INT_EQ(cq_vocab_lookup(v, "cas", 3), -1);
+	for (int i = 0; i < 5000; i++)
+	{
+		int			l = snprintf(w, sizeof(w), "w%d", i);
+
+		cq_vocab_intern(v, w, l);
+	}
+	for (int i = 0; i < 5000; i++)
+	{
+		int			l = snprintf(w, sizeof(w), "w%d", i);
+
+		bad += cq_vocab_lookup(v, w, l) != i + 4 ||
+			strcmp(cq_vocab_word(v, cq_vocab_lookup(v, w, l)), w) != 0;
+	}
+	CHECK_INT_EQ(bad, 0);
+	/* la, casa, and a, b interned before the short buffer ran out at c */
+	CHECK_INT_EQ(cq_vocab_size(v), 4 + 5000);
+	cq_vocab_free(v);
+}
