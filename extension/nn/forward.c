@@ -55,8 +55,10 @@ min_rows(const cq_model_config *c)
 }
 
 static size_t
-carve(const cq_model_config *c, const cq_batch_shape *s, char *base, workspace *w)
+carve(const cq_model_config *c, const cq_batch_shape *s, char *base, workspace *out)
 {
+	workspace	unused,
+			   *w = out ? out : &unused;
 	long		d = c->d_model,
 				p = min_rows(c),
 				ns = s->src_positions + p,

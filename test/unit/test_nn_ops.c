@@ -1,0 +1,205 @@
+#include "unit.h"
+
+#include <stdlib.h>
+
+#include "nn/ops.h"
+
+/* A hand-worked row: x = (1, 2, 3, 6): mean 3, var 3.5. */
+TEST(layer_norm_hand_worked)
+{
+	const float x[8] = {1, 2, 3, 6, 5, 5, 5, 5};
+	const float w[4] = {1, 2, 1, 0.5f},
+				b[4] = {0, 0, 1, -1};
+	float		y[8];
+	double		s = 1.0 / sqrt(3.5 + 1e-5);
+
+	cq_layer_norm_rows(x, y, 2, 4, w, b, 1e-5f);
+	CHECK_NEAR(y[0], -2 * s, 1e-6);
+	CHECK_NEAR(y[1], -2 * s, 1e-6);
+	CHECK_NEAR(y[2], 1.0, 1e-6);
+	CHECK_NEAR(y[3], 0.5 * 3 * s - 1, 1e-6);
+	/* a constant row: (x - mean) = 0, only the bias stays */
+	CHECK_NEAR(y[4], 0, 1e-6);
+	CHECK_NEAR(y[6], 1, 1e-6);
+	CHECK_NEAR(y[7], -1, 1e-6);
+}
+
+TEST(gelu_relu_values)
+{
+	/* Phi(1) = .8413447461, Phi(-2) = .0227501319 */
+	float		x[5] = {1, -2, 0, 3, -0.5f};
+	float		r[5] = {1, -2, 0, 3, -0.5f};
+
+	cq_gelu_erf(x, 5);
+	CHECK_NEAR(x[0], 0.8413447461, 1e-6);
+	CHECK_NEAR(x[1], -2 * 0.0227501319, 1e-6);
+	CHECK_NEAR(x[2], 0, 0);
+	CHECK_NEAR(x[3], 3 * 0.9986501020, 1e-6);
+	CHECK_NEAR(x[4], -0.5 * 0.3085375387, 1e-6);
+	cq_relu(r, 5);
+	CHECK(r[0] == 1 && r[1] == 0 && r[2] == 0 && r[3] == 3 && r[4] == 0);
+}
+
+TEST(fast_exp_accuracy)
+{
+	double		worst = 0.0;
+
+	for (float x = -87.0f; x <= 0.0f; x += 0.00731f)
+	{
+		double		rel = fabs(cq_fast_expf(x) - exp(x)) / exp(x);
+
+		worst = rel > worst ? rel : worst;
+	}
+	CHECK(worst < 3e-7);
+	CHECK(cq_fast_expf(0.0f) == 1.0f);
+	CHECK(cq_fast_expf(-1000.0f) >= 0.0f && cq_fast_expf(-1000.0f) < 1e-37f);
+}
+
+TEST(softmax_rows_causal)
+{
+	/* [[0, ln 3], [ln 2, 0]] plain; causal keeps row 0's first entry only */
+	float		a[4] = {0, logf(3), logf(2), 0};
+	float		c[6] = {5, 7, 9, 1, 1, 100};
+
+	cq_softmax_rows(a, 2, 2, 2, false);
+	CHECK_NEAR(a[0], 0.25, 1e-6);
+	CHECK_NEAR(a[1], 0.75, 1e-6);
+	CHECK_NEAR(a[2], 2.0 / 3, 1e-6);
+	CHECK_NEAR(a[3], 1.0 / 3, 1e-6);
+	cq_softmax_rows(c, 2, 3, 3, true);
+	CHECK(c[0] == 1.0f && c[1] == 0.0f && c[2] == 0.0f);
+	CHECK_NEAR(c[3], 0.5, 1e-6);
+	CHECK_NEAR(c[4], 0.5, 1e-6);
+	CHECK(c[5] == 0.0f);
+}
+
+/* The fused statistics against a naive double loop, on rows of many widths. */
+TEST(logit_row_stats_vs_naive)
+{
+	unsigned	s = 5;
+
+	for (int n = 1; n < 300; n += 7)
+	{
+		float	   *l = malloc(sizeof(float) * n);
+		double		m = -INFINITY,
+					z = 0,
+					h = 0;
+		int			arg = 0,
+					gold = n / 3;
+		cq_row_stats st;
+
+		for (int i = 0; i < n; i++)
+		{
+			s = s * 1103515245u + 12345u;
+			l[i] = 12.0f * (float) ((s >> 8) & 0xFFFF) / 65536.0f - 6.0f;
+			if (l[i] > m)
+			{
+				m = l[i];
+				arg = i;
+			}
+		}
+		for (int i = 0; i < n; i++)
+			z += exp(l[i] - m);
+		for (int i = 0; i < n; i++)
+		{
+			double		lp = l[i] - m - log(z);
+
+			h -= exp(lp) * lp;
+		}
+		st = cq_logit_row_stats(l, n, gold);
+		CHECK_NEAR(st.logp_gold, l[gold] - m - log(z), 2e-6);
+		CHECK_NEAR(st.p_max, 1.0 / z, 1e-6);
+		CHECK_NEAR(st.entropy, h, 2e-6);
+		CHECK_INT_EQ(st.argmax, arg);
+		free(l);
+	}
+}
+
+/* Attention on a hand-sized case against a naive triple loop. */
+TEST(attention_vs_naive_with_causal_mask)
+{
+	enum
+	{
+		LQ = 3, LK = 3, H = 2, DH = 2, D = H * DH
+	};
+	float		q[LQ * D],
+				k[LK * D],
+				v[LK * D],
+				out[LQ * D],
+				scores[LQ * LK];
+	unsigned	s = 11;
+
+	for (int i = 0; i < LQ * D; i++)
+	{
+		s = s * 1103515245u + 12345u;
+		q[i] = (float) ((s >> 8) & 0xFF) / 64.0f - 2.0f;
+		k[i] = (float) ((s >> 16) & 0xFF) / 64.0f - 2.0f;
+		v[i] = (float) ((s >> 4) & 0xFF) / 32.0f - 4.0f;
+	}
+	for (int causal = 0; causal < 2; causal++)
+	{
+		cq_attention_args a = {q, k, v, D, D, D, out, D, LQ, LK, H, DH, causal, scores};
+
+		cq_attention(&a);
+		for (int h = 0; h < H; h++)
+			for (int i = 0; i < LQ; i++)
+			{
+				double		w[LK],
+							z = 0;
+				int			nk = causal ? i + 1 : LK;
+
+				for (int j = 0; j < nk; j++)
+				{
+					double		dot = 0;
+
+					for (int c = 0; c < DH; c++)
+						dot += (double) q[i * D + h * DH + c] * k[j * D + h * DH + c];
+					w[j] = exp(dot / sqrt(DH));
+					z += w[j];
+				}
+				for (int c = 0; c < DH; c++)
+				{
+					double		o = 0;
+
+					for (int j = 0; j < nk; j++)
+						o += w[j] / z * v[j * D + h * DH + c];
+					CHECK_NEAR(out[i * D + h * DH + c], o, 1e-5);
+				}
+			}
+	}
+}
+
+/* Inverted dropout: about p dropped, the rest scaled, keyed by coordinates. */
+TEST(dropout_rate_scale_and_keys)
+{
+	static float x[20000],
+				y[20000];
+	cq_dropout_stream ds = {true, 77, 3, 1234};
+	int			zeros = 0;
+
+	for (int i = 0; i < 20000; i++)
+		x[i] = y[i] = 1.0f;
+	cq_dropout_apply(&ds, 0.3f, cq_dropout_site(CQ_DROP_ENC_FFN_ACT, 1, 0), 5, x, 20000);
+	for (int i = 0; i < 20000; i++)
+	{
+		zeros += x[i] == 0.0f;
+		CHECK(x[i] == 0.0f || fabs(x[i] - 1.0 / 0.7) < 1e-6);
+	}
+	CHECK_NEAR(zeros / 20000.0, 0.3, 0.015);
+	/* the same coordinates give the same mask; another row, another mask */
+	cq_dropout_apply(&ds, 0.3f, cq_dropout_site(CQ_DROP_ENC_FFN_ACT, 1, 0), 5, y, 20000);
+	CHECK(memcmp(x, y, sizeof(x)) == 0);
+	for (int i = 0; i < 20000; i++)
+		y[i] = 1.0f;
+	cq_dropout_apply(&ds, 0.3f, cq_dropout_site(CQ_DROP_ENC_FFN_ACT, 1, 0), 6, y, 20000);
+	CHECK(memcmp(x, y, sizeof(x)) != 0);
+	/* off, or p = 0: untouched */
+	for (int i = 0; i < 20000; i++)
+		y[i] = 1.0f;
+	ds.on = false;
+	cq_dropout_apply(&ds, 0.3f, 1, 5, y, 20000);
+	ds.on = true;
+	cq_dropout_apply(&ds, 0.0f, 1, 5, y, 20000);
+	for (int i = 0; i < 20000; i++)
+		CHECK(y[i] == 1.0f);
+}
