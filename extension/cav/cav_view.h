@@ -14,6 +14,7 @@
 #define CQ_CAV_VIEW_H
 
 #include "cav/cav.h"
+#include "cav/codec.h"
 
 #include <stdbool.h>
 
@@ -77,7 +78,30 @@ typedef struct cav_entry_iter
 } cav_entry_iter;
 
 void		cav_entry_iter_init(const cav_view *v, uint32_t idx, cav_entry_iter *it);
-bool		cav_entry_iter_next(cav_entry_iter *it, cav_entry *e);
+
+/* Next entry, false at the end (inline: it is the inner loop of every reader). */
+static inline bool
+cav_entry_iter_next(cav_entry_iter *it, cav_entry *e)
+{
+	uint64_t	delta,
+				dist,
+				count;
+
+	if (it->left == 0 ||
+		!cav_get_varint(&it->p, it->end, &delta) ||
+		!cav_get_varint(&it->p, it->end, &dist) ||
+		!cav_get_varint(&it->p, it->end, &count))
+		return false;
+	it->left--;
+	it->row += (uint32_t) delta;
+	e->row = it->row;
+	e->dist = (uint32_t) dist;
+	e->count = (int64_t) count;
+	return true;
+}
+
+/* All entries of matrix idx into out[nnz] (nnz from cav_view_token); returns the count. */
+uint32_t	cav_view_entries(const cav_view *v, uint32_t idx, cav_entry *out);
 
 /* Cosine similarity of two matrices over the flattened (row, distance) keys. */
 double		cav_view_cosine(const cav_view *v, uint32_t a, uint32_t b);

@@ -24,8 +24,8 @@ cav_view_cosine(const cav_view *v, uint32_t a, uint32_t b)
 {
 	cav_entry_iter ia,
 				ib;
-	cav_entry	ea,
-				eb;
+	cav_entry	ea = {0},
+				eb = {0};
 	bool		ha,
 				hb;
 	double		dot = 0,

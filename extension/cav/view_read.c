@@ -71,23 +71,14 @@ cav_entry_iter_init(const cav_view *v, uint32_t idx, cav_entry_iter *it)
 	it->left = cav_get_u32(r + CAV_REC_NNZ);
 }
 
-/* The view was validated, so decoding cannot fail; the bounds stay checked. */
-bool
-cav_entry_iter_next(cav_entry_iter *it, cav_entry *e)
+uint32_t
+cav_view_entries(const cav_view *v, uint32_t idx, cav_entry *out)
 {
-	uint64_t	delta,
-				dist,
-				count;
+	cav_entry_iter it;
+	uint32_t	n = 0;
 
-	if (it->left == 0 ||
-		!cav_get_varint(&it->p, it->end, &delta) ||
-		!cav_get_varint(&it->p, it->end, &dist) ||
-		!cav_get_varint(&it->p, it->end, &count))
-		return false;
-	it->left--;
-	it->row += (uint32_t) delta;
-	e->row = it->row;
-	e->dist = (uint32_t) dist;
-	e->count = (int64_t) count;
-	return true;
+	cav_entry_iter_init(v, idx, &it);
+	while (cav_entry_iter_next(&it, &out[n]))
+		n++;
+	return n;
 }

@@ -14,9 +14,9 @@ import sys
 
 import ctypes as C
 
-import numpy as np
-import torch
-import torch.nn.functional as F
+# numpy and torch are imported in main(), so test/bench/bench_cav.py can use
+# the binding below without loading them.
+np = torch = F = None
 
 # ---- ctypes binding (also imported by test/bench/bench_cav.py) ----------
 class Error(C.Structure):
@@ -50,10 +50,6 @@ class Entry(C.Structure):
     _fields_ = [("row", C.c_uint32), ("dist", C.c_uint32), ("count", C.c_int64)]
 
 
-class EntryIter(C.Structure):
-    _fields_ = [("p", C.c_void_p), ("end", C.c_void_p), ("row", C.c_uint32), ("left", C.c_uint32)]
-
-
 lib = C.CDLL(os.environ["CORPQ_CORE_LIB"])
 P = C.POINTER
 lib.cav_state_new.argtypes = [P(Options), C.c_size_t, P(C.c_void_p), P(Error)]
@@ -72,9 +68,8 @@ lib.cav_view_open.argtypes = [C.c_void_p, C.c_size_t, P(View), P(Error)]
 lib.cav_view_token.argtypes = [P(View), C.c_uint32, P(TokenInfo)]
 lib.cav_view_find.argtypes = [P(View), C.c_char_p, C.c_size_t, P(C.c_uint32), P(Error)]
 lib.cav_view_row.argtypes = [P(View), C.c_uint32, P(C.c_int), P(C.c_void_p), P(C.c_size_t)]
-lib.cav_entry_iter_init.argtypes = [P(View), C.c_uint32, P(EntryIter)]
-lib.cav_entry_iter_next.argtypes = [P(EntryIter), P(Entry)]
-lib.cav_entry_iter_next.restype = C.c_bool
+lib.cav_view_entries.argtypes = [P(View), C.c_uint32, P(Entry)]
+lib.cav_view_entries.restype = C.c_uint32
 lib.cav_view_cosine.argtypes = [P(View), C.c_uint32, C.c_uint32]
 lib.cav_view_cosine.restype = C.c_double
 lib.cav_view_topk.argtypes = [P(View), C.c_uint32, C.c_uint32, P(C.c_uint32), P(C.c_double),
@@ -146,10 +141,9 @@ class Cav:
         return i.value if rc == 0 else None
 
     def entries(self, i):
-        it, e = EntryIter(), Entry()
-        lib.cav_entry_iter_init(C.byref(self.v), i, C.byref(it))
-        while lib.cav_entry_iter_next(C.byref(it), C.byref(e)):
-            yield e.row, e.dist, e.count
+        out = (Entry * self.token(i)[2])()
+        n = lib.cav_view_entries(C.byref(self.v), i, out)
+        return [(e.row, e.dist, e.count) for e in out[:n]]
 
     def cosine(self, a, b):
         return lib.cav_view_cosine(C.byref(self.v), a, b)
@@ -302,6 +296,11 @@ def check_merge(pairs, l_max):
 
 
 def main():
+    global np, torch, F
+    import numpy as np
+    import torch
+    import torch.nn.functional as F
+
     pairs = corpus(300, 1234)
     check_case(pairs, 30, None, "l_max 30 (no drop)")
     check_case(pairs, 6, None, "l_max 6 (drops far context)")
