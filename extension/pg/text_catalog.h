@@ -1,0 +1,104 @@
+/*
+ * Named BPE models and vocabularies from the corpq catalog, for any glue
+ * that segments or encodes text (bpe_sql.c, vocab_sql.c, model scoring, CAV,
+ * lexicons).
+ *
+ * A BPE name is a row of corpq.bpe_models, or the reserved name
+ * "whitespace" (CORPQ_WHITESPACE), which segments on whitespace only; a
+ * vocabulary remembers its BPE name (NULL in the catalog = whitespace).
+ *
+ * Loaded objects live in their own memory context, a child of the context
+ * given to the loader; free them with corpq_segmenter_free /
+ * corpq_vocab_free or by deleting the parent.  Loading reads the catalog
+ * through SPI with the caller's privileges (every role may read every
+ * model).  Segmenting grows a word cache inside the object's context.
+ */
+#ifndef CORPQ_TEXT_CATALOG_H
+#define CORPQ_TEXT_CATALOG_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+
+#include "text/bpe.h"
+#include "text/vocab.h"
+
+#define CORPQ_WHITESPACE "whitespace"
+
+typedef struct CorpqSegmenter
+{
+	MemoryContext cxt;			/* owns everything below */
+	char	   *name;			/* BPE name, or "whitespace" */
+	cq_bpe	   *bpe;			/* NULL for whitespace */
+	cq_bpe_cache cache;
+	cq_tokens	tokens;			/* result of the last corpq_segment */
+} CorpqSegmenter;
+
+typedef struct CorpqVocab
+{
+	MemoryContext cxt;			/* owns everything below */
+	char	   *name;
+	CorpqSegmenter *seg;		/* the vocabulary's BPE (child of cxt) */
+	cq_vocab	vocab;
+} CorpqVocab;
+
+/*
+ * Load a BPE model by name (NULL or "whitespace" = whitespace segmentation)
+ * into a new child of parent.  ERROR (undefined_object) for an unknown name;
+ * the hint lists existing names.
+ */
+CorpqSegmenter *corpq_segmenter_load(const char *name, MemoryContext parent);
+void		corpq_segmenter_free(CorpqSegmenter *seg);
+
+/*
+ * Segment a sentence; the result is owned by seg and valid until the next
+ * call.  Tokens carry the "@@" continuation marker.
+ */
+const cq_tokens *corpq_segment(CorpqSegmenter *seg, const char *text, int len);
+
+/* Load a vocabulary (with its BPE) by name into a new child of parent. */
+CorpqVocab *corpq_vocab_load(const char *name, MemoryContext parent);
+void		corpq_vocab_free(CorpqVocab *v);
+
+/*
+ * Segment and encode a sentence: a palloc'd array (CurrentMemoryContext) of
+ * *n_ids token ids, unknown tokens = 3, no <s> or </s> added.
+ */
+int32	   *corpq_vocab_encode_text(CorpqVocab *v, const char *text, int len,
+									int *n_ids);
+
+/*
+ * Per-query cache for SQL functions: the object named name, kept in
+ * fcinfo->flinfo->fn_extra (fn_mcxt) and reloaded only when the name changes
+ * between calls.
+ */
+CorpqSegmenter *corpq_segmenter_cached(FunctionCallInfo fcinfo, const char *name);
+CorpqVocab *corpq_vocab_cached(FunctionCallInfo fcinfo, const char *name);
+
+/*
+ * Run a corpus query (a single SELECT returning one text or varchar column)
+ * through an SPI cursor with the caller's privileges, calling fn for every
+ * non-NULL row in batches, checking for interrupts.  Returns the number of
+ * non-NULL rows.  ERROR if the query is not such a SELECT or returns no rows.
+ */
+typedef void (*CorpqRowFn) (void *arg, const char *text, int len);
+
+int64		corpq_scan_corpus(const char *query, CorpqRowFn fn, void *arg);
+
+/* ERROR unless the database encoding is UTF8 or SQL_ASCII (the core reads UTF-8). */
+void		corpq_require_utf8(void);
+
+/*
+ * Shared checks for the catalog writers.  kind is "BPE model" or
+ * "vocabulary", table the catalog table holding names.
+ */
+void		corpq_check_new_name(const char *kind, const char *table,
+								 const char *drop_fn, const char *name);
+void		corpq_undefined_name(const char *kind, const char *table,
+								 const char *name) pg_attribute_noreturn();
+
+/* Report a core error (cq_text_code) as an ERROR with the given message. */
+void		corpq_text_error(int code, const char *what,
+							 const char *detail) pg_attribute_noreturn();
+
+#endif

@@ -1,0 +1,87 @@
+
+-- ---------------------------------------------------------------------------
+-- BPE models (subword-nmt compatible).  Every role can read and use every
+-- model; only members of a model's owner role (and superusers) can create,
+-- replace or drop it.  The name 'whitespace' is reserved: wherever a BPE name
+-- is accepted it selects whitespace-only segmentation.
+-- ---------------------------------------------------------------------------
+CREATE TABLE corpq.bpe_models (
+    name          text PRIMARY KEY CHECK (name <> '' AND name <> 'whitespace'),
+    owner         regrole NOT NULL DEFAULT current_user::regrole,
+    version       text NOT NULL DEFAULT '0.2' CHECK (version IN ('0.1', '0.2')),
+    n_merges      int NOT NULL CHECK (n_merges >= 0),
+    min_frequency int CHECK (min_frequency >= 1),
+    created       timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE corpq.bpe_models IS
+    'BPE models: subword-nmt codes version, merge count, min_frequency (NULL when imported), owner';
+
+CREATE TABLE corpq.bpe_merges (
+    model        text NOT NULL REFERENCES corpq.bpe_models (name) ON DELETE CASCADE,
+    rank         int NOT NULL CHECK (rank >= 0),
+    left_symbol  text NOT NULL CHECK (left_symbol <> '' AND strpos(left_symbol, ' ') = 0),
+    right_symbol text NOT NULL CHECK (right_symbol <> '' AND strpos(right_symbol, ' ') = 0),
+    PRIMARY KEY (model, rank)
+);
+COMMENT ON TABLE corpq.bpe_merges IS
+    'the merges of each BPE model in rank order (0 = first learned); symbols keep subword-nmt''s </w> suffix';
+
+SELECT pg_catalog.pg_extension_config_dump('corpq.bpe_models', '');
+SELECT pg_catalog.pg_extension_config_dump('corpq.bpe_merges', '');
+
+ALTER TABLE corpq.bpe_models ENABLE ROW LEVEL SECURITY;
+CREATE POLICY bpe_models_read ON corpq.bpe_models FOR SELECT USING (true);
+CREATE POLICY bpe_models_insert ON corpq.bpe_models FOR INSERT
+    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+CREATE POLICY bpe_models_update ON corpq.bpe_models FOR UPDATE
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
+    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+CREATE POLICY bpe_models_delete ON corpq.bpe_models FOR DELETE
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+
+ALTER TABLE corpq.bpe_merges ENABLE ROW LEVEL SECURITY;
+CREATE POLICY bpe_merges_read ON corpq.bpe_merges FOR SELECT USING (true);
+CREATE POLICY bpe_merges_write ON corpq.bpe_merges FOR ALL
+    USING (EXISTS (SELECT 1 FROM corpq.bpe_models m WHERE m.name = model
+                   AND pg_catalog.pg_has_role(current_user, m.owner, 'MEMBER')))
+    WITH CHECK (EXISTS (SELECT 1 FROM corpq.bpe_models m WHERE m.name = model
+                        AND pg_catalog.pg_has_role(current_user, m.owner, 'MEMBER')));
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON corpq.bpe_models, corpq.bpe_merges TO PUBLIC;
+
+CREATE FUNCTION corpq.bpe_learn(name text, corpus text, merges int, min_frequency int DEFAULT 2)
+    RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_bpe_learn'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.bpe_learn(text, text, int, int) IS
+    'learn up to merges BPE merges like subword-nmt learn_bpe.py (codes 0.2) from corpus, a SELECT returning one text column (NULL rows skipped), and store them as model name; returns the number learned';
+
+CREATE FUNCTION corpq.bpe_import(name text, codes text) RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_bpe_import'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.bpe_import(text, text) IS
+    'store a subword-nmt codes file (version 0.2 header, or 0.1 without one) as model name; returns the number of merges';
+
+CREATE FUNCTION corpq.bpe_export(name text) RETURNS text
+    AS 'MODULE_PATHNAME', 'corpq_bpe_export'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.bpe_export(text) IS
+    'the subword-nmt codes file of a BPE model (header for version 0.2, one merge per line)';
+
+CREATE FUNCTION corpq.bpe_apply(name text, sentence text) RETURNS text
+    AS 'MODULE_PATHNAME', 'corpq_bpe_apply'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.bpe_apply(text, text) IS
+    'segment a sentence like subword-nmt apply_bpe.py ("sub@@ word"); name ''whitespace'' only normalises whitespace';
+
+CREATE FUNCTION corpq.bpe_tokens(name text, sentence text) RETURNS text[]
+    AS 'MODULE_PATHNAME', 'corpq_bpe_tokens'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.bpe_tokens(text, text) IS
+    'the subwords of a sentence (all but the last of each word end in @@); name ''whitespace'' splits on whitespace';
+
+CREATE FUNCTION corpq.bpe_drop(name text) RETURNS void
+    AS 'MODULE_PATHNAME', 'corpq_bpe_drop'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.bpe_drop(text) IS
+    'drop a BPE model you own (fails while a vocabulary uses it)';

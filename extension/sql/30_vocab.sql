@@ -1,0 +1,80 @@
+
+-- ---------------------------------------------------------------------------
+-- Vocabularies: token ids with fairseq's reserved <s> = 0, <pad> = 1,
+-- </s> = 2, <unk> = 3, then tokens by descending count (ties by bytes).
+-- corpq.vocabulary_tokens lists every vocabulary's tokens.  Same sharing
+-- rules as BPE models: all read, owners write.
+-- ---------------------------------------------------------------------------
+CREATE TABLE corpq.vocabularies (
+    name       text PRIMARY KEY CHECK (name <> ''),
+    owner      regrole NOT NULL DEFAULT current_user::regrole,
+    bpe        text REFERENCES corpq.bpe_models (name),
+    size       int NOT NULL CHECK (size >= 4),
+    max_size   int NOT NULL CHECK (max_size >= 5),
+    min_count  int NOT NULL CHECK (min_count >= 1),
+    created    timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE corpq.vocabularies IS
+    'vocabularies: the BPE model segmenting their text (NULL = whitespace), size and build parameters, owner';
+COMMENT ON COLUMN corpq.vocabularies.bpe IS
+    'BPE model name, NULL for whitespace segmentation';
+
+CREATE TABLE corpq.vocabulary_tokens (
+    vocabulary text NOT NULL REFERENCES corpq.vocabularies (name) ON DELETE CASCADE,
+    id         int NOT NULL CHECK (id >= 0),
+    token      text NOT NULL,
+    count      bigint NOT NULL CHECK (count >= 0),
+    PRIMARY KEY (vocabulary, id),
+    UNIQUE (vocabulary, token)
+);
+COMMENT ON TABLE corpq.vocabulary_tokens IS
+    'every token of every vocabulary with its id and corpus count (0 for the reserved tokens)';
+
+SELECT pg_catalog.pg_extension_config_dump('corpq.vocabularies', '');
+SELECT pg_catalog.pg_extension_config_dump('corpq.vocabulary_tokens', '');
+
+ALTER TABLE corpq.vocabularies ENABLE ROW LEVEL SECURITY;
+CREATE POLICY vocabularies_read ON corpq.vocabularies FOR SELECT USING (true);
+CREATE POLICY vocabularies_insert ON corpq.vocabularies FOR INSERT
+    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+CREATE POLICY vocabularies_update ON corpq.vocabularies FOR UPDATE
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
+    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+CREATE POLICY vocabularies_delete ON corpq.vocabularies FOR DELETE
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+
+ALTER TABLE corpq.vocabulary_tokens ENABLE ROW LEVEL SECURITY;
+CREATE POLICY vocabulary_tokens_read ON corpq.vocabulary_tokens FOR SELECT USING (true);
+CREATE POLICY vocabulary_tokens_write ON corpq.vocabulary_tokens FOR ALL
+    USING (EXISTS (SELECT 1 FROM corpq.vocabularies v WHERE v.name = vocabulary
+                   AND pg_catalog.pg_has_role(current_user, v.owner, 'MEMBER')))
+    WITH CHECK (EXISTS (SELECT 1 FROM corpq.vocabularies v WHERE v.name = vocabulary
+                        AND pg_catalog.pg_has_role(current_user, v.owner, 'MEMBER')));
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON corpq.vocabularies, corpq.vocabulary_tokens TO PUBLIC;
+
+CREATE FUNCTION corpq.vocab_build(name text, corpus text, bpe text DEFAULT NULL,
+                                  max_size int DEFAULT 32000, min_count int DEFAULT 1)
+    RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_vocab_build'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.vocab_build(text, text, text, int, int) IS
+    'count the tokens of corpus (a SELECT returning one text column) segmented with BPE model bpe (NULL or ''whitespace'' = whitespace) and store vocabulary name: the 4 reserved tokens, then the max_size - 4 most frequent tokens with count >= min_count; returns its size';
+
+CREATE FUNCTION corpq.vocab_encode(vocab text, sentence text) RETURNS int4[]
+    AS 'MODULE_PATHNAME', 'corpq_vocab_encode'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.vocab_encode(text, text) IS
+    'token ids of a sentence segmented with the vocabulary''s BPE; unknown tokens are 3 (<unk>), no <s> or </s> added';
+
+CREATE FUNCTION corpq.vocab_decode(vocab text, ids int4[]) RETURNS text
+    AS 'MODULE_PATHNAME', 'corpq_vocab_decode'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.vocab_decode(text, int4[]) IS
+    'the text of token ids: tokens joined by spaces with @@ continuations removed; <s>, <pad>, </s> skipped, <unk> kept';
+
+CREATE FUNCTION corpq.vocab_drop(name text) RETURNS void
+    AS 'MODULE_PATHNAME', 'corpq_vocab_drop'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.vocab_drop(text) IS
+    'drop a vocabulary you own';
