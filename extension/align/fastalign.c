@@ -147,14 +147,7 @@ cq_fa_trainer_create(const cq_bitext *b, const cq_fa_options *o,
 	tr->opt = *o;
 	tr->md.par = o->init;
 	tr->v = cq_bitext_direction(b, o->reverse);
-	if (cq_ttable_build(&tr->md.tt, &tr->v, err) != CQ_ALIGN_OK)
-		goto fail;
-	if (tr->md.tt.nnz >= (int64_t) UINT32_MAX)
-	{
-		cq_align_fail(err, CQ_ALIGN_EINVAL, "translation table too large");
-		goto fail;
-	}
-	if (cq_link_index_build(&tr->li, &tr->md.tt, &tr->v, o->max_index_bytes, err) != CQ_ALIGN_OK ||
+	if (cq_ttable_build_indexed(&tr->md.tt, &tr->li, &tr->v, o->max_index_bytes, err) != CQ_ALIGN_OK ||
 		build_classes(tr, err) != CQ_ALIGN_OK)
 		goto fail;
 	for (int64_t k = 0; k < b->n_pairs; k++)

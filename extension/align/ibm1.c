@@ -34,14 +34,7 @@ cq_ibm1_create(const cq_bitext *b, bool nltk_repeats, size_t max_index_bytes,
 	}
 	m->v = cq_bitext_direction(b, false);
 	m->nltk_repeats = nltk_repeats;
-	if (cq_ttable_build(&m->tt, &m->v, err) != CQ_ALIGN_OK)
-		goto fail;
-	if (m->tt.nnz >= (int64_t) UINT32_MAX)
-	{
-		cq_align_fail(err, CQ_ALIGN_EINVAL, "translation table too large");
-		goto fail;
-	}
-	if (cq_link_index_build(&m->li, &m->tt, &m->v, max_index_bytes, err) != CQ_ALIGN_OK)
+	if (cq_ttable_build_indexed(&m->tt, &m->li, &m->v, max_index_bytes, err) != CQ_ALIGN_OK)
 		goto fail;
 	for (int64_t k = 0; k < b->n_pairs; k++)
 		if (m->v.f_off[k + 1] - m->v.f_off[k] > max_m)

@@ -48,32 +48,37 @@ fill_pair(const cq_ttable *t, const cq_bitext_view *v, int64_t k, uint32_t *out)
 }
 
 int
-cq_link_index_build(cq_link_index *li, const cq_ttable *t,
-					const cq_bitext_view *v, size_t max_bytes,
-					cq_align_error *err)
+cq_ttable_build_indexed(cq_ttable *t, cq_link_index *li,
+						const cq_bitext_view *v, size_t max_bytes,
+						cq_align_error *err)
 {
 	int64_t		total = cq_link_index_entries(v);
-	uint32_t   *out;
+	int			rc;
 
 	memset(li, 0, sizeof(*li));
-	if (t->nnz >= (int64_t) UINT32_MAX ||
-		(size_t) total * sizeof(uint32_t) > max_bytes)
-		return CQ_ALIGN_OK;		/* callers search instead */
-	li->off = cq_alloc(((size_t) v->n_pairs + 1) * sizeof(int64_t));
-	li->idx = cq_alloc(((size_t) total + 1) * sizeof(uint32_t));
-	if (!li->off || !li->idx)
+	if ((size_t) total <= max_bytes / sizeof(uint32_t))
+	{
+		li->off = cq_alloc(((size_t) v->n_pairs + 1) * sizeof(int64_t));
+		li->idx = cq_alloc(((size_t) total + 1) * sizeof(uint32_t));
+		if (!li->off || !li->idx)
+		{
+			cq_link_index_free(li);
+			return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory for the link index");
+		}
+		li->off[0] = 0;
+		for (int64_t k = 0; k < v->n_pairs; k++)
+			li->off[k + 1] = li->off[k] + (v->f_off[k + 1] - v->f_off[k]) *
+				(v->e_off[k + 1] - v->e_off[k] + 1);
+	}
+	rc = cq_ttable_build(t, v, li->idx, li->off, err);
+	if (rc == CQ_ALIGN_OK && t->nnz >= (int64_t) UINT32_MAX)
+		rc = cq_align_fail(err, CQ_ALIGN_EINVAL, "translation table too large");
+	if (rc != CQ_ALIGN_OK)
 	{
 		cq_link_index_free(li);
-		return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory for the link index");
+		cq_ttable_free(t);
 	}
-	out = li->idx;
-	li->off[0] = 0;
-	for (int64_t k = 0; k < v->n_pairs; k++)
-	{
-		out += fill_pair(t, v, k, out);
-		li->off[k + 1] = out - li->idx;
-	}
-	return CQ_ALIGN_OK;
+	return rc;
 }
 
 const uint32_t *

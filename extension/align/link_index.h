@@ -25,10 +25,14 @@ int64_t		cq_link_index_entries(const cq_bitext_view *v);
 /* Largest m * (n + 1) of any pair: the scratch size for cq_link_index_pair. */
 int64_t		cq_link_index_max_pair(const cq_bitext_view *v);
 
-/* Builds the index if it fits max_bytes and the table has < 2^32 entries. */
-int			cq_link_index_build(cq_link_index *li, const cq_ttable *t,
-								const cq_bitext_view *v, size_t max_bytes,
-								cq_align_error *err);
+/*
+ * Builds the table, and the index with it when the index fits max_bytes
+ * (else li stays empty and callers search).  Fails if the table reaches
+ * 2^32 entries.
+ */
+int			cq_ttable_build_indexed(cq_ttable *t, cq_link_index *li,
+									const cq_bitext_view *v, size_t max_bytes,
+									cq_align_error *err);
 
 /*
  * The m*(n+1) table positions of pair k: a slice of the index when built,

@@ -106,13 +106,43 @@ colbuf_push(colbuf *b, int32_t x)
 	return true;
 }
 
+/*
+ * Link index entries of row e (positions start.. in the table, f -> position
+ * in pos): every occurrence of e in the pairs of inv[lo..hi).  e < 0 fills
+ * the NULL slots of every pair.
+ */
+static void
+index_row(const cq_bitext_view *v, int32_t e, const int64_t *inv, int64_t lo,
+		  int64_t hi, const uint32_t *pos, uint32_t *idx, const int64_t *idx_off)
+{
+	for (int64_t q = lo; q < hi; q++)
+	{
+		int64_t		k = inv ? inv[q] : q;
+		const int32_t *es = v->e + v->e_off[k];
+		const int32_t *fs = v->f + v->f_off[k];
+		int64_t		n = v->e_off[k + 1] - v->e_off[k];
+		int64_t		m = v->f_off[k + 1] - v->f_off[k];
+		uint32_t   *out = idx + idx_off[k];
+
+		for (int64_t i = -1; i < n; i++)
+		{
+			if ((e < 0) != (i < 0) || (i >= 0 && es[i] != e))
+				continue;
+			for (int64_t j = 0; j < m; j++)
+				out[j * (n + 1) + i + 1] = pos[fs[j]];
+		}
+	}
+}
+
 int
-cq_ttable_build(cq_ttable *t, const cq_bitext_view *v, cq_align_error *err)
+cq_ttable_build(cq_ttable *t, const cq_bitext_view *v, uint32_t *idx,
+				const int64_t *idx_off, cq_align_error *err)
 {
 	int64_t    *inv_off = NULL,
 			   *inv = NULL,
 			   *row_off = NULL;
 	int32_t    *mark = NULL;
+	uint32_t   *pos = NULL;
 	colbuf		cols = {0};
 	int			rc;
 
@@ -121,7 +151,9 @@ cq_ttable_build(cq_ttable *t, const cq_bitext_view *v, cq_align_error *err)
 		return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory building the co-occurrence index");
 	row_off = cq_alloc0(((size_t) v->e_vocab + 2) * sizeof(int64_t));
 	mark = cq_alloc(((size_t) v->f_vocab + 1) * sizeof(int32_t));
-	if (!row_off || !mark)
+	if (idx)
+		pos = cq_alloc(((size_t) v->f_vocab + 1) * sizeof(uint32_t));
+	if (!row_off || !mark || (idx && !pos))
 		goto oom;
 	for (int32_t f = 0; f < v->f_vocab; f++)
 		mark[f] = -1;
@@ -144,14 +176,27 @@ cq_ttable_build(cq_ttable *t, const cq_bitext_view *v, cq_align_error *err)
 		}
 		qsort(cols.v + start, cols.n - start, sizeof(int32_t), cmp_i32);
 		row_off[e + 1] = cols.n;
+		if (idx)
+		{
+			for (int64_t q = start; q < cols.n; q++)
+				pos[cols.v[q]] = (uint32_t) q;
+			index_row(v, e, inv, inv_off[e], inv_off[e + 1], pos, idx, idx_off);
+		}
 	}
 	/* NULL row: every f present, already in order */
 	for (int64_t p = 0; p < v->f_off[v->n_pairs]; p++)
 		mark[v->f[p]] = -2;
 	for (int32_t f = 0; f < v->f_vocab; f++)
-		if (mark[f] == -2 && !colbuf_push(&cols, f))
-			goto oom;
+		if (mark[f] == -2)
+		{
+			if (idx)
+				pos[f] = (uint32_t) cols.n;
+			if (!colbuf_push(&cols, f))
+				goto oom;
+		}
 	row_off[v->e_vocab + 1] = cols.n;
+	if (idx)
+		index_row(v, -1, NULL, 0, v->n_pairs, pos, idx, idx_off);
 
 	rc = cq_ttable_alloc(t, v->e_vocab, v->f_vocab, cols.n, true, err);
 	if (rc == CQ_ALIGN_OK)
@@ -164,6 +209,7 @@ cq_ttable_build(cq_ttable *t, const cq_bitext_view *v, cq_align_error *err)
 	cq_free(inv);
 	cq_free(row_off);
 	cq_free(mark);
+	cq_free(pos);
 	cq_free(cols.v);
 	return rc;
 oom:
@@ -171,6 +217,7 @@ oom:
 	cq_free(inv);
 	cq_free(row_off);
 	cq_free(mark);
+	cq_free(pos);
 	cq_free(cols.v);
 	return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory building the translation table");
 }

@@ -27,9 +27,12 @@ typedef struct cq_ttable
 
 /*
  * Rows hold every f co-occurring with e in some pair; the NULL row holds every
- * f of the corpus.  prob and count are zeroed.
+ * f of the corpus.  prob and count are zeroed.  When idx is given, it also
+ * fills the link index (link_index.h layout, pair k at idx_off[k]) from a
+ * dense f -> position map per row, which costs no searching.
  */
 int			cq_ttable_build(cq_ttable *t, const cq_bitext_view *v,
+							uint32_t *idx, const int64_t *idx_off,
 							cq_align_error *err);
 
 /* Allocate an empty table of the given shape (row_off zeroed). */
