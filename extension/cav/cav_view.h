@@ -39,6 +39,15 @@ typedef struct cav_view
 /* Validate buf and describe it.  CAV_EFORMAT with a reason when invalid. */
 cav_code	cav_view_open(const void *buf, size_t len, cav_view *v, cav_error *err);
 
+/*
+ * Header and section bounds only, O(1): for bytes that passed
+ * cav_view_open() before (a stored cav datum written by the type's input,
+ * recv or aggregate), so a SQL function need not re-validate per call.
+ * Never use it on untrusted bytes: string offsets and entries are not checked.
+ */
+cav_code	cav_view_open_trusted(const void *buf, size_t len, cav_view *v,
+								  cav_error *err);
+
 /* Validation only. */
 cav_code	cav_validate(const void *buf, size_t len, cav_error *err);
 
@@ -109,8 +118,8 @@ double		cav_view_cosine(const cav_view *v, uint32_t a, uint32_t b);
 /*
  * The k tokens most similar to q (q itself excluded), by descending cosine,
  * ties by ascending index.  Writes min(k, n_mat-1) results, count in *n_out.
- * One pass over all entries with a hash of q's keys: O(total nnz + nnz(q)),
- * extra memory O(nnz(q) + k).
+ * One pass over all entries, merged against q indexed by row:
+ * O(total nnz + n_rows) time, extra memory O(nnz(q) + n_rows + k).
  */
 cav_code	cav_view_topk(const cav_view *v, uint32_t q, uint32_t k,
 						  uint32_t *idx_out, double *sim_out, uint32_t *n_out,

@@ -5,7 +5,6 @@
 #include "cav/format.h"
 #include "common/mem.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 typedef struct canon
@@ -16,6 +15,7 @@ typedef struct canon
 	uint32_t   *tgt_order;		/* target ids by rank */
 	uint32_t   *res_order;
 	cav_cell   *sorted;			/* one matrix, canonical keys */
+	cav_cell   *tmp;			/* radix sort buffer, as large */
 	uint8_t    *enc;			/* encoded entries of every matrix */
 	size_t		enc_len;
 	size_t		enc_cap;
@@ -31,17 +31,39 @@ canon_free(canon *c)
 	cq_free(c->tgt_order);
 	cq_free(c->res_order);
 	cq_free(c->sorted);
+	cq_free(c->tmp);
 	cq_free(c->enc);
 	cq_free(c->starts);
 }
 
-static int
-cmp_cells(const void *x, const void *y)
+/*
+ * LSD radix sort of cells by key, 11 bits a pass, only as many passes as
+ * the largest key needs (keys are row << 16 | distance, about 34 bits).
+ * Leaves the result in *a (swapping the buffers when needed).
+ */
+static void
+radix_sort(cav_cell **a, cav_cell **tmp, uint32_t n, uint64_t max_key)
 {
-	uint64_t	a = ((const cav_cell *) x)->key,
-				b = ((const cav_cell *) y)->key;
+	for (int shift = 0; shift < 64 && (max_key >> shift); shift += 11)
+	{
+		uint32_t	count[2048] = {0};
+		cav_cell   *from = *a,
+				   *to = *tmp;
 
-	return a < b ? -1 : a > b;
+		for (uint32_t i = 0; i < n; i++)
+			count[(from[i].key >> shift) & 2047]++;
+		for (uint32_t d = 0, sum = 0; d < 2048; d++)
+		{
+			uint32_t	c = count[d];
+
+			count[d] = sum;
+			sum += c;
+		}
+		for (uint32_t i = 0; i < n; i++)
+			to[count[(from[i].key >> shift) & 2047]++] = from[i];
+		*a = to;
+		*tmp = from;
+	}
 }
 
 /* Sort one matrix by canonical (row, distance) and append its encoding. */
@@ -50,6 +72,7 @@ encode_matrix(const cav_state *st, canon *c, const cav_cells *m, cav_error *err)
 {
 	uint32_t	n = 0,
 				prev = 0;
+	uint64_t	max_key = 0;
 	size_t		worst = (size_t) m->n * 30;
 	uint8_t    *p;
 
@@ -65,8 +88,10 @@ encode_matrix(const cav_state *st, canon *c, const cav_cells *m, cav_error *err)
 			: c->src_rank[row];
 		c->sorted[n].key = (uint64_t) row << 16 | (key & 0xffff);
 		c->sorted[n++].count = m->cells[i].count;
+		if (c->sorted[n - 1].key > max_key)
+			max_key = c->sorted[n - 1].key;
 	}
-	qsort(c->sorted, n, sizeof(cav_cell), cmp_cells);
+	radix_sort(&c->sorted, &c->tmp, n, max_key);
 	if (c->enc_len + worst > c->enc_cap)
 	{
 		size_t		cap = c->enc_cap ? c->enc_cap : 4096;
@@ -108,8 +133,10 @@ prepare(const cav_state *st, canon *c, uint32_t *n_mat, cav_error *err)
 		if (st->mats[t].n > max_nnz)
 			max_nnz = st->mats[t].n;
 	c->sorted = cq_alloc((size_t) max_nnz * sizeof(cav_cell));
+	c->tmp = cq_alloc((size_t) max_nnz * sizeof(cav_cell));
 	c->starts = cq_alloc(((size_t) st->tgt.n + 1) * sizeof(uint64_t));
-	if (!c->src_rank || !c->src_order || !c->tgt_rank || !c->tgt_order || !c->sorted || !c->starts ||
+	if (!c->src_rank || !c->src_order || !c->tgt_rank || !c->tgt_order ||
+		!c->sorted || !c->tmp || !c->starts ||
 		(st->res.n && !c->res_order))
 		return cav_fail(err, CAV_ENOMEM, "out of memory serialising a CAV");
 	*n_mat = 0;

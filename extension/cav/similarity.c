@@ -1,10 +1,12 @@
 /*
  * Cosine similarity between CAV matrices, flattened over (row, distance),
- * and top-k search.  Top-k makes one pass over every stored entry: a hash
- * of the query's keys gives the dot products, the same pass gives the
- * norms, a k-heap keeps the best.  Cost O(total nnz + nnz(q) + n_mat log k)
- * time, O(nnz(q) + n_rows/8 + k) memory; nothing is precomputed between
- * calls, so a cav value needs no side index.
+ * and top-k search.  Top-k makes one pass over every stored entry: the
+ * query indexed by row gives the dot products (a forward merge, since every
+ * matrix is sorted by (row, distance)), the same pass gives the norms, a
+ * k-heap keeps the best.  Cost O(total nnz + n_rows + n_mat log k) time
+ * (plus, per shared row, the query's entries of that row), O(nnz(q) +
+ * n_rows + k) memory; nothing is precomputed between calls, so a cav value
+ * needs no side index.
  */
 #include "cav/view_impl.h"
 
@@ -55,67 +57,85 @@ cav_view_cosine(const cav_view *v, uint32_t a, uint32_t b)
 	return na > 0 && nb > 0 ? dot / (sqrt(na) * sqrt(nb)) : 0.0;
 }
 
-typedef struct qhash
+/*
+ * The query indexed by row: its entries are sorted by (row, distance), so
+ * rowstart[r] .. rowstart[r+1] is row r's run of (distance, count).  A
+ * scanned matrix is sorted the same way, so both walks move forward only.
+ */
+typedef struct qindex
 {
-	uint64_t   *keys;			/* UINT64_MAX = empty */
-	double	   *vals;
-	uint32_t	mask;
-	uint8_t    *rows;			/* bitmap of rows the query uses */
-} qhash;
+	uint32_t   *rowstart;		/* [n_rows + 1] */
+	uint32_t   *dist;			/* [nnz(q)] */
+	double	   *val;			/* [nnz(q)] */
+} qindex;
 
-static inline uint32_t
-qslot(uint64_t key, uint32_t mask)
+static void
+qindex_free(qindex *x)
 {
-	return (uint32_t) ((key * 0x9E3779B97F4A7C15ULL) >> 32) & mask;
-}
-
-static double
-qhash_get(const qhash *h, uint32_t row, uint64_t key)
-{
-	if (!(h->rows[row >> 3] & (1u << (row & 7))))
-		return 0;
-	for (uint32_t i = qslot(key, h->mask);; i = (i + 1) & h->mask)
-	{
-		if (h->keys[i] == key)
-			return h->vals[i];
-		if (h->keys[i] == UINT64_MAX)
-			return 0;
-	}
+	cq_free(x->rowstart);
+	cq_free(x->dist);
+	cq_free(x->val);
 }
 
 /* Returns the query's squared norm, or -1 when out of memory. */
 static double
-qhash_build(qhash *h, const cav_view *v, uint32_t q)
+qindex_build(qindex *x, const cav_view *v, uint32_t q)
 {
+	size_t		n_rows = (size_t) v->n_src + v->n_tgt;
 	cav_token_info info;
 	cav_entry_iter it;
 	cav_entry	e;
-	uint32_t	cap = 16;
+	uint32_t	n = 0;
 	double		norm = 0;
 
 	cav_view_token(v, q, &info);
-	while (cap < 2 * (uint64_t) info.nnz)
-		cap *= 2;
-	h->keys = cq_alloc((size_t) cap * sizeof(uint64_t));
-	h->vals = cq_alloc((size_t) cap * sizeof(double));
-	h->rows = cq_alloc0(((size_t) v->n_src + v->n_tgt) / 8 + 1);
-	h->mask = cap - 1;
-	if (!h->keys || !h->vals || !h->rows)
+	x->rowstart = cq_alloc0((n_rows + 1) * sizeof(uint32_t));
+	x->dist = cq_alloc((size_t) info.nnz * sizeof(uint32_t));
+	x->val = cq_alloc((size_t) info.nnz * sizeof(double));
+	if (!x->rowstart || !x->dist || !x->val)
 		return -1;
-	memset(h->keys, 0xff, (size_t) cap * sizeof(uint64_t));
 	cav_entry_iter_init(v, q, &it);
 	while (cav_entry_iter_next(&it, &e))
 	{
-		uint32_t	i = qslot(entry_key(&e), h->mask);
-
-		while (h->keys[i] != UINT64_MAX)
-			i = (i + 1) & h->mask;
-		h->keys[i] = entry_key(&e);
-		h->vals[i] = (double) e.count;
-		h->rows[e.row >> 3] |= 1u << (e.row & 7);
+		x->rowstart[e.row + 1]++;
+		x->dist[n] = e.dist;
+		x->val[n++] = (double) e.count;
 		norm += (double) e.count * e.count;
 	}
+	for (size_t r = 0; r < n_rows; r++)
+		x->rowstart[r + 1] += x->rowstart[r];
 	return norm;
+}
+
+/* Dot product with the query and squared norm of matrix t, in one walk. */
+static void
+qindex_dot(const qindex *x, const cav_view *v, uint32_t t, double *dot, double *norm)
+{
+	cav_entry_iter it;
+	cav_entry	e;
+	uint32_t	row = UINT32_MAX,
+				p = 0,
+				end = 0;
+	double		d = 0,
+				n = 0;
+
+	cav_entry_iter_init(v, t, &it);
+	while (cav_entry_iter_next(&it, &e))
+	{
+		n += (double) e.count * e.count;
+		if (e.row != row)
+		{
+			row = e.row;
+			p = x->rowstart[row];
+			end = x->rowstart[row + 1];
+		}
+		while (p < end && x->dist[p] < e.dist)
+			p++;
+		if (p < end && x->dist[p] == e.dist)
+			d += (double) e.count * x->val[p];
+	}
+	*dot = d;
+	*norm = n;
 }
 
 /* a ranks before b: higher similarity, then lower index. */
@@ -188,7 +208,7 @@ cav_code
 cav_view_topk(const cav_view *v, uint32_t q, uint32_t k, uint32_t *idx_out,
 			  double *sim_out, uint32_t *n_out, cav_error *err)
 {
-	qhash		h = {0};
+	qindex		x = {0};
 	double		qnorm;
 	uint32_t	n = 0;
 
@@ -197,29 +217,20 @@ cav_view_topk(const cav_view *v, uint32_t q, uint32_t k, uint32_t *idx_out,
 		return cav_fail(err, CAV_EINVAL, "token index %u out of range", q);
 	if (k > v->n_mat - 1)
 		k = v->n_mat - 1;
-	qnorm = k ? qhash_build(&h, v, q) : 0;
+	qnorm = k ? qindex_build(&x, v, q) : 0;
 	if (qnorm < 0)
 	{
-		cq_free(h.keys);
-		cq_free(h.vals);
-		cq_free(h.rows);
+		qindex_free(&x);
 		return cav_fail(err, CAV_ENOMEM, "out of memory in CAV top-k");
 	}
 	for (uint32_t t = 0; k && t < v->n_mat; t++)
 	{
-		cav_entry_iter it;
-		cav_entry	e;
-		double		dot = 0,
-					norm = 0;
+		double		dot,
+					norm;
 
 		if (t == q)
 			continue;
-		cav_entry_iter_init(v, t, &it);
-		while (cav_entry_iter_next(&it, &e))
-		{
-			norm += (double) e.count * e.count;
-			dot += (double) e.count * qhash_get(&h, e.row, entry_key(&e));
-		}
+		qindex_dot(&x, v, t, &dot, &norm);
 		heap_offer(idx_out, sim_out, &n, k, t, dot / (sqrt(norm) * sqrt(qnorm)));
 	}
 	/* heap sort: repeatedly move the worst kept to the end */
@@ -235,8 +246,6 @@ cav_view_topk(const cav_view *v, uint32_t q, uint32_t k, uint32_t *idx_out,
 		sift_down(idx_out, sim_out, m - 1, 0);
 	}
 	*n_out = n;
-	cq_free(h.keys);
-	cq_free(h.vals);
-	cq_free(h.rows);
+	qindex_free(&x);
 	return CAV_OK;
 }
