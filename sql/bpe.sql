@@ -42,6 +42,11 @@ SELECT corpq.bpe_export('zero');
 -- per-row use in one query, with the name changing between rows
 SELECT m, corpq.bpe_apply(m, 'lower lowest') FROM (VALUES ('hand'), ('sennrich'), ('hand'), ('whitespace')) v(m);
 
+-- the same in a parallel worker (the catalog is read through SPI there)
+SET force_parallel_mode = on;
+SELECT corpq.bpe_apply('sennrich', 'lowest newer wider'), corpq.bpe_tokens('hand', 'lower');
+RESET force_parallel_mode;
+
 -- NULLs: STRICT functions return NULL, writers refuse
 SELECT corpq.bpe_apply('hand', NULL) IS NULL AS null_in_null_out, corpq.bpe_apply(NULL, 'x') IS NULL AS null_name;
 SELECT corpq.bpe_learn(NULL, 'SELECT 1::text', 1);

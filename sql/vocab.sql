@@ -29,6 +29,11 @@ SELECT corpq.bpe_drop('vocab_codes');
 -- per-row use with the vocabulary changing between rows
 SELECT v, corpq.vocab_encode(v, 'low lower') FROM (VALUES ('ws'), ('bpe_v'), ('ws')) t(v);
 
+-- the same in a parallel worker
+SET force_parallel_mode = on;
+SELECT corpq.vocab_encode('bpe_v', 'low lower'), corpq.vocab_decode('bpe_v', '{7,5,6,4}');
+RESET force_parallel_mode;
+
 -- NULLs
 SELECT corpq.vocab_encode('ws', NULL) IS NULL AS a, corpq.vocab_decode('ws', NULL) IS NULL AS b;
 SELECT corpq.vocab_build(NULL, 'SELECT 1::text');

@@ -260,7 +260,7 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 
 	old = MemoryContextSwitchTo(cxt);
-	if (cq_vocab_init(&v->vocab) != CQ_TEXT_OK)
+	if (cq_vocabulary_init(&v->vocab) != CQ_TEXT_OK)
 		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
 	MemoryContextSwitchTo(old);
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -274,7 +274,7 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("vocabulary \"%s\" has no token with id %d", name, (int) i)));
 		old = MemoryContextSwitchTo(cxt);
-		rc = cq_vocab_add(&v->vocab, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &err);
+		rc = cq_vocabulary_add(&v->vocab, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &err);
 		MemoryContextSwitchTo(old);
 		if (rc != CQ_TEXT_OK)
 			corpq_text_error(rc, psprintf("vocabulary \"%s\" is invalid", name), err.msg);
@@ -297,7 +297,7 @@ corpq_vocab_encode_text(CorpqVocab *v, const char *text, int len, int *n_ids)
 	const cq_tokens *t = corpq_segment(v->seg, text, len);
 	int32	   *ids = palloc((t->n ? t->n : 1) * sizeof(int32));
 
-	cq_vocab_encode(&v->vocab, t, ids);
+	cq_vocabulary_encode(&v->vocab, t, ids);
 	*n_ids = (int) t->n;
 	return ids;
 }

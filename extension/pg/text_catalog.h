@@ -21,7 +21,7 @@
 #include "fmgr.h"
 
 #include "text/bpe.h"
-#include "text/vocab.h"
+#include "text/vocabulary.h"
 
 #define CORPQ_WHITESPACE "whitespace"
 
@@ -39,7 +39,7 @@ typedef struct CorpqVocab
 	MemoryContext cxt;			/* owns everything below */
 	char	   *name;
 	CorpqSegmenter *seg;		/* the vocabulary's BPE (child of cxt) */
-	cq_vocab	vocab;
+	cq_vocabulary	vocab;
 } CorpqVocab;
 
 /*

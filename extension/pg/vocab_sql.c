@@ -51,10 +51,10 @@ count_row(void *arg, const char *text, int len)
 
 /* Insert the vocabulary row and one row per token id. */
 static void
-store_vocab(const char *name, const char *bpe, const cq_vocab *v,
+store_vocab(const char *name, const char *bpe, const cq_vocabulary *v,
 			const cq_strmap *counts, int32 max_size, int32 min_count)
 {
-	int32		n = cq_vocab_size(v);
+	int32		n = cq_vocabulary_size(v);
 	Datum	   *toks = palloc(n * sizeof(Datum));
 	Datum	   *cnts = palloc(n * sizeof(Datum));
 	Oid			v_types[5] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID};
@@ -108,7 +108,7 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	int32		min_count;
 	CountState	st;
 	MemoryContext old;
-	cq_vocab	v;
+	cq_vocabulary	v;
 	cq_text_err err = {0};
 	int			rc;
 	int32		size;
@@ -155,11 +155,11 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 				 errdetail("Every row is NULL, empty or whitespace.")));
 
 	old = MemoryContextSwitchTo(st.cxt);
-	rc = cq_vocab_build(&v, &st.counts, max_size, min_count, &err);
+	rc = cq_vocabulary_build(&v, &st.counts, max_size, min_count, &err);
 	MemoryContextSwitchTo(old);
 	if (rc != CQ_TEXT_OK)
 		corpq_text_error(rc, "could not build the vocabulary", err.msg);
-	size = cq_vocab_size(&v);
+	size = cq_vocabulary_size(&v);
 	store_vocab(name, bpe, &v, &st.counts, max_size, min_count);
 	MemoryContextDelete(st.cxt);
 	PG_RETURN_INT32(size);
@@ -215,7 +215,7 @@ corpq_vocab_decode(PG_FUNCTION_ARGS)
 					 errmsg("ids must not contain nulls")));
 		ids[i] = DatumGetInt32(elems[i]);
 	}
-	rc = cq_vocab_decode(&v->vocab, ids, n, &out, &len, &err);
+	rc = cq_vocabulary_decode(&v->vocab, ids, n, &out, &len, &err);
 	if (rc == CQ_TEXT_ERANGE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

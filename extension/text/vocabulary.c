@@ -1,5 +1,5 @@
 /* Vocabulary: build from counts, token <-> id, detokenising decode. */
-#include "text/vocab.h"
+#include "text/vocabulary.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -7,22 +7,22 @@
 #include "common/mem.h"
 #include "text/bpe.h"
 
-const char *const cq_vocab_specials[CQ_VOCAB_N_SPECIAL] = {"<s>", "<pad>", "</s>", "<unk>"};
+const char *const cq_vocabulary_specials[CQ_VOCAB_N_SPECIAL] = {"<s>", "<pad>", "</s>", "<unk>"};
 
 int
-cq_vocab_init(cq_vocab *v)
+cq_vocabulary_init(cq_vocabulary *v)
 {
 	return cq_strmap_init(&v->map, 1024);
 }
 
 void
-cq_vocab_free(cq_vocab *v)
+cq_vocabulary_free(cq_vocabulary *v)
 {
 	cq_strmap_free(&v->map);
 }
 
 int
-cq_vocab_add(cq_vocab *v, const char *tok, size_t len, cq_text_err *err)
+cq_vocabulary_add(cq_vocabulary *v, const char *tok, size_t len, cq_text_err *err)
 {
 	int			inserted;
 
@@ -39,7 +39,7 @@ static int
 is_special(const char *tok, size_t len)
 {
 	for (int i = 0; i < CQ_VOCAB_N_SPECIAL; i++)
-		if (strlen(cq_vocab_specials[i]) == len && memcmp(cq_vocab_specials[i], tok, len) == 0)
+		if (strlen(cq_vocabulary_specials[i]) == len && memcmp(cq_vocabulary_specials[i], tok, len) == 0)
 			return 1;
 	return 0;
 }
@@ -68,13 +68,13 @@ by_count_then_bytes(const void *x, const void *y)
 }
 
 int
-cq_vocab_build(cq_vocab *v, const cq_strmap *counts, int32_t max_size,
+cq_vocabulary_build(cq_vocabulary *v, const cq_strmap *counts, int32_t max_size,
 			   int64_t min_count, cq_text_err *err)
 {
 	if (max_size < CQ_VOCAB_N_SPECIAL + 1)
 		return cq_text_fail(err, CQ_TEXT_ERANGE, 0, "max_size must be at least %d",
 							CQ_VOCAB_N_SPECIAL + 1);
-	if (cq_vocab_init(v) != CQ_TEXT_OK)
+	if (cq_vocabulary_init(v) != CQ_TEXT_OK)
 		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
 
 	ranked	   *r = cq_alloc((counts->n ? counts->n : 1) * sizeof(ranked));
@@ -94,17 +94,17 @@ cq_vocab_build(cq_vocab *v, const cq_strmap *counts, int32_t max_size,
 	if (rc == CQ_TEXT_OK)
 		qsort(r, n, sizeof(ranked), by_count_then_bytes);
 	for (int i = 0; rc == CQ_TEXT_OK && i < CQ_VOCAB_N_SPECIAL; i++)
-		rc = cq_vocab_add(v, cq_vocab_specials[i], strlen(cq_vocab_specials[i]), err);
-	for (size_t i = 0; rc == CQ_TEXT_OK && i < n && cq_vocab_size(v) < max_size; i++)
-		rc = cq_vocab_add(v, r[i].tok, r[i].len, err);
+		rc = cq_vocabulary_add(v, cq_vocabulary_specials[i], strlen(cq_vocabulary_specials[i]), err);
+	for (size_t i = 0; rc == CQ_TEXT_OK && i < n && cq_vocabulary_size(v) < max_size; i++)
+		rc = cq_vocabulary_add(v, r[i].tok, r[i].len, err);
 	cq_free(r);
 	if (rc != CQ_TEXT_OK)
-		cq_vocab_free(v);
+		cq_vocabulary_free(v);
 	return rc;
 }
 
 int32_t
-cq_vocab_id(const cq_vocab *v, const char *tok, size_t len)
+cq_vocabulary_id(const cq_vocabulary *v, const char *tok, size_t len)
 {
 	int64_t		e = cq_strmap_find(&v->map, tok, len);
 
@@ -112,24 +112,24 @@ cq_vocab_id(const cq_vocab *v, const char *tok, size_t len)
 }
 
 void
-cq_vocab_encode(const cq_vocab *v, const cq_tokens *t, int32_t *ids)
+cq_vocabulary_encode(const cq_vocabulary *v, const cq_tokens *t, int32_t *ids)
 {
 	for (size_t i = 0; i < t->n; i++)
-		ids[i] = cq_vocab_id(v, t->buf + t->off[i], t->len[i]);
+		ids[i] = cq_vocabulary_id(v, t->buf + t->off[i], t->len[i]);
 }
 
 int
-cq_vocab_decode(const cq_vocab *v, const int32_t *ids, size_t n,
+cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
 				char **out, size_t *out_len, cq_text_err *err)
 {
 	size_t		total = 1;
 
 	for (size_t i = 0; i < n; i++)
 	{
-		if (ids[i] < 0 || ids[i] >= cq_vocab_size(v))
+		if (ids[i] < 0 || ids[i] >= cq_vocabulary_size(v))
 			return cq_text_fail(err, CQ_TEXT_ERANGE, (int) (i + 1),
 								"id %d at position %zu is outside the vocabulary (size %d)",
-								ids[i], i + 1, cq_vocab_size(v));
+								ids[i], i + 1, cq_vocabulary_size(v));
 		total += v->map.key_len[ids[i]] + 1;
 	}
 

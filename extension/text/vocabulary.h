@@ -3,8 +3,8 @@
  * </s> = 2, <unk> = 3, then tokens by descending count, ties by ascending
  * token bytes.  Token id = entry index of the map.
  */
-#ifndef CQ_VOCAB_H
-#define CQ_VOCAB_H
+#ifndef CQ_VOCABULARY_H
+#define CQ_VOCABULARY_H
 
 #include <stdint.h>
 
@@ -18,25 +18,25 @@
 #define CQ_VOCAB_UNK 3
 #define CQ_VOCAB_N_SPECIAL 4
 
-extern const char *const cq_vocab_specials[CQ_VOCAB_N_SPECIAL];
+extern const char *const cq_vocabulary_specials[CQ_VOCAB_N_SPECIAL];
 
-typedef struct cq_vocab
+typedef struct cq_vocabulary
 {
 	cq_strmap	map;			/* token -> id (entry index) */
-} cq_vocab;
+} cq_vocabulary;
 
 /* An empty vocabulary (no specials): for loading tokens in id order. */
-int			cq_vocab_init(cq_vocab *v);
-void		cq_vocab_free(cq_vocab *v);
+int			cq_vocabulary_init(cq_vocabulary *v);
+void		cq_vocabulary_free(cq_vocabulary *v);
 
 /*
  * Append a token with the next id; an error if it is already present (a
  * vocabulary holds each token once).
  */
-int			cq_vocab_add(cq_vocab *v, const char *tok, size_t len, cq_text_err *err);
+int			cq_vocabulary_add(cq_vocabulary *v, const char *tok, size_t len, cq_text_err *err);
 
 static inline int32_t
-cq_vocab_size(const cq_vocab *v)
+cq_vocabulary_size(const cq_vocabulary *v)
 {
 	return (int32_t) v->map.n;
 }
@@ -47,14 +47,14 @@ cq_vocab_size(const cq_vocab *v)
  * (max_size >= 5).  Tokens spelled like a special are skipped.  *v
  * uninitialised.
  */
-int			cq_vocab_build(cq_vocab *v, const cq_strmap *counts,
+int			cq_vocabulary_build(cq_vocabulary *v, const cq_strmap *counts,
 						   int32_t max_size, int64_t min_count, cq_text_err *err);
 
 /* Id of a token, CQ_VOCAB_UNK when absent. */
-int32_t		cq_vocab_id(const cq_vocab *v, const char *tok, size_t len);
+int32_t		cq_vocabulary_id(const cq_vocabulary *v, const char *tok, size_t len);
 
 /* ids[i] = id of token i (ids has room for t->n). */
-void		cq_vocab_encode(const cq_vocab *v, const cq_tokens *t, int32_t *ids);
+void		cq_vocabulary_encode(const cq_vocabulary *v, const cq_tokens *t, int32_t *ids);
 
 /*
  * Detokenised text of ids: tokens joined by spaces with BPE continuation
@@ -62,7 +62,7 @@ void		cq_vocab_encode(const cq_vocab *v, const cq_tokens *t, int32_t *ids);
  * <unk> is written as "<unk>".  ERANGE (err->line = position + 1) for an id
  * outside the vocabulary.  The result is cq_alloc'd.
  */
-int			cq_vocab_decode(const cq_vocab *v, const int32_t *ids, size_t n,
+int			cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
 							char **out, size_t *out_len, cq_text_err *err);
 
 #endif
