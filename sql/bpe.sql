@@ -74,6 +74,20 @@ SELECT corpq.bpe_learn('bad', $$SELECT s FROM no_such_table$$, 10);
 SELECT corpq.bpe_export('whitespace');
 SELECT corpq.bpe_drop('nope');
 SELECT corpq.bpe_drop('whitespace');
+-- the SQLSTATE of each kind of error
+CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $f$
+BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE; END $f$;
+SELECT q, pg_temp.sqlstate_of(q) FROM (VALUES
+    ($$SELECT corpq.bpe_apply('nope', 'x')$$),
+    ($$SELECT corpq.bpe_import('hand', E'a b\n')$$),
+    ($$SELECT corpq.bpe_import('bad', E'a b c\n')$$),
+    ($$SELECT corpq.bpe_import('whitespace', E'a b\n')$$),
+    ($$SELECT corpq.bpe_learn('bad', 'SELECT 1', 10)$$),
+    ($$SELECT corpq.bpe_learn('bad', 'DELETE FROM corpq.bpe_models RETURNING name', 10)$$),
+    ($$SELECT corpq.bpe_learn('bad', $q$SELECT ''$q$, 10)$$),
+    ($$SELECT corpq.bpe_learn('bad', $q$SELECT 'a'$q$, -1)$$),
+    ($$SELECT corpq.bpe_learn(NULL, $q$SELECT 'a'$q$, 1)$$)) v(q);
+
 -- a failing learn (error raised by the corpus query midway) leaves no rows
 SELECT corpq.bpe_learn('bad', $$SELECT CASE WHEN i < 1500 THEN 'ab ab' ELSE (1 / (i - i))::text END
                                 FROM generate_series(1, 2000) i$$, 10);

@@ -55,6 +55,17 @@ SELECT corpq.vocab_decode('ws', '{4,99}');
 SELECT corpq.vocab_decode('ws', '{-1}');
 SELECT corpq.vocab_decode('ws', '{{4},{5}}');
 SELECT corpq.vocab_drop('nope');
+-- the SQLSTATE of each kind of error
+CREATE FUNCTION pg_temp.sqlstate_of(q text) RETURNS text LANGUAGE plpgsql AS $f$
+BEGIN EXECUTE q; RETURN 'ok'; EXCEPTION WHEN OTHERS THEN RETURN SQLSTATE; END $f$;
+SELECT q, pg_temp.sqlstate_of(q) FROM (VALUES
+    ($$SELECT corpq.vocab_encode('nope', 'a')$$),
+    ($$SELECT corpq.vocab_build('ws', $q$SELECT 'a'$q$)$$),
+    ($$SELECT corpq.vocab_build('x', $q$SELECT 'a'$q$, NULL, 4)$$),
+    ($$SELECT corpq.vocab_decode('ws', '{99}')$$),
+    ($$SELECT corpq.bpe_drop('vocab_codes')$$),
+    ($$SELECT corpq.vocab_build('x', 'SELECT 1')$$)) v(q);
+
 -- a failing build leaves no rows
 SELECT corpq.vocab_build('x', $$SELECT CASE WHEN i < 1500 THEN 'a b' ELSE (1 / (i - i))::text END
                                FROM generate_series(1, 2000) i$$);
