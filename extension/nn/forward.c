@@ -54,6 +54,20 @@ min_rows(const cq_model_config *c)
 	return (GEMM_MIN_OUTPUTS + narrow - 1) / narrow;
 }
 
+/*
+ * Rows of logits per output GEMM: at most CQ_LOGIT_FLOATS floats, at least
+ * 64 rows.  Each call repacks W_out, so blocks should be large; the bound
+ * keeps the buffer at 16 MB (V = 8000: 524 rows).
+ */
+static long
+logit_rows(const cq_model_config *c, long nt)
+{
+	long		r = CQ_LOGIT_FLOATS / c->tgt_vocab_size;
+
+	r = r < 64 ? 64 : r;
+	return nt < r ? nt : r;
+}
+
 static size_t
 carve(const cq_model_config *c, const cq_batch_shape *s, char *base, workspace *out)
 {
@@ -65,7 +79,7 @@ carve(const cq_model_config *c, const cq_batch_shape *s, char *base, workspace *
 				nt = s->tgt_positions + p,
 				n = ns > nt ? ns : nt,
 				l = s->max_src > s->max_tgt ? s->max_src : s->max_tgt,
-				r = s->tgt_positions < CQ_LOGIT_ROWS ? s->tgt_positions : CQ_LOGIT_ROWS;
+				r = logit_rows(c, s->tgt_positions);
 	size_t		sizes[9] = {d * ns, d * nt, n * d, 3 * n * d, n * d, n * d,
 		n * c->ffn_dim, l * l, (r > p ? r : p) * c->tgt_vocab_size};
 	float	  **slots[9] = {&w->enc_x, &w->dec_x, &w->h, &w->qkv, &w->ctx, &w->tmp,
@@ -354,7 +368,7 @@ decode(batch *bt)
 					   CQ_LAYERNORM_EPS);
 }
 
-/* logits = LN(y) W_out^T in blocks of CQ_LOGIT_ROWS rows, reduced row by row. */
+/* logits = LN(y) W_out^T in blocks of logit_rows() rows, reduced row by row. */
 static void
 score(batch *bt, const cq_forward_out *out)
 {
@@ -372,9 +386,11 @@ score(batch *bt, const cq_forward_out *out)
 		out->sent_logp[b2] = 0.0;
 		out->sent_count[b2] = bt->pairs[b2].tgt_len + 1;
 	}
-	for (long r0 = 0; r0 < bt->nt; r0 += CQ_LOGIT_ROWS)
+	long		block = logit_rows(c, bt->nt);
+
+	for (long r0 = 0; r0 < bt->nt; r0 += block)
 	{
-		int			rows = bt->nt - r0 < CQ_LOGIT_ROWS ? (int) (bt->nt - r0) : CQ_LOGIT_ROWS;
+		int			rows = bt->nt - r0 < block ? (int) (bt->nt - r0) : (int) block;
 
 		cq_sgemm(false, true, rows > p ? rows : (int) p, v, d, 1.0f, bt->w.h + r0 * d, d,
 				 bt->m->out_proj, d, 0.0f, bt->w.logits, v);

@@ -1,4 +1,5 @@
 #include <math.h>
+#include <string.h>
 
 #include "nn/ops.h"
 
@@ -28,49 +29,83 @@ cq_softmax_rows(float *x, int rows, int cols, int ld, bool causal)
 	}
 }
 
+/* 16 floats with GCC's generic vectors (lowered to whatever the target has). */
+typedef float v16f __attribute__((vector_size(64)));
+typedef int32_t v16i __attribute__((vector_size(64)));
+
+/* cq_fast_expf on 16 lanes at once; the same polynomial and clamp. */
+static inline v16f
+exp_v16(v16f x)
+{
+	const v16f lo = (v16f) {0} - 87.0f;
+	const v16f magic = (v16f) {0} + 12582912.0f;	/* 1.5 * 2^23: rounds */
+	v16i		below = x < lo;
+	v16f		n,
+				r,
+				p;
+	v16i		e;
+
+	x = (v16f) (((v16i) x & ~below) | ((v16i) lo & below));
+	n = (x * 1.44269504088896341f + magic) - magic;	/* nearest integer */
+	r = x - n * 0.693359375f;
+	r = r + n * 2.12194440e-4f;
+	p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+	p = p * r + 8.3334519073e-3f;
+	p = p * r + 4.1665795894e-2f;
+	p = p * r + 1.6666665459e-1f;
+	p = p * r + 5.0000001201e-1f;
+	p = p * r * r + r + 1.0f;
+	e = (__builtin_convertvector(n, v16i) + 127) << 23;
+	return p * (v16f) e;
+}
+
 /*
  * With m = max, z_v = l_v - m, Z = sum exp(z_v):
  *   log p(gold) = z_gold - ln Z,  p_max = 1 / Z,
  *   H = -sum p_v (z_v - ln Z) = ln Z - sum exp(z_v) z_v / Z.
- * One pass for the max, one for both sums.  LANES independent partial
- * results let the compiler vectorise without reassociating a reduction.
+ * One pass for the max, one for both sums, 16 lanes of partial sums.
  */
-#define LANES 16
-
 cq_row_stats
 cq_logit_row_stats(const float *l, int n, int gold)
 {
-	float		mx[LANES],
-				az[LANES] = {0},
-				as[LANES] = {0};
+	v16f		vmax,
+				vz = {0},
+				vs = {0};
 	float		m = l[0];
 	double		z = 0.0,
 				zs = 0.0;
 	int			i = 0,
 				arg = 0;
-	float		lnz;
 	cq_row_stats s;
 
-	for (int j = 0; j < LANES; j++)
-		mx[j] = l[0];
-	for (; i + LANES <= n; i += LANES)
-		for (int j = 0; j < LANES; j++)
-			mx[j] = l[i + j] > mx[j] ? l[i + j] : mx[j];
+	for (int j = 0; j < 16; j++)
+		vmax[j] = l[0];
+	for (; i + 16 <= n; i += 16)
+	{
+		v16f		v;
+		v16i		gt;
+
+		memcpy(&v, l + i, sizeof(v));
+		gt = v > vmax;
+		vmax = (v16f) (((v16i) v & gt) | ((v16i) vmax & ~gt));
+	}
 	for (; i < n; i++)
 		m = l[i] > m ? l[i] : m;
-	for (int j = 0; j < LANES; j++)
-		m = mx[j] > m ? mx[j] : m;
+	for (int j = 0; j < 16; j++)
+		m = vmax[j] > m ? vmax[j] : m;
 	while (arg < n - 1 && l[arg] != m)
 		arg++;
-	for (i = 0; i + LANES <= n; i += LANES)
-		for (int j = 0; j < LANES; j++)
-		{
-			float		d = l[i + j] - m,
-						e = cq_fast_expf(d);
+	for (i = 0; i + 16 <= n; i += 16)
+	{
+		v16f		d,
+					e;
 
-			az[j] += e;
-			as[j] += e * d;
-		}
+		memcpy(&d, l + i, sizeof(d));
+		d = d - m;
+		e = exp_v16(d);
+		vz += e;
+		vs += e * d;
+	}
 	for (; i < n; i++)
 	{
 		float		d = l[i] - m,
@@ -79,13 +114,12 @@ cq_logit_row_stats(const float *l, int n, int gold)
 		z += e;
 		zs += (double) e * d;
 	}
-	for (int j = 0; j < LANES; j++)
+	for (int j = 0; j < 16; j++)
 	{
-		z += az[j];
-		zs += as[j];
+		z += vz[j];
+		zs += vs[j];
 	}
-	lnz = (float) log(z);
-	s.logp_gold = (l[gold] - m) - lnz;
+	s.logp_gold = (float) ((l[gold] - m) - log(z));
 	s.p_max = (float) (1.0 / z);
 	s.entropy = (float) (log(z) - zs / z);
 	s.argmax = arg;

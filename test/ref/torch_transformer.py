@@ -202,26 +202,27 @@ class DecoderLayer(torch.nn.Module):
 
 
 class Transformer(torch.nn.Module):
-    def __init__(self, cfg, weights):
+    def __init__(self, cfg, weights, dtype=torch.float64):
         super().__init__()
+        self.dtype = dtype
         self.c = c = cfg
         d = c["d_model"]
         self.enc = torch.nn.ModuleList(EncoderLayer(c) for _ in range(c["encoder_layers"]))
         self.dec = torch.nn.ModuleList(DecoderLayer(c) for _ in range(c["decoder_layers"]))
         self.enc_ln, self.dec_ln = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
-        self.double()
+        self.to(dtype)
         self._load(weights)
 
     def _load(self, w):
         c, d = self.c, self.c["d_model"]
-        t = {k: v.double() for k, v in w.items()}
+        t = {k: v.to(self.dtype) for k, v in w.items()}
         self.src_embed = t["encoder.embed_tokens"]
         self.tgt_embed = self.src_embed if c["share_embeddings"] else t["decoder.embed_tokens"]
         self.out_proj = self.tgt_embed if c["tie_output"] else t["decoder.output_projection.weight"]
         if c["positions"] == "learned":
             self.src_pos, self.tgt_pos = t["encoder.embed_positions"], t["decoder.embed_positions"]
         else:
-            self.src_pos = self.tgt_pos = sinusoids(c["max_positions"], d)
+            self.src_pos = self.tgt_pos = sinusoids(c["max_positions"], d).to(self.dtype)
 
         def lin(m, p, rows=None):
             W, b = t[p + ".weight"], t[p + ".bias"]
@@ -285,6 +286,7 @@ class Transformer(torch.nn.Module):
         lp = torch.log_softmax(logits, dim=-1)
         return [lp[b, : len(dins[b])] for b in range(B)]
 
+    @torch.no_grad()
     def score(self, pairs):
         """Per pair: dict(logp, p_max, entropy, argmax) per position, as numpy."""
         out = []

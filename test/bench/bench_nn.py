@@ -1,0 +1,141 @@
+"""Benchmark of the transformer core (extension/nn) against PyTorch eager.
+
+Preset `small` (d 256, 3+3 layers, 4 heads, ffn 1024), vocabulary 8000 on
+both sides, 30-token sources and targets, one thread on both sides (the core's
+OpenBLAS via test/unit/blas_direct.c, torch.set_num_threads(1)).  Both compute
+the same outputs per target position: log p(gold), max probability, entropy,
+argmax.  Prints pairs/s, ratios, achieved GFLOP/s against single-thread sgemm
+measured in the same run, where the time goes, and memory figures.
+Usage: bench_nn.py [--quick]
+"""
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "test", "ref"))
+import torch_transformer as tt  # noqa: E402
+
+QUICK = "--quick" in sys.argv
+LEN, V = 30, 8000
+
+
+def lib_path():
+    p = os.environ.get("CORPQ_CORE_LIB", os.path.join(ROOT, "test", "libcorpqcore.so"))
+    if not os.path.exists(p):
+        subprocess.check_call(["make", "-s", "-C", ROOT, "test/libcorpqcore.so"])
+    return p
+
+
+def best_time(fn, reps):
+    """Best CPU time of this thread: both sides run single-threaded in it, and
+    CPU time is less disturbed than wall time on a shared machine."""
+    best = float("inf")
+    for _ in range(reps):
+        t0 = time.thread_time()
+        fn()
+        best = min(best, time.thread_time() - t0)
+    return best
+
+
+def model_flops(cfg, S, T):
+    """Multiply-adds x 2 of one pair (S, T positions incl. </s>): GEMM work only."""
+    d, f, v = cfg["d_model"], cfg["ffn_dim"], cfg["tgt_vocab_size"]
+    enc = cfg["encoder_layers"] * (S * (4 * d * d + 2 * d * f) + 2 * S * S * d)
+    dec = cfg["decoder_layers"] * (T * (4 * d * d + 2 * d * d + 2 * d * f) + S * 2 * d * d
+                                   + 2 * T * T * d + 2 * T * S * d)
+    return 2.0 * (enc + dec + T * d * v)
+
+
+def sgemm_gflops(lib, m, n, k, reps):
+    a = np.random.rand(m, k).astype(np.float32)
+    b = np.random.rand(n, k).astype(np.float32)
+    c = np.empty((m, n), np.float32)
+    f = lib.cq_sgemm
+    f.argtypes = [ctypes.c_bool, ctypes.c_bool, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                  ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+                  ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
+    t = best_time(lambda: f(False, True, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, k,
+                            0.0, c.ctypes.data, n), reps)
+    return 2.0 * m * n * k / t / 1e9
+
+
+def core_rate(core, m, pairs, batch, reps):
+    preps = [core.prepare(m, pairs[i:i + batch]) for i in range(0, len(pairs), batch)]
+    t = best_time(lambda: [core.run(p) for p in preps], reps)
+    return len(pairs) / t
+
+
+def torch_rate(ref, pairs, batch, reps):
+    t = best_time(lambda: [ref.score(pairs[i:i + batch]) for i in range(0, len(pairs), batch)],
+                  reps)
+    return len(pairs) / t
+
+
+def main():
+    torch.set_num_threads(1)
+    core = tt.Core(lib_path())
+    rng = np.random.default_rng(0)
+    cfg = tt.make_config("small", V, V)
+    w = tt.random_weights(cfg, 1)
+    with tempfile.TemporaryDirectory() as tmp:
+        m = core.load(tt.write_corpq(os.path.join(tmp, "small.cqm"), cfg, w))
+        cfg_v = dict(cfg, src_vocab_size=64, tgt_vocab_size=64)
+        m_v = core.load(tt.write_corpq(os.path.join(tmp, "v64.cqm"), cfg_v,
+                                       tt.random_weights(cfg_v, 1)))
+    ref = tt.Transformer(cfg, w, dtype=torch.float32).eval()
+    n1, n64 = (16, 128) if QUICK else (64, 256)
+    reps = 2 if QUICK else 3
+    pairs = [(rng.integers(4, V, LEN).tolist(), rng.integers(4, V, LEN).tolist())
+             for _ in range(n64)]
+    pairs_v = [(rng.integers(4, 64, LEN).tolist(), rng.integers(4, 64, LEN).tolist())
+               for _ in range(n64)]
+
+    # the same numbers from both
+    a, b = core.score(m, pairs[:4]), ref.score(pairs[:4])
+    err = max(float(np.abs(x["logp"] - y["logp"]).max()) for x, y in zip(a, b))
+    print("small, V=%d, %d+%d tokens, 1 thread; max |dlogp| C vs torch float32: %.1e"
+          % (V, LEN, LEN, err))
+
+    c1 = core_rate(core, m, pairs[:n1], 1, reps)
+    t1 = torch_rate(ref, pairs[:n1], 1, reps)
+    c64 = core_rate(core, m, pairs, 64, reps)
+    t64 = torch_rate(ref, pairs, 64, reps)
+    print("batch  1: corpq %7.1f pairs/s   torch %7.1f pairs/s   ratio %.2fx" % (c1, t1, c1 / t1))
+    print("batch 64: corpq %7.1f pairs/s   torch %7.1f pairs/s   ratio %.2fx" % (c64, t64, c64 / t64))
+
+    flops = model_flops(cfg, LEN + 1, LEN + 1)
+    g_peak = max(sgemm_gflops(core.lib, 1984, V, 256, reps),
+                 sgemm_gflops(core.lib, 1024, 1024, 1024, reps))
+    g_ffn = sgemm_gflops(core.lib, 1984, 1024, 256, reps)
+    for label, rate in (("batch  1", c1), ("batch 64", c64)):
+        g = flops * rate / 1e9
+        print("%s: %.2f GFLOP/pair -> %.1f GFLOP/s = %.2f of single-thread sgemm (%.1f GFLOP/s)"
+              % (label, flops / 1e9, g, g / g_peak, g_peak))
+    print("  (sgemm of an FFN-shaped product 1984x1024x256: %.1f GFLOP/s)" % g_ffn)
+
+    # where the time goes: the same network with a 64-word vocabulary
+    cv = core_rate(core, m_v, pairs_v, 64, reps)
+    share = 1 - (1 / cv) / (1 / c64)
+    out_flops = 2.0 * (LEN + 1) * 256 * V / flops
+    print("batch 64: output projection + log-softmax over V=%d = %.0f%% of the time "
+          "(%.0f%% of the FLOPs)" % (V, 100 * share, 100 * out_flops))
+
+    ws1 = core.workspace_bytes(m, pairs[:1])
+    ws64 = core.workspace_bytes(m, pairs[:64])
+    nparam = sum(int(np.prod(s)) for s in tt.tensor_shapes(cfg).values())
+    print("memory: parameters %.1f MB (%d floats); workspace %.2f MB at batch 1, %.1f MB at batch 64"
+          % (nparam * 4 / 1e6, nparam, ws1 / 1e6, ws64 / 1e6))
+    core.free(m)
+    core.free(m_v)
+
+
+if __name__ == "__main__":
+    main()
