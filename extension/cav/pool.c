@@ -45,6 +45,8 @@ cav_view_pool(const cav_view *v, uint32_t idx, uint32_t out_h, uint32_t out_w,
 		return cav_fail(err, CAV_EINVAL, "token index %u out of range", idx);
 	if (out_h < 1 || out_w < 1)
 		return cav_fail(err, CAV_EINVAL, "pooled shape must be at least 1 x 1");
+	if ((uint64_t) out_h * out_w > ((uint64_t) 1 << 32))
+		return cav_fail(err, CAV_EINVAL, "pooled shape %u x %u too large", out_h, out_w);
 	memset(out, 0, (size_t) out_h * out_w * sizeof(double));
 	cav_entry_iter_init(v, idx, &it);
 	while (cav_entry_iter_next(&it, &e))
