@@ -1,6 +1,7 @@
 #include "align/diagonal.h"
 
 #include <math.h>
+#include <stdint.h>
 
 double
 cq_diag_row(double *u, int j1, int m, int n, double lambda)
@@ -45,5 +46,31 @@ cq_diag_expected_feature(double *u, int j1, int m, int n, double lambda)
 
 	for (int i1 = 1; i1 <= n; i1++)
 		s += cq_diag_feature(i1, j1, m, n) * u[i1 - 1];
+	return s / z;
+}
+
+double
+cq_diag_authors_feature(double *u, int j1, int m, int n, double lambda)
+{
+	double		s = 0.0,
+				z = 0.0;
+
+	cq_diag_row(u, j1, m, n, lambda);
+	for (int i1 = 1; i1 <= n; i1++)
+		s += cq_diag_feature(i1, j1, m, n) * u[i1 - 1];
+	{
+		/* their ComputeZ(j1, n, m): positions 1..m, target side length n */
+		double		split = (double) j1 * m / n;
+		uint32_t	fl = (uint32_t) split;
+		uint32_t	num_top = (uint32_t) m - fl;	/* wraps when fl > m */
+		double		ratio = exp(-lambda / m);
+
+		if (num_top)
+			z += exp(lambda * -fabs((double) (fl + 1) / m - (double) j1 / n)) *
+				(1.0 - pow(ratio, num_top)) / (1.0 - ratio);
+		if (fl)
+			z += exp(lambda * -fabs((double) fl / m - (double) j1 / n)) *
+				(1.0 - pow(ratio, fl)) / (1.0 - ratio);
+	}
 	return s / z;
 }

@@ -27,4 +27,14 @@ double		cq_diag_row(double *u, int j1, int m, int n, double lambda);
 double		cq_diag_expected_feature(double *u, int j1, int m, int n,
 									 double lambda);
 
+/*
+ * fast_align's (authors' code) model feature for the tension update:
+ * sum_i h u_i divided by their closed-form Z called with m and n swapped,
+ * i.e. two geometric series around the split j1 m / n over m positions,
+ * whose upper count m - floor(split) wraps as an unsigned int when
+ * j1 > n (the series then runs on to infinity).  u is scratch of n.
+ */
+double		cq_diag_authors_feature(double *u, int j1, int m, int n,
+									double lambda);
+
 #endif

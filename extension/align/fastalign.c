@@ -181,10 +181,12 @@ estep_pair(cq_fa_trainer *tr, int64_t k, double *ll, double *c0, double *emp)
 	double	   *w = tr->w,
 			   *post = tr->post;
 	bool		ready = tr->md.probs_ready;
+	bool		authors = tr->opt.tension_rule == CQ_FA_TENSION_FAST_ALIGN;
 
 	for (int j = 0; j < m; j++)
 	{
 		const uint32_t *row = L + (int64_t) j * (n + 1);
+		int			jh = authors ? j : j + 1;	/* their feature uses 0-based j */
 		double		w0 = cq_fa_prior(par, j + 1, m, n, w);
 		double		p0 = par->use_null ? w0 * (ready ? t->prob[row[0]] : CQ_FA_UNSEEN_PROB) : 0.0;
 		double		sum = p0,
@@ -207,9 +209,9 @@ estep_pair(cq_fa_trainer *tr, int64_t k, double *ll, double *c0, double *emp)
 
 			t->count[row[i + 1]] += p;
 			if (par->favor_diagonal)
-				*emp += p * cq_diag_feature(i + 1, j + 1, m, n);
+				*emp += p * cq_diag_feature(i + 1, jh, m, n);
 		}
-		nonnull[j] += 1.0 - p0 * inv;
+		nonnull[j] += authors ? 1.0 : 1.0 - p0 * inv;
 		*ll += log(sum);
 	}
 }
@@ -232,7 +234,9 @@ optimize_tension(cq_fa_trainer *tr, double emp)
 			for (int j = 0; j < sc->m; j++)
 				if (tr->nonnull[sc->w_off + j] != 0.0)
 					mod += tr->nonnull[sc->w_off + j] *
-						cq_diag_expected_feature(u, j + 1, sc->m, sc->n, *lambda);
+						(tr->opt.tension_rule == CQ_FA_TENSION_FAST_ALIGN ?
+						 cq_diag_authors_feature(u, j + 1, sc->m, sc->n, *lambda) :
+						 cq_diag_expected_feature(u, j + 1, sc->m, sc->n, *lambda));
 		}
 		*lambda += 20.0 * (emp - mod) / tr->st.n_tokens;
 		if (*lambda < 0.1)

@@ -16,8 +16,10 @@
  * lambda += 20 (E_post[h] - E_prior[h]) / N (clamped to [0.1, 14]) on the
  * expected complete log-likelihood, where per target token E_prior[h] is the
  * prior's expectation weighted by that token's non-NULL posterior mass (the
- * exact gradient; the authors' code weights it by 1 and evaluates Z with m
- * and n swapped).
+ * exact gradient).  tension_rule CQ_FA_TENSION_FAST_ALIGN reproduces the
+ * authors' code instead: E_post[h] taken at the 0-based target position,
+ * E_prior[h] weighted by 1 per token and normalised by a Z summed with m and
+ * n swapped; it exists to compare with their binary.
  * fast_align's "-I 5" makes 4 EM passes then a Viterbi-only pass: options
  * .iterations counts the same way, so cq_fa_train() runs iterations - 1
  * passes.  Viterbi: argmax_i p(a_j = i) t(f_j | e_i), NULL first and earlier
@@ -45,6 +47,12 @@ typedef struct cq_fa_params
 	bool		use_null;
 } cq_fa_params;
 
+typedef enum cq_fa_tension_rule
+{
+	CQ_FA_TENSION_EXACT,		/* gradient of the expected log-likelihood */
+	CQ_FA_TENSION_FAST_ALIGN,	/* bit-for-bit the authors' update */
+} cq_fa_tension_rule;
+
 typedef struct cq_fa_options
 {
 	cq_fa_params init;			/* tension 4.0, p0 0.08, diagonal, NULL */
@@ -54,6 +62,7 @@ typedef struct cq_fa_options
 	double		alpha;			/* 0.01 */
 	bool		reverse;		/* condition on the target side instead */
 	size_t		max_index_bytes;	/* 1 GiB budget for the link index */
+	cq_fa_tension_rule tension_rule;	/* CQ_FA_TENSION_EXACT */
 } cq_fa_options;
 
 void		cq_fa_options_default(cq_fa_options *o);

@@ -38,7 +38,7 @@ class FaOptions(C.Structure):
     _fields_ = [("init", FaParams), ("iterations", C.c_int),
                 ("optimize_tension", C.c_bool), ("variational_bayes", C.c_bool),
                 ("alpha", C.c_double), ("reverse", C.c_bool),
-                ("max_index_bytes", C.c_size_t)]
+                ("max_index_bytes", C.c_size_t), ("tension_rule", C.c_int)]
 
 
 class FaModel(C.Structure):
