@@ -59,12 +59,50 @@ def sgemm_gflops(lib, m, n, k, reps):
     b = np.random.rand(n, k).astype(np.float32)
     c = np.empty((m, n), np.float32)
     f = lib.cq_sgemm
+    f.restype = None
     f.argtypes = [ctypes.c_bool, ctypes.c_bool, ctypes.c_int, ctypes.c_int, ctypes.c_int,
                   ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
                   ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
     t = best_time(lambda: f(False, True, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, k,
                             0.0, c.ctypes.data, n), reps)
     return 2.0 * m * n * k / t / 1e9
+
+
+def gemm_calls(cfg, batch, S, T):
+    """(m, n, k, trans_b, count) of every cq_sgemm a forward of `batch` pairs
+    with S source and T target positions makes (forward.c)."""
+    d, f, v, h = cfg["d_model"], cfg["ffn_dim"], cfg["tgt_vocab_size"], cfg["heads"]
+    rs, rt, dh = batch * S, batch * T, d // h
+    L_e, L_d = cfg["encoder_layers"], cfg["decoder_layers"]
+    block = min(rt, max(64, (1 << 22) // v))
+    calls = [(rs, 3 * d, d, True, L_e), (rs, d, d, True, L_e), (rs, f, d, True, L_e),
+             (rs, d, f, True, L_e),
+             (S, S, dh, True, L_e * batch * h), (S, dh, S, False, L_e * batch * h),
+             (rt, 3 * d, d, True, L_d), (rt, d, d, True, 3 * L_d), (rs, 2 * d, d, True, L_d),
+             (rt, f, d, True, L_d), (rt, d, f, True, L_d),
+             (T, T, dh, True, L_d * batch * h), (T, dh, T, False, L_d * batch * h),
+             (T, S, dh, True, L_d * batch * h), (T, dh, S, False, L_d * batch * h)]
+    full, rest = divmod(rt, block)
+    calls.append((block, v, d, True, full))
+    if rest:
+        calls.append((rest, v, d, True, 1))
+    return calls
+
+
+def gemm_ceiling(lib, calls, reps):
+    """Seconds the forward's GEMMs take when timed alone (ctypes loop)."""
+    f = lib.cq_sgemm
+    total = 0.0
+    for m, n, k, tb, count in calls:
+        a = np.random.rand(m, k).astype(np.float32)
+        b = np.random.rand(n, k).astype(np.float32)
+        c = np.empty((m, n), np.float32)
+        ldb = k if tb else n
+        loops = max(1, min(count, 200))
+        t = best_time(lambda: [f(False, tb, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, ldb,
+                                 0.0, c.ctypes.data, n) for _ in range(loops)], reps)
+        total += t / loops * count
+    return total
 
 
 def core_rate(core, m, pairs, batch, reps):
@@ -120,6 +158,12 @@ def main():
         print("%s: %.2f GFLOP/pair -> %.1f GFLOP/s = %.2f of single-thread sgemm (%.1f GFLOP/s)"
               % (label, flops / 1e9, g, g / g_peak, g_peak))
     print("  (sgemm of an FFN-shaped product 1984x1024x256: %.1f GFLOP/s)" % g_ffn)
+    for label, batch, rate in (("batch  1", 1, c1), ("batch 64", 64, c64)):
+        t_gemm = gemm_ceiling(core.lib, gemm_calls(cfg, batch, LEN + 1, LEN + 1), reps)
+        t_fwd = batch / rate
+        print("%s: the forward's own GEMM shapes timed alone take %.0f%% of its time "
+              "(ceiling %.1f GFLOP/s; achieved/ceiling %.2f)"
+              % (label, 100 * t_gemm / t_fwd, flops * batch / t_gemm / 1e9, t_gemm / t_fwd))
 
     # where the time goes: the same network with a 64-word vocabulary
     cv = core_rate(core, m_v, pairs_v, 64, reps)
