@@ -17,6 +17,8 @@ typedef struct parser
 	size_t		errlen;
 } parser;
 
+static bool fail(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static bool
 fail(parser *p, const char *fmt, ...)
 {

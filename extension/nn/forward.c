@@ -138,6 +138,10 @@ cq_batch_shape_of(const cq_model *m, const cq_pair *pairs, int n,
 		s->max_src = p->src_len + 1 > s->max_src ? p->src_len + 1 : s->max_src;
 		s->max_tgt = p->tgt_len + 1 > s->max_tgt ? p->tgt_len + 1 : s->max_tgt;
 	}
+	/* GEMM dimensions are int: keep rows x (3d or ffn) well inside */
+	if (s->src_positions > CQ_MAX_BATCH_POSITIONS || s->tgt_positions > CQ_MAX_BATCH_POSITIONS)
+		return cq_nn_fail(err, CQ_NN_EINVAL, "a batch of %ld source and %ld target positions is too large (at most %d each)",
+						  s->src_positions, s->tgt_positions, CQ_MAX_BATCH_POSITIONS);
 	s->n_pairs = n;
 	return CQ_NN_OK;
 }

@@ -63,6 +63,9 @@ typedef struct cq_forward_out
 	int		   *sent_count;		/* [n_pairs] its positions, tgt_len + 1 */
 } cq_forward_out;
 
+/* Positions per batch and side (larger batches: split them). */
+#define CQ_MAX_BATCH_POSITIONS (1 << 20)
+
 /* The shape of a batch; checks lengths against max_positions and ids. */
 cq_nn_status cq_batch_shape_of(const cq_model *m, const cq_pair *pairs, int n_pairs,
 							   cq_batch_shape *shape, cq_nn_error *err);

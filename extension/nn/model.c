@@ -23,6 +23,9 @@ aligned(size_t n)
 	return (n + CQ_TENSOR_ALIGN_FLOATS - 1) / CQ_TENSOR_ALIGN_FLOATS * CQ_TENSOR_ALIGN_FLOATS;
 }
 
+static void add(layout *l, float **view, int d0, int d1, const char *fmt, ...)
+			__attribute__((format(printf, 5, 6)));
+
 static void
 add(layout *l, float **view, int d0, int d1, const char *fmt, ...)
 {
