@@ -132,8 +132,9 @@ cq_fa_trainer_create(const cq_bitext *b, const cq_fa_options *o,
 
 	if (cq_bitext_validate(b, err) != CQ_ALIGN_OK)
 		return NULL;
-	if (!(o->init.p0 >= 0.0 && o->init.p0 < 1.0) || !(o->init.tension > 0.0) ||
-		!(o->alpha > 0.0) || o->iterations < 1)
+	if (!(o->init.p0 >= 0.0 && o->init.p0 < 1.0) || !(o->alpha > 0.0) ||
+		!(o->init.tension > 0.0 && o->init.tension <= CQ_FA_MAX_TENSION) ||
+		o->iterations < 1)
 	{
 		cq_align_fail(err, CQ_ALIGN_EINVAL, "invalid fast_align options");
 		return NULL;

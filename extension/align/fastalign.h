@@ -36,6 +36,12 @@
 #include "align/status.h"
 #include "align/ttable.h"
 
+/*
+ * Largest accepted lambda: beyond it exp(lambda h) can underflow at every
+ * position of a row (the optimiser itself clamps to 14, as fast_align does).
+ */
+#define CQ_FA_MAX_TENSION 50.0
+
 /* t of a pair absent from the table, and of every pair before the first M-step */
 #define CQ_FA_UNSEEN_PROB 1e-9
 

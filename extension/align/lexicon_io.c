@@ -223,7 +223,7 @@ get_dir(reader *r, cq_fa_model *md, int32_t n_e, int32_t n_f,
 	nnz = get_u64(r);
 	if (r->bad)
 		return corrupt(err, "truncated");
-	if (!isfinite(md->par.tension) || md->par.tension <= 0 || md->par.tension > 1e6 ||
+	if (!isfinite(md->par.tension) || md->par.tension <= 0 || md->par.tension > CQ_FA_MAX_TENSION ||
 		!(md->par.p0 >= 0 && md->par.p0 < 1) || fd > 1 || un > 1 || ready > 1 || pad)
 		return corrupt(err, "parameter out of range");
 	md->par.favor_diagonal = fd;

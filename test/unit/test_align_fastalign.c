@@ -179,3 +179,70 @@ TEST(bitext_rejects_bad_ids)
 	CHECK_INT_EQ(err.code, CQ_ALIGN_EINVAL);
 	CHECK(strstr(err.msg, "outside vocabulary") != NULL);
 }
+
+TEST(ibm1_stop_keeps_the_table)
+{
+	cq_bitext	b = hand_bitext();
+	cq_align_error err = {0};
+	cq_ibm1    *m = cq_ibm1_create(&b, false, 0, &err);
+	int			calls = 0;
+	cq_align_progress p = {stop_hook, &calls, 1};
+
+	stop_at = 2;
+	CHECK_INT_EQ(cq_ibm1_iterate(m, &p, &err), CQ_ALIGN_STOPPED);
+	CHECK_INT_EQ(cq_ibm1_iterations(m), 0);
+	/* still the uniform start: 1 / (2 distinct target words) */
+	CHECK_NEAR(cq_ttable_prob_or(cq_ibm1_table(m), 0, 0, -1), 0.5, 0);
+	cq_ibm1_free(m);
+}
+
+#include "align/lexicon.h"
+
+/*
+ * A lexicon written by hand, uniform prior (no diagonal), NULL word:
+ * s->t t(f|e): e0 {f0 .9, f1 .1}, e1 {f1 .8}, NULL {f0 .5, f1 .5};
+ * t->s t(e|f): f0 {e0 .7}, f1 {e0 .2, e1 .6}, NULL {e0 .5, e1 .5}.
+ * Pair src [0 1], tgt [0 1], prior 1/3 per position:
+ *   fwd: p(f0) = (.5 + .9 + 1e-9 (e1-f0 unseen)) / 3, p(f1) = (.5 + .1 + .8) / 3
+ *   rev: p(e0) = (.5 + .7 + .2) / 3, p(e1) = (.5 + 1e-9 + .6) / 3
+ * Viterbi s->t: f0 <- e0, f1 <- e1; t->s: e0 <- f0, e1 <- f1; so every
+ * symmetrisation gives 0-0 1-1 and coverage 1.
+ */
+static void
+table(cq_ttable *t, int n_e, int n_f, const int64_t *off, const int32_t *col,
+	  const double *prob, int nnz)
+{
+	cq_ttable_alloc(t, n_e, n_f, nnz, false, NULL);
+	memcpy(t->row_off, off, (n_e + 2) * sizeof(int64_t));
+	memcpy(t->col, col, nnz * sizeof(int32_t));
+	memcpy(t->prob, prob, nnz * sizeof(double));
+}
+
+TEST(lexicon_score_pair_hand_worked)
+{
+	cq_lexicon	lx = {2, 2};
+	cq_fa_params par = {4.0, 0.08, false, true};
+	const int32_t src[] = {0, 1}, tgt[] = {0, 1};
+	cq_pair_score sc;
+	cq_link		links[4];
+	cq_align_error err = {0};
+
+	lx.fwd.par = lx.rev.par = par;
+	lx.fwd.probs_ready = lx.rev.probs_ready = true;
+	table(&lx.fwd.tt, 2, 2, (const int64_t[]) {0, 2, 3, 5}, (const int32_t[]) {0, 1, 1, 0, 1},
+		  (const double[]) {.9, .1, .8, .5, .5}, 5);
+	table(&lx.rev.tt, 2, 2, (const int64_t[]) {0, 1, 3, 5}, (const int32_t[]) {0, 0, 1, 0, 1},
+		  (const double[]) {.7, .2, .6, .5, .5}, 5);
+	CHECK_INT_EQ(cq_lexicon_score_pair(&lx, src, 2, tgt, 2, CQ_SYM_GROW_DIAG_FINAL_AND,
+									   links, &sc, &err), CQ_ALIGN_OK);
+	CHECK_NEAR(sc.fwd_score, (log((1.4 + 1e-9) / 3) + log(1.4 / 3)) / 2, 1e-14);
+	CHECK_NEAR(sc.rev_score, (log(1.4 / 3) + log((1.1 + 1e-9) / 3)) / 2, 1e-14);
+	CHECK_NEAR(sc.align_score, (sc.fwd_score + sc.rev_score) / 2, 1e-15);
+	CHECK_NEAR(sc.coverage, 1.0, 0);
+	CHECK_INT_EQ(sc.n_links, 2);
+	CHECK(links[0].s == 0 && links[0].t == 0 && links[1].s == 1 && links[1].t == 1);
+	/* an empty side has no score */
+	CHECK_INT_EQ(cq_lexicon_score_pair(&lx, src, 0, tgt, 2, CQ_SYM_UNION, NULL, &sc, &err), 0);
+	CHECK(isnan(sc.align_score) && isnan(sc.coverage));
+	cq_lexicon_free(&lx);
+}

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Word-alignment benchmark on the en-es corpora (needs /work/shared).
+# Builds test/bench/bench_align.c against the core into a temporary
+# directory and runs it; when FAST_ALIGN names the authors' fast_align binary
+# (built by you, outside the repository), also times it on the same
+# tokenised bitext, single-threaded, with the same options (-d -o), and
+# compares its alignments with the core's reproduction of it.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+corpora=${CORPQ_CORPORA:-/work/shared/corpora}/en-es
+pairs=${ALIGN_BENCH_PAIRS:-100000}
+[ -d "$corpora" ] || { echo "bench_align: $corpora not found, skipped"; exit 0; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+gcc -std=gnu11 -O3 -march=native -Wall -Wextra -Wno-unused-parameter \
+	-Wno-sign-compare -Iextension -o "$tmp/bench_align" test/bench/bench_align.c \
+	extension/common/mem.c extension/align/*.c -lm
+"$tmp/bench_align" "$corpora" "$pairs" "$tmp/bitext" "$tmp/core.al" | tee "$tmp/core.out"
+if [ -n "${FAST_ALIGN:-}" ] && [ -x "$FAST_ALIGN" ]; then
+	start=$(date +%s.%N)
+	OMP_NUM_THREADS=1 "$FAST_ALIGN" -i "$tmp/bitext" -d -o > "$tmp/fa.al" 2> "$tmp/fa.err"
+	end=$(date +%s.%N)
+	/usr/bin/python3 - "$tmp" "$start" "$end" <<'PY'
+import re, sys
+tmp, start, end = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
+fa_s = end - start
+out = open(f"{tmp}/core.out").read()
+core_s = float(re.search(r"end to end .*?: ([0-9.]+) s", out).group(1))
+core_tension = re.findall(r"pass \d: .*? tension ([0-9.]+)", out.split("authors' tension update")[1])
+err = open(f"{tmp}/fa.err").read()
+fa_tension = re.findall(r"final tension: ([0-9.]+)", err)
+fa_ll = re.findall(r"log_e likelihood: (\S+)", err)
+a = [set(l.split()) for l in open(f"{tmp}/fa.al")]
+b = [set(l.split()) for l in open(f"{tmp}/core.al")]
+common = sum(len(x & y) for x, y in zip(a, b))
+na, nb = sum(map(len, a)), sum(map(len, b))
+print(f"authors' fast_align -d -o, 1 thread: {fa_s:.2f} s end to end (5 iterations incl. reading); "
+      f"core reproduction: {core_s:.2f} s -> core is {fa_s / core_s:.1f}x faster")
+print(f"  tension after passes 2-4: fast_align {fa_tension[:3]}, core {core_tension[1:4]}")
+print(f"  fast_align log-likelihood per pass: {fa_ll[:4]}")
+print(f"  alignments: {na} vs {nb} links, {common} common (F1 {2 * common / (na + nb):.5f}), "
+      f"identical pairs {sum(x == y for x, y in zip(a, b))}/{len(a)}")
+PY
+else
+	echo "bench_align: set FAST_ALIGN=/path/to/fast_align to time the authors' binary on the same data"
+fi
