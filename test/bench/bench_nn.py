@@ -105,8 +105,8 @@ def gemm_ceiling(lib, calls, reps):
     return total
 
 
-def core_rate(core, m, pairs, batch, reps):
-    preps = [core.prepare(m, pairs[i:i + batch]) for i in range(0, len(pairs), batch)]
+def core_rate(core, m, pairs, batch, reps, mc=None):
+    preps = [core.prepare(m, pairs[i:i + batch], mc=mc) for i in range(0, len(pairs), batch)]
     t = best_time(lambda: [core.run(p) for p in preps], reps)
     return len(pairs) / t
 
@@ -148,6 +148,9 @@ def main():
     t64 = torch_rate(ref, pairs, 64, reps)
     print("batch  1: corpq %7.1f pairs/s   torch %7.1f pairs/s   ratio %.2fx" % (c1, t1, c1 / t1))
     print("batch 64: corpq %7.1f pairs/s   torch %7.1f pairs/s   ratio %.2fx" % (c64, t64, c64 / t64))
+
+    cmc = core_rate(core, m, pairs, 64, reps, mc=(1, 0))
+    print("batch 64, Monte Carlo dropout pass: %7.1f pairs/s (%.2fx the eval pass)" % (cmc, cmc / c64))
 
     flops = model_flops(cfg, LEN + 1, LEN + 1)
     g_peak = max(sgemm_gflops(core.lib, 1984, V, 256, reps),
