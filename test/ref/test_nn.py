@@ -4,7 +4,10 @@ Random float32 weights are written in the corpq format by the Python writer
 (test/ref/torch_transformer.py, from models/FORMAT.md), loaded by the C core,
 and per-position log p(gold), p_max, entropy and argmax plus the sentence
 log-prob and geometric-mean probability are compared with a float64 PyTorch
-model of the same architecture, for batch 1 and a padded batch of 8.  Also:
+model of the same architecture, for batch 1 and a padded batch of 8, in eval
+mode and in a Monte Carlo dropout pass (the reference draws the same Philox
+masks with its own numpy implementation, so the dropout sites, keys and
+scaling are checked, not only their determinism).  Also:
 batched = single, Monte Carlo dropout masks independent of the batch, MC with
 dropout 0 = eval, and the forward's rejection of bad ids and lengths.
 """
@@ -92,6 +95,8 @@ def run_config(core, tmp, label, cfg, seed):
         mc_s = [core.score(m, [p], mc=(1234, 5), keys=[k])[0] for p, k in zip(batch, keys)]
         rev = core.score(m, batch[::-1], mc=(1234, 5), keys=keys[::-1])[::-1]
         check(same(mc_b, mc_s, 0.0) and same(mc_b, rev, 0.0), label + ": MC alone != in batch")
+        # the same masks written independently (numpy Philox) in the reference
+        compare(label + " MC pass (same masks)", ref_model.score(batch, mc=(1234, 5), keys=keys), mc_b)
         mc_again = core.score(m, batch, mc=(1234, 5), keys=keys)
         check(same(mc_b, mc_again, 0.0), label + ": MC not deterministic")
         mc_other = core.score(m, batch, mc=(1234, 6), keys=keys)
@@ -109,6 +114,21 @@ def run_config(core, tmp, label, cfg, seed):
         check(same(a, got, 0.0), label + ": dropout config changed eval")
     finally:
         core.free(m0)
+
+
+def check_philox():
+    """The numpy Philox4x32-10 of the reference against Random123's vectors."""
+    kat = [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
+           ((0xffffffff,) * 4, (0xffffffff,) * 2, (0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd)),
+           ((0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344), (0xa4093822, 0x299f31d0),
+            (0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1))]
+    for c, k, want in kat:
+        got = tuple(int(v) for v in tt.philox4x32(*c, *k))
+        check(got == want, "numpy philox KAT %r" % (got,))
+    m = tt.dropout_mask(7, 1, 99, 5, 200, 300, 0.3)
+    check(abs((m == 0).mean() - 0.3) < 0.01, "dropout mask rate %.3f" % (m == 0).mean())
+    print("  numpy Philox4x32-10: Random123 known answers; mask drop rate %.3f (p = 0.3)"
+          % (m == 0).mean())
 
 
 def check_rejections(core, tmp):
@@ -148,6 +168,7 @@ def main():
         for i, (label, cfg) in enumerate(configs):
             run_config(core, tmp, label, cfg, 100 + i)
         check_rejections(core, tmp)
+        check_philox()
     print("test_nn: %d failures" % len(failures))
     sys.exit(1 if failures else 0)
 

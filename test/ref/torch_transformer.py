@@ -128,6 +128,111 @@ def write_corpq(path, cfg, weights, order=None, version=1):
     return body
 
 
+# ---- Monte Carlo dropout masks (models/FORMAT.md), written in numpy -------
+_MASK32 = (1 << 32) - 1
+_IDENT = (lambda x: x)
+NO_DROP = {k: None if k in ("attn", "cross", "act") else _IDENT
+           for k in ("attn", "cross", "act", "resid_attn", "resid_cross", "resid_ffn")}
+KIND = {k: i + 1 for i, k in enumerate(
+    ["enc_embed", "dec_embed", "enc_self_attn", "enc_self_resid", "enc_ffn_act",
+     "enc_ffn_resid", "dec_self_attn", "dec_self_resid", "dec_cross_attn",
+     "dec_cross_resid", "dec_ffn_act", "dec_ffn_resid"])}
+
+
+def mix64(x):
+    """splitmix64's finaliser (on Python ints)."""
+    m = (1 << 64) - 1
+    x = (x + 0x9E3779B97F4A7C15) & m
+    x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & m
+    x = ((x ^ (x >> 27)) * 0x94D049BB133111EB) & m
+    return x ^ (x >> 31)
+
+
+def philox4x32(c0, c1, c2, c3, k0, k1):
+    """Philox4x32-10 on numpy uint64 arrays holding 32-bit words."""
+    c = [np.asarray(v, dtype=np.uint64) for v in (c0, c1, c2, c3)]
+    k0, k1 = np.uint64(k0), np.uint64(k1)
+    for _ in range(10):
+        p0 = np.uint64(0xD2511F53) * c[0]
+        p1 = np.uint64(0xCD9E8D57) * c[2]
+        c = [(p1 >> np.uint64(32)) ^ c[1] ^ k0, p1 & np.uint64(_MASK32),
+             (p0 >> np.uint64(32)) ^ c[3] ^ k1, p0 & np.uint64(_MASK32)]
+        k0 = (k0 + np.uint64(0x9E3779B9)) & np.uint64(_MASK32)
+        k1 = (k1 + np.uint64(0xBB67AE85)) & np.uint64(_MASK32)
+    return c
+
+
+def dropout_mask(seed, pass_, pair_key, site, rows, cols, p):
+    """[rows, cols] of 0 or 1/(1-p): element j of row t is dropped when the
+    uniform from counter (j // 4, t, site, pass) word j % 4 is below p."""
+    key = mix64((seed ^ mix64(pair_key)) & ((1 << 64) - 1))
+    t = np.arange(rows, dtype=np.uint64)[:, None]
+    j = np.arange(cols, dtype=np.uint64)[None, :]
+    words = philox4x32(j >> np.uint64(2), np.broadcast_to(t, (rows, cols)), site, pass_,
+                       key & _MASK32, key >> 32)
+    w = np.choose((j & np.uint64(3)).astype(np.int64), words)
+    u = (w >> np.uint64(8)).astype(np.float64) / 16777216.0
+    # the core compares in float32; u has 24 bits, so this is exact
+    return np.where(u.astype(np.float32) < np.float32(p), 0.0, 1.0 / np.float64(np.float32(1.0) - np.float32(p)))
+
+
+class PhiloxDropout:
+    """The core's dropout masks for a padded batch (per pair, sentence-local)."""
+
+    def __init__(self, cfg, seed, pass_, keys, src_lens, tgt_lens, dtype):
+        self.c, self.seed, self.pass_, self.keys = cfg, seed, pass_, keys
+        self.src_lens, self.tgt_lens, self.dtype = src_lens, tgt_lens, dtype
+
+    @staticmethod
+    def site(kind, layer, head):
+        return (kind << 24) | (layer << 12) | head
+
+    def rows(self, x, kind, layer, target, p):
+        """x [B, L, n] times per-pair masks over each pair's rows."""
+        if p <= 0:
+            return x
+        B, L, n = x.shape
+        m = torch.ones(B, L, n, dtype=self.dtype)
+        lens = self.tgt_lens if target else self.src_lens
+        for b in range(B):
+            m[b, : lens[b]] = torch.from_numpy(dropout_mask(
+                self.seed, self.pass_, self.keys[b], self.site(kind, layer, 0), lens[b], n, p))
+        return x * m
+
+    def weights(self, P, kind, layer, q_target, k_target, p):
+        """P [B, H, Lq, Lk] times per-(pair, head) masks: row = query."""
+        if p <= 0:
+            return P
+        B, H, Lq, Lk = P.shape
+        m = torch.ones_like(P)
+        for b in range(B):
+            lq = (self.tgt_lens if q_target else self.src_lens)[b]
+            lk = (self.tgt_lens if k_target else self.src_lens)[b]
+            for h in range(H):
+                m[b, h, :lq, :lk] = torch.from_numpy(dropout_mask(
+                    self.seed, self.pass_, self.keys[b], self.site(kind, layer, h), lq, lk, p))
+        return P * m
+
+    def encoder(self, i):
+        c, K = self.c, KIND
+        return {"attn": lambda P: self.weights(P, K["enc_self_attn"], i, False, False,
+                                               c["attention_dropout"]),
+                "resid_attn": lambda x: self.rows(x, K["enc_self_resid"], i, False, c["dropout"]),
+                "act": lambda h: self.rows(h, K["enc_ffn_act"], i, False, c["activation_dropout"]),
+                "resid_ffn": lambda x: self.rows(x, K["enc_ffn_resid"], i, False, c["dropout"])}
+
+    def decoder(self, i):
+        c, K = self.c, KIND
+        return {"attn": lambda P: self.weights(P, K["dec_self_attn"], i, True, True,
+                                               c["attention_dropout"]),
+                "resid_attn": lambda x: self.rows(x, K["dec_self_resid"], i, True, c["dropout"]),
+                "cross": lambda P: self.weights(P, K["dec_cross_attn"], i, True, False,
+                                                c["attention_dropout"]),
+                "resid_cross": lambda x: self.rows(x, K["dec_cross_resid"], i, True, c["dropout"]),
+                "act": lambda h: self.rows(h, K["dec_ffn_act"], i, True, c["activation_dropout"]),
+                "resid_ffn": lambda x: self.rows(x, K["dec_ffn_resid"], i, True, c["dropout"])}
+
+
 # ---- the reference model ----------------------------------------------------
 def sinusoids(n, d):
     h = d // 2
@@ -146,8 +251,9 @@ class Attention(torch.nn.Module):
         self.v = torch.nn.Linear(d, d)
         self.out = torch.nn.Linear(d, d)
 
-    def forward(self, x, mem, mask):
-        """x [B, Lq, d], mem [B, Lk, d], mask [B, Lq, Lk] True = may attend."""
+    def forward(self, x, mem, mask, wdrop=None):
+        """x [B, Lq, d], mem [B, Lk, d], mask [B, Lq, Lk] True = may attend;
+        wdrop: dropout of the weights [B, H, Lq, Lk]."""
         B, Lq, d = x.shape
         Lk = mem.shape[1]
         q = self.q(x).view(B, Lq, self.h, self.dh).transpose(1, 2)
@@ -156,6 +262,8 @@ class Attention(torch.nn.Module):
         s = q @ k.transpose(-1, -2) / math.sqrt(self.dh)
         s = s.masked_fill(~mask[:, None], float("-inf"))
         p = torch.softmax(s, dim=-1)
+        if wdrop is not None:
+            p = wdrop(p)
         return self.out((p @ v).transpose(1, 2).reshape(B, Lq, d))
 
 
@@ -165,9 +273,11 @@ class FFN(torch.nn.Module):
         self.fc1, self.fc2 = torch.nn.Linear(d, f), torch.nn.Linear(f, d)
         self.act = act
 
-    def forward(self, x):
+    def forward(self, x, adrop=None):
         h = self.fc1(x)
         h = torch.relu(h) if self.act == "relu" else F.gelu(h)  # exact erf GELU
+        if adrop is not None:
+            h = adrop(h)
         return self.fc2(h)
 
 
@@ -179,10 +289,10 @@ class EncoderLayer(torch.nn.Module):
         self.attn = Attention(d, c["heads"])
         self.ffn = FFN(d, c["ffn_dim"], c["activation"])
 
-    def forward(self, x, mask):
+    def forward(self, x, mask, dr=NO_DROP):
         h = self.ln1(x)
-        x = x + self.attn(h, h, mask)
-        return x + self.ffn(self.ln2(x))
+        x = x + dr["resid_attn"](self.attn(h, h, mask, dr["attn"]))
+        return x + dr["resid_ffn"](self.ffn(self.ln2(x), dr["act"]))
 
 
 class DecoderLayer(torch.nn.Module):
@@ -194,11 +304,11 @@ class DecoderLayer(torch.nn.Module):
         self.cross = Attention(d, c["heads"])
         self.ffn = FFN(d, c["ffn_dim"], c["activation"])
 
-    def forward(self, y, enc, self_mask, cross_mask):
+    def forward(self, y, enc, self_mask, cross_mask, dr=NO_DROP):
         h = self.ln1(y)
-        y = y + self.self_attn(h, h, self_mask)
-        y = y + self.cross(self.ln2(y), enc, cross_mask)
-        return y + self.ffn(self.ln3(y))
+        y = y + dr["resid_attn"](self.self_attn(h, h, self_mask, dr["attn"]))
+        y = y + dr["resid_cross"](self.cross(self.ln2(y), enc, cross_mask, dr["cross"]))
+        return y + dr["resid_ffn"](self.ffn(self.ln3(y), dr["act"]))
 
 
 class Transformer(torch.nn.Module):
@@ -262,8 +372,9 @@ class Transformer(torch.nn.Module):
         return table[toks] * math.sqrt(d) + pos[: toks.shape[1]][None]
 
     @torch.no_grad()
-    def log_probs(self, pairs):
-        """pairs: [(src ids, tgt ids)] -> list of [T+1, V] log-prob tensors."""
+    def log_probs(self, pairs, mc=None, keys=None):
+        """pairs: [(src ids, tgt ids)] -> list of [T+1, V] log-prob tensors.
+        mc = (seed, pass): Monte Carlo dropout with PhiloxDropout masks."""
         B = len(pairs)
         srcs = [list(s) + [EOS] for s, _ in pairs]
         dins = [[EOS] + list(t) for _, t in pairs]
@@ -274,23 +385,32 @@ class Transformer(torch.nn.Module):
             src[b, : len(srcs[b])] = torch.tensor(srcs[b])
             din[b, : len(dins[b])] = torch.tensor(dins[b])
         src_ok = torch.stack([torch.arange(S) < len(s) for s in srcs])
+        drop = None
+        if mc is not None:
+            drop = PhiloxDropout(self.c, mc[0], mc[1], keys or [0] * B,
+                                 [len(s) for s in srcs], [len(t) for t in dins], self.dtype)
         x = self._embed(src, self.src_embed, self.src_pos)
-        for L in self.enc:
-            x = L(x, src_ok[:, None, :].expand(B, S, S))
+        if drop:
+            x = drop.rows(x, KIND["enc_embed"], 0, False, self.c["dropout"])
+        for i, L in enumerate(self.enc):
+            x = L(x, src_ok[:, None, :].expand(B, S, S), drop.encoder(i) if drop else NO_DROP)
         enc = self.enc_ln(x)
         causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
         y = self._embed(din, self.tgt_embed, self.tgt_pos)
-        for L in self.dec:
-            y = L(y, enc, causal[None].expand(B, T, T), src_ok[:, None, :].expand(B, T, S))
+        if drop:
+            y = drop.rows(y, KIND["dec_embed"], 0, True, self.c["dropout"])
+        for i, L in enumerate(self.dec):
+            y = L(y, enc, causal[None].expand(B, T, T), src_ok[:, None, :].expand(B, T, S),
+                  drop.decoder(i) if drop else NO_DROP)
         logits = self.dec_ln(y) @ self.out_proj.T
         lp = torch.log_softmax(logits, dim=-1)
         return [lp[b, : len(dins[b])] for b in range(B)]
 
     @torch.no_grad()
-    def score(self, pairs):
+    def score(self, pairs, mc=None, keys=None):
         """Per pair: dict(logp, p_max, entropy, argmax) per position, as numpy."""
         out = []
-        for (s, t), lp in zip(pairs, self.log_probs(pairs)):
+        for (s, t), lp in zip(pairs, self.log_probs(pairs, mc, keys)):
             gold = torch.tensor(list(t) + [EOS])
             p = lp.exp()
             out.append(dict(logp=lp.gather(1, gold[:, None])[:, 0].numpy(),
