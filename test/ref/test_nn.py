@@ -116,6 +116,41 @@ def run_config(core, tmp, label, cfg, seed):
         core.free(m0)
 
 
+def check_c_writer(core):
+    """A file written by the C core, read back by the Python reader of
+    FORMAT.md, scores the same in PyTorch; its random init follows FORMAT.md."""
+    cfg = tt.make_config("tiny", 200, 210, positions="learned", tie_output=False,
+                         activation="gelu")
+    m = core.create(cfg, 11)
+    try:
+        blob = core.save(m)
+        rcfg, w = tt.read_corpq(blob)
+        check(all(rcfg[k] == v if not isinstance(v, float) else abs(rcfg[k] - v) < 1e-7
+                  for k, v in cfg.items()), "C writer config %r" % rcfg)
+        check(set(w) == set(tt.tensor_shapes(cfg)) and
+              all(w[k].shape == s for k, s in tt.tensor_shapes(cfg).items()),
+              "C writer tensor table")
+        d = cfg["d_model"]
+        emb = np.delete(w["encoder.embed_tokens"], tt.PAD, axis=0)
+        check(abs(emb.std() - d ** -0.5) < 0.03 * d ** -0.5 and
+              not w["encoder.embed_tokens"][tt.PAD].any(), "init: embeddings N(0, 1/d), pad 0")
+        fc1 = w["encoder.layers.0.fc1.weight"]
+        bound = (6.0 / (cfg["ffn_dim"] + d)) ** 0.5
+        check(np.abs(fc1).max() <= bound and np.abs(fc1).max() > 0.98 * bound and
+              abs(fc1.std() - bound / 3 ** 0.5) < 0.02 * bound, "init: fc1 Xavier-uniform")
+        q = w["decoder.layers.1.self_attn.qkv.weight"][:d]
+        qb = 2 ** -0.5 * (6.0 / (2 * d)) ** 0.5
+        check(np.abs(q).max() <= qb and np.abs(q).max() > 0.98 * qb, "init: q gain 1/sqrt 2")
+        check(not w["decoder.layers.0.fc2.bias"].any() and
+              (w["decoder.layer_norm.weight"] == 1).all(), "init: biases 0, LN 1")
+        rng = random.Random(5)
+        batch = random_pairs(rng, 4, 200, 210)
+        ref = tt.Transformer(rcfg, {k: torch.from_numpy(v.copy()) for k, v in w.items()})
+        compare("C-written file, torch from Python reader", ref.score(batch), core.score(m, batch))
+    finally:
+        core.free(m)
+
+
 def check_philox():
     """The numpy Philox4x32-10 of the reference against Random123's vectors."""
     kat = [((0, 0, 0, 0), (0, 0), (0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8)),
@@ -169,6 +204,7 @@ def main():
             run_config(core, tmp, label, cfg, 100 + i)
         check_rejections(core, tmp)
         check_philox()
+        check_c_writer(core)
     print("test_nn: %d failures" % len(failures))
     sys.exit(1 if failures else 0)
 

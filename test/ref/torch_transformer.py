@@ -233,6 +233,36 @@ class PhiloxDropout:
                 "resid_ffn": lambda x: self.rows(x, K["dec_ffn_resid"], i, True, c["dropout"])}
 
 
+def read_corpq(blob):
+    """(cfg, {name: float32 array}) from a weight file image, per FORMAT.md;
+    raises ValueError on anything the format forbids."""
+    if blob[:8] != b"CORPQNN\0":
+        raise ValueError("magic")
+    version, clen, ntens, reserved = struct.unpack_from("<IIII", blob, 8)
+    data_off, data_size = struct.unpack_from("<QQ", blob, 24)
+    if version != 1 or reserved != 0 or data_off % 64 or len(blob) != data_off + data_size + 4:
+        raise ValueError("header")
+    if struct.unpack_from("<I", blob, data_off + data_size)[0] != zlib.crc32(blob[:data_off + data_size]):
+        raise ValueError("checksum")
+    cfg = json.loads(blob[40:40 + clen].decode())
+    pos, out = 40 + clen, {}
+    for _ in range(ntens):
+        (nlen,) = struct.unpack_from("<H", blob, pos)
+        name = blob[pos + 2:pos + 2 + nlen].decode()
+        pos += 2 + nlen
+        ndim, zero = struct.unpack_from("<BB", blob, pos)
+        dims = struct.unpack_from("<%dI" % ndim, blob, pos + 2)
+        (off,) = struct.unpack_from("<Q", blob, pos + 2 + 4 * ndim)
+        pos += 2 + 4 * ndim + 8
+        n = int(np.prod(dims))
+        if zero or off % 64 or off + 4 * n > data_size:
+            raise ValueError("tensor " + name)
+        out[name] = np.frombuffer(blob, "<f4", n, data_off + off).reshape(dims)
+    if any(blob[pos:data_off]):
+        raise ValueError("padding")
+    return cfg, out
+
+
 # ---- the reference model ----------------------------------------------------
 def sinusoids(n, d):
     h = d // 2
@@ -482,6 +512,36 @@ class Core:
         lib.cq_forward_workspace_bytes.restype = ctypes.c_size_t
         lib.cq_forward.argtypes = [ctypes.POINTER(_Model), P, ctypes.c_int, P, P,
                                    ctypes.c_size_t, P, P]
+
+    def create(self, cfg, seed):
+        """A randomly initialised model from the core (cq_model_init_random)."""
+        c = _Config(**{k: v for k, v in cfg.items()
+                       if k not in ("activation", "positions")})
+        c.activation = 1 if cfg["activation"] == "gelu" else 0
+        c.positions = 1 if cfg["positions"] == "learned" else 0
+        m = ctypes.POINTER(_Model)()
+        err = _Error()
+        self.lib.cq_model_new.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+        rc = self.lib.cq_model_new(ctypes.byref(c), ctypes.byref(m), ctypes.byref(err))
+        if rc:
+            raise CoreError(rc, err.message.decode())
+        self.lib.cq_model_init_random.argtypes = [ctypes.POINTER(_Model), ctypes.c_uint64]
+        self.lib.cq_model_init_random(m, seed)
+        return m
+
+    def save(self, m):
+        """The weight file image the core writes (cq_modelfile_write)."""
+        self.lib.cq_modelfile_size.argtypes = [ctypes.POINTER(_Model)]
+        self.lib.cq_modelfile_size.restype = ctypes.c_size_t
+        self.lib.cq_modelfile_write.argtypes = [ctypes.POINTER(_Model), ctypes.c_void_p,
+                                                ctypes.c_size_t, ctypes.c_void_p]
+        n = self.lib.cq_modelfile_size(m)
+        buf = ctypes.create_string_buffer(n)
+        err = _Error()
+        rc = self.lib.cq_modelfile_write(m, buf, n, ctypes.byref(err))
+        if rc:
+            raise CoreError(rc, err.message.decode())
+        return buf.raw
 
     def load(self, blob):
         m = ctypes.POINTER(_Model)()
