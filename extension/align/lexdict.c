@@ -58,7 +58,8 @@ compact(cq_lexdict_builder *b)
 {
 	int64_t		w = 0;
 
-	qsort(b->e, b->n, sizeof(entry), cmp_entry);
+	if (b->n > 1)
+		qsort(b->e, b->n, sizeof(entry), cmp_entry);
 	for (int64_t r = 0; r < b->n; r++)
 	{
 		if (w > 0 && b->e[w - 1].key == b->e[r].key)

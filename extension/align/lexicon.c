@@ -112,6 +112,7 @@ cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 	cq_lexdict_builder *bld;
 	int64_t		max_n = 1,
 				max_m = 1;
+	size_t		max_work = 1;
 	int32_t    *a_f = NULL,
 			   *a_r = NULL;
 	cq_link    *lf = NULL,
@@ -128,12 +129,18 @@ cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 		b->e != rb->f || b->f != rb->e || b->n_pairs != rb->n_pairs ||
 		b->e_off != rb->f_off || b->f_off != rb->e_off)
 		return cq_align_fail(err, CQ_ALIGN_EINVAL, "need a forward and a reverse trainer of one bitext");
+	if (cq_fa_trainer_model(fwd)->tt.row_off == NULL || cq_fa_trainer_model(rev)->tt.row_off == NULL)
+		return cq_align_fail(err, CQ_ALIGN_EINVAL, "a trainer's model was already taken");
 	for (int64_t k = 0; k < b->n_pairs; k++)
 	{
-		if (b->e_off[k + 1] - b->e_off[k] > max_n)
-			max_n = b->e_off[k + 1] - b->e_off[k];
-		if (b->f_off[k + 1] - b->f_off[k] > max_m)
-			max_m = b->f_off[k + 1] - b->f_off[k];
+		int64_t		n = b->e_off[k + 1] - b->e_off[k],
+					m = b->f_off[k + 1] - b->f_off[k];
+
+		max_n = n > max_n ? n : max_n;
+		max_m = m > max_m ? m : max_m;
+		/* the grid is per pair: size it by the largest pair, not max_n * max_m */
+		if (cq_symmetrize_work_bytes((int) n, (int) m) > max_work)
+			max_work = cq_symmetrize_work_bytes((int) n, (int) m);
 	}
 	if (!(bld = cq_lexdict_builder_create(b->e_vocab, b->f_vocab, err)))
 		return err ? err->code : CQ_ALIGN_ENOMEM;
@@ -142,7 +149,7 @@ cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 	lf = cq_alloc((size_t) max_m * sizeof(cq_link));
 	lr = cq_alloc((size_t) max_n * sizeof(cq_link));
 	ls = cq_alloc(((size_t) max_n + max_m) * sizeof(cq_link));
-	work = cq_alloc(cq_symmetrize_work_bytes((int) max_n, (int) max_m));
+	work = cq_alloc(max_work);
 	if (!a_f || !a_r || !lf || !lr || !ls || !work)
 		rc = cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
 	for (int64_t k = 0; rc == CQ_ALIGN_OK && k < b->n_pairs; k++)

@@ -174,7 +174,8 @@ cq_ttable_build(cq_ttable *t, const cq_bitext_view *v, uint32_t *idx,
 						goto oom;
 				}
 		}
-		qsort(cols.v + start, cols.n - start, sizeof(int32_t), cmp_i32);
+		if (cols.n > start)
+			qsort(cols.v + start, cols.n - start, sizeof(int32_t), cmp_i32);
 		row_off[e + 1] = cols.n;
 		if (idx)
 		{

@@ -246,3 +246,49 @@ TEST(lexicon_score_pair_hand_worked)
 	CHECK(isnan(sc.align_score) && isnan(sc.coverage));
 	cq_lexicon_free(&lx);
 }
+
+/* No pairs, or only pairs with an empty side: everything runs, nothing breaks. */
+TEST(fastalign_degenerate_bitexts)
+{
+	const int32_t src[] = {0}, tgt[] = {0};
+	const int64_t zero[] = {0}, so[] = {0, 1, 1}, to[] = {0, 0, 1};
+	cq_bitext	empty = {0, src, zero, tgt, zero, 1, 1};
+	cq_bitext	sides = {2, src, so, tgt, to, 1, 1};	/* "a"->"" and ""->"x" */
+	cq_bitext  *bs[] = {&empty, &sides};
+	cq_align_error err = {0};
+
+	for (int c = 0; c < 2; c++)
+	{
+		cq_fa_options o;
+		cq_fa_trainer *f,
+				   *r;
+		cq_fa_stats st;
+		cq_lexdict	d;
+		cq_lexicon	lx;
+		int32_t		a[1] = {7};
+
+		cq_fa_options_default(&o);
+		f = cq_fa_trainer_create(bs[c], &o, &err);
+		o.reverse = true;
+		r = cq_fa_trainer_create(bs[c], &o, &err);
+		CHECK(f && r);
+		CHECK_INT_EQ(cq_fa_train(f, NULL, &err), 0);
+		CHECK_INT_EQ(cq_fa_train(r, NULL, &err), 0);
+		cq_fa_trainer_stats(f, &st);
+		CHECK_INT_EQ(st.skipped_pairs, c ? 2 : 0);
+		CHECK_NEAR(st.n_tokens, 0, 0);
+		if (c)
+		{
+			cq_fa_viterbi(f, 1, a);	/* ""->"x": unaligned */
+			CHECK_INT_EQ(a[0], -1);
+		}
+		CHECK_INT_EQ(cq_lexdict_from_trainers(f, r, CQ_SYM_GROW_DIAG_FINAL_AND, NULL, &d, &err), 0);
+		CHECK_INT_EQ(d.nnz, 0);
+		cq_lexdict_free(&d);
+		CHECK_INT_EQ(cq_lexicon_from_trainers(f, r, &lx, &err), 0);
+		CHECK_INT_EQ(cq_lexdict_from_trainers(f, r, CQ_SYM_UNION, NULL, &d, &err), CQ_ALIGN_EINVAL);
+		cq_lexicon_free(&lx);
+		cq_fa_trainer_free(f);
+		cq_fa_trainer_free(r);
+	}
+}
