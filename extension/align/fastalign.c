@@ -29,7 +29,7 @@ struct cq_fa_trainer
 	double	   *nonnull;		/* [sum of m] non-NULL posterior mass per (class, j) */
 	double	   *w;				/* [max n + 1] prior of one position */
 	double	   *post;			/* [max n + 1] */
-	uint32_t   *scratch;		/* [max m*(n+1)] when the link index is absent */
+	uint32_t   *scratch;		/* see cq_link_index_pair, when the index is absent */
 	cq_fa_stats st;
 	bool		taken;
 };
@@ -156,7 +156,9 @@ cq_fa_trainer_create(const cq_bitext *b, const cq_fa_options *o,
 			max_n = tr->v.e_off[k + 1] - tr->v.e_off[k];
 	tr->w = cq_alloc(((size_t) max_n + 1) * sizeof(double));
 	tr->post = cq_alloc(((size_t) max_n + 1) * sizeof(double));
-	tr->scratch = cq_alloc(((size_t) cq_link_index_max_pair(&tr->v) + 1) * sizeof(uint32_t));
+	/* search scratch, only without the index */
+	tr->scratch = cq_alloc((tr->li.idx ? 1 : (size_t) cq_link_index_max_pair(&tr->v) + 1) *
+						   sizeof(uint32_t));
 	if (!tr->w || !tr->post || !tr->scratch)
 	{
 		cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");

@@ -14,7 +14,7 @@ struct cq_ibm1
 	cq_link_index li;
 	double	   *row_total;		/* [n_e + 1] sum_f c(f|e) */
 	double	   *z;				/* [max target length] per-position Z_j */
-	uint32_t   *scratch;		/* [max m*(n+1)] when the index is absent */
+	uint32_t   *scratch;		/* see cq_link_index_pair, when the index is absent */
 };
 
 cq_ibm1 *
@@ -41,7 +41,9 @@ cq_ibm1_create(const cq_bitext *b, bool nltk_repeats, size_t max_index_bytes,
 			max_m = m->v.f_off[k + 1] - m->v.f_off[k];
 	m->row_total = cq_alloc(((size_t) m->tt.n_e + 1) * sizeof(double));
 	m->z = cq_alloc(((size_t) max_m + 1) * sizeof(double));
-	m->scratch = cq_alloc(((size_t) cq_link_index_max_pair(&m->v) + 1) * sizeof(uint32_t));
+	/* search scratch, only without the index */
+	m->scratch = cq_alloc((m->li.idx ? 1 : (size_t) cq_link_index_max_pair(&m->v) + 1) *
+						   sizeof(uint32_t));
 	if (!m->row_total || !m->z || !m->scratch)
 	{
 		cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
@@ -189,7 +191,7 @@ cq_ibm1_bytes(const cq_ibm1 *m)
 {
 	return cq_ttable_bytes(&m->tt) + cq_link_index_bytes(&m->li, m->v.n_pairs) +
 		((size_t) m->tt.n_e + 1) * sizeof(double) +
-		((size_t) cq_link_index_max_pair(&m->v) + 1) * sizeof(uint32_t);
+		(m->li.idx ? 0 : ((size_t) cq_link_index_max_pair(&m->v) + 1) * sizeof(uint32_t));
 }
 
 void

@@ -14,37 +14,99 @@ cq_link_index_entries(const cq_bitext_view *v)
 	return total;
 }
 
+/* Pair k needs m*(n+1) positions plus m sort keys (u64, kept 8-aligned). */
+static int64_t
+scratch_need(const cq_bitext_view *v, int64_t k)
+{
+	int64_t		m = v->f_off[k + 1] - v->f_off[k];
+	int64_t		links = m * (v->e_off[k + 1] - v->e_off[k] + 1);
+
+	return links + (links & 1) + 2 * m;
+}
+
 int64_t
 cq_link_index_max_pair(const cq_bitext_view *v)
 {
 	int64_t		best = 0;
 
 	for (int64_t k = 0; k < v->n_pairs; k++)
-	{
-		int64_t		sz = (v->f_off[k + 1] - v->f_off[k]) * (v->e_off[k + 1] - v->e_off[k] + 1);
-
-		if (sz > best)
-			best = sz;
-	}
+		if (scratch_need(v, k) > best)
+			best = scratch_need(v, k);
 	return best;
 }
 
-/* Fills out with the positions of pair k; returns the entries written. */
+/* First q in [lo, hi) with col[q] >= f (or hi): probes 1, 2, 4... ahead, then bisects. */
 static int64_t
+gallop(const int32_t *col, int64_t lo, int64_t hi, int32_t f)
+{
+	int64_t		b = lo,
+				step = 1;
+
+	while (b < hi && col[b] < f)
+	{
+		lo = b + 1;
+		b = lo + step;
+		step <<= 1;
+	}
+	if (b > hi)
+		b = hi;
+	while (lo < b)
+	{
+		int64_t		mid = lo + (b - lo) / 2;
+
+		if (col[mid] < f)
+			lo = mid + 1;
+		else
+			b = mid;
+	}
+	return lo;
+}
+
+static void
+sort_keys(uint64_t *key, int64_t m)
+{
+	for (int64_t a = 1; a < m; a++)
+	{
+		uint64_t	x = key[a];
+		int64_t		b = a;
+
+		for (; b > 0 && key[b - 1] > x; b--)
+			key[b] = key[b - 1];
+		key[b] = x;
+	}
+}
+
+/*
+ * Positions of pair k by search: the pair's target words sorted once, then
+ * each row walked left to right with galloping searches, so a row is read
+ * in one direction only (rows of frequent words are long).
+ */
+static void
 fill_pair(const cq_ttable *t, const cq_bitext_view *v, int64_t k, uint32_t *out)
 {
 	const int32_t *e = v->e + v->e_off[k];
+	const int32_t *f = v->f + v->f_off[k];
 	int64_t		n = v->e_off[k + 1] - v->e_off[k];
-	uint32_t   *start = out;
+	int64_t		m = v->f_off[k + 1] - v->f_off[k];
+	int64_t		links = m * (n + 1);
+	uint64_t   *key = (uint64_t *) (out + links + (links & 1));
 
-	for (int64_t p = v->f_off[k]; p < v->f_off[k + 1]; p++)
+	for (int64_t j = 0; j < m; j++)
+		key[j] = ((uint64_t) (uint32_t) f[j] << 32) | (uint64_t) j;
+	sort_keys(key, m);
+	for (int64_t i = -1; i < n; i++)
 	{
-		/* every looked-up pair co-occurs, so find() cannot miss */
-		*out++ = (uint32_t) cq_ttable_find(t, t->n_e, v->f[p]);
-		for (int64_t i = 0; i < n; i++)
-			*out++ = (uint32_t) cq_ttable_find(t, e[i], v->f[p]);
+		int32_t		row = i < 0 ? t->n_e : e[i];
+		int64_t		q = t->row_off[row],
+					hi = t->row_off[row + 1];
+
+		for (int64_t a = 0; a < m; a++)
+		{
+			/* every looked-up pair co-occurs, so the search cannot miss */
+			q = gallop(t->col, q, hi, (int32_t) (key[a] >> 32));
+			out[(int64_t) (key[a] & 0xffffffffu) * (n + 1) + i + 1] = (uint32_t) q;
+		}
 	}
-	return out - start;
 }
 
 int

@@ -22,7 +22,7 @@ typedef struct cq_link_index
 /* Entries needed for the view (sum over pairs of m * (n + 1)). */
 int64_t		cq_link_index_entries(const cq_bitext_view *v);
 
-/* Largest m * (n + 1) of any pair: the scratch size for cq_link_index_pair. */
+/* Scratch entries cq_link_index_pair needs for the largest pair (> m*(n+1)). */
 int64_t		cq_link_index_max_pair(const cq_bitext_view *v);
 
 /*
@@ -36,7 +36,7 @@ int			cq_ttable_build_indexed(cq_ttable *t, cq_link_index *li,
 
 /*
  * The m*(n+1) table positions of pair k: a slice of the index when built,
- * else searched into scratch (which must hold m*(n+1) entries).
+ * else searched into scratch (cq_link_index_max_pair entries, 8-aligned).
  */
 const uint32_t *cq_link_index_pair(const cq_link_index *li, const cq_ttable *t,
 								   const cq_bitext_view *v, int64_t k,

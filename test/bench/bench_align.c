@@ -299,7 +299,7 @@ main(int argc, char **argv)
 	rev = train(&b, true, (size_t) 1 << 30, 4, CQ_FA_TENSION_EXACT, "fast_align es->en", &rev_pass);
 	{
 		cq_fa_trainer *s = train(&b, false, 0, 1, CQ_FA_TENSION_EXACT,
-								 "fast_align en->es without link index (binary search)", &search_pass);
+								 "fast_align en->es without link index (galloping search per row)", &search_pass);
 
 		cq_fa_trainer_free(s);
 	}
