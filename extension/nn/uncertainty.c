@@ -93,24 +93,33 @@ cq_nn_status
 cq_uncertainty_measure(cq_uncertainty u, const float *p_max, const float *entropy,
 					   int k, int t, double *out, cq_nn_error *err)
 {
+	return cq_uncertainty_measure_strided(u, p_max, entropy, k, t, t, out, err);
+}
+
+cq_nn_status
+cq_uncertainty_measure_strided(cq_uncertainty u, const float *p_max,
+							   const float *entropy, int k, int t, long stride,
+							   double *out, cq_nn_error *err)
+{
 	bool		needs_h = (u == CQ_UNC_ENTSENT || u == CQ_UNC_ENTEOS);
 	double		sum = 0.0;
 
 	if ((unsigned) u >= CQ_UNC_COUNT)
 		return cq_nn_fail(err, CQ_NN_EINVAL, "bad uncertainty measure %d", (int) u);
-	if (k < 1 || t < 1)
+	if (k < 1 || t < 1 || stride < t)
 		return cq_nn_fail(err, CQ_NN_EINVAL, "uncertainty needs at least one pass and one position");
 	if (needs_h ? !entropy : !p_max)
 		return cq_nn_fail(err, CQ_NN_EINVAL, "measure %s needs the %s", names[u],
 						  needs_h ? "entropies" : "maximum probabilities");
 	if (!needs_h)
-		for (long i = 0; i < (long) k * t; i++)
-			if (!(p_max[i] > 0.0f && p_max[i] <= 1.0f))
-				return cq_nn_fail(err, CQ_NN_EINVAL, "maximum probability %g is outside (0, 1]",
-								  p_max[i]);
+		for (int j = 0; j < k; j++)
+			for (int i = 0; i < t; i++)
+				if (!(p_max[j * stride + i] > 0.0f && p_max[j * stride + i] <= 1.0f))
+					return cq_nn_fail(err, CQ_NN_EINVAL, "maximum probability %g is outside (0, 1]",
+									  p_max[j * stride + i]);
 	for (int j = 0; j < k; j++)
-		sum += cq_uncertainty_pass(u, p_max ? p_max + (long) j * t : NULL,
-								   entropy ? entropy + (long) j * t : NULL, t);
+		sum += cq_uncertainty_pass(u, p_max ? p_max + j * stride : NULL,
+								   entropy ? entropy + j * stride : NULL, t);
 	*out = sum / k;
 	return CQ_NN_OK;
 }

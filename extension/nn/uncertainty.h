@@ -56,4 +56,14 @@ cq_nn_status cq_uncertainty_measure(cq_uncertainty u, const float *p_max,
 									const float *entropy, int k, int t,
 									double *out, cq_nn_error *err);
 
+/*
+ * The same with pass k's positions at p_max + k * stride (and entropy alike):
+ * with K forward passes stored as [K, Nt] (Nt = the batch's target
+ * positions), pair b's table starts at its offset in pass 0, stride Nt.
+ */
+cq_nn_status cq_uncertainty_measure_strided(cq_uncertainty u, const float *p_max,
+											const float *entropy, int k, int t,
+											long stride, double *out,
+											cq_nn_error *err);
+
 #endif

@@ -124,3 +124,24 @@ TEST(uncertainty_errors_and_edges)
 			CHECK_NEAR(v, m == CQ_UNC_COMEV_LOG ? 1.0 : 0.0, 1e-12);
 		}
 }
+
+/* Pair tables inside [K, Nt] pass arrays equal the same tables copied out. */
+TEST(uncertainty_strided_matches_copied)
+{
+	/* two passes over a batch of 5 positions; the pair is positions 1..3 */
+	const float pk[10] = {0.9f, 0.5f, 0.25f, 1.0f, 0.3f, 0.7f, 0.8f, 0.4f, 0.5f, 0.6f};
+	const float hk[10] = {0.1f, 1.0f, 2.0f, 0.5f, 3.0f, 0.2f, 1.5f, 1.0f, 0.25f, 0.9f};
+	cq_nn_error err;
+
+	for (int u = 0; u < CQ_UNC_COUNT; u++)
+	{
+		double		a = NAN,
+					b = NAN;
+
+		CHECK_INT_EQ(cq_uncertainty_measure_strided(u, pk + 1, hk + 1, 2, 3, 5, &a, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_uncertainty_measure(u, P, H, 2, 3, &b, &err), CQ_NN_OK);
+		CHECK_NEAR(a, b, 1e-12);
+	}
+	CHECK_INT_EQ(cq_uncertainty_measure_strided(CQ_UNC_PRETP, pk, hk, 2, 3, 2, NULL, &err),
+				 CQ_NN_EINVAL);
+}
