@@ -1,0 +1,150 @@
+
+-- ---------------------------------------------------------------------------
+-- Transformer models (extension/nn, models/FORMAT.md) with immutable
+-- versions.  corpq.model_catalog holds one row per model name (architecture,
+-- vocabularies, owner); corpq.model_versions one row per weight image.  A
+-- write never changes a version: it inserts version max + 1.  A model name
+-- resolves to its latest version, 'name@N' to version N.  Same sharing rules
+-- as the other catalogs: every role reads, members of the owner role write.
+-- ---------------------------------------------------------------------------
+CREATE TABLE corpq.model_catalog (
+    id         bigserial PRIMARY KEY,
+    name       text NOT NULL UNIQUE CHECK (name <> '' AND strpos(name, '@') = 0),
+    owner      regrole NOT NULL DEFAULT current_user::regrole,
+    config     jsonb NOT NULL,
+    parameters bigint NOT NULL CHECK (parameters > 0),
+    src_vocab  text NOT NULL REFERENCES corpq.vocabularies (name),
+    tgt_vocab  text NOT NULL REFERENCES corpq.vocabularies (name),
+    created    timestamptz NOT NULL DEFAULT now(),
+    updated    timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE corpq.model_catalog IS
+    'transformer models: name (no @), owner, full configuration, parameter count, source and target vocabularies; weights are in corpq.model_versions';
+
+CREATE TABLE corpq.model_versions (
+    model    bigint NOT NULL REFERENCES corpq.model_catalog (id) ON DELETE CASCADE,
+    version  int NOT NULL CHECK (version >= 1),
+    weights  bytea NOT NULL,
+    bytes    bigint NOT NULL CHECK (bytes > 0),
+    checksum bigint NOT NULL,
+    created  timestamptz NOT NULL DEFAULT now(),
+    source   text NOT NULL CHECK (source IN ('create', 'import', 'checkpoint')),
+    step     bigint CHECK (step >= 0),
+    metrics  jsonb,
+    best     boolean NOT NULL DEFAULT false,
+    PRIMARY KEY (model, version)
+);
+-- Weights are float32 noise to a compressor and are read whole: keep them
+-- out of line and uncompressed, so that loading is one sequential copy.
+ALTER TABLE corpq.model_versions ALTER COLUMN weights SET STORAGE EXTERNAL;
+COMMENT ON TABLE corpq.model_versions IS
+    'immutable weight images (models/FORMAT.md) of every model version; checksum = the image''s CRC-32 trailer';
+
+SELECT pg_catalog.pg_extension_config_dump('corpq.model_catalog', '');
+SELECT pg_catalog.pg_extension_config_dump('corpq.model_versions', '');
+SELECT pg_catalog.pg_extension_config_dump('corpq.model_catalog_id_seq', '');
+
+ALTER TABLE corpq.model_catalog ENABLE ROW LEVEL SECURITY;
+CREATE POLICY model_catalog_read ON corpq.model_catalog FOR SELECT USING (true);
+CREATE POLICY model_catalog_insert ON corpq.model_catalog FOR INSERT
+    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+CREATE POLICY model_catalog_update ON corpq.model_catalog FOR UPDATE
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
+    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+CREATE POLICY model_catalog_delete ON corpq.model_catalog FOR DELETE
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+
+ALTER TABLE corpq.model_versions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY model_versions_read ON corpq.model_versions FOR SELECT USING (true);
+CREATE POLICY model_versions_write ON corpq.model_versions FOR ALL
+    USING (EXISTS (SELECT 1 FROM corpq.model_catalog c WHERE c.id = model
+                   AND pg_catalog.pg_has_role(current_user, c.owner, 'MEMBER')))
+    WITH CHECK (EXISTS (SELECT 1 FROM corpq.model_catalog c WHERE c.id = model
+                        AND pg_catalog.pg_has_role(current_user, c.owner, 'MEMBER')));
+
+-- Only the version's labels may change in place, never its weights.
+GRANT SELECT, INSERT, UPDATE, DELETE ON corpq.model_catalog TO PUBLIC;
+GRANT SELECT, INSERT, DELETE ON corpq.model_versions TO PUBLIC;
+GRANT UPDATE (best, metrics) ON corpq.model_versions TO PUBLIC;
+GRANT USAGE ON SEQUENCE corpq.model_catalog_id_seq TO PUBLIC;
+
+CREATE VIEW corpq.models WITH (security_invoker = true) AS
+SELECT c.name,
+       pg_catalog.format('transformer d_model=%s heads=%s layers=%s+%s ffn=%s %s',
+                         c.config->>'d_model', c.config->>'heads',
+                         c.config->>'encoder_layers', c.config->>'decoder_layers',
+                         c.config->>'ffn_dim', c.config->>'activation') AS architecture,
+       c.parameters,
+       v.bytes AS size,
+       c.src_vocab, c.tgt_vocab,
+       v.version AS latest_version,
+       (SELECT pg_catalog.count(*) FROM corpq.model_versions w WHERE w.model = c.id)::int AS versions,
+       c.created, c.updated, c.owner
+  FROM corpq.model_catalog c
+  LEFT JOIN LATERAL (SELECT w.version, w.bytes FROM corpq.model_versions w
+                      WHERE w.model = c.id ORDER BY w.version DESC LIMIT 1) v ON true;
+COMMENT ON VIEW corpq.models IS
+    'one row per model: architecture, parameter count, size in bytes of the latest version, vocabularies, version count, owner';
+GRANT SELECT ON corpq.models TO PUBLIC;
+
+-- A model version by name: 'name@N', checked for syntax only.  Functions
+-- taking it are IMMUTABLE, since version N's weights never change.
+CREATE TYPE corpq.pinned_model;
+CREATE FUNCTION corpq.pinned_model_in(cstring) RETURNS corpq.pinned_model
+    AS 'MODULE_PATHNAME', 'corpq_pinned_model_in' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.pinned_model_out(corpq.pinned_model) RETURNS cstring
+    AS 'MODULE_PATHNAME', 'corpq_pinned_model_out' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.pinned_model_recv(internal) RETURNS corpq.pinned_model
+    AS 'MODULE_PATHNAME', 'corpq_pinned_model_recv' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.pinned_model_send(corpq.pinned_model) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'corpq_pinned_model_send' LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+CREATE TYPE corpq.pinned_model (
+    INPUT = corpq.pinned_model_in, OUTPUT = corpq.pinned_model_out,
+    RECEIVE = corpq.pinned_model_recv, SEND = corpq.pinned_model_send,
+    INTERNALLENGTH = VARIABLE, STORAGE = extended, COLLATABLE = false
+);
+COMMENT ON TYPE corpq.pinned_model IS
+    'a model version written name@N (N >= 1); scoring functions on it are IMMUTABLE';
+CREATE CAST (text AS corpq.pinned_model) WITH INOUT;
+CREATE CAST (corpq.pinned_model AS text) WITH INOUT AS ASSIGNMENT;
+
+CREATE FUNCTION corpq.model_create(name text, config jsonb, src_vocab text, tgt_vocab text,
+                                   seed bigint DEFAULT 0)
+    RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_model_create'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.model_create(text, jsonb, text, text, bigint) IS
+    'create model name: config is {"preset": "tiny"|"small"|"base"} plus overrides of any configuration key, or every key without a preset; vocabulary sizes come from src_vocab and tgt_vocab; random initialisation from seed; returns the version written (1)';
+
+CREATE FUNCTION corpq.model_import(name text, weights bytea,
+                                   src_vocab text DEFAULT NULL, tgt_vocab text DEFAULT NULL)
+    RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_model_import'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.model_import(text, bytea, text, text) IS
+    'validate a weight image and store it as the next version of model name (same configuration required), or create the model when it does not exist (then src_vocab and tgt_vocab are required); returns the version written';
+
+CREATE FUNCTION corpq.model_export(name text) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'corpq_model_export'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.model_export(text) IS
+    'the weight image of model name (latest version) or name@N';
+CREATE FUNCTION corpq.model_export(model corpq.pinned_model) RETURNS bytea
+    AS 'MODULE_PATHNAME', 'corpq_model_export_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.model_export(corpq.pinned_model) IS
+    'the weight image of model version name@N';
+
+CREATE FUNCTION corpq.model_drop(name text) RETURNS void
+    AS 'MODULE_PATHNAME', 'corpq_model_drop'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.model_drop(text) IS
+    'drop a model you own with all its versions';
+
+CREATE FUNCTION corpq.model_cache(OUT model text, OUT version int, OUT bytes bigint,
+                                  OUT uses bigint)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'corpq_model_cache'
+    LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.model_cache() IS
+    'the models loaded in this backend''s cache (corpq.model_cache_mb), most recently used first';
