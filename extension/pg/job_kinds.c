@@ -7,8 +7,10 @@
 #include "utils/builtins.h"
 
 #include "pg/jobs.h"
+#include "pg/lexicon_catalog.h"
 
 static const CorpqJobKind kinds[] = {
+	{"lexicon_train", lexicon_train_job, true},
 	{NULL, NULL, false}
 };
 

@@ -1,0 +1,181 @@
+
+-- ---------------------------------------------------------------------------
+-- Bilingual lexicons: fast_align (or IBM Model 1) trained in both directions
+-- by a background job, symmetrised, and the UncSamp dictionary built from the
+-- symmetrised links.  Every role can read and use every lexicon; only members
+-- of a lexicon's owner role (and superusers) can replace or drop it.  A
+-- training writes all of its rows in one transaction at its end, so readers
+-- see either the previous version of a lexicon or the new one, never a mix.
+-- ---------------------------------------------------------------------------
+CREATE TABLE corpq.lexicons (
+    name     text PRIMARY KEY CHECK (name <> ''),
+    owner    regrole NOT NULL DEFAULT current_user::regrole,
+    version  int NOT NULL DEFAULT 1 CHECK (version >= 1),
+    options  jsonb NOT NULL,
+    stats    jsonb NOT NULL,
+    job      bigint,
+    created  timestamptz NOT NULL DEFAULT now()
+);
+COMMENT ON TABLE corpq.lexicons IS
+    'bilingual lexicons: resolved training options, training statistics, version (1 + number of replacements), the job that trained it';
+
+-- fast_align's ttable, pruned as fast_align prints it: per conditioning word,
+-- entries with t < 1e-4 * (the row's largest t) are dropped (its default
+-- beam threshold -4, log10).  direction 'src-tgt': prob = t(tgt | src);
+-- 'tgt-src': prob = t(src | tgt).  The conditioning NULL word is a NULL token.
+CREATE TABLE corpq.lexicon_translations (
+    lexicon   text NOT NULL REFERENCES corpq.lexicons (name) ON DELETE CASCADE,
+    direction text NOT NULL CHECK (direction IN ('src-tgt', 'tgt-src')),
+    src       text,
+    tgt       text,
+    prob      float8 NOT NULL CHECK (prob > 0 AND prob <= 1)
+);
+CREATE INDEX ON corpq.lexicon_translations (lexicon, direction, src);
+CREATE INDEX ON corpq.lexicon_translations (lexicon, direction, tgt);
+COMMENT ON TABLE corpq.lexicon_translations IS
+    'translation tables t(f|e) of both directions, pruned below 1e-4 of each row''s maximum; a NULL token is the NULL word';
+
+-- UncSamp's dictionary (thesis ch. 6): symmetrised links counted over the
+-- training corpus, prob = count / (links of src).
+CREATE TABLE corpq.lexicon_dictionary (
+    lexicon text NOT NULL REFERENCES corpq.lexicons (name) ON DELETE CASCADE,
+    src     text NOT NULL,
+    tgt     text NOT NULL,
+    count   bigint NOT NULL CHECK (count > 0),
+    prob    float8 NOT NULL CHECK (prob > 0 AND prob <= 1),
+    PRIMARY KEY (lexicon, src, tgt)
+);
+COMMENT ON TABLE corpq.lexicon_dictionary IS
+    'symmetrised link counts: p(tgt|src) = count / sum over tgt of count';
+
+CREATE TABLE corpq.lexicon_entropy (
+    lexicon text NOT NULL REFERENCES corpq.lexicons (name) ON DELETE CASCADE,
+    src     text NOT NULL,
+    links   bigint NOT NULL CHECK (links > 0),
+    entropy float8 NOT NULL CHECK (entropy >= 0),
+    PRIMARY KEY (lexicon, src)
+);
+COMMENT ON TABLE corpq.lexicon_entropy IS
+    'word translation entropy H(y|x) = -sum p ln p in nats (thesis Eq. 6.4), for source tokens with at least one link';
+
+-- What the SQL functions load, in one row: the serialised core models (both
+-- directions, unpruned), the token lists in id order, source-side corpus
+-- counts (word_rarity) and per-source-token links and entropy (as arrays,
+-- so that mono_uncertainty loads without scanning lexicon_entropy).
+CREATE TABLE corpq.lexicon_models (
+    lexicon     text PRIMARY KEY REFERENCES corpq.lexicons (name) ON DELETE CASCADE,
+    model       bytea NOT NULL,
+    src_tokens  text[] NOT NULL,
+    tgt_tokens  text[] NOT NULL,
+    src_counts  bigint[] NOT NULL,
+    src_links   bigint[] NOT NULL,
+    src_entropy float8[] NOT NULL
+);
+COMMENT ON TABLE corpq.lexicon_models IS
+    'serialised fast_align models and vocabularies of each lexicon, read by align(), align_score(), coverage(), mono_uncertainty(), word_rarity()';
+
+SELECT pg_catalog.pg_extension_config_dump('corpq.lexicons', '');
+SELECT pg_catalog.pg_extension_config_dump('corpq.lexicon_translations', '');
+SELECT pg_catalog.pg_extension_config_dump('corpq.lexicon_dictionary', '');
+SELECT pg_catalog.pg_extension_config_dump('corpq.lexicon_entropy', '');
+SELECT pg_catalog.pg_extension_config_dump('corpq.lexicon_models', '');
+
+ALTER TABLE corpq.lexicons ENABLE ROW LEVEL SECURITY;
+CREATE POLICY lexicons_read ON corpq.lexicons FOR SELECT USING (true);
+CREATE POLICY lexicons_insert ON corpq.lexicons FOR INSERT
+    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+CREATE POLICY lexicons_update ON corpq.lexicons FOR UPDATE
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
+    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+CREATE POLICY lexicons_delete ON corpq.lexicons FOR DELETE
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+
+ALTER TABLE corpq.lexicon_translations ENABLE ROW LEVEL SECURITY;
+CREATE POLICY lexicon_translations_read ON corpq.lexicon_translations FOR SELECT USING (true);
+CREATE POLICY lexicon_translations_write ON corpq.lexicon_translations FOR ALL
+    USING (EXISTS (SELECT 1 FROM corpq.lexicons l WHERE l.name = lexicon
+                   AND pg_catalog.pg_has_role(current_user, l.owner, 'MEMBER')))
+    WITH CHECK (EXISTS (SELECT 1 FROM corpq.lexicons l WHERE l.name = lexicon
+                        AND pg_catalog.pg_has_role(current_user, l.owner, 'MEMBER')));
+ALTER TABLE corpq.lexicon_dictionary ENABLE ROW LEVEL SECURITY;
+CREATE POLICY lexicon_dictionary_read ON corpq.lexicon_dictionary FOR SELECT USING (true);
+CREATE POLICY lexicon_dictionary_write ON corpq.lexicon_dictionary FOR ALL
+    USING (EXISTS (SELECT 1 FROM corpq.lexicons l WHERE l.name = lexicon
+                   AND pg_catalog.pg_has_role(current_user, l.owner, 'MEMBER')))
+    WITH CHECK (EXISTS (SELECT 1 FROM corpq.lexicons l WHERE l.name = lexicon
+                        AND pg_catalog.pg_has_role(current_user, l.owner, 'MEMBER')));
+ALTER TABLE corpq.lexicon_entropy ENABLE ROW LEVEL SECURITY;
+CREATE POLICY lexicon_entropy_read ON corpq.lexicon_entropy FOR SELECT USING (true);
+CREATE POLICY lexicon_entropy_write ON corpq.lexicon_entropy FOR ALL
+    USING (EXISTS (SELECT 1 FROM corpq.lexicons l WHERE l.name = lexicon
+                   AND pg_catalog.pg_has_role(current_user, l.owner, 'MEMBER')))
+    WITH CHECK (EXISTS (SELECT 1 FROM corpq.lexicons l WHERE l.name = lexicon
+                        AND pg_catalog.pg_has_role(current_user, l.owner, 'MEMBER')));
+ALTER TABLE corpq.lexicon_models ENABLE ROW LEVEL SECURITY;
+CREATE POLICY lexicon_models_read ON corpq.lexicon_models FOR SELECT USING (true);
+CREATE POLICY lexicon_models_write ON corpq.lexicon_models FOR ALL
+    USING (EXISTS (SELECT 1 FROM corpq.lexicons l WHERE l.name = lexicon
+                   AND pg_catalog.pg_has_role(current_user, l.owner, 'MEMBER')))
+    WITH CHECK (EXISTS (SELECT 1 FROM corpq.lexicons l WHERE l.name = lexicon
+                        AND pg_catalog.pg_has_role(current_user, l.owner, 'MEMBER')));
+
+GRANT SELECT, INSERT, UPDATE, DELETE ON corpq.lexicons, corpq.lexicon_translations,
+    corpq.lexicon_dictionary, corpq.lexicon_entropy, corpq.lexicon_models TO PUBLIC;
+
+CREATE FUNCTION corpq.lexicon_train(name text, corpus text, options jsonb DEFAULT '{}')
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'corpq_lexicon_train'
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.lexicon_train(text, text, jsonb) IS
+    'start a background job that trains lexicon name on corpus, a SELECT returning (src text, tgt text) run with the caller''s privileges; returns the job id (see corpq.job_wait, corpq.job_progress). Options: model (fast_align | ibm1), iterations, p0, tension, optimize_tension, variational_bayes, alpha, favor_diagonal, symmetrize (grow-diag-final-and | intersect | union), bpe, lowercase, replace';
+
+CREATE FUNCTION corpq.lexicon_drop(name text) RETURNS boolean
+    LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+BEGIN
+    IF NOT EXISTS (SELECT 1 FROM corpq.lexicons l WHERE l.name = lexicon_drop.name) THEN
+        RAISE EXCEPTION 'lexicon "%" does not exist', lexicon_drop.name
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    DELETE FROM corpq.lexicons l WHERE l.name = lexicon_drop.name;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'permission denied to drop lexicon "%"', lexicon_drop.name
+            USING ERRCODE = 'insufficient_privilege',
+                  HINT = 'Only members of the lexicon''s owner role can drop it.';
+    END IF;
+    RETURN true;
+END
+$$;
+COMMENT ON FUNCTION corpq.lexicon_drop(text) IS
+    'drop a lexicon and all its rows (owner only)';
+
+CREATE FUNCTION corpq.align(lexicon text, src text, tgt text) RETURNS text
+    AS 'MODULE_PATHNAME', 'corpq_lexicon_align'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.align(text, text, text) IS
+    'word alignment of a sentence pair as Pharaoh "i-j" (0-based token positions after the lexicon''s lowercasing and segmentation), both directions Viterbi-aligned and symmetrised as in training; '''' when a side is empty';
+
+CREATE FUNCTION corpq.align_score(lexicon text, src text, tgt text) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_lexicon_align_score'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.align_score(text, text, text) IS
+    '(fwd + rev) / 2 with fwd = (1/m) sum_j ln sum_i p(a_j = i) t(tgt_j | src_i) over the m target tokens (src->tgt model, NULL word included) and rev the same with the sides swapped (tgt->src model); fast_align''s log-likelihood per token without its length model; unseen words t = 1e-9; NULL when a side is empty';
+
+CREATE FUNCTION corpq.coverage(lexicon text, src text, tgt text) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_lexicon_coverage'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.coverage(text, text, text) IS
+    'share of source tokens with at least one link in the symmetrised alignment; NULL when a side is empty';
+
+CREATE FUNCTION corpq.mono_uncertainty(lexicon text, sentence text) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_lexicon_mono_uncertainty'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.mono_uncertainty(text, text) IS
+    'UncSamp monolingual uncertainty U(x) = (1/T) sum_t H(y|x_t) in nats over the source-side tokens (thesis Eq. 6.3); a token without dictionary links scores 1e-6 and counts in T (as the authors'' code); NULL for an empty sentence';
+
+CREATE FUNCTION corpq.word_rarity(lexicon text, sentence text) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_lexicon_word_rarity'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.word_rarity(text, text) IS
+    'word rarity WR(x) = -(1/T) sum_t ln p(x_t), p = source-side token frequency in the training corpus / its token count (thesis Eq. 6.5); a token never seen in training gets p = 1 / token count (as if seen once); NULL for an empty sentence';
