@@ -31,10 +31,15 @@
 /* How often a job may be started again after restarts before it fails. */
 #define MAX_ATTEMPTS 3
 
+/* True in the postmaster and its children when corpq is preloaded. */
+bool		corpq_jobs_preloaded = false;
+
 void
 corpq_register_job_launcher(void)
 {
 	BackgroundWorker w;
+
+	corpq_jobs_preloaded = true;
 
 	memset(&w, 0, sizeof(w));
 	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
@@ -110,15 +115,25 @@ corpq_job_launcher_main(Datum arg)
 static void
 settle_orphans(void)
 {
+	/*
+	 * A crash-restart (a backend killed) keeps pg_postmaster_start_time(), so
+	 * a running job also counts as orphaned when its worker is gone.  A row
+	 * requeued by this recovery carries the current start time and is not
+	 * orphaned again by the second UPDATE below.
+	 */
 	const char *orphaned =
-		"(state = 'running' AND server_start IS DISTINCT FROM pg_postmaster_start_time()) "
-		"OR (state = 'queued' AND created < pg_postmaster_start_time())";
+		"(state = 'running' AND (server_start IS DISTINCT FROM pg_postmaster_start_time() "
+		"   OR worker_pid NOT IN (SELECT pid FROM pg_catalog.pg_stat_activity "
+		"                         WHERE backend_type = 'corpq job'))) "
+		"OR (state = 'queued' AND created < pg_postmaster_start_time() "
+		"    AND server_start IS DISTINCT FROM pg_postmaster_start_time())";
 	StringInfoData q;
 	uint64		n;
 
 	initStringInfo(&q);
 	appendStringInfo(&q,
-					 "UPDATE corpq.jobs SET state = 'queued', worker_pid = NULL "
+					 "UPDATE corpq.jobs SET state = 'queued', worker_pid = NULL, "
+					 "server_start = pg_postmaster_start_time() "
 					 "WHERE (%s) AND NOT cancel_requested AND attempts < %d "
 					 "AND corpq.job_kind_restartable(kind) "
 					 "RETURNING id, session_role::oid, owner::oid",

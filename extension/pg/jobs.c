@@ -52,19 +52,33 @@ corpq_job_launch(Oid dboid, int64 job_id, Oid session_role, Oid owner,
 				 errhint("Raise max_worker_processes (it needs a restart), or wait for running jobs to finish.")));
 }
 
-/* Mark jobs whose worker is gone as failed; returns how many. */
+/* Set by corpq_register_job_launcher() in the postmaster; inherited by backends. */
+extern bool corpq_jobs_preloaded;
+
+/*
+ * Mark jobs whose worker is gone as failed; returns how many.  With corpq
+ * preloaded, jobs orphaned by a server restart belong to the recovery worker
+ * (it requeues restartable kinds), which may not have run yet: only jobs
+ * whose worker died under the current postmaster are reaped here.
+ */
 static uint64
 reap_orphans(void)
 {
 	int			rc;
+	const char *restarted = corpq_jobs_preloaded ? "false" :
+		"(state = 'running' AND server_start IS DISTINCT FROM pg_postmaster_start_time()) "
+		"OR (state = 'queued' AND created < pg_postmaster_start_time() "
+		"    AND server_start IS DISTINCT FROM pg_postmaster_start_time())";
 
-	rc = SPI_execute("UPDATE corpq.jobs SET state = 'failed', finished = now(), "
-					 "error = CASE WHEN server_start IS DISTINCT FROM pg_postmaster_start_time() "
-					 "  THEN 'the server restarted while the job was running' "
-					 "  ELSE 'the job''s worker exited without finishing' END "
-					 "WHERE (state = 'running' AND (server_start IS DISTINCT FROM pg_postmaster_start_time() "
-					 "   OR worker_pid NOT IN (SELECT pid FROM pg_stat_activity WHERE backend_type = 'corpq job'))) "
-					 "OR (state = 'queued' AND created < pg_postmaster_start_time())",
+	rc = SPI_execute(psprintf("UPDATE corpq.jobs SET state = 'failed', finished = now(), "
+							  "error = CASE WHEN server_start IS DISTINCT FROM pg_postmaster_start_time() "
+							  "  THEN 'the server restarted while the job was running' "
+							  "  ELSE 'the job''s worker exited without finishing' END "
+							  "WHERE (%s) OR (state = 'running' "
+							  "   AND server_start = pg_postmaster_start_time() "
+							  "   AND worker_pid NOT IN (SELECT pid FROM pg_stat_activity "
+							  "                          WHERE backend_type = 'corpq job'))",
+							  restarted),
 					 false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "could not reap orphaned corpq jobs");
@@ -131,8 +145,9 @@ read_job(int64 id, char **state, TransactionId *xmin)
 	Datum		values[1] = {Int64GetDatum(id)};
 	bool		isnull;
 
+	/* not read-only: SPI then takes a fresh snapshot, so job_wait sees the update */
 	if (SPI_execute_with_args("SELECT state, xmin::text::bigint FROM corpq.jobs WHERE id = $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq job");
 	if (SPI_processed == 0)
 		return false;
