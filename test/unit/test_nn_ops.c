@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include "common/rng.h"
 #include "nn/ops.h"
 
 /* A hand-worked row: x = (1, 2, 3, 6): mean 3, var 3.5. */
@@ -202,4 +203,24 @@ TEST(dropout_rate_scale_and_keys)
 	cq_dropout_apply(&ds, 0.0f, 1, 5, y, 20000);
 	for (int i = 0; i < 20000; i++)
 		CHECK(y[i] == 1.0f);
+}
+
+/* The vectorised mask = the scalar Philox words of its documented counters. */
+TEST(dropout_mask_matches_scalar_philox)
+{
+	cq_dropout_stream ds = {true, 5, 2, 99};
+	cq_philox_key key = cq_philox_key_from_seed(cq_mix64(5 ^ cq_mix64(99)));
+	uint32_t	site = cq_dropout_site(CQ_DROP_DEC_CROSS_ATTN, 3, 1);
+	float		x[70];
+
+	for (int j = 0; j < 70; j++)
+		x[j] = 2.0f;
+	cq_dropout_apply(&ds, 0.5f, site, 17, x, 70);
+	for (int j = 0; j < 70; j++)
+	{
+		cq_philox_ctr r = cq_philox4x32((cq_philox_ctr) {{(uint32_t) j / 4, 17, site, 2}}, key);
+		bool		drop = cq_u32_to_unit(r.c[j % 4]) < 0.5f;
+
+		CHECK(x[j] == (drop ? 0.0f : 4.0f));
+	}
 }
