@@ -23,7 +23,9 @@
  * fast_align's "-I 5" makes 4 EM passes then a Viterbi-only pass: options
  * .iterations counts the same way, so cq_fa_train() runs iterations - 1
  * passes.  Viterbi: argmax_i p(a_j = i) t(f_j | e_i), NULL first and earlier
- * positions winning ties; NULL means unaligned.
+ * positions winning ties; NULL means unaligned.  (Two occurrences of one word
+ * equidistant from the diagonal tie in exact arithmetic; rounding decides.)
+ * Pairs with an empty side are skipped by training and left unaligned.
  */
 #ifndef CQ_ALIGN_FASTALIGN_H
 #define CQ_ALIGN_FASTALIGN_H
@@ -56,7 +58,7 @@ typedef struct cq_fa_params
 typedef enum cq_fa_tension_rule
 {
 	CQ_FA_TENSION_EXACT,		/* gradient of the expected log-likelihood */
-	CQ_FA_TENSION_FAST_ALIGN,	/* bit-for-bit the authors' update */
+	CQ_FA_TENSION_FAST_ALIGN,	/* the authors' update, to rounding */
 } cq_fa_tension_rule;
 
 typedef struct cq_fa_options

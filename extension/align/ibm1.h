@@ -42,7 +42,10 @@ int			cq_ibm1_iterations(const cq_ibm1 *m);
 /* The table: rows are source words, row n_e is NULL, columns target words. */
 const cq_ttable *cq_ibm1_table(const cq_ibm1 *m);
 
-/* out[j] = source position aligned to target position j of pair k, or -1. */
+/*
+ * out[j] = source position aligned to target position j of pair k, or -1.
+ * Uses the model's scratch space: not for concurrent calls on one model.
+ */
 void		cq_ibm1_viterbi(const cq_ibm1 *m, int64_t k, int32_t *out);
 
 /* Bytes of the table, the link index and scratch space. */
