@@ -147,9 +147,19 @@ score_chunk(CorpqScorer *s, const ScoreArgs *a, ChunkRow *rows, int n)
 		if (!rows[i].pair_null)
 			order[m++] = &rows[i];
 	qsort(order, m, sizeof(ChunkRow *), cmp_length);
-	for (int b = 0; b < m; b += a->batch_size)
+	for (int b = 0, nb; b < m; b += nb)
 	{
-		int			nb = Min(a->batch_size, m - b);
+		long		src_pos = 0,
+					tgt_pos = 0;
+
+		/* up to batch_size pairs, within the core's positions per batch */
+		for (nb = 0; b + nb < m && nb < a->batch_size; nb++)
+		{
+			src_pos += order[b + nb]->pair.src_len + 1;
+			tgt_pos += order[b + nb]->pair.tgt_len + 1;
+			if (nb > 0 && (src_pos > CQ_MAX_BATCH_POSITIONS || tgt_pos > CQ_MAX_BATCH_POSITIONS))
+				break;
+		}
 
 		for (int i = 0; i < nb; i++)
 			pairs[i] = order[b + i]->pair;

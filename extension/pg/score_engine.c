@@ -212,40 +212,36 @@ void
 corpq_scorer_uncertainty(CorpqScorer *s, const cq_pair *pairs, int n,
 						 cq_uncertainty measure, int passes, uint64 seed, double *out)
 {
-	long	   *off = palloc((n + 1) * sizeof(long));
+	long		nt = 0;
+	long		off;
 	float	   *pmax;
 	float	   *ent;
 	cq_nn_error err = {0};
 
-	off[0] = 0;
 	for (int i = 0; i < n; i++)
-		off[i + 1] = off[i] + pairs[i].tgt_len + 1;
-	/* [K, T] per pair, pair after pair */
-	pmax = MemoryContextAllocHuge(CurrentMemoryContext, (Size) passes * off[n] * sizeof(float));
-	ent = MemoryContextAllocHuge(CurrentMemoryContext, (Size) passes * off[n] * sizeof(float));
+		nt += pairs[i].tgt_len + 1;
+	/* [K, Nt]: pass k's outputs at k * Nt, pair after pair */
+	pmax = MemoryContextAllocHuge(CurrentMemoryContext, (Size) passes * nt * sizeof(float));
+	ent = MemoryContextAllocHuge(CurrentMemoryContext, (Size) passes * nt * sizeof(float));
 	for (int k = 0; k < passes; k++)
 	{
 		cq_dropout	dr = {CQ_DROPOUT_MC, seed, (uint32) k};
 
 		corpq_scorer_forward(s, pairs, n, &dr);
-		for (int i = 0; i < n; i++)
-		{
-			long		t = off[i + 1] - off[i];
-
-			memcpy(pmax + passes * off[i] + k * t, s->out.p_max + off[i], t * sizeof(float));
-			memcpy(ent + passes * off[i] + k * t, s->out.entropy + off[i], t * sizeof(float));
-		}
+		memcpy(pmax + k * nt, s->out.p_max, nt * sizeof(float));
+		memcpy(ent + k * nt, s->out.entropy, nt * sizeof(float));
 	}
+	off = 0;
 	for (int i = 0; i < n; i++)
 	{
-		cq_nn_status st = cq_uncertainty_measure(measure, pmax + passes * off[i],
-												 ent + passes * off[i], passes,
-												 (int) (off[i + 1] - off[i]), &out[i], &err);
+		int			t = pairs[i].tgt_len + 1;
+		cq_nn_status st = cq_uncertainty_measure_strided(measure, pmax + off, ent + off,
+														 passes, t, nt, &out[i], &err);
 
 		if (st != CQ_NN_OK)
 			corpq_nn_error_report(st, "could not compute the uncertainty", err.message);
+		off += t;
 	}
 	pfree(pmax);
 	pfree(ent);
-	pfree(off);
 }
