@@ -226,7 +226,7 @@ SELECT corpq.cav_pool(c, 'y', 0, 3) FROM ex;
 SELECT corpq.cav_pool(c, 'y', 3, -1) FROM ex;
 SELECT corpq.cav_pool(c, 'y', 100000, 100000) FROM ex;
 SELECT corpq.cav_accumulate_trans(NULL, 'a', 'x');
--- the byte cap: work_mem x 64 per state, a clean ERROR (4 MB here)
+-- the byte cap: work_mem x 256 per state, a clean ERROR (16 MB here)
 SET work_mem = '64kB';
 DO $$
 DECLARE d text; h text;

@@ -25,7 +25,7 @@
  * core's exact accounting); beyond that cav_accumulate raises
  * program_limit_exceeded instead of growing until the OOM killer acts.
  */
-#define CAV_WORK_MEM_FACTOR 64
+#define CAV_WORK_MEM_FACTOR 256
 
 /* l_max of the two-argument cav_accumulate(src, tgt). */
 #define CAV_DEFAULT_LMAX 256

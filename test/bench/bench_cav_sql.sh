@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# corpq.cav_accumulate over 100k real en-es pairs (/work/shared corpora, cycled
+# to 100k) in a throw-away cluster: time with 0 and 2 parallel workers in the
+# same session (best of 3), the state's byte accounting (peak), the backend's
+# peak RSS, nonzeros and value size.  Needs the extension installed
+# (make install).  Usage: bench_cav_sql.sh [n_pairs]
+set -euo pipefail
+CORPORA=${CORPQ_CORPORA:-/work/shared/corpora/en-es}
+if [ ! -d "$CORPORA" ]; then
+	echo "bench_cav_sql: $CORPORA absent, skipped"
+	exit 0
+fi
+N=${1:-100000}
+SQL=$(mktemp /tmp/bench_cav_sql.XXXXXX.sql)
+trap 'rm -f "$SQL"' EXIT
+{
+	cat <<'SQL'
+\set ON_ERROR_STOP 1
+CREATE EXTENSION corpq;
+CREATE TABLE raw (n serial, id text, domain text, src text, tgt text);
+SQL
+	for f in "$CORPORA"/*.tsv; do
+		# csv mode with a quote byte that never occurs: fields are taken verbatim
+		echo "\\copy raw (id, domain, src, tgt) FROM '$f' WITH (FORMAT csv, DELIMITER E'\\t', HEADER true, QUOTE E'\\x01')"
+	done
+	cat <<SQL
+CREATE TABLE pairs AS
+SELECT row_number() OVER (ORDER BY k, n) AS id, domain, src, tgt
+FROM generate_series(0, 9) k, raw ORDER BY k, n LIMIT $N;
+ANALYZE pairs;
+SQL
+	cat <<'SQL'
+SELECT count(*) AS pairs, (SELECT count(*) FROM raw) AS unique_pairs, pg_size_pretty(pg_total_relation_size('pairs')) AS table_size FROM pairs;
+CREATE FUNCTION best_ms(q text, reps int) RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE t0 timestamptz; best float8 := 'infinity';
+BEGIN
+    FOR i IN 1 .. reps LOOP
+        t0 := clock_timestamp();
+        EXECUTE q;
+        best := least(best, 1000 * extract(epoch FROM clock_timestamp() - t0));
+    END LOOP;
+    RETURN best;
+END $$;
+CREATE FUNCTION vm_hwm_kb() RETURNS bigint LANGUAGE sql AS $$
+    SELECT substring(pg_read_file('/proc/' || pg_backend_pid() || '/status') FROM 'VmHWM:\s*(\d+)')::bigint
+$$;
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET work_mem = '64MB';
+-- count(*) over the same rows: the scan cost every run pays
+SET max_parallel_workers_per_gather = 0;
+SELECT round(best_ms('SELECT count(*) FROM pairs', 3)::numeric, 1) AS scan_only_ms;
+SQL
+	for L in 256 50; do
+		cat <<SQL
+\\echo
+\\echo == l_max $L ==
+SET max_parallel_workers_per_gather = 0;
+SELECT vm_hwm_kb() AS hwm_before \\gset
+SELECT round(best_ms('SELECT md5(corpq.cav_to_bytea(corpq.cav_accumulate(src, tgt, $L))) FROM pairs', 3)::numeric, 1) AS serial_ms \\gset
+SELECT vm_hwm_kb() AS hwm_after \\gset
+SET max_parallel_workers_per_gather = 2;
+EXPLAIN (COSTS OFF) SELECT corpq.cav_accumulate(src, tgt, $L) FROM pairs;
+SELECT round(best_ms('SELECT md5(corpq.cav_to_bytea(corpq.cav_accumulate(src, tgt, $L))) FROM pairs', 3)::numeric, 1) AS parallel_ms \\gset
+SELECT :serial_ms AS ms_0_workers, :parallel_ms AS ms_2_workers,
+       round(:serial_ms / :parallel_ms, 2) AS speedup,
+       round(1000 * :serial_ms / (SELECT count(*) FROM pairs), 2) AS us_per_pair_serial,
+       round((:hwm_after - :hwm_before) / 1024.0, 1) AS backend_peak_rss_growth_mb;
+SET max_parallel_workers_per_gather = 0;
+CREATE TEMP TABLE c$L AS SELECT corpq.cav_accumulate(src, tgt, $L) AS c FROM pairs;
+SELECT pairs, source_tokens, target_tokens, matrices, nonzeros,
+       round(bytes / 1048576.0, 1) AS value_mb, round(bytes::numeric / nonzeros, 2) AS bytes_per_nonzero,
+       round(pg_column_size(c) / 1048576.0, 1) AS stored_mb
+FROM c$L, corpq.cav_stats(c);
+-- the state's own accounting, reported by the final function at DEBUG1
+SET client_min_messages = debug1;
+SELECT (SELECT corpq.cav_accumulate(src, tgt, $L) FROM pairs) IS NOT NULL AS done;
+RESET client_min_messages;
+SELECT round(best_ms('SELECT count(*) FROM c$L, corpq.cav_tokens(c)', 3)::numeric, 1) AS cav_tokens_ms,
+       round(best_ms('SELECT count(*) FROM c$L, corpq.cav_similar(c, ''de'', 10)', 3)::numeric, 1) AS cav_similar_ms,
+       round(best_ms('SELECT corpq.cav_cosine(c, ''de'', ''la'') FROM c$L', 3)::numeric, 1) AS cav_cosine_ms,
+       round(best_ms('SELECT corpq.cav_pool(c, ''de'', 32, 32) FROM c$L', 3)::numeric, 1) AS cav_pool_32x32_ms;
+SQL
+	done
+} >"$SQL"
+cd /tmp
+pg_virtualenv -t -o max_worker_processes=16 -o max_parallel_workers=8 \
+	bash -c "psql -X -q -f '$SQL' 2>&1 | grep -v '^DEBUG:  \\(parallel\\|StartTransaction\\|CommitTransaction\\|name:\\)' "
