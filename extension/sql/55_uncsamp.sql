@@ -13,7 +13,7 @@ CREATE FUNCTION corpq.uncsamp_weight(u float8, u_max float8, beta float8 DEFAULT
     AS 'MODULE_PATHNAME', 'corpq_uncsamp_weight'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.uncsamp_weight(float8, float8, float8) IS
-    'UncSamp sampling weight U''^beta, U'' = U if U <= u_max else max(2 u_max - U, 0) (thesis Eqs. 6.6-6.7); errors on NaN, U < 0, u_max <= 0, beta < 0';
+    'UncSamp sampling weight U''^beta, U'' = U if U <= u_max else max(2 u_max - U, 0) (thesis Eqs. 6.6-6.7); beta = 0 weighs every row 1 (0^0 = 1); errors on NaN, U < 0, u_max <= 0, beta < 0';
 
 -- Reproducible keys: r is a splitmix64-style hash of (id, seed).
 CREATE FUNCTION corpq.uncsamp(u float8, u_max float8, beta float8, id bigint, seed bigint DEFAULT 0)
