@@ -4,7 +4,8 @@
 # directory and runs it; when FAST_ALIGN names the authors' fast_align binary
 # (built by you, outside the repository), also times it on the same
 # tokenised bitext, single-threaded, with the same options (-d -o), and
-# compares its alignments with the core's reproduction of it.
+# compares its alignments with the core's reproduction of it; with its atools
+# next to it (or ATOOLS), also compares grow-diag-final-and on real links.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 corpora=${CORPQ_CORPORA:-/work/shared/corpora}/en-es
@@ -41,6 +42,30 @@ print(f"  fast_align log-likelihood per pass: {fa_ll[:4]}")
 print(f"  alignments: {na} vs {nb} links, {common} common (F1 {2 * common / (na + nb):.5f}), "
       f"identical pairs {sum(x == y for x, y in zip(a, b))}/{len(a)}")
 PY
+	atools=${ATOOLS:-$(dirname "$FAST_ALIGN")/atools}
+	if [ -x "$atools" ]; then
+		# their symmetriser on their two directions vs the core's on the same links
+		OMP_NUM_THREADS=1 "$FAST_ALIGN" -i "$tmp/bitext" -d -o -r > "$tmp/fa.rev.al" 2> /dev/null
+		"$atools" -i "$tmp/fa.al" -j "$tmp/fa.rev.al" -c grow-diag-final-and > "$tmp/fa.gdfa"
+		CORPQ_CORE_LIB=${CORPQ_CORE_LIB:-$PWD/test/libcorpqcore.so} \
+		/usr/bin/python3 - "$tmp" <<'PY'
+import sys
+sys.path.insert(0, "test/ref")
+import test_align_common as A
+tmp = sys.argv[1]
+links = lambda line: [tuple(map(int, x.split("-"))) for x in line.split()]
+bad = n = 0
+with open(f"{tmp}/bitext") as bt, open(f"{tmp}/fa.al") as f, open(f"{tmp}/fa.rev.al") as r, \
+        open(f"{tmp}/fa.gdfa") as g:
+    for line, lf, lr, lg in zip(bt, f, r, g):
+        src, tgt = line.split(" ||| ")
+        ours = A.core_symmetrize("grow-diag-final-and", len(src.split()), len(tgt.split()),
+                                 links(lf), links(lr))
+        bad += ours != sorted(links(lg))
+        n += 1
+print(f"grow-diag-final-and of fast_align's two directions: core vs atools differ on {bad} of {n} pairs")
+PY
+	fi
 else
 	echo "bench_align: set FAST_ALIGN=/path/to/fast_align to time the authors' binary on the same data"
 fi

@@ -70,6 +70,31 @@ fa_model = _sig("cq_fa_trainer_model", C.POINTER(FaModel), P)
 fa_stats = _sig("cq_fa_trainer_stats", None, P, C.POINTER(FaStats))
 fa_viterbi = _sig("cq_fa_viterbi", None, P, C.c_int64, P)
 fa_free = _sig("cq_fa_trainer_free", None, P)
+class Link(C.Structure):
+    _fields_ = [("s", C.c_int32), ("t", C.c_int32)]
+
+
+symmetrize = _sig("cq_symmetrize", C.c_int, C.c_int, C.c_int, C.c_int, P, C.c_int, P, C.c_int, P, P,
+                  C.POINTER(Error))
+symmetrize_work_bytes = _sig("cq_symmetrize_work_bytes", C.c_size_t, C.c_int, C.c_int)
+SYM_MODES = {"intersect": 0, "union": 1, "grow-diag": 2, "grow-diag-final": 3,
+             "grow-diag-final-and": 4}
+
+
+def core_symmetrize(mode, ns, nt, fwd, rev):
+    """Sorted [(s, t)] from the core's cq_symmetrize."""
+    lf = (Link * max(1, len(fwd)))(*[Link(s, t) for s, t in fwd])
+    lr = (Link * max(1, len(rev)))(*[Link(s, t) for s, t in rev])
+    out = (Link * max(1, len(fwd) + len(rev)))()
+    work = C.create_string_buffer(max(1, symmetrize_work_bytes(ns, nt)))
+    err = Error()
+    n = symmetrize(SYM_MODES[mode], ns, nt, C.cast(lf, P), len(fwd), C.cast(lr, P), len(rev),
+                   C.cast(work, P), C.cast(out, P), C.byref(err))
+    if n < 0:
+        raise ValueError(err.msg.decode())
+    return [(out[k].s, out[k].t) for k in range(n)]
+
+
 bitext_validate = _sig("cq_bitext_validate", C.c_int, C.POINTER(Bitext), C.POINTER(Error))
 
 
