@@ -50,15 +50,19 @@ plan=$(q -c "$par EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
 echo "$plan" | grep -q "Workers Launched: 2" || fail "no parallel workers: $plan"
 
 tmp=$(mktemp -d)
-# a writer commits new versions (alternating v1 / v2 weights) while readers run
+# a writer commits new versions (alternating v2 / v1 weights) while readers run
 (
-	for i in 1 2 3 4 5 6; do
+	i=1
+	while [ ! -e "$tmp/done" ]; do
 		if [ $((i % 2)) = 1 ]; then from=cc_v2; else from='cc@1'; fi
 		timeout 60 psql -X -Atq -v ON_ERROR_STOP=1 \
 			-c "SELECT corpq.model_import('cc', corpq.model_export('$from'))" >/dev/null || echo "writer $i failed" >> "$tmp/errors"
-		sleep 0.3
+		i=$((i + 1))
+		sleep 0.7
 	done
 ) &
+writer=$!
+readers=()
 for i in 1 2 3 4 5 6; do
 	(
 		for r in 1 2; do
@@ -68,8 +72,11 @@ for i in 1 2 3 4 5 6; do
 				echo "pinned reader $i failed" >> "$tmp/errors"
 		done
 	) &
+	readers+=($!)
 done
-wait
+wait "${readers[@]}"
+touch "$tmp/done"
+wait "$writer"
 [ ! -s "$tmp/errors" ] || fail "$(cat "$tmp/errors")"
 for i in 1 2 3 4 5 6; do
 	while read -r d; do
@@ -84,6 +91,6 @@ versions=$(q -c "SELECT latest_version FROM corpq.models WHERE name = 'cc'")
 n1=$(cat "$tmp"/latest_* | grep -c "$v1" || true)
 n2=$(cat "$tmp"/latest_* | grep -c "$v2" || true)
 rm -rf "$tmp"
-[ "$versions" = 7 ] || fail "expected 7 versions, got $versions"
+[ "$versions" -ge 3 ] || fail "the writer committed only $((versions - 1)) versions"
 [ "$(threads_of "$pm")" = 1 ] || fail "postmaster has $(threads_of "$pm") threads after scoring"
-echo "scoring_concurrency: ok (12 parallel reads of the latest version: $n1 saw v1 weights, $n2 v2; 12 pinned reads = v1; postmaster single-threaded)"
+echo "scoring_concurrency: ok ($((versions - 1)) versions committed during 12 parallel reads of the latest version; $n1 saw v1 weights, $n2 v2; 12 pinned reads = v1; postmaster single-threaded)"
