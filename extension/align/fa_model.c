@@ -25,6 +25,15 @@ cq_fa_prior(const cq_fa_params *par, int j1, int m, int n, double *w)
 	return par->use_null ? 1.0 / (n + 1) : 0.0;
 }
 
+/* t(f|e) as the model sees it: flat before training, 1e-9 when unseen. */
+static inline double
+model_t(const cq_fa_model *md, int32_t e, int32_t f)
+{
+	if (!md->probs_ready || e < 0 || e > md->tt.n_e)
+		return CQ_FA_UNSEEN_PROB;
+	return cq_ttable_prob_or(&md->tt, e, f, CQ_FA_UNSEEN_PROB);
+}
+
 int
 cq_fa_model_align(const cq_fa_model *md, const int32_t *e, int n,
 				  const int32_t *f, int m, int32_t *a, double *loglik,
@@ -46,13 +55,13 @@ cq_fa_model_align(const cq_fa_model *md, const int32_t *e, int n,
 					sum;
 		int32_t		arg = -1;
 
-#define T(ee) (md->probs_ready ? cq_ttable_prob_or(&md->tt, (ee), f[j], CQ_FA_UNSEEN_PROB) : CQ_FA_UNSEEN_PROB)
-		best = md->par.use_null ? p0 * T(md->tt.n_e) : -1.0;
+		best = md->par.use_null ? p0 * model_t(md, md->tt.n_e, f[j]) : -1.0;
 		sum = md->par.use_null ? best : 0.0;
 		for (int i = 0; i < n; i++)
 		{
+			/* an id outside the vocabulary must not reach the NULL row */
 			int32_t		ei = (e[i] >= 0 && e[i] < md->tt.n_e) ? e[i] : -1;
-			double		p = w[i] * (ei < 0 ? CQ_FA_UNSEEN_PROB : T(ei));
+			double		p = w[i] * model_t(md, ei, f[j]);
 
 			sum += p;
 			if (p > best)
@@ -61,7 +70,6 @@ cq_fa_model_align(const cq_fa_model *md, const int32_t *e, int n,
 				arg = i;
 			}
 		}
-#undef T
 		if (a)
 			a[j] = arg;
 		ll += log(sum);

@@ -292,3 +292,18 @@ TEST(fastalign_degenerate_bitexts)
 		cq_fa_trainer_free(r);
 	}
 }
+
+#include "align/digamma.h"
+
+/* psi(1) = -gamma, psi(1/2) = -gamma - 2 ln 2, psi(x + 1) = psi(x) + 1/x. */
+TEST(digamma_known_values)
+{
+	const double gamma = 0.57721566490153286;
+
+	CHECK_NEAR(cq_digamma(1.0), -gamma, 1e-13);
+	CHECK_NEAR(cq_digamma(0.5), -gamma - 2 * log(2.0), 1e-13);
+	CHECK_NEAR(cq_digamma(10.0), -gamma + 1 + 1.0 / 2 + 1.0 / 3 + 1.0 / 4 + 1.0 / 5 +
+			   1.0 / 6 + 1.0 / 7 + 1.0 / 8 + 1.0 / 9, 1e-13);
+	for (double x = 0.01; x < 50; x *= 1.7)
+		CHECK_NEAR(cq_digamma(x + 1) - cq_digamma(x), 1 / x, 1e-10 * (1 + 1 / x));
+}
