@@ -611,3 +611,177 @@ class Core:
                             sent_logp=float(o["sent_logp"][b]), count=int(o["sent_count"][b])))
             r += n
         return res
+
+
+# ---- training: a functional autograd model and the C training API ----------
+def ref_loss(cfg, P, pairs, eps, dtype=torch.float64):
+    """Summed label-smoothed cross-entropy (torch's label_smoothing) and the
+    token count for pairs under parameters P {corpq name: tensor}; written
+    from models/FORMAT.md with padded batches and masks, autograd-ready."""
+    d, H = cfg["d_model"], cfg["heads"]
+    dh = d // H
+    B = len(pairs)
+    srcs = [list(s) + [EOS] for s, _ in pairs]
+    dins = [[EOS] + list(t) for _, t in pairs]
+    golds = [list(t) + [EOS] for _, t in pairs]
+    S, T = max(map(len, srcs)), max(map(len, dins))
+    src = torch.full((B, S), PAD, dtype=torch.long)
+    din = torch.full((B, T), PAD, dtype=torch.long)
+    for b in range(B):
+        src[b, : len(srcs[b])] = torch.tensor(srcs[b])
+        din[b, : len(dins[b])] = torch.tensor(dins[b])
+    src_ok = torch.stack([torch.arange(S) < len(s) for s in srcs])
+    causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
+    src_tab = P["encoder.embed_tokens"]
+    tgt_tab = src_tab if cfg["share_embeddings"] else P["decoder.embed_tokens"]
+    out_w = tgt_tab if cfg["tie_output"] else P["decoder.output_projection.weight"]
+    if cfg["positions"] == "learned":
+        spos, tpos = P["encoder.embed_positions"], P["decoder.embed_positions"]
+    else:
+        spos = tpos = sinusoids(cfg["max_positions"], d).to(dtype)
+
+    def ln(x, p):
+        return F.layer_norm(x, (d,), P[p + ".weight"], P[p + ".bias"], 1e-5)
+
+    def lin(x, p):
+        return F.linear(x, P[p + ".weight"], P[p + ".bias"])
+
+    def heads(t):
+        return t.view(B, t.shape[1], H, dh).transpose(1, 2)
+
+    def attend(q, k, v, mask):
+        s = heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(dh)
+        s = s.masked_fill(~mask[:, None], float("-inf"))
+        o = torch.softmax(s, dim=-1) @ heads(v)
+        return o.transpose(1, 2).reshape(B, q.shape[1], d)
+
+    def ffn(x, p):
+        h = lin(x, p + "fc1")
+        h = torch.relu(h) if cfg["activation"] == "relu" else F.gelu(h)
+        return lin(h, p + "fc2")
+
+    x = src_tab[src] * math.sqrt(d) + spos[:S][None]
+    emask = src_ok[:, None, :].expand(B, S, S)
+    for i in range(cfg["encoder_layers"]):
+        p = "encoder.layers.%d." % i
+        q, k, v = lin(ln(x, p + "self_attn_layer_norm"), p + "self_attn.qkv").split(d, -1)
+        x = x + lin(attend(q, k, v, emask), p + "self_attn.out_proj")
+        x = x + ffn(ln(x, p + "final_layer_norm"), p)
+    enc = ln(x, "encoder.layer_norm")
+    y = tgt_tab[din] * math.sqrt(d) + tpos[:T][None]
+    smask = causal[None].expand(B, T, T)
+    cmask = src_ok[:, None, :].expand(B, T, S)
+    for i in range(cfg["decoder_layers"]):
+        p = "decoder.layers.%d." % i
+        q, k, v = lin(ln(y, p + "self_attn_layer_norm"), p + "self_attn.qkv").split(d, -1)
+        y = y + lin(attend(q, k, v, smask), p + "self_attn.out_proj")
+        q = lin(ln(y, p + "encoder_attn_layer_norm"), p + "encoder_attn.q")
+        k, v = lin(enc, p + "encoder_attn.kv").split(d, -1)
+        y = y + lin(attend(q, k, v, cmask), p + "encoder_attn.out_proj")
+        y = y + ffn(ln(y, p + "final_layer_norm"), p)
+    logits = ln(y, "decoder.layer_norm") @ out_w.T
+    rows = torch.cat([logits[b, : len(dins[b])] for b in range(B)])
+    gold = torch.tensor([g for gs in golds for g in gs])
+    return F.cross_entropy(rows, gold, reduction="sum", label_smoothing=eps), len(gold)
+
+
+def inverse_sqrt_lambda(peak, init, warmup):
+    """fairseq's inverse_sqrt as a LambdaLR factor of the updates done."""
+    def f(u):
+        if u < warmup:
+            return (init + (peak - init) * u / warmup) / peak
+        return math.sqrt(warmup / max(u, 1))
+    return f
+
+
+class _Adam(ctypes.Structure):
+    _fields_ = [("beta1", ctypes.c_float), ("beta2", ctypes.c_float),
+                ("eps", ctypes.c_float), ("weight_decay", ctypes.c_float)]
+
+
+class _TrainConfig(ctypes.Structure):
+    _fields_ = [("lr", ctypes.c_double), ("warmup_init_lr", ctypes.c_double),
+                ("warmup_updates", ctypes.c_int), ("adam", _Adam),
+                ("clip_norm", ctypes.c_double), ("label_smoothing", ctypes.c_float),
+                ("update_freq", ctypes.c_int), ("max_tokens", ctypes.c_int),
+                ("seed", ctypes.c_uint64), ("dropout", ctypes.c_bool)]
+
+
+class _TrainState(ctypes.Structure):
+    _fields_ = [("tc", _TrainConfig), ("model", ctypes.POINTER(_Model)),
+                ("grad", ctypes.POINTER(_Model)), ("exp_avg", ctypes.c_void_p),
+                ("exp_avg_sq", ctypes.c_void_p), ("step", ctypes.c_int64),
+                ("epoch", ctypes.c_int64), ("batch_in_epoch", ctypes.c_int64),
+                ("ws", ctypes.c_void_p), ("ws_bytes", ctypes.c_size_t)]
+
+
+class _TrainBatch(ctypes.Structure):
+    _fields_ = [("pairs", ctypes.c_void_p), ("n_pairs", ctypes.c_int)]
+
+
+class _TrainStats(ctypes.Structure):
+    _fields_ = [("loss", ctypes.c_double), ("nll", ctypes.c_double),
+                ("tokens", ctypes.c_long), ("pairs", ctypes.c_int),
+                ("grad_norm", ctypes.c_double), ("lr", ctypes.c_double),
+                ("step", ctypes.c_int64)]
+
+
+class TrainCore(Core):
+    """The C training API (extension/nn/train_state.h) through ctypes."""
+
+    def __init__(self, path=None):
+        super().__init__(path)
+        lib, P = self.lib, ctypes.c_void_p
+        lib.cq_train_config_default.argtypes = [P]
+        lib.cq_train_state_new.argtypes = [ctypes.POINTER(_Model), P,
+                                           ctypes.POINTER(ctypes.POINTER(_TrainState)), P]
+        lib.cq_train_state_free.argtypes = [ctypes.POINTER(_TrainState)]
+        for f in (lib.cq_train_gradients, lib.cq_train_step):
+            f.argtypes = [ctypes.POINTER(_TrainState), P, ctypes.c_int, P, P]
+
+    def config(self, **over):
+        tc = _TrainConfig()
+        self.lib.cq_train_config_default(ctypes.byref(tc))
+        for k, v in over.items():
+            if k in ("beta1", "beta2", "eps", "weight_decay"):
+                setattr(tc.adam, k, v)
+            else:
+                setattr(tc, k, v)
+        return tc
+
+    def state(self, model, tc):
+        st = ctypes.POINTER(_TrainState)()
+        err = _Error()
+        rc = self.lib.cq_train_state_new(model, ctypes.byref(tc), ctypes.byref(st), ctypes.byref(err))
+        if rc:
+            raise CoreError(rc, err.message.decode())
+        return st
+
+    def _batches(self, batches):
+        arr = (_TrainBatch * len(batches))()
+        keep = []
+        for i, pairs in enumerate(batches):
+            pa, k = self._pairs(pairs, list(range(len(pairs))))
+            keep += [pa, k]
+            arr[i].pairs = ctypes.cast(pa, ctypes.c_void_p)
+            arr[i].n_pairs = len(pairs)
+        return arr, keep
+
+    def _call(self, fn, st, batches):
+        arr, keep = self._batches(batches)
+        stats, err = _TrainStats(), _Error()
+        rc = fn(st, arr, len(batches), ctypes.byref(stats), ctypes.byref(err))
+        if rc:
+            raise CoreError(rc, err.message.decode())
+        return {k: getattr(stats, k) for k, _ in _TrainStats._fields_}
+
+    def gradients(self, st, batches):
+        """(stats, {name: gradient array}) of one update's batches."""
+        stats = self._call(self.lib.cq_train_gradients, st, batches)
+        return stats, read_corpq(self.save(st.contents.grad))[1]
+
+    def step(self, st, batches):
+        return self._call(self.lib.cq_train_step, st, batches)
+
+    def weights(self, st):
+        return read_corpq(self.save(st.contents.model))[1]
