@@ -189,7 +189,7 @@ def run(name, pairs, passes=4, reverse=False, **kw):
     print(f"{name}: {len(pairs)} pairs, {passes} passes: max|dt| = {worst_t:.3g}, "
           f"max|dlambda| = {worst_lam:.3g} (lambda = {lam:.4f}), max rel dloglik = {worst_ll:.3g}, "
           f"Viterbi mismatches = {bad}, dQ/dlambda vs finite difference: {ref.max_fd:.3g}")
-    return worst_t <= 1e-9 and worst_lam <= 1e-9 and worst_ll <= 1e-10 and bad == 0 and ref.max_fd < 1e-6
+    return worst_t <= 1e-11 and worst_lam <= 1e-11 and worst_ll <= 1e-12 and bad == 0 and ref.max_fd < 1e-6
 
 
 def main():
