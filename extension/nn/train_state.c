@@ -178,6 +178,23 @@ fail:
 	return s;
 }
 
+double
+cq_clip_grad_norm(float *g, size_t n, double clip)
+{
+	double		sq = 0.0,
+				norm,
+				coef;
+
+	for (size_t j = 0; j < n; j++)
+		sq += (double) g[j] * g[j];
+	norm = sqrt(sq);
+	coef = clip / (norm + 1e-6);
+	if (clip > 0.0 && coef < 1.0)
+		for (size_t j = 0; j < n; j++)
+			g[j] *= (float) coef;
+	return norm;
+}
+
 cq_nn_status
 cq_train_step(cq_train_state *st, const cq_train_batch *batches, int n_batches,
 			  cq_train_stats *stats, cq_nn_error *err)
@@ -187,14 +204,7 @@ cq_train_step(cq_train_state *st, const cq_train_batch *batches, int n_batches,
 
 	if (s)
 		return s;
-	if (st->tc.clip_norm > 0.0)
-	{
-		double		coef = st->tc.clip_norm / (stats->grad_norm + 1e-6);
-
-		if (coef < 1.0)
-			for (size_t j = 0; j < g->n_floats; j++)
-				g->params[j] *= (float) coef;
-	}
+	cq_clip_grad_norm(g->params, g->n_floats, st->tc.clip_norm);
 	cq_adamw_update(&st->tc.adam, st->step + 1, stats->lr, st->model->params, g->params,
 					st->exp_avg, st->exp_avg_sq, g->n_floats);
 	st->step++;

@@ -111,6 +111,12 @@ cq_nn_status cq_train_gradients(cq_train_state *st, const cq_train_batch *batche
 cq_nn_status cq_train_step(cq_train_state *st, const cq_train_batch *batches,
 						   int n_batches, cq_train_stats *stats, cq_nn_error *err);
 
+/*
+ * Scales g[0..n) by clip / (norm + 1e-6) when that is below 1 (clip > 0);
+ * returns the L2 norm before clipping.
+ */
+double		cq_clip_grad_norm(float *g, size_t n, double clip);
+
 /* The learning rate of the next update. */
 double		cq_train_next_lr(const cq_train_state *st);
 
