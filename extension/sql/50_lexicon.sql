@@ -23,22 +23,24 @@ COMMENT ON TABLE corpq.lexicons IS
 -- entries with t < 1e-4 * (the row's largest t) are dropped (its default
 -- beam threshold -4, log10).  direction 'src-tgt': prob = t(tgt | src);
 -- 'tgt-src': prob = t(src | tgt).  The conditioning NULL word is a NULL token.
+-- The row sets carry no foreign key (millions of per-row RI checks would
+-- dominate the job's final transaction); a BEFORE DELETE trigger on
+-- corpq.lexicons removes them, and names cannot be updated.
 CREATE TABLE corpq.lexicon_translations (
-    lexicon   text NOT NULL REFERENCES corpq.lexicons (name) ON DELETE CASCADE,
+    lexicon   text NOT NULL,
     direction text NOT NULL CHECK (direction IN ('src-tgt', 'tgt-src')),
     src       text,
     tgt       text,
     prob      float8 NOT NULL CHECK (prob > 0 AND prob <= 1)
 );
 CREATE INDEX ON corpq.lexicon_translations (lexicon, direction, src);
-CREATE INDEX ON corpq.lexicon_translations (lexicon, direction, tgt);
 COMMENT ON TABLE corpq.lexicon_translations IS
     'translation tables t(f|e) of both directions, pruned below 1e-4 of each row''s maximum; a NULL token is the NULL word';
 
 -- UncSamp's dictionary (thesis ch. 6): symmetrised links counted over the
 -- training corpus, prob = count / (links of src).
 CREATE TABLE corpq.lexicon_dictionary (
-    lexicon text NOT NULL REFERENCES corpq.lexicons (name) ON DELETE CASCADE,
+    lexicon text NOT NULL,
     src     text NOT NULL,
     tgt     text NOT NULL,
     count   bigint NOT NULL CHECK (count > 0),
@@ -49,7 +51,7 @@ COMMENT ON TABLE corpq.lexicon_dictionary IS
     'symmetrised link counts: p(tgt|src) = count / sum over tgt of count';
 
 CREATE TABLE corpq.lexicon_entropy (
-    lexicon text NOT NULL REFERENCES corpq.lexicons (name) ON DELETE CASCADE,
+    lexicon text NOT NULL,
     src     text NOT NULL,
     links   bigint NOT NULL CHECK (links > 0),
     entropy float8 NOT NULL CHECK (entropy >= 0),
@@ -119,8 +121,21 @@ CREATE POLICY lexicon_models_write ON corpq.lexicon_models FOR ALL
     WITH CHECK (EXISTS (SELECT 1 FROM corpq.lexicons l WHERE l.name = lexicon
                         AND pg_catalog.pg_has_role(current_user, l.owner, 'MEMBER')));
 
-GRANT SELECT, INSERT, UPDATE, DELETE ON corpq.lexicons, corpq.lexicon_translations,
+GRANT SELECT, INSERT, DELETE ON corpq.lexicons, corpq.lexicon_translations,
     corpq.lexicon_dictionary, corpq.lexicon_entropy, corpq.lexicon_models TO PUBLIC;
+
+-- BEFORE, so that the rows' RLS policies still find their lexicon's owner.
+CREATE FUNCTION corpq.lexicon_delete_rows() RETURNS trigger
+    LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+    DELETE FROM corpq.lexicon_translations t WHERE t.lexicon = OLD.name;
+    DELETE FROM corpq.lexicon_dictionary d WHERE d.lexicon = OLD.name;
+    DELETE FROM corpq.lexicon_entropy e WHERE e.lexicon = OLD.name;
+    RETURN OLD;
+END
+$$;
+CREATE TRIGGER lexicon_delete_rows BEFORE DELETE ON corpq.lexicons
+    FOR EACH ROW EXECUTE FUNCTION corpq.lexicon_delete_rows();
 
 CREATE FUNCTION corpq.lexicon_train(name text, corpus text, options jsonb DEFAULT '{}')
     RETURNS bigint
