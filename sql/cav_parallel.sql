@@ -5,7 +5,7 @@ CREATE TABLE cav_par AS
 SELECT g AS id, 'dom' || (g % 4) AS domain,
        'w' || (g % 97) || ' w' || (g % 13) || ' s' || (g % 31) AS src,
        't' || (g % 89) || ' t' || (g % 7) || ' u' || (g % 5) || ' t' || (g % 3) AS tgt
-FROM generate_series(1, 40000) g;
+FROM generate_series(1, 20000) g;
 ANALYZE cav_par;
 SELECT corpq.bpe_import('cav_par_bpe', E'#version: 0.2\nt 1\nt1 0</w>\nw 2\n');
 
@@ -84,6 +84,18 @@ SELECT DISTINCT domain,
        corpq.cav_to_bytea(corpq.cav_accumulate(src, tgt, 6) OVER (PARTITION BY domain)) =
        (SELECT corpq.cav_to_bytea(c) FROM ser WHERE k = domain) AS partition_ok
 FROM cav_par ORDER BY domain;
+
+-- the byte cap holds in every process: with 16 MB per state (work_mem
+-- 64kB x 256) each partial state overflows, whichever process reports first
+SET max_parallel_workers_per_gather = 2;
+SET work_mem = '64kB';
+EXPLAIN (COSTS OFF)
+SELECT corpq.cav_accumulate(src, tgt || repeat(' z' || id, 30), 2000) IS NULL FROM cav_par;
+\set VERBOSITY sqlstate
+SELECT corpq.cav_accumulate(src, tgt || repeat(' z' || id, 30), 2000) IS NULL FROM cav_par;
+\set VERBOSITY default
+RESET work_mem;
+RESET max_parallel_workers_per_gather;
 
 SELECT corpq.bpe_drop('cav_par_bpe');
 DROP TABLE cav_par;
