@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# cav_accumulate under its byte cap (work_mem x 256): the backend's resident
+# memory stays near the cap and the query fails with program_limit_exceeded
+# instead of growing until the OOM killer acts; a long accumulation is
+# cancelled promptly and the session stays usable.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
+	CORPQ_IN_CLUSTER=1 exec timeout 600 pg_virtualenv -t \
+		"$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+fi
+
+fail() { echo "cav_memory: FAIL: $*" >&2; exit 1; }
+q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
+rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+pid_of() {
+	for _ in $(seq 100); do
+		p=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = '$1' AND state = 'active'" | head -1)
+		[ -n "$p" ] && { echo "$p"; return; }
+		sleep 0.05
+	done
+}
+
+q -c "CREATE EXTENSION corpq"
+# 40 distinct target tokens per pair: the state grows without bound
+q -c "CREATE TABLE wide AS SELECT g AS id, 's' || g || ' s' || (g % 1000) AS src,
+      (SELECT string_agg('t' || (g * 40 + k), ' ') FROM generate_series(1, 40) k) AS tgt
+      FROM generate_series(1, 100000) g"
+# the same 1000 target tokens over and over: small state, long run
+q -c "CREATE TABLE narrow AS SELECT g AS id, 's' || (g % 100) AS src,
+      (SELECT string_agg('t' || ((g + k * 7) % 1000), ' ') FROM generate_series(1, 40) k) AS tgt
+      FROM generate_series(1, 400000) g"
+
+# ---- the cap: work_mem 1MB -> 256 MB per state ----
+out=$(mktemp)
+PGAPPNAME=cavcap psql -X -Atq -c "SET max_parallel_workers_per_gather = 0" -c "SET work_mem = '1MB'" \
+	-c "SELECT corpq.cav_accumulate(src, tgt, 64) IS NULL FROM wide" >"$out" 2>&1 &
+bg=$!
+pid=$(pid_of cavcap)
+[ -n "$pid" ] || fail "could not find the accumulating backend"
+base=$(rss_kb "$pid") peak=0
+while kill -0 $bg 2>/dev/null; do
+	r=$(rss_kb "$pid")
+	[ "$r" -gt "$peak" ] && peak=$r
+	sleep 0.05
+done
+wait $bg || true
+grep -q "could not add a pair to the CAV" "$out" || fail "no cap error: $(cat "$out")"
+grep -q "268435456 bytes (work_mem x 256)" "$out" || fail "cap detail missing: $(cat "$out")"
+growth_mb=$(((peak - base) / 1024))
+echo "cap 256 MB: backend RSS grew by $growth_mb MB before the ERROR"
+[ "$growth_mb" -lt 320 ] || fail "backend RSS grew by $growth_mb MB, cap is 256 MB"
+[ "$growth_mb" -gt 100 ] || fail "backend RSS grew by only $growth_mb MB: did the state fill at all?"
+
+# ---- cancel a long accumulation ----
+PGAPPNAME=cavcancel psql -X -Atq -c "SET max_parallel_workers_per_gather = 0" \
+	-c "SELECT corpq.cav_accumulate(src, tgt, 64) IS NULL FROM narrow" \
+	-c "SELECT 'alive'" >"$out" 2>&1 &
+bg=$!
+pid=$(pid_of cavcancel)
+[ -n "$pid" ] || fail "could not find the long-running backend"
+sleep 1
+kill -0 $bg 2>/dev/null || fail "accumulation over narrow finished within 1 s; make it longer: $(cat "$out")"
+t0=$(date +%s%N)
+q -c "SELECT pg_cancel_backend($pid)" >/dev/null
+wait $bg || true
+ms=$((($(date +%s%N) - t0) / 1000000))
+grep -q "canceling statement due to user request" "$out" || fail "not cancelled: $(cat "$out")"
+grep -q "^alive$" "$out" || fail "session unusable after cancel: $(cat "$out")"
+echo "cancel: the accumulation stopped $ms ms after pg_cancel_backend"
+[ "$ms" -lt 2000 ] || fail "cancel took $ms ms"
+rm -f "$out"
+echo "cav_memory: ok"
