@@ -28,6 +28,13 @@
  */
 #define TTABLE_BEAM 1e-4
 
+/*
+ * The stored models keep t >= 1e-7: a dropped entry then scores the unseen
+ * 1e-9 instead, changing a token's sum over source words by < n * 1e-7,
+ * while the model shrinks several times (it is loaded per query by align()).
+ */
+#define MODEL_MIN_PROB 1e-7
+
 typedef struct Batch
 {
 	CorpqJob   *job;
@@ -244,7 +251,7 @@ write_header(const LexResult *r, int version)
 	Oid			t2[7] = {TEXTOID, BYTEAOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID,
 	INT8ARRAYOID, FLOAT8ARRAYOID};
 	Datum		a2[7];
-	size_t		size = cq_lexicon_serialized_size(r->lexicon, 0.0);
+	size_t		size = cq_lexicon_serialized_size(r->lexicon, MODEL_MIN_PROB);
 	bytea	   *blob;
 
 	a1[0] = CStringGetTextDatum(r->name);
@@ -263,7 +270,7 @@ write_header(const LexResult *r, int version)
 				 errmsg("lexicon \"%s\" is too large to store: %zu bytes", r->name, size),
 				 errhint("Train on fewer or shorter pairs, or with BPE to shrink the vocabularies.")));
 	blob = palloc(VARHDRSZ + size);
-	if (cq_lexicon_serialize(r->lexicon, 0.0, VARDATA(blob), size) != size)
+	if (cq_lexicon_serialize(r->lexicon, MODEL_MIN_PROB, VARDATA(blob), size) != size)
 		elog(ERROR, "could not serialise lexicon \"%s\"", r->name);
 	SET_VARSIZE(blob, VARHDRSZ + size);
 	a2[0] = a1[0];

@@ -139,6 +139,12 @@ report(void *arg, int64_t done, int64_t total)
 	return false;				/* a cancel arrives as an ERROR from the hook */
 }
 
+static double
+seconds_since(TimestampTz t)
+{
+	return (double) (GetCurrentTimestamp() - t) / USECS_PER_SEC;
+}
+
 static char *
 json_number(double x)
 {
@@ -187,9 +193,17 @@ train(CorpqJob *job, cq_fa_trainer *fwd, cq_fa_trainer *rev, const LexOptions *o
 	}
 }
 
+/* Seconds of each phase: reading, em (with setup), dictionary. */
+typedef struct PhaseTimes
+{
+	double		reading;
+	double		em;
+	double		dictionary;
+} PhaseTimes;
+
 static char *
 stats_json(const LexCorpus *c, const cq_fa_stats *sf, const cq_fa_stats *sr,
-		   double tf, double tr, const cq_lexdict *d, double seconds)
+		   double tf, double tr, const cq_lexdict *d, const PhaseTimes *pt)
 {
 	return psprintf("{\"rows\": " INT64_FORMAT ", \"pairs\": " INT64_FORMAT
 					", \"skipped_pairs\": " INT64_FORMAT
@@ -198,14 +212,15 @@ stats_json(const LexCorpus *c, const cq_fa_stats *sf, const cq_fa_stats *sr,
 					", \"loglik_per_token\": {\"src-tgt\": %s, \"tgt-src\": %s}"
 					", \"tension\": {\"src-tgt\": %s, \"tgt-src\": %s}"
 					", \"table_bytes\": %zu, \"dictionary_entries\": " INT64_FORMAT
-					", \"seconds\": %.3f}",
+					", \"seconds\": {\"reading\": %.3f, \"em\": %.3f, \"dictionary\": %.3f}}",
 					c->rows, (int64) (c->bitext.n_pairs - sf->skipped_pairs),
 					(int64) (c->null_rows + sf->skipped_pairs),
 					c->src_tokens, c->tgt_tokens,
 					c->bitext.src_vocab, c->bitext.tgt_vocab,
 					json_number(per_token(sf)), json_number(per_token(sr)),
 					json_number(tf), json_number(tr),
-					sf->bytes + sr->bytes, (int64) d->nnz, seconds);
+					sf->bytes + sr->bytes, (int64) d->nnz,
+					pt->reading, pt->em, pt->dictionary);
 }
 
 void
@@ -213,6 +228,8 @@ lexicon_train_job(CorpqJob *job)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz start = GetCurrentTimestamp();
+	TimestampTz phase;
+	PhaseTimes	pt;
 	char	   *name;
 	char	   *query;
 	LexOptions	o;
@@ -229,8 +246,6 @@ lexicon_train_job(CorpqJob *job)
 	cq_align_progress prog = {report, &p, PROGRESS_EVERY};
 	LexResult	r;
 	int64		translations;
-	long		secs;
-	int			usecs;
 	StringInfoData result;
 	MemoryContext old;
 
@@ -247,6 +262,8 @@ lexicon_train_job(CorpqJob *job)
 	corpq_job_progress(job, "reading", 0, 0, "rows", NULL, true);
 	lexicon_read_corpus(job, query, &o, &c, cxt);
 	commit_xact(cxt);
+	pt.reading = seconds_since(start);
+	phase = GetCurrentTimestamp();
 
 	/* em */
 	if (cq_bitext_validate(&c.bitext, &err) != CQ_ALIGN_OK)
@@ -258,6 +275,8 @@ lexicon_train_job(CorpqJob *job)
 	if (!(rev = cq_fa_trainer_create(&c.bitext, &fo, &err)))
 		align_error("could not start fast_align", &err);
 	train(job, fwd, rev, &o, c.bitext.n_pairs);
+	pt.em = seconds_since(phase);
+	phase = GetCurrentTimestamp();
 
 	/* dictionary: Viterbi both ways, symmetrise, count links */
 	p.total = (double) c.bitext.n_pairs;
@@ -270,9 +289,10 @@ lexicon_train_job(CorpqJob *job)
 		align_error("could not build the lexicon", &err);
 	cq_fa_trainer_free(fwd);
 	cq_fa_trainer_free(rev);
+	pt.dictionary = seconds_since(phase);
+	phase = GetCurrentTimestamp();
 
 	/* writing: everything, and the job's result, in one transaction */
-	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
 	r.name = name;
 	r.opt = &o;
 	r.corpus = &c;
@@ -280,17 +300,16 @@ lexicon_train_job(CorpqJob *job)
 	r.dict = &dict;
 	r.job_id = job->id;
 	r.stats_json = stats_json(&c, &sf, &sr, lx.fwd.par.tension, lx.rev.par.tension,
-							  &dict, secs + usecs / 1e6);
+							  &dict, &pt);
 	begin_xact(cxt);
 	corpq_job_progress(job, "writing", 0, 0, "rows", NULL, true);
 	translations = lexicon_store(job, &r);
-	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
 	initStringInfo(&result);
 	appendStringInfoString(&result, "{\"lexicon\": ");
 	escape_json(&result, name);
 	appendStringInfo(&result, ", \"translations\": " INT64_FORMAT
-					 ", \"stats\": %s, \"total_seconds\": %.3f}",
-					 translations, r.stats_json, secs + usecs / 1e6);
+					 ", \"stats\": %s, \"writing_seconds\": %.3f, \"total_seconds\": %.3f}",
+					 translations, r.stats_json, seconds_since(phase), seconds_since(start));
 	corpq_job_finish(job, result.data);
 	commit_xact(cxt);
 }

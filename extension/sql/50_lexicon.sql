@@ -61,7 +61,7 @@ COMMENT ON TABLE corpq.lexicon_entropy IS
     'word translation entropy H(y|x) = -sum p ln p in nats (thesis Eq. 6.4), for source tokens with at least one link';
 
 -- What the SQL functions load, in one row: the serialised core models (both
--- directions, unpruned), the token lists in id order, source-side corpus
+-- directions, entries t >= 1e-7), the token lists in id order, source-side corpus
 -- counts (word_rarity) and per-source-token links and entropy (as arrays,
 -- so that mono_uncertainty loads without scanning lexicon_entropy).
 CREATE TABLE corpq.lexicon_models (
@@ -73,6 +73,8 @@ CREATE TABLE corpq.lexicon_models (
     src_links   bigint[] NOT NULL,
     src_entropy float8[] NOT NULL
 );
+-- doubles do not compress: store the model uncompressed, out of line
+ALTER TABLE corpq.lexicon_models ALTER COLUMN model SET STORAGE EXTERNAL;
 COMMENT ON TABLE corpq.lexicon_models IS
     'serialised fast_align models and vocabularies of each lexicon, read by align(), align_score(), coverage(), mono_uncertainty(), word_rarity()';
 
