@@ -614,10 +614,14 @@ class Core:
 
 
 # ---- training: a functional autograd model and the C training API ----------
-def ref_loss(cfg, P, pairs, eps, dtype=torch.float64):
+def ref_loss(cfg, P, pairs, eps, dtype=torch.float64, dropout=0.0):
     """Summed label-smoothed cross-entropy (torch's label_smoothing) and the
     token count for pairs under parameters P {corpq name: tensor}; written
-    from models/FORMAT.md with padded batches and masks, autograd-ready."""
+    from models/FORMAT.md with padded batches and masks, autograd-ready.
+    dropout > 0: torch's own dropout at the core's sites (for benchmarks;
+    its masks are not the core's)."""
+    def drop(x):
+        return F.dropout(x, dropout, True) if dropout > 0 else x
     d, H = cfg["d_model"], cfg["heads"]
     dh = d // H
     B = len(pairs)
@@ -652,36 +656,39 @@ def ref_loss(cfg, P, pairs, eps, dtype=torch.float64):
     def attend(q, k, v, mask):
         s = heads(q) @ heads(k).transpose(-1, -2) / math.sqrt(dh)
         s = s.masked_fill(~mask[:, None], float("-inf"))
-        o = torch.softmax(s, dim=-1) @ heads(v)
+        o = drop(torch.softmax(s, dim=-1)) @ heads(v)
         return o.transpose(1, 2).reshape(B, q.shape[1], d)
 
     def ffn(x, p):
         h = lin(x, p + "fc1")
         h = torch.relu(h) if cfg["activation"] == "relu" else F.gelu(h)
-        return lin(h, p + "fc2")
+        return lin(drop(h), p + "fc2")
 
-    x = src_tab[src] * math.sqrt(d) + spos[:S][None]
+    x = drop(src_tab[src] * math.sqrt(d) + spos[:S][None])
     emask = src_ok[:, None, :].expand(B, S, S)
     for i in range(cfg["encoder_layers"]):
         p = "encoder.layers.%d." % i
         q, k, v = lin(ln(x, p + "self_attn_layer_norm"), p + "self_attn.qkv").split(d, -1)
-        x = x + lin(attend(q, k, v, emask), p + "self_attn.out_proj")
-        x = x + ffn(ln(x, p + "final_layer_norm"), p)
+        x = x + drop(lin(attend(q, k, v, emask), p + "self_attn.out_proj"))
+        x = x + drop(ffn(ln(x, p + "final_layer_norm"), p))
     enc = ln(x, "encoder.layer_norm")
-    y = tgt_tab[din] * math.sqrt(d) + tpos[:T][None]
+    y = drop(tgt_tab[din] * math.sqrt(d) + tpos[:T][None])
     smask = causal[None].expand(B, T, T)
     cmask = src_ok[:, None, :].expand(B, T, S)
     for i in range(cfg["decoder_layers"]):
         p = "decoder.layers.%d." % i
         q, k, v = lin(ln(y, p + "self_attn_layer_norm"), p + "self_attn.qkv").split(d, -1)
-        y = y + lin(attend(q, k, v, smask), p + "self_attn.out_proj")
+        y = y + drop(lin(attend(q, k, v, smask), p + "self_attn.out_proj"))
         q = lin(ln(y, p + "encoder_attn_layer_norm"), p + "encoder_attn.q")
         k, v = lin(enc, p + "encoder_attn.kv").split(d, -1)
-        y = y + lin(attend(q, k, v, cmask), p + "encoder_attn.out_proj")
-        y = y + ffn(ln(y, p + "final_layer_norm"), p)
+        y = y + drop(lin(attend(q, k, v, cmask), p + "encoder_attn.out_proj"))
+        y = y + drop(ffn(ln(y, p + "final_layer_norm"), p))
     logits = ln(y, "decoder.layer_norm") @ out_w.T
-    rows = torch.cat([logits[b, : len(dins[b])] for b in range(B)])
-    gold = torch.tensor([g for gs in golds for g in gs])
+    valid = torch.stack([torch.arange(T) < len(t) for t in dins])
+    gold_pad = torch.full((B, T), PAD, dtype=torch.long)
+    for b in range(B):
+        gold_pad[b, : len(golds[b])] = torch.tensor(golds[b])
+    rows, gold = logits[valid], gold_pad[valid]     # pair after pair, as packed
     return F.cross_entropy(rows, gold, reduction="sum", label_smoothing=eps), len(gold)
 
 
@@ -736,6 +743,8 @@ class TrainCore(Core):
         lib.cq_train_state_new.argtypes = [ctypes.POINTER(_Model), P,
                                            ctypes.POINTER(ctypes.POINTER(_TrainState)), P]
         lib.cq_train_state_free.argtypes = [ctypes.POINTER(_TrainState)]
+        lib.cq_model_param_floats.argtypes = [ctypes.POINTER(_Model)]
+        lib.cq_model_param_floats.restype = ctypes.c_size_t
         for f in (lib.cq_train_gradients, lib.cq_train_step):
             f.argtypes = [ctypes.POINTER(_TrainState), P, ctypes.c_int, P, P]
 
