@@ -60,7 +60,7 @@ corpq_cav_tokens(PG_FUNCTION_ARGS)
 		values[2] = Int32GetDatum((int32) t.nnz);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	PG_RETURN_NULL();
+	return (Datum) 0;
 }
 
 /*
@@ -79,7 +79,7 @@ corpq_cav_entries(PG_FUNCTION_ARGS)
 	cavsql_open_arg(fcinfo, 0, &v);
 	InitMaterializedSRF(fcinfo, 0);
 	if (!find_token(fcinfo, 1, &v, &idx))
-		PG_RETURN_NULL();
+		return (Datum) 0;
 	cav_entry_iter_init(&v, idx, &it);
 	while (cav_entry_iter_next(&it, &e))
 	{
@@ -97,7 +97,7 @@ corpq_cav_entries(PG_FUNCTION_ARGS)
 		values[3] = Int64GetDatum(e.count);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	PG_RETURN_NULL();
+	return (Datum) 0;
 }
 
 /* corpq.cav_cosine(cav, a, b) -> cosine of the two flattened matrices */
@@ -135,7 +135,7 @@ corpq_cav_similar(PG_FUNCTION_ARGS)
 	cavsql_open_arg(fcinfo, 0, &v);
 	InitMaterializedSRF(fcinfo, 0);
 	if (!find_token(fcinfo, 1, &v, &q))
-		PG_RETURN_NULL();
+		return (Datum) 0;
 	cap = Min((uint32) k, v.n_mat);
 	idx = palloc(cap * sizeof(uint32));
 	sim = palloc(cap * sizeof(double));
@@ -152,7 +152,7 @@ corpq_cav_similar(PG_FUNCTION_ARGS)
 		values[1] = Float8GetDatum(sim[i]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	PG_RETURN_NULL();
+	return (Datum) 0;
 }
 
 /*

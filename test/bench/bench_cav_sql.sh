@@ -93,6 +93,16 @@ FROM c$L, corpq.cav_stats(c);
 SET client_min_messages = debug1;
 SELECT (SELECT corpq.cav_accumulate(src, tgt, $L) FROM pairs) IS NOT NULL AS done;
 RESET client_min_messages;
+-- combining two halves: cav_merge (linear byte merge, the combine function)
+-- against cav_sum (rebuild a hash state from each value, merge, serialise)
+CREATE TEMP TABLE h$L AS
+SELECT id <= (SELECT count(*) / 2 FROM pairs) AS first, corpq.cav_accumulate(src, tgt, $L) AS c
+FROM pairs GROUP BY 1;
+SELECT round(m::numeric, 1) AS cav_merge_ms, round(s::numeric, 1) AS cav_sum_ms, round((s / m)::numeric, 2) AS ratio,
+       (SELECT md5(corpq.cav_to_bytea(corpq.cav_merge(a.c, b.c))) FROM h$L a, h$L b WHERE a.first AND NOT b.first)
+       = (SELECT md5(corpq.cav_to_bytea(c)) FROM c$L) AS merged_equals_one_pass
+FROM best_ms('SELECT md5(corpq.cav_to_bytea(corpq.cav_merge(a.c, b.c))) FROM h$L a, h$L b WHERE a.first AND NOT b.first', 3) m,
+     best_ms('SELECT md5(corpq.cav_to_bytea(corpq.cav_sum(c))) FROM h$L', 3) s;
 SELECT round(best_ms('SELECT count(*) FROM c$L, corpq.cav_tokens(c)', 3)::numeric, 1) AS cav_tokens_ms,
        round(best_ms('SELECT count(*) FROM c$L, corpq.cav_similar(c, ''de'', 10)', 3)::numeric, 1) AS cav_similar_ms,
        round(best_ms('SELECT corpq.cav_cosine(c, ''de'', ''la'') FROM c$L', 3)::numeric, 1) AS cav_cosine_ms,
