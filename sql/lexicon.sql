@@ -110,6 +110,21 @@ SELECT s, t, abs(corpq.align_score('toy1', s, t) -
                ('the zzz', 'la mesa')) v(s, t);
 SELECT corpq.align('toy1', 'the dog runs', 'el perro corre') AS intersect_links;
 
+-- the other fast_align options reach the trainer: variational Bayes, a fixed
+-- tension, no diagonal prior, union symmetrisation
+SELECT corpq.lexicon_train('toy_vb', 'SELECT src, tgt FROM lex_bitext',
+                           '{"variational_bayes": true, "alpha": 0.05, "p0": 0.1, "tension": 2,
+                             "optimize_tension": false, "favor_diagonal": false,
+                             "symmetrize": "union", "iterations": 4}') AS job \gset
+SELECT corpq.job_wait(:job, '120 s');
+SELECT options ->> 'variational_bayes' AS vb, options ->> 'alpha' AS alpha, options ->> 'symmetrize' AS sym,
+       stats -> 'tension' ->> 'src-tgt' AS tension
+  FROM corpq.lexicons WHERE name = 'toy_vb';
+SELECT DISTINCT ON (src) src, tgt
+  FROM corpq.lexicon_dictionary WHERE lexicon = 'toy_vb' AND src IN ('dog', 'house', 'runs')
+ ORDER BY src, count DESC;
+SELECT corpq.align('toy_vb', 'the dog runs', 'el perro corre') AS union_links;
+
 -- lowercase and a BPE segmenter apply to training and to the functions
 SELECT corpq.bpe_import('lex_bpe', E'#version: 0.2\nr u\nru n\nrun s</w>\n');
 SELECT corpq.lexicon_train('toy_bpe', 'SELECT upper(src), tgt FROM lex_bitext',

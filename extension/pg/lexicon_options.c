@@ -10,6 +10,7 @@
 #include "catalog/pg_collation.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/float.h"
 #include "utils/formatting.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
@@ -201,13 +202,14 @@ lexicon_options_json(const LexOptions *o)
 	StringInfoData b;
 
 	initStringInfo(&b);
-	appendStringInfo(&b, "{\"model\": \"%s\", \"iterations\": %d, \"p0\": %.17g, "
-					 "\"tension\": %.17g, \"optimize_tension\": %s, "
-					 "\"variational_bayes\": %s, \"alpha\": %.17g, "
+	/* float8out_internal: the shortest text that reads back exactly */
+	appendStringInfo(&b, "{\"model\": \"%s\", \"iterations\": %d, \"p0\": %s, "
+					 "\"tension\": %s, \"optimize_tension\": %s, "
+					 "\"variational_bayes\": %s, \"alpha\": %s, "
 					 "\"favor_diagonal\": %s, \"symmetrize\": \"%s\", \"bpe\": ",
-					 o->ibm1 ? "ibm1" : "fast_align", o->iterations, o->p0,
-					 o->tension, o->optimize_tension ? "true" : "false",
-					 o->variational_bayes ? "true" : "false", o->alpha,
+					 o->ibm1 ? "ibm1" : "fast_align", o->iterations, float8out_internal(o->p0),
+					 float8out_internal(o->tension), o->optimize_tension ? "true" : "false",
+					 o->variational_bayes ? "true" : "false", float8out_internal(o->alpha),
 					 o->favor_diagonal ? "true" : "false",
 					 lexicon_sym_name(o->symmetrize));
 	escape_json(&b, o->bpe);
