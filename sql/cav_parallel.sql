@@ -97,5 +97,26 @@ SELECT corpq.cav_accumulate(src, tgt || repeat(' z' || id, 30), 2000) IS NULL FR
 RESET work_mem;
 RESET max_parallel_workers_per_gather;
 
+-- hash aggregation that spills to disk gives the same per-group CAVs as sorting
+SET max_parallel_workers_per_gather = 0;
+SET work_mem = '64kB';
+SET enable_sort = off;
+\set q_spill 'SELECT string_agg(md5(corpq.cav_to_bytea(c)), '','' ORDER BY g) AS groups_ FROM (SELECT id % 500 AS g, corpq.cav_accumulate(src, tgt, 6) AS c FROM cav_par GROUP BY 1) s'
+CREATE FUNCTION pg_temp.hash_batches(q text) RETURNS int LANGUAGE plpgsql AS $$
+DECLARE p json;
+BEGIN
+    EXECUTE 'EXPLAIN (ANALYZE, FORMAT json) ' || q INTO p;
+    RETURN (SELECT (p->0->'Plan'->'Plans'->0->>'HashAgg Batches')::int);
+END $$;
+SELECT pg_temp.hash_batches(:'q_spill') > 1 AS spilled;
+:q_spill \gset hash_
+RESET enable_sort;
+SET enable_hashagg = off;
+:q_spill \gset sort_
+SELECT :'hash_groups_' = :'sort_groups_' AS spill_equal;
+RESET enable_hashagg;
+RESET work_mem;
+RESET max_parallel_workers_per_gather;
+
 SELECT corpq.bpe_drop('cav_par_bpe');
 DROP TABLE cav_par;
