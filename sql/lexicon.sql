@@ -187,6 +187,8 @@ BEGIN
         EXIT WHEN EXISTS (SELECT 1 FROM corpq.job_progress p
                            WHERE p.phase = 'em' AND p.figures ? 'loglik_per_token');
         PERFORM pg_sleep(0.05);
+        -- pg_stat_activity is read once per transaction unless cleared
+        PERFORM pg_stat_clear_snapshot();
     END LOOP;
 END $$;
 SELECT state, phase, unit, total = 2 * 999 * 20000 AS total_ok, done > 0 AS moving,
