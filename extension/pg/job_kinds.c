@@ -8,9 +8,11 @@
 
 #include "pg/jobs.h"
 #include "pg/lexicon_catalog.h"
+#include "pg/train_job.h"
 
 static const CorpqJobKind kinds[] = {
 	{"lexicon_train", lexicon_train_job, true},
+	{"train", train_job, true},
 	{NULL, NULL, false}
 };
 

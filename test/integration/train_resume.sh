@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Training jobs survive crashes (corpq preloaded): a tiny model is trained on a
+# generated corpus three times with the same seed --
+#   ref:    uninterrupted;
+#   killed: its worker is killed with SIGKILL after the first checkpoint (a
+#           crash-restart of the whole server, same postmaster start time);
+#   stopped: the server is stopped with -m immediate after the first
+#           checkpoint and started again;
+# each interrupted job must be requeued, resume from its last checkpoint
+# (attempts = 2, resumed_from_step >= checkpoint interval), reach the
+# requested step count with a finite loss, leave a log without gaps, and end
+# with weights byte-identical to ref's (the core's resume is exact and the
+# data cursor is saved with the optimizer state).
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here/../.."
+
+if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
+	CORPQ_IN_CLUSTER=preload timeout 900 pg_virtualenv -t \
+		-o shared_preload_libraries=corpq -o max_worker_processes=16 \
+		"$here/$(basename "$0")"
+	echo "train_resume: ok"
+	exit 0
+fi
+
+fail() { echo "train_resume: FAIL: $*" >&2; exit 1; }
+q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
+log() { echo "train_resume: $*"; }
+cluster_ready() {
+	for _ in $(seq 600); do
+		q -c "SELECT 1" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "the server did not come back"
+}
+# wait for the first checkpoint of job $1; fail if the job ends before
+wait_checkpoint() {
+	for _ in $(seq 3000); do
+		[ "$(q -c "SELECT count(*) FROM corpq.train_checkpoints WHERE job = $1")" -ge 1 ] && return 0
+		sleep 0.1
+	done
+	fail "job $1 wrote no checkpoint: $(q -c "SELECT state, error FROM corpq.jobs WHERE id = $1")"
+}
+
+STEPS=240
+EVERY=20
+OPTS="{\"steps\": $STEPS, \"checkpoint_every\": $EVERY, \"validate_every\": 40, \"max_tokens\": 512, \"lr\": 0.003, \"warmup\": 20, \"seed\": 5, \"threads\": 1, \"keep_checkpoints\": 2}"
+
+q -c "CREATE EXTENSION corpq"
+q <<'SQL'
+CREATE TABLE pairs AS
+SELECT g AS id,
+       (ARRAY['news', 'web', 'bible'])[1 + g % 3] AS domain,
+       (SELECT string_agg('w' || ((g * 7919 + k * 104729 + (g % 13) * k * k) % 40), ' ' ORDER BY k)
+          FROM generate_series(1, 3 + g % 6) k) AS src
+  FROM generate_series(1, 1500) g;
+ALTER TABLE pairs ADD COLUMN tgt text;
+UPDATE pairs SET tgt = (SELECT string_agg('v' || ((substr(w, 2)::int * 7 + 3) % 40), ' ' ORDER BY o)
+                          FROM regexp_split_to_table(src, ' ') WITH ORDINALITY t(w, o));
+SELECT corpq.vocab_build('tr_src', 'SELECT src FROM pairs');
+SELECT corpq.vocab_build('tr_tgt', 'SELECT tgt FROM pairs');
+SELECT corpq.model_create(m, '{"preset": "tiny", "max_positions": 32}', 'tr_src', 'tr_tgt', 1)
+  FROM unnest(ARRAY['ref', 'killed', 'stopped']) m;
+SQL
+submit() {
+	q -c "SELECT corpq.train('$1', 'SELECT src, tgt, domain FROM pairs WHERE id % 10 <> 0 ORDER BY id',
+	                         'SELECT src, tgt, domain FROM pairs WHERE id % 10 = 0 ORDER BY id', '$OPTS')"
+}
+final_md5() {
+	q -c "SELECT md5(v.weights) FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model
+	       WHERE c.name = '$1' ORDER BY v.version DESC LIMIT 1"
+}
+check_job() {
+	local job=$1 model=$2
+	local st
+	st=$(q -c "SELECT state || ' attempts=' || attempts || coalesce(' error=' || error, '') FROM corpq.jobs WHERE id = $job")
+	[ "$(q -c "SELECT state FROM corpq.jobs WHERE id = $job")" = succeeded ] || fail "job $job ($model): $st"
+	[ "$(q -c "SELECT (result ->> 'steps')::int FROM corpq.jobs WHERE id = $job")" = "$STEPS" ] \
+		|| fail "job $job ($model) did not reach $STEPS steps"
+	[ "$(q -c "SELECT (result ->> 'final_train_loss')::float8 BETWEEN 0 AND 100 FROM corpq.jobs WHERE id = $job")" = t ] \
+		|| fail "job $job ($model): final loss not finite"
+	# the log: steps 1..STEPS, each once, finite losses
+	[ "$(q -c "SELECT count(*) = $STEPS AND min(step) = 1 AND max(step) = $STEPS
+	             AND bool_and(train_loss BETWEEN 0 AND 100) FROM corpq.train_log WHERE job = $job")" = t ] \
+		|| fail "job $job ($model): the log has gaps: $(q -c "SELECT count(*), min(step), max(step) FROM corpq.train_log WHERE job = $job")"
+	# pruning: keep_checkpoints state rows
+	[ "$(q -c "SELECT count(*) FROM corpq.train_checkpoints WHERE job = $job")" = 2 ] \
+		|| fail "job $job ($model): not 2 checkpoints kept"
+}
+
+ref=$(submit ref)
+[ "$(q -c "SELECT corpq.job_wait($ref, '600 s')")" = succeeded ] || fail "ref: $(q -c "SELECT error FROM corpq.jobs WHERE id = $ref")"
+check_job "$ref" ref
+log "uninterrupted run: $(q -c "SELECT result ->> 'steps', result ->> 'final_train_loss', result -> 'dev' ->> 'final_loss' FROM corpq.jobs WHERE id = $ref")"
+
+# ---- kill -9 of the worker: crash-restart ----
+job=$(submit killed)
+wait_checkpoint "$job"
+pid=$(q -c "SELECT worker_pid FROM corpq.jobs WHERE id = $job")
+at=$(q -c "SELECT max(step) FROM corpq.train_checkpoints WHERE job = $job")
+log "kill -9 of worker $pid of job $job after its checkpoint at step $at"
+kill -9 "$pid"
+sleep 1
+cluster_ready
+[ "$(q -c "SELECT corpq.job_wait($job, '600 s')")" = succeeded ] || fail "killed: $(q -c "SELECT state, error FROM corpq.jobs WHERE id = $job")"
+check_job "$job" killed
+[ "$(q -c "SELECT attempts FROM corpq.jobs WHERE id = $job")" = 2 ] || fail "killed: not 2 attempts"
+from=$(q -c "SELECT result ->> 'resumed_from_step' FROM corpq.jobs WHERE id = $job")
+[ "$from" -ge "$EVERY" ] || fail "killed: resumed from step '$from'"
+[ "$(final_md5 killed)" = "$(final_md5 ref)" ] || fail "killed: final weights differ from the uninterrupted run"
+log "killed: resumed from step $from, final weights identical to the uninterrupted run"
+
+# ---- the whole server stopped -m immediate ----
+job=$(submit stopped)
+wait_checkpoint "$job"
+at=$(q -c "SELECT max(step) FROM corpq.train_checkpoints WHERE job = $job")
+log "stopping the server (-m immediate) during job $job, checkpoint at step $at"
+pg_ctlcluster "$PGVERSION" regress stop -m immediate
+pg_ctlcluster "$PGVERSION" regress start
+cluster_ready
+[ "$(q -c "SELECT corpq.job_wait($job, '600 s')")" = succeeded ] || fail "stopped: $(q -c "SELECT state, error FROM corpq.jobs WHERE id = $job")"
+check_job "$job" stopped
+from=$(q -c "SELECT result ->> 'resumed_from_step' FROM corpq.jobs WHERE id = $job")
+[ "$from" -ge "$EVERY" ] || fail "stopped: resumed from step '$from'"
+[ "$(final_md5 stopped)" = "$(final_md5 ref)" ] || fail "stopped: final weights differ from the uninterrupted run"
+log "stopped: resumed from step $from, final weights identical to the uninterrupted run"
+
+# no torn models: every version loads (the scoring path checks the CRC)
+[ "$(q -c "SELECT count(*) FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model,
+             LATERAL corpq.sent_prob(c.name || '@' || v.version, 'w1 w2', 'v10 v17') p WHERE p > 0")" \
+  = "$(q -c "SELECT count(*) FROM corpq.model_versions")" ] || fail "a version does not load"
