@@ -13,7 +13,7 @@ SELECT * FROM corpq.cav_entries((SELECT c FROM ex), 'y');
 -- x occurs once: x d0, b d1, a d2
 SELECT * FROM corpq.cav_entries((SELECT c FROM ex), 'x');
 SELECT * FROM corpq.cav_tokens((SELECT c FROM ex));
-SELECT c FROM ex;
+SELECT corpq.cav_summary(c) FROM ex;
 SELECT * FROM corpq.cav_stats((SELECT c FROM ex));
 SELECT corpq.cav_to_jsonb(c) FROM ex;
 -- the dense 4 x 8 matrix of y, rebuilt from the jsonb rows/distances
@@ -63,7 +63,7 @@ SELECT corpq.cav_accumulate('a', 'x', NULL::int);
 CREATE TEMP TABLE ex_r AS
 SELECT corpq.cav_accumulate(s, t, 8, ARRAY['y', 'never']) AS c
 FROM (VALUES ('a b', 'x y'), ('b', 'y y')) v(s, t);
-SELECT c FROM ex_r;
+SELECT corpq.cav_summary(c) FROM ex_r;
 SELECT * FROM corpq.cav_tokens((SELECT c FROM ex_r));
 -- y's matrix is the unrestricted one; x has none
 SELECT (SELECT array_agg(e ORDER BY e::text) FROM corpq.cav_entries(r.c, 'y') e) =
@@ -185,9 +185,16 @@ SELECT corpq.cav_accumulate('a', 'x', 8, NULL, 'no_such_bpe');
 SELECT corpq.bpe_drop('cav_bpe');
 
 -- ---- I/O ------------------------------------------------------------------------------
--- the text form is a summary; the hex form of the canonical bytes reads back
-SELECT corpq.cav_to_bytea(corpq.cav_to_bytea(c)::text::corpq.cav) = corpq.cav_to_bytea(c) AS hex_round_trip
+-- the text form is the hex form of the canonical bytes, whatever bytea_output
+-- says, so text round-trips (pg_dump, COPY); cav_summary reads as a summary
+SELECT corpq.cav_to_bytea(c::text::corpq.cav) = corpq.cav_to_bytea(c) AS text_round_trip,
+       c::text = corpq.cav_to_bytea(c)::text AS text_is_hex
 FROM whole;
+SET bytea_output = escape;
+SELECT left(c::text, 10) AS text_start, corpq.cav_to_bytea(c::text::corpq.cav) = corpq.cav_to_bytea(c) AS still_round_trips
+FROM whole;
+RESET bytea_output;
+SELECT corpq.cav_summary(c) FROM whole;
 SELECT 'CAV pairs=2 l_max=8'::corpq.cav;
 SELECT '\x00'::corpq.cav;
 SELECT corpq.cav_to_bytea(corpq.cav_from_bytea(corpq.cav_to_bytea(c))) = corpq.cav_to_bytea(c) AS bytea_round_trip

@@ -6,9 +6,9 @@
  * cav argument read by a function go through the core's full validator, so
  * no reader ever walks unchecked offsets.
  *
- * Text form: cav_out prints a one-line summary, which cannot be read back;
- * cav_in accepts only the hex form of the canonical bytes ('\x4351...', as
- * corpq.cav_to_bytea(v)::text prints them), validated.
+ * Text form: the hex form of the canonical bytes ('\x4351...', like bytea),
+ * so that pg_dump and COPY round-trip a cav column; cav_in validates it.
+ * corpq.cav_summary(v) is the human-readable one-line summary.
  */
 #include "postgres.h"
 
@@ -31,6 +31,7 @@ PG_FUNCTION_INFO_V1(corpq_cav_from_bytea);
 PG_FUNCTION_INFO_V1(corpq_cav_to_bytea);
 PG_FUNCTION_INFO_V1(corpq_cav_to_jsonb);
 PG_FUNCTION_INFO_V1(corpq_cav_stats);
+PG_FUNCTION_INFO_V1(corpq_cav_summary);
 
 size_t
 cavsql_byte_limit(void)
@@ -124,8 +125,8 @@ corpq_cav_in(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("invalid input syntax for type corpq.cav"),
-				 errdetail("The text output of a cav is a summary and cannot be read back."),
-				 errhint("Write the canonical bytes in hex ('\\x4351...', as corpq.cav_to_bytea(v)::text prints them) or use corpq.cav_from_bytea(bytea).")));
+				 errdetail("A cav is written as the hex form of its canonical bytes, as it prints ('\\x4351...')."),
+				 errhint("Use corpq.cav_from_bytea(bytea) for raw bytes, and corpq.cav_summary(cav) to read a summary.")));
 	b = DatumGetByteaPP(DirectFunctionCall1(byteain, CStringGetDatum(s)));
 	cavsql_check_bytes(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b), "text input");
 	PG_RETURN_POINTER(cavsql_make_varlena(VARDATA_ANY(b), VARSIZE_ANY_EXHDR(b)));
@@ -141,16 +142,36 @@ total_nnz(const cav_view *v)
 	return nnz;
 }
 
-/* corpq.cav_out(cav): a one-line summary */
+/*
+ * corpq.cav_out(cav): the canonical bytes in hex ('\x...'), whatever
+ * bytea_output says, so that the text form always reads back
+ */
 Datum
 corpq_cav_out(PG_FUNCTION_ARGS)
 {
 	cav_view	v;
+	char	   *out;
+	uint64		n;
 
 	cavsql_open_arg(fcinfo, 0, &v);
-	PG_RETURN_CSTRING(psprintf("CAV pairs=" UINT64_FORMAT " l_max=%u source_tokens=%u target_tokens=%u restricted=%u matrices=%u nonzeros=" UINT64_FORMAT " bytes=%zu",
+	out = palloc_extended(v.len * 2 + 3, MCXT_ALLOC_HUGE);
+	out[0] = '\\';
+	out[1] = 'x';
+	n = hex_encode((const char *) v.buf, v.len, out + 2);
+	out[2 + n] = '\0';
+	PG_RETURN_CSTRING(out);
+}
+
+/* corpq.cav_summary(cav): a one-line human-readable summary */
+Datum
+corpq_cav_summary(PG_FUNCTION_ARGS)
+{
+	cav_view	v;
+
+	cavsql_open_arg(fcinfo, 0, &v);
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("CAV pairs=" UINT64_FORMAT " l_max=%u source_tokens=%u target_tokens=%u restricted=%u matrices=%u nonzeros=" UINT64_FORMAT " bytes=%zu",
 							   (uint64) v.n_pairs, v.l_max, v.n_src, v.n_tgt,
-							   v.n_restrict, v.n_mat, total_nnz(&v), v.len));
+							   v.n_restrict, v.n_mat, total_nnz(&v), v.len)));
 }
 
 /* corpq.cav_recv(internal): the canonical bytes, validated */

@@ -50,7 +50,13 @@ CREATE TYPE corpq.cav (
     STORAGE = extended
 );
 COMMENT ON TYPE corpq.cav IS
-    'Corpus Analysis Vectors: one sparse (source ++ target dictionary) x l_max count matrix per target token; text output is a summary, binary I/O the canonical layout';
+    'Corpus Analysis Vectors: one sparse (source ++ target dictionary) x l_max count matrix per target token; text I/O is the hex form of the canonical layout (so dumps and COPY round-trip), binary I/O the layout itself; corpq.cav_summary() reads as a summary';
+
+CREATE FUNCTION corpq.cav_summary(corpq.cav) RETURNS text
+    AS 'MODULE_PATHNAME', 'corpq_cav_summary'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.cav_summary(corpq.cav) IS
+    'one-line summary of a cav: pairs, l_max, dictionary sizes, matrices, nonzeros, bytes';
 
 CREATE FUNCTION corpq.cav_from_bytea(bytea) RETURNS corpq.cav
     AS 'MODULE_PATHNAME', 'corpq_cav_from_bytea'
