@@ -39,7 +39,7 @@ endif
 PG_CPPFLAGS = -I$(CURDIR)/extension $(PG_CPPFLAGS_CHECKS)
 PG_CFLAGS   = $(WARN)
 SHLIB_LINK  = -ldl -lm
-EXTRA_CLEAN = $(DATA_built) test/unit/run_unit test/unit/run_unit_san \
+EXTRA_CLEAN = $(DATA_built) $(OBJS:.o=.d) test/unit/run_unit test/unit/run_unit_san \
 	test/libcorpqcore.so results regression.diffs regression.out
 
 # JIT bitcode is of no use for corpq's functions and needs clang.
@@ -48,6 +48,10 @@ override with_llvm = no
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# Rebuild objects when a header they include changes.
+override CPPFLAGS += -MMD -MP
+-include $(OBJS:.o=.d)
 
 # The core is C99 with its own optimisation level.
 $(CORE_OBJS): CFLAGS += -Wno-declaration-after-statement $(CORE_OPT)
