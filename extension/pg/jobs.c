@@ -53,7 +53,6 @@ corpq_job_launch(Oid dboid, int64 job_id, Oid session_role, Oid owner,
 }
 
 /* Set by corpq_register_job_launcher() in the postmaster; inherited by backends. */
-extern bool corpq_jobs_preloaded;
 
 /*
  * Mark jobs whose worker is gone as failed; returns how many.  With corpq

@@ -82,6 +82,9 @@ PGDLLEXPORT void corpq_job_main(Datum arg);
 PGDLLEXPORT void corpq_job_launcher_main(Datum arg);
 PGDLLEXPORT void corpq_job_recovery_main(Datum arg);
 
+/* True when corpq was preloaded: restart orphans are left to recovery. */
+extern bool corpq_jobs_preloaded;
+
 /* Register the recovery launcher; _PG_init calls it when preloaded. */
 void		corpq_register_job_launcher(void);
 
