@@ -52,8 +52,6 @@ corpq_job_launch(Oid dboid, int64 job_id, Oid session_role, Oid owner,
 				 errhint("Raise max_worker_processes (it needs a restart), or wait for running jobs to finish.")));
 }
 
-/* Set by corpq_register_job_launcher() in the postmaster; inherited by backends. */
-
 /*
  * Mark jobs whose worker is gone as failed; returns how many.  With corpq
  * preloaded, jobs orphaned by a server restart belong to the recovery worker
