@@ -525,6 +525,7 @@ static bool
 update(Run *r, MemoryContext upd)
 {
 	TimestampTz t0 = GetCurrentTimestamp();
+	TimestampTz t1;
 	cq_train_batch *batches;
 	cq_train_stats stats;
 	cq_nn_error err = {0};
@@ -546,7 +547,8 @@ update(Run *r, MemoryContext upd)
 		diverged(r, &err);
 	if (s != CQ_NN_OK)
 		corpq_nn_error_report(s, "training step failed", err.message);
-	dt = (double) (GetCurrentTimestamp() - t0) / USECS_PER_SEC;
+	t1 = GetCurrentTimestamp();
+	dt = (double) (t1 - t0) / USECS_PER_SEC;
 	r->cur.seconds += dt;
 	r->cur.tokens_done += stats.tokens;
 	r->last_loss = stats.loss;
@@ -595,6 +597,8 @@ update(Run *r, MemoryContext upd)
 	}
 	MemoryContextSwitchTo(r->cxt);
 	MemoryContextReset(upd);
+	/* the budget counts validation, logging and checkpoints too */
+	r->cur.seconds += (double) (GetCurrentTimestamp() - t1) / USECS_PER_SEC;
 	return !done;
 }
 
