@@ -62,6 +62,14 @@ CREATE FUNCTION corpq.catalog_diff(node regclass)
     SET search_path = pg_catalog, pg_temp
     AS $$
 BEGIN
+    IF (SELECT count(*) FROM pg_attribute a
+         WHERE a.attrelid = node AND a.attnum > 0 AND NOT a.attisdropped
+           AND (a.attname, a.atttypid) IN (('kind', 'text'::regtype), ('name', 'text'::regtype),
+                                           ('version', 'int4'::regtype), ('fingerprint', 'text'::regtype))) <> 4 THEN
+        RAISE EXCEPTION 'relation % is not shaped like corpq.catalog_fingerprints', node
+            USING ERRCODE = 'wrong_object_type',
+                  HINT = 'It needs the columns kind text, name text, version int and fingerprint text.';
+    END IF;
     RETURN QUERY EXECUTE format(
         'SELECT coalesce(h.kind, t.kind), coalesce(h.name, t.name), coalesce(h.version, t.version),
                 h.fingerprint, t.fingerprint
