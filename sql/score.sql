@@ -135,6 +135,9 @@ SELECT array_agg(id) = array_agg(id ORDER BY id DESC) AS query_order, count(*) F
 SELECT id, score > 0 AS scored
   FROM corpq.score('s1', $$SELECT NULL::int, 'a1', 'x1' UNION ALL SELECT 5::smallint, 'a2'::varchar, 'x2'$$);
 SELECT count(*) FROM corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs WHERE false');
+SELECT count(*) FILTER (WHERE sc.score = corpq.sent_logprob('s1', p.src, p.tgt)) AS huge_batch_equal
+  FROM corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs', 'sent_logprob', 2147483647) sc
+  JOIN score_pairs p USING (id);
 -- score() errors
 SELECT * FROM corpq.score('s1', 'SELECT src, tgt FROM score_pairs');
 SELECT * FROM corpq.score('s1', 'SELECT id, src, 5 FROM score_pairs');

@@ -139,8 +139,9 @@ static void
 score_chunk(CorpqScorer *s, const ScoreArgs *a, ChunkRow *rows, int n)
 {
 	ChunkRow  **order = palloc(n * sizeof(ChunkRow *));
-	cq_pair    *pairs = palloc(a->batch_size * sizeof(cq_pair));
-	double	   *res = palloc(a->batch_size * sizeof(double));
+	int			cap = Min(a->batch_size, Max(n, 1));	/* a batch never exceeds the chunk */
+	cq_pair    *pairs = palloc(cap * sizeof(cq_pair));
+	double	   *res = palloc(cap * sizeof(double));
 	int			m = 0;
 
 	for (int i = 0; i < n; i++)
