@@ -89,6 +89,62 @@ BEGIN
   END LOOP;
   RAISE WARNING 'corrupted images rejected: %', rejected;
 END $$;
+-- the same with the checksum fixed up, so that the deeper checks (configuration,
+-- tensor table, offsets) must catch it: an ERROR or a valid image, never a crash
+SELECT corpq.model_create('m_fz', '{"d_model": 2, "heads": 1, "encoder_layers": 1, "decoder_layers": 1,
+  "ffn_dim": 1, "activation": "relu", "dropout": 0, "attention_dropout": 0, "activation_dropout": 0,
+  "max_positions": 4, "positions": "learned", "tie_output": false, "share_embeddings": false}',
+  'model_src', 'model_tgt');
+CREATE FUNCTION pg_temp.crc32(b bytea) RETURNS bigint LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE
+  t bigint[];
+  c bigint;
+BEGIN
+  FOR n IN 0 .. 255 LOOP
+    c := n;
+    FOR k IN 1 .. 8 LOOP
+      c := CASE WHEN c & 1 = 1 THEN (c >> 1) # 3988292384 ELSE c >> 1 END;
+    END LOOP;
+    t[n] := c;
+  END LOOP;
+  c := 4294967295;
+  FOR i IN 0 .. length(b) - 1 LOOP
+    c := t[(c # get_byte(b, i)) & 255] # (c >> 8);
+  END LOOP;
+  RETURN c # 4294967295;
+END $$;
+CREATE FUNCTION pg_temp.reseal(b bytea) RETURNS bytea LANGUAGE sql IMMUTABLE AS $$
+  SELECT body || set_byte(set_byte(set_byte(set_byte('\x00000000'::bytea, 0, (c & 255)::int),
+                1, ((c >> 8) & 255)::int), 2, ((c >> 16) & 255)::int), 3, ((c >> 24) & 255)::int)
+    FROM (SELECT substring(b FROM 1 FOR length(b) - 4) AS body) s,
+         LATERAL (SELECT pg_temp.crc32(body) AS c) k
+$$;
+SELECT pg_temp.reseal(corpq.model_export('m_fz')) = corpq.model_export('m_fz') AS crc_ok,
+       length(corpq.model_export('m_fz')) AS bytes;
+DO $$
+DECLARE
+  img bytea := corpq.model_export('m_fz');
+  data_off int := get_byte(img, 24) + 256 * get_byte(img, 25);
+  binary_err int := 0;
+  param_err int := 0;
+  accepted int := 0;
+BEGIN
+  FOR i IN 8 .. data_off - 1 BY 3 LOOP
+    BEGIN
+      PERFORM corpq.model_import('m_fz_' || i, pg_temp.reseal(set_byte(img, i, (get_byte(img, i) + 1 + i % 200) % 256)),
+                                 'model_src', 'model_tgt');
+      accepted := accepted + 1;
+    EXCEPTION
+      WHEN invalid_binary_representation THEN binary_err := binary_err + 1;
+      WHEN invalid_parameter_value THEN param_err := param_err + 1;
+    END;
+  END LOOP;
+  RAISE WARNING 'resealed corruptions of bytes 8..%: % rejected as malformed, % as an invalid configuration or vocabulary mismatch, % valid',
+    data_off - 1, binary_err, param_err, accepted;
+END $$;
+SELECT count(*) AS valid_corruptions_imported FROM corpq.models WHERE name LIKE 'm\_fz\_%';
+SELECT corpq.model_drop(name) FROM corpq.models WHERE name LIKE 'm\_fz%' ORDER BY name;
+
 -- a valid image of another configuration
 SELECT corpq.model_import('m1', corpq.model_export('m_full'));
 SELECT corpq.model_import('m1', corpq.model_export('m1@1'), 'model_tgt');
