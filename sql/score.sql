@@ -87,8 +87,11 @@ SELECT corpq.uncertainty('s0', src, tgt, 'enteos', 1) = (SELECT entropy FROM cor
        corpq.uncertainty('s0', src, tgt, 'vartp', 7, 3) = corpq.uncertainty('s0', src, tgt, 'vartp', 1) AS no_dropout_no_variation
   FROM (VALUES ('a1 b2 c0', 'x3 y4 y4')) v(src, tgt);
 
--- errors
+-- errors (the list of existing models in the detail is checked in model.sql;
+-- tests running before this one may leave models of their own)
+\set VERBOSITY terse
 SELECT corpq.sent_prob('nope', 'a', 'x');
+\set VERBOSITY default
 SELECT corpq.sent_prob('s1@9', 'a', 'x');
 SELECT corpq.sent_prob('s1@9'::corpq.pinned_model, 'a', 'x');
 SELECT corpq.sent_prob('s1', 'a1 a1 a1 a1 a1 a1 a1 a1 a1 a1 a1 a1', 'x');
@@ -147,7 +150,9 @@ SELECT * FROM corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs', 'sent_pr
 SELECT * FROM corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs', 'uncertainty', 8, 'enteos', 0);
 SELECT * FROM corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs', 'uncertainty', 8, 'nope');
 SELECT * FROM corpq.score('s1', $$SELECT 1, 'a1', 'x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1'$$);
+\set VERBOSITY terse
 SELECT * FROM corpq.score('nope', 'SELECT id, src, tgt FROM score_pairs');
+\set VERBOSITY default
 
 -- leave the catalog as found (later tests list vocabularies)
 SELECT corpq.model_drop(name) FROM corpq.models ORDER BY name;
