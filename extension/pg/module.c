@@ -9,6 +9,7 @@
 
 #include "pg/corpq.h"
 #include "pg/jobs.h"
+#include "pg/model_catalog.h"
 
 PG_MODULE_MAGIC;
 
@@ -39,6 +40,7 @@ _PG_init(void)
 							4, 1, 1024,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	corpq_model_define_gucs();
 	MarkGUCPrefixReserved("corpq");
 	if (process_shared_preload_libraries_in_progress)
 		corpq_register_job_launcher();
