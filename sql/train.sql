@@ -166,3 +166,10 @@ SELECT count(*) AS visible_checkpoints FROM corpq.train_checkpoints;
 RESET ROLE;
 DROP OWNED BY regress_train_other;
 DROP ROLE regress_train_other;
+
+-- dropping the model drops its checkpoints' state rows with its versions
+SELECT corpq.model_drop('tm');
+SELECT count(*) AS checkpoints_left FROM corpq.train_checkpoints;
+SELECT corpq.vocab_drop('train_src'), corpq.vocab_drop('train_tgt');
+DROP VIEW train_set, dev_set;
+DROP TABLE train_pairs;
