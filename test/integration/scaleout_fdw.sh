@@ -199,6 +199,10 @@ echo "$p" | grep -q "Remote SQL: SELECT domain, avg(corpq.sent_prob('m@1'::corpq
 p=$(plan "SELECT domain, corpq.cav_accumulate(src, tgt, 6) FROM corpus_dom GROUP BY domain")
 echo "$p" | grep -q "Remote SQL: SELECT domain, corpq.cav_accumulate(src, tgt, 6) FROM public.corpus_dom_shard GROUP BY 1" ||
 	fail "per-domain cav_accumulate not pushed down whole: $p"
+# merging the per-partition CAVs on the coordinator: each one is shipped whole
+p=$(plan "SELECT corpq.cav_sum(c) FROM (SELECT domain, corpq.cav_accumulate(src, tgt, 6) c FROM corpus_dom GROUP BY domain) g")
+echo "$p" | grep -q "Remote SQL: SELECT domain, corpq.cav_accumulate(src, tgt, 6) FROM public.corpus_dom_shard GROUP BY 1" ||
+	fail "cav_sum over per-domain cav_accumulate: $p"
 # not grouped by the partition key: partial states are not shipped (PG 15)
 p=$(plan "SELECT corpq.cav_accumulate(src, tgt, 6) FROM corpus")
 echo "$p" | grep -q "Remote SQL: SELECT src, tgt FROM public.corpus_shard" || fail "cav_accumulate over all shards: $p"

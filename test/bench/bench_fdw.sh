@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Coordinator overhead of postgres_fdw scale-out (README-scale.md).  Three
+# local servers (test/integration/scaleout_fdw.sh's helpers); real en-es
+# pairs from ../shared/corpora (skipped without them), cut to 20 tokens per
+# side, preset tiny (untrained; speed does not depend on weights).
+#   1. one node holds all pairs; the coordinator reads them through one
+#      foreign table: per-row scores shipped back (a view on the node
+#      computes them), sum() pushed down whole, and pairs fetched and scored
+#      on the coordinator (a text-named model is not shipped) -- each against
+#      the same query run directly on the node: rows/s and the overhead
+#   2. the pairs hash-partitioned over two nodes (asynchronous foreign scans):
+#      rows/s through the partitions vs one node alone.  Two nodes on this
+#      2-core machine share the cores with the coordinator, so this shows
+#      concurrency, not machines.
+# EXPLAIN (ANALYZE, TIMING OFF) execution times, best of 3 alternating runs.
+# Usage: bench_fdw.sh [ROWS]   (default 4000: tiny scores ~400 pairs/s per core)
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+cd "$here/../.."
+shared=${CORPQ_CORPORA:-/work/shared/corpora}
+[ -d "$shared/en-es" ] || { echo "bench_fdw: $shared/en-es not found, skipped"; exit 0; }
+rows=${1:-4000}
+CORPQ_SCALEOUT_LIB=1 source test/integration/scaleout_fdw.sh
+
+start_node c
+start_node n1
+start_node n2
+for n in c n1 n2; do qn $n -c "CREATE EXTENSION corpq"; done
+punct="([[:punct:]]|¿|¡|«|»|’|‘|“|”|—|…)"
+cp "$shared"/en-es/{bible,ddtp,l10n}.tsv "$so_tmp/" && chmod 644 "$so_tmp"/*.tsv
+qn c >/dev/null <<SQL
+CREATE TABLE raw (id text, domain text, src text, tgt text);
+\copy raw FROM '$so_tmp/bible.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\b', HEADER)
+\copy raw FROM '$so_tmp/ddtp.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\b', HEADER)
+\copy raw FROM '$so_tmp/l10n.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\b', HEADER)
+CREATE TABLE pairs AS
+SELECT row_number() OVER (ORDER BY md5(id))::bigint AS id, domain,
+       array_to_string((regexp_split_to_array(lower(regexp_replace(src, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS src,
+       array_to_string((regexp_split_to_array(lower(regexp_replace(tgt, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS tgt
+  FROM raw;
+DELETE FROM pairs WHERE id > $rows;
+SELECT corpq.vocab_build('b_src', 'SELECT src FROM pairs', NULL, 8000);
+SELECT corpq.vocab_build('b_tgt', 'SELECT tgt FROM pairs', NULL, 8000);
+SELECT corpq.model_create('m', '{"preset": "tiny"}', 'b_src', 'b_tgt', 1);
+SQL
+copy_catalog c n1
+copy_catalog c n2
+link_nodes c n1 n2
+qn c -c "SELECT corpq.catalog_check('fp_n1', 'fp_n2')" >/dev/null
+qn c -c "\\copy pairs TO '$so_tmp/pairs.tsv'"
+for n in n1 n2; do
+	qn $n >/dev/null <<SQL
+CREATE TABLE pairs_all (id bigint PRIMARY KEY, domain text, src text, tgt text);
+\copy pairs_all FROM '$so_tmp/pairs.tsv'
+CREATE TABLE pairs_shard (LIKE pairs_all INCLUDING ALL);
+CREATE VIEW scored_all AS
+SELECT id, corpq.sent_prob('m@1'::corpq.pinned_model, src, tgt) AS p FROM pairs_all;
+CREATE VIEW scored_shard AS
+SELECT id, corpq.sent_prob('m@1'::corpq.pinned_model, src, tgt) AS p FROM pairs_shard;
+VACUUM ANALYZE pairs_all;
+SQL
+done
+qn c >/dev/null <<'SQL'
+ALTER SERVER n1 OPTIONS (ADD async_capable 'true', ADD fetch_size '1000', ADD batch_size '1000');
+ALTER SERVER n2 OPTIONS (ADD async_capable 'true', ADD fetch_size '1000', ADD batch_size '1000');
+CREATE FOREIGN TABLE pairs_n1 (id bigint, domain text, src text, tgt text)
+    SERVER n1 OPTIONS (table_name 'pairs_all');
+CREATE FOREIGN TABLE scored_n1 (id bigint, p float8) SERVER n1 OPTIONS (table_name 'scored_all');
+CREATE TABLE pairs_part (id bigint, domain text, src text, tgt text) PARTITION BY HASH (id);
+CREATE FOREIGN TABLE pairs_part0 PARTITION OF pairs_part FOR VALUES WITH (MODULUS 2, REMAINDER 0)
+    SERVER n1 OPTIONS (table_name 'pairs_shard');
+CREATE FOREIGN TABLE pairs_part1 PARTITION OF pairs_part FOR VALUES WITH (MODULUS 2, REMAINDER 1)
+    SERVER n2 OPTIONS (table_name 'pairs_shard');
+INSERT INTO pairs_part SELECT * FROM pairs;
+CREATE TABLE scored_part (id bigint, p float8) PARTITION BY HASH (id);
+CREATE FOREIGN TABLE scored_part0 PARTITION OF scored_part FOR VALUES WITH (MODULUS 2, REMAINDER 0)
+    SERVER n1 OPTIONS (table_name 'scored_shard');
+CREATE FOREIGN TABLE scored_part1 PARTITION OF scored_part FOR VALUES WITH (MODULUS 2, REMAINDER 1)
+    SERVER n2 OPTIONS (table_name 'scored_shard');
+SQL
+for n in n1 n2; do qn $n -c "VACUUM ANALYZE pairs_shard"; done
+half1=$(qn n1 -c "SELECT count(*) FROM pairs_shard")
+
+# exec_time NODE QUERY: execution time in seconds (EXPLAIN ANALYZE, TIMING OFF)
+exec_time() {
+	qn "$1" -c "SET jit = off" -c "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) $2" |
+		sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | awk '{ printf "%.3f", $1 / 1000 }'
+}
+# best NAME1 NODE1 QUERY1 NAME2 NODE2 QUERY2: best of 3 alternating runs -> t_NAME
+best() {
+	local i a b
+	eval "t_$1=1e9 t_$4=1e9"
+	for i in 1 2 3; do
+		a=$(exec_time "$2" "$3")
+		b=$(exec_time "$5" "$6")
+		eval "t_$1=\$(awk -v x=\$t_$1 -v y=$a 'BEGIN { print (y < x) ? y : x }')"
+		eval "t_$4=\$(awk -v x=\$t_$4 -v y=$b 'BEGIN { print (y < x) ? y : x }')"
+	done
+}
+rate() { awk -v n="$1" -v t="$2" 'BEGIN { printf "%.0f", n / t }'; }
+over() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f%%", 100 * (a / b - 1) }'; }
+
+echo "bench_fdw: $rows real en-es pairs (20 tokens max per side), preset tiny, 3 servers on 2 cores;"
+echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
+pinned="corpq.sent_prob('m@1'::corpq.pinned_model, src, tgt)"
+best direct n1 "SELECT id, p FROM scored_all" fdw c "SELECT id, p FROM scored_n1"
+echo "| per-row scores shipped back (view on the node) | direct on n1 $(rate $rows $t_direct) rows/s ($t_direct s) | through the coordinator $(rate $rows $t_fdw) rows/s ($t_fdw s) | overhead $(over $t_fdw $t_direct) |"
+best direct n1 "SELECT sum(p) FROM scored_all" fdw c "SELECT sum(p) FROM scored_n1"
+echo "| sum(sent_prob) pushed down | direct on n1 $(rate $rows $t_direct) rows/s ($t_direct s) | through the coordinator $(rate $rows $t_fdw) rows/s ($t_fdw s) | overhead $(over $t_fdw $t_direct) |"
+best direct n1 "SELECT id, $pinned FROM pairs_all" fdw c "SELECT id, corpq.sent_prob('m', src, tgt) FROM pairs_n1"
+echo "| pairs fetched, scored on the coordinator (name, STABLE) | direct on n1 $(rate $rows $t_direct) rows/s ($t_direct s) | coordinator $(rate $rows $t_fdw) rows/s ($t_fdw s) | overhead $(over $t_fdw $t_direct) |"
+best fetch c "SELECT id, src, tgt FROM pairs_n1" local n1 "SELECT id, src, tgt FROM pairs_all"
+echo "| fetch only, no scoring | on n1 $(rate $rows $t_local) rows/s | through the coordinator $(rate $rows $t_fetch) rows/s: $(awk -v a=$t_fetch -v b=$t_local -v n=$rows 'BEGIN { printf "%.1f us", 1e6 * (a - b) / n }') per row on top |"
+best two c "SELECT id, p FROM scored_part" one n1 "SELECT id, p FROM scored_shard"
+echo "| per-row scores, 2 nodes (async) | n1 alone, its $half1 rows: $(rate $half1 $t_one) rows/s | both through the coordinator: $(rate $rows $t_two) rows/s | $(awk -v a=$t_two -v b=$t_one -v n=$rows -v h=$half1 'BEGIN { printf "%.2fx the one-node rate", (n / a) / (h / b) }') |"
