@@ -2,7 +2,8 @@
 # Benchmark of corpq.train() on real en-es pairs (../shared/corpora: bible,
 # l10n, ddtp): preset small, BPE vocabularies of 8000 per side, one worker,
 # one OpenBLAS thread, max_tokens 4096, for a wall-clock budget
-# (BENCH_SECONDS, default 900).  Reports:
+# (BENCH_SECONDS, default 900; BENCH_MAX_TOKENS, BENCH_LR, BENCH_WARMUP
+# override 4096, 0.001, 60).  Reports:
 #   - dev perplexity per domain (and the unigram baseline of the same dev
 #     set, from training counts in SQL) at every validation;
 #   - ROC AUC per domain of sent_prob: held-out pairs vs the same sources
@@ -54,7 +55,7 @@ echo "bench_train_sql: data, BPE and vocabularies in $(( $(date +%s) - t0 )) s; 
 q -c "SELECT domain, count(*) FILTER (WHERE r > 600), count(*) FILTER (WHERE r <= 300),
              count(*) FILTER (WHERE r > 300 AND r <= 600) FROM pairs GROUP BY 1 ORDER BY 1"
 
-opts="{\"max_seconds\": $seconds, \"max_tokens\": 4096, \"lr\": 0.001, \"warmup\": 60, \"threads\": 1,
+opts="{\"max_seconds\": $seconds, \"max_tokens\": ${BENCH_MAX_TOKENS:-4096}, \"lr\": ${BENCH_LR:-0.001}, \"warmup\": ${BENCH_WARMUP:-60}, \"threads\": 1,
        \"validate_every\": 50, \"checkpoint_every\": 100, \"seed\": 1}"
 job=$(q -c "SELECT corpq.train('small', 'SELECT src, tgt, domain FROM train_set ORDER BY src, tgt',
                                'SELECT src, tgt, domain FROM dev_set ORDER BY src, tgt', '$opts')")
