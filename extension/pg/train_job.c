@@ -499,8 +499,6 @@ checkpoint(Run *r, bool validated)
 					   num(r->last_nll), validated ? num(r->last_dev) : "null",
 					   validated ? num(exp(r->last_dev)) : "null",
 					   validated ? r->last_dev_json : "null");
-	corpq_job_progress(r->job, "checkpoint", (double) r->st->step, (double) r->total,
-					   "updates", NULL, true);
 	/* the log rows may commit asynchronously, a checkpoint must not */
 	SPI_execute("SET LOCAL synchronous_commit = on", false, 0);
 	(void) train_checkpoint_write(r->job->id, r->model_id, r->st, version_image(r), &r->cur,

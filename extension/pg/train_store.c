@@ -198,6 +198,10 @@ train_checkpoint_resume(int64 job, cq_train_state **st, TrainCursor *cur)
 		elog(ERROR, "could not read corpq.train_checkpoints");
 	if (SPI_processed == 0)
 	{
+		/* a run that died before its first checkpoint starts over, log too */
+		if (SPI_execute_with_args("DELETE FROM corpq.train_log WHERE job OPERATOR(pg_catalog.=) $1",
+								  1, argtypes, v, NULL, false, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not trim corpq.train_log");
 		SPI_finish();
 		return false;
 	}

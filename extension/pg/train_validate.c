@@ -99,8 +99,8 @@ train_validate(CorpqJob *job, const cq_model *m, const TrainCorpus *dev,
 		pfree(out.sent_logp);
 		pfree(out.sent_count);
 		pfree(pairs);
-		corpq_job_progress(job, "validating", (double) to, (double) dev->n_pairs,
-						   "pairs", NULL, false);
+		/* no progress report: a phase change would restart the training rate */
+		CHECK_FOR_INTERRUPTS();
 	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(cxt);

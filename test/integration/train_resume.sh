@@ -6,6 +6,8 @@
 #           crash-restart of the whole server, same postmaster start time);
 #   stopped: the server is stopped with -m immediate after the first
 #           checkpoint and started again;
+#   early:  its worker is killed before its first checkpoint (it starts
+#           over: log rows of the dead run are replaced, not duplicated);
 # each interrupted job must be requeued, resume from its last checkpoint
 # (attempts = 2, resumed_from_step >= checkpoint interval), reach the
 # requested step count with a finite loss, leave a log without gaps, and end
@@ -60,11 +62,11 @@ UPDATE pairs SET tgt = (SELECT string_agg('v' || ((substr(w, 2)::int * 7 + 3) % 
 SELECT corpq.vocab_build('tr_src', 'SELECT src FROM pairs');
 SELECT corpq.vocab_build('tr_tgt', 'SELECT tgt FROM pairs');
 SELECT corpq.model_create(m, '{"preset": "tiny", "max_positions": 32}', 'tr_src', 'tr_tgt', 1)
-  FROM unnest(ARRAY['ref', 'killed', 'stopped']) m;
+  FROM unnest(ARRAY['ref', 'killed', 'stopped', 'early']) m;
 SQL
 submit() {
 	q -c "SELECT corpq.train('$1', 'SELECT src, tgt, domain FROM pairs WHERE id % 10 <> 0 ORDER BY id',
-	                         'SELECT src, tgt, domain FROM pairs WHERE id % 10 = 0 ORDER BY id', '$OPTS')"
+	                         'SELECT src, tgt, domain FROM pairs WHERE id % 10 = 0 ORDER BY id', '${2:-$OPTS}')"
 }
 final_md5() {
 	q -c "SELECT md5(v.weights) FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model
@@ -129,3 +131,22 @@ log "stopped: resumed from step $from, final weights identical to the uninterrup
 [ "$(q -c "SELECT count(*) FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model,
              LATERAL corpq.sent_prob(c.name || '@' || v.version, 'w1 w2', 'v10 v17') p WHERE p > 0")" \
   = "$(q -c "SELECT count(*) FROM corpq.model_versions")" ] || fail "a version does not load"
+
+# ---- kill -9 before the first checkpoint: the job starts over ----
+job=$(submit early "${OPTS/\"checkpoint_every\": $EVERY/\"checkpoint_every\": 120}")
+for _ in $(seq 3000); do
+	[ "$(q -c "SELECT count(*) FROM corpq.train_log WHERE job = $job")" -ge 2 ] && break
+	sleep 0.05
+done
+[ "$(q -c "SELECT count(*) FROM corpq.train_checkpoints WHERE job = $job")" = 0 ] || fail "early: a checkpoint came first"
+pid=$(q -c "SELECT worker_pid FROM corpq.jobs WHERE id = $job")
+log "kill -9 of worker $pid of job $job at step $(q -c "SELECT max(step) FROM corpq.train_log WHERE job = $job"), before any checkpoint"
+kill -9 "$pid"
+sleep 1
+cluster_ready
+[ "$(q -c "SELECT corpq.job_wait($job, '600 s')")" = succeeded ] || fail "early: $(q -c "SELECT state, error FROM corpq.jobs WHERE id = $job")"
+check_job "$job" early
+[ "$(q -c "SELECT attempts || ' ' || coalesce(result ->> 'resumed_from_step', 'none') FROM corpq.jobs WHERE id = $job")" = "2 none" ] \
+	|| fail "early: expected a second attempt from scratch"
+[ "$(final_md5 early)" = "$(final_md5 ref)" ] || fail "early: final weights differ from the uninterrupted run"
+log "early: started over, final weights identical to the uninterrupted run"
