@@ -84,7 +84,7 @@ half1=$(qn n1 -c "SELECT count(*) FROM pairs_shard")
 # exec_time NODE QUERY: execution time in seconds (EXPLAIN ANALYZE, TIMING OFF)
 exec_time() {
 	qn "$1" -c "SET jit = off" -c "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) $2" |
-		sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | awk '{ printf "%.3f", $1 / 1000 }'
+		sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | awk '{ printf "%.6f", $1 / 1000 }'
 }
 # best NAME1 NODE1 QUERY1 NAME2 NODE2 QUERY2: best of 3 alternating runs -> t_NAME
 best() {
@@ -110,6 +110,6 @@ echo "| sum(sent_prob) pushed down | direct on n1 $(rate $rows $t_direct) rows/s
 best direct n1 "SELECT id, $pinned FROM pairs_all" fdw c "SELECT id, corpq.sent_prob('m', src, tgt) FROM pairs_n1"
 echo "| pairs fetched, scored on the coordinator (name, STABLE) | direct on n1 $(rate $rows $t_direct) rows/s ($t_direct s) | coordinator $(rate $rows $t_fdw) rows/s ($t_fdw s) | overhead $(over $t_fdw $t_direct) |"
 best fetch c "SELECT id, src, tgt FROM pairs_n1" local n1 "SELECT id, src, tgt FROM pairs_all"
-echo "| fetch only, no scoring | on n1 $(rate $rows $t_local) rows/s | through the coordinator $(rate $rows $t_fetch) rows/s: $(awk -v a=$t_fetch -v b=$t_local -v n=$rows 'BEGIN { printf "%.1f us", 1e6 * (a - b) / n }') per row on top |"
+echo "| fetch only, no scoring | on n1 $(rate $rows $t_local) rows/s ($t_local s) | through the coordinator $(rate $rows $t_fetch) rows/s ($t_fetch s) | $(awk -v a=$t_fetch -v b=$t_local -v n=$rows 'BEGIN { printf "%.1f us", 1e6 * (a - b) / n }') per row on top |"
 best two c "SELECT id, p FROM scored_part" one n1 "SELECT id, p FROM scored_shard"
 echo "| per-row scores, 2 nodes (async) | n1 alone, its $half1 rows: $(rate $half1 $t_one) rows/s | both through the coordinator: $(rate $rows $t_two) rows/s | $(awk -v a=$t_two -v b=$t_one -v n=$rows -v h=$half1 'BEGIN { printf "%.2fx the one-node rate", (n / a) / (h / b) }') |"
