@@ -54,3 +54,9 @@ SELECT kind, name, version, here IS NULL AS missing_here, there IS NULL AS missi
 SELECT corpq.catalog_check('sc_node');
 -- a relation that is not shaped like corpq.catalog_fingerprints
 SELECT corpq.catalog_check('sc_text');
+
+-- leave the catalog as found (later tests list models and vocabularies)
+SELECT corpq.model_drop(m) FROM unnest(ARRAY['sc_m', 'sc_m2', 'sc_m3']) m;
+SELECT corpq.vocab_drop('sc_src'), corpq.vocab_drop('sc_tgt');
+SELECT corpq.bpe_drop(b) FROM unnest(ARRAY['sc_bpe', 'sc_bpe2', 'sc_bpe3']) b;
+DROP TABLE sc_text, sc_node;

@@ -143,3 +143,11 @@ SELECT a.aggfnoid::regprocedure, a.aggtransfn, a.aggcombinefn, a.aggfinalfn,
        a.aggtranstype::regtype, a.aggserialfn, a.aggdeserialfn, p.proparallel
   FROM pg_aggregate a JOIN pg_proc p ON p.oid = a.aggfnoid
  WHERE p.pronamespace = 'corpq'::regnamespace ORDER BY 1::text;
+
+-- leave the catalog as found (later tests list models and vocabularies)
+SELECT corpq.lexicon_drop('sp_lex');
+DELETE FROM corpq.jobs WHERE id = :job;
+SELECT corpq.model_drop('sp_m');
+SELECT corpq.vocab_drop('sp_src'), corpq.vocab_drop('sp_tgt');
+SELECT corpq.bpe_drop('sp_bpe');
+DROP TABLE sp_corpus, sp_cavs;
