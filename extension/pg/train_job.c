@@ -511,7 +511,7 @@ diverged(Run *r, const cq_nn_error *err)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-			 errmsg("training diverged at update " INT64_FORMAT ": %s", r->st->step + 1, err->message),
+			 errmsg("training diverged: %s", err->message),
 			 r->resumed_from >= 0 || r->cur.best_version > 0
 			 ? errdetail("The job's checkpoints up to this point are kept in corpq.train_checkpoints.")
 			 : 0,
