@@ -46,6 +46,14 @@ typedef struct TrainOptions
 	char	   *strategy;		/* a name of train_sampler.c's table */
 	double		tau;			/* temperature strategy */
 	int			sampler_every;	/* dynamic strategies: updates between hooks */
+	/* multiuat / multidds (train_scorer.c) */
+	char	   *measure;		/* multiuat's uncertainty measure */
+	int			passes;			/* K Monte Carlo dropout passes */
+	double		prior_tau;		/* the scorer starts at temperature_weights(tau) */
+	double		scorer_lr;		/* Adam on psi */
+	int			scorer_steps;	/* Adam steps per update */
+	int			dev_tokens;		/* dev batch per corpus per update */
+	bool		baseline;		/* moving-average reward baseline */
 } TrainOptions;
 
 /* Validate options (ERROR naming the key and the valid range) with defaults. */
@@ -125,6 +133,7 @@ typedef struct TrainCursor
 	double		best_dev;		/* NaN: no validation yet */
 	int32		best_version;	/* 0: none */
 	int32		first_version;	/* the version training started from */
+	char	   *sampler_state;	/* a dynamic strategy's own state (JSON), NULL none */
 } TrainCursor;
 
 typedef struct TrainLogRow

@@ -90,6 +90,11 @@ corpq_train(PG_FUNCTION_ARGS)
 		dev = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	corpq_require_utf8();
 	train_options_parse(PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), &o);
+	if (train_strategy_find(o.strategy)->update && dev == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("strategy \"%s\" needs a dev query", o.strategy),
+				 errhint("Pass a dev query returning (src, tgt, label) with rows of every corpus label.")));
 	model_id = check_model(model, &ref);
 	/* unknown vocabularies or BPE models error here, listing the existing ones */
 	corpq_vocab_free(corpq_vocab_load(ref.src_vocab, CurrentMemoryContext));
@@ -499,6 +504,15 @@ checkpoint(Run *r, bool validated)
 					   num(r->last_nll), validated ? num(r->last_dev) : "null",
 					   validated ? num(exp(r->last_dev)) : "null",
 					   validated ? r->last_dev_json : "null");
+	if (r->strategy->save)
+	{
+		MemoryContext old = MemoryContextSwitchTo(r->cxt);
+
+		if (r->cur.sampler_state)
+			pfree(r->cur.sampler_state);
+		r->cur.sampler_state = r->strategy->save(r->sampler);
+		MemoryContextSwitchTo(old);
+	}
 	/* the log rows may commit asynchronously, a checkpoint must not */
 	SPI_execute("SET LOCAL synchronous_commit = on", false, 0);
 	(void) train_checkpoint_write(r->job->id, r->model_id, r->st, version_image(r), &r->cur,
@@ -555,6 +569,17 @@ update(Run *r, MemoryContext upd)
 	r->st->batch_in_epoch = r->cur.next[0];
 
 	done = budget_spent(r);
+	/* before the log transaction: its checkpoint saves the updated sampler */
+	if (r->strategy->update && r->st->step % r->o.sampler_every == 0 && !done)
+	{
+		TrainSamplerView view = {r->job, r->st->model, r->st->step,
+			r->has_dev ? &r->dev : NULL, r->dev_label, r->o.max_tokens,
+		&r->corpus, r->cur.tokens_done};
+
+		MemoryContextSwitchTo(r->cxt);
+		r->strategy->update(r->sampler, &view);
+		MemoryContextSwitchTo(upd);
+	}
 	ckpt = done || r->st->step % r->o.checkpoint_every == 0;
 	val = r->has_dev && (ckpt || r->st->step % r->o.validate_every == 0);
 	if (val)
@@ -573,6 +598,8 @@ update(Run *r, MemoryContext upd)
 	row.dev_loss = val ? r->last_dev : NAN;
 	begin_xact(upd);
 	train_log_write(r->job->id, &row);
+	if (r->strategy->log)
+		r->strategy->log(r->sampler, r->job->id);
 	if (ckpt)
 		checkpoint(r, val);
 	commit_xact(upd);
@@ -585,14 +612,6 @@ update(Run *r, MemoryContext upd)
 	corpq_job_progress(r->job, "training", (double) r->st->step,
 					   (double) Max(r->total, r->st->step), "updates", figures, true);
 
-	if (r->strategy->update && r->st->step % r->o.sampler_every == 0 && !done)
-	{
-		TrainSamplerView view = {r->job, r->st->model, r->st->step,
-		r->has_dev ? &r->dev : NULL, r->dev_label, r->o.max_tokens};
-
-		MemoryContextSwitchTo(r->cxt);
-		r->strategy->update(r->sampler, &view);
-	}
 	MemoryContextSwitchTo(r->cxt);
 	MemoryContextReset(upd);
 	/* the budget counts validation, logging and checkpoints too */
@@ -627,12 +646,13 @@ read_corpora(Run *r, int max_positions)
 		train_read_corpus(r->job, dev, "dev", sv, tv, max_positions, &r->dev, r->cxt);
 		r->has_dev = r->dev.n_pairs > 0;
 	}
-	r->dev_label = palloc(sizeof(int) * r->corpus.n_labels);
+	/* in the job's context: SPI may have left another one current */
+	r->dev_label = MemoryContextAlloc(r->cxt, sizeof(int) * r->corpus.n_labels);
 	for (int l = 0; l < r->corpus.n_labels; l++)
 		r->dev_label[l] = r->has_dev ? train_corpus_label(&r->dev, r->corpus.labels[l]) : -1;
 	r->devf.n_labels = r->has_dev ? r->dev.n_labels : 0;
-	r->devf.nll = palloc0(sizeof(double) * Max(1, r->devf.n_labels));
-	r->devf.tokens = palloc0(sizeof(long) * Max(1, r->devf.n_labels));
+	r->devf.nll = MemoryContextAllocZero(r->cxt, sizeof(double) * Max(1, r->devf.n_labels));
+	r->devf.tokens = MemoryContextAllocZero(r->cxt, sizeof(long) * Max(1, r->devf.n_labels));
 	corpq_vocab_free(sv);
 	corpq_vocab_free(tv);
 }
@@ -683,7 +703,10 @@ result_json(Run *r, double seconds_total)
 						 ", \"pairs\": " INT64_FORMAT "}",
 						 r->size[l], r->sampler->prob[l], r->sampler->draws[l], r->cur.pairs[l]);
 	}
-	appendStringInfoString(&b, "}}");
+	appendStringInfoChar(&b, '}');
+	if (r->strategy->result)
+		appendStringInfo(&b, ", \"sampler\": %s", r->strategy->result(r->sampler, r->cur.seconds));
+	appendStringInfoChar(&b, '}');
 	return b.data;
 }
 
@@ -718,6 +741,15 @@ train_job(CorpqJob *job)
 	init_cursor(r);
 	start_state(r, init, ref.version);
 	cq_model_free(init);
+	if (r->strategy->check)
+	{
+		TrainSamplerView view = {r->job, r->st->model, r->st->step, r->has_dev ? &r->dev : NULL,
+		r->dev_label, r->o.max_tokens, &r->corpus, r->cur.tokens_done};
+
+		r->strategy->check(r->sampler, &view);
+	}
+	if (r->strategy->load && r->cur.sampler_state)
+		r->strategy->load(r->sampler, r->cur.sampler_state);
 
 	/* training */
 	if (!budget_spent(r))

@@ -20,7 +20,8 @@
 #define VALID_KEYS "steps, epochs, max_seconds, max_tokens, update_freq, lr, " \
 	"warmup, warmup_init_lr, dropout, attention_dropout, activation_dropout, " \
 	"label_smoothing, weight_decay, clip_norm, seed, checkpoint_every, " \
-	"keep_checkpoints, validate_every, threads, strategy, tau, sampler_every"
+	"keep_checkpoints, validate_every, threads, strategy, tau, sampler_every, " \
+	TRAIN_BALANCE_KEYS
 
 /* Unset markers, resolved after all keys are read. */
 #define UNSET (-1)
@@ -80,7 +81,8 @@ defaults(TrainOptions *o)
 	o->threads = corpq_threads;
 	o->strategy = pstrdup("proportional");
 	o->tau = UNSET;
-	o->sampler_every = 100;
+	o->sampler_every = UNSET;	/* 100; 1000 for multiuat and multidds */
+	train_balance_defaults(o);
 }
 
 static void
@@ -136,6 +138,8 @@ set_option(TrainOptions *o, const char *key, JsonbValue *v)
 		if (train_strategy_find(o->strategy) == NULL)
 			bad_value(key, train_strategy_names());
 	}
+	else if (train_balance_option(o, key, v, bad_value))
+		;
 	else
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -168,6 +172,7 @@ resolve(TrainOptions *o)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("training option \"tau\" needs strategy \"temperature\""),
 				 errhint("Pass '{\"strategy\": \"temperature\", \"tau\": %g}'.", o->tau)));
+	train_balance_resolve(o);
 }
 
 void
@@ -226,6 +231,7 @@ train_options_json(const TrainOptions *o)
 		appendStringInfo(&b, ", \"activation_dropout\": %.17g", o->activation_dropout);
 	if (o->tau > 0)
 		appendStringInfo(&b, ", \"tau\": %.17g", o->tau);
+	train_balance_json(o, &b);
 	appendStringInfoString(&b, ", \"strategy\": ");
 	escape_json(&b, o->strategy);
 	appendStringInfoChar(&b, '}');

@@ -7,11 +7,16 @@
 
 #include "common/rng.h"
 #include "pg/train_sampler.h"
+#include "pg/train_scorer.h"
 
 static const TrainStrategy strategies[] = {
 	{"proportional", false, train_strategy_proportional_init, NULL},
 	{"temperature", true, train_strategy_temperature_init, NULL},
 	{"uniform", true, train_strategy_uniform_init, NULL},
+	{"multiuat", true, train_strategy_multiuat_init, train_strategy_multiuat_update,
+	train_scorer_check, train_scorer_save, train_scorer_load, train_scorer_log, train_scorer_result},
+	{"multidds", true, train_strategy_multidds_init, train_strategy_multidds_update,
+	train_scorer_check, train_scorer_save, train_scorer_load, train_scorer_log, train_scorer_result},
 	{NULL, false, NULL, NULL}
 };
 

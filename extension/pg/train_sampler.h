@@ -16,6 +16,9 @@
 
 #include "postgres.h"
 
+#include "lib/stringinfo.h"
+#include "utils/jsonb.h"
+
 #include "nn/model.h"
 #include "pg/train.h"
 
@@ -30,6 +33,8 @@ typedef struct TrainSamplerView
 	const TrainCorpus *dev;		/* dev pairs, NULL without a dev query */
 	const int  *dev_label;		/* [n] dev label of training corpus i, -1 none */
 	int			max_tokens;		/* for train_validate's batches */
+	const TrainCorpus *corpus;	/* the training pairs */
+	int64		tokens_done;	/* target tokens trained on so far */
 } TrainSamplerView;
 
 typedef struct TrainStrategy
@@ -41,6 +46,16 @@ typedef struct TrainStrategy
 	void		(*init) (TrainSampler *s, const TrainOptions *o);
 	/* NULL for static strategies; else rewrite s->prob[] */
 	void		(*update) (TrainSampler *s, const TrainSamplerView *view);
+	/* optional, NULL for static strategies: */
+	/* checks before the first update (dev labels, corpus count); ERROR to stop */
+	void		(*check) (TrainSampler *s, const TrainSamplerView *view);
+	/* the private state as JSON, saved with each checkpoint, and its restore */
+	char	   *(*save) (TrainSampler *s);
+	void		(*load) (TrainSampler *s, const char *json);
+	/* in each update's log transaction (SPI connected): write history rows */
+	void		(*log) (TrainSampler *s, int64 job);
+	/* a JSON value for the job's result ("sampler") */
+	char	   *(*result) (TrainSampler *s, double training_seconds);
 } TrainStrategy;
 
 struct TrainSampler
@@ -71,5 +86,21 @@ int			train_sampler_pick(const TrainSampler *s, int64 step, int micro);
 void		train_strategy_proportional_init(TrainSampler *s, const TrainOptions *o);
 void		train_strategy_temperature_init(TrainSampler *s, const TrainOptions *o);
 void		train_strategy_uniform_init(TrainSampler *s, const TrainOptions *o);
+
+/* The dynamic strategies (train_sampler_multiuat.c, train_sampler_multidds.c). */
+void		train_strategy_multiuat_init(TrainSampler *s, const TrainOptions *o);
+void		train_strategy_multiuat_update(TrainSampler *s, const TrainSamplerView *view);
+void		train_strategy_multidds_init(TrainSampler *s, const TrainOptions *o);
+void		train_strategy_multidds_update(TrainSampler *s, const TrainSamplerView *view);
+
+/* Their options (train_scorer.c): defaults, one key (false: not ours), resolve, JSON. */
+#define TRAIN_BALANCE_KEYS "measure, passes, update_every, prior_tau, scorer_lr, " \
+	"scorer_steps, dev_tokens, baseline"
+void		train_balance_defaults(TrainOptions *o);
+bool		train_balance_option(TrainOptions *o, const char *key, JsonbValue *v,
+								 void (*bad_value) (const char *key, const char *expected));
+void		train_balance_resolve(TrainOptions *o);
+void		train_balance_json(const TrainOptions *o, StringInfo b);
+bool		train_strategy_is_balance(const char *name);
 
 #endif

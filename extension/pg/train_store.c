@@ -75,9 +75,12 @@ cursor_json(const TrainCursor *c)
 		appendStringInfo(&b, "%s" INT64_FORMAT, i ? ", " : "", c->pairs[i]);
 	appendStringInfo(&b, "], \"pairs_done\": " INT64_FORMAT ", \"tokens_done\": " INT64_FORMAT
 					 ", \"seconds\": %.17g, \"best_dev\": %s, \"best_version\": %d"
-					 ", \"first_version\": %d}",
+					 ", \"first_version\": %d",
 					 c->pairs_done, c->tokens_done, c->seconds, num(c->best_dev),
 					 c->best_version, c->first_version);
+	if (c->sampler_state)
+		appendStringInfo(&b, ", \"sampler\": %s", c->sampler_state);
+	appendStringInfoChar(&b, '}');
 	return b.data;
 }
 
@@ -234,6 +237,9 @@ train_checkpoint_resume(int64 job, cq_train_state **st, TrainCursor *cur)
 	cur->best_dev = cursor_num(cursor, "{best_dev}");
 	cur->best_version = (int32) cursor_num(cursor, "{best_version}");
 	cur->first_version = (int32) cursor_num(cursor, "{first_version}");
+	cur->sampler_state = cursor_get(cursor, "{sampler}");
+	if (cur->sampler_state)
+		cur->sampler_state = MemoryContextStrdup(caller, cur->sampler_state);
 	if (cursor_get(cursor, psprintf("{streams,%d}", cur->n_streams - 1)) == NULL ||
 		cursor_get(cursor, psprintf("{streams,%d}", cur->n_streams)) != NULL ||
 		cursor_get(cursor, psprintf("{prob,%d}", cur->n_corpora)) != NULL)
