@@ -64,6 +64,7 @@ WHERE feature = '<orilla>' ORDER BY distance LIMIT 3;
 SELECT * FROM corpq.token_hits('cs_model', NULL, 'v1');
 SELECT * FROM corpq.token_hits('no_such_model', 'w1', 'v1');
 
+DELETE FROM corpq.jobs WHERE id = :job;
 SELECT corpq.model_drop('cs_model');
 SELECT corpq.vocab_drop('cs_src'), corpq.vocab_drop('cs_tgt');
 DROP TABLE cs_pairs;
