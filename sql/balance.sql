@@ -103,6 +103,10 @@ SELECT step, count(*) AS corpora, abs(sum(probability) - 1) < 1e-12 AS sums_to_1
        bool_and(reward BETWEEN -1 AND 1) AS cosines
   FROM corpq.train_sampling WHERE job = :dds GROUP BY step ORDER BY step;
 
+-- history rows go with their job (and tests after this one count jobs)
+DELETE FROM corpq.jobs WHERE id IN (:e1, :e2, :uat, :dds);
+SELECT count(*) AS rows_left FROM corpq.train_sampling;
+
 SELECT corpq.model_drop('bm');
 SELECT corpq.vocab_drop('bal_src'), corpq.vocab_drop('bal_tgt');
 DROP VIEW bal_train, bal_dev;
