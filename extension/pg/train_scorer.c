@@ -513,7 +513,8 @@ train_scorer_load(TrainSampler *s, const char *json)
 		sc->v[i] = json_number(json, "v", i);
 	}
 	softmax(sc->psi, sc->n, s->prob);
-	/* the prior row (step 0) is written again, the same values */
+	/* the prior row (step 0) committed before the first checkpoint */
+	sc->pending = false;
 }
 
 void

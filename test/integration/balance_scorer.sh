@@ -38,7 +38,7 @@ OPTS='{"strategy": "multiuat", "measure": "enteos", "steps": 80, "max_tokens": 5
        "scorer_lr": 0.02, "dev_tokens": 256, "checkpoint_every": 30, "threads": 1}'
 
 q -c "CREATE EXTENSION corpq"
-q <<'SQL'
+q >/dev/null <<'SQL'
 CREATE TABLE pairs AS
 SELECT g AS id,
        (ARRAY['big', 'mid', 'small'])[CASE WHEN g % 25 < 20 THEN 1 WHEN g % 25 < 24 THEN 2 ELSE 3 END] AS domain,
@@ -115,6 +115,8 @@ same=$(q -c "SELECT count(*) = (SELECT count(*) FROM corpq.train_sampling WHERE 
                                  AND (a.reward IS NULL AND b.reward IS NULL OR abs(a.reward - b.reward) < 1e-12))
                FROM corpq.train_sampling a JOIN corpq.train_sampling b USING (step, corpus)
               WHERE a.job = $ref AND b.job = $job")
-[ "$same" = t ] || fail "killed: the resumed history differs from the uninterrupted run"
+[ "$same" = t ] || fail "killed: the resumed history differs from the uninterrupted run: $(q -c "SELECT string_agg(step || ' ' || corpus || ' ' || a.probability || ' ' || b.probability, '; ')
+	       FROM corpq.train_sampling a JOIN corpq.train_sampling b USING (step, corpus)
+	      WHERE a.job = $ref AND b.job = $job AND a.probability IS DISTINCT FROM b.probability")"
 [ "$(final_md5 killed)" = "$(final_md5 ref)" ] || fail "killed: final weights differ from the uninterrupted run"
 log "killed: resumed from step $(q -c "SELECT result ->> 'resumed_from_step' FROM corpq.jobs WHERE id = $job"), same history and final weights as the uninterrupted run"
