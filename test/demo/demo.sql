@@ -42,3 +42,45 @@ SELECT corpq.vocab_build('en', 'SELECT src FROM corpus', bpe => 'es-en', max_siz
        corpq.vocab_build('es', 'SELECT tgt FROM corpus', bpe => 'es-en', max_size => 8000) AS es_size;
 SELECT corpq.vocab_encode('es', 'la lista de cambios') AS ids,
        corpq.vocab_decode('es', corpq.vocab_encode('es', 'la lista de cambios')) AS decoded;
+
+\echo '== 6. A bilingual lexicon by word alignment (fast_align both ways, grow-diag-final-and), as a background job'
+SELECT corpq.lexicon_train('lex', 'SELECT src, tgt FROM train_subset', '{"lowercase": true}') AS job \gset
+SELECT corpq.job_wait(:job) AS lexicon_job;
+SELECT d.src AS english, string_agg(d.tgt || ' ' || round(d.prob::numeric, 2), ', ' ORDER BY d.prob DESC) AS spanish
+FROM (SELECT *, row_number() OVER (PARTITION BY src ORDER BY prob DESC) AS r
+      FROM corpq.lexicon_dictionary WHERE lexicon = 'lex' AND src IN ('god', 'file', 'the', 'list')) d
+WHERE r <= 3 GROUP BY d.src ORDER BY d.src;
+SELECT left(src, 40) AS src, left(corpq.align('lex', src, tgt), 50) AS links, round(corpq.align_score('lex', src, tgt)::numeric, 3) AS score
+FROM train_subset ORDER BY id LIMIT 3;
+
+\echo '== 7. UncSamp: monolingual sentences sampled by lexicon uncertainty (U_max = 90th percentile of the parallel source)'
+CREATE TABLE mono AS SELECT row_number() OVER () AS id, src AS sentence FROM corpus WHERE domain = 'bible' LIMIT 5000;
+WITH umax AS (SELECT percentile_cont(0.9) WITHIN GROUP (ORDER BY corpq.mono_uncertainty('lex', src)) AS u FROM train_subset)
+SELECT round(umax.u::numeric, 3) AS u_max, left(m.sentence, 60) AS sampled,
+       round(corpq.mono_uncertainty('lex', m.sentence)::numeric, 3) AS u
+FROM mono m, umax
+ORDER BY corpq.uncsamp(corpq.mono_uncertainty('lex', m.sentence), umax.u, 2, m.id, 42) DESC LIMIT 5;
+
+\echo '== 8. Train a tiny transformer in a background worker (whitespace vocabularies over the BPE), then score inside queries'
+SELECT corpq.model_create('demo', '{"preset": "tiny"}', 'en', 'es', 1) AS version;
+SELECT corpq.train('demo', 'SELECT src, tgt, domain FROM train_subset WHERE id NOT LIKE ''%7''',
+                   'SELECT src, tgt, domain FROM train_subset WHERE id LIKE ''%7''',
+                   '{"steps": 300, "max_tokens": 2048, "lr": 0.002, "warmup": 50, "validate_every": 100,
+                     "checkpoint_every": 300, "strategy": "temperature", "tau": 5}') AS job \gset
+SELECT corpq.job_wait(:job) AS training;
+SELECT step, round(train_loss::numeric, 3) AS train_loss, round(dev_ppl::numeric, 1) AS dev_ppl
+FROM corpq.train_log WHERE job = :job AND dev_ppl IS NOT NULL ORDER BY step;
+\echo 'data rejuvenation: the least probable training pairs (inactive samples) under the model'
+SELECT domain, left(src, 45) AS src, left(tgt, 45) AS tgt, round(corpq.sent_prob('demo', src, tgt)::numeric, 4) AS sent_prob
+FROM train_subset WHERE length(src) < 400 AND length(tgt) < 400
+ORDER BY corpq.sent_prob('demo', src, tgt) LIMIT 5;
+\echo 'Monte Carlo dropout uncertainty (ENTEOS, 10 passes) per domain'
+SELECT domain, round(avg(corpq.uncertainty('demo', src, tgt, 'enteos', 10))::numeric, 3) AS mean_enteos
+FROM (SELECT * FROM train_subset WHERE length(src) < 400 AND length(tgt) < 400 ORDER BY md5(id) LIMIT 200) s
+GROUP BY domain ORDER BY domain;
+
+\echo '== 9. Corpus Analysis Vectors per domain, and the tokens used in the most similar contexts'
+CREATE TABLE cavs AS SELECT domain, corpq.cav_accumulate(lower(src), lower(tgt), 32) AS c FROM train_subset GROUP BY domain;
+SELECT domain, corpq.cav_summary(c) FROM cavs ORDER BY domain;
+SELECT s.token, round(s.cosine::numeric, 3) AS cosine
+FROM cavs, corpq.cav_similar(c, 'archivo', 5) s WHERE domain = 'l10n';
