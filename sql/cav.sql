@@ -1,7 +1,7 @@
 -- corpq.cav: the worked example, row handling, l_max, restricted targets,
 -- analysis functions against independent SQL, I/O, merging, errors.
 
--- ---- worked example (paper 002, Eq. 5; docs-cav.md) ------------------------
+-- ---- worked example (paper 002, Eq. 5; README, Corpus Analysis Vectors) ------------------------
 -- ('a b', 'x y') and ('b', 'y y'), l_max 8.  y occurs 3 times:
 --   pair 1, concat a b x y, y at 3:  y d0, x d1, b d2, a d3
 --   pair 2, concat b y y,   y at 1:  y d0, b d1

@@ -1,6 +1,6 @@
 
 -- ---------------------------------------------------------------------------
--- Scale-out over several servers (docs-scale.md).  Shards of a corpus can
+-- Scale-out over several servers (README, Scaling out).  Shards of a corpus can
 -- live on other servers (postgres_fdw foreign partitions, or Citus); scoring
 -- there is only correct if every node holds the same models.  Each node
 -- describes its catalog by fingerprints; a coordinator reads the nodes'
@@ -124,7 +124,7 @@ BEGIN
                 GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
                 RAISE EXCEPTION 'corpq is not installed on %', label
                     USING ERRCODE = 'undefined_object', DETAIL = msg,
-                          HINT = 'Run CREATE EXTENSION corpq on every node, then copy the catalog (docs-scale.md).';
+                          HINT = 'Run CREATE EXTENSION corpq on every node, then copy the catalog (README, Scaling out).';
             WHEN sqlclient_unable_to_establish_sqlconnection OR connection_exception THEN
                 GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
                 RAISE EXCEPTION 'could not read the corpq catalog of %', label
@@ -134,7 +134,7 @@ BEGIN
             RAISE EXCEPTION '% has a different corpq catalog: % differs', label, msg
                 USING ERRCODE = 'data_exception',
                       DETAIL = format('%s object(s) differ:%s', n, lines),
-                      HINT = 'Copy the models with corpq.model_export/model_import, BPE models with bpe_export/bpe_import and vocabulary rows as they are (docs-scale.md).';
+                      HINT = 'Copy the models with corpq.model_export/model_import, BPE models with bpe_export/bpe_import and vocabulary rows as they are (README, Scaling out).';
         END IF;
     END LOOP;
     RETURN coalesce(array_length(nodes, 1), 0);

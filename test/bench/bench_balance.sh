@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the dynamic corpus strategies of corpq.train() (docs-balance.md)
+# Benchmark of the dynamic corpus strategies of corpq.train() (README: Dynamic corpus balancing; figures in test/bench/README.md)
 # on the en-es domains of ../shared/corpora (bible, l10n, ddtp: unequal sizes;
 # skipped when absent): preset tiny, BPE vocabularies of 4000 per side, equal
 # budgets (BENCH_STEPS updates, default 800, max_tokens 2048, one thread per
