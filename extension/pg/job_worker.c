@@ -28,21 +28,36 @@
 /* pg_stat_activity keeps track_activity_query_size bytes (default 1024). */
 #define PROGRESS_MAX 900
 
-static void
-begin_work(void)
+void
+corpq_job_xact_begin(MemoryContext cxt)
 {
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
+	MemoryContextSwitchTo(cxt);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+}
+
+void
+corpq_job_xact_commit(MemoryContext cxt)
+{
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	MemoryContextSwitchTo(cxt);
+}
+
+/* The worker's own short transactions, before a job context exists. */
+static void
+begin_work(void)
+{
+	corpq_job_xact_begin(TopMemoryContext);
 }
 
 static void
 end_work(void)
 {
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	corpq_job_xact_commit(TopMemoryContext);
 }
 
 /* Take the role the job runs as, as SET ROLE did in the submitting session. */

@@ -60,6 +60,14 @@ void		corpq_job_progress(CorpqJob *job, const char *phase, double done,
 							   double total, const char *unit,
 							   const char *figures_json, bool force);
 
+/*
+ * In the worker: a short transaction with a snapshot and SPI connected, in
+ * which cxt is the current memory context; commit returns to cxt.  Jobs write
+ * progress rows, checkpoints and their final result this way.
+ */
+void		corpq_job_xact_begin(MemoryContext cxt);
+void		corpq_job_xact_commit(MemoryContext cxt);
+
 /* In the worker, inside its final transaction with SPI connected. */
 void		corpq_job_finish(CorpqJob *job, const char *result_json);
 

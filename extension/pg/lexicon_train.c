@@ -92,25 +92,6 @@ corpq_lexicon_train(PG_FUNCTION_ARGS)
 /* ---- the job ---- */
 
 static void
-begin_xact(MemoryContext cxt)
-{
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	MemoryContextSwitchTo(cxt);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
-static void
-commit_xact(MemoryContext cxt)
-{
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	MemoryContextSwitchTo(cxt);
-}
-
-static void
 align_error(const char *what, const cq_align_error *err)
 {
 	ereport(ERROR,
@@ -250,7 +231,7 @@ lexicon_train_job(CorpqJob *job)
 	MemoryContext old;
 
 	/* reading: the corpus query runs as the job's owner */
-	begin_xact(cxt);
+	corpq_job_xact_begin(cxt);
 	/* SPI_connect switched to its own context: the arguments must outlive it */
 	old = MemoryContextSwitchTo(cxt);
 	name = corpq_job_arg(job, "name");
@@ -261,7 +242,7 @@ lexicon_train_job(CorpqJob *job)
 	MemoryContextSwitchTo(old);
 	corpq_job_progress(job, "reading", 0, 0, "rows", NULL, true);
 	lexicon_read_corpus(job, query, &o, &c, cxt);
-	commit_xact(cxt);
+	corpq_job_xact_commit(cxt);
 	pt.reading = seconds_since(start);
 	phase = GetCurrentTimestamp();
 
@@ -301,7 +282,7 @@ lexicon_train_job(CorpqJob *job)
 	r.job_id = job->id;
 	r.stats_json = stats_json(&c, &sf, &sr, lx.fwd.par.tension, lx.rev.par.tension,
 							  &dict, &pt);
-	begin_xact(cxt);
+	corpq_job_xact_begin(cxt);
 	corpq_job_progress(job, "writing", 0, 0, "rows", NULL, true);
 	translations = lexicon_store(job, &r);
 	initStringInfo(&result);
@@ -311,5 +292,5 @@ lexicon_train_job(CorpqJob *job)
 					 ", \"stats\": %s, \"writing_seconds\": %.3f, \"total_seconds\": %.3f}",
 					 translations, r.stats_json, seconds_since(phase), seconds_since(start));
 	corpq_job_finish(job, result.data);
-	commit_xact(cxt);
+	corpq_job_xact_commit(cxt);
 }

@@ -121,25 +121,6 @@ corpq_train(PG_FUNCTION_ARGS)
 
 /* ---- the job ---- */
 
-static void
-begin_xact(MemoryContext cxt)
-{
-	StartTransactionCommand();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	MemoryContextSwitchTo(cxt);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
-static void
-commit_xact(MemoryContext cxt)
-{
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
-	MemoryContextSwitchTo(cxt);
-}
-
 static char *
 num(double x)
 {
@@ -345,12 +326,12 @@ start_state(Run *r, const cq_model *init, int32 init_version)
 	r->dropout[2] = init->cfg.activation_dropout;
 	train_config(r, &tc);
 	r->resumed_from = -1;
-	begin_xact(r->cxt);
+	corpq_job_xact_begin(r->cxt);
 	/* the state must outlive the transaction's SPI context */
 	MemoryContextSwitchTo(r->cxt);
 	if (train_checkpoint_resume(r->job->id, &r->st, &r->cur))
 		r->resumed_from = r->st->step;
-	commit_xact(r->cxt);
+	corpq_job_xact_commit(r->cxt);
 	if (r->st != NULL)
 		return;
 	if ((s = cq_train_state_new(init, &tc, &r->st, &err)) != CQ_NN_OK)
@@ -596,13 +577,13 @@ update(Run *r, MemoryContext upd)
 	row.grad_norm = stats.grad_norm;
 	row.dev_json = val ? r->last_dev_json : NULL;
 	row.dev_loss = val ? r->last_dev : NAN;
-	begin_xact(upd);
+	corpq_job_xact_begin(upd);
 	train_log_write(r->job->id, &row);
 	if (r->strategy->log)
 		r->strategy->log(r->sampler, r->job->id);
 	if (ckpt)
 		checkpoint(r, val);
-	commit_xact(upd);
+	corpq_job_xact_commit(upd);
 
 	figures = psprintf("{\"epoch\": %s, \"loss\": %s, \"nll\": %s, \"ppl\": %s, \"lr\": %s"
 					   ", \"tokens_per_s\": %s, \"grad_norm\": %s, \"dev_loss\": %s, \"dev_ppl\": %s}",
@@ -726,13 +707,13 @@ train_job(CorpqJob *job)
 	r->last_loss = r->last_nll = NAN;
 
 	/* reading, as the job's owner */
-	begin_xact(cxt);
+	corpq_job_xact_begin(cxt);
 	MemoryContextSwitchTo(cxt);
 	load_args(r);
 	init = load_latest(r, &ref);
 	MemoryContextSwitchTo(cxt);
 	read_corpora(r, init->cfg.max_positions);
-	commit_xact(cxt);
+	corpq_job_xact_commit(cxt);
 
 	/* BLAS threads start here, in the worker, never in the postmaster */
 	corpq_blas_ensure();
@@ -761,7 +742,7 @@ train_job(CorpqJob *job)
 				 errmsg("the training budget is spent before the first update")));
 
 	/* the result, in the final transaction */
-	begin_xact(cxt);
+	corpq_job_xact_begin(cxt);
 	corpq_job_finish(job, result_json(r, (double) (GetCurrentTimestamp() - start) / USECS_PER_SEC));
-	commit_xact(cxt);
+	corpq_job_xact_commit(cxt);
 }
