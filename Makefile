@@ -12,10 +12,10 @@ EXTVERSION  = 0.1.0
 MODULE_big  = corpq
 PYTHON     ?= /usr/bin/python3
 
-# The core (no PostgreSQL headers) and the glue; new files are picked up.
-CORE_SRCS = $(sort $(wildcard extension/common/*.c extension/nn/*.c \
-	extension/text/*.c extension/align/*.c extension/cav/*.c))
-GLUE_SRCS = $(sort $(wildcard extension/pg/*.c))
+# The cores (every extension/<dir> but pg: no PostgreSQL headers) and the glue
+# (extension/pg and its subsystem folders); new files and folders are picked up.
+CORE_SRCS = $(sort $(filter-out extension/pg/%,$(wildcard extension/*/*.c)))
+GLUE_SRCS = $(sort $(wildcard extension/pg/*.c extension/pg/*/*.c))
 CORE_OBJS = $(CORE_SRCS:.c=.o)
 OBJS      = $(CORE_OBJS) $(GLUE_SRCS:.c=.o)
 
