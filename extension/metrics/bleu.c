@@ -57,24 +57,41 @@ preprocess(const cq_bleu_options *o, const char *s, size_t len, cq_metrics_work 
 	return cq_split_whitespace(w->text[seq].v, w->text[seq].n, &w->spans[seq]);
 }
 
-bool
+static cq_code
+check_args(const cq_bleu_options *o, size_t hyp_len, const size_t *ref_lens, int nrefs, cq_error *err)
+{
+	if (nrefs < 1 || nrefs > CQ_NGRAM_MAX_REFS)
+		return cq_fail(err, CQ_EINVAL, "the number of references must be between 1 and %d, not %d",
+					   CQ_NGRAM_MAX_REFS, nrefs);
+	if (o->max_order < 1 || o->max_order > CQ_BLEU_MAX_ORDER)
+		return cq_fail(err, CQ_EINVAL, "max_order must be between 1 and %d, not %d",
+					   CQ_BLEU_MAX_ORDER, o->max_order);
+	for (int r = -1; r < nrefs; r++)
+		if ((r < 0 ? hyp_len : ref_lens[r]) > CQ_METRICS_MAX_TEXT)
+			return cq_fail(err, CQ_ELIMIT, "a text of %zu bytes is longer than the metrics take (%zu)",
+						   r < 0 ? hyp_len : ref_lens[r], CQ_METRICS_MAX_TEXT);
+	return CQ_OK;
+}
+
+cq_code
 cq_bleu_sentence_stats(const cq_bleu_options *o, const char *hyp, size_t hyp_len,
 					   const char *const *refs, const size_t *ref_lens, int nrefs,
-					   cq_metrics_work *w, cq_bleu_stats *out)
+					   cq_metrics_work *w, cq_bleu_stats *out, cq_error *err)
 {
 	const uint32_t *ref_ids[CQ_NGRAM_MAX_REFS];
 	size_t		ref_n[CQ_NGRAM_MAX_REFS];
 	int64_t		h;
+	cq_code		rc = check_args(o, hyp_len, ref_lens, nrefs, err);
 
-	if (nrefs < 1 || nrefs > CQ_NGRAM_MAX_REFS || o->max_order < 1 || o->max_order > CQ_BLEU_MAX_ORDER)
-		return false;
+	if (rc != CQ_OK)
+		return rc;
 	if (!cq_metrics_work_reserve(w, nrefs + 1) || !preprocess(o, hyp, hyp_len, w, 0))
-		return false;
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	for (int r = 0; r < nrefs; r++)
 		if (!preprocess(o, refs[r], ref_lens[r], w, r + 1))
-			return false;
+			return cq_fail(err, CQ_ENOMEM, "out of memory");
 	if (!cq_intern_tokens(w->text, w->spans, nrefs + 1, w->ids, &w->intern))
-		return false;
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 
 	memset(out, 0, sizeof(*out));
 	h = (int64_t) w->spans[0].n;
@@ -93,10 +110,10 @@ cq_bleu_sentence_stats(const cq_bleu_options *o, const char *hyp, size_t hyp_len
 	}
 	if (!cq_ngram_matches(w->ids[0].v, w->ids[0].n, ref_ids, ref_n, nrefs,
 						  o->max_order, out->correct, &w->ngram))
-		return false;
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	for (int n = 1; n <= o->max_order; n++)
 		out->total[n - 1] = h - n + 1 > 0 ? h - n + 1 : 0;
-	return true;
+	return CQ_OK;
 }
 
 void
@@ -184,19 +201,23 @@ cq_bleu_score(const cq_bleu_options *o, const cq_bleu_stats *s, double *bp_out, 
 	return score;
 }
 
-char *
+cq_code
 cq_bleu_tokenized(const cq_bleu_options *o, const char *s, size_t len,
-				  cq_metrics_work *w, size_t *out_len)
+				  cq_metrics_work *w, char **out, size_t *out_len, cq_error *err)
 {
 	cq_cpbuf   *joined;
+	cq_code		rc = check_args(o, len, &len, 1, err);
 
+	*out = NULL;
+	if (rc != CQ_OK)
+		return rc;
 	if (!cq_metrics_work_reserve(w, 1) || !preprocess(o, s, len, w, 0))
-		return NULL;
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	/* ' '.join(tokens), built in the scratch buffer */
 	joined = &w->tmp;
 	joined->n = 0;
 	if (!cq_cpbuf_reserve(joined, w->text[0].n + 1))
-		return NULL;
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	for (size_t i = 0; i < w->spans[0].n; i++)
 	{
 		const cq_span *t = &w->spans[0].v[i];
@@ -206,7 +227,8 @@ cq_bleu_tokenized(const cq_bleu_options *o, const char *s, size_t len,
 		memcpy(joined->v + joined->n, w->text[0].v + t->off, t->len * sizeof(uint32_t));
 		joined->n += t->len;
 	}
-	return cq_utf8_from_cps(joined->v, joined->n, out_len);
+	*out = cq_utf8_from_cps(joined->v, joined->n, out_len);
+	return *out ? CQ_OK : cq_fail(err, CQ_ENOMEM, "out of memory");
 }
 
 int

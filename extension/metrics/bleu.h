@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/error.h"
 #include "metrics/tokenize.h"
 #include "metrics/work.h"
 
@@ -59,11 +60,12 @@ double		cq_bleu_smooth_default(cq_bleu_smooth s);
  * Statistics of one hypothesis against nrefs >= 1 references (n-gram counts
  * clipped by the most frequent occurrence in any reference; the reference
  * length closest to the hypothesis length, the shorter on a tie).  Texts are
- * UTF-8.  False when out of memory or nrefs is out of range.
+ * UTF-8 of at most CQ_METRICS_MAX_TEXT bytes.  Errors: CQ_EINVAL (nrefs or
+ * max_order out of range), CQ_ELIMIT (a text too long), CQ_ENOMEM.
  */
-bool		cq_bleu_sentence_stats(const cq_bleu_options *o, const char *hyp, size_t hyp_len,
+cq_code		cq_bleu_sentence_stats(const cq_bleu_options *o, const char *hyp, size_t hyp_len,
 								   const char *const *refs, const size_t *ref_lens, int nrefs,
-								   cq_metrics_work *w, cq_bleu_stats *out);
+								   cq_metrics_work *w, cq_bleu_stats *out, cq_error *err);
 
 void		cq_bleu_stats_add(cq_bleu_stats *acc, const cq_bleu_stats *s);
 
@@ -84,8 +86,8 @@ void		cq_bleu_stats_unpack(const cq_bleu_options *o, const int64_t *row, cq_bleu
 double		cq_bleu_score_row(const int64_t *row, const void *options);
 
 /* The tokenized, optionally lowercased string BLEU counts n-grams of, with
- * single spaces between tokens (cq_alloc'd UTF-8); NULL when out of memory. */
-char	   *cq_bleu_tokenized(const cq_bleu_options *o, const char *s, size_t len,
-							  cq_metrics_work *w, size_t *out_len);
+ * single spaces between tokens: *out is cq_alloc'd UTF-8 of *out_len bytes. */
+cq_code		cq_bleu_tokenized(const cq_bleu_options *o, const char *s, size_t len,
+							  cq_metrics_work *w, char **out, size_t *out_len, cq_error *err);
 
 #endif

@@ -161,18 +161,27 @@ all_rows_sum(const int32_t *rows, size_t nrows, int width, int64_t *sum)
 			sum[t] += rows[i * width + t];
 }
 
-bool
+cq_code
 cq_bootstrap_paired(int32_t *rows, size_t nrows, int width, int n, uint64_t seed,
 					cq_bootstrap_score_fn score, const void *score_ctx,
 					cq_bootstrap_tick_fn tick, void *tick_ctx,
-					double *score_a, double *score_b, cq_bootstrap_result *out)
+					double *score_a, double *score_b, cq_bootstrap_result *out,
+					cq_error *err)
 {
 	int			half = width / 2;
-	int64_t    *sum = cq_alloc(width * sizeof(int64_t));
-	double	   *sa = cq_alloc(((size_t) n + 1) * sizeof(double)),
-			   *sb = cq_alloc(((size_t) n + 1) * sizeof(double));
-	bool		ok = sum && sa && sb && n >= 1 && nrows > 0 && width % 2 == 0 &&
-		cq_bootstrap_canonical(rows, nrows, width);
+	int64_t    *sum;
+	double	   *sa,
+			   *sb;
+	bool		ok;
+
+	if (n < 1 || nrows == 0 || width < 2 || width % 2 != 0)
+		return cq_fail(err, CQ_EINVAL, "a paired bootstrap needs rows, resamples and an even width");
+	if (nrows > UINT32_MAX)
+		return cq_fail(err, CQ_ELIMIT, "a paired bootstrap takes fewer than 2^32 rows");
+	sum = cq_alloc(width * sizeof(int64_t));
+	sa = cq_alloc(((size_t) n + 1) * sizeof(double));
+	sb = cq_alloc(((size_t) n + 1) * sizeof(double));
+	ok = sum && sa && sb && cq_bootstrap_canonical(rows, nrows, width);
 
 	if (ok)
 	{
@@ -192,5 +201,5 @@ cq_bootstrap_paired(int32_t *rows, size_t nrows, int width, int n, uint64_t seed
 	cq_free(sum);
 	cq_free(sa);
 	cq_free(sb);
-	return ok;
+	return ok ? CQ_OK : cq_fail(err, CQ_ENOMEM, "out of memory");
 }

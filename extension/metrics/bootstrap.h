@@ -19,6 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/error.h"
+
 #define CQ_BOOTSTRAP_STREAM 0x6273u
 
 typedef struct cq_bootstrap_result
@@ -58,12 +60,14 @@ typedef void (*cq_bootstrap_tick_fn) (void *ctx);
 
 /*
  * The whole test: canonical order, the scores of A and B on all rows, n
- * resamples scored with score(), the summary.  rows is reordered.  False
- * when out of memory or n < 1 or nrows == 0.
+ * resamples scored with score(), the summary.  rows is reordered.  Errors:
+ * CQ_EINVAL (n < 1, no rows, odd width), CQ_ELIMIT (2^32 rows or more),
+ * CQ_ENOMEM.
  */
-bool		cq_bootstrap_paired(int32_t *rows, size_t nrows, int width, int n, uint64_t seed,
+cq_code		cq_bootstrap_paired(int32_t *rows, size_t nrows, int width, int n, uint64_t seed,
 								cq_bootstrap_score_fn score, const void *score_ctx,
 								cq_bootstrap_tick_fn tick, void *tick_ctx,
-								double *score_a, double *score_b, cq_bootstrap_result *out);
+								double *score_a, double *score_b, cq_bootstrap_result *out,
+								cq_error *err);
 
 #endif

@@ -126,33 +126,49 @@ stats_against(const cq_chrf_options *o, cq_metrics_work *w, int ref, int64_t *st
 	return true;
 }
 
-bool
+static cq_code
+check_args(const cq_chrf_options *o, size_t hyp_len, const size_t *ref_lens, int nrefs, cq_error *err)
+{
+	if (nrefs < 1 || nrefs > CQ_NGRAM_MAX_REFS)
+		return cq_fail(err, CQ_EINVAL, "the number of references must be between 1 and %d, not %d",
+					   CQ_NGRAM_MAX_REFS, nrefs);
+	if (o->char_order < 1 || o->char_order > CQ_CHRF_MAX_CHAR_ORDER ||
+		o->word_order < 0 || o->word_order > CQ_CHRF_MAX_WORD_ORDER)
+		return cq_fail(err, CQ_EINVAL, "char_order must be between 1 and %d and word_order between 0 and %d",
+					   CQ_CHRF_MAX_CHAR_ORDER, CQ_CHRF_MAX_WORD_ORDER);
+	for (int r = -1; r < nrefs; r++)
+		if ((r < 0 ? hyp_len : ref_lens[r]) > CQ_METRICS_MAX_TEXT)
+			return cq_fail(err, CQ_ELIMIT, "a text of %zu bytes is longer than the metrics take (%zu)",
+						   r < 0 ? hyp_len : ref_lens[r], CQ_METRICS_MAX_TEXT);
+	return CQ_OK;
+}
+
+cq_code
 cq_chrf_sentence_stats(const cq_chrf_options *o, const char *hyp, size_t hyp_len,
 					   const char *const *refs, const size_t *ref_lens, int nrefs,
-					   cq_metrics_work *w, int64_t *stats)
+					   cq_metrics_work *w, int64_t *stats, cq_error *err)
 {
 	int64_t		cand[CQ_CHRF_MAX_STATS];
 	double		best = -1.0;
 	int			ns = cq_chrf_nstats(o);
+	cq_code		rc = check_args(o, hyp_len, ref_lens, nrefs, err);
 
-	if (nrefs < 1 || nrefs > CQ_NGRAM_MAX_REFS ||
-		o->char_order < 1 || o->char_order > CQ_CHRF_MAX_CHAR_ORDER ||
-		o->word_order < 0 || o->word_order > CQ_CHRF_MAX_WORD_ORDER)
-		return false;
+	if (rc != CQ_OK)
+		return rc;
 	if (!cq_metrics_work_reserve(w, nrefs + 1) || !preprocess(o, hyp, hyp_len, w, 0))
-		return false;
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	for (int r = 0; r < nrefs; r++)
 		if (!preprocess(o, refs[r], ref_lens[r], w, r + 1))
-			return false;
+			return cq_fail(err, CQ_ENOMEM, "out of memory");
 	if (o->word_order > 0 &&
 		!cq_intern_tokens(w->text, w->spans, nrefs + 1, w->ids, &w->intern))
-		return false;
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	for (int r = 0; r < nrefs; r++)
 	{
 		double		f;
 
 		if (!stats_against(o, w, r + 1, cand))
-			return false;
+			return cq_fail(err, CQ_ENOMEM, "out of memory");
 		f = cq_chrf_score(o, cand);
 		if (f > best)
 		{
@@ -160,7 +176,7 @@ cq_chrf_sentence_stats(const cq_chrf_options *o, const char *hyp, size_t hyp_len
 			memcpy(stats, cand, ns * sizeof(int64_t));
 		}
 	}
-	return true;
+	return CQ_OK;
 }
 
 /*

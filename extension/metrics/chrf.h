@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/error.h"
 #include "metrics/work.h"
 
 #define CQ_CHRF_MAX_CHAR_ORDER 16
@@ -38,11 +39,12 @@ int			cq_chrf_nstats(const cq_chrf_options *o);
 /*
  * Statistics of one hypothesis against nrefs >= 1 references: those of the
  * reference giving the best sentence score (the first one on a tie).  stats
- * has room for cq_chrf_nstats(o).  False when out of memory or out of range.
+ * has room for cq_chrf_nstats(o).  Errors: CQ_EINVAL (nrefs or an order
+ * out of range), CQ_ELIMIT (a text longer than CQ_METRICS_MAX_TEXT), CQ_ENOMEM.
  */
-bool		cq_chrf_sentence_stats(const cq_chrf_options *o, const char *hyp, size_t hyp_len,
+cq_code		cq_chrf_sentence_stats(const cq_chrf_options *o, const char *hyp, size_t hyp_len,
 								   const char *const *refs, const size_t *ref_lens, int nrefs,
-								   cq_metrics_work *w, int64_t *stats);
+								   cq_metrics_work *w, int64_t *stats, cq_error *err);
 
 /* The score in [0, 100] from (summed) statistics. */
 double		cq_chrf_score(const cq_chrf_options *o, const int64_t *stats);

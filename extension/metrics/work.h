@@ -6,6 +6,7 @@
 #ifndef CQ_METRICS_WORK_H
 #define CQ_METRICS_WORK_H
 
+#include "common/error.h"
 #include "metrics/cpbuf.h"
 #include "metrics/intern.h"
 #include "metrics/ngram.h"
@@ -31,6 +32,12 @@ void		cq_metrics_work_free(cq_metrics_work *w);
 
 /* Room for nseq sequences (1 + number of references). */
 bool		cq_metrics_work_reserve(cq_metrics_work *w, int nseq);
+
+/*
+ * The longest text the metrics take, in bytes: positions are 32-bit, and
+ * tokenization may triple a text.
+ */
+#define CQ_METRICS_MAX_TEXT ((size_t) 1 << 28)
 
 /*
  * Decode s into w->raw and lowercase it (str.lower()) if asked; returns the

@@ -10,6 +10,7 @@
   4. the reference paired bootstrap, drawing with its own Philox.
 """
 import ctypes
+import importlib.metadata
 import json
 import os
 import random
@@ -49,21 +50,17 @@ class BootstrapResult(ctypes.Structure):
 
 
 lib.cq_uc_dump.argtypes = [ctypes.c_uint32, ctypes.c_uint32, vp, vp]
-lib.cq_bleu_tokenized.argtypes = [vp, ctypes.c_char_p, c_size, vp, ctypes.POINTER(c_size)]
-lib.cq_bleu_tokenized.restype = vp
-lib.cq_bleu_sentence_stats.argtypes = [vp, ctypes.c_char_p, c_size, vp, vp, ctypes.c_int, vp, vp]
-lib.cq_bleu_sentence_stats.restype = ctypes.c_bool
+lib.cq_bleu_tokenized.argtypes = [vp, ctypes.c_char_p, c_size, vp, ctypes.POINTER(vp), ctypes.POINTER(c_size), vp]
+lib.cq_bleu_sentence_stats.argtypes = [vp, ctypes.c_char_p, c_size, vp, vp, ctypes.c_int, vp, vp, vp]
 lib.cq_bleu_score.argtypes = [vp, vp, vp, vp]
 lib.cq_bleu_score.restype = dbl
-lib.cq_chrf_sentence_stats.argtypes = [vp, ctypes.c_char_p, c_size, vp, vp, ctypes.c_int, vp, vp]
-lib.cq_chrf_sentence_stats.restype = ctypes.c_bool
+lib.cq_chrf_sentence_stats.argtypes = [vp, ctypes.c_char_p, c_size, vp, vp, ctypes.c_int, vp, vp, vp]
 lib.cq_chrf_score.argtypes = [vp, vp]
 lib.cq_chrf_score.restype = dbl
 lib.cq_bleu_signature.argtypes = [vp, ctypes.c_int, ctypes.c_char_p, c_size]
 lib.cq_chrf_signature.argtypes = [vp, ctypes.c_int, ctypes.c_char_p, c_size]
 lib.cq_bootstrap_paired.argtypes = [vp, c_size, ctypes.c_int, ctypes.c_int, ctypes.c_uint64, vp, vp,
-                                    vp, vp, ctypes.POINTER(dbl), ctypes.POINTER(dbl), vp]
-lib.cq_bootstrap_paired.restype = ctypes.c_bool
+                                    vp, vp, ctypes.POINTER(dbl), ctypes.POINTER(dbl), vp, vp]
 lib.cq_bootstrap_index.argtypes = [ctypes.c_uint64, ctypes.c_uint32, c_size, c_size]
 lib.cq_bootstrap_index.restype = c_size
 lib.cq_metrics_work_free.argtypes = [vp]
@@ -109,7 +106,7 @@ def c_bleu_stats(co, hyp, refs):
     st = BleuStats()
     h = hyp.encode("utf-8")
     rp, rl = texts(refs)
-    assert lib.cq_bleu_sentence_stats(ctypes.byref(co), h, len(h), rp, rl, len(refs), WORK, ctypes.byref(st))
+    assert lib.cq_bleu_sentence_stats(ctypes.byref(co), h, len(h), rp, rl, len(refs), WORK, ctypes.byref(st), None) == 0
     mo = co.max_order
     return dict(hyp_len=st.hyp_len, ref_len=st.ref_len, correct=list(st.correct[:mo]), total=list(st.total[:mo]))
 
@@ -130,8 +127,9 @@ def c_corpus_bleu(co, hyps, ref_streams):
 def c_tokenized(co, s):
     n = c_size()
     b = s.encode("utf-8")
-    p = lib.cq_bleu_tokenized(ctypes.byref(co), b, len(b), WORK, ctypes.byref(n))
-    out = ctypes.string_at(p, n.value).decode("utf-8")
+    p = vp()
+    assert lib.cq_bleu_tokenized(ctypes.byref(co), b, len(b), WORK, ctypes.byref(p), ctypes.byref(n), None) == 0
+    out = ctypes.string_at(p.value, n.value).decode("utf-8")
     lib.cq_free(p)
     return out
 
@@ -141,7 +139,7 @@ def c_chrf_stats(co, hyp, refs):
     st = (i64 * n)()
     h = hyp.encode("utf-8")
     rp, rl = texts(refs)
-    assert lib.cq_chrf_sentence_stats(ctypes.byref(co), h, len(h), rp, rl, len(refs), WORK, st)
+    assert lib.cq_chrf_sentence_stats(ctypes.byref(co), h, len(h), rp, rl, len(refs), WORK, st, None) == 0
     return list(st)
 
 
@@ -242,7 +240,8 @@ def check_unicode():
         if bits[cp] & 15 != want:
             bad += 1
             fail(f"class U+{cp:04X}: {bits[cp] & 15} vs {want}")
-    print(f"unicode: {n} code points, {bad} differences (regex {regex.__version__}, unicodedata {unicodedata.unidata_version})")
+    print(f"unicode: {n} code points, {bad} differences (regex {importlib.metadata.version('regex')}, "
+          f"unicodedata {unicodedata.unidata_version})")
 
     # str.lower() on strings, final sigma in every context the rule looks at
     rng = random.Random(11)
@@ -422,7 +421,7 @@ def check_bootstrap(pairs):
         sa, sb, res = dbl(), dbl(), BootstrapResult()
         fn = ctypes.cast(lib.cq_bleu_score_row, vp)
         assert lib.cq_bootstrap_paired(rows, len(rows_a), 20, 200, seed, fn, ctypes.byref(co), None, None,
-                                       ctypes.byref(sa), ctypes.byref(sb), ctypes.byref(res))
+                                       ctypes.byref(sa), ctypes.byref(sb), ctypes.byref(res), None) == 0
         got = dict(score_a=sa.value, score_b=sb.value, mean_a=res.mean_a, ci_a=res.ci_a,
                    mean_b=res.mean_b, ci_b=res.ci_b, p_value=res.p_value)
         for k in want:

@@ -26,7 +26,7 @@ tok(cq_tokenizer t, bool lowercase, const char *s)
 	o.tokenize = t;
 	o.lowercase = lowercase;
 	cq_free(last);
-	last = cq_bleu_tokenized(&o, s, strlen(s), &w, NULL);
+	CHECK_INT_EQ(cq_bleu_tokenized(&o, s, strlen(s), &w, &last, NULL, NULL), CQ_OK);
 	cq_metrics_work_free(&w);
 	return last;
 }
@@ -79,7 +79,7 @@ bleu_stats(const cq_bleu_options *o, const char *hyp, const char *ref)
 	cq_metrics_work w = {0};
 	size_t		rl = strlen(ref);
 
-	CHECK(cq_bleu_sentence_stats(o, hyp, strlen(hyp), &ref, &rl, 1, &w, &s));
+	CHECK_INT_EQ(cq_bleu_sentence_stats(o, hyp, strlen(hyp), &ref, &rl, 1, &w, &s, NULL), CQ_OK);
 	cq_metrics_work_free(&w);
 	return s;
 }
@@ -177,12 +177,12 @@ TEST(metrics_bleu_multi_reference)
 
 	cq_bleu_options_init(&o);
 	o.tokenize = CQ_TOK_NONE;
-	CHECK(cq_bleu_sentence_stats(&o, "a a b b b b", 11, refs, rl, 2, &w, &s));
+	CHECK(CQ_OK == cq_bleu_sentence_stats(&o, "a a b b b b", 11, refs, rl, 2, &w, &s, NULL));
 	CHECK_INT_EQ(s.correct[0], 5);	/* a: min(2, 2), b: min(4, 3) */
 	CHECK_INT_EQ(s.ref_len, 4);
-	CHECK(cq_bleu_sentence_stats(&o, "a a b b b", 9, refs, rl, 2, &w, &s));
+	CHECK(CQ_OK == cq_bleu_sentence_stats(&o, "a a b b b", 9, refs, rl, 2, &w, &s, NULL));
 	CHECK_INT_EQ(s.ref_len, 4);		/* |5-3| = 2 > |5-4| = 1 */
-	CHECK(cq_bleu_sentence_stats(&o, "a", 1, refs, rl, 2, &w, &s));
+	CHECK(CQ_OK == cq_bleu_sentence_stats(&o, "a", 1, refs, rl, 2, &w, &s, NULL));
 	CHECK_INT_EQ(s.ref_len, 3);
 	cq_metrics_work_free(&w);
 }
@@ -193,7 +193,7 @@ chrf_stats(const cq_chrf_options *o, const char *hyp, const char *ref, int64_t *
 	cq_metrics_work w = {0};
 	size_t		rl = strlen(ref);
 
-	CHECK(cq_chrf_sentence_stats(o, hyp, strlen(hyp), &ref, &rl, 1, &w, st));
+	CHECK_INT_EQ(cq_chrf_sentence_stats(o, hyp, strlen(hyp), &ref, &rl, 1, &w, st, NULL), CQ_OK);
 	cq_metrics_work_free(&w);
 }
 
@@ -383,4 +383,39 @@ TEST(metrics_bootstrap_summary)
 	CHECK_NEAR(res.p_value, 41.0 / 81, 1e-12);
 	CHECK(cq_bootstrap_summarize(a, b, N, 40.0, 41.5, &res));
 	CHECK_NEAR(res.p_value, 1.0 / 81, 1e-12);
+}
+
+/* Bad arguments are errors with a category and a message, never a crash. */
+TEST(metrics_bad_arguments)
+{
+	cq_bleu_options b;
+	cq_chrf_options c;
+	cq_bleu_stats s;
+	int64_t		st[CQ_CHRF_MAX_STATS];
+	cq_metrics_work w = {0};
+	cq_error	err;
+	const char *ref = "x";
+	size_t		rl = 1;
+	int32_t		rows[4] = {1, 2, 3, 4};
+	double		sa,
+				sb;
+	cq_bootstrap_result res;
+
+	cq_bleu_options_init(&b);
+	CHECK_INT_EQ(cq_bleu_sentence_stats(&b, "x", 1, &ref, &rl, 0, &w, &s, &err), CQ_EINVAL);
+	CHECK(strstr(err.msg, "references") != NULL);
+	b.max_order = CQ_BLEU_MAX_ORDER + 1;
+	CHECK_INT_EQ(cq_bleu_sentence_stats(&b, "x", 1, &ref, &rl, 1, &w, &s, &err), CQ_EINVAL);
+	cq_bleu_options_init(&b);
+	rl = CQ_METRICS_MAX_TEXT + 1;	/* the length is checked before the text is read */
+	CHECK_INT_EQ(cq_bleu_sentence_stats(&b, "x", 1, &ref, &rl, 1, &w, &s, &err), CQ_ELIMIT);
+	rl = 1;
+	cq_chrf_options_init(&c);
+	c.word_order = CQ_CHRF_MAX_WORD_ORDER + 1;
+	CHECK_INT_EQ(cq_chrf_sentence_stats(&c, "x", 1, &ref, &rl, 1, &w, st, &err), CQ_EINVAL);
+	CHECK_INT_EQ(cq_bootstrap_paired(rows, 1, 4, 0, 1, cq_bleu_score_row, &b, NULL, NULL,
+									 &sa, &sb, &res, &err), CQ_EINVAL);
+	CHECK_INT_EQ(cq_bootstrap_paired(rows, 0, 4, 10, 1, cq_bleu_score_row, &b, NULL, NULL,
+									 &sa, &sb, &res, &err), CQ_EINVAL);
+	cq_metrics_work_free(&w);
 }
