@@ -6,7 +6,9 @@
  * items starting there; then, for every order n, positions sharing an n-gram
  * are contiguous (the n-gram is a prefix of the window), and one merge pass
  * over the sorted lists counts min(count in hyp, max count in any reference)
- * per n-gram -- exactly, without hashing.
+ * per n-gram -- exactly, without hashing.  When the window's items fit in
+ * 128 bits (chrF's 6-grams of code points, BLEU's 4-grams of token ids) a
+ * window is sorted as one integer.
  */
 #ifndef CQ_METRICS_NGRAM_H
 #define CQ_METRICS_NGRAM_H
@@ -23,7 +25,9 @@
 typedef struct cq_ngram_work
 {
 	cq_cpbuf	pos,			/* sorted positions, hyp then each reference */
-				tmp;
+				tmp,
+				keys;			/* packed windows (ngram.c) */
+	bool		force_generic;	/* tests: never pack windows */
 } cq_ngram_work;
 
 void		cq_ngram_work_free(cq_ngram_work *w);

@@ -26,16 +26,36 @@ in_ranges(const cq_uc_range *r, int n, uint32_t c)
 	return false;
 }
 
+/*
+ * The ASCII rows of the tables: \t..\r, \x1c..\x1f and ' ' are whitespace
+ * (8); the classes are those of the generated ranges (checked by the unit
+ * test against cq_uc_class_table for every ASCII character).
+ */
+#define P CQ_UC_P
+#define S CQ_UC_S
+#define N CQ_UC_N
+const uint8_t cq_uc_ascii[128] = {
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8, 8, 0, 0,
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 8, 8, 8, 8,
+	8, P, P, P, S, P, P, P, P, P, P, S, P, P, P, P,	/* space ! " # $ % & ' ( ) * + , - . / */
+	N, N, N, N, N, N, N, N, N, N, P, P, S, S, S, P,	/* 0-9 : ; < = > ? */
+	P, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* @ A-O */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, P, P, P, S, P,	/* P-Z [ \ ] ^ _ */
+	S, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,	/* ` a-o */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, P, S, P, S, 0	/* p-z { | } ~ DEL */
+};
+#undef P
+#undef S
+#undef N
+
 bool
-cq_uc_isspace(uint32_t c)
+cq_uc_isspace_table(uint32_t c)
 {
-	if (c < 0x80)
-		return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
 	return in_ranges(cq_uc_space_ranges, cq_uc_space_ranges_n, c);
 }
 
 uint32_t
-cq_uc_class(uint32_t c)
+cq_uc_class_table(uint32_t c)
 {
 	int			lo = 0,
 				hi = cq_uc_class_ranges_n - 1;
@@ -146,7 +166,7 @@ cq_uc_dump(uint32_t lo, uint32_t hi, uint8_t *bits, uint32_t *lower)
 		uint32_t	low[2] = {0, 0};
 		size_t		i = c - lo;
 
-		bits[i] = (uint8_t) (cq_uc_class(c) | (cq_uc_isspace(c) << 3) |
+		bits[i] = (uint8_t) (cq_uc_class_table(c) | (cq_uc_isspace_table(c) << 3) |
 							 (cq_uc_cased(c) << 4) | (cq_uc_case_ignorable(c) << 5));
 		if (c == CAPITAL_SIGMA)
 			low[0] = SMALL_SIGMA;

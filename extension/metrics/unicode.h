@@ -18,8 +18,24 @@
 #define CQ_UC_S		2			/* symbol, \p{S} */
 #define CQ_UC_N		4			/* number, \p{N} */
 
-bool		cq_uc_isspace(uint32_t c);
-uint32_t	cq_uc_class(uint32_t c);
+bool		cq_uc_isspace_table(uint32_t c);
+uint32_t	cq_uc_class_table(uint32_t c);
+
+/* ASCII (most of the text the metrics see) from a small table, the rest by
+ * binary search in the generated ranges. */
+extern const uint8_t cq_uc_ascii[128];	/* class bits, and 8 for space */
+
+static inline bool
+cq_uc_isspace(uint32_t c)
+{
+	return c < 128 ? (cq_uc_ascii[c] & 8) != 0 : cq_uc_isspace_table(c);
+}
+
+static inline uint32_t
+cq_uc_class(uint32_t c)
+{
+	return c < 128 ? cq_uc_ascii[c] & 7u : cq_uc_class_table(c);
+}
 bool		cq_uc_cased(uint32_t c);
 bool		cq_uc_case_ignorable(uint32_t c);
 

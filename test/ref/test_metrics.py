@@ -284,6 +284,30 @@ def check_tokenizers(lines):
     print(f"tokenizers: {n} strings")
 
 
+def check_random_pairs():
+    """Statistics on random strings: every tokenizer for BLEU; chrF with 6
+    character orders (windows packed in 128 bits) and 9 (beyond 2^14 code
+    points they are compared item by item, the core's other path)."""
+    rng = random.Random(9)
+    pairs = [(random_line(rng), random_line(rng)) for _ in range(800)]
+    n = 0
+    for tok in TOKENIZERS:
+        o = ref.bleu_options(tokenize=tok)
+        co = bleu_opts(o)
+        for h, r in pairs:
+            n += 1
+            if c_bleu_stats(co, h, [r]) != ref.bleu_sentence_stats(o, h, [r]):
+                fail(f"bleu stats {tok} {h!r} | {r!r}")
+    for v in ({}, {"char_order": 9, "word_order": 3}, {"whitespace": True, "lowercase": True}):
+        o = ref.chrf_options(**v)
+        co = chrf_opts(o)
+        for h, r in pairs:
+            n += 1
+            if c_chrf_stats(co, h, [r]) != ref.chrf_sentence_stats(o, h, [r]):
+                fail(f"chrf stats {v} {h!r} | {r!r}")
+    print(f"random pairs: {n} statistic comparisons")
+
+
 # ---- 3b. real lines with known edits -------------------------------------------------
 
 def read_lines():
@@ -449,6 +473,7 @@ def main():
     if not lines:
         print(f"SKIP real-line checks: {CORPORA}/en-es not found (set CORPQ_CORPORA)")
     check_tokenizers(lines)
+    check_random_pairs()
     pairs = check_real(lines) if lines else []
     check_bootstrap(pairs if pairs else [(random_line(random.Random(i)), random_line(random.Random(i + 1)))
                                          for i in range(150)])

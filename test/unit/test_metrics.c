@@ -12,6 +12,7 @@
 #include "metrics/bleu.h"
 #include "metrics/bootstrap.h"
 #include "metrics/chrf.h"
+#include "metrics/ngram.h"
 #include "metrics/signature.h"
 #include "metrics/unicode.h"
 
@@ -418,4 +419,51 @@ TEST(metrics_bad_arguments)
 	CHECK_INT_EQ(cq_bootstrap_paired(rows, 0, 4, 10, 1, cq_bleu_score_row, &b, NULL, NULL,
 									 &sa, &sb, &res, &err), CQ_EINVAL);
 	cq_metrics_work_free(&w);
+}
+
+/* The ASCII fast path agrees with the generated tables. */
+TEST(metrics_unicode_ascii_table)
+{
+	for (uint32_t c = 0; c < 128; c++)
+	{
+		CHECK_INT_EQ(cq_uc_class(c), cq_uc_class_table(c));
+		CHECK_INT_EQ(cq_uc_isspace(c), cq_uc_isspace_table(c));
+	}
+}
+
+/* Packed and generic n-gram counting agree (random sequences over small
+ * and large alphabets, several orders and references). */
+TEST(metrics_ngram_packed_equals_generic)
+{
+	cq_ngram_work w1 = {0},
+				w2 = {0};
+	uint32_t	seq[3][60];
+	uint64_t	x = 88172645463325252ull;
+
+	w2.force_generic = true;
+	for (int trial = 0; trial < 300; trial++)
+	{
+		uint32_t	alphabet = trial % 3 == 0 ? 3 : trial % 3 == 1 ? 40 : 0x10FFFF;
+		size_t		len[3];
+		const uint32_t *refs[2] = {seq[1], seq[2]};
+		int			order = 1 + trial % 8;
+		int64_t		m1[CQ_NGRAM_MAX_ORDER],
+					m2[CQ_NGRAM_MAX_ORDER];
+
+		for (int s = 0; s < 3; s++)
+		{
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+			len[s] = x % 60;
+			for (size_t i = 0; i < len[s]; i++)
+			{
+				x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+				seq[s][i] = (uint32_t) (x % alphabet);
+			}
+		}
+		CHECK(cq_ngram_matches(seq[0], len[0], refs, len + 1, 1 + trial % 2, order, m1, &w1));
+		CHECK(cq_ngram_matches(seq[0], len[0], refs, len + 1, 1 + trial % 2, order, m2, &w2));
+		CHECK(memcmp(m1, m2, order * sizeof(int64_t)) == 0);
+	}
+	cq_ngram_work_free(&w1);
+	cq_ngram_work_free(&w2);
 }
