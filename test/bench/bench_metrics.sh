@@ -79,6 +79,12 @@ INSERT INTO results SELECT 'bleu per domain', * FROM race('SELECT domain, corpq.
 INSERT INTO results SELECT 'chrf(hyp, ref)', * FROM race('SELECT corpq.chrf(hyp, ref) FROM pairs', 3);
 INSERT INTO results SELECT 'chrf++ (word_order 2)', * FROM race($q$SELECT corpq.chrf(hyp, ref, '{"word_order": 2}') FROM pairs$q$, 3);
 INSERT INTO results SELECT 'sum(sentence_bleu)', * FROM race('SELECT sum(corpq.sentence_bleu(hyp, ref)) FROM pairs', 3);
+-- the cost of the bigint[] state itself: one-character texts, so the core
+-- does almost nothing; against the same core calls summed as float8 and
+-- against the texts cut without any metric
+INSERT INTO results SELECT 'state: bleu(1 char)', * FROM race('SELECT corpq.bleu(left(hyp, 1), left(ref, 1)) FROM pairs', 3);
+INSERT INTO results SELECT 'state: sum(sentence_bleu(1 char))', * FROM race('SELECT sum(corpq.sentence_bleu(left(hyp, 1), left(ref, 1))) FROM pairs', 3);
+INSERT INTO results SELECT 'state: sum(length(1 char))', * FROM race('SELECT sum(length(left(hyp, 1)) + length(left(ref, 1))) FROM pairs', 3);
 SELECT (SELECT count(*) FROM pairs) AS n \gset
 SELECT round(:scan_ms::numeric, 1) AS count_star_ms, round(:read_ms::numeric, 1) AS read_texts_ms,
        round(:n / :scan_ms * 1000) AS count_star_rows_per_s;
