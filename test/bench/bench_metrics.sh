@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Evaluation metrics on the real en-es pairs (../shared/corpora, ~80k rows;
+# Evaluation metrics on the real en-es pairs (the corpora test/lib.sh finds:
+# ../shared/corpora has ~80k rows;
 # hypotheses = the Spanish side with known edits, references = the Spanish
 # side): corpq.bleu() and corpq.chrf() in rows/s against a plain count(*)
 # scan and a scan that reads both texts, 0 against 2 parallel workers (best
@@ -8,14 +9,11 @@
 # extension installed (make install).  No figure is asserted.
 #   Usage: bench_metrics.sh [n_pairs]     (default: all)
 set -euo pipefail
-CORPORA=${CORPQ_CORPORA:-/work/shared/corpora}/en-es
-if [ ! -d "$CORPORA" ]; then
-	echo "bench_metrics: $CORPORA absent, skipped"
-	exit 0
-fi
+. "$(dirname "$0")/../lib.sh"
+corpq_corpora
+corpq_in_cluster -o max_worker_processes=16 -o max_parallel_workers=8 -- "$@"
 N=${1:-1000000}
-HERE=$(cd "$(dirname "$0")" && pwd)
-echo "CPU: $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) cores); the metrics use no BLAS"
+log "CPU: $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) cores); the metrics use no BLAS"
 SQL=$(mktemp /tmp/bench_metrics.XXXXXX.sql)
 trap 'rm -f "$SQL"' EXIT
 {
@@ -24,10 +22,7 @@ trap 'rm -f "$SQL"' EXIT
 CREATE EXTENSION corpq;
 CREATE TABLE raw (n serial, id text, domain text, src text, tgt text);
 SQL
-	for f in "$CORPORA"/*.tsv; do
-		# csv mode with a quote byte that never occurs: fields are taken verbatim
-		echo "\\copy raw (id, domain, src, tgt) FROM '$f' WITH (FORMAT csv, DELIMITER E'\\t', HEADER true, QUOTE E'\\x01')"
-	done
+	corpq_copy_parallel raw
 	cat <<SQL
 -- known edits, by row: two words swapped, a word dropped, a word
 -- substituted by the next row's first word, or left as it is
@@ -37,7 +32,7 @@ SELECT n AS id, domain, tgt AS ref,
                   WHEN 1 THEN regexp_replace(tgt, ' \\S+', '')
                   WHEN 2 THEN regexp_replace(tgt, ' \\S+ ', ' ' || split_part(lead(tgt) OVER (ORDER BY n), ' ', 1) || ' ')
                   ELSE tgt END AS hyp
-  FROM raw ORDER BY n LIMIT $N;
+  FROM raw ORDER BY md5(n::text) LIMIT $N;   -- a spread of every domain when cut
 ANALYZE pairs;
 SQL
 	cat <<'SQL'
@@ -108,11 +103,9 @@ SELECT domain, count(*), round(corpq.bleu(hyp, ref)::numeric, 2) AS bleu, round(
 SELECT corpq.bleu_signature('{}'), corpq.chrf_signature('{}');
 SQL
 } >"$SQL"
-cd /tmp
-pg_virtualenv -t -o max_worker_processes=16 -o max_parallel_workers=8 psql -X -q -f "$SQL"
+psql -X -q -v ON_ERROR_STOP=1 -f "$SQL"
 
 echo
-echo "== core (ctypes) against the plain-Python reference"
-lib="$HERE/../libcorpqcore.so"
-[ -f "$lib" ] || make -C "$HERE/../.." test/libcorpqcore.so >/dev/null
-/usr/bin/python3 "$HERE/metrics_core.py" "$CORPORA" "$(( N < 20000 ? N : 20000 ))"
+log "core (ctypes) against the plain-Python reference"
+[ -f test/libcorpqcore.so ] || make test/libcorpqcore.so >/dev/null
+/usr/bin/python3 test/bench/metrics_core.py "$(( N < 20000 ? N : 20000 ))"

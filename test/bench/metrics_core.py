@@ -1,7 +1,8 @@
 """The metrics core (via ctypes) against the plain-Python reference
 (test/ref/metrics_reference.py) on the same real pairs, same process, one
 thread: sentence statistics per second for BLEU (13a, intl) and chrF / chrF++.
-Called by bench_metrics.sh; usage: metrics_core.py CORPORA_DIR N_PAIRS.
+Called by bench_metrics.sh; usage: metrics_core.py N_PAIRS (the corpora
+test/lib.sh finds).
 
 The hypotheses are the Spanish references with known edits (a word dropped,
 two swapped, a word substituted, one duplicated, case and punctuation
@@ -14,15 +15,17 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "ref"))
+sys.path.insert(0, HERE)
 os.environ.setdefault("CORPQ_CORE_LIB", os.path.join(HERE, "..", "libcorpqcore.so"))
+import corpora  # noqa: E402
 import metrics_reference as ref  # noqa: E402
 import test_metrics as tm  # noqa: E402
 
 
-def load(corpora, n):
+def load(n):
     refs = []
-    for name in ("bible", "l10n", "ddtp"):
-        with open(os.path.join(corpora, name + ".tsv"), encoding="utf-8") as f:
+    for path in corpora.find()[1]:
+        with open(path, encoding="utf-8") as f:
             next(f)
             refs += [line.rstrip("\n").split("\t")[3] for line in f]
     rng = random.Random(1)
@@ -42,8 +45,7 @@ def best_of(fn, reps=3):
 
 
 def main():
-    corpora, n = sys.argv[1], int(sys.argv[2])
-    pairs = load(corpora, n)
+    pairs = load(int(sys.argv[1]))
     # the reference is slow: time it on a prefix
     n_ref = min(len(pairs), 2000)
     print(f"{len(pairs)} pairs for the core, the first {n_ref} for the reference; best of 3")

@@ -11,10 +11,8 @@
 #   - every result equals the single-server one, bit for bit, and
 #     paired_bootstrap through the foreign partitions equals it too.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
 CORPQ_SCALEOUT_LIB=1 source test/integration/scaleout_fdw.sh
-
-fail() { echo "metrics_fdw: FAIL: $*" >&2; exit 1; }
 
 start_node c
 start_node n1
@@ -85,4 +83,4 @@ same "whole table" "$(printf "$q" mt)" "$(printf "$q" mt_local)"
 q="SELECT domain, corpq.paired_bootstrap(hyp_a, hyp_b, ref, 200, 5) FROM %s GROUP BY domain"
 same "paired_bootstrap per domain" "$(printf "$q" mt)" "$(printf "$q" mt_local)"
 same "paired_bootstrap per domain, pushed down" "$(printf "$q" mt_dom)" "$(printf "$q" mt_local)"
-echo "metrics_fdw: ok ($(qn c -c "SELECT round(corpq.bleu(hyp_a, ref)::numeric, 2) FROM mt") BLEU over $(qn c -c "SELECT count(*) FROM mt") rows on two nodes)"
+log "ok ($(qn c -c "SELECT round(corpq.bleu(hyp_a, ref)::numeric, 2) FROM mt") BLEU over $(qn c -c "SELECT count(*) FROM mt") rows on two nodes)"
