@@ -1,7 +1,8 @@
 /*
  * The SQL side of the evaluation metrics (extension/metrics): option
  * parsing, the per-query cache of the transition functions and the bigint[]
- * aggregate state, shared by bleu_sql.c, chrf_sql.c and bootstrap_sql.c.
+ * aggregate state, shared by metrics_agg.c (bleu(), chrf()), metrics_sql.c
+ * (the scalar functions) and bootstrap_sql.c.
  */
 #ifndef CORPQ_PG_METRICS_H
 #define CORPQ_PG_METRICS_H
