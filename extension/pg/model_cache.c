@@ -19,6 +19,7 @@
 #include "utils/tuplestore.h"
 
 #include "nn/modelfile.h"
+#include "pg/base/internal_sql.h"
 #include "pg/corpq.h"
 #include "pg/model_catalog.h"
 
@@ -115,7 +116,7 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 	cq_nn_status s;
 
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT weights FROM corpq.model_versions "
+	if (corpq_sql_as_caller("SELECT weights FROM corpq.model_versions "
 							  "WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2 "
 							  "AND checksum OPERATOR(pg_catalog.=) $3",
 							  3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)

@@ -26,6 +26,7 @@
 
 #include "common/rng.h"
 #include "nn/uncertainty.h"
+#include "pg/base/internal_sql.h"
 #include "pg/train_scorer.h"
 
 #define UNSET (-1)
@@ -467,9 +468,12 @@ train_scorer_save(TrainSampler *s)
 	return b.data;
 }
 
-/* The number after "key": (and the i-th element of an array with i >= 0). */
+/*
+ * The number after "key": (and the i-th element of an array with i >= 0);
+ * ERROR unless it is a finite number of at least min.
+ */
 static double
-json_number(const char *json, const char *key, int i)
+json_number(const char *json, const char *key, int i, double min)
 {
 	char	   *pat = psprintf("\"%s\": ", key);
 	const char *p = strstr(json, pat);
@@ -491,8 +495,11 @@ json_number(const char *json, const char *key, int i)
 		}
 	}
 	d = strtod(p, &end);
-	if (end == p)
-		elog(ERROR, "the scorer state of a training checkpoint has a bad \"%s\"", key);
+	if (end == p || !isfinite(d) || d < min)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the scorer state of a training checkpoint has a bad \"%s\"", key),
+				 errdetail("It must be a finite number of at least %g.", min)));
 	return d;
 }
 
@@ -501,16 +508,16 @@ train_scorer_load(TrainSampler *s, const char *json)
 {
 	TrainScorer *sc = s->priv;
 
-	sc->t = (int64) json_number(json, "t", -1);
-	sc->updates = (int) json_number(json, "updates", -1);
-	sc->seconds = json_number(json, "seconds", -1);
-	sc->base = json_number(json, "base", -1);
-	sc->have_base = json_number(json, "have_base", -1) != 0;
+	sc->t = (int64) json_number(json, "t", -1, 0);
+	sc->updates = (int) json_number(json, "updates", -1, 0);
+	sc->seconds = json_number(json, "seconds", -1, 0);
+	sc->base = json_number(json, "base", -1, -HUGE_VAL);
+	sc->have_base = json_number(json, "have_base", -1, 0) != 0;
 	for (int i = 0; i < sc->n; i++)
 	{
-		sc->psi[i] = json_number(json, "psi", i);
-		sc->m[i] = json_number(json, "m", i);
-		sc->v[i] = json_number(json, "v", i);
+		sc->psi[i] = json_number(json, "psi", i, -HUGE_VAL);
+		sc->m[i] = json_number(json, "m", i, -HUGE_VAL);
+		sc->v[i] = json_number(json, "v", i, 0);
 	}
 	softmax(sc->psi, sc->n, s->prob);
 	/* the prior row (step 0) committed before the first checkpoint */
@@ -539,13 +546,15 @@ train_scorer_log(TrainSampler *s, int64 job)
 		nulls[4] = isnan(sc->reward[i]) ? 'n' : ' ';
 		nulls[5] = isnan(sc->dev_loss[i]) ? 'n' : ' ';
 		/* a resumed run writes the rows after its checkpoint again */
-		if (SPI_execute_with_args("INSERT INTO corpq.train_sampling "
-								  "(job, step, corpus, probability, reward, dev_loss, tokens_seen) "
-								  "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (job, step, corpus) DO UPDATE "
-								  "SET probability = EXCLUDED.probability, reward = EXCLUDED.reward, "
-								  "dev_loss = EXCLUDED.dev_loss, tokens_seen = EXCLUDED.tokens_seen, "
-								  "at = EXCLUDED.at",
-								  7, argtypes, v, nulls, false, 0) != SPI_OK_INSERT)
+		if (corpq_sql_as_owner("INSERT INTO corpq.train_sampling "
+							   "(job, step, corpus, probability, reward, dev_loss, tokens_seen, at, owner) "
+							   "SELECT $1, $2, $3, $4, $5, $6, $7, pg_catalog.clock_timestamp(), j.owner "
+							   "FROM corpq.jobs j WHERE j.id OPERATOR(pg_catalog.=) $1 "
+							   "ON CONFLICT (job, step, corpus) DO UPDATE "
+							   "SET probability = EXCLUDED.probability, reward = EXCLUDED.reward, "
+							   "dev_loss = EXCLUDED.dev_loss, tokens_seen = EXCLUDED.tokens_seen, "
+							   "at = EXCLUDED.at",
+							   7, argtypes, v, nulls, 0) != SPI_OK_INSERT || SPI_processed != 1)
 			elog(ERROR, "could not insert into corpq.train_sampling");
 	}
 	sc->pending = false;

@@ -8,10 +8,12 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "pg/base/internal_sql.h"
 #include "pg/corpq.h"
 #include "pg/text_catalog.h"
 
@@ -57,9 +59,9 @@ store_vocab(const char *name, const char *bpe, const cq_vocabulary *v,
 	int32		n = cq_vocabulary_size(v);
 	Datum	   *toks = palloc(n * sizeof(Datum));
 	Datum	   *cnts = palloc(n * sizeof(Datum));
-	Oid			v_types[5] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID};
-	Datum		v_vals[5];
-	char		v_nulls[5] = {' ', bpe ? ' ' : 'n', ' ', ' ', ' '};
+	Oid			v_types[6] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, OIDOID};
+	Datum		v_vals[6];
+	char		v_nulls[6] = {' ', bpe ? ' ' : 'n', ' ', ' ', ' ', ' '};
 	Oid			t_types[3] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID};
 	Datum		t_vals[3];
 	int			rc;
@@ -78,20 +80,21 @@ store_vocab(const char *name, const char *bpe, const cq_vocabulary *v,
 	v_vals[2] = Int32GetDatum(n);
 	v_vals[3] = Int32GetDatum(max_size);
 	v_vals[4] = Int32GetDatum(min_count);
+	v_vals[5] = ObjectIdGetDatum(GetUserId());
 	t_vals[0] = v_vals[0];
 	t_vals[1] = PointerGetDatum(construct_array(toks, n, TEXTOID, -1, false, TYPALIGN_INT));
 	t_vals[2] = PointerGetDatum(construct_array(cnts, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 
 	SPI_connect();
-	rc = SPI_execute_with_args("INSERT INTO corpq.vocabularies (name, bpe, size, max_size, min_count) "
-							   "VALUES ($1, $2, $3, $4, $5)",
-							   5, v_types, v_vals, v_nulls, false, 0);
+	rc = corpq_sql_as_owner("INSERT INTO corpq.vocabularies (name, bpe, size, max_size, min_count, owner) "
+							"VALUES ($1, $2, $3, $4, $5, $6::pg_catalog.regrole)",
+							6, v_types, v_vals, v_nulls, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	rc = SPI_execute_with_args("INSERT INTO corpq.vocabulary_tokens (vocabulary, id, token, count) "
-							   "SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.t, u.c "
-							   "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) WITH ORDINALITY AS u(t, c, o)",
-							   3, t_types, t_vals, NULL, false, 0);
+	rc = corpq_sql_as_owner("INSERT INTO corpq.vocabulary_tokens (vocabulary, id, token, count) "
+							"SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.t, u.c "
+							"FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) WITH ORDINALITY AS u(t, c, o)",
+							3, t_types, t_vals, NULL, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	SPI_finish();
@@ -235,29 +238,50 @@ corpq_vocab_drop(PG_FUNCTION_ARGS)
 	Datum		values[1];
 	int			rc;
 	char	   *owner;
+	char	   *users;
+	bool		isnull;
 
 	require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = SPI_execute_with_args("SELECT owner::pg_catalog.text FROM corpq.vocabularies "
-							   "WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, false, 1);
+	rc = corpq_sql_as_caller("SELECT owner::pg_catalog.text, owner::pg_catalog.oid FROM corpq.vocabularies "
+							 "WHERE name OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
 	owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	rc = SPI_execute_with_args("DELETE FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, false, 0);
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
+	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 2, &isnull))))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to drop vocabulary \"%s\"", name),
 				 errdetail("The vocabulary is owned by role %s.", owner),
 				 errhint("Only members of the owning role can drop or replace a vocabulary.")));
+
+	/* any role's model may use it: name them rather than fail on the foreign key */
+	rc = corpq_sql_as_caller("SELECT pg_catalog.string_agg(name OPERATOR(pg_catalog.||) "
+							 "CASE WHEN pg_catalog.pg_has_role(current_user, owner, 'MEMBER') THEN '' "
+							 "ELSE pg_catalog.format(' (owned by %s)', owner) END, ', ' ORDER BY name) "
+							 "FROM corpq.model_catalog "
+							 "WHERE src_vocab OPERATOR(pg_catalog.=) $1 OR tgt_vocab OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	users = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (users != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop vocabulary \"%s\" because models use it", name),
+				 errdetail("Models using it: %s.", users),
+				 errhint("Drop those models first with corpq.model_drop(), or ask their owners to.")));
+
+	rc = corpq_sql_as_owner("DELETE FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, 0);
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	SPI_finish();
 	PG_RETURN_VOID();
 }
