@@ -25,6 +25,7 @@
 
 PG_FUNCTION_INFO_V1(corpq_model_cache);
 
+int			corpq_max_model_mb = 1024;
 int			corpq_model_cache_mb = 512;
 
 typedef struct CacheEntry
@@ -61,6 +62,13 @@ corpq_model_define_gucs(void)
 							&corpq_model_cache_mb,
 							512, 0, INT_MAX / 2,
 							PGC_USERSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("corpq.max_model_mb",
+							"Largest model corpq.model_create and corpq.model_import accept, in megabytes of parameters.",
+							"Checked before anything is allocated; training needs about four times the model.",
+							&corpq_max_model_mb,
+							1024, 1, INT_MAX / 2,
+							PGC_SUSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 }
 

@@ -66,6 +66,9 @@ corpq_model_split_spec(const char *spec, int *name_len, int32 *version)
 		if (v > PG_INT32_MAX)
 			return false;
 	}
+	/* names contain no @ (the catalog's CHECK): "a@1@2" is no name@N */
+	if (memchr(spec, '@', at - spec) != NULL)
+		return false;
 	*name_len = (int) (at - spec);
 	*version = (int32) v;
 	return true;

@@ -4,6 +4,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -138,6 +140,23 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	return cfg;
 }
 
+/*
+ * ERROR when a model of bytes (its parameter block, or its image) exceeds
+ * corpq.max_model_mb: checked before the model is allocated, so one call
+ * cannot take the server's memory for seconds before failing.
+ */
+static void
+check_model_bytes(double bytes, const char *what)
+{
+	corpq_model_define_gucs();
+	if (bytes > (double) corpq_max_model_mb * 1024 * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s of %.0f MB exceeds corpq.max_model_mb (%d MB)",
+						what, ceil(bytes / (1024 * 1024)), corpq_max_model_mb),
+				 errhint("Use a smaller configuration, or ask a superuser to raise corpq.max_model_mb.")));
+}
+
 /* Insert the catalog row of a new model; returns its id. */
 static int64
 insert_model(const char *name, const cq_model_config *cfg, int64 parameters,
@@ -211,6 +230,13 @@ corpq_model_create(PG_FUNCTION_ARGS)
 	tgt_vocab = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	check_model_name(name);
 	cfg = merge_config(PG_GETARG_JSONB_P(1), vocab_size(src_vocab), vocab_size(tgt_vocab));
+	{
+		size_t		floats,
+					params;
+
+		cq_model_size_for(&cfg, &floats, &params);
+		check_model_bytes((double) floats * sizeof(float), "a model");
+	}
 
 	s = cq_model_new(&cfg, &m, &err);
 	if (s != CQ_NN_OK)
@@ -295,6 +321,8 @@ corpq_model_import(PG_FUNCTION_ARGS)
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	image = PG_GETARG_BYTEA_PP(1);
 
+	/* the loader allocates no more than the image holds (models/FORMAT.md) */
+	check_model_bytes((double) VARSIZE_ANY_EXHDR(image), "a weight image");
 	/* every byte is checked before anything is written */
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
 	if (s != CQ_NN_OK)

@@ -14,6 +14,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "catalog/pg_type.h"
@@ -27,6 +28,7 @@
 #include "common/rng.h"
 #include "nn/uncertainty.h"
 #include "pg/base/internal_sql.h"
+#include "pg/model_score.h"
 #include "pg/train_scorer.h"
 
 #define UNSET (-1)
@@ -100,11 +102,11 @@ train_balance_option(TrainOptions *o, const char *key, JsonbValue *v,
 			bad_value(key, "a measure name: pretp, exptp, vartp, comev, entsent, enteos, exptp_geo, vartp_log, comev_log");
 	}
 	else if (strcmp(key, "passes") == 0)
-		o->passes = integer(key, v, 1, 1000, bad_value);
+		o->passes = integer(key, v, 1, CORPQ_MAX_PASSES, bad_value);
 	else if (strcmp(key, "update_every") == 0)
 		o->sampler_every = integer(key, v, 1, PG_INT32_MAX, bad_value);
 	else if (strcmp(key, "prior_tau") == 0)
-		o->prior_tau = number(key, v, 0, 1e6, true, "a positive number up to 1e6 (1e6: uniform)", bad_value);
+		o->prior_tau = number(key, v, DBL_MIN, 1e6, false, "a normal positive number up to 1e6 (1e6: uniform)", bad_value);
 	else if (strcmp(key, "scorer_lr") == 0)
 		o->scorer_lr = number(key, v, 0, 10, true, "a number in (0, 10]", bad_value);
 	else if (strcmp(key, "scorer_steps") == 0)
@@ -228,9 +230,9 @@ prior(const long *size, int n, double tau, double *q)
 				sum = 0;
 
 	for (int i = 0; i < n; i++)
-		max = Max(max, log((double) Max(size[i], 1)) / tau);
+		max = Max(max, log((double) Max(size[i], 1)));
 	for (int i = 0; i < n; i++)
-		sum += (q[i] = exp(log((double) Max(size[i], 1)) / tau - max));
+		sum += (q[i] = exp((log((double) Max(size[i], 1)) - max) / tau));
 	for (int i = 0; i < n; i++)
 		q[i] /= sum;
 }

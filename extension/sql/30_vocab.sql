@@ -65,3 +65,16 @@ CREATE FUNCTION corpq.vocab_drop(name text) RETURNS void
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.vocab_drop(text) IS
     'drop a vocabulary you own';
+
+-- Copies between servers (README, Scaling out): the same ids everywhere.
+CREATE FUNCTION corpq.vocab_export(name text) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'corpq_vocab_export'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.vocab_export(text) IS
+    'a vocabulary as a JSON document {"bpe", "max_size", "min_count", "tokens" (in id order), "counts"} for corpq.vocab_import on another server';
+
+CREATE FUNCTION corpq.vocab_import(name text, vocabulary jsonb) RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_vocab_import'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.vocab_import(text, jsonb) IS
+    'store a document of corpq.vocab_export as vocabulary name, owned by you, with the same ids (its BPE model must exist here); returns its size';
