@@ -164,10 +164,10 @@ int32		train_checkpoint_write(int64 job, int64 model_id, const cq_train_state *s
 /*
  * The job's latest checkpoint: the state (in CurrentMemoryContext) and the
  * cursor filled in (arrays sized by the caller); log rows after it deleted.
- * false when the job has none.  ERROR unless the row is the job's own on
- * model model_id (owner, version written by the job at that step) and every
- * cursor value is in range; the caller checks the architecture and the
- * cursor against its corpus.
+ * false when the job has none.  Only rows the job wrote on model model_id
+ * count (owner, a checkpoint version it wrote at that step; others are
+ * ignored with a WARNING); ERROR unless every cursor value is in range.  The
+ * caller checks the architecture and the cursor against its corpus.
  */
 bool		train_checkpoint_resume(int64 job, int64 model_id, cq_train_state **st,
 									TrainCursor *cur);

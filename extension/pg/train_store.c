@@ -3,9 +3,9 @@
  * inside the caller's transaction with SPI connected, so a checkpoint (the
  * model version, the state row and the pruning) commits or vanishes whole.
  * Rows are written as the catalog owner and carry the job's owner
- * (base/internal_sql.h); a resume trusts no row it reads: the checkpoint must
- * be this job's, on the job's model, with the version it wrote, and every
- * cursor value must be in range.
+ * (base/internal_sql.h); a resume trusts no row it reads: it uses only a
+ * checkpoint the job wrote (OWN_CHECKPOINT), and every cursor value must be
+ * in range.
  */
 #include "postgres.h"
 
@@ -241,28 +241,40 @@ train_check_prob(int64 job, const double *prob, int n)
 }
 
 /*
- * ERROR unless the checkpoint row is this job's own: its owner is the job's,
- * its model the job's, and its version a checkpoint version this job wrote
- * at that step (model_versions.metrics names the job).
+ * A checkpoint row is the job's own when its owner is the job's, its model
+ * the job's ($2), and its version a checkpoint version this job wrote at that
+ * step (model_versions.metrics names the job).  Only corpq writes these
+ * tables, so another row means a restored or hand-edited catalog: ignored.
  */
-static void
-check_checkpoint_row(int64 job, HeapTuple tup, TupleDesc desc)
-{
-	static const char *const what[] = {
-		NULL, NULL, NULL,
-		"its owner is not the job's owner",
-		"it is on another model than the job's",
-		"its model version is not a checkpoint this job wrote at that step"
-	};
-	bool		isnull;
+#define OWN_CHECKPOINT \
+	"c.owner::pg_catalog.oid OPERATOR(pg_catalog.=) j.owner::pg_catalog.oid " \
+	"AND c.model OPERATOR(pg_catalog.=) $2 " \
+	"AND EXISTS (SELECT 1 FROM corpq.model_versions w " \
+	"  WHERE w.model OPERATOR(pg_catalog.=) c.model " \
+	"  AND w.version OPERATOR(pg_catalog.=) c.version " \
+	"  AND w.source OPERATOR(pg_catalog.=) 'checkpoint' " \
+	"  AND w.step OPERATOR(pg_catalog.=) c.step " \
+	"  AND (w.metrics OPERATOR(pg_catalog.->>) 'job') OPERATOR(pg_catalog.=) c.job::pg_catalog.text)"
 
-	for (int col = 4; col <= 6; col++)
-		if (!DatumGetBool(SPI_getbinval(tup, desc, col, &isnull)) || isnull)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("the last checkpoint of training job " INT64_FORMAT " was not written by this job", job),
-					 errdetail("At step %s, %s.", SPI_getvalue(tup, desc, 1), what[col - 1]),
-					 errhint("A training job resumes only from its own checkpoints; delete the row to start over.")));
+/* Log the job's checkpoint rows it did not write, which resume ignores. */
+static void
+report_foreign_checkpoints(int64 job, Oid *argtypes, Datum *v)
+{
+	bool		isnull;
+	int64		n;
+
+	if (corpq_sql_as_caller("SELECT pg_catalog.count(*) FROM corpq.train_checkpoints c "
+							"JOIN corpq.jobs j ON j.id OPERATOR(pg_catalog.=) c.job "
+							"WHERE c.job OPERATOR(pg_catalog.=) $1 AND NOT (" OWN_CHECKPOINT ")",
+							2, argtypes, v, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.train_checkpoints");
+	n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (n > 0)
+		ereport(WARNING,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("training job " INT64_FORMAT " ignores " INT64_FORMAT " checkpoint row(s) it did not write",
+						job, n),
+				 errdetail("A row counts as the job's own when its owner and model are the job's and its model version is a checkpoint the job wrote at that step.")));
 }
 
 /* The cursor's values into cur, each checked for type and range. */
@@ -310,17 +322,11 @@ train_checkpoint_resume(int64 job, int64 model_id, cq_train_state **st, TrainCur
 	cq_nn_status s;
 
 	SPI_connect();
-	if (corpq_sql_as_caller("SELECT c.step, c.state, c.cursor, "
-							"c.owner::pg_catalog.oid OPERATOR(pg_catalog.=) j.owner::pg_catalog.oid, "
-							"c.model OPERATOR(pg_catalog.=) $2, "
-							"EXISTS (SELECT 1 FROM corpq.model_versions w "
-							"  WHERE w.model OPERATOR(pg_catalog.=) c.model "
-							"  AND w.version OPERATOR(pg_catalog.=) c.version "
-							"  AND w.source OPERATOR(pg_catalog.=) 'checkpoint' "
-							"  AND w.step OPERATOR(pg_catalog.=) c.step "
-							"  AND (w.metrics OPERATOR(pg_catalog.->>) 'job') OPERATOR(pg_catalog.=) c.job::pg_catalog.text) "
+	report_foreign_checkpoints(job, argtypes, v);
+	if (corpq_sql_as_caller("SELECT c.step, c.state, c.cursor "
 							"FROM corpq.train_checkpoints c JOIN corpq.jobs j ON j.id OPERATOR(pg_catalog.=) c.job "
-							"WHERE c.job OPERATOR(pg_catalog.=) $1 ORDER BY c.step DESC LIMIT 1",
+							"WHERE c.job OPERATOR(pg_catalog.=) $1 AND " OWN_CHECKPOINT " "
+							"ORDER BY c.step DESC LIMIT 1",
 							2, argtypes, v, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.train_checkpoints");
 	if (SPI_processed == 0)
@@ -332,7 +338,6 @@ train_checkpoint_resume(int64 job, int64 model_id, cq_train_state **st, TrainCur
 		SPI_finish();
 		return false;
 	}
-	check_checkpoint_row(job, SPI_tuptable->vals[0], SPI_tuptable->tupdesc);
 	step = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	state = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	cursor = SPI_datumTransfer(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull),
@@ -352,7 +357,6 @@ train_checkpoint_resume(int64 job, int64 model_id, cq_train_state **st, TrainCur
 				 errdetail("The row is for step " INT64_FORMAT ", the training state it holds for step " INT64_FORMAT ".",
 						   step, (*st)->step)));
 
-	read_cursor(job, cursor, cur, caller);
 	if (cursor_get(cursor, psprintf("{streams,%d}", cur->n_streams - 1)) == NULL ||
 		cursor_get(cursor, psprintf("{streams,%d}", cur->n_streams)) != NULL ||
 		cursor_get(cursor, psprintf("{prob,%d}", cur->n_corpora)) != NULL)
@@ -361,6 +365,7 @@ train_checkpoint_resume(int64 job, int64 model_id, cq_train_state **st, TrainCur
 				 errmsg("the checkpoint of training job " INT64_FORMAT " does not match its corpus", job),
 				 errdetail("The corpus query returned other corpus labels than when the checkpoint was written."),
 				 errhint("Corpus queries of restartable training jobs must return the same rows each time.")));
+	read_cursor(job, cursor, cur, caller);
 
 	/* the log continues from the checkpoint */
 	v[1] = Int64GetDatum((*st)->step);
