@@ -140,8 +140,10 @@ claim_job(CorpqJob *job, int64 id, const CorpqJobLaunchInfo *info)
 		job->args = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 		job->attempts = atoi(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
 		MemoryContextSwitchTo(old);
+		/* a value that no longer parses leaves the database's, with a WARNING */
 		if (search_path != NULL)
-			SetConfigOption("search_path", search_path, PGC_USERSET, PGC_S_SESSION);
+			(void) set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_SET, true, WARNING, false);
 	}
 	end_work();
 	return claimed;

@@ -15,6 +15,7 @@
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "utils/array.h"
@@ -142,16 +143,26 @@ reap_orphans(void)
 	return SPI_processed;
 }
 
+/* The advisory lock tag that serialises submissions (check_job_limit). */
+#define SUBMIT_LOCK_KEY 0x63727071	/* "crpq" */
+#define SUBMIT_LOCK_FIELD4 3
+
 static void
 check_job_limit(void)
 {
 	int64		active;
 	bool		isnull;
+	LOCKTAG		tag;
 
-	/* Serialise submissions so two cannot both see room for one more. */
-	if (corpq_sql_as_owner("LOCK TABLE corpq.jobs IN SHARE ROW EXCLUSIVE MODE",
-						   0, NULL, NULL, NULL, 0) != SPI_OK_UTILITY)
-		elog(ERROR, "could not lock corpq.jobs");
+	/*
+	 * Serialise submissions so two cannot both see room for one more: a lock
+	 * held to the end of the submitting transaction.  Not a table lock, which
+	 * would also hold back every worker's claim and result while a submitter
+	 * sits in its transaction; an advisory tag no SQL function can take
+	 * (pg_advisory_lock uses field4 1 and 2), so no role can block it.
+	 */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, SUBMIT_LOCK_KEY, 0, SUBMIT_LOCK_FIELD4);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	reap_orphans();
 	/* every role's jobs: the limit is the database's, not the caller's */
 	if (corpq_sql_as_owner("SELECT pg_catalog.count(*) FROM corpq.jobs "

@@ -18,7 +18,8 @@
 #      model keeps her architecture.  A2's own checkpoint with bob's state in
 #      it fails A2 instead of being used; A3's cursor {"prob": [0, 0]} fails A3
 #      with data_corrupted, and the server does not crash.
-# After each part: bob is not superuser.
+# After each part: bob is not superuser.  Last, DROP EXTENSION during a job
+# does not crash the server.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 cd "$here/../.."
@@ -257,5 +258,20 @@ case "$(state_of "$a3")" in *"invalid cursor"*) ;; *) fail "A3: $(state_of "$a3"
 	fail "alice's model has versions of another architecture"
 log "part 3: A2 $(state_of "$a2")"
 log "part 3: A3 $(state_of "$a3")"
+# DROP EXTENSION during a job: the job fails, the server does not crash
+late=$(qb -d bobdb -c "SELECT corpq.lexicon_train('dropped', 'SELECT src, tgt FROM bob.bitext
+                                                             WHERE pg_catalog.pg_sleep(0.005) IS NOT NULL')")
+for _ in $(seq 300); do
+	[ "$(q -d bobdb -c "SELECT state FROM corpq.jobs WHERE id = $late")" = running ] && break
+	sleep 0.1
+done
+q -d bobdb -c "DROP EXTENSION corpq CASCADE" >/dev/null 2>&1
+for _ in $(seq 600); do
+	# (asked in postgres: bobdb's search_path would find bob's traps)
+	[ "$(q -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'corpq job'")" = 0 ] && break
+	sleep 0.1
+done
+[ "$(q -c "SELECT pg_postmaster_start_time()")" = "$start2" ] || fail "the server crashed after DROP EXTENSION"
+log "DROP EXTENSION during job $late: its worker ended, no crash"
 not_super "the end"
 exit 0
