@@ -86,10 +86,10 @@ load(const char *name, MemoryContext parent)
 	lx->name = MemoryContextStrdup(cxt, name);
 	SPI_connect();
 	if (corpq_sql_as_caller("SELECT l.options::text, m.src_tokens, m.tgt_tokens, m.src_counts, "
-							  "m.src_links, m.src_entropy FROM corpq.lexicons l "
-							  "JOIN corpq.lexicon_models m ON m.lexicon OPERATOR(pg_catalog.=) l.name "
-							  "WHERE l.name OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+							"m.src_links, m.src_entropy FROM corpq.lexicons l "
+							"JOIN corpq.lexicon_models m ON m.lexicon OPERATOR(pg_catalog.=) l.name "
+							"WHERE l.name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.lexicons");
 	if (SPI_processed == 0)
 		corpq_undefined_name("lexicon", "corpq.lexicons", name);
@@ -142,8 +142,8 @@ load_model(LexLoaded *lx)
 
 	SPI_connect();
 	if (corpq_sql_as_caller("SELECT model FROM corpq.lexicon_models "
-							  "WHERE lexicon OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+							"WHERE lexicon OPERATOR(pg_catalog.=) $1",
+							1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.lexicon_models");
 	if (SPI_processed == 0)
 		corpq_undefined_name("lexicon", "corpq.lexicons", lx->name);

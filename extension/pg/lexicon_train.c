@@ -43,8 +43,8 @@ check_name(const char *name, const LexOptions *o)
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
 	if (corpq_sql_as_caller("SELECT pg_catalog.pg_has_role(current_user, owner, 'MEMBER') "
-							  "FROM corpq.lexicons WHERE name OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+							"FROM corpq.lexicons WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.lexicons");
 	if (SPI_processed > 0 && !o->replace)
 		ereport(ERROR,

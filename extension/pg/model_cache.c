@@ -125,9 +125,9 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 
 	SPI_connect();
 	if (corpq_sql_as_caller("SELECT weights FROM corpq.model_versions "
-							  "WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2 "
-							  "AND checksum OPERATOR(pg_catalog.=) $3",
-							  3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+							"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2 "
+							"AND checksum OPERATOR(pg_catalog.=) $3",
+							3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.model_versions");
 	if (SPI_processed == 0)
 		ereport(ERROR,

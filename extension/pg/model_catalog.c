@@ -84,8 +84,8 @@ missing_version(int64 id, const char *name, int32 version)
 	char	   *list = NULL;
 
 	if (corpq_sql_as_caller("SELECT pg_catalog.string_agg(version::pg_catalog.text, ', ' ORDER BY version) "
-							  "FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+							"FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 	{
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -137,12 +137,12 @@ corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref)
 
 	SPI_connect();
 	if (corpq_sql_as_caller("SELECT c.id, c.src_vocab, c.tgt_vocab, v.version, v.checksum "
-							  "FROM corpq.model_catalog c "
-							  "LEFT JOIN corpq.model_versions v ON v.model OPERATOR(pg_catalog.=) c.id "
-							  "AND ($2 IS NULL OR v.version OPERATOR(pg_catalog.=) $2) "
-							  "WHERE c.name OPERATOR(pg_catalog.=) $1 "
-							  "ORDER BY v.version DESC NULLS LAST LIMIT 1",
-							  2, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
+							"FROM corpq.model_catalog c "
+							"LEFT JOIN corpq.model_versions v ON v.model OPERATOR(pg_catalog.=) c.id "
+							"AND ($2 IS NULL OR v.version OPERATOR(pg_catalog.=) $2) "
+							"WHERE c.name OPERATOR(pg_catalog.=) $1 "
+							"ORDER BY v.version DESC NULLS LAST LIMIT 1",
+							2, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.model_catalog");
 	if (SPI_processed == 0)
 		corpq_undefined_name("model", "corpq.model_catalog", name);

@@ -63,7 +63,7 @@ vocab_size(const char *name)
 
 	SPI_connect();
 	if (corpq_sql_as_caller("SELECT size FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.vocabularies");
 	if (SPI_processed == 0)
 		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
@@ -95,11 +95,11 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	values[2] = CStringGetTextDatum(config_keys);
 	SPI_connect();
 	if (corpq_sql_as_caller("SELECT pg_catalog.jsonb_typeof($1), $1 OPERATOR(pg_catalog.->>) 'preset', "
-							  "(SELECT pg_catalog.string_agg(k, ', ' ORDER BY k) "
-							  "FROM pg_catalog.jsonb_object_keys(CASE WHEN pg_catalog.jsonb_typeof($1) "
-							  "OPERATOR(pg_catalog.=) 'object' THEN $1 ELSE '{}' END) k "
-							  "WHERE k OPERATOR(pg_catalog.<>) ALL ($3::pg_catalog.text[]))",
-							  3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+							"(SELECT pg_catalog.string_agg(k, ', ' ORDER BY k) "
+							"FROM pg_catalog.jsonb_object_keys(CASE WHEN pg_catalog.jsonb_typeof($1) "
+							"OPERATOR(pg_catalog.=) 'object' THEN $1 ELSE '{}' END) k "
+							"WHERE k OPERATOR(pg_catalog.<>) ALL ($3::pg_catalog.text[]))",
+							3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the model configuration");
 	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "object") != 0)
 		ereport(ERROR,
@@ -125,9 +125,9 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	values[2] = CStringGetTextDatum(psprintf("{\"src_vocab_size\": %d, \"tgt_vocab_size\": %d}",
 											 src_size, tgt_size));
 	if (corpq_sql_as_caller("SELECT ($2::pg_catalog.jsonb OPERATOR(pg_catalog.||) "
-							  "($1 OPERATOR(pg_catalog.-) 'preset'::pg_catalog.text) "
-							  "OPERATOR(pg_catalog.||) $3::pg_catalog.jsonb)::pg_catalog.text",
-							  3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+							"($1 OPERATOR(pg_catalog.-) 'preset'::pg_catalog.text) "
+							"OPERATOR(pg_catalog.||) $3::pg_catalog.jsonb)::pg_catalog.text",
+							3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not merge the model configuration");
 	merged = MemoryContextStrdup(caller,
 								 TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
@@ -263,8 +263,8 @@ find_model(const char *name, int64 *id, cq_model_config *cfg, char **src_vocab, 
 
 	SPI_connect();
 	if (corpq_sql_as_caller("SELECT id, config::pg_catalog.text, src_vocab, tgt_vocab "
-							  "FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+							"FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.model_catalog");
 	if (SPI_processed == 0)
 	{
@@ -383,8 +383,8 @@ export_spec(const char *spec, bool pinned)
 	values[1] = Int32GetDatum(ref.version);
 	SPI_connect();
 	if (corpq_sql_as_caller("SELECT weights FROM corpq.model_versions "
-							  "WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2",
-							  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
+							"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2",
+							2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
 		SPI_processed != 1)
 		elog(ERROR, "could not read corpq.model_versions");
 	MemoryContextSwitchTo(caller);

@@ -77,8 +77,8 @@ corpq_check_new_name(const char *kind, const char *table,
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
 	rc = corpq_sql_as_caller(psprintf("SELECT 1 FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
-										table),
-							   1, argtypes, values, NULL, true, 1);
+									  table),
+							 1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed > 0)
@@ -147,7 +147,7 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
 	rc = corpq_sql_as_caller("SELECT version FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, true, 1);
+							 1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -156,8 +156,8 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 	version = (vtext && strcmp(vtext, "0.1") == 0) ? 1 : 2;
 
 	rc = corpq_sql_as_caller("SELECT left_symbol, right_symbol FROM corpq.bpe_merges "
-							   "WHERE model OPERATOR(pg_catalog.=) $1 ORDER BY rank",
-							   1, argtypes, values, NULL, true, 0);
+							 "WHERE model OPERATOR(pg_catalog.=) $1 ORDER BY rank",
+							 1, argtypes, values, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 
@@ -243,7 +243,7 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
 	rc = corpq_sql_as_caller("SELECT bpe FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, true, 1);
+							 1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -255,8 +255,8 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 			bpe_name = MemoryContextStrdup(cxt, TextDatumGetCString(d));
 	}
 	rc = corpq_sql_as_caller("SELECT id, token FROM corpq.vocabulary_tokens "
-							   "WHERE vocabulary OPERATOR(pg_catalog.=) $1 ORDER BY id",
-							   1, argtypes, values, NULL, true, 0);
+							 "WHERE vocabulary OPERATOR(pg_catalog.=) $1 ORDER BY id",
+							 1, argtypes, values, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 
