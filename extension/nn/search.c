@@ -53,8 +53,7 @@ mask_row(const cq_translator *t, const cq_slot *s, int j)
 	float	   *lp = row_lp(t, s, j);
 
 	for (int i = 0; i < v; i++)
-		if (isnan(lp[i]))
-			lp[i] = -INFINITY;
+		lp[i] = lp[i] != lp[i] ? -INFINITY : lp[i];
 	lp[CQ_PAD_ID] = -INFINITY;
 	lp[CQ_UNK_ID] -= (float) t->o.unk_penalty;
 	if (s->step >= s->max_len)
@@ -71,6 +70,19 @@ mask_row(const cq_translator *t, const cq_slot *s, int j)
 }
 
 /* ---- beam candidates ------------------------------------------------------- */
+
+/*
+ * Below this log-probability a token of a row with cumulative score `base`
+ * cannot beat `worst`: the float cut sits a margin (1e-9 relative, far above
+ * double rounding) under worst - base, so only the exact test below decides.
+ */
+static float
+cut_below(double worst, double base)
+{
+	double		c = worst - base - 1e-9 * (1.0 + fabs(worst) + fabs(base));
+
+	return nextafterf((float) c, -INFINITY);
+}
 
 /*
  * The best min(2 beam, rows V - 1) of score(row) + lp[row][token], best
@@ -90,12 +102,16 @@ beam_candidates(const cq_translator *t, cq_slot *s)
 	{
 		const float *lp = row_lp(t, s, j);
 		double		base = s->cum[j];
+		float		cut = n == want ? cut_below(c[n - 1].score, base) : -INFINITY;
 
 		for (int tok = 0; tok < v; tok++)
 		{
-			double		val = base + lp[tok];
+			double		val;
 			int			at;
 
+			if (lp[tok] < cut)
+				continue;
+			val = base + lp[tok];
 			if (n == want && !(val > c[n - 1].score))
 				continue;
 			at = n < want ? n++ : n - 1;
@@ -105,6 +121,8 @@ beam_candidates(const cq_translator *t, cq_slot *s)
 				at--;
 			}
 			c[at] = (cq_candidate) {j, tok, lp[tok], val};
+			if (n == want)
+				cut = cut_below(c[n - 1].score, base);
 		}
 	}
 	s->n_cand = n;
