@@ -283,12 +283,12 @@ cq_decode_reorder(cq_translator *t, cq_slot *s, const int *src_row, int n)
 	int			K = t->K,
 				base = s->index * K,
 				next_free = 0;
-	int			newc[K];
-	bool		claimed[K],
-				used[K];
+	int		   *newc = t->iscratch + 2 * K;
+	bool	   *claimed = t->bscratch + K,
+			   *used = t->bscratch + 2 * K;
 
-	memset(claimed, 0, sizeof(claimed));
-	memset(used, 0, sizeof(used));
+	memset(claimed, 0, sizeof(bool) * K);
+	memset(used, 0, sizeof(bool) * K);
 	/* a row takes over its source's cache if no earlier row did */
 	for (int j = 0; j < n; j++)
 	{

@@ -102,6 +102,8 @@ struct cq_translator
 	cq_pair    *pairs;			/* [B] sources being encoded */
 	cq_slot   **encoding;		/* [B] their slots */
 	cq_ranked  *ranked;			/* [V] sampling scratch */
+	int		   *iscratch;		/* [3 beam]: search picks, their rows, new caches */
+	bool	   *bscratch;		/* [3 beam]: ignored picks, claimed, used caches */
 	cq_translate_progress progress;
 };
 

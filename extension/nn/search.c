@@ -355,9 +355,9 @@ advance(cq_translator *t, cq_slot *s)
 	int			K = t->K,
 				T = t->T,
 				n = 0;
-	int			pick[K],
-				src[K];
-	bool		ign[K];
+	int		   *pick = t->iscratch,
+			   *src = t->iscratch + K;
+	bool	   *ign = t->bscratch;
 
 	for (int pass = 0; pass < 2 && n < K; pass++)
 		for (int i = 0; i < s->n_cand && n < K; i++)
