@@ -347,6 +347,18 @@ def main():
     for M in models:
         check_against_reference(core, M, srcs)
         check_consistency(core, M, srcs)
+    # the other architecture switches: GELU, learned positions, untied output, shared embeddings
+    gcfg = tiny_cfg(44, 44, activation="gelu", positions="learned", tie_output=False,
+                    share_embeddings=True)
+    G = Model(core, "gelu/learned", gcfg, tt.random_weights(gcfg, 22))
+    stats = dict(score=0.0, lp=0.0, hyps=0)
+    for o in (ts.options(beam=1, min_len=0, max_len_b=20), ts.options(beam=4, nbest=4),
+              ts.options(search="sample", beam=2, nbest=2, seed=8, max_len_b=20)):
+        compare(core, G, srcs, o, stats)
+    check(stats["score"] <= TOL_SCORE and stats["lp"] <= TOL_SCORE,
+          "%s: score err %.3g, token log-prob err %.3g" % (G.label, stats["score"], stats["lp"]))
+    print("  %-14s C = reference on %d hypotheses: max |dscore| %.2e, max |dlogprob| %.2e"
+          % (G.label, stats["hyps"], stats["score"], stats["lp"]))
     check_sampling_frequencies(core, models[0], srcs[3], srcs[4], "plain")
     check_sampling_frequencies(core, models[0], srcs[3], srcs[4], "T 0.8, topk 8",
                                temperature=0.8, topk=8)

@@ -34,15 +34,24 @@
  */
 #define TOL_OPENBLAS 2e-5
 
-/* A tiny random model; sharp: weights x3, for peaked distributions. */
+/*
+ * A tiny random model; sharp: weights x3, for peaked distributions; other:
+ * GELU, learned positions, untied output projection.
+ */
 static cq_model *
-model(int vs, int vt, uint64_t seed, bool sharp)
+model_of(int vs, int vt, uint64_t seed, bool sharp, bool other)
 {
 	cq_model_config c;
 	cq_model   *m = NULL;
 	cq_nn_error err;
 
 	CHECK_INT_EQ(cq_config_preset("tiny", vs, vt, &c, &err), CQ_NN_OK);
+	if (other)
+	{
+		c.activation = CQ_ACT_GELU;
+		c.positions = CQ_POS_LEARNED;
+		c.tie_output = false;
+	}
 	c.d_model = 32;
 	c.heads = 4;
 	c.ffn_dim = 48;
@@ -53,6 +62,12 @@ model(int vs, int vt, uint64_t seed, bool sharp)
 	for (size_t i = 0; sharp && i < m->n_floats; i++)
 		m->params[i] *= 3.0f;
 	return m;
+}
+
+static cq_model *
+model(int vs, int vt, uint64_t seed, bool sharp)
+{
+	return model_of(vs, vt, seed, sharp, false);
 }
 
 /* What a test keeps of one translated sentence. */
@@ -245,14 +260,18 @@ TEST(translate_equals_forward_bitwise_under_reference_gemm)
 	const int	beams[3] = {1, 3, 5};
 
 	sources(srcs, ids, 6, 40, 3);
-	for (int b = 0; b < 3; b++)
+	for (int variant = 0; variant < 2; variant++)
 	{
-		cq_translate_options o = beam_options(beams[b], beams[b], b == 2 ? 0.6 : 1.0);
+		for (int b = 0; b < 3; b++)
+		{
+			cq_translate_options o = beam_options(beams[b], beams[b], b == 2 ? 0.6 : 1.0);
 
-		CHECK_INT_EQ(run(m, &o, srcs, 6, 4, out, &k, &err), CQ_NN_OK);
-		against_forward(m, &o, srcs, out, 6, true);
+			CHECK_INT_EQ(run(m, &o, srcs, 6, 4, out, &k, &err), CQ_NN_OK);
+			against_forward(m, &o, srcs, out, 6, true);
+		}
+		cq_model_free(m);
+		m = variant == 0 ? model_of(40, 45, 23, true, true) : NULL;
 	}
-	cq_model_free(m);
 	cq_blas_bind(prev);
 }
 
