@@ -144,7 +144,7 @@ BEGIN
         RAISE EXCEPTION '% has a different corpq catalog: % differs', label, msg
             USING ERRCODE = 'data_exception',
                   DETAIL = format('%s object(s) differ:%s', n, lines),
-                  HINT = 'Copy the models with corpq.model_export/model_import, BPE models with bpe_export/bpe_import and vocabulary rows as they are (README, Scaling out).';
+                  HINT = 'Copy the models with corpq.model_export/model_import, BPE models with bpe_export/bpe_import and vocabularies with vocab_export/vocab_import (README, Scaling out).';
     END IF;
 END
 $$;

@@ -13,14 +13,15 @@
 #
 #   citus_start COORD WORKER... [-- POSTGRES-OPTION...]
 #   citus_workers       the workers' "host:port", one a line, as Citus names them
-#   citus_copy_models MODEL FROM_VERSION
-#                       model_export on the coordinator, model_import on every
-#                       worker through run_command_on_workers, version by
-#                       version from FROM_VERSION on (README, Citus)
+#   citus_copy QUERY    run commands on every worker, checking each result
+#   citus_copy_bpe, citus_copy_vocabularies, citus_copy_model MODEL FROM_VERSION
+#                       the coordinator's catalog to every worker through
+#                       corpq's export and import functions (README, Citus)
 
 CORPQ_SCALEOUT_LIB=1 source "$CORPQ_ROOT/test/integration/scaleout_fdw.sh"
 
 citus_coordinator=
+citus_user=postgres	# the role citus_copy runs as
 citus_start() {
 	local coord=$1 n port opts=() workers=()
 	shift
@@ -54,30 +55,45 @@ citus_workers() {
 	qn "$citus_coordinator" -c "SELECT node_name || ':' || node_port FROM citus_get_active_worker_nodes() ORDER BY 1"
 }
 
-citus_copy_models() {
-	qn "$citus_coordinator" >/dev/null <<SQL
-DO \$\$
+# citus_copy QUERY: QUERY returns rows (what, command, expect) in the order to
+# run them; each command runs on every worker through run_command_on_workers
+# and must return expect there (the recipe in README, Citus)
+citus_copy() {
+	qn "$citus_coordinator" -U "$citus_user" >/dev/null <<SQL
+DO \$copy\$
 DECLARE
-    v record;
+    r record;
     w record;
 BEGIN
-    FOR v IN SELECT c.name, m.version, c.src_vocab, c.tgt_vocab
-               FROM corpq.model_catalog c JOIN corpq.model_versions m ON m.model = c.id
-              WHERE c.name = '$1' AND m.version >= $2 ORDER BY m.version
-    LOOP
-        FOR w IN SELECT * FROM run_command_on_workers(format(
-                     'SELECT corpq.model_import(%L, %L::bytea, %L, %L)', v.name,
-                     corpq.model_export(format('%s@%s', v.name, v.version)::corpq.pinned_model),
-                     v.src_vocab, v.tgt_vocab))
-        LOOP
-            -- a worker out of step would number the version differently
-            IF NOT w.success OR w.result <> v.version::text THEN
-                RAISE EXCEPTION 'copying %@% to worker %:%: %', v.name, v.version,
-                    w.nodename, w.nodeport, w.result;
+    FOR r IN $1 LOOP
+        FOR w IN SELECT * FROM run_command_on_workers(r.command) LOOP
+            IF NOT w.success OR w.result IS DISTINCT FROM r.expect THEN
+                RAISE EXCEPTION 'copying % to worker %:%: %', r.what, w.nodename, w.nodeport, w.result;
             END IF;
         END LOOP;
     END LOOP;
 END
-\$\$;
+\$copy\$;
 SQL
+}
+
+# the copies of each kind: BPE models and vocabularies (all), the versions of
+# MODEL from FROM_VERSION on (a worker that is out of step would number them
+# differently, and model_import's result says so)
+citus_copy_bpe() {
+	citus_copy "SELECT 'BPE model ' || name AS what, format('SELECT corpq.bpe_import(%L, %L)', name, corpq.bpe_export(name)) AS command,
+	                   n_merges::text AS expect FROM corpq.bpe_models ORDER BY name"
+}
+citus_copy_vocabularies() {
+	citus_copy "SELECT 'vocabulary ' || name AS what, format('SELECT corpq.vocab_import(%L, %L)', name, corpq.vocab_export(name)) AS command,
+	                   size::text AS expect FROM corpq.vocabularies ORDER BY name"
+}
+citus_copy_model() {
+	citus_copy "SELECT format('model %s@%s', c.name, v.version) AS what,
+	                   format('SELECT corpq.model_import(%L, %L::bytea, %L, %L)', c.name,
+	                          corpq.model_export(format('%s@%s', c.name, v.version)::corpq.pinned_model),
+	                          c.src_vocab, c.tgt_vocab) AS command,
+	                   v.version::text AS expect
+	              FROM corpq.model_catalog c JOIN corpq.model_versions v ON v.model = c.id
+	             WHERE c.name = '$1' AND v.version >= $2 ORDER BY v.version"
 }

@@ -4,10 +4,10 @@
 # or built from ../shared/vendor/citus-13.2.2.tar.gz (test/citus/build.sh);
 # skipped, with one line saying so, when there is neither.  Checked:
 #   - the catalog reaches the workers through corpq's functions called by
-#     run_command_on_workers (bpe_export -> bpe_import, model_export ->
-#     model_import; vocabularies and lexicons built on every node from the same
-#     ordered query over the distributed table), and corpq.catalog_check()
-#     (no arguments: every Citus worker) passes
+#     run_command_on_workers (bpe_export -> bpe_import, vocab_export ->
+#     vocab_import, model_export -> model_import; the lexicon trained on
+#     every node from the same ordered query over the distributed table), and
+#     corpq.catalog_check() (no arguments: every Citus worker) passes
 #   - jobs: corpq.train() and corpq.lexicon_train() on the coordinator read
 #     the distributed table; the models land in the coordinator's catalog
 #     only, catalog_check() says so, the copy fixes it
@@ -38,13 +38,19 @@ bash test/citus/build.sh
 citus_start c w1 w2 -- -c track_functions=all -c citus.shard_count=8
 workers=$(citus_workers | tr '\n' ' ')
 log "coordinator 127.0.0.1:$port_c, workers $workers"
+# everything but running the cluster is done by an ordinary role: Citus
+# creates it on the workers; corpq's catalog takes writes only through its
+# functions, which is how the copies below go
+qn c -c "CREATE ROLE curator LOGIN" -c "GRANT CREATE ON SCHEMA public TO curator" >/dev/null
+citus_user=curator
+qc() { qn c -U curator "$@"; }
 
 # everywhere SQL: run a one-value query on the coordinator, then on every
 # worker through run_command_on_workers; all must give the same value
 everywhere() {
 	local here there
-	here=$(qn c -c "$1")
-	there=$(qn c -v cmd="$1" <<<"SELECT string_agg(CASE WHEN success THEN result ELSE 'ERROR ' || result END, '|')
+	here=$(qc -c "$1")
+	there=$(qc -v cmd="$1" <<<"SELECT string_agg(CASE WHEN success THEN result ELSE 'ERROR ' || result END, '|')
 	                              FROM run_command_on_workers(:'cmd')")
 	[ "$there" = "$here|$here" ] || fail "$1: coordinator '$here', workers '$there'"
 }
@@ -55,14 +61,14 @@ everywhere() {
 wait_jobs() {
 	local i left
 	for i in $(seq 1200); do
-		left=$(qn c -c "SELECT (SELECT count(*) FROM corpq.jobs WHERE state IN ('queued', 'running')) +
+		left=$(qc -c "SELECT (SELECT count(*) FROM corpq.jobs WHERE state IN ('queued', 'running')) +
 		                       (SELECT sum(result::int) FROM run_command_on_workers(
 		                          \$\$SELECT count(*) FROM corpq.jobs WHERE state IN ('queued', 'running')\$\$))")
 		[ "$left" = 0 ] && break
 		sleep 0.5
 	done
 	[ "$left" = 0 ] || fail "jobs still running after 10 minutes"
-	left=$(qn c -c "SELECT concat_ws(' ', (SELECT string_agg(kind || ': ' || error, '; ') FROM corpq.jobs WHERE state <> 'succeeded'),
+	left=$(qc -c "SELECT concat_ws(' ', (SELECT string_agg(kind || ': ' || error, '; ') FROM corpq.jobs WHERE state <> 'succeeded'),
 	                                      (SELECT string_agg(result, ' ') FROM run_command_on_workers(
 	                                         \$\$SELECT string_agg(kind || ': ' || error, '; ') FROM corpq.jobs WHERE state <> 'succeeded'\$\$)
 	                                        WHERE result <> ''))")
@@ -70,7 +76,7 @@ wait_jobs() {
 }
 
 # ---- the corpus: distributed by id (and by domain), and a single-server copy --
-qn c >/dev/null <<'SQL'
+qc >/dev/null <<'SQL'
 CREATE TABLE corpus_local AS
 SELECT g::bigint AS id, (ARRAY['bible', 'ddtp', 'l10n'])[1 + g % 3] AS domain,
        concat_ws(' ', 'a' || (g % 31), 'b' || (g * 7 % 23), repeat('c' || (g % 5) || ' ', g % 7)) AS src,
@@ -90,42 +96,43 @@ SQL
 	fail "corpus is not spread over both workers"
 
 # ---- the catalog on every node -------------------------------------------------
-# BPE: exported here, imported on the workers
-qn c -c "SELECT corpq.bpe_import('s_bpe', E'#version: 0.2\nc 1\nc1 2</w>\n')" >/dev/null
-[ "$(qn c -c "SELECT string_agg(success || ':' || result, ',') FROM run_command_on_workers(
-        format('SELECT corpq.bpe_import(%L, %L)', 's_bpe', corpq.bpe_export('s_bpe')))")" = "true:2,true:2" ] ||
-	fail "bpe_import on the workers"
-# vocabularies and lexicon: built on every node from the same rows in the same order
-everywhere "SELECT corpq.vocab_build('s_src', 'SELECT src FROM corpus ORDER BY id', 's_bpe')"
-everywhere "SELECT corpq.vocab_build('s_tgt', 'SELECT tgt FROM corpus ORDER BY id')"
-lexicon_train="SELECT corpq.lexicon_train('lx', 'SELECT src, tgt FROM corpus ORDER BY id') > 0"
-everywhere "$lexicon_train"
+# BPE model, vocabularies and model made here (vocabularies from the
+# distributed table), then exported here and imported on every worker
+qc >/dev/null <<'SQL'
+SELECT corpq.bpe_import('s_bpe', E'#version: 0.2\nc 1\nc1 2</w>\n');
+SELECT corpq.vocab_build('s_src', 'SELECT src FROM corpus ORDER BY id', 's_bpe');
+SELECT corpq.vocab_build('s_tgt', 'SELECT tgt FROM corpus ORDER BY id');
+SELECT corpq.model_create('m', '{"preset": "tiny", "max_positions": 32}', 's_src', 's_tgt', 1);
+SQL
+citus_copy_bpe
+citus_copy_vocabularies
+citus_copy_model m 1
+# the lexicon (no export function): trained on every node from the same rows
+# in the same order, which gives the same lexicon
+everywhere "SELECT corpq.lexicon_train('lx', 'SELECT src, tgt FROM corpus ORDER BY id') > 0"
 wait_jobs
-# the model: created here, then copied version by version
-qn c -c "SELECT corpq.model_create('m', '{\"preset\": \"tiny\", \"max_positions\": 32}', 's_src', 's_tgt', 1)" >/dev/null
-citus_copy_models m 1
-[ "$(qn c -c "SELECT corpq.catalog_check()")" = 2 ] || fail "catalog_check after the copy"
-[ "$(qn c -c "SELECT count(*) FROM corpq.catalog_fingerprint() WHERE kind IN ('bpe', 'vocabulary', 'model', 'lexicon')")" = 5 ] ||
-	fail "fingerprint rows: $(qn c -c 'SELECT * FROM corpq.catalog_fingerprint()')"
+[ "$(qc -c "SELECT corpq.catalog_check()")" = 2 ] || fail "catalog_check after the copy"
+[ "$(qc -c "SELECT count(*) FROM corpq.catalog_fingerprint() WHERE kind IN ('bpe', 'vocabulary', 'model', 'lexicon')")" = 5 ] ||
+	fail "fingerprint rows: $(qc -c 'SELECT * FROM corpq.catalog_fingerprint()')"
 log "catalog on every node, catalog_check() = 2"
 
 # ---- jobs: training on the coordinator from the distributed table -------------
-qn c -c "SELECT corpq.train('m', 'SELECT src, tgt, domain FROM corpus ORDER BY id', NULL,
+qc -c "SELECT corpq.train('m', 'SELECT src, tgt, domain FROM corpus ORDER BY id', NULL,
                             '{\"steps\": 2, \"max_tokens\": 512, \"checkpoint_every\": 2, \"keep_checkpoints\": 1}')" >/dev/null
 wait_jobs
-[ "$(qn c -c "SELECT result ->> 'pairs' FROM corpq.jobs WHERE kind = 'train'")" = 600 ] ||
-	fail "train read $(qn c -c "SELECT result ->> 'pairs' FROM corpq.jobs WHERE kind = 'train'") pairs, not the 600 of the distributed table"
-[ "$(qn c -c "SELECT latest_version FROM corpq.models WHERE name = 'm'")" = 2 ] || fail "no checkpoint version on the coordinator"
-err=$(qn c -c "SELECT corpq.catalog_check()" 2>&1 >/dev/null) && fail "catalog_check missed m@2 on the workers"
+[ "$(qc -c "SELECT result ->> 'pairs' FROM corpq.jobs WHERE kind = 'train'")" = 600 ] ||
+	fail "train read $(qc -c "SELECT result ->> 'pairs' FROM corpq.jobs WHERE kind = 'train'") pairs, not the 600 of the distributed table"
+[ "$(qc -c "SELECT latest_version FROM corpq.models WHERE name = 'm'")" = 2 ] || fail "no checkpoint version on the coordinator"
+err=$(qc -c "SELECT corpq.catalog_check()" 2>&1 >/dev/null) && fail "catalog_check missed m@2 on the workers"
 echo "$err" | grep -q "node \"127.0.0.1:[0-9]*\" has a different corpq catalog: model \"m\" version 2 differs" ||
 	fail "catalog_check after training: $err"
 echo "$err" | grep -q 'model "m" version 2: missing on the node' || fail "catalog_check detail: $err"
-citus_copy_models m 2
-[ "$(qn c -c "SELECT corpq.catalog_check()")" = 2 ] || fail "catalog_check after copying m@2"
+citus_copy_model m 2
+[ "$(qc -c "SELECT corpq.catalog_check()")" = 2 ] || fail "catalog_check after copying m@2"
 log "train() and lexicon_train() read the distributed table; m@2 landed on the coordinator, copied"
 
 # ---- distributed scoring ---------------------------------------------------------
-plan() { qn c -c "EXPLAIN (VERBOSE, COSTS OFF) $1" | tr '\n' ' ' | tr -s ' '; }
+plan() { qc -c "EXPLAIN (VERBOSE, COSTS OFF) $1" | tr '\n' ' ' | tr -s ' '; }
 # on_workers QUERY PATTERN: one task per shard on the workers, the task's
 # query (SQL sent to a worker) matching PATTERN
 on_workers() {
@@ -139,8 +146,8 @@ on_workers() {
 # server, on the coordinator) give the same non-empty text
 same() {
 	local a b
-	a=$(qn c -c "$2")
-	b=$(qn c -c "${2//corpus /corpus_local }")
+	a=$(qc -c "$2")
+	b=$(qc -c "${2//corpus /corpus_local }")
 	[ -n "$a" ] && [ "$a" = "$b" ] || fail "$1 differs from one server: '$a' vs '$b'"
 }
 pinned="corpq.sent_prob('m@2'::corpq.pinned_model, src, tgt)"
@@ -160,7 +167,7 @@ calls() {
 	             WHERE schemaname = 'corpq' AND funcname = 'sent_prob'"
 }
 for n in c w1 w2; do qn $n -c "SELECT pg_stat_reset()" >/dev/null; done
-qn c -c "SELECT id, $pinned FROM corpus" >/dev/null
+qc -c "SELECT id, $pinned FROM corpus" >/dev/null
 for i in $(seq 120); do	# a backend flushes its counts when idle, within 10 s
 	[ "$(( $(calls w1) + $(calls w2) ))" = 600 ] && break
 	sleep 0.25
@@ -182,20 +189,20 @@ same "avg(sent_prob) per domain" \
 log "scoring runs in 8 tasks on the workers (600 sent_prob calls there, none on the coordinator); results equal one server"
 
 # ---- writing scores: only IMMUTABLE (pinned) calls may take columns in UPDATE ---
-qn c -c "CREATE TABLE scores (id bigint, s float8)" -c "SELECT create_distributed_table('scores', 'id', colocate_with => 'corpus')" >/dev/null
-p=$(qn c -c "EXPLAIN (COSTS OFF) INSERT INTO scores SELECT id, $pinned FROM corpus" | tr '\n' ' ')
+qc -c "CREATE TABLE scores (id bigint, s float8)" -c "SELECT create_distributed_table('scores', 'id', colocate_with => 'corpus')" >/dev/null
+p=$(qc -c "EXPLAIN (COSTS OFF) INSERT INTO scores SELECT id, $pinned FROM corpus" | tr '\n' ' ')
 echo "$p" | grep -q "Task Count: 8" && echo "$p" | grep -q "Insert on scores_" || fail "INSERT ... SELECT not pushed down: $p"
-qn c -c "INSERT INTO scores SELECT id, $pinned FROM corpus" >/dev/null
-[ "$(qn c -c "SELECT $digest FROM scores")" = "$(qn c -c "SELECT $digest FROM (SELECT id, $pinned s FROM corpus_local) q")" ] ||
+qc -c "INSERT INTO scores SELECT id, $pinned FROM corpus" >/dev/null
+[ "$(qc -c "SELECT $digest FROM scores")" = "$(qc -c "SELECT $digest FROM (SELECT id, $pinned s FROM corpus_local) q")" ] ||
 	fail "scores inserted on the workers differ"
 # a VOLATILE call (unseeded uncsamp) still runs on the workers; Citus
 # repartitions the rows instead of inserting shard to shard
-p=$(qn c -c "EXPLAIN (COSTS OFF) INSERT INTO scores SELECT id, corpq.uncsamp(0.5, 1.0, 2) FROM corpus" | tr '\n' ' ')
+p=$(qc -c "EXPLAIN (COSTS OFF) INSERT INTO scores SELECT id, corpq.uncsamp(0.5, 1.0, 2) FROM corpus" | tr '\n' ' ')
 echo "$p" | grep -q "INSERT/SELECT method: repartition" || fail "volatile INSERT ... SELECT: $p"
-qn c -c "UPDATE corpus SET p = $pinned" >/dev/null
-[ "$(qn c -c "SELECT $digest FROM (SELECT id, p s FROM corpus) q")" = "$(qn c -c "SELECT $digest FROM (SELECT id, $pinned s FROM corpus_local) q")" ] ||
+qc -c "UPDATE corpus SET p = $pinned" >/dev/null
+[ "$(qc -c "SELECT $digest FROM (SELECT id, p s FROM corpus) q")" = "$(qc -c "SELECT $digest FROM (SELECT id, $pinned s FROM corpus_local) q")" ] ||
 	fail "scores written by UPDATE on the workers differ"
-err=$(qn c -c "UPDATE corpus SET p = corpq.sent_prob('m', src, tgt)" 2>&1 >/dev/null) && fail "UPDATE with a STABLE call on columns ran"
+err=$(qc -c "UPDATE corpus SET p = corpq.sent_prob('m', src, tgt)" 2>&1 >/dev/null) && fail "UPDATE with a STABLE call on columns ran"
 echo "$err" | grep -q "STABLE functions used in UPDATE queries cannot be called with column references" ||
 	fail "UPDATE with a model name: $err"
 log "INSERT ... SELECT and UPDATE with the pinned model run on the workers; a model name in UPDATE is refused by Citus"
@@ -208,7 +215,7 @@ aggregates=(
 	"cav_accumulate with BPE|corpq.cav_accumulate(src, tgt, 6, NULL, 's_bpe')|md5(corpq.cav_to_bytea(%s))"
 )
 # per-row CAVs in a table distributed like corpus, for cav_sum
-qn c >/dev/null <<'SQL'
+qc >/dev/null <<'SQL'
 CREATE TABLE cavs (id bigint, domain text, c corpq.cav);
 SELECT create_distributed_table('cavs', 'id', colocate_with => 'corpus');
 INSERT INTO cavs SELECT id, domain, corpq.cav_accumulate(src, tgt, 6) FROM corpus GROUP BY id, domain;
@@ -237,9 +244,9 @@ agg_check() {
 			fail "$name ${group:-overall} on $table is not combined from worker partials: $p"
 	fi
 	# shellcheck disable=SC2059
-	a=$(qn c -c "SET citus.coordinator_aggregation_strategy = 'disabled'" -c "$(printf "$q" "$table")")
+	a=$(qc -c "SET citus.coordinator_aggregation_strategy = 'disabled'" -c "$(printf "$q" "$table")")
 	# shellcheck disable=SC2059
-	b=$(qn c -c "$(printf "$q" "$local")")
+	b=$(qc -c "$(printf "$q" "$local")")
 	[ -n "$a" ] && [ "$a" = "$b" ] || fail "$name ${group:-overall} on $table differs from one server: '$a' vs '$b'"
 }
 for row in "${aggregates[@]}"; do
@@ -253,7 +260,7 @@ agg_check cav_sum "corpq.cav_sum(c)" "md5(corpq.cav_to_bytea(%s))" cavs cavs_loc
 agg_check cav_sum "corpq.cav_sum(c)" "md5(corpq.cav_to_bytea(%s))" cavs cavs_local "" partial
 # the strategy setting is what makes the check bite: an ordered aggregate has
 # no partial form, and without row-gather Citus refuses it
-err=$(qn c -c "SET citus.coordinator_aggregation_strategy = 'disabled'" \
+err=$(qc -c "SET citus.coordinator_aggregation_strategy = 'disabled'" \
 	-c "SELECT corpq.cav_accumulate(src, tgt, 6 ORDER BY id) FROM corpus" 2>&1 >/dev/null) &&
 	fail "an ordered aggregate ran with coordinator aggregation disabled"
 echo "$err" | grep -q "unsupported aggregate function cav_accumulate" || fail "ordered aggregate: $err"
@@ -267,41 +274,41 @@ start_node w3 $opts_w1
 qn w3 -c "CREATE EXTENSION citus" >/dev/null
 qn c -c "SELECT citus_add_node('127.0.0.1', $port_w3)" >/dev/null
 [ "$(qn w3 -c "SELECT count(*) FROM pg_extension WHERE extname = 'corpq'")" = 1 ] || fail "citus_add_node did not create corpq"
-err=$(qn c -c "SELECT corpq.catalog_check()" 2>&1 >/dev/null) && fail "catalog_check missed the new worker's empty catalog"
+err=$(qc -c "SELECT corpq.catalog_check()" 2>&1 >/dev/null) && fail "catalog_check missed the new worker's empty catalog"
 echo "$err" | grep -q "node \"127.0.0.1:$port_w3\" has a different corpq catalog: bpe \"s_bpe\" differs" ||
 	fail "new worker: $err"
 log "w3 added: $(echo "$err" | head -1)"
 qn c -c "SELECT citus_remove_node('127.0.0.1', $port_w3)" >/dev/null
-[ "$(qn c -c "SELECT corpq.catalog_check()")" = 2 ] || fail "catalog_check after removing w3"
+[ "$(qc -c "SELECT corpq.catalog_check()")" = 2 ] || fail "catalog_check after removing w3"
 
 # a worker that is down: Citus's connection error; a write leaves nothing
-before=$(qn c -c "SELECT count(*) FROM scores")
+before=$(qc -c "SELECT count(*) FROM scores")
 stop_node w2
-err=$(qn c -c "SELECT id, $pinned FROM corpus" 2>&1 >/dev/null) && fail "scoring with w2 down succeeded"
-echo "$err" | grep -q "connection to the remote node postgres@127.0.0.1:$port_w2 failed" || fail "worker down: $err"
+err=$(qc -c "SELECT id, $pinned FROM corpus" 2>&1 >/dev/null) && fail "scoring with w2 down succeeded"
+echo "$err" | grep -q "connection to the remote node curator@127.0.0.1:$port_w2 failed" || fail "worker down: $err"
 log "w2 down, SELECT: $(echo "$err" | head -1)"
-err=$(qn c -c "INSERT INTO scores SELECT id + 100000, $pinned FROM corpus" 2>&1 >/dev/null) && fail "insert with w2 down succeeded"
+err=$(qc -c "INSERT INTO scores SELECT id + 100000, $pinned FROM corpus" 2>&1 >/dev/null) && fail "insert with w2 down succeeded"
 echo "$err" | grep -q "127.0.0.1:$port_w2" || fail "insert with w2 down: $err"
-err=$(qn c -c "SELECT corpq.catalog_check()" 2>&1 >/dev/null) && fail "catalog_check with w2 down"
+err=$(qc -c "SELECT corpq.catalog_check()" 2>&1 >/dev/null) && fail "catalog_check with w2 down"
 echo "$err" | grep -q "could not read the corpq catalog of node \"127.0.0.1:$port_w2\"" || fail "catalog_check, worker down: $err"
 restart_node w2
-[ "$(qn c -c "SELECT count(*) FROM scores")" = "$before" ] || fail "rows left behind by the insert that failed"
+[ "$(qc -c "SELECT count(*) FROM scores")" = "$before" ] || fail "rows left behind by the insert that failed"
 
 # a worker with another model under the same name and version
 qn w2 >/dev/null <<'SQL'
 SELECT corpq.model_drop('m');
 SELECT corpq.model_create('m', '{"preset": "tiny", "max_positions": 32}', 's_src', 's_tgt', 2);
 SQL
-err=$(qn c -c "SELECT corpq.catalog_check()" 2>&1 >/dev/null) && fail "catalog_check missed another model on w2"
+err=$(qc -c "SELECT corpq.catalog_check()" 2>&1 >/dev/null) && fail "catalog_check missed another model on w2"
 echo "$err" | grep -q "node \"127.0.0.1:$port_w2\" has a different corpq catalog: model \"m\" version 1 differs" ||
 	fail "another model: $err"
 log "w2 with another m@1: $(echo "$err" | head -1)"
 
 # a worker without corpq
 qn w2 -c "SET citus.enable_ddl_propagation = off" -c "DROP EXTENSION corpq CASCADE" >/dev/null 2>&1
-err=$(qn c -c "SELECT corpq.catalog_check()" 2>&1 >/dev/null) && fail "catalog_check on w2 without corpq"
+err=$(qc -c "SELECT corpq.catalog_check()" 2>&1 >/dev/null) && fail "catalog_check on w2 without corpq"
 echo "$err" | grep -q "corpq is not installed on node \"127.0.0.1:$port_w2\"" || fail "no corpq: $err"
-err=$(qn c -c "SELECT id, $pinned FROM corpus" 2>&1 >/dev/null) && fail "scoring on w2 without corpq"
+err=$(qc -c "SELECT id, $pinned FROM corpus" 2>&1 >/dev/null) && fail "scoring on w2 without corpq"
 echo "$err" | grep -q "corpq" && echo "$err" | grep -q "127.0.0.1:$port_w2" || fail "scoring on w2 without corpq: $err"
 log "w2 without corpq, scoring: $(echo "$err" | tr '\n' ' ')"
 
