@@ -14,7 +14,7 @@
 #   citus_start COORD WORKER... [-- POSTGRES-OPTION...]
 #   citus_workers       the workers' "host:port", one a line, as Citus names them
 #   citus_copy QUERY    run commands on every worker, checking each result
-#   citus_copy_bpe, citus_copy_vocabularies, citus_copy_model MODEL FROM_VERSION
+#   citus_copy_bpe, citus_copy_vocabularies, citus_copy_model MODEL
 #                       the coordinator's catalog to every worker through
 #                       corpq's export and import functions (README, Citus)
 
@@ -77,23 +77,34 @@ END
 SQL
 }
 
-# the copies of each kind: BPE models and vocabularies (all), the versions of
-# MODEL from FROM_VERSION on (a worker that is out of step would number them
-# differently, and model_import's result says so)
+# The copies of each kind, in dependency order: BPE models, vocabularies,
+# the versions of MODEL in order.  Each command imports only what the worker
+# lacks (by name, and version), so the copy can run again after a failure or
+# a new worker; what it finds is checked by catalog_check(), not here.  A
+# worker that lacks an earlier version would number the next one
+# differently, and the result says so.
 citus_copy_bpe() {
-	citus_copy "SELECT 'BPE model ' || name AS what, format('SELECT corpq.bpe_import(%L, %L)', name, corpq.bpe_export(name)) AS command,
-	                   n_merges::text AS expect FROM corpq.bpe_models ORDER BY name"
+	citus_copy "SELECT 'BPE model ' || name AS what,
+	                   format('SELECT CASE WHEN EXISTS (SELECT FROM corpq.bpe_models WHERE name = %1\$L) THEN %2\$s
+	                                       ELSE corpq.bpe_import(%1\$L, %3\$L) END', name, n_merges, corpq.bpe_export(name)) AS command,
+	                   n_merges::text AS expect
+	              FROM corpq.bpe_models ORDER BY name"
 }
 citus_copy_vocabularies() {
-	citus_copy "SELECT 'vocabulary ' || name AS what, format('SELECT corpq.vocab_import(%L, %L)', name, corpq.vocab_export(name)) AS command,
-	                   size::text AS expect FROM corpq.vocabularies ORDER BY name"
+	citus_copy "SELECT 'vocabulary ' || name AS what,
+	                   format('SELECT CASE WHEN EXISTS (SELECT FROM corpq.vocabularies WHERE name = %1\$L) THEN %2\$s
+	                                       ELSE corpq.vocab_import(%1\$L, %3\$L) END', name, size, corpq.vocab_export(name)) AS command,
+	                   size::text AS expect
+	              FROM corpq.vocabularies ORDER BY name"
 }
 citus_copy_model() {
 	citus_copy "SELECT format('model %s@%s', c.name, v.version) AS what,
-	                   format('SELECT corpq.model_import(%L, %L::bytea, %L, %L)', c.name,
-	                          corpq.model_export(format('%s@%s', c.name, v.version)::corpq.pinned_model),
+	                   format('SELECT CASE WHEN EXISTS (SELECT FROM corpq.model_catalog c JOIN corpq.model_versions v ON v.model = c.id
+	                                                     WHERE c.name = %1\$L AND v.version = %2\$s) THEN %2\$s
+	                                       ELSE corpq.model_import(%1\$L, %3\$L::bytea, %4\$L, %5\$L) END',
+	                          c.name, v.version, corpq.model_export(format('%s@%s', c.name, v.version)::corpq.pinned_model),
 	                          c.src_vocab, c.tgt_vocab) AS command,
 	                   v.version::text AS expect
 	              FROM corpq.model_catalog c JOIN corpq.model_versions v ON v.model = c.id
-	             WHERE c.name = '$1' AND v.version >= $2 ORDER BY v.version"
+	             WHERE c.name = '$1' ORDER BY v.version"
 }
