@@ -58,8 +58,7 @@ CREATE TABLE pairs_two (id bigint PRIMARY KEY, domain text, src text, tgt text);
 SELECT create_distributed_table('pairs_two', 'id', shard_count => 2, colocate_with => 'none');
 INSERT INTO pairs_two SELECT * FROM pairs;
 SQL
-citus_copy_vocabularies
-citus_copy_model m 1
+citus_copy_catalog
 qn c -c "SELECT corpq.catalog_check()" >/dev/null
 qn c -c "\\copy pairs TO '$so_tmp/pairs.tsv'"
 for n in w1 w2; do

@@ -92,9 +92,7 @@ SELECT corpq.vocab_build('s_src', 'SELECT src FROM corpus ORDER BY id', 's_bpe')
 SELECT corpq.vocab_build('s_tgt', 'SELECT tgt FROM corpus ORDER BY id');
 SELECT corpq.model_create('m', '{"preset": "tiny", "max_positions": 32}', 's_src', 's_tgt', 1);
 SQL
-citus_copy_bpe
-citus_copy_vocabularies
-citus_copy_model m
+citus_copy_catalog
 # the lexicon (no export function): trained on every node that lacks it from
 # the same rows in the same order, which gives the same lexicon
 lexicon="SELECT CASE WHEN EXISTS (SELECT FROM corpq.lexicons WHERE name = 'lx') THEN 0
@@ -117,7 +115,7 @@ err=$(qc -c "SELECT corpq.catalog_check()" 2>&1 >/dev/null) && fail "catalog_che
 echo "$err" | grep -q "node \"127.0.0.1:[0-9]*\" has a different corpq catalog: model \"m\" version 2 differs" ||
 	fail "catalog_check after training: $err"
 echo "$err" | grep -q 'model "m" version 2: missing on the node' || fail "catalog_check detail: $err"
-citus_copy_model m
+citus_copy_catalog
 [ "$(qc -c "SELECT corpq.catalog_check()")" = 2 ] || fail "catalog_check after copying m@2"
 log "train() and lexicon_train() read the distributed table; m@2 landed on the coordinator, copied"
 
@@ -176,6 +174,11 @@ same "ORDER BY sent_prob LIMIT 10" \
 same "avg(sent_prob) per domain" \
 	"SELECT string_agg(domain || ':' || round(a::numeric, 12) || ':' || n, ',' ORDER BY domain)
 	   FROM (SELECT domain, avg($pinned) a, count(*) n FROM corpus GROUP BY domain) g"
+# a window over per-domain counts: the counts come from the workers, the
+# window runs on the coordinator over three rows
+same "temperature_weights over per-domain counts" \
+	"SELECT string_agg(domain || ':' || w, ',' ORDER BY domain)
+	   FROM (SELECT domain, corpq.temperature_weights(count(*), 5) OVER () w FROM corpus GROUP BY domain) s"
 log "scoring runs in 8 tasks on the workers (600 sent_prob calls there, none on the coordinator); results equal one server"
 
 # ---- writing scores: only IMMUTABLE (pinned) calls may take columns in UPDATE ---
@@ -269,9 +272,7 @@ echo "$err" | grep -q "node \"127.0.0.1:$port_w3\" has a different corpq catalog
 	fail "new worker: $err"
 log "w3 added: $(echo "$err" | head -1)"
 # the copy again: the other workers have everything and skip it
-citus_copy_bpe
-citus_copy_vocabularies
-citus_copy_model m
+citus_copy_catalog
 everywhere "$lexicon"
 wait_jobs
 [ "$(qc -c "SELECT corpq.catalog_check()")" = 3 ] || fail "catalog_check after copying to w3"
@@ -288,11 +289,11 @@ err=$(qc -c "SELECT corpq.catalog_check()" 2>&1 >/dev/null) && fail "catalog_che
 echo "$err" | grep -q "could not read the corpq catalog of node \"127.0.0.1:$port_w2\"" || fail "catalog_check, worker down: $err"
 # the copy reports the worker it could not reach (the others are done, and
 # running it again once the worker is back completes it)
-err=$(citus_copy_model m 2>&1 >/dev/null) && fail "copy with w2 down succeeded"
-echo "$err" | grep -q "copying model m@1 to worker 127.0.0.1:$port_w2: failed to connect" || fail "copy, worker down: $err"
+err=$(citus_copy_catalog 2>&1 >/dev/null) && fail "copy with w2 down succeeded"
+echo "$err" | grep -q "copying BPE model s_bpe to worker 127.0.0.1:$port_w2: failed to connect" || fail "copy, worker down: $err"
 restart_node w2
 [ "$(qc -c "SELECT count(*) FROM scores")" = "$before" ] || fail "rows left behind by the insert that failed"
-citus_copy_model m
+citus_copy_catalog
 [ "$(qc -c "SELECT corpq.catalog_check()")" = 3 ] || fail "catalog_check after w2 came back"
 
 # a worker with another model under the same name and version
