@@ -119,6 +119,7 @@ echo "| sum(sent_prob) pushed down | direct on $one $(rate "$rows" "$t_direct") 
 best fixed c "SELECT id, src, tgt FROM pairs_one WHERE id < 0" nothing "$one" "SELECT id, src, tgt FROM pairs_all WHERE id < 0"
 best citus c "SELECT id, src, tgt FROM pairs_one" direct "$one" "SELECT id, src, tgt FROM pairs_all"
 c_fetch=$(per_row "$(awk -v a="$t_citus" -v f="$t_fixed" -v z="$t_nothing" 'BEGIN { print a - (f - z) }')" "$t_direct" "$rows")
+c_fetch_session=$(per_row "$t_citus" "$t_direct" "$rows")
 echo "| fetch only, no scoring | on $one $(rate "$rows" "$t_direct") rows/s ($t_direct s) | through the coordinator $(rate "$rows" "$t_citus") rows/s ($t_citus s, of which $(awk -v f="$t_fixed" -v z="$t_nothing" 'BEGIN { printf "%.1f ms", 1000 * (f - z) }') per query in a new session: Citus connects to the worker) | $c_fetch per row on top |"
 best two c "SELECT id, $pinned FROM pairs_two" alone w1 "SELECT id, $pinned FROM $shard1"
 echo "| per-row scores, 2 workers (one shard each) | w1 alone, its $half1 rows: $(rate "$half1" "$t_alone") rows/s | both through the coordinator: $(rate "$rows" "$t_two") rows/s, per worker $(rate "$half1" "$t_two") (w1) and $(rate $((rows - half1)) "$t_two") (w2) | $(awk -v a="$t_two" -v b="$t_alone" -v n="$rows" -v h="$half1" 'BEGIN { printf "%.2fx the one-worker rate", (n / a) / (h / b) }') |"
@@ -133,7 +134,8 @@ echo
 echo "| same run | postgres_fdw | Citus |"
 echo "| --- | --- | --- |"
 echo "| per-row scores computed on the node, overhead of the coordinator | $f_score (foreign table on a scoring view) | $c_score (plain SELECT) |"
-echo "| coordinator cost per row received (fetch only) | $f_fetch | $c_fetch |"
+echo "| coordinator cost per row received (fetch only), the new session's connection included | $f_fetch | $c_fetch_session |"
+echo "| the same without the connection (Citus; postgres_fdw not measured) | | $c_fetch |"
 echo "| 2 nodes vs one node alone | $f_two | $c_two |"
 # expected rate on N machines: each worker core scores per_core pairs/s; the
 # coordinator spends c_fetch per row it receives, so it saturates at
