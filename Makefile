@@ -76,7 +76,7 @@ test/unit/run_unit_san: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard extension/*/*.h tes
 test/libcorpqcore.so: $(CORE_SRCS) test/unit/blas_direct.c $(wildcard extension/*/*.h)
 	$(UNIT_CC) -shared -fPIC -o $@ $(CORE_SRCS) test/unit/blas_direct.c -lopenblas -lm
 
-.PHONY: deps unit unit-san refcheck integration test demo bench
+.PHONY: deps unit unit-san refcheck integration citus test demo bench
 
 deps:
 	bash test/deps.sh
@@ -94,6 +94,12 @@ refcheck: test/libcorpqcore.so
 integration:
 	bash test/run-integration.sh
 
+# corpq on a Citus coordinator and two workers (test/citus/run.sh): with an
+# installed Citus, or Citus built once per machine from
+# ../shared/vendor/citus-13.2.2.tar.gz; one line saying it was skipped otherwise.
+citus:
+	bash test/citus/run.sh
+
 test:
 	bash test/deps.sh
 	$(MAKE) all
@@ -101,6 +107,7 @@ test:
 	$(MAKE) unit unit-san refcheck
 	bash test/run-regress.sh
 	$(MAKE) integration
+	$(MAKE) citus
 	@echo "make test: all suites passed"
 
 demo:

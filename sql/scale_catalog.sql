@@ -54,6 +54,18 @@ SELECT kind, name, version, here IS NULL AS missing_here, there IS NULL AS missi
 SELECT corpq.catalog_check('sc_node');
 -- a relation that is not shaped like corpq.catalog_fingerprints
 SELECT corpq.catalog_check('sc_text');
+-- fingerprints as JSON (how a Citus coordinator gets its workers'):
+-- catalog_compare is catalog_diff on them, catalog_check_node the check
+SELECT (SELECT array_agg(d ORDER BY d::text) FROM corpq.catalog_compare(corpq.catalog_read('sc_node')) d)
+     = (SELECT array_agg(d ORDER BY d::text) FROM corpq.catalog_diff('sc_node') d) AS compare_is_diff;
+SELECT count(*) AS differences
+  FROM corpq.catalog_compare((SELECT jsonb_agg(f) FROM corpq.catalog_fingerprints f));
+SELECT corpq.catalog_check_node('node "same"', (SELECT jsonb_agg(f) FROM corpq.catalog_fingerprints f));
+SELECT corpq.catalog_check_node('node "empty"', '[]');
+SELECT corpq.catalog_check_node('node "unknown"', NULL);
+SELECT count(*) AS null_compares_to_nothing FROM corpq.catalog_compare(NULL);
+-- without arguments it checks the workers of a Citus coordinator
+SELECT corpq.catalog_check();
 
 -- leave the catalog as found (later tests list models and vocabularies)
 SELECT corpq.model_drop(m) FROM unnest(ARRAY['sc_m', 'sc_m2', 'sc_m3']) m;

@@ -14,6 +14,11 @@ need=(
 # synthetic corpus when they cannot be had).
 optional=(sword-text-web sword-text-sparv)
 
+# Citus's build dependencies, when test/citus/run.sh will build it from
+# ../shared/vendor (nothing when Citus is installed or the source is absent)
+read -r -a citus_deps <<<"$(bash "$(dirname "$0")/citus/build.sh" --deps)"
+need+=("${citus_deps[@]}")
+
 missing=()
 for p in "${need[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,5 +1,5 @@
 # What the integration tests and benchmarks share.  Source it first thing
-# (before any cd), from test/integration/ or test/bench/:
+# (before any cd), from a folder of test/ (integration/, bench/, citus/, ...):
 #
 #   . "$(dirname "$0")/../lib.sh"
 #
@@ -27,6 +27,9 @@
 #                       CORPQ_CORPORA (the directory) and CORPQ_PARALLEL (an
 #                       array of parallel TSV files: id, domain, src, tgt,
 #                       with a header line)
+#   corpq_shared NAME   ../shared/NAME next to the clone or its main clone
+#                       (the corpora, third-party sources in vendor/), as
+#                       "path|where found"; fails when there is none
 #   corpq_copy_parallel TABLE
 #                       psql \copy commands (for a script or a heredoc) that
 #                       load every file of CORPQ_PARALLEL into TABLE's columns
@@ -81,22 +84,29 @@ corpq_in_cluster() {
 	exit $rc
 }
 
+# corpq_shared NAME: ../shared/NAME next to the clone, else (for a git
+# worktree) next to its main clone, as "path|source"; fails when neither exists.
+corpq_shared() {
+	local common
+	if [ -e "$CORPQ_ROOT/../shared/$1" ]; then
+		echo "$(cd "$CORPQ_ROOT/../shared" && pwd)/$1|../shared/$1 next to the clone"
+		return
+	fi
+	common=$(git -C "$CORPQ_ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+	if [ -n "$common" ] && [ -e "$common/../../shared/$1" ]; then
+		echo "$(cd "$common/../../shared" && pwd)/$1|../shared/$1 next to the main clone"
+		return
+	fi
+	return 1
+}
+
 # The first candidate directory that exists, and what it is, as "dir|source".
 corpq_corpora_where() {
-	local common
 	if [ -n "${CORPQ_CORPORA:-}" ]; then
 		echo "$CORPQ_CORPORA|CORPQ_CORPORA"
 		return
 	fi
-	if [ -d "$CORPQ_ROOT/../shared/corpora" ]; then
-		echo "$(cd "$CORPQ_ROOT/../shared/corpora" && pwd)|../shared/corpora next to the clone"
-		return
-	fi
-	common=$(git -C "$CORPQ_ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
-	if [ -n "$common" ] && [ -d "$common/../../shared/corpora" ]; then
-		echo "$(cd "$common/../../shared/corpora" && pwd)|../shared/corpora next to the main clone"
-		return
-	fi
+	corpq_shared corpora && return
 	echo "$CORPQ_ROOT/test/data/corpus|test/data/make-corpus.sh"
 }
 

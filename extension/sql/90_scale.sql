@@ -53,14 +53,37 @@ COMMENT ON VIEW corpq.catalog_fingerprints IS
     'corpq.catalog_fingerprint() as a relation, for foreign tables on other servers';
 GRANT SELECT ON corpq.catalog_fingerprints TO PUBLIC;
 
--- The objects whose fingerprints differ between this server and node (a
--- relation with the columns of corpq.catalog_fingerprints, normally a foreign
--- table on a node's view).  NULL on one side: the object is missing there.
-CREATE FUNCTION corpq.catalog_diff(node regclass)
+-- The objects whose fingerprints differ between this server and a set of
+-- fingerprints from elsewhere (a JSON array of objects with the keys kind,
+-- name, version, fingerprint: a node's corpq.catalog_fingerprints as
+-- json_agg).  NULL on one side: the object is missing there.
+CREATE FUNCTION corpq.catalog_compare(fingerprints jsonb)
     RETURNS TABLE (kind text, name text, version int, here text, there text)
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT coalesce(h.kind, t.kind), coalesce(h.name, t.name), coalesce(h.version, t.version),
+       h.fingerprint, t.fingerprint
+  FROM corpq.catalog_fingerprint() h
+  FULL JOIN jsonb_to_recordset(fingerprints)
+         AS t (kind text, name text, version int, fingerprint text)
+    ON t.kind = h.kind AND t.name = h.name AND t.version IS NOT DISTINCT FROM h.version
+ WHERE h.fingerprint IS DISTINCT FROM t.fingerprint
+ ORDER BY 1, 2, 3
+$$;
+COMMENT ON FUNCTION corpq.catalog_compare(jsonb) IS
+    'catalog objects whose fingerprints differ between this server (here) and fingerprints, a JSON array of {kind, name, version, fingerprint} (another node''s corpq.catalog_fingerprints as json_agg, e.g. through Citus''s run_command_on_workers); NULL: missing on that side';
+
+-- node's fingerprints as JSON for catalog_compare: node is a relation with
+-- the columns of corpq.catalog_fingerprints (normally a foreign table on a
+-- node's view).
+CREATE FUNCTION corpq.catalog_read(node regclass)
+    RETURNS jsonb
     LANGUAGE plpgsql STABLE PARALLEL RESTRICTED
     SET search_path = pg_catalog, pg_temp
     AS $$
+DECLARE
+    fp jsonb;
 BEGIN
     IF (SELECT count(*) FROM pg_attribute a
          WHERE a.attrelid = node AND a.attnum > 0 AND NOT a.attisdropped
@@ -70,18 +93,63 @@ BEGIN
             USING ERRCODE = 'wrong_object_type',
                   HINT = 'It needs the columns kind text, name text, version int and fingerprint text.';
     END IF;
-    RETURN QUERY EXECUTE format(
-        'SELECT coalesce(h.kind, t.kind), coalesce(h.name, t.name), coalesce(h.version, t.version),
-                h.fingerprint, t.fingerprint
-           FROM corpq.catalog_fingerprint() h
-           FULL JOIN (SELECT r.kind, r.name, r.version, r.fingerprint FROM %s r) t
-             ON t.kind = h.kind AND t.name = h.name AND t.version IS NOT DISTINCT FROM h.version
-          WHERE h.fingerprint IS DISTINCT FROM t.fingerprint
-          ORDER BY 1, 2, 3', node);
+    EXECUTE format('SELECT jsonb_agg(r) FROM (SELECT kind, name, version, fingerprint FROM %s) r', node)
+        INTO fp;
+    RETURN coalesce(fp, '[]');
 END
 $$;
+COMMENT ON FUNCTION corpq.catalog_read(regclass) IS
+    'the fingerprints in node, a relation shaped like corpq.catalog_fingerprints (normally a foreign table on a node''s view), as the JSON array corpq.catalog_compare takes';
+
+CREATE FUNCTION corpq.catalog_diff(node regclass)
+    RETURNS TABLE (kind text, name text, version int, here text, there text)
+    LANGUAGE sql STABLE PARALLEL RESTRICTED
+    SET search_path = pg_catalog, pg_temp
+    AS $$ SELECT * FROM corpq.catalog_compare(corpq.catalog_read(node)) $$;
 COMMENT ON FUNCTION corpq.catalog_diff(regclass) IS
     'catalog objects whose fingerprints differ between this server (here) and node, a relation shaped like corpq.catalog_fingerprints (normally a foreign table on a node''s view); NULL: missing on that side';
+
+-- ERROR when fingerprints (as for catalog_compare) differ from this server's:
+-- the message names the node by label (node "n2" (public.fp_n2), node
+-- "10.0.0.2:5432") and the first object, DETAIL lists up to 10.  Both forms
+-- of catalog_check end here.
+CREATE FUNCTION corpq.catalog_check_node(label text, fingerprints jsonb)
+    RETURNS void
+    LANGUAGE plpgsql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    d      record;
+    n      int := 0;
+    lines  text := '';
+    msg    text;
+BEGIN
+    IF fingerprints IS NULL THEN
+        RAISE EXCEPTION 'no catalog fingerprints for %', label USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    FOR d IN SELECT * FROM corpq.catalog_compare(fingerprints) LOOP
+        n := n + 1;
+        IF n = 1 THEN
+            msg := format('%s "%s"%s', d.kind, d.name, coalesce(' version ' || d.version, ''));
+        END IF;
+        IF n <= 10 THEN
+            lines := lines || format(E'\n%s "%s"%s: %s', d.kind, d.name,
+                coalesce(' version ' || d.version, ''),
+                CASE WHEN d.here IS NULL THEN 'only on the node'
+                     WHEN d.there IS NULL THEN 'missing on the node'
+                     ELSE 'different content' END);
+        END IF;
+    END LOOP;
+    IF n > 0 THEN
+        RAISE EXCEPTION '% has a different corpq catalog: % differs', label, msg
+            USING ERRCODE = 'data_exception',
+                  DETAIL = format('%s object(s) differ:%s', n, lines),
+                  HINT = 'Copy the models with corpq.model_export/model_import, BPE models with bpe_export/bpe_import and vocabularies with vocab_export/vocab_import (README, Scaling out).';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION corpq.catalog_check_node(text, jsonb) IS
+    'ERROR naming the node (label, e.g. node "n2") and the first differing object when fingerprints (as for catalog_compare) differ from this server''s catalog; used by both forms of catalog_check';
 
 CREATE FUNCTION corpq.catalog_check(VARIADIC nodes regclass[])
     RETURNS int
@@ -91,9 +159,7 @@ CREATE FUNCTION corpq.catalog_check(VARIADIC nodes regclass[])
 DECLARE
     node   regclass;
     label  text;
-    d      record;
-    n      int;
-    lines  text;
+    fp     jsonb;
     state  text;
     msg    text;
 BEGIN
@@ -104,21 +170,7 @@ BEGIN
          WHERE ft.ftrelid = node;
         label := coalesce(label, format('node %s', node));
         BEGIN
-            n := 0;
-            lines := '';
-            FOR d IN SELECT * FROM corpq.catalog_diff(node) LOOP
-                n := n + 1;
-                IF n = 1 THEN
-                    msg := format('%s "%s"%s', d.kind, d.name, coalesce(' version ' || d.version, ''));
-                END IF;
-                IF n <= 10 THEN
-                    lines := lines || format(E'\n%s "%s"%s: %s', d.kind, d.name,
-                        coalesce(' version ' || d.version, ''),
-                        CASE WHEN d.here IS NULL THEN 'only on the node'
-                             WHEN d.there IS NULL THEN 'missing on the node'
-                             ELSE 'different content' END);
-                END IF;
-            END LOOP;
+            fp := corpq.catalog_read(node);
         EXCEPTION
             WHEN undefined_table OR undefined_function OR invalid_schema_name THEN
                 GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
@@ -130,15 +182,55 @@ BEGIN
                 RAISE EXCEPTION 'could not read the corpq catalog of %', label
                     USING ERRCODE = state, DETAIL = msg;
         END;
-        IF n > 0 THEN
-            RAISE EXCEPTION '% has a different corpq catalog: % differs', label, msg
-                USING ERRCODE = 'data_exception',
-                      DETAIL = format('%s object(s) differ:%s', n, lines),
-                      HINT = 'Copy the models with corpq.model_export/model_import, BPE models with bpe_export/bpe_import and vocabulary rows as they are (README, Scaling out).';
-        END IF;
+        PERFORM corpq.catalog_check_node(label, fp);
     END LOOP;
     RETURN coalesce(array_length(nodes, 1), 0);
 END
 $$;
 COMMENT ON FUNCTION corpq.catalog_check(regclass[]) IS
     'compare this server''s corpq.catalog_fingerprint() with every node (relations shaped like corpq.catalog_fingerprints, normally foreign tables); ERROR naming the node and the first differing object, or the node without corpq; returns the number of nodes checked';
+
+-- On a Citus coordinator: every active worker, whose fingerprints are read
+-- through Citus's run_command_on_workers (called by name when it runs, so
+-- corpq does not depend on Citus).  A worker that Citus cannot reach, or that
+-- lacks corpq, reports an error text instead of a result: those become the
+-- same errors as for a foreign table, naming the worker by host:port.
+CREATE FUNCTION corpq.catalog_check()
+    RETURNS int
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    w      record;
+    label  text;
+    n      int := 0;
+BEGIN
+    IF to_regproc('pg_catalog.run_command_on_workers') IS NULL THEN
+        RAISE EXCEPTION 'corpq.catalog_check() without arguments checks the workers of a Citus coordinator, and Citus is not installed in this database'
+            USING ERRCODE = 'undefined_function',
+                  HINT = 'Pass the nodes: foreign tables on each node''s corpq.catalog_fingerprints (README, Scaling out).';
+    END IF;
+    FOR w IN EXECUTE
+        $q$SELECT nodename, nodeport, success, result
+             FROM pg_catalog.run_command_on_workers(
+                 'SELECT coalesce(pg_catalog.json_agg(f), ''[]''::json) FROM corpq.catalog_fingerprints f')
+            ORDER BY nodename, nodeport$q$
+    LOOP
+        label := format('node "%s:%s"', w.nodename, w.nodeport);
+        IF NOT w.success THEN
+            IF w.result ~ '"corpq(\.catalog_fingerprints)?" does not exist' THEN
+                RAISE EXCEPTION 'corpq is not installed on %', label
+                    USING ERRCODE = 'undefined_object', DETAIL = w.result,
+                          HINT = 'Run CREATE EXTENSION corpq on the worker (Citus propagates it from the coordinator when the worker is added), then copy the catalog (README, Scaling out).';
+            END IF;
+            RAISE EXCEPTION 'could not read the corpq catalog of %', label
+                USING ERRCODE = 'connection_failure', DETAIL = w.result;
+        END IF;
+        PERFORM corpq.catalog_check_node(label, w.result::jsonb);
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END
+$$;
+COMMENT ON FUNCTION corpq.catalog_check() IS
+    'on a Citus coordinator: compare this server''s catalog with every active worker''s (read through run_command_on_workers); ERROR naming the worker (host:port) and the first differing object, or the worker without corpq or unreachable; returns the number of workers checked';

@@ -42,10 +42,12 @@ trap so_cleanup EXIT
 
 port_free() { ! (echo >"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# start_node NAME [extra postgres -c options...]: sets port_NAME
+# start_node NAME [extra postgres -c options...]: sets port_NAME (and
+# opts_NAME, the options restart_node starts it with again)
 start_node() {
 	local name=$1 port try
 	shift
+	eval "opts_$name=\$*"
 	as_pg initdb -D "$so_tmp/$name" -A trust -U postgres --no-sync -E UTF8 \
 		--locale=C >"$so_tmp/$name.initdb.log" 2>&1 || { cat "$so_tmp/$name.initdb.log"; return 1; }
 	for try in 1 2 3 4 5 6 7 8; do
@@ -64,11 +66,11 @@ start_node() {
 }
 stop_node() { as_pg pg_ctl -D "$so_tmp/$1" -m fast -w stop >/dev/null; }
 restart_node() {
-	local port
-	eval "port=\$port_$1"
+	local port opts
+	eval "port=\$port_$1 opts=\$opts_$1"
 	as_pg pg_ctl -D "$so_tmp/$1" -l "$so_tmp/$1.log" -w -t 60 start \
 		-o "-p $port -k $so_tmp -c listen_addresses=127.0.0.1 -c fsync=off \
-		    -c max_worker_processes=16 -c max_parallel_workers=8" >/dev/null
+		    -c max_worker_processes=16 -c max_parallel_workers=8 $opts" >/dev/null
 }
 # qn NODE psql-args...: psql on a node as postgres, stop on the first error
 qn() {
