@@ -6,9 +6,15 @@ set -euo pipefail
 need=(
 	postgresql-15 postgresql-server-dev-15 postgresql-common postgresql-contrib
 	libopenblas-dev libopenblas0-pthread
-	gcc make
+	gcc g++ make
 	python3 python3-torch python3-nltk python3-numpy
 	libsword-utils gettext
+	# rule filters and language ID: ICU, xxHash, CLD2; OpusFilter's
+	# definitions in Python for the reference checks and the benchmark
+	libicu-dev libxxhash-dev libcld2-dev
+	python3-regex python3-bs4 python3-xxhash
+	# the quality report's page test: headless Chromium, PNG decoding
+	chromium python3-pil
 )
 # Optional data packages for the demo corpus (the demo falls back to a
 # synthetic corpus when they cannot be had).
