@@ -7,13 +7,10 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/plancache.h"
 
+#include "pg/base/corpus_query.h"
 #include "pg/corpq.h"
 #include "pg/text_catalog.h"
 
@@ -368,98 +365,40 @@ corpq_vocab_cached(FunctionCallInfo fcinfo, const char *name)
 
 /* ---- the corpus query ---- */
 
-/* ERROR unless plan is one plain SELECT (no data-modifying CTE, no locking). */
-static void
-check_corpus_plan(SPIPlanPtr plan)
-{
-	List	   *sources = SPI_plan_get_plan_sources(plan);
-	bool		ok = list_length(sources) == 1;
-	ListCell   *lc;
-	CachedPlanSource *ps;
+static const CorpqColumn corpus_column = {NULL, CORPQ_COLUMN_TEXT};
 
-	if (ok)
-	{
-		ps = linitial(sources);
-		ok = ps->commandTag == CMDTAG_SELECT && ps->resultDesc != NULL;
-		foreach(lc, ps->query_list)
+static const CorpqQuerySpec corpus_spec = {
+	.what = "corpus", .columns = &corpus_column, .min_columns = 1, .max_columns = 1,
+	.example = "SELECT src FROM my_corpus", .need_rows = true
+};
+
+typedef struct CorpusScan
+{
+	CorpqRowFn	fn;
+	void	   *arg;
+	int64		non_null;
+} CorpusScan;
+
+static void
+scan_batch(void *arg, const CorpqBatch *b)
+{
+	CorpusScan  *st = arg;
+	const char *s;
+	int			len;
+
+	for (uint64 i = 0; i < b->n; i++)
+		if (corpq_batch_text(b, i, 1, &s, &len))
 		{
-			Query	   *q = lfirst_node(Query, lc);
-
-			if (q->commandType != CMD_SELECT || q->utilityStmt != NULL ||
-				q->hasModifyingCTE || q->rowMarks != NIL)
-				ok = false;
+			st->fn(st->arg, s, len);
+			st->non_null++;
 		}
-	}
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("corpus query must be a single SELECT"),
-				 errhint("Pass a query such as 'SELECT src FROM my_corpus'.")));
-}
-
-static void
-check_corpus_columns(TupleDesc desc)
-{
-	Oid			type;
-
-	if (desc->natts != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("corpus query must return exactly one text column"),
-				 errdetail("It returns %d columns.", desc->natts)));
-	type = getBaseType(TupleDescAttr(desc, 0)->atttypid);
-	if (type != TEXTOID && type != VARCHAROID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("corpus query must return exactly one text column"),
-				 errdetail("Its column has type %s.",
-						   format_type_be(TupleDescAttr(desc, 0)->atttypid)),
-				 errhint("Cast the column to text.")));
 }
 
 int64
 corpq_scan_corpus(const char *query, CorpqRowFn fn, void *arg)
 {
-	SPIPlanPtr	plan;
-	Portal		portal;
-	int64		rows = 0,
-				non_null = 0;
-	bool		isnull;
+	CorpusScan	st = {fn, arg, 0};
 
-	SPI_connect();
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	check_corpus_plan(plan);
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	check_corpus_columns(portal->tupDesc);
-	for (;;)
-	{
-		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, CORPUS_BATCH);
-		if (SPI_processed == 0)
-			break;
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-			text	   *t;
-
-			rows++;
-			if (isnull)
-				continue;
-			t = DatumGetTextPP(d);
-			fn(arg, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
-			if ((Pointer) t != DatumGetPointer(d))
-				pfree(t);
-			non_null++;
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	SPI_finish();
-	if (rows == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("corpus query returned no rows")));
-	return non_null;
+	corpq_query_stream(query, &corpus_spec, CORPUS_BATCH, scan_batch, &st);
+	return st.non_null;
 }

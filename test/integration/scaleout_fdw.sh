@@ -16,9 +16,9 @@
 # bench_fdw.sh sources this file with CORPQ_SCALEOUT_LIB=1 for the cluster
 # helpers only.
 set -euo pipefail
+# bench_fdw.sh has sourced lib.sh already (and left the directory of $0)
+[ -n "${CORPQ_ROOT:-}" ] || . "$(dirname "$0")/../lib.sh"
 PATH=/usr/lib/postgresql/15/bin:$PATH
-
-fail() { echo "scaleout_fdw: FAIL: $*" >&2; exit 1; }
 
 # ---- throw-away servers: initdb + pg_ctl in one temporary directory --------
 # (pg_virtualenv makes one cluster per version; as root they run as postgres)
@@ -315,4 +315,4 @@ err=$(qn c -c "SELECT count(*) FROM corpus WHERE $pinned > 0" 2>&1 >/dev/null) &
 echo "$err" | grep -q 'corpq' || fail "shipped scoring without corpq: $err"
 echo "  n2 without corpq, shipped scoring: $(echo "$err" | head -1)"
 
-echo "scaleout_fdw: OK (3 servers: pushdown, single-server equality, catalog check, node down, other model, no corpq)"
+log "OK (3 servers: pushdown, single-server equality, catalog check, node down, other model, no corpq)"
