@@ -124,6 +124,9 @@ COMMENT ON AGGREGATE corpq.filter_stats(text, text, jsonb) IS
 COMMENT ON AGGREGATE corpq.filter_stats(text, text, jsonb, int) IS
     'filter_stats with examples (0 to 100) rejected pairs per filter';
 
+-- The reports run the corpus query through SPI, as one aggregate query that
+-- may use parallel workers itself: PARALLEL UNSAFE keeps the calling query
+-- out of parallel mode, where the inner scan could not have workers.
 CREATE FUNCTION corpq.filter_report(corpus text, filters jsonb DEFAULT corpq.filter_defaults(),
                                     examples int DEFAULT 5)
     RETURNS TABLE (filter text, kept bigint, rejected bigint, rejected_share float8, examples text[])

@@ -2,11 +2,13 @@
  * corpq.filter_report() and filter_report_by_domain(): one scan of a corpus
  * query through the filter_stats aggregate, its rows as a table.
  *
- * The scan is a single aggregate query over the user's SELECT, planned with
- * parallel query allowed (SPI cursors never run in parallel, so the rows are
- * not streamed to C: the aggregate runs where the rows are, in the workers,
- * and only the states come back).  It runs read-only, with the caller's
- * privileges.
+ * The corpus query is checked by the shared corpus_query check (one plain
+ * SELECT of the expected columns), then scanned by a single aggregate query
+ * around it, planned with parallel query allowed.  corpq_query_stream()'s
+ * SPI cursor is not used: PostgreSQL never runs a cursor's plan in
+ * parallel, and here the aggregate runs where the rows are, in the workers,
+ * so that only its states come back.  The scan runs read-only, with the
+ * caller's privileges.
  */
 #include "postgres.h"
 
@@ -17,10 +19,23 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
+#include "pg/base/corpus_query.h"
 #include "pg/filters/filter_spec.h"
 
 PG_FUNCTION_INFO_V1(corpq_filter_report);
 PG_FUNCTION_INFO_V1(corpq_filter_report_by_domain);
+
+static const CorpqColumn columns[] = {
+	{"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}, {"domain", CORPQ_COLUMN_TEXT}
+};
+static const CorpqQuerySpec corpus_spec = {
+	.what = "corpus", .columns = columns, .min_columns = 2, .max_columns = 2,
+	.example = "SELECT src, tgt FROM my_bitext"
+};
+static const CorpqQuerySpec domain_corpus_spec = {
+	.what = "corpus", .columns = columns, .min_columns = 3, .max_columns = 3,
+	.example = "SELECT src, tgt, domain FROM my_bitext"
+};
 
 #define RESULT_COLUMNS "filter, kept, rejected, rejected_share, examples"
 
@@ -110,8 +125,14 @@ report(FunctionCallInfo fcinfo, bool by_domain)
 	int			examples = PG_GETARG_INT32(2);
 	FilterList *list;
 
-	/* a bad spec fails before any row is read */
+	/* a bad spec or query fails before any row is read */
 	list = filter_list_parse(spec);
+	if (examples < 0 || examples > FILTER_MAX_EXAMPLES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("examples must be from 0 to %d", FILTER_MAX_EXAMPLES),
+				 errdetail("It is %d.", examples)));
+	corpq_query_check(corpus, by_domain ? &domain_corpus_spec : &corpus_spec);
 	InitMaterializedSRF(fcinfo, 0);
 	if (filter_scan(fcinfo, corpus, spec, examples, by_domain) == 0 && !by_domain)
 		empty_rows(fcinfo, list);

@@ -44,6 +44,9 @@ typedef struct FilterList
 	FilterSpec *items;
 } FilterList;
 
+/* Examples of rejected pairs a report may ask for, per filter. */
+#define FILTER_MAX_EXAMPLES 100
+
 /* The label of the pseudo-filter "rejected by any filter" in reports. */
 #define FILTER_ALL_LABEL "all"
 

@@ -28,7 +28,6 @@
 #include "pg/filters/filter_spec.h"
 
 #define EXAMPLE_CHARS 200
-#define MAX_EXAMPLES 100
 #define DEFAULT_EXAMPLES 5
 
 PG_FUNCTION_INFO_V1(corpq_filter_stats_trans);
@@ -69,10 +68,10 @@ examples_arg(FunctionCallInfo fcinfo, int i)
 {
 	int			k = PG_NARGS() > i ? PG_GETARG_INT32(i) : DEFAULT_EXAMPLES;
 
-	if (k < 0 || k > MAX_EXAMPLES)
+	if (k < 0 || k > FILTER_MAX_EXAMPLES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("examples must be from 0 to %d", MAX_EXAMPLES),
+				 errmsg("examples must be from 0 to %d", FILTER_MAX_EXAMPLES),
 				 errdetail("It is %d.", k)));
 	return k;
 }
