@@ -6,6 +6,12 @@
 -- predicate.  The score functions are IMMUTABLE (they depend on the text and
 -- the Unicode / CLD2 tables of the installed libraries) and PARALLEL SAFE.
 -- ---------------------------------------------------------------------------
+CREATE FUNCTION corpq.text_length(t text, unit text DEFAULT 'word') RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_text_length'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.text_length(text, text) IS
+    'the length length_ratio compares: words (runs of non-space, as Python''s str.split) or code points (char)';
+
 CREATE FUNCTION corpq.length_ratio(src text, tgt text, unit text DEFAULT 'word') RETURNS float8
     AS 'MODULE_PATHNAME', 'corpq_length_ratio'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;

@@ -14,6 +14,7 @@
 #include "pg/base/errors.h"
 #include "pg/filters/filter_spec.h"
 
+PG_FUNCTION_INFO_V1(corpq_text_length);
 PG_FUNCTION_INFO_V1(corpq_length_ratio);
 PG_FUNCTION_INFO_V1(corpq_char_script_ratio);
 PG_FUNCTION_INFO_V1(corpq_alpha_ratio);
@@ -51,6 +52,16 @@ static void
 arg_utext(FunctionCallInfo fcinfo, int i, cq_utext *u)
 {
 	filter_utext(PG_GETARG_TEXT_PP(i), u);
+}
+
+Datum
+corpq_text_length(PG_FUNCTION_ARGS)
+{
+	cq_utext	a;
+	int			unit = choose(unit_names, "length unit", PG_GETARG_TEXT_PP(1));
+
+	arg_utext(fcinfo, 0, &a);
+	PG_RETURN_INT32((int32) cq_text_length(&a, (cq_length_unit) unit));
 }
 
 Datum
