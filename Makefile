@@ -85,7 +85,21 @@ test/unit/run_unit_san: $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) $(wildcard ex
 test/libcorpqcore.so: $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c $(wildcard extension/*/*.h)
 	$(UNIT_CC) -shared -fPIC -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c -lopenblas -lm $(CORE_LIBS)
 
-.PHONY: deps unit unit-san refcheck integration test demo bench
+.PHONY: deps unit unit-san refcheck integration test demo bench report
+
+# The quality report: make report DB=mydb [OUT=report.html] [CORPUS="SELECT src,
+# tgt, domain FROM t"] [MODEL=m] [LEXICON=l] [CAV="SELECT label, cav FROM t"]
+# [TOKENS=a,b].  Vega, Vega-Lite and vega-embed come from npm (versions in
+# report/package-lock.json) and are inlined into the page.
+report/node_modules/.corpq-stamp: report/package.json report/package-lock.json
+	cd report && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	touch $@
+
+report: report/node_modules/.corpq-stamp
+	@test -n "$(DB)" || { echo "make report: say which database: make report DB=name (or a connection string)" >&2; exit 2; }
+	$(PYTHON) report/corpq_report.py --db "$(DB)" --out "$(or $(OUT),corpq-report.html)" \
+		$(if $(CORPUS),--corpus "$(CORPUS)") $(if $(MODEL),--model "$(MODEL)") \
+		$(if $(LEXICON),--lexicon "$(LEXICON)") $(if $(CAV),--cav "$(CAV)") $(if $(TOKENS),--tokens "$(TOKENS)")
 
 deps:
 	bash test/deps.sh
@@ -107,6 +121,7 @@ test:
 	bash test/deps.sh
 	$(MAKE) all
 	$(MAKE) install
+	$(MAKE) report/node_modules/.corpq-stamp
 	$(MAKE) unit unit-san refcheck
 	bash test/run-regress.sh
 	$(MAKE) integration
@@ -116,6 +131,7 @@ demo:
 	bash test/deps.sh
 	$(MAKE) all
 	$(MAKE) install
+	$(MAKE) report/node_modules/.corpq-stamp
 	bash test/data/make-corpus.sh test/data/corpus
 	bash test/demo/run-demo.sh test/data/corpus
 

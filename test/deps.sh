@@ -34,6 +34,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get update -q
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
+# npm (for the report's Vega bundles): any npm will do, e.g. NodeSource's;
+# Debian's package otherwise
+if ! command -v npm >/dev/null 2>&1; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "corpq: npm is missing (run as root to install Debian's npm)" >&2
+		exit 1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends npm
+fi
 if [ "$(id -u)" = 0 ]; then
 	for p in "${optional[@]}"; do
 		dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" && continue
