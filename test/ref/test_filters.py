@@ -50,6 +50,7 @@ lib.cq_html_tags.argtypes = [P]
 lib.cq_html_tags.restype = C.c_bool
 lib.cq_dedup_key.argtypes = [P, P, C.c_int, C.c_int, C.POINTER(C.c_int64), C.c_void_p]
 
+REPETITION_ARGS = ((3, 100, 2), (1, 5, 1), (2, 20, 3), (1, 0, 3))
 MODES = {'exact': 0, 'lowercase': 1, 'letters': 2, 'near': 3}
 SIDES = {'both': 0, 'src': 1, 'tgt': 2}
 failures = []
@@ -85,7 +86,7 @@ def core_scores(src, tgt):
         for script in ('Latin', 'Cyrillic', 'Han'):
             out['script %s %s' % (script, side)] = lib.cq_char_script_ratio(
                 t.p, lib.cq_script_from_name(script.encode()))
-        for lo, hi, th in ((3, 100, 2), (1, 5, 1), (2, 20, 3)):
+        for lo, hi, th in REPETITION_ARGS:
             n = C.c_int()
             assert lib.cq_repetition(t.p, lo, hi, th, C.byref(n), None) == 0
             out['repetition %d %d %d %s' % (lo, hi, th, side)] = n.value
@@ -109,7 +110,7 @@ def ref_scores(src, tgt):
         out['alpha_ratio nows %s' % side] = ref.alpha_ratio(s, True)
         for script in ('Latin', 'Cyrillic', 'Han'):
             out['script %s %s' % (script, side)] = ref.char_script_ratio(s, script)
-        for lo, hi, th in ((3, 100, 2), (1, 5, 1), (2, 20, 3)):
+        for lo, hi, th in REPETITION_ARGS:
             out['repetition %d %d %d %s' % (lo, hi, th, side)] = ref.repetition(s, lo, hi, th)
     for mode in MODES:
         for side in SIDES:
@@ -188,6 +189,8 @@ def main():
     # repetition and numerals fuzz: few distinct characters, many repeats
     for s in fuzz(rng, 'ab ab\n1209', 3000, 40):
         compare(s, s[::-1], 'fuzz')
+    for s in fuzz(rng, 'ab  \n\t.x', 3000, 60):
+        compare(s, s, 'fuzz spaces')
     for s in fuzz(rng, '123456789', 300, 600):
         compare(s, ''.join(rng.sample(s, len(s))), 'fuzz digits')
     for s in fuzz(rng, '<>/="\' !-?&#;xaA\t', 20000, 24):
