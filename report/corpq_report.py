@@ -279,7 +279,7 @@ table.figures { border-collapse: collapse; font-size: 12px; margin: .5em 0; }
 table.figures td, table.figures th { border: 1px solid #ddd; padding: 2px 6px; text-align: right; }
 table.figures th { background: #f4f4f4; } .empty { color: #777; font-style: italic; }
 .chart { min-height: 40px; } .meta td { padding: 0 1em 0 0; } dd { font-family: monospace; font-size: 12px; }
-details.figures-box { margin: .3em 0 1em; } #report-errors { color: #b00; }
+details.figures-box { margin: .3em 0 1em; } .scroll { overflow-x: auto; } #report-errors { color: #b00; }
 """
 
 
@@ -297,8 +297,10 @@ def page(d, vendor_js):
             body.append('<p class="empty" data-empty="%s">%s</p>' % (name, html.escape(empty)))
         else:
             body.append('<div class="chart" id="chart-%s"></div>' % name)
-            body.append('<details class="figures-box" open><summary>Figures</summary>%s</details>'
-                        % table(rows, columns, name))
+            # long tables start folded
+            body.append('<details class="figures-box"%s><summary>Figures (%d rows)</summary>'
+                        '<div class="scroll">%s</div></details>'
+                        % (" open" if len(rows) <= 25 else "", len(rows), table(rows, columns, name)))
         if name == "rejects":
             body.append(examples_html(d.get("examples")))
         body.append("</section>")
