@@ -229,16 +229,19 @@ SELECT version, (stats ->> 'rows')::int AS rows FROM corpq.lexicons WHERE name =
 SELECT corpq.job_cancel(:job);
 
 -- sharing: everyone reads, only the owner replaces or drops; the corpus
--- query runs with the submitter's privileges
-CREATE ROLE corpq_lex_a;
-CREATE ROLE corpq_lex_b;
+-- query runs with the submitter's privileges.  Jobs run as the role whose
+-- session submits them, so the roles log in (pg_virtualenv's password).
+SELECT current_user AS regress_superuser \gset
+\set regress_password unused
+\getenv regress_password PGPASSWORD
+CREATE ROLE corpq_lex_a LOGIN PASSWORD :'regress_password';
+CREATE ROLE corpq_lex_b LOGIN PASSWORD :'regress_password';
 GRANT SELECT ON lex_bitext TO corpq_lex_a;
-SET ROLE corpq_lex_a;
+\c - corpq_lex_a
 SELECT corpq.lexicon_train('shared', 'SELECT src, tgt FROM lex_bitext', '{"iterations": 2}') AS job \gset
-RESET ROLE;
 SELECT corpq.job_wait(:job, '120 s');
 SELECT name, owner FROM corpq.lexicons WHERE name = 'shared';
-SET ROLE corpq_lex_b;
+\c - corpq_lex_b
 SELECT corpq.align('shared', 'the dog', 'el perro') AS b_can_align;
 SELECT count(*) > 0 AS b_can_read FROM corpq.lexicon_dictionary WHERE lexicon = 'shared';
 DELETE FROM corpq.lexicon_dictionary WHERE lexicon = 'shared';
@@ -246,9 +249,10 @@ UPDATE corpq.lexicons SET version = 99 WHERE name = 'shared';
 SELECT corpq.lexicon_drop('shared');
 SELECT corpq.lexicon_train('shared', 'SELECT src, tgt FROM lex_bitext', '{"replace": true}');
 SELECT corpq.lexicon_train('b_own', 'SELECT src, tgt FROM lex_bitext') AS job \gset
-RESET ROLE;
 SELECT corpq.job_wait(:job, '120 s');
 SELECT state, error FROM corpq.jobs WHERE id = :job;
+\c - :regress_superuser
+SET client_min_messages = warning;
 SELECT count(*) AS dictionary_kept FROM corpq.lexicon_dictionary WHERE lexicon = 'shared' HAVING count(*) > 0;
 SET ROLE corpq_lex_a;
 SELECT corpq.lexicon_drop('shared');

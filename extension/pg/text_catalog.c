@@ -11,6 +11,7 @@
 #include "utils/memutils.h"
 
 #include "pg/base/corpus_query.h"
+#include "pg/base/internal_sql.h"
 #include "pg/corpq.h"
 #include "pg/text_catalog.h"
 
@@ -72,9 +73,9 @@ corpq_check_new_name(const char *kind, const char *table,
 				 errmsg("%s name must not be empty", kind)));
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = SPI_execute_with_args(psprintf("SELECT 1 FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
-										table),
-							   1, argtypes, values, NULL, true, 1);
+	rc = corpq_sql_as_caller(psprintf("SELECT 1 FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
+									  table),
+							 1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed > 0)
@@ -96,11 +97,11 @@ corpq_undefined_name(const char *kind, const char *table, const char *name)
 	bool		is_bpe = strcmp(table, "corpq.bpe_models") == 0;
 
 	SPI_connect();
-	rc = SPI_execute(psprintf("SELECT pg_catalog.string_agg(name, ', ' ORDER BY name) FILTER (WHERE n <= 10), "
-							  "pg_catalog.count(*) "
-							  "FROM (SELECT name, pg_catalog.row_number() OVER (ORDER BY name) AS n FROM %s) s",
-							  table),
-					 true, 0);
+	rc = corpq_sql_as_caller(psprintf("SELECT pg_catalog.string_agg(name, ', ' ORDER BY name) "
+									  "FILTER (WHERE n OPERATOR(pg_catalog.<=) 10), pg_catalog.count(*) "
+									  "FROM (SELECT name, pg_catalog.row_number() OVER (ORDER BY name) AS n FROM %s) s",
+									  table),
+							 0, NULL, NULL, NULL, true, 0);
 	if (rc == SPI_OK_SELECT && SPI_processed == 1)
 	{
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -142,8 +143,8 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = SPI_execute_with_args("SELECT version FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, true, 1);
+	rc = corpq_sql_as_caller("SELECT version FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -151,9 +152,9 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 	vtext = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	version = (vtext && strcmp(vtext, "0.1") == 0) ? 1 : 2;
 
-	rc = SPI_execute_with_args("SELECT left_symbol, right_symbol FROM corpq.bpe_merges "
-							   "WHERE model OPERATOR(pg_catalog.=) $1 ORDER BY rank",
-							   1, argtypes, values, NULL, true, 0);
+	rc = corpq_sql_as_caller("SELECT left_symbol, right_symbol FROM corpq.bpe_merges "
+							 "WHERE model OPERATOR(pg_catalog.=) $1 ORDER BY rank",
+							 1, argtypes, values, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 
@@ -238,8 +239,8 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 	v->name = MemoryContextStrdup(cxt, name);
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = SPI_execute_with_args("SELECT bpe FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, true, 1);
+	rc = corpq_sql_as_caller("SELECT bpe FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -250,9 +251,9 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 		if (!isnull)
 			bpe_name = MemoryContextStrdup(cxt, TextDatumGetCString(d));
 	}
-	rc = SPI_execute_with_args("SELECT id, token FROM corpq.vocabulary_tokens "
-							   "WHERE vocabulary OPERATOR(pg_catalog.=) $1 ORDER BY id",
-							   1, argtypes, values, NULL, true, 0);
+	rc = corpq_sql_as_caller("SELECT id, token FROM corpq.vocabulary_tokens "
+							 "WHERE vocabulary OPERATOR(pg_catalog.=) $1 ORDER BY id",
+							 1, argtypes, values, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 
