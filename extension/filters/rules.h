@@ -1,6 +1,6 @@
 /*
- * OpusFilter's rule filters, one score function each (filters/README in
- * the top-level README names the correspondence).  Each returns the score
+ * OpusFilter's rule filters, one score function each (README.md, "Rule
+ * filters", names the correspondence).  Each returns the score
  * OpusFilter's filter of the same purpose computes for a segment or a pair,
  * on the code points of the text (utext.h); the threshold comparison that
  * turns a score into keep / reject lives in filter_set.h.
