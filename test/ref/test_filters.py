@@ -6,20 +6,22 @@ Every score must be equal (floats bit for bit: both sides compute the same
 ratio of the same integers, or -log of the same integer) on
   - hand-picked edge cases (empty, emoji, mixed scripts, broken HTML),
   - fuzz: random strings over the characters each filter cares about,
-  - the shared corpora (CORPQ_CORPORA, or ../shared/corpora next to the
-    repository or its main clone): every pair of every domain for the cheap
-    filters, a sample plus every line with '<' or '&' for html_tags.
+  - the corpora test/lib.sh finds (the shared en-es corpora): every 20th
+    pair for the scores, a sample plus every segment with '<' or '&' for
+    html_tags.
 Exits non-zero on failure.
 """
 import ctypes as C
 import math
 import os
 import random
-import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import opusfilter_rules as ref  # noqa: E402
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
+import corpora  # noqa: E402  (test/lib.sh's lookup: the one place that knows)
 
 
 class UText(C.Structure):
@@ -160,25 +162,6 @@ def fuzz(rng, alphabet, n, length):
     return [''.join(rng.choice(alphabet) for _ in range(rng.randrange(length))) for _ in range(n)]
 
 
-def corpora_dir():
-    d = os.environ.get('CORPQ_CORPORA')
-    if d:
-        return d
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    cands = [os.path.join(root, '..', 'shared', 'corpora')]
-    try:
-        common = subprocess.run(['git', '-C', root, 'rev-parse', '--path-format=absolute',
-                                 '--git-common-dir'], capture_output=True, text=True).stdout.strip()
-        if common:
-            cands.append(os.path.join(common, '..', '..', 'shared', 'corpora'))
-    except OSError:
-        pass
-    for c in cands:
-        if os.path.isdir(os.path.join(c, 'en-es')):
-            return c
-    return None
-
-
 def main():
     rng = random.Random(20261122)
     for src, tgt in EDGE:
@@ -197,26 +180,22 @@ def main():
         compare_html(s, 'fuzz html')
     print('edge cases and fuzz: %d failures' % len(failures))
 
-    cdir = corpora_dir()
-    if cdir is None:
-        print('no shared corpora found (CORPQ_CORPORA): corpus comparison skipped')
-    else:
-        pairs = html_lines = 0
-        for name in sorted(os.listdir(os.path.join(cdir, 'en-es'))):
-            if not name.endswith('.tsv'):
-                continue
-            with open(os.path.join(cdir, 'en-es', name), encoding='utf-8') as f:
-                rows = [line.rstrip('\n').split('\t') for line in f][1:]
-            for i, r in enumerate(rows):
-                src, tgt = r[2], r[3]
-                if i % 20 == 0:
-                    compare(src, tgt, name)
-                    pairs += 1
-                for s in (src, tgt):
-                    if '<' in s or '&' in s or i % 50 == 0:
-                        compare_html(s, name)
-                        html_lines += 1
-        print('corpora %s: %d pairs (every 20th), %d segments for html_tags' % (cdir, pairs, html_lines))
+    cdir, files = corpora.find()
+    pairs = html_lines = 0
+    for path in files:
+        name = os.path.basename(path)
+        with open(path, encoding='utf-8') as f:
+            rows = [line.rstrip('\n').split('\t') for line in f][1:]
+        for i, r in enumerate(rows):
+            src, tgt = r[2], r[3]
+            if i % 20 == 0:
+                compare(src, tgt, name)
+                pairs += 1
+            for s in (src, tgt):
+                if '<' in s or '&' in s or i % 50 == 0:
+                    compare_html(s, name)
+                    html_lines += 1
+    print('corpora %s: %d pairs (every 20th), %d segments for html_tags' % (cdir, pairs, html_lines))
     for f in failures[:30]:
         print('FAIL', f)
     print('test_filters: %d failures' % len(failures))
