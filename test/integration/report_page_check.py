@@ -35,7 +35,9 @@ def chromium(page, *extra, height=1000):
                                                 "--window-size=1280,%d" % height] + list(extra)
         args.append("file://" + os.path.abspath(page))
         r = subprocess.run(args, capture_output=True, text=True, timeout=300)
-    console = [l for l in r.stderr.splitlines() if ":CONSOLE" in l]
+    # messages of the page itself (Chromium's own pages, chrome://..., may log
+    # too, e.g. about the missing network)
+    console = [l for l in r.stderr.splitlines() if ":CONSOLE" in l and "source: file://" in l]
     return r.stdout, console
 
 
