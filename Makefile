@@ -17,7 +17,10 @@ PYTHON     ?= /usr/bin/python3
 CORE_SRCS = $(sort $(filter-out extension/pg/%,$(wildcard extension/*/*.c)))
 GLUE_SRCS = $(sort $(wildcard extension/pg/*.c extension/pg/*/*.c))
 CORE_OBJS = $(CORE_SRCS:.c=.o)
-OBJS      = $(CORE_OBJS) $(GLUE_SRCS:.c=.o)
+# C++ only where a library needs it (the CLD2 shim), behind a C interface.
+CORE_CXX_SRCS = $(sort $(wildcard extension/*/*.cc))
+CORE_CXX_OBJS = $(CORE_CXX_SRCS:.cc=.o)
+OBJS      = $(CORE_OBJS) $(CORE_CXX_OBJS) $(GLUE_SRCS:.c=.o)
 
 # The install script is the concatenation of extension/sql/*.sql in name order.
 SQL_PARTS  = $(sort $(wildcard extension/sql/*.sql))
@@ -38,7 +41,10 @@ endif
 
 PG_CPPFLAGS = -I$(CURDIR)/extension $(PG_CPPFLAGS_CHECKS)
 PG_CFLAGS   = $(WARN)
-SHLIB_LINK  = -ldl -lm
+# ICU (character properties, case mapping; PostgreSQL links it too), xxHash
+# (duplicate keys), CLD2 (language identification) and its C++ runtime.
+CORE_LIBS   = -licuuc -lxxhash -lcld2 -lstdc++
+SHLIB_LINK  = -ldl -lm $(CORE_LIBS)
 EXTRA_CLEAN = $(DATA_built) $(OBJS:.o=.d) test/unit/run_unit test/unit/run_unit_san \
 	test/libcorpqcore.so results regression.diffs regression.out
 
@@ -56,6 +62,9 @@ override CPPFLAGS += -MMD -MP
 # The core is C99 with its own optimisation level.
 $(CORE_OBJS): CFLAGS += -Wno-declaration-after-statement $(CORE_OPT)
 
+$(CORE_CXX_OBJS): %.o: %.cc
+	$(CXX) -std=c++11 -fPIC -O2 $(WARN) -Iextension -MMD -MP -c -o $@ $<
+
 $(DATA_built): $(SQL_PARTS)
 	cat $(SQL_PARTS) > $@
 
@@ -64,19 +73,33 @@ UNIT_SRCS = $(sort $(wildcard test/unit/*.c))
 UNIT_CC   = $(CC) -std=gnu11 -g $(CORE_OPT) $(WARN) -Iextension -Itest/unit \
 	-I/usr/include/x86_64-linux-gnu/openblas-pthread
 
-test/unit/run_unit: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard extension/*/*.h test/unit/*.h)
-	$(UNIT_CC) -o $@ $(CORE_SRCS) $(UNIT_SRCS) -lopenblas -lm
+test/unit/run_unit: $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) $(wildcard extension/*/*.h test/unit/*.h)
+	$(UNIT_CC) -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) -lopenblas -lm $(CORE_LIBS)
 
 # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
-test/unit/run_unit_san: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard extension/*/*.h test/unit/*.h)
+test/unit/run_unit_san: $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) $(wildcard extension/*/*.h test/unit/*.h)
 	$(UNIT_CC) -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-		-fno-omit-frame-pointer -o $@ $(CORE_SRCS) $(UNIT_SRCS) -lopenblas -lm
+		-fno-omit-frame-pointer -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) -lopenblas -lm $(CORE_LIBS)
 
 # The core as a shared library, for the Python reference checks (ctypes).
-test/libcorpqcore.so: $(CORE_SRCS) test/unit/blas_direct.c $(wildcard extension/*/*.h)
-	$(UNIT_CC) -shared -fPIC -o $@ $(CORE_SRCS) test/unit/blas_direct.c -lopenblas -lm
+test/libcorpqcore.so: $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c $(wildcard extension/*/*.h)
+	$(UNIT_CC) -shared -fPIC -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c -lopenblas -lm $(CORE_LIBS)
 
-.PHONY: deps unit unit-san refcheck integration citus test demo bench
+.PHONY: deps unit unit-san refcheck integration citus test demo bench report
+
+# The quality report: make report DB=mydb [OUT=report.html] [CORPUS="SELECT src,
+# tgt, domain FROM t"] [MODEL=m] [LEXICON=l] [CAV="SELECT label, cav FROM t"]
+# [TOKENS=a,b].  Vega, Vega-Lite and vega-embed come from npm (versions in
+# report/package-lock.json) and are inlined into the page.
+report/node_modules/.corpq-stamp: report/package.json report/package-lock.json
+	cd report && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
+	touch $@
+
+report: report/node_modules/.corpq-stamp
+	@test -n "$(DB)" || { echo "make report: say which database: make report DB=name (or a connection string)" >&2; exit 2; }
+	$(PYTHON) report/corpq_report.py --db "$(DB)" --out "$(or $(OUT),corpq-report.html)" \
+		$(if $(CORPUS),--corpus "$(CORPUS)") $(if $(MODEL),--model "$(MODEL)") \
+		$(if $(LEXICON),--lexicon "$(LEXICON)") $(if $(CAV),--cav "$(CAV)") $(if $(TOKENS),--tokens "$(TOKENS)")
 
 deps:
 	bash test/deps.sh
@@ -104,6 +127,7 @@ test:
 	bash test/deps.sh
 	$(MAKE) all
 	$(MAKE) install
+	$(MAKE) report/node_modules/.corpq-stamp
 	$(MAKE) unit unit-san refcheck
 	bash test/run-regress.sh
 	$(MAKE) integration
@@ -114,6 +138,7 @@ demo:
 	bash test/deps.sh
 	$(MAKE) all
 	$(MAKE) install
+	$(MAKE) report/node_modules/.corpq-stamp
 	bash test/data/make-corpus.sh test/data/corpus
 	bash test/demo/run-demo.sh test/data/corpus
 

@@ -234,6 +234,6 @@ SELECT p.oid::regprocedure, p.provolatile, p.proparallel, p.proisstrict FROM pg_
  WHERE p.pronamespace = 'corpq'::regnamespace
    AND p.proname IN ('bleu', 'chrf', 'paired_bootstrap', 'sentence_bleu', 'sentence_chrf', 'bleu_signature',
                      'chrf_signature', 'bleu_tokenize', 'metrics_combine')
- ORDER BY 1::text;
+ ORDER BY p.oid::regprocedure::text COLLATE "C";
 
 DROP TABLE mt_corpus, mt_parts;

@@ -123,7 +123,7 @@ SELECT p.oid::regprocedure FROM pg_proc p
 -- check run queries through SPI on other relations (foreign tables)
 SELECT p.oid::regprocedure, p.provolatile, p.proparallel FROM pg_proc p
  WHERE p.pronamespace = 'corpq'::regnamespace AND p.provolatile <> 'v' AND p.proparallel <> 's'
- ORDER BY 1::text;
+ ORDER BY p.oid::regprocedure::text COLLATE "C";
 -- volatile functions are never parallel safe (they write or keep session state)
 SELECT p.oid::regprocedure FROM pg_proc p
  WHERE p.pronamespace = 'corpq'::regnamespace AND p.provolatile = 'v' AND p.proparallel = 's';
@@ -135,7 +135,7 @@ SELECT p.oid::regprocedure, p.provolatile, p.proparallel FROM pg_proc p
                      'bpe_apply', 'bpe_tokens', 'bpe_export', 'vocab_encode', 'vocab_decode',
                      'align', 'align_score', 'coverage', 'mono_uncertainty', 'word_rarity',
                      'catalog_fingerprint')
- ORDER BY 1::text;
+ ORDER BY p.oid::regprocedure::text COLLATE "C";
 -- aggregates: a combine function and a state type that is not internal (no
 -- serial/deserial functions needed) let parallel query, partitionwise
 -- aggregation and Citus combine partial states; paired_bootstrap keeps one
@@ -143,7 +143,7 @@ SELECT p.oid::regprocedure, p.provolatile, p.proparallel FROM pg_proc p
 SELECT a.aggfnoid::regprocedure, a.aggtransfn, a.aggcombinefn, a.aggfinalfn,
        a.aggtranstype::regtype, a.aggserialfn, a.aggdeserialfn, p.proparallel
   FROM pg_aggregate a JOIN pg_proc p ON p.oid = a.aggfnoid
- WHERE p.pronamespace = 'corpq'::regnamespace ORDER BY 1::text;
+ WHERE p.pronamespace = 'corpq'::regnamespace ORDER BY a.aggfnoid::regprocedure::text COLLATE "C";
 
 -- leave the catalog as found (later tests list models and vocabularies)
 SELECT corpq.lexicon_drop('sp_lex');

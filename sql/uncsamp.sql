@@ -94,6 +94,6 @@ SELECT corpq.uncsamp(3, 1) AS zero_weight, corpq.uncsamp(NULL, 1) AS null_u;
 -- volatility labels as documented
 SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel, p.proisstrict
   FROM pg_proc p WHERE p.proname IN ('uncsamp', 'uncsamp_weight')
-   AND p.pronamespace = 'corpq'::regnamespace ORDER BY 1::text;
+   AND p.pronamespace = 'corpq'::regnamespace ORDER BY p.oid::regprocedure::text COLLATE "C";
 
 DROP TABLE us_items;

@@ -6,9 +6,15 @@ set -euo pipefail
 need=(
 	postgresql-15 postgresql-server-dev-15 postgresql-common postgresql-contrib
 	libopenblas-dev libopenblas0-pthread
-	gcc make
+	gcc g++ make
 	python3 python3-torch python3-nltk python3-numpy python3-regex
 	libsword-utils gettext
+	# rule filters and language ID: ICU, xxHash, CLD2; OpusFilter's
+	# definitions in Python for the reference checks and the benchmark
+	libicu-dev libxxhash-dev libcld2-dev
+	python3-regex python3-bs4 python3-xxhash
+	# the quality report's page test: headless Chromium, PNG decoding
+	chromium python3-pil
 )
 # Optional data packages for the demo corpus (the demo falls back to a
 # synthetic corpus when they cannot be had).
@@ -32,6 +38,15 @@ if [ ${#missing[@]} -gt 0 ]; then
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -q
 	apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+# npm (for the report's Vega bundles): any npm will do, e.g. NodeSource's;
+# Debian's package otherwise
+if ! command -v npm >/dev/null 2>&1; then
+	if [ "$(id -u)" != 0 ]; then
+		echo "corpq: npm is missing (run as root to install Debian's npm)" >&2
+		exit 1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends npm
 fi
 if [ "$(id -u)" = 0 ]; then
 	for p in "${optional[@]}"; do

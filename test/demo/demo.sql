@@ -84,3 +84,23 @@ CREATE TABLE cavs AS SELECT domain, corpq.cav_accumulate(lower(src), lower(tgt),
 SELECT domain, corpq.cav_summary(c) FROM cavs ORDER BY domain;
 SELECT s.token, round(s.cosine::numeric, 3) AS cosine
 FROM cavs, corpq.cav_similar(c, 'archivo', 5) s WHERE domain = 'l10n';
+
+\echo '== 10. Rule filters and language identification: what each filter discards, in one parallel scan'
+SELECT domain, filter, rejected, round(rejected_share::numeric, 3) AS share
+FROM corpq.filter_report_by_domain('SELECT src, tgt, domain FROM corpus',
+       corpq.filter_defaults() || '[{"name": "langid", "args": {"src": "en", "tgt": "es"}}]')
+WHERE rejected > 0 ORDER BY domain, share DESC;
+\echo 'the pairs each filter removes, as a column (OpusFilter''s --removed)'
+SELECT left(src, 40) AS src, left(tgt, 40) AS tgt, corpq.filter_rejects(src, tgt) AS rejected_by
+FROM corpus WHERE corpq.filter_rejects(src, tgt) <> '{}' ORDER BY md5(id) LIMIT 5;
+\echo 'the same filters as a WHERE clause'
+SELECT corpq.filter_predicate();
+\echo 'CLD2 on each side: share of pairs identified as English and Spanish'
+SELECT domain, round(avg(corpq.lang_is(src, 'en')::int), 3) AS src_english,
+       round(avg(corpq.lang_is(tgt, 'es')::int), 3) AS tgt_spanish
+FROM corpus GROUP BY domain ORDER BY domain;
+\echo 'duplicates: exact, near (letters only, lowercased), and one pair per target sentence'
+SELECT count(*) AS pairs, count(DISTINCT corpq.dedup_key(src, tgt)) AS exact_keys,
+       count(DISTINCT corpq.dedup_key(src, tgt, 'near')) AS near_keys,
+       count(DISTINCT corpq.dedup_key(src, tgt, 'exact', 'tgt')) AS target_keys
+FROM corpus;

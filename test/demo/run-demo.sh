@@ -12,3 +12,13 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cp "$corpus/parallel.tsv" "$tmp/" && chmod -R a+rX "$tmp"
 psql -X -v ON_ERROR_STOP=1 -v corpus="$tmp/parallel.tsv" -f "$here/demo.sql"
+
+# The quality report of everything above, into the demo's output directory.
+out=${CORPQ_DEMO_OUT:-$here/out}
+mkdir -p "$out"
+echo
+echo '== 11. The quality report'
+/usr/bin/python3 "$here/../../report/corpq_report.py" --db "${PGDATABASE:-postgres}" --out "$out/report.html" \
+	--corpus 'SELECT src, tgt, domain FROM train_subset' --model demo --lexicon lex \
+	--cav 'SELECT domain, c FROM cavs' --tokens archivo,dios,lista >/dev/null
+echo "report: $out/report.html"

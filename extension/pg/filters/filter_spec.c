@@ -1,0 +1,414 @@
+/*
+ * Filter specs: parse the jsonb list, resolve names, write SQL predicates.
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+
+#include "filters/langid.h"
+#include "pg/base/errors.h"
+#include "pg/base/options.h"
+#include "pg/filters/filter_spec.h"
+
+#define SPEC_HINT "A filter is {\"name\": \"length_ratio\", \"args\": {\"unit\": \"word\"}, \"threshold\": 3, \"label\": \"...\"}; name is required, the rest optional."
+
+static const char *const unit_names[] = {"word", "char", NULL};
+
+#define ARG(field) CORPQ_OPT_FIELD(FilterArgs, field)
+#define SIDE_ROWS(what) \
+	{.key = "src", ARG(src), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET, \
+	 .valid = corpq_option_nonempty, .expected = what}, \
+	{.key = "tgt", ARG(tgt), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET, \
+	 .valid = corpq_option_nonempty, .expected = what}
+
+/* Thresholds: OpusFilter's defaults, bounded to where the filter can decide. */
+static const CorpqOption length_ratio_rows[] = {
+	{.key = "unit", ARG(unit), .type = CORPQ_OPT_ENUM, .names = unit_names, .def = CQ_UNIT_WORD},
+	/* the ratio is >= 1 (or 0 for two empty sides) */
+	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_CLOSED, .lo = 1, .hi = 1e6, .def = 3},
+	{0}
+};
+static const CorpqOption char_script_rows[] = {
+	SIDE_ROWS("a Unicode script name such as \"Latin\""),
+	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1, .def = 1},
+	{0}
+};
+static const CorpqOption alpha_ratio_rows[] = {
+	{.key = "exclude_whitespace", ARG(exclude_whitespace), .type = CORPQ_OPT_BOOL, .def = false},
+	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1, .def = 0.75},
+	{0}
+};
+static const CorpqOption terminal_punct_rows[] = {
+	/* the score is -ln(1 + penalty) <= 0 */
+	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_CLOSED, .lo = -1000, .hi = 0, .def = -2},
+	{0}
+};
+static const CorpqOption numerals_rows[] = {
+	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1, .def = 0.5},
+	{0}
+};
+static const CorpqOption repetition_rows[] = {
+	{.key = "min_length", ARG(min_length), .type = CORPQ_OPT_INT, .min = 1, .max = 1000, .def = 3},
+	{.key = "max_length", ARG(max_length), .type = CORPQ_OPT_INT, .min = 0, .max = 1000, .def = 100},
+	/* repetitions of a string after its first occurrence */
+	{.key = "threshold", ARG(ithreshold), .type = CORPQ_OPT_INT, .min = 1, .max = 1000, .def = 2},
+	{0}
+};
+static const CorpqOption html_tags_rows[] = {
+	{0}
+};
+static const CorpqOption langid_rows[] = {
+	SIDE_ROWS("a language code such as \"en\""),
+	/* keeps a confidence > threshold, so 1 would reject everything */
+	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_OPEN_HI, .lo = 0, .hi = 1, .def = 0},
+	{0}
+};
+
+typedef struct FilterKind
+{
+	const char *name;
+	cq_filter_kind kind;
+	CorpqOptionTable options;
+} FilterKind;
+
+static const FilterKind kinds[] = {
+	{"length_ratio", CQ_FILTER_LENGTH_RATIO, {"length_ratio filter", length_ratio_rows}},
+	{"char_script_ratio", CQ_FILTER_CHAR_SCRIPT, {"char_script_ratio filter", char_script_rows}},
+	{"alpha_ratio", CQ_FILTER_ALPHA_RATIO, {"alpha_ratio filter", alpha_ratio_rows}},
+	{"terminal_punct", CQ_FILTER_TERMINAL_PUNCT, {"terminal_punct filter", terminal_punct_rows}},
+	{"numerals_match", CQ_FILTER_NUMERALS, {"numerals_match filter", numerals_rows}},
+	{"repetition", CQ_FILTER_REPETITION, {"repetition filter", repetition_rows}},
+	{"html_tags", CQ_FILTER_HTML_TAGS, {"html_tags filter", html_tags_rows}},
+	{"langid", CQ_FILTER_LANGID, {"langid filter", langid_rows}},
+};
+
+static char *
+kind_names(void)
+{
+	StringInfoData b;
+
+	initStringInfo(&b);
+	for (size_t i = 0; i < lengthof(kinds); i++)
+		appendStringInfo(&b, "%s%s", i ? ", " : "", kinds[i].name);
+	return b.data;
+}
+
+static const FilterKind *
+find_kind(const char *name)
+{
+	for (size_t i = 0; i < lengthof(kinds); i++)
+		if (strcmp(kinds[i].name, name) == 0)
+			return &kinds[i];
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown filter \"%s\"", name),
+			 errhint("Valid filters are: %s.", kind_names())));
+	pg_unreachable();
+}
+
+static char *
+script_names(void)
+{
+	StringInfoData b;
+	bool		first = true;
+
+	initStringInfo(&b);
+	for (int i = 0; i < cq_script_count(); i++)
+	{
+		const char *name = cq_script_name(i);
+
+		if (name)
+		{
+			appendStringInfo(&b, "%s%s", first ? "" : ", ", name);
+			first = false;
+		}
+	}
+	return b.data;
+}
+
+int
+filter_script(const char *name)
+{
+	int			script = cq_script_from_name(name);
+
+	if (script < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown script \"%s\"", name),
+				 errhint("Valid scripts (Unicode names, long or short) are: %s.", script_names())));
+	return script;
+}
+
+int
+filter_language(const char *code)
+{
+	int			lang = cq_langid_lookup(code);
+
+	if (lang < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown language \"%s\"", code),
+				 errhint("SELECT code, name FROM corpq.langid_languages() lists the languages.")));
+	return lang;
+}
+
+static char *
+jsonb_string(const JsonbValue *v, const char *what, int index)
+{
+	if (v->type != jbvString)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s of filter %d must be a JSON string", what, index + 1),
+				 errhint(SPEC_HINT)));
+	return pnstrdup(v->val.string.val, v->val.string.len);
+}
+
+/* args (an object, or NULL) with "threshold" added, as one jsonb object. */
+static Jsonb *
+merge_args(JsonbValue *args, JsonbValue *threshold, int index)
+{
+	JsonbParseState *st = NULL;
+	JsonbValue *res;
+
+	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
+	if (args)
+	{
+		JsonbIterator *it;
+		JsonbValue	v;
+		JsonbIteratorToken tok;
+
+		if (args->type != jbvBinary || !JsonContainerIsObject(args->val.binary.data))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("args of filter %d must be a JSON object", index + 1),
+					 errhint(SPEC_HINT)));
+		it = JsonbIteratorInit(args->val.binary.data);
+		while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+		{
+			if (tok == WJB_KEY && v.val.string.len == 9 &&
+				strncmp(v.val.string.val, "threshold", 9) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("threshold of filter %d is inside its args", index + 1),
+						 errhint(SPEC_HINT)));
+			if (tok == WJB_KEY || tok == WJB_VALUE)
+				pushJsonbValue(&st, tok, &v);
+		}
+	}
+	if (threshold)
+	{
+		JsonbValue	k;
+
+		k.type = jbvString;
+		k.val.string.val = "threshold";
+		k.val.string.len = 9;
+		pushJsonbValue(&st, WJB_KEY, &k);
+		pushJsonbValue(&st, WJB_VALUE, threshold);
+	}
+	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
+	return JsonbValueToJsonb(res);
+}
+
+/* The core filter from parsed args. */
+static void
+resolve(FilterSpec *s, const FilterKind *k)
+{
+	FilterArgs *a = &s->args;
+	cq_filter  *f = &s->filter;
+
+	memset(f, 0, sizeof(*f));
+	f->kind = k->kind;
+	f->threshold = a->threshold;
+	f->unit = (cq_length_unit) a->unit;
+	f->exclude_whitespace = a->exclude_whitespace;
+	f->min_length = a->min_length;
+	f->max_length = a->max_length;
+	if (k->kind == CQ_FILTER_REPETITION)
+	{
+		f->threshold = a->ithreshold;
+		if (a->max_length < a->min_length - 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("repetition filter needs max_length >= min_length - 1"),
+					 errdetail("min_length is %d, max_length %d.", a->min_length, a->max_length)));
+	}
+	if (k->kind == CQ_FILTER_CHAR_SCRIPT || k->kind == CQ_FILTER_LANGID)
+	{
+		if (a->src == NULL || a->tgt == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("%s filter needs args src and tgt", k->name),
+					 errhint(k->kind == CQ_FILTER_LANGID ?
+							 "For example {\"name\": \"langid\", \"args\": {\"src\": \"en\", \"tgt\": \"es\"}}." :
+							 "For example {\"name\": \"char_script_ratio\", \"args\": {\"src\": \"Latin\", \"tgt\": \"Cyrillic\"}}.")));
+		if (k->kind == CQ_FILTER_CHAR_SCRIPT)
+		{
+			f->src_script = filter_script(a->src);
+			f->tgt_script = filter_script(a->tgt);
+		}
+		else
+		{
+			f->src_lang = filter_language(a->src);
+			f->tgt_lang = filter_language(a->tgt);
+		}
+	}
+}
+
+static void
+parse_item(JsonbValue *item, int index, FilterSpec *s)
+{
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	char	   *key = NULL;
+	char	   *name = NULL;
+	JsonbValue	args = {0},
+				threshold = {0};
+	bool		has_args = false,
+				has_threshold = false;
+	const FilterKind *k;
+
+	if (item->type != jbvBinary || !JsonContainerIsObject(item->val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("filter %d must be a JSON object", index + 1),
+				 errhint(SPEC_HINT)));
+	s->label = NULL;
+	it = JsonbIteratorInit(item->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok == WJB_KEY)
+			key = pnstrdup(v.val.string.val, v.val.string.len);
+		else if (tok != WJB_VALUE)
+			continue;
+		else if (strcmp(key, "name") == 0)
+			name = jsonb_string(&v, "name", index);
+		else if (strcmp(key, "label") == 0)
+			s->label = jsonb_string(&v, "label", index);
+		else if (strcmp(key, "args") == 0)
+			args = v, has_args = true;
+		else if (strcmp(key, "threshold") == 0)
+			threshold = v, has_threshold = true;
+		else
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("unknown key \"%s\" in filter %d", key, index + 1),
+					 errhint(SPEC_HINT)));
+	}
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("filter %d has no name", index + 1),
+				 errhint("Valid filters are: %s.", kind_names())));
+	k = find_kind(name);
+	s->name = k->name;
+	if (s->label == NULL)
+		s->label = pstrdup(k->name);
+	corpq_options_parse(&k->options,
+						merge_args(has_args ? &args : NULL, has_threshold ? &threshold : NULL, index),
+						&s->args);
+	resolve(s, k);
+}
+
+FilterList *
+filter_list_parse(Jsonb *spec)
+{
+	FilterList *list = palloc0(sizeof(FilterList));
+	JsonbIterator *it;
+	JsonbValue	v;
+	JsonbIteratorToken tok;
+	int			n;
+
+	if (!JB_ROOT_IS_ARRAY(spec) || JB_ROOT_IS_SCALAR(spec))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("filter spec must be a JSON array of filters"),
+				 errhint(SPEC_HINT)));
+	n = JB_ROOT_COUNT(spec);
+	list->items = palloc0(sizeof(FilterSpec) * Max(n, 1));
+	it = JsonbIteratorInit(&spec->root);
+	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
+	{
+		if (tok != WJB_ELEM)
+			continue;
+		parse_item(&v, list->n, &list->items[list->n]);
+		for (int i = 0; i < list->n; i++)
+			if (strcmp(list->items[i].label, list->items[list->n].label) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("filters %d and %d are both labelled \"%s\"",
+								i + 1, list->n + 1, list->items[i].label),
+						 errhint("Give one of them a \"label\".")));
+		if (strcmp(list->items[list->n].label, FILTER_ALL_LABEL) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("filter label \"%s\" is reserved", FILTER_ALL_LABEL),
+					 errdetail("Reports use it for the pairs rejected by any filter.")));
+		list->n++;
+	}
+	return list;
+}
+
+static char *
+number(double x)
+{
+	StringInfoData b;
+
+	initStringInfo(&b);
+	appendStringInfoString(&b, "float8 '");
+	corpq_json_number(&b, x);
+	appendStringInfoChar(&b, '\'');
+	return b.data;
+}
+
+char *
+filter_keep_sql(const FilterSpec *s, const char *src, const char *tgt)
+{
+	const FilterArgs *a = &s->args;
+	const char *t = number(a->threshold);
+
+	switch (s->filter.kind)
+	{
+		case CQ_FILTER_LENGTH_RATIO:
+			return psprintf("corpq.length_ratio(%s, %s, '%s') < %s",
+							src, tgt, unit_names[a->unit], t);
+		case CQ_FILTER_CHAR_SCRIPT:
+			return psprintf("(corpq.char_script_ratio(%s, %s) >= %s AND corpq.char_script_ratio(%s, %s) >= %s)",
+							src, quote_literal_cstr(a->src), t, tgt, quote_literal_cstr(a->tgt), t);
+		case CQ_FILTER_ALPHA_RATIO:
+			return psprintf("(corpq.alpha_ratio(%s, %s) >= %s AND corpq.alpha_ratio(%s, %s) >= %s)",
+							src, a->exclude_whitespace ? "true" : "false", t,
+							tgt, a->exclude_whitespace ? "true" : "false", t);
+		case CQ_FILTER_TERMINAL_PUNCT:
+			return psprintf("corpq.terminal_punct_score(%s, %s) >= %s", src, tgt, t);
+		case CQ_FILTER_NUMERALS:
+			return psprintf("corpq.numerals_match(%s, %s) >= %s", src, tgt, t);
+		case CQ_FILTER_REPETITION:
+			return psprintf("(corpq.repetition(%s, %d, %d, %d) < %d AND corpq.repetition(%s, %d, %d, %d) < %d)",
+							src, a->max_length, a->ithreshold, a->min_length, a->ithreshold,
+							tgt, a->max_length, a->ithreshold, a->min_length, a->ithreshold);
+		case CQ_FILTER_HTML_TAGS:
+			return psprintf("(NOT corpq.html_tags(%s) AND NOT corpq.html_tags(%s))", src, tgt);
+		case CQ_FILTER_LANGID:
+			return psprintf("(corpq.lang_is(%s, %s, %s) AND corpq.lang_is(%s, %s, %s))",
+							src, quote_literal_cstr(a->src), t, tgt, quote_literal_cstr(a->tgt), t);
+	}
+	elog(ERROR, "unknown filter kind %d", (int) s->filter.kind);
+	pg_unreachable();
+}
+
+void
+filter_utext(text *t, cq_utext *u)
+{
+	cq_error	err;
+
+	if (cq_utext_init(u, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "could not decode text");
+}

@@ -1,0 +1,454 @@
+/*
+ * One pass of a filter spec over pairs: the aggregate corpq.filter_stats()
+ * (kept / rejected per filter, examples of rejected pairs; parallel, with
+ * combine, serial and deserial functions) and the per-row
+ * corpq.filter_rejects().
+ *
+ * Examples are the rejected pairs with the smallest duplicate keys
+ * (dedup_key(src, tgt, 'exact')): a sample that depends on the data only,
+ * not on the scan order or the number of parallel workers, and that SQL can
+ * reproduce.  Each is "src ||| tgt", each side cut to EXAMPLE_CHARS code
+ * points (an ellipsis marks a cut).  Pairs with a NULL side count in
+ * neither kept nor rejected, as WHERE with filter_predicate() drops them.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "libpq/pqformat.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+#include "filters/dedup.h"
+#include "pg/base/errors.h"
+#include "pg/filters/filter_spec.h"
+
+#define EXAMPLE_CHARS 200
+#define DEFAULT_EXAMPLES 5
+
+PG_FUNCTION_INFO_V1(corpq_filter_stats_trans);
+PG_FUNCTION_INFO_V1(corpq_filter_stats_combine);
+PG_FUNCTION_INFO_V1(corpq_filter_stats_serial);
+PG_FUNCTION_INFO_V1(corpq_filter_stats_deserial);
+PG_FUNCTION_INFO_V1(corpq_filter_stats_final);
+PG_FUNCTION_INFO_V1(corpq_filter_rejects);
+PG_FUNCTION_INFO_V1(corpq_filter_predicate);
+
+typedef struct Example
+{
+	int64		key;
+	char	   *text;
+} Example;
+
+/* Up to k examples, by key ascending. */
+typedef struct ExampleSet
+{
+	int			n;
+	Example    *e;
+} ExampleSet;
+
+typedef struct FilterStats
+{
+	char	   *spec_json;		/* the spec as text: what serial and combine
+								 * carry and compare */
+	Jsonb	   *spec;			/* the spec as given, compared on every row */
+	FilterList *list;
+	int			k;				/* examples kept per filter */
+	int64		rows;			/* pairs counted */
+	int64	   *rejected;		/* [list->n + 1]: per filter, then by any */
+	ExampleSet *examples;		/* [list->n + 1] */
+} FilterStats;
+
+static int
+examples_arg(FunctionCallInfo fcinfo, int i)
+{
+	int			k = PG_NARGS() > i ? PG_GETARG_INT32(i) : DEFAULT_EXAMPLES;
+
+	if (k < 0 || k > FILTER_MAX_EXAMPLES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("examples must be from 0 to %d", FILTER_MAX_EXAMPLES),
+				 errdetail("It is %d.", k)));
+	return k;
+}
+
+/* A new, empty state in cxt. */
+static FilterStats *
+stats_create(MemoryContext cxt, Jsonb *spec, int k)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	FilterStats *s = palloc0(sizeof(FilterStats));
+
+	s->spec = (Jsonb *) palloc(VARSIZE(spec));
+	memcpy(s->spec, spec, VARSIZE(spec));
+	s->spec_json = JsonbToCString(NULL, &spec->root, VARSIZE(spec));
+	s->list = filter_list_parse(s->spec);
+	s->k = k;
+	s->rejected = palloc0(sizeof(int64) * (s->list->n + 1));
+	s->examples = palloc0(sizeof(ExampleSet) * (s->list->n + 1));
+	for (int i = 0; i <= s->list->n; i++)
+		s->examples[i].e = palloc(sizeof(Example) * Max(k, 1));
+	MemoryContextSwitchTo(old);
+	return s;
+}
+
+/* Would key enter set (not there yet, and among the k smallest)? */
+static bool
+example_wanted(const ExampleSet *set, int k, int64 key)
+{
+	for (int i = 0; i < set->n; i++)
+		if (set->e[i].key == key)
+			return false;
+	return set->n < k || key < set->e[set->n - 1].key;
+}
+
+/* Insert (key, text) into set (example_wanted said yes); text is kept. */
+static void
+example_insert(ExampleSet *set, int k, int64 key, char *text)
+{
+	int			at = set->n;
+
+	if (set->n == k)
+	{
+		pfree(set->e[k - 1].text);
+		set->n--;
+		at = set->n;
+	}
+	while (at > 0 && set->e[at - 1].key > key)
+	{
+		set->e[at] = set->e[at - 1];
+		at--;
+	}
+	set->e[at].key = key;
+	set->e[at].text = text;
+	set->n++;
+}
+
+/* The first EXAMPLE_CHARS code points of u, with an ellipsis if cut. */
+static void
+append_cut(StringInfo b, const cq_utext *u)
+{
+	size_t		bytes = 0;
+
+	if (u->n <= EXAMPLE_CHARS)
+	{
+		appendBinaryStringInfo(b, u->s, (int) u->bytes);
+		return;
+	}
+	for (size_t chars = 0; chars < EXAMPLE_CHARS; chars++)
+	{
+		bytes++;
+		while (bytes < u->bytes && ((unsigned char) u->s[bytes] & 0xC0) == 0x80)
+			bytes++;
+	}
+	appendBinaryStringInfo(b, u->s, (int) bytes);
+	appendStringInfoString(b, "\u2026");
+}
+
+static char *
+example_text(MemoryContext cxt, const cq_pair *p)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	StringInfoData b;
+
+	initStringInfo(&b);
+	append_cut(&b, &p->src);
+	appendStringInfoString(&b, " ||| ");
+	append_cut(&b, &p->tgt);
+	MemoryContextSwitchTo(old);
+	return b.data;
+}
+
+/* Filter i (or list->n: any) rejected p: count it, maybe keep it as an example. */
+static void
+count_reject(FilterStats *s, MemoryContext cxt, int i, const cq_pair *p,
+			 int64 *key, bool *have_key)
+{
+	s->rejected[i]++;
+	if (s->k == 0)
+		return;
+	if (!*have_key)
+	{
+		cq_error	err;
+
+		if (cq_dedup_key(&p->src, &p->tgt, CQ_DEDUP_EXACT, CQ_SIDE_BOTH, key, &err) != CQ_OK)
+			corpq_core_error(&err, NULL, "could not compute the duplicate key");
+		*have_key = true;
+	}
+	if (example_wanted(&s->examples[i], s->k, *key))
+		example_insert(&s->examples[i], s->k, *key, example_text(cxt, p));
+}
+
+/* Which filters of list reject the pair: keep[i] for each. */
+static void
+evaluate(const FilterList *list, const cq_pair *p, bool *keep)
+{
+	for (int i = 0; i < list->n; i++)
+	{
+		cq_error	err;
+
+		if (cq_filter_keep(&list->items[i].filter, p, &keep[i], &err) != CQ_OK)
+			corpq_core_error(&err, NULL, "could not apply filter \"%s\"", list->items[i].label);
+	}
+}
+
+Datum
+corpq_filter_stats_trans(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcxt;
+	FilterStats *s = PG_ARGISNULL(0) ? NULL : (FilterStats *) PG_GETARG_POINTER(0);
+	Jsonb	   *spec;
+	cq_pair		p;
+	bool	   *keep;
+	bool		any = false,
+				have_key = false;
+	int64		key = 0;
+
+	if (!AggCheckCallContext(fcinfo, &aggcxt))
+		elog(ERROR, "corpq_filter_stats_trans called in non-aggregate context");
+	if (PG_ARGISNULL(1) || PG_ARGISNULL(2) || PG_ARGISNULL(3) ||
+		(PG_NARGS() > 4 && PG_ARGISNULL(4)))
+	{
+		if (s == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(s);
+	}
+	spec = PG_GETARG_JSONB_P(3);
+	if (s == NULL)
+		s = stats_create(aggcxt, spec, examples_arg(fcinfo, 4));
+	else if (VARSIZE(spec) != VARSIZE(s->spec) || memcmp(spec, s->spec, VARSIZE(spec)) != 0 ||
+			 examples_arg(fcinfo, 4) != s->k)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("filter_stats needs the same filters and examples on every row")));
+	filter_utext(PG_GETARG_TEXT_PP(1), &p.src);
+	filter_utext(PG_GETARG_TEXT_PP(2), &p.tgt);
+	keep = palloc(sizeof(bool) * Max(s->list->n, 1));
+	evaluate(s->list, &p, keep);
+	for (int i = 0; i < s->list->n; i++)
+		if (!keep[i])
+		{
+			count_reject(s, aggcxt, i, &p, &key, &have_key);
+			any = true;
+		}
+	if (any)
+		count_reject(s, aggcxt, s->list->n, &p, &key, &have_key);
+	s->rows++;
+	PG_RETURN_POINTER(s);
+}
+
+/* Add b's counts and examples to a (same spec). */
+static void
+stats_merge(FilterStats *a, const FilterStats *b, MemoryContext cxt)
+{
+	if (strcmp(a->spec_json, b->spec_json) != 0 || a->k != b->k)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("filter_stats needs the same filters and examples on every row")));
+	a->rows += b->rows;
+	for (int i = 0; i <= a->list->n; i++)
+	{
+		a->rejected[i] += b->rejected[i];
+		for (int j = 0; j < b->examples[i].n; j++)
+		{
+			const Example *e = &b->examples[i].e[j];
+
+			if (example_wanted(&a->examples[i], a->k, e->key))
+				example_insert(&a->examples[i], a->k, e->key, MemoryContextStrdup(cxt, e->text));
+		}
+	}
+}
+
+Datum
+corpq_filter_stats_combine(PG_FUNCTION_ARGS)
+{
+	MemoryContext aggcxt;
+	FilterStats *a = PG_ARGISNULL(0) ? NULL : (FilterStats *) PG_GETARG_POINTER(0);
+	FilterStats *b = PG_ARGISNULL(1) ? NULL : (FilterStats *) PG_GETARG_POINTER(1);
+
+	if (!AggCheckCallContext(fcinfo, &aggcxt))
+		elog(ERROR, "corpq_filter_stats_combine called in non-aggregate context");
+	if (b == NULL)
+	{
+		if (a == NULL)
+			PG_RETURN_NULL();
+		PG_RETURN_POINTER(a);
+	}
+	if (a == NULL)
+		a = stats_create(aggcxt, b->spec, b->k);
+	stats_merge(a, b, aggcxt);
+	PG_RETURN_POINTER(a);
+}
+
+Datum
+corpq_filter_stats_serial(PG_FUNCTION_ARGS)
+{
+	FilterStats *s = (FilterStats *) PG_GETARG_POINTER(0);
+	StringInfoData b;
+
+	pq_begintypsend(&b);
+	pq_sendstring(&b, s->spec_json);
+	pq_sendint32(&b, s->k);
+	pq_sendint64(&b, s->rows);
+	for (int i = 0; i <= s->list->n; i++)
+	{
+		pq_sendint64(&b, s->rejected[i]);
+		pq_sendint32(&b, s->examples[i].n);
+		for (int j = 0; j < s->examples[i].n; j++)
+		{
+			pq_sendint64(&b, s->examples[i].e[j].key);
+			pq_sendstring(&b, s->examples[i].e[j].text);
+		}
+	}
+	PG_RETURN_BYTEA_P(pq_endtypsend(&b));
+}
+
+Datum
+corpq_filter_stats_deserial(PG_FUNCTION_ARGS)
+{
+	bytea	   *bytes = PG_GETARG_BYTEA_PP(0);
+	MemoryContext aggcxt;
+	StringInfoData b;
+	Jsonb	   *spec;
+	FilterStats *s;
+	int			k;
+
+	if (!AggCheckCallContext(fcinfo, &aggcxt))
+		elog(ERROR, "corpq_filter_stats_deserial called in non-aggregate context");
+	/* a copy ends with a NUL, so that a truncated string cannot overrun */
+	initStringInfo(&b);
+	appendBinaryStringInfo(&b, VARDATA_ANY(bytes), VARSIZE_ANY_EXHDR(bytes));
+	spec = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(pq_getmsgstring(&b))));
+	k = pq_getmsgint(&b, 4);
+	s = stats_create(aggcxt, spec, k);
+	s->rows = pq_getmsgint64(&b);
+	for (int i = 0; i <= s->list->n; i++)
+	{
+		int			n;
+
+		s->rejected[i] = pq_getmsgint64(&b);
+		n = pq_getmsgint(&b, 4);
+		if (n < 0 || n > k)
+			elog(ERROR, "corrupt filter_stats state: %d examples of %d", n, k);
+		for (int j = 0; j < n; j++)
+		{
+			s->examples[i].e[j].key = pq_getmsgint64(&b);
+			s->examples[i].e[j].text = MemoryContextStrdup(aggcxt, pq_getmsgstring(&b));
+		}
+		s->examples[i].n = n;
+	}
+	pq_getmsgend(&b);
+	PG_RETURN_POINTER(s);
+}
+
+/* One corpq.filter_result value. */
+static Datum
+result_row(TupleDesc desc, const char *label, int64 rows, int64 rejected, const ExampleSet *ex)
+{
+	Datum		values[5];
+	bool		nulls[5] = {false, false, false, false, false};
+	Datum	   *texts = palloc(sizeof(Datum) * Max(ex ? ex->n : 0, 1));
+	int			n = ex ? ex->n : 0;
+
+	for (int j = 0; j < n; j++)
+		texts[j] = CStringGetTextDatum(ex->e[j].text);
+	values[0] = CStringGetTextDatum(label);
+	values[1] = Int64GetDatum(rows - rejected);
+	values[2] = Int64GetDatum(rejected);
+	values[3] = Float8GetDatum(rows > 0 ? (double) rejected / (double) rows : 0);
+	nulls[3] = rows == 0;
+	values[4] = PointerGetDatum(construct_array(texts, n, TEXTOID, -1, false, TYPALIGN_INT));
+	return HeapTupleGetDatum(heap_form_tuple(desc, values, nulls));
+}
+
+Datum
+corpq_filter_stats_final(PG_FUNCTION_ARGS)
+{
+	FilterStats *s = PG_ARGISNULL(0) ? NULL : (FilterStats *) PG_GETARG_POINTER(0);
+	Oid			array_type = get_fn_expr_rettype(fcinfo->flinfo);
+	Oid			elem_type = get_element_type(array_type);
+	TupleDesc	desc;
+	Datum	   *rows;
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+
+	if (s == NULL)
+		PG_RETURN_NULL();
+	if (!OidIsValid(elem_type))
+		elog(ERROR, "filter_stats must return an array of corpq.filter_result");
+	desc = BlessTupleDesc(lookup_rowtype_tupdesc_copy(elem_type, -1));
+	rows = palloc(sizeof(Datum) * (s->list->n + 1));
+	for (int i = 0; i < s->list->n; i++)
+		rows[i] = result_row(desc, s->list->items[i].label, s->rows, s->rejected[i], &s->examples[i]);
+	rows[s->list->n] = result_row(desc, FILTER_ALL_LABEL, s->rows, s->rejected[s->list->n],
+								  &s->examples[s->list->n]);
+	get_typlenbyvalalign(elem_type, &typlen, &typbyval, &typalign);
+	PG_RETURN_ARRAYTYPE_P(construct_array(rows, s->list->n + 1, elem_type, typlen, typbyval, typalign));
+}
+
+/* The parsed spec of this call site, cached while the spec stays the same. */
+typedef struct SpecCache
+{
+	Jsonb	   *spec;
+	FilterList *list;
+} SpecCache;
+
+static FilterList *
+cached_list(FunctionCallInfo fcinfo, Jsonb *spec)
+{
+	SpecCache  *c = fcinfo->flinfo->fn_extra;
+
+	if (c == NULL || VARSIZE(c->spec) != VARSIZE(spec) ||
+		memcmp(c->spec, spec, VARSIZE(spec)) != 0)
+	{
+		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+		FilterList *list = filter_list_parse(spec);
+
+		c = c ? c : palloc(sizeof(SpecCache));
+		c->spec = palloc(VARSIZE(spec));
+		memcpy(c->spec, spec, VARSIZE(spec));
+		c->list = list;
+		fcinfo->flinfo->fn_extra = c;
+		MemoryContextSwitchTo(old);
+	}
+	return c->list;
+}
+
+Datum
+corpq_filter_rejects(PG_FUNCTION_ARGS)
+{
+	FilterList *list = cached_list(fcinfo, PG_GETARG_JSONB_P(2));
+	cq_pair		p;
+	bool	   *keep = palloc(sizeof(bool) * Max(list->n, 1));
+	Datum	   *labels = palloc(sizeof(Datum) * Max(list->n, 1));
+	int			n = 0;
+
+	filter_utext(PG_GETARG_TEXT_PP(0), &p.src);
+	filter_utext(PG_GETARG_TEXT_PP(1), &p.tgt);
+	evaluate(list, &p, keep);
+	for (int i = 0; i < list->n; i++)
+		if (!keep[i])
+			labels[n++] = CStringGetTextDatum(list->items[i].label);
+	PG_RETURN_ARRAYTYPE_P(construct_array(labels, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+Datum
+corpq_filter_predicate(PG_FUNCTION_ARGS)
+{
+	FilterList *list = filter_list_parse(PG_GETARG_JSONB_P(0));
+	const char *src = quote_identifier(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	const char *tgt = quote_identifier(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	StringInfoData b;
+
+	initStringInfo(&b);
+	if (list->n == 0)
+		appendStringInfoString(&b, "true");
+	for (int i = 0; i < list->n; i++)
+		appendStringInfo(&b, "%s%s", i ? "\n  AND " : "", filter_keep_sql(&list->items[i], src, tgt));
+	PG_RETURN_TEXT_P(cstring_to_text(b.data));
+}

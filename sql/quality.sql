@@ -1,0 +1,130 @@
+-- Quality views and functions (the BI contract): each is checked against
+-- the same figure computed by hand in plain SQL from corpq's tables and
+-- per-row functions, and for row-level security.
+SET client_min_messages = warning;
+
+CREATE TABLE q_pairs AS
+SELECT g AS id, (ARRAY['news', 'web', 'bible'])[1 + g % 3] AS domain,
+       (SELECT string_agg('w' || ((g * 31 + k * 7) % 25), ' ' ORDER BY k) FROM generate_series(1, 2 + g % 5) k) AS src
+  FROM generate_series(1, 600) g;
+ALTER TABLE q_pairs ADD COLUMN tgt text;
+UPDATE q_pairs SET tgt = (SELECT string_agg('v' || ((substr(w, 2)::int * 3 + 1) % 25), ' ' ORDER BY o)
+                            FROM regexp_split_to_table(src, ' ') WITH ORDINALITY t(w, o));
+UPDATE q_pairs SET tgt = tgt || ' <b>x</b>' WHERE id % 50 = 0;
+SELECT corpq.vocab_build('q_src', 'SELECT src FROM q_pairs');
+SELECT corpq.vocab_build('q_tgt', 'SELECT tgt FROM q_pairs');
+SELECT corpq.model_create('qm', '{"preset": "tiny", "max_positions": 32}', 'q_src', 'q_tgt', 5);
+SELECT corpq.train('qm', 'SELECT src, tgt, domain FROM q_pairs WHERE id % 10 <> 0',
+                   'SELECT src, tgt, domain FROM q_pairs WHERE id % 10 = 0',
+                   '{"steps": 20, "max_tokens": 256, "validate_every": 10, "checkpoint_every": 20, "seed": 1}') AS job \gset
+SELECT corpq.lexicon_train('qlex', 'SELECT src, tgt FROM q_pairs') AS lexjob \gset
+SELECT corpq.job_wait(:job, '600 s') AS train, corpq.job_wait(:lexjob, '600 s') AS lexicon;
+
+-- ---- train_curve: train_log in long format ----
+SELECT split, label, count(*) AS rows, bool_and(ppl > 1) AS ppl_above_1,
+       bool_and(ppl = exp(loss)) FILTER (WHERE label = 'all') AS ppl_is_exp_loss
+  FROM corpq.train_curve WHERE job = :job GROUP BY 1, 2 ORDER BY 1, 2;
+SELECT count(*) AS dev_label_rows_match
+  FROM corpq.train_curve c JOIN corpq.train_log l ON l.job = c.job AND l.step = c.step
+ WHERE c.job = :job AND c.split = 'dev' AND c.label <> 'all'
+   AND c.loss = (l.dev -> c.label ->> 'loss')::float8 AND c.tokens = (l.dev -> c.label ->> 'tokens')::bigint;
+SELECT bool_and(c.loss = l.train_nll) AS train_rows_match, count(*) = (SELECT count(*) FROM corpq.train_log WHERE job = :job) AS every_update
+  FROM corpq.train_curve c JOIN corpq.train_log l USING (job, step) WHERE c.job = :job AND c.split = 'train';
+SELECT DISTINCT model FROM corpq.train_curve WHERE job = :job;
+
+-- ---- job_timeline ----
+SELECT job = :job AS is_job, kind, state, target, run_seconds >= 0 AS ran, queued_seconds >= 0 AS queued,
+       started >= created AND finished >= started AS ordered, error
+  FROM corpq.job_timeline WHERE job IN (:job, :lexjob) ORDER BY job;
+
+-- ---- lexicon_uncertain_words ----
+SELECT count(*) = (SELECT count(*) FROM corpq.lexicon_entropy WHERE lexicon = 'qlex') AS every_word,
+       bool_and(rank >= 1) AS ranked,
+       (SELECT entropy FROM corpq.lexicon_uncertain_words WHERE lexicon = 'qlex' AND rank = 1 LIMIT 1)
+         = (SELECT max(entropy) FROM corpq.lexicon_entropy WHERE lexicon = 'qlex') AS rank1_is_max
+  FROM corpq.lexicon_uncertain_words WHERE lexicon = 'qlex';
+
+-- ---- score_histogram: against width_bucket by hand ----
+CREATE TABLE q_scores AS SELECT domain, corpq.sent_prob('qm', src, tgt) AS p FROM q_pairs;
+SELECT domain, count(*) AS bins, sum(pairs) AS pairs, round(sum(share)::numeric, 12) AS shares,
+       min(bin_lo) AS lo, max(bin_hi) AS hi
+  FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, 0, 1) GROUP BY domain ORDER BY domain;
+SELECT count(*) AS bins_differing
+  FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, 0, 1) h
+  FULL JOIN (SELECT domain, least(width_bucket(p, 0, 1, 10), 10) AS bin, count(*) AS pairs
+               FROM q_scores GROUP BY 1, 2) b USING (domain, bin)
+ WHERE h.pairs IS DISTINCT FROM coalesce(b.pairs, 0);
+-- default bounds: the range of the scores; the maximum is in the last bin
+SELECT min(bin_lo) = (SELECT min(p) FROM q_scores) AS lo_is_min, max(bin_hi) = (SELECT max(p) FROM q_scores) AS hi_is_max,
+       sum(pairs) AS pairs, max(bin) AS bins
+  FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 5);
+-- out-of-range scores go to bins 0 and bins + 1; NULL and NaN are left out
+SELECT domain, bin, bin_lo, bin_hi, pairs, share FROM corpq.score_histogram(
+    $$SELECT d, s FROM (VALUES ('a', -1.0), ('a', 0.0), ('a', 0.5), ('a', 1.0), ('a', 2.0), ('a', NULL), ('a', 'NaN'), ('b', 'Infinity')) v(d, s)$$, 2, 0, 1);
+SELECT * FROM corpq.score_histogram($$SELECT 'x', 3.0$$, 2);
+SELECT * FROM corpq.score_histogram($$SELECT 'x', 3.0 WHERE false$$, 2);
+\set VERBOSITY terse
+SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 0);
+SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, 1, 0);
+SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, 0, 'Infinity');
+\set VERBOSITY default
+
+-- ---- quality_by_domain: against the per-row functions by hand ----
+CREATE TEMP TABLE q_quality AS
+SELECT * FROM corpq.quality_by_domain('SELECT src, tgt, domain FROM q_pairs', 'qm', 'qlex');
+CREATE TEMP TABLE q_hand AS
+WITH s AS (SELECT domain, corpq.text_length(src) AS sw, corpq.text_length(tgt) AS tw, corpq.length_ratio(src, tgt) AS lr,
+                  corpq.sent_prob('qm', src, tgt) AS p, corpq.coverage('qlex', src, tgt) AS cov,
+                  corpq.filter_rejects(src, tgt) <> '{}' AS rejected FROM q_pairs),
+     cut AS (SELECT percentile_disc(0.1) WITHIN GROUP (ORDER BY p) AS p FROM s)
+SELECT domain, count(*) AS pairs, avg(sw) AS src_words_mean, avg(tw) AS tgt_words_mean,
+       percentile_cont(0.5) WITHIN GROUP (ORDER BY sw) AS src_words_p50,
+       percentile_cont(0.95) WITHIN GROUP (ORDER BY tw) AS tgt_words_p95,
+       avg(lr) AS length_ratio_mean, avg(rejected::int) AS rejected_share,
+       percentile_cont(0.1) WITHIN GROUP (ORDER BY s.p) AS sent_prob_p10,
+       percentile_cont(0.9) WITHIN GROUP (ORDER BY s.p) AS sent_prob_p90,
+       avg((s.p <= cut.p)::int) AS inactive_share, avg(cov) AS lexicon_coverage_mean
+  FROM s, cut GROUP BY domain;
+SELECT q.domain, q.pairs,
+       q.src_words_mean = h.src_words_mean AND q.tgt_words_mean = h.tgt_words_mean
+         AND q.src_words_p50 = h.src_words_p50 AND q.tgt_words_p95 = h.tgt_words_p95 AS lengths,
+       q.length_ratio_mean = h.length_ratio_mean AS ratio,
+       q.rejected_share = h.rejected_share AS rejects, q.rejected_share > 0 AS some_rejected,
+       q.sent_prob_p10 = h.sent_prob_p10 AND q.sent_prob_p90 = h.sent_prob_p90
+         AND q.sent_prob_p10 <= q.sent_prob_p50 AND q.sent_prob_p50 <= q.sent_prob_p90 AS sent_prob,
+       q.inactive_share = h.inactive_share AS inactive,
+       q.lexicon_coverage_mean = h.lexicon_coverage_mean AS coverage,
+       q.uncertainty_mean IS NULL AS no_uncertainty
+  FROM q_quality q JOIN q_hand h USING (domain) ORDER BY q.domain;
+-- the inactive shares weighted by domain size: the corpus-wide fraction (and
+-- the pairs tied with the cut: an untrained model gives many equal scores)
+SELECT round((sum(inactive_share * pairs) / sum(pairs))::numeric, 2) AS inactive FROM q_quality;
+-- without a model or lexicon those columns are NULL; uncertainty on request
+SELECT domain, pairs, sent_prob_p50 IS NULL AS no_model, lexicon_coverage_mean IS NULL AS no_lexicon
+  FROM corpq.quality_by_domain('SELECT src, tgt, domain FROM q_pairs') ORDER BY domain;
+SELECT domain, uncertainty_mean > 0 AS uncertainty
+  FROM corpq.quality_by_domain('SELECT src, tgt, domain FROM q_pairs WHERE id < 30', 'qm', uncertainty_passes => 2) ORDER BY domain;
+SELECT * FROM corpq.quality_by_domain('SELECT src, tgt, domain FROM q_pairs WHERE false');
+-- bad input
+\set VERBOSITY terse
+SELECT * FROM corpq.quality_by_domain('SELECT src, tgt FROM q_pairs');
+SELECT * FROM corpq.quality_by_domain('SELECT src, tgt, domain FROM q_pairs', inactive => 1);
+SELECT * FROM corpq.quality_by_domain('SELECT src, tgt, domain FROM q_pairs', uncertainty_passes => 5);
+SELECT * FROM corpq.quality_by_domain('SELECT src, tgt, domain FROM q_pairs', 'no_such_model');
+SELECT * FROM corpq.quality_by_domain('SELECT src, tgt, domain FROM q_pairs', filters => '[{"name": "x"}]');
+\set VERBOSITY default
+
+-- ---- row-level security: the views run as the caller ----
+CREATE ROLE q_outsider;
+GRANT SELECT ON q_pairs TO q_outsider;
+SET ROLE q_outsider;
+SELECT (SELECT count(*) FROM corpq.train_curve) AS curve_rows, (SELECT count(*) FROM corpq.job_timeline) AS jobs,
+       (SELECT count(*) FROM corpq.lexicon_uncertain_words WHERE lexicon = 'qlex') > 0 AS lexicons_are_public;
+RESET ROLE;
+REVOKE SELECT ON q_pairs FROM q_outsider;
+DROP ROLE q_outsider;
+
+-- leave the catalog as found
+SELECT corpq.lexicon_drop('qlex');
+SELECT corpq.model_drop('qm');
+SELECT corpq.vocab_drop('q_src'), corpq.vocab_drop('q_tgt');
