@@ -8,6 +8,9 @@ set -euo pipefail
 corpq_in_cluster -t 600
 
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
+# the backend's peak resident memory so far (monotonic, so a sampler that is
+# starved on a loaded machine still sees the peak if it reads before the exit)
+hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 pid_of() {
 	for _ in $(seq 100); do
 		p=$(q -c "SELECT pid FROM pg_stat_activity WHERE application_name = '$1' AND state = 'active'" | head -1)
@@ -29,13 +32,13 @@ q -c "CREATE TABLE narrow AS SELECT g AS id, 's' || (g % 100) AS src,
 # ---- the cap: work_mem 1MB -> 256 MB per state ----
 out=$(mktemp)
 PGAPPNAME=cavcap psql -X -Atq -c "SET max_parallel_workers_per_gather = 0" -c "SET work_mem = '1MB'" \
-	-c "SELECT corpq.cav_accumulate(src, tgt, 64) IS NULL FROM wide" >"$out" 2>&1 &
+	-c "SELECT corpq.cav_accumulate(src, tgt, 64) IS NULL FROM wide" -c "SELECT pg_sleep(1)" >"$out" 2>&1 &
 bg=$!
 pid=$(pid_of cavcap)
 [ -n "$pid" ] || fail "could not find the accumulating backend"
 base=$(rss_kb "$pid") peak=0
 while kill -0 $bg 2>/dev/null; do
-	r=$(rss_kb "$pid")
+	r=$(hwm_kb "$pid")
 	[ "$r" -gt "$peak" ] && peak=$r
 	sleep 0.05
 done
