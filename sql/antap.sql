@@ -5,7 +5,7 @@
 -- spreads over distances 1 .. 1 + J % 10, and its "accuracy" is
 -- 0.05 + 0.09 (J % 10).  ANTAP has to read the distance profile of the pooled
 -- CAV to predict it.  (The accuracies of a real model come from
--- corpq.token_hits; see README and test/bench/antap_real.sh.)
+-- corpq.token_hits; see README and test/bench/bench_antap_real.sh.)
 SET client_min_messages = warning;
 CREATE TABLE ap_pairs AS
 SELECT j * 10 + r AS id, j,
