@@ -113,6 +113,13 @@ cq_antap_trainer_step(cq_antap_trainer *t, const float *x, const float *y, int n
 	if (n < 1 || n > t->o.batch_size)
 		return cq_fail(err, CQ_EINVAL, "a batch of %d tokens (1 to %d allowed)", n,
 					   t->o.batch_size);
+	/* the kernels' fast exp is undefined on NaN: refuse such input up front */
+	for (int i = 0; i < n; i++)
+		if (!isfinite(y[i]))
+			return cq_fail(err, CQ_ERANGE, "target %d of the batch is not finite", i);
+	for (size_t i = 0; i < (size_t) n * t->m->cfg.pool_rows * t->m->cfg.pool_cols; i++)
+		if (!isfinite(x[i]))
+			return cq_fail(err, CQ_ERANGE, "an input of the batch is not finite");
 	memset(t->grad->params, 0, sizeof(float) * nf);
 	cq_antap_forward(t->m, t->pass, x, n, t->out);
 	*loss = cq_antap_mse(t->out, y, n, t->dout);

@@ -88,8 +88,8 @@ void		cq_antap_trainer_free(cq_antap_trainer *t);
 /*
  * One update on n <= batch_size tokens x[n, H, W], y[n]: gradient of the
  * batch MSE, AdamW step t + 1 with lr.  *loss: the batch MSE before the
- * update.  CQ_ERANGE (weights, moments and step unchanged) when the loss or
- * a gradient is not finite.
+ * update.  CQ_ERANGE (weights, moments and step unchanged) when an input,
+ * a target, the loss or a gradient is not finite.
  */
 cq_code		cq_antap_trainer_step(cq_antap_trainer *t, const float *x, const float *y, int n,
 								  double *loss, cq_error *err);
