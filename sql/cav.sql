@@ -170,6 +170,20 @@ FROM whole w, (VALUES ('t1'), ('u3')) t(token),
      (VALUES (1, 1), (2, 3), (5, 7), (40, 10)) s(r, k)
 ORDER BY 1, 2, 3;
 SELECT corpq.cav_pool(c, 'y', 2, 2) FROM ex;
+-- with layer_norm: the dense 4 x 8 matrix normalised (population variance,
+-- eps 1e-5), then pooled, computed cell by cell in SQL
+WITH cells AS (
+  SELECT r, d, coalesce((SELECT sum(count) FROM ex, corpq.cav_entries(ex.c, 'y') e
+                          WHERE e.distance = d
+                            AND (CASE e.side WHEN 'source' THEN 0 ELSE 2 END) +
+                                (CASE WHEN e.feature IN ('a', 'x') THEN 0 ELSE 1 END) = r), 0)::float8 AS x
+  FROM generate_series(0, 3) r, generate_series(0, 7) d),
+norm AS (SELECT r, d, (x - avg(x) OVER ()) / sqrt(var_pop(x) OVER () + 1e-5) AS z FROM cells),
+ref AS (SELECT array_agg(z ORDER BY i, j) AS a
+        FROM (SELECT r / 2 AS i, d / 4 AS j, avg(z) AS z FROM norm GROUP BY 1, 2) b)
+SELECT corpq.cav_pool(c, 'y', 2, 2, true) AS normalised,
+       (SELECT max(abs(p - q)) FROM unnest(corpq.cav_pool(c, 'y', 2, 2, true), ref.a) u(p, q)) < 1e-6 AS matches_dense
+FROM ex, ref;
 
 -- ---- BPE segmentation ------------------------------------------------------------
 SELECT corpq.bpe_import('cav_bpe', E'#version: 0.2\nl o\nlo w</w>\n');

@@ -69,6 +69,18 @@ SELECT bool_and(owner = 'corpq_sec_alice'::regrole) AS rows_carry_the_jobs_owner
 -- she can write her objects only through corpq too
 UPDATE corpq.jobs SET state = 'queued' WHERE id = :lex_job;
 DELETE FROM corpq.train_log WHERE job = :train_job;
+-- her ANTAP model: the job's queries resolve with her search_path, its rows carry her
+SELECT corpq.antap_train('sec_ap',
+  $$SELECT t.token, c.c FROM (SELECT corpq.cav_accumulate(src, tgt || ' w' || id % 12) AS c FROM pairs) c,
+                             corpq.cav_tokens(c.c) t$$,
+  $$SELECT 'w' || k, k / 12.0 FROM generate_series(0, 11) k
+    UNION ALL VALUES ('el', 0.5), ('un', 0.5), ('perro', 0.2), ('gato', 0.3), ('casa', 0.4)$$,
+  '{"pool_rows": 4, "pool_cols": 4, "seq_len": 2, "d_model": 4, "heads": 1, "ffn_dim": 4, "max_epochs": 5}')
+  AS ap_job \gset
+SELECT corpq.job_wait(:ap_job, '120 s') AS antap;
+SELECT a.name, a.owner, v.version, (v.result->>'tokens')::int AS tokens
+  FROM corpq.antap_models a JOIN corpq.antap_versions v ON v.model = a.id;
+UPDATE corpq.antap_tokens SET accuracy = 1;
 
 -- ---- bob, the attacker
 \c - corpq_sec_bob
@@ -109,6 +121,11 @@ SELECT corpq.model_drop('sec_m');
 SELECT corpq.vocab_drop('sec_src');
 SELECT corpq.lexicon_drop('sec_lex');
 SELECT corpq.train('sec_m', 'SELECT 1::text, 1::text');
+SELECT corpq.antap_train('sec_ap', 'SELECT 1::text, NULL::corpq.cav', 'SELECT 1::text, 1.0');
+SELECT corpq.antap_drop('sec_ap');
+UPDATE corpq.antap_versions SET result = '{}';
+DELETE FROM corpq.antap_models;
+SELECT count(*) > 0 AS reads_antap_tokens FROM corpq.antap_tokens;
 -- (10) his model on her vocabularies: allowed (vocabularies are shared)...
 SELECT corpq.model_create('bob_m', '{"preset": "tiny", "d_model": 8, "heads": 2, "ffn_dim": 16,
                           "encoder_layers": 1, "decoder_layers": 1, "max_positions": 16}',
@@ -181,6 +198,10 @@ SELECT corpq.vocab_drop('sec_copy');
 SELECT corpq.model_import('sec_su_m', corpq.model_export('sec_m@1'), 'sec_src', 'sec_tgt') AS model_version;
 SELECT corpq.model_drop('sec_su_m');
 SELECT corpq.lexicon_drop('sec_no_such_lexicon');
+SELECT corpq.antap_predict('sec_ap', c, 'perro') IS NOT NULL AS antap_predicted,
+       (SELECT count(*) FROM corpq.antap_eval('sec_ap')) AS antap_eval_rows
+  FROM (SELECT corpq.cav_accumulate(src, tgt) AS c FROM sec_data.pairs) p;
+SELECT corpq.antap_drop('sec_no_such_antap');
 RESET search_path;
 DROP SCHEMA sec_evil CASCADE;
 
@@ -280,6 +301,7 @@ SET client_min_messages = warning;
 SELECT corpq.model_drop(name) FROM corpq.model_catalog WHERE name IN ('bob_m', 'sec_m');
 SELECT corpq.vocab_drop(name) FROM corpq.vocabularies WHERE name IN ('sec_src', 'sec_tgt');
 SELECT corpq.lexicon_drop(name) FROM corpq.lexicons WHERE name LIKE 'sec_%';
+SELECT corpq.antap_drop('sec_ap');
 DELETE FROM corpq.jobs;
 DROP EXTENSION dblink;
 DROP SCHEMA sec_data CASCADE;

@@ -134,4 +134,20 @@ cq_code		cav_view_topk(const cav_view *v, uint32_t q, uint32_t k,
 cq_code		cav_view_pool(const cav_view *v, uint32_t idx, uint32_t out_h,
 						  uint32_t out_w, double *out, cq_error *err);
 
+/*
+ * ANTAP's input (paper 002, Sec. 3.2, Eq. 6): LayerNorm over the whole dense
+ * matrix, without an affine part (PyTorch's F.layer_norm(x, x.shape, eps=eps):
+ * one mean and one population variance over all (n_src+n_tgt) x l_max cells,
+ * zeros included), then adaptive average pooling as cav_view_pool.  Pooling
+ * averages, and the normalisation is one affine map for the whole matrix, so
+ * the two commute: out = (pool(x) - mean) / sqrt(var + eps), with mean and
+ * var taken from the nonzeros (the zeros contribute (0 - mean)^2 each).
+ * eps must be positive (a 1 x 1 matrix has variance 0).
+ */
+#define CAV_LAYER_NORM_EPS 1e-5	/* PyTorch's LayerNorm default */
+
+cq_code		cav_view_pool_layer_norm(const cav_view *v, uint32_t idx, uint32_t out_h,
+									 uint32_t out_w, double eps, double *out,
+									 cq_error *err);
+
 #endif

@@ -4,10 +4,11 @@
  * inverting those bounds, input index r lies in bins
  * floor(r*out/H) .. ceil((r+1)*out/H) - 1, so each nonzero is added to just
  * the bins covering it and the dense (n_src+n_tgt) x l_max matrix is never
- * built.
+ * built.  cav_view_pool_layer_norm adds ANTAP's LayerNorm in front.
  */
 #include "cav/view_impl.h"
 
+#include <math.h>
 #include <string.h>
 
 static inline uint64_t
@@ -70,5 +71,52 @@ cav_view_pool(const cav_view *v, uint32_t idx, uint32_t out_h, uint32_t out_w,
 			out[(size_t) i * out_w + j] /=
 				(double) (rows * (bin_end(j, in_w, out_w) - bin_start(j, in_w, out_w)));
 	}
+	return CQ_OK;
+}
+
+/* Mean and population variance of all cells of matrix idx (zeros included). */
+static void
+matrix_moments(const cav_view *v, uint32_t idx, double *mean, double *var)
+{
+	double		cells = (double) ((uint64_t) v->n_src + v->n_tgt) * (double) v->l_max,
+				sum = 0,
+				sq = 0;
+	uint64_t	nnz = 0;
+	cav_entry_iter it;
+	cav_entry	e;
+
+	cav_entry_iter_init(v, idx, &it);
+	while (cav_entry_iter_next(&it, &e))
+		sum += (double) e.count;
+	*mean = sum / cells;
+	/* second pass about the mean: no cancellation for dense or sparse rows */
+	cav_entry_iter_init(v, idx, &it);
+	while (cav_entry_iter_next(&it, &e))
+	{
+		double		d = (double) e.count - *mean;
+
+		sq += d * d;
+		nnz++;
+	}
+	*var = (sq + (cells - (double) nnz) * *mean * *mean) / cells;
+}
+
+cq_code
+cav_view_pool_layer_norm(const cav_view *v, uint32_t idx, uint32_t out_h, uint32_t out_w,
+						 double eps, double *out, cq_error *err)
+{
+	double		mean,
+				var,
+				rstd;
+	cq_code		rc;
+
+	if (!(eps > 0))
+		return cq_fail(err, CQ_EINVAL, "layer norm epsilon must be positive");
+	if ((rc = cav_view_pool(v, idx, out_h, out_w, out, err)) != CQ_OK)
+		return rc;
+	matrix_moments(v, idx, &mean, &var);
+	rstd = 1.0 / sqrt(var + eps);
+	for (size_t i = 0; i < (size_t) out_h * out_w; i++)
+		out[i] = (out[i] - mean) * rstd;
 	return CQ_OK;
 }

@@ -156,15 +156,17 @@ corpq_cav_similar(PG_FUNCTION_ARGS)
 }
 
 /*
- * corpq.cav_pool(cav, token, rows, cols) -> float4[rows][cols]: adaptive
- * average pooling (PyTorch's bins) of the dense (n_src + n_tgt) x l_max
- * matrix, computed sparsely.
+ * corpq.cav_pool(cav, token, rows, cols, layer_norm) -> float4[rows][cols]:
+ * adaptive average pooling (PyTorch's bins) of the dense (n_src + n_tgt) x
+ * l_max matrix, computed sparsely; with layer_norm, of the matrix normalised
+ * as ANTAP's input pipeline does (cav_view_pool_layer_norm).
  */
 Datum
 corpq_cav_pool(PG_FUNCTION_ARGS)
 {
 	int32		rows = PG_GETARG_INT32(2);
 	int32		cols = PG_GETARG_INT32(3);
+	bool		layer_norm = PG_GETARG_BOOL(4);
 	cav_view	v;
 	uint32		idx;
 	double	   *out;
@@ -187,7 +189,9 @@ corpq_cav_pool(PG_FUNCTION_ARGS)
 	if (!find_token(fcinfo, 1, &v, &idx))
 		PG_RETURN_NULL();
 	out = palloc(n * sizeof(double));
-	if (cav_view_pool(&v, idx, (uint32) rows, (uint32) cols, out, &err) != CQ_OK)
+	if ((layer_norm ? cav_view_pool_layer_norm(&v, idx, (uint32) rows, (uint32) cols,
+											   CAV_LAYER_NORM_EPS, out, &err)
+		 : cav_view_pool(&v, idx, (uint32) rows, (uint32) cols, out, &err)) != CQ_OK)
 		corpq_core_error(&err, cavsql_hint(&err), "could not pool the CAV matrix");
 	d = palloc(n * sizeof(Datum));
 	for (size_t i = 0; i < n; i++)

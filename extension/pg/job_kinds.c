@@ -6,11 +6,13 @@
 #include "fmgr.h"
 #include "utils/builtins.h"
 
+#include "pg/antap/antap.h"
 #include "pg/jobs.h"
 #include "pg/lexicon_catalog.h"
 #include "pg/train_job.h"
 
 static const CorpqJobKind kinds[] = {
+	{"antap_train", antap_train_job, true},
 	{"lexicon_train", lexicon_train_job, true},
 	{"train", train_job, true},
 	{NULL, NULL, false}

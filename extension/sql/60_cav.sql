@@ -178,8 +178,9 @@ CREATE FUNCTION corpq.cav_similar(corpq.cav, token text, k int DEFAULT 10)
 COMMENT ON FUNCTION corpq.cav_similar(corpq.cav, text, int) IS
     'the k tokens whose CAV is most similar to token''s (itself excluded), by descending cosine, ties in byte order';
 
-CREATE FUNCTION corpq.cav_pool(corpq.cav, token text, rows int, cols int) RETURNS float4[]
+CREATE FUNCTION corpq.cav_pool(corpq.cav, token text, rows int, cols int,
+                               layer_norm boolean DEFAULT false) RETURNS float4[]
     AS 'MODULE_PATHNAME', 'corpq_cav_pool'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION corpq.cav_pool(corpq.cav, text, int, int) IS
-    'CAV(token) adaptive-average-pooled (PyTorch bins) to a rows x cols array; NULL if token has no matrix';
+COMMENT ON FUNCTION corpq.cav_pool(corpq.cav, text, int, int, boolean) IS
+    'CAV(token) adaptive-average-pooled (PyTorch bins) to a rows x cols array; with layer_norm, the whole matrix is first normalised to mean 0 and variance 1 (LayerNorm without affine, eps 1e-5: ANTAP''s input); NULL if token has no matrix';

@@ -40,9 +40,14 @@ SELECT 'lexicon', l.name, NULL,
            md5(m.src_tokens::text || E'\n' || m.tgt_tokens::text || E'\n' ||
                m.src_counts::text || E'\n' || m.src_links::text || E'\n' || m.src_entropy::text))
   FROM corpq.lexicons l JOIN corpq.lexicon_models m ON m.lexicon = l.name
+UNION ALL
+-- the stored checksums are the weight files' CRC-32 trailers
+SELECT 'antap', a.name, v.version,
+       md5(v.config::text || E'\n' || v.checksum_i || E'\n' || v.checksum_ii)
+  FROM corpq.antap_models a JOIN corpq.antap_versions v ON v.model = a.id
 $$;
 COMMENT ON FUNCTION corpq.catalog_fingerprint() IS
-    'one row per catalog object that scoring depends on: the extension version, BPE models (merges), vocabularies (segmentation, tokens by id), model versions (configuration, vocabularies, size, CRC-32 of the weights), lexicons (options, serialised models); equal fingerprints on two servers mean equal results';
+    'one row per catalog object that scoring depends on: the extension version, BPE models (merges), vocabularies (segmentation, tokens by id), model versions (configuration, vocabularies, size, CRC-32 of the weights), lexicons (options, serialised models), ANTAP versions (architecture, CRC-32 of both states); equal fingerprints on two servers mean equal results';
 
 -- A foreign table on this view is how a coordinator reads a node's catalog:
 --   CREATE FOREIGN TABLE fp_n1 (kind text, name text, version int, fingerprint text)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# corpq's catalog survives pg_dump | psql: BPE models, vocabularies, jobs (and,
-# as later features add tables, theirs) come back identical in a new database.
+# corpq's catalog survives pg_dump | psql: BPE models, vocabularies, jobs, ANTAP
+# models (and, as later features add tables, theirs) come back identical in a new database.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 corpq_in_cluster -t 300
@@ -19,7 +19,12 @@ SELECT corpq.vocab_build('en', 'SELECT src FROM corpus', 'enes');
 SELECT corpq.vocab_build('es', 'SELECT tgt FROM corpus');
 INSERT INTO corpq.jobs(kind, state, error) VALUES ('lexicon_train', 'failed', 'kept for the dump test');
 CREATE TABLE analysis AS SELECT corpq.cav_accumulate(src, tgt, 16) AS c FROM corpus;
+SELECT corpq.antap_train('ap', 'SELECT t.token, a.c FROM analysis a, corpq.cav_tokens(a.c) t',
+                         'SELECT t.token, length(t.token) / 10.0 FROM analysis a, corpq.cav_tokens(a.c) t',
+                         '{"pool_rows": 4, "pool_cols": 4, "seq_len": 2, "d_model": 4, "heads": 2, "max_epochs": 3}') AS job \gset
+SELECT corpq.job_wait(:job, '120 s');
 SQL
+[ "$(q -d corpq_src -c "SELECT count(*) FROM corpq.antap_versions")" = 1 ] || fail "ANTAP training failed"
 pg_dump -d corpq_src | q -d corpq_dst > /dev/null
 
 # Every corpq table's rows, in a stable order, must be identical.
@@ -38,6 +43,9 @@ done
 # A user table with a cav column round-trips through the dump's text form.
 [ "$(q -d corpq_src -c "SELECT md5(corpq.cav_to_bytea(c)) FROM analysis")" = \
   "$(q -d corpq_dst -c "SELECT md5(corpq.cav_to_bytea(c)) FROM analysis")" ] || fail "cav column differs after restore"
+# The restored ANTAP model predicts the same, bit for bit.
+pred="SELECT string_agg(corpq.antap_predict('ap', a.c, t.token)::text, ' ' ORDER BY t.token) FROM analysis a, corpq.cav_tokens(a.c) t"
+[ "$(q -d corpq_src -c "$pred")" = "$(q -d corpq_dst -c "$pred")" ] || fail "ANTAP predictions differ after restore"
 # New rows after the restore get fresh ids (sequences restored too).
 q -d corpq_dst -c "INSERT INTO corpq.jobs(kind, state) VALUES ('lexicon_train', 'failed')"
 echo "dump_restore: ok"

@@ -5,7 +5,8 @@ occurrence of target token t at concat position a, every concat position
 i <= a with d = a - i < l_max adds 1 at (row of token i, d) -- is compared
 with the C core through ctypes: dictionaries, occurrences, every matrix
 (exactly), cosine similarity of every pair, top-k, and adaptive pooling
-against torch.nn.functional.adaptive_avg_pool2d.  Exits non-zero on failure.
+against torch.nn.functional.adaptive_avg_pool2d (also after F.layer_norm over
+the whole matrix, ANTAP's input).  Exits non-zero on failure.
 """
 import os
 import random
@@ -75,6 +76,8 @@ lib.cav_view_cosine.restype = C.c_double
 lib.cav_view_topk.argtypes = [P(View), C.c_uint32, C.c_uint32, P(C.c_uint32), P(C.c_double),
                               P(C.c_uint32), P(Error)]
 lib.cav_view_pool.argtypes = [P(View), C.c_uint32, C.c_uint32, C.c_uint32, P(C.c_double), P(Error)]
+lib.cav_view_pool_layer_norm.argtypes = [P(View), C.c_uint32, C.c_uint32, C.c_uint32, C.c_double,
+                                         P(C.c_double), P(Error)]
 
 
 def check(rc, err):
@@ -157,6 +160,12 @@ class Cav:
     def pool(self, i, oh, ow):
         out, err = (C.c_double * (oh * ow))(), Error()
         check(lib.cav_view_pool(C.byref(self.v), i, oh, ow, out, C.byref(err)), err)
+        return list(out)
+
+    def pool_layer_norm(self, i, oh, ow, eps=1e-5):
+        """ANTAP's input: LayerNorm over the whole matrix, no affine, then pooled."""
+        out, err = (C.c_double * (oh * ow))(), Error()
+        check(lib.cav_view_pool_layer_norm(C.byref(self.v), i, oh, ow, eps, out, C.byref(err)), err)
         return list(out)
 
 
@@ -276,9 +285,20 @@ def check_case(pairs, l_max, targets, label):
             got = np.array(cav.pool(i, oh, ow))
             pool_err = max(pool_err, float(np.max(np.abs(got - ref))))
     expect(pool_err < 1e-12, "%s: pooling max error %.3g" % (label, pool_err))
+    # ANTAP's input: F.layer_norm over the whole matrix (no affine), then pooled;
+    # doubles of magnitude <= ~100 after sums of a few thousand terms: < 1e-10
+    ln_err = 0.0
+    for i in range(0, len(names), 3):
+        x = torch.from_numpy(dense[i].astype(np.float64))[None, None]
+        z = F.layer_norm(x, x.shape[-2:], eps=1e-5)
+        for oh, ow in shapes:
+            ref = F.adaptive_avg_pool2d(z, (oh, ow))[0, 0].numpy().ravel()
+            got = np.array(cav.pool_layer_norm(i, oh, ow))
+            ln_err = max(ln_err, float(np.max(np.abs(got - ref))))
+    expect(ln_err < 1e-10, "%s: layer-norm pooling max error %.3g" % (label, ln_err))
     print("%-28s %3d pairs, %3d src + %3d tgt tokens, %3d matrices: matrices exact, "
-          "max |err| cosine %.2g, top-k %.2g, pool vs torch %.2g"
-          % (label, len(pairs), len(src), len(tgt), len(names), cos_err, topk_err, pool_err))
+          "max |err| cosine %.2g, top-k %.2g, pool vs torch %.2g, layer-norm pool %.2g"
+          % (label, len(pairs), len(src), len(tgt), len(names), cos_err, topk_err, pool_err, ln_err))
     return st
 
 

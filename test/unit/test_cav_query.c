@@ -218,3 +218,71 @@ TEST(cav_pool_matches_dense)
 	free_dense(&d);
 	free(p);
 }
+
+/* LayerNorm (no affine) over the dense matrix, then pooled, done densely. */
+static void
+dense_layer_norm_pool(const int64_t *m, size_t H, size_t W, double eps, uint32_t oh,
+					  uint32_t ow, double *out)
+{
+	double	   *x = malloc(sizeof(double) * H * W),
+				mean = 0,
+				var = 0;
+
+	for (size_t i = 0; i < H * W; i++)
+		mean += (double) m[i];
+	mean /= (double) (H * W);
+	for (size_t i = 0; i < H * W; i++)
+		var += ((double) m[i] - mean) * ((double) m[i] - mean);
+	var /= (double) (H * W);
+	for (size_t i = 0; i < H * W; i++)
+		x[i] = ((double) m[i] - mean) / sqrt(var + eps);
+	for (size_t i = 0; i < oh; i++)
+		for (size_t j = 0; j < ow; j++)
+		{
+			size_t		r0 = i * H / oh,
+						r1 = ((i + 1) * H + oh - 1) / oh,
+						c0 = j * W / ow,
+						c1 = ((j + 1) * W + ow - 1) / ow;
+			double		s = 0;
+
+			for (size_t r = r0; r < r1; r++)
+				for (size_t c = c0; c < c1; c++)
+					s += x[r * W + c];
+			out[i * ow + j] = s / (double) ((r1 - r0) * (c1 - c0));
+		}
+	free(x);
+}
+
+TEST(cav_pool_layer_norm_matches_dense)
+{
+	tcav_pair  *p = tcav_corpus(60, 13, 25);
+	dense_cav	d;
+	const uint32_t shapes[][2] = {{1, 1}, {3, 4}, {8, 8}, {40, 3}};
+	const double eps[] = {1e-5, 1.0};
+	double		max_err = 0;
+
+	build_dense(&d, p, 60, 7);
+	for (uint32_t t = 0; t < d.v.n_mat; t += 3)
+		for (size_t s = 0; s < sizeof(shapes) / sizeof(shapes[0]); s++)
+			for (size_t e = 0; e < 2; e++)
+			{
+				uint32_t	oh = shapes[s][0],
+							ow = shapes[s][1];
+				double	   *got = malloc(sizeof(double) * oh * ow),
+						   *want = malloc(sizeof(double) * oh * ow);
+
+				CHECK_INT_EQ(cav_view_pool_layer_norm(&d.v, t, oh, ow, eps[e], got, NULL), CQ_OK);
+				dense_layer_norm_pool(d.m[t], d.rows, d.v.l_max, eps[e], oh, ow, want);
+				for (uint32_t i = 0; i < oh * ow; i++)
+					if (fabs(got[i] - want[i]) > max_err)
+						max_err = fabs(got[i] - want[i]);
+				free(got);
+				free(want);
+			}
+	/* doubles of O(1..100) after a few hundred additions: far below 1e-9 */
+	CHECK(max_err < 1e-9);
+	CHECK_INT_EQ(cav_view_pool_layer_norm(&d.v, 0, 2, 2, 0.0, NULL, NULL), CQ_EINVAL);
+	CHECK_INT_EQ(cav_view_pool_layer_norm(&d.v, 0, 0, 2, 1e-5, NULL, NULL), CQ_EINVAL);
+	free_dense(&d);
+	free(p);
+}

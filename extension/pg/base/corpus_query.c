@@ -7,7 +7,9 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "nodes/parsenodes.h"
+#include "parser/parse_type.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/plancache.h"
@@ -25,9 +27,19 @@ count_word(int n)
 }
 
 static const char *
-type_name(CorpqColumnType t)
+type_name(const CorpqColumn *c)
 {
-	return t == CORPQ_COLUMN_TEXT ? "text" : "bigint";
+	switch (c->type)
+	{
+		case CORPQ_COLUMN_TEXT:
+			return "text";
+		case CORPQ_COLUMN_INTEGER:
+			return "bigint";
+		case CORPQ_COLUMN_NUMBER:
+			return "double precision";
+		default:
+			return c->type_name;
+	}
 }
 
 /* "two text columns (src, tgt)", "three columns (id bigint, src text, tgt text)" */
@@ -40,7 +52,7 @@ expected_columns(const CorpqQuerySpec *spec)
 
 	for (int i = 0; i < spec->max_columns; i++)
 	{
-		one_type &= spec->columns[i].type == spec->columns[0].type;
+		one_type &= strcmp(type_name(&spec->columns[i]), type_name(&spec->columns[0])) == 0;
 		named |= spec->columns[i].name != NULL;
 	}
 	initStringInfo(&b);
@@ -50,7 +62,7 @@ expected_columns(const CorpqQuerySpec *spec)
 						 spec->max_columns == spec->min_columns + 1 ? "or" : "to",
 						 count_word(spec->max_columns));
 	if (one_type)
-		appendStringInfo(&b, " %s", type_name(spec->columns[0].type));
+		appendStringInfo(&b, " %s", type_name(&spec->columns[0]));
 	appendStringInfoString(&b, spec->max_columns == 1 ? " column" : " columns");
 	if (!named && one_type)
 		return b.data;
@@ -62,7 +74,7 @@ expected_columns(const CorpqQuerySpec *spec)
 		appendStringInfoString(&b, i == 0 ? "" : i < spec->min_columns ? ", " : "[, ");
 		appendStringInfoString(&b, c->name ? c->name : "?");
 		if (!one_type)
-			appendStringInfo(&b, " %s", type_name(c->type));
+			appendStringInfo(&b, " %s", type_name(c));
 	}
 	for (int i = Max(spec->min_columns, 1); i < spec->max_columns; i++)
 		appendStringInfoChar(&b, ']');
@@ -107,11 +119,24 @@ check_select(SPIPlanPtr plan, const CorpqQuerySpec *spec)
 }
 
 static bool
-type_fits(Oid base, CorpqColumnType t)
+type_fits(Oid base, const CorpqColumn *c)
 {
-	if (t == CORPQ_COLUMN_TEXT)
-		return base == TEXTOID || base == VARCHAROID;
-	return base == INT8OID || base == INT4OID || base == INT2OID;
+	Oid			named;
+	int32		typmod;
+
+	switch (c->type)
+	{
+		case CORPQ_COLUMN_TEXT:
+			return base == TEXTOID || base == VARCHAROID;
+		case CORPQ_COLUMN_INTEGER:
+			return base == INT8OID || base == INT4OID || base == INT2OID;
+		case CORPQ_COLUMN_NUMBER:
+			return base == FLOAT8OID || base == FLOAT4OID || base == NUMERICOID ||
+				base == INT8OID || base == INT4OID || base == INT2OID;
+		default:
+			parseTypeString(c->type_name, &named, &typmod, false);
+			return base == named;
+	}
 }
 
 /* The column count and types; fills base[] (max_columns entries). */
@@ -129,12 +154,12 @@ check_columns(TupleDesc desc, const CorpqQuerySpec *spec, Oid *base)
 		Oid			type = TupleDescAttr(desc, i)->atttypid;
 
 		base[i] = getBaseType(type);
-		if (!type_fits(base[i], spec->columns[i].type))
+		if (!type_fits(base[i], &spec->columns[i]))
 			ereport(ERROR,
 					(errcode(ERRCODE_DATATYPE_MISMATCH),
 					 errmsg("%s query must return %s", spec->what, expected_columns(spec)),
 					 errdetail("Column %d has type %s.", i + 1, format_type_be(type)),
-					 errhint("Cast column %d to %s.", i + 1, type_name(spec->columns[i].type))));
+					 errhint("Cast column %d to %s.", i + 1, type_name(&spec->columns[i]))));
 	}
 	return desc->natts;
 }
@@ -269,4 +294,43 @@ corpq_batch_int64(const CorpqBatch *b, uint64 i, int col, int64 *v)
 			break;
 	}
 	return true;
+}
+
+bool
+corpq_batch_float8(const CorpqBatch *b, uint64 i, int col, double *v)
+{
+	bool		isnull;
+	Datum		d = batch_value(b, i, col, &isnull);
+
+	if (isnull)
+		return false;
+	switch (b->base_types[col - 1])
+	{
+		case FLOAT8OID:
+			*v = DatumGetFloat8(d);
+			break;
+		case FLOAT4OID:
+			*v = DatumGetFloat4(d);
+			break;
+		case NUMERICOID:
+			*v = DatumGetFloat8(DirectFunctionCall1(numeric_float8, d));
+			break;
+		default:
+			{
+				int64		x = 0;
+
+				(void) corpq_batch_int64(b, i, col, &x);
+				*v = (double) x;
+			}
+	}
+	return true;
+}
+
+bool
+corpq_batch_datum(const CorpqBatch *b, uint64 i, int col, Datum *v)
+{
+	bool		isnull;
+
+	*v = batch_value(b, i, col, &isnull);
+	return !isnull;
 }

@@ -31,13 +31,17 @@
 typedef enum CorpqColumnType
 {
 	CORPQ_COLUMN_TEXT,			/* text or varchar */
-	CORPQ_COLUMN_INTEGER		/* smallint, integer or bigint */
+	CORPQ_COLUMN_INTEGER,		/* smallint, integer or bigint */
+	CORPQ_COLUMN_NUMBER,		/* real, double precision, numeric or an
+								 * integer type, read as a double */
+	CORPQ_COLUMN_NAMED			/* exactly the type .type_name names */
 } CorpqColumnType;
 
 typedef struct CorpqColumn
 {
 	const char *name;			/* for messages: "src"; NULL when it has none */
 	CorpqColumnType type;
+	const char *type_name;		/* CORPQ_COLUMN_NAMED: schema-qualified, "corpq.cav" */
 } CorpqColumn;
 
 typedef struct CorpqQuerySpec
@@ -84,5 +88,11 @@ bool		corpq_batch_text(const CorpqBatch *b, uint64 i, int col,
 
 /* The same for an integer column. */
 bool		corpq_batch_int64(const CorpqBatch *b, uint64 i, int col, int64 *v);
+
+/* The same for a CORPQ_COLUMN_NUMBER column (numeric NaN gives NaN). */
+bool		corpq_batch_float8(const CorpqBatch *b, uint64 i, int col, double *v);
+
+/* The datum of a CORPQ_COLUMN_NAMED column, as the cursor returned it (maybe toasted). */
+bool		corpq_batch_datum(const CorpqBatch *b, uint64 i, int col, Datum *v);
 
 #endif
