@@ -29,6 +29,11 @@ REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 WARN      = -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 	-Wno-missing-field-initializers
 CORE_OPT ?= -O3 -march=native
+# Every float expression rounds as written: the compiler may not fuse a*b+c
+# into one FMA in some copies of a loop (vector body) and not in others (its
+# scalar tail), which would make an element's result depend on its position.
+# The inference kernels use explicit FMA intrinsics (nn/rowgemm_*.c).
+CORE_FP   = -ffp-contract=off
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif
@@ -39,7 +44,7 @@ endif
 PG_CPPFLAGS = -I$(CURDIR)/extension $(PG_CPPFLAGS_CHECKS)
 PG_CFLAGS   = $(WARN)
 SHLIB_LINK  = -ldl -lm
-EXTRA_CLEAN = $(DATA_built) $(OBJS:.o=.d) test/unit/run_unit test/unit/run_unit_san \
+EXTRA_CLEAN = $(DATA_built) $(OBJS:.o=.d) test/unit/run_unit test/unit/run_unit_san test/blas_core \
 	test/libcorpqcore.so results regression.diffs regression.out
 
 # JIT bitcode is of no use for corpq's functions and needs clang.
@@ -54,14 +59,14 @@ override CPPFLAGS += -MMD -MP
 -include $(OBJS:.o=.d)
 
 # The core is C99 with its own optimisation level.
-$(CORE_OBJS): CFLAGS += -Wno-declaration-after-statement $(CORE_OPT)
+$(CORE_OBJS): CFLAGS += -Wno-declaration-after-statement $(CORE_OPT) $(CORE_FP)
 
 $(DATA_built): $(SQL_PARTS)
 	cat $(SQL_PARTS) > $@
 
 # ---- unit tests of the core (plain C, linked straight to OpenBLAS) -------
 UNIT_SRCS = $(sort $(wildcard test/unit/*.c))
-UNIT_CC   = $(CC) -std=gnu11 -g $(CORE_OPT) $(WARN) -Iextension -Itest/unit \
+UNIT_CC   = $(CC) -std=gnu11 -g $(CORE_OPT) $(CORE_FP) $(WARN) -Iextension -Itest/unit \
 	-I/usr/include/x86_64-linux-gnu/openblas-pthread
 
 test/unit/run_unit: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard extension/*/*.h test/unit/*.h)
@@ -75,6 +80,11 @@ test/unit/run_unit_san: $(CORE_SRCS) $(UNIT_SRCS) $(wildcard extension/*/*.h tes
 # The core as a shared library, for the Python reference checks (ctypes).
 test/libcorpqcore.so: $(CORE_SRCS) test/unit/blas_direct.c $(wildcard extension/*/*.h)
 	$(UNIT_CC) -shared -fPIC -o $@ $(CORE_SRCS) test/unit/blas_direct.c -lopenblas -lm
+
+# The OpenBLAS core rule of extension/common/cpu.c as a program, for scripts
+# (they export its answer as OPENBLAS_CORETYPE; see test/blas_core.c).
+test/blas_core: test/blas_core.c extension/common/cpu.c extension/common/cpu.h
+	$(UNIT_CC) -o $@ test/blas_core.c extension/common/cpu.c
 
 .PHONY: deps unit unit-san refcheck integration test demo bench
 
