@@ -86,23 +86,28 @@ test/libcorpqcore.so: $(CORE_SRCS) test/unit/blas_direct.c $(wildcard extension/
 test/blas_core: test/blas_core.c extension/common/cpu.c extension/common/cpu.h
 	$(UNIT_CC) -o $@ test/blas_core.c extension/common/cpu.c
 
-.PHONY: deps unit unit-san refcheck integration test demo bench
+.PHONY: deps unit unit-san refcheck integration cores test demo bench
 
 deps:
 	bash test/deps.sh
 
-unit: test/unit/run_unit
-	test/unit/run_unit
+# Tests run OpenBLAS with the core the extension would choose (test/with-blas-core.sh).
+unit: test/unit/run_unit test/blas_core
+	test/with-blas-core.sh test/unit/run_unit
 
-unit-san: test/unit/run_unit_san
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 test/unit/run_unit_san
+unit-san: test/unit/run_unit_san test/blas_core
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 test/with-blas-core.sh test/unit/run_unit_san
 
 # test/ref/test_*.py compare the core with PyTorch / NLTK / straightforward Python.
-refcheck: test/libcorpqcore.so
-	bash test/run-ref.sh $(PYTHON)
+refcheck: test/libcorpqcore.so test/blas_core
+	test/with-blas-core.sh bash test/run-ref.sh $(PYTHON)
 
 integration:
 	bash test/run-integration.sh
+
+# The numeric checks again under each OpenBLAS core type (after install).
+cores: test/libcorpqcore.so test/blas_core
+	bash test/run-cores.sh
 
 test:
 	bash test/deps.sh
@@ -111,6 +116,7 @@ test:
 	$(MAKE) unit unit-san refcheck
 	bash test/run-regress.sh
 	$(MAKE) integration
+	$(MAKE) cores
 	@echo "make test: all suites passed"
 
 demo:

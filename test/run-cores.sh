@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# The numeric checks under every OpenBLAS core Debian's DYNAMIC_ARCH build
+# carries for x86-64 machines, plus this machine's default (the extension's
+# own choice): test/ref/test_nn.py (the core against PyTorch, batch
+# invariance), sql/score_batch.sql (batched score() = per-row functions,
+# bitwise) and test/integration/scoring_torch.sh (SQL scoring against PyTorch
+# and the core), all in one throw-away cluster.  The Python side gets the core
+# through OPENBLAS_CORETYPE, the server's sessions through corpq.blas_core
+# (PGOPTIONS); `OPENBLAS_CORETYPE=X make test` covers the server's
+# environment path.  A core this CPU cannot execute is skipped with a line
+# naming the missing feature.  Needs `make install` done.
+#   usage: run-cores.sh [core ...]     (default: default Prescott Sandybridge Haswell SkylakeX Zen)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
+	make -s test/blas_core test/libcorpqcore.so || exit 1
+	unset OPENBLAS_CORETYPE
+	CORPQ_IN_CLUSTER=1 exec timeout 1200 pg_virtualenv -t -o "max_worker_processes=16" \
+		"$PWD/test/run-cores.sh" "$@"
+fi
+py=${PYTHON:-/usr/bin/python3}
+cores=${*:-default Prescott Sandybridge Haswell SkylakeX Zen}
+failed=0 ran=0 skipped=0
+
+run_one() {	# core label, then the command
+	local label=$1; shift
+	if "$@" > "/tmp/corpq_cores_$$.log" 2>&1; then
+		echo "  ok   $label"
+	else
+		echo "  FAIL $label"; tail -n 30 "/tmp/corpq_cores_$$.log"; failed=$((failed + 1))
+		case $label in score_batch*) [ -s regression.diffs ] && head -c 4000 regression.diffs ;; esac
+	fi
+	rm -f "/tmp/corpq_cores_$$.log"
+}
+
+for core in $cores; do
+	if [ "$core" = default ]; then
+		name=$(test/blas_core) setting=auto
+		echo "== default: $(test/blas_core -v | cut -f1,2 --output-delimiter=' by ')"
+	elif ! why=$(test/blas_core "$core" 2>&1); then
+		echo "== skip $core: $why"; skipped=$((skipped + 1)); continue
+	else
+		name=$core setting=$core
+		echo "== $core"
+	fi
+	ran=$((ran + 1))
+	run_one "test_nn.py" env OPENBLAS_CORETYPE="$name" CORPQ_CORE_LIB="$PWD/test/libcorpqcore.so" \
+		"$py" test/ref/test_nn.py
+	run_one "score_batch.sql (corpq.blas_core = $setting)" env PGOPTIONS="-c corpq.blas_core=$setting" \
+		make -s installcheck REGRESS=score_batch
+	createdb "cores_$core"
+	run_one "scoring_torch.sh (corpq.blas_core = $setting)" env PGDATABASE="cores_$core" \
+		PGOPTIONS="-c corpq.blas_core=$setting" OPENBLAS_CORETYPE="$name" \
+		bash test/integration/scoring_torch.sh
+done
+echo "cores: $ran run, $skipped skipped, $failed checks failed"
+[ "$failed" = 0 ]
