@@ -88,9 +88,15 @@ for r, p, f in zip(rows, pairs, ref):
         am_bad += pred != tgt_tokens[f["argmax"][t]]
 print("  %d pairs: max rel err sent_prob %.2e, sent_logprob %.2e; max abs err token logp/p_max/H %.2e; "
       "argmax mismatches %d" % (len(rows), e_prob, e_lp, e_tok, am_bad))
-check(e_prob <= 1e-5, "sent_prob rel err %.3g > 1e-5" % e_prob)
-check(e_lp <= 1e-5, "sent_logprob rel err %.3g > 1e-5" % e_lp)
-check(e_tok <= 1e-5, "token err %.3g > 1e-5" % e_tok)
+# float32 server vs float64 PyTorch, u = 2^-24 (the analysis of
+# test/ref/test_nn.py for `tiny`: K <= 256, 2 + 2 layers x 3 = 10 sublayers):
+# the final hidden state ~10 sqrt(K) u = 1e-5 relative, a log-softmax value
+# off by ~2e-5 absolute, p_max and entropy by as much.  A sentence's log-prob
+# is ~(T + 1) ln V with V ~ 60 here, so its relative error is <= 2e-5 / ln 60
+# = 5e-6; sent_prob = exp(mean log p) is off by the mean's error, 2e-5 relative.
+check(e_prob <= 2e-5, "sent_prob rel err %.3g > 2e-5" % e_prob)
+check(e_lp <= 5e-6, "sent_logprob rel err %.3g > 5e-6" % e_lp)
+check(e_tok <= 2e-5, "token err %.3g > 2e-5" % e_tok)
 check(am_bad == 0, "%d argmax mismatches" % am_bad)
 
 # uncertainty: the glue's pair key (score_engine.c) and the measures over K passes
