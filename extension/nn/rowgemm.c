@@ -2,11 +2,15 @@
  * The row-independent GEMM's driver (rowgemm.h): packing, the ISA choice and
  * the loops around the register tiles.
  *
- * Loop order: output panels of CQ_ROWGEMM_NB columns, then blocks of KC k
- * steps (a panel's KC x NB slice of B, 32 KB, stays in L1 while every row
- * block runs over it), then row blocks of the tile's height.  A tile after the
- * first k-block continues from the partial sums it stored, so each element's
- * chain runs k = 0 .. K-1 in order whatever the blocking.
+ * Loop order, outermost first: blocks of KC k steps; blocks of output panels
+ * whose KC-slice of B is about L2_BYTES (it stays in L2 while every row of A
+ * passes over it: the weights come from memory once per call); chunks of MC
+ * rows; panels of CQ_ROWGEMM_NB columns (the panel's KC x NB slice of B is
+ * reused from L1 by the chunk's tiles); tiles of the ISA's height.  A tile
+ * after the first k-block continues from the partial sums it stored, so each
+ * element's chain runs k = 0 .. K-1 in order whatever the blocking.  The
+ * sizes were tuned on a Xeon with 48 KB L1 and 2 MB L2 per core (bench_nn.py
+ * prints the kernel against sgemm on the forward's shapes).
  */
 #include "nn/rowgemm.h"
 
@@ -14,12 +18,9 @@
 
 #include "nn/rowgemm_block.h"
 
-#ifndef KC
 #define KC 512
-#endif
-#ifndef MC
+#define L2_BYTES (1 << 19)
 #define MC 48
-#endif
 
 typedef void (*block_fn) (const cq_rowgemm_block *t);
 
@@ -133,57 +134,53 @@ b_slice(const product *pr, int p, int k0, int kc, int nb, float *scratch, long *
 	return NULL;
 }
 
-/* Rows [r0, r0 + mc) x k [k0, k0 + kc) of A as tiles of mr rows, k-major. */
-static void
-pack_a(const product *pr, int mr, int r0, int mc, int k0, int kc, float *dst)
+/* Panels per column block: the block's K-slice of B, ~L2_BYTES, stays in L2. */
+static int
+block_panels(int kc)
 {
-	for (int t0 = 0; t0 < mc; t0 += mr, dst += (size_t) kc * mr)
-	{
-		int			h = mc - t0 < mr ? mc - t0 : mr;
+	int			p = L2_BYTES / ((int) sizeof(float) * CQ_ROWGEMM_NB * (kc > 0 ? kc : 1));
 
-		for (int r = 0; r < h; r++)
-		{
-			const float *src = pr->a + (long) (r0 + t0 + r) * pr->lda + k0;
-
-			for (int kk = 0; kk < kc; kk++)
-				dst[kk * mr + r] = src[kk];
-		}
-	}
+	return p > 0 ? p : 1;
 }
 
 static void
 run(const product *pr)
 {
 	block_fn	block = isa_ops[pr->isa].block;
-	int			mr = isa_ops[pr->isa].mr;
+	int			mr = isa_ops[pr->isa].mr,
+				mc_max = MC / mr * mr;
 	float		bt[KC * CQ_ROWGEMM_NB];
-	float		apack[MC * KC];
 
 	for (int k0 = 0; k0 < pr->k || (k0 == 0 && pr->k == 0); k0 += KC)
 	{
-		int			kc = pr->k - k0 < KC ? pr->k - k0 : KC;
+		int			kc = pr->k - k0 < KC ? pr->k - k0 : KC,
+					np = block_panels(kc);
 
-		for (int m0 = 0; m0 < pr->rows; m0 += MC / mr * mr)
+		for (int p0 = 0; p0 < panels(pr->n); p0 += np)
 		{
-			int			mc = pr->rows - m0 < MC / mr * mr ? pr->rows - m0 : MC / mr * mr;
+			int			p1 = p0 + np < panels(pr->n) ? p0 + np : panels(pr->n);
 
-			pack_a(pr, mr, m0, mc, k0, kc, apack);
-			for (int p = 0; p < panels(pr->n); p++)
+			for (int m0 = 0; m0 < pr->rows; m0 += mc_max)
 			{
-				int			col = p * CQ_ROWGEMM_NB;
-				cq_rowgemm_block t = {
-					.ldc = pr->ldc, .kc = kc, .cont = k0 > 0,
-					.nb = pr->n - col < CQ_ROWGEMM_NB ? pr->n - col : CQ_ROWGEMM_NB,
-					.bias = pr->bias ? pr->bias + col : NULL,
-				};
+				int			mc = pr->rows - m0 < mc_max ? pr->rows - m0 : mc_max;
 
-				t.b = b_slice(pr, p, k0, kc, t.nb, bt, &t.ldb);
-				for (int t0 = 0; t0 < mc; t0 += mr)
+				for (int p = p0; p < p1; p++)
 				{
-					t.mr = mc - t0 < mr ? mc - t0 : mr;
-					t.a = apack + (size_t) t0 * kc;
-					t.c = pr->c + (long) (m0 + t0) * pr->ldc + col;
-					block(&t);
+					int			col = p * CQ_ROWGEMM_NB;
+					cq_rowgemm_block t = {
+						.lda = pr->lda, .ldc = pr->ldc, .kc = kc, .cont = k0 > 0,
+						.nb = pr->n - col < CQ_ROWGEMM_NB ? pr->n - col : CQ_ROWGEMM_NB,
+						.bias = pr->bias ? pr->bias + col : NULL,
+					};
+
+					t.b = b_slice(pr, p, k0, kc, t.nb, bt, &t.ldb);
+					for (int t0 = 0; t0 < mc; t0 += mr)
+					{
+						t.mr = mc - t0 < mr ? mc - t0 : mr;
+						t.a = pr->a + (long) (m0 + t0) * pr->lda + k0;
+						t.c = pr->c + (long) (m0 + t0) * pr->ldc + col;
+						block(&t);
+					}
 				}
 			}
 		}

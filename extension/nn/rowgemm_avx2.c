@@ -24,6 +24,7 @@ half(const cq_rowgemm_block *t, const int mr, int col)
 {
 	__m256i		m0 = lanes_below(t->nb - col),
 				m1 = lanes_below(t->nb - col - 8);
+	long		lda = t->lda;
 	const float *a = t->a,
 			   *b = t->b + col;
 	__m256		acc[MR][2];
@@ -41,10 +42,12 @@ half(const cq_rowgemm_block *t, const int mr, int col)
 		__m256		b0 = _mm256_maskload_ps(b, m0),
 					b1 = _mm256_maskload_ps(b + 8, m1);
 
+		_mm_prefetch((const char *) (b + CQ_ROWGEMM_PREFETCH * t->ldb), _MM_HINT_T0);
+
 #pragma GCC unroll 6
 		for (int r = 0; r < mr; r++)
 		{
-			__m256		x = _mm256_broadcast_ss(a + k * MR + r);
+			__m256		x = _mm256_broadcast_ss(a + r * lda + k);
 
 			acc[r][0] = _mm256_fmadd_ps(x, b0, acc[r][0]);
 			acc[r][1] = _mm256_fmadd_ps(x, b1, acc[r][1]);

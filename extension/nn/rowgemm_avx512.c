@@ -19,6 +19,7 @@ tile(const cq_rowgemm_block *t, const int mr)
 {
 	__mmask16	m0 = t->nb >= 16 ? 0xffff : (__mmask16) ((1u << t->nb) - 1),
 				m1 = t->nb >= 32 ? 0xffff : t->nb > 16 ? (__mmask16) ((1u << (t->nb - 16)) - 1) : 0;
+	long		lda = t->lda;
 	const float *a = t->a,
 			   *b = t->b;
 	__m512		acc[MR][2];
@@ -36,10 +37,14 @@ tile(const cq_rowgemm_block *t, const int mr)
 		__m512		b0 = _mm512_maskz_loadu_ps(m0, b),
 					b1 = _mm512_maskz_loadu_ps(m1, b + 16);
 
+		/* B from L2 or beyond: the first tile of a panel would wait on it */
+		_mm_prefetch((const char *) (b + CQ_ROWGEMM_PREFETCH * t->ldb), _MM_HINT_T0);
+		_mm_prefetch((const char *) (b + CQ_ROWGEMM_PREFETCH * t->ldb + 16), _MM_HINT_T0);
+
 #pragma GCC unroll 12
 		for (int r = 0; r < mr; r++)
 		{
-			__m512		x = _mm512_set1_ps(a[k * MR + r]);
+			__m512		x = _mm512_set1_ps(a[r * lda + k]);
 
 			acc[r][0] = _mm512_fmadd_ps(x, b0, acc[r][0]);
 			acc[r][1] = _mm512_fmadd_ps(x, b1, acc[r][1]);

@@ -20,7 +20,7 @@ cq_rowgemm_block_portable(const cq_rowgemm_block *t)
 
 		for (int r = 0; r < t->mr; r++)
 		{
-			float		x = t->a[k * CQ_ROWGEMM_MR_PORTABLE + r];
+			float		x = t->a[r * t->lda + k];
 
 			for (int j = 0; j < t->nb; j++)
 				acc[r][j] = acc[r][j] + x * b[j];
