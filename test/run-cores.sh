@@ -5,10 +5,11 @@
 # invariance), sql/score_batch.sql (batched score() = per-row functions,
 # bitwise) and test/integration/scoring_torch.sh (SQL scoring against PyTorch
 # and the core), all in one throw-away cluster.  The Python side gets the core
-# through OPENBLAS_CORETYPE, the server's sessions through corpq.blas_core
-# (PGOPTIONS); `OPENBLAS_CORETYPE=X make test` covers the server's
-# environment path.  A core this CPU cannot execute is skipped with a line
-# naming the missing feature.  Needs `make install` done.
+# through OPENBLAS_CORETYPE; the server through both of its paths: score_batch
+# sets corpq.blas_core (PGOPTIONS), scoring_torch runs after a restart with
+# OPENBLAS_CORETYPE in the server's environment file (pg_ctlcluster passes
+# only that file's variables on).  A core this CPU cannot execute is skipped
+# with a line naming the missing feature.  Needs `make install` done.
 #   usage: run-cores.sh [core ...]     (default: default Prescott Sandybridge Haswell SkylakeX Zen)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,6 +34,14 @@ run_one() {	# core label, then the command
 	rm -f "/tmp/corpq_cores_$$.log"
 }
 
+# The server's environment: OPENBLAS_CORETYPE = $1 (none if empty), restarted.
+server_env() {
+	local f=$PG_CLUSTER_CONF_ROOT/$PGVERSION/regress/environment
+	sed -i '/^OPENBLAS_CORETYPE/d' "$f"
+	[ -z "$1" ] || echo "OPENBLAS_CORETYPE = '$1'" >> "$f"
+	pg_ctlcluster "$PGVERSION" regress restart
+}
+
 for core in $cores; do
 	if [ "$core" = default ]; then
 		name=$(test/blas_core) setting=auto
@@ -48,10 +57,11 @@ for core in $cores; do
 		"$py" test/ref/test_nn.py
 	run_one "score_batch.sql (corpq.blas_core = $setting)" env PGOPTIONS="-c corpq.blas_core=$setting" \
 		make -s installcheck REGRESS=score_batch
+	server_env "$([ "$core" = default ] || echo "$name")"
 	createdb "cores_$core"
-	run_one "scoring_torch.sh (corpq.blas_core = $setting)" env PGDATABASE="cores_$core" \
-		PGOPTIONS="-c corpq.blas_core=$setting" OPENBLAS_CORETYPE="$name" \
-		bash test/integration/scoring_torch.sh
+	run_one "scoring_torch.sh (server OPENBLAS_CORETYPE=${setting/auto/unset})" \
+		env PGDATABASE="cores_$core" OPENBLAS_CORETYPE="$name" bash test/integration/scoring_torch.sh
 done
+server_env ""
 echo "cores: $ran run, $skipped skipped, $failed checks failed"
 [ "$failed" = 0 ]

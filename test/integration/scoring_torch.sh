@@ -8,8 +8,15 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	make -s test/libcorpqcore.so >/dev/null
-	CORPQ_IN_CLUSTER=1 exec timeout 600 pg_virtualenv -t \
+	make -s test/libcorpqcore.so test/blas_core >/dev/null
+	# A core the caller forces with OPENBLAS_CORETYPE (checked by blas_core) is
+	# given to the server as corpq.blas_core: pg_ctlcluster does not pass the
+	# caller's environment on (test/run-cores.sh covers the environment path).
+	server=()
+	if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
+		server=(-o "corpq.blas_core=$(test/blas_core)")
+	fi
+	CORPQ_IN_CLUSTER=1 exec timeout 600 pg_virtualenv -t "${server[@]}" \
 		"$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 fi
 
