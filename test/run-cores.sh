@@ -12,13 +12,12 @@
 # with a line naming the missing feature.  Needs `make install` done.
 #   usage: run-cores.sh [core ...]     (default: default Prescott Sandybridge Haswell SkylakeX Zen)
 set -uo pipefail
-cd "$(dirname "$0")/.."
+. "$(dirname "$0")/lib.sh"
 if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
 	make -s test/blas_core test/libcorpqcore.so || exit 1
 	unset OPENBLAS_CORETYPE
-	CORPQ_IN_CLUSTER=1 exec timeout 1200 pg_virtualenv -t -o "max_worker_processes=16" \
-		"$PWD/test/run-cores.sh" "$@"
 fi
+corpq_in_cluster -t 1200 -o "max_worker_processes=16" -- "$@"
 py=${PYTHON:-/usr/bin/python3}
 cores=${*:-default Prescott Sandybridge Haswell SkylakeX Zen}
 failed=0 ran=0 skipped=0

@@ -9,6 +9,7 @@
 
 #include "nn/blas.h"
 #include "nn/ops.h"
+#include "nn/packed.h"
 
 /* The workspace, carved in this order. */
 typedef struct workspace
@@ -36,19 +37,6 @@ typedef struct batch
 				nt;
 } batch;
 
-/*
- * Rows of logits per output product: at most CQ_LOGIT_FLOATS floats (16 MB;
- * V = 8000: 524 rows), at least 64 rows.
- */
-static long
-logit_rows(const cq_model_config *c, long nt)
-{
-	long		r = CQ_LOGIT_FLOATS / c->tgt_vocab_size;
-
-	r = r < 64 ? 64 : r;
-	return nt < r ? nt : r;
-}
-
 static size_t
 carve(const cq_model_config *c, const cq_batch_shape *s, char *base, workspace *out)
 {
@@ -59,7 +47,7 @@ carve(const cq_model_config *c, const cq_batch_shape *s, char *base, workspace *
 				nt = s->tgt_positions,
 				n = ns > nt ? ns : nt,
 				l = s->max_src > s->max_tgt ? s->max_src : s->max_tgt,
-				r = logit_rows(c, s->tgt_positions);
+				r = cq_logit_block_rows(c, s->tgt_positions);
 	size_t		sizes[9] = {d * ns, d * nt, n * d, 3 * n * d, n * d, n * d,
 		n * c->ffn_dim, l * l, r * c->tgt_vocab_size};
 	float	  **slots[9] = {&w->enc_x, &w->dec_x, &w->h, &w->qkv, &w->ctx, &w->tmp,
@@ -126,64 +114,21 @@ cq_batch_shape_of(const cq_model *m, const cq_pair *pairs, int n,
 	return CQ_NN_OK;
 }
 
-static int
-src_len(const cq_pair *p, bool target)
-{
-	return (target ? p->tgt_len : p->src_len) + 1;
-}
-
-/* Inverted dropout on each row of x[rows, cols], keyed per pair and position. */
+/* Inverted dropout on each row of one side's packed rows. */
 static void
 drop_rows(batch *bt, bool target, float p, uint32_t site, float *x, int cols)
 {
-	long		row = 0;
-
-	if (!bt->drop.on || p <= 0.0f)
-		return;
-	for (int b = 0; b < bt->n; b++)
-	{
-		int			len = src_len(&bt->pairs[b], target);
-
-		bt->drop.pair_key = bt->pairs[b].key;
-		for (int t = 0; t < len; t++, row++)
-			cq_dropout_apply(&bt->drop, p, site, (uint32_t) t, x + row * cols, cols);
-	}
+	cq_drop_packed(&bt->drop, bt->pairs, bt->n, target, p, site, x, cols);
 }
 
-/* x[r, :] = E[token] sqrt(d) + position(t), then dropout. */
+/* x = Drop(E[token] sqrt(d) + position) over one side. */
 static void
 embed(batch *bt, bool target, float *x)
 {
-	const cq_model *m = bt->m;
-	int			d = m->cfg.d_model;
-	const float *table = target ? m->tgt_embed : m->src_embed;
-	const float *pos = m->sinusoid ? m->sinusoid : (target ? m->tgt_pos : m->src_pos);
-	float		scale = sqrtf((float) d);
-	long		row = 0;
-
-	for (int b = 0; b < bt->n; b++)
-	{
-		const cq_pair *p = &bt->pairs[b];
-		int			len = src_len(p, target);
-
-		for (int t = 0; t < len; t++, row++)
-		{
-			int32_t		tok;
-			const float *e,
-					   *pe = pos + (long) t * d;
-			float	   *xr = x + row * d;
-
-			if (target)
-				tok = t == 0 ? CQ_EOS_ID : p->tgt[t - 1];
-			else
-				tok = t < p->src_len ? p->src[t] : CQ_EOS_ID;
-			e = table + (long) tok * d;
-			for (int i = 0; i < d; i++)
-				xr[i] = e[i] * scale + pe[i];
-		}
-	}
+	cq_embed_packed(bt->m, bt->pairs, bt->n, target, x);
 	drop_rows(bt, target, bt->m->cfg.dropout,
-			  cq_dropout_site(target ? CQ_DROP_DEC_EMBED : CQ_DROP_ENC_EMBED, 0, 0), x, d);
+			  cq_dropout_site(target ? CQ_DROP_DEC_EMBED : CQ_DROP_ENC_EMBED, 0, 0), x,
+			  bt->m->cfg.d_model);
 }
 
 static void
@@ -241,7 +186,7 @@ self_attn_block(batch *bt, bool target, float *x, long rows,
 	cq_linear_rows(qkv, w->h, d, w->qkv, 3 * d, rows);
 	for (int b = 0; b < bt->n; b++)
 	{
-		int			len = src_len(&bt->pairs[b], target);
+		int			len = cq_side_positions(&bt->pairs[b], target);
 
 		bt->drop.pair_key = bt->pairs[b].key;
 		a.q = w->qkv + row * 3 * d;
@@ -288,8 +233,8 @@ cross_attn_block(batch *bt, const cq_decoder_layer *L, int layer)
 		a.k = kv + krow * 2 * d;
 		a.v = a.k + d;
 		a.out = w->ctx + qrow * d;
-		a.lq = src_len(&bt->pairs[b], true);
-		a.lk = src_len(&bt->pairs[b], false);
+		a.lq = cq_side_positions(&bt->pairs[b], true);
+		a.lk = cq_side_positions(&bt->pairs[b], false);
 		cq_attention(&a);
 		qrow += a.lq;
 		krow += a.lk;
@@ -337,7 +282,7 @@ decode(batch *bt)
 					   CQ_LAYERNORM_EPS);
 }
 
-/* logits = LN(y) W_out^T in blocks of logit_rows() rows, reduced row by row. */
+/* logits = LN(y) W_out^T in blocks of cq_logit_block_rows(), reduced row by row. */
 static void
 score(batch *bt, const cq_forward_out *out)
 {
@@ -351,7 +296,7 @@ score(batch *bt, const cq_forward_out *out)
 		out->sent_logp[b2] = 0.0;
 		out->sent_count[b2] = bt->pairs[b2].tgt_len + 1;
 	}
-	long		block = logit_rows(c, bt->nt);
+	long		block = cq_logit_block_rows(c, bt->nt);
 
 	for (long r0 = 0; r0 < bt->nt; r0 += block)
 	{

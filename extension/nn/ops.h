@@ -74,6 +74,12 @@ typedef struct cq_row_stats
 /* Log-softmax statistics of a row of n logits, in two passes. */
 cq_row_stats cq_logit_row_stats(const float *logits, int n, int gold);
 
+/*
+ * out[v] = log softmax(l)[v] over a row of n logits; out may be l.  out[g]
+ * has exactly the bits of cq_logit_row_stats(l, n, g).logp_gold.
+ */
+void		cq_log_softmax_row(const float *l, int n, float *out);
+
 /* Monte Carlo dropout: where its masks come from (see dropout.c). */
 typedef struct cq_dropout_stream
 {

@@ -65,18 +65,13 @@ exp_v16(v16f x)
  *   H = -sum p_v (z_v - ln Z) = ln Z - sum exp(z_v) z_v / Z.
  * One pass for the max, one for both sums, 16 lanes of partial sums.
  */
-cq_row_stats
-cq_logit_row_stats(const float *l, int n, int gold)
+/* The largest of l[0..n), 16 lanes at a time. */
+static float
+row_max(const float *l, int n)
 {
-	v16f		vmax,
-				vz = {0},
-				vs = {0};
+	v16f		vmax;
 	float		m = l[0];
-	double		z = 0.0,
-				zs = 0.0;
-	int			i = 0,
-				arg = 0;
-	cq_row_stats s;
+	int			i = 0;
 
 	for (int j = 0; j < 16; j++)
 		vmax[j] = l[0];
@@ -93,6 +88,21 @@ cq_logit_row_stats(const float *l, int n, int gold)
 		m = l[i] > m ? l[i] : m;
 	for (int j = 0; j < 16; j++)
 		m = vmax[j] > m ? vmax[j] : m;
+	return m;
+}
+
+cq_row_stats
+cq_logit_row_stats(const float *l, int n, int gold)
+{
+	v16f		vz = {0},
+				vs = {0};
+	float		m = row_max(l, n);
+	double		z = 0.0,
+				zs = 0.0;
+	int			i,
+				arg = 0;
+	cq_row_stats s;
+
 	while (arg < n - 1 && l[arg] != m)
 		arg++;
 	for (i = 0; i + 16 <= n; i += 16)
@@ -124,4 +134,34 @@ cq_logit_row_stats(const float *l, int n, int gold)
 	s.entropy = (float) (log(z) - zs / z);
 	s.argmax = arg;
 	return s;
+}
+
+/*
+ * The same Z as cq_logit_row_stats (the same lanes, tail and order), so that
+ * out[gold] has the bits of its logp_gold.
+ */
+void
+cq_log_softmax_row(const float *l, int n, float *out)
+{
+	v16f		vz = {0};
+	float		m = row_max(l, n);
+	double		z = 0.0,
+				log_z;
+	int			i;
+
+	for (i = 0; i + 16 <= n; i += 16)
+	{
+		v16f		d;
+
+		memcpy(&d, l + i, sizeof(d));
+		d = d - m;
+		vz += exp_v16(d);
+	}
+	for (; i < n; i++)
+		z += cq_fast_expf(l[i] - m);
+	for (int j = 0; j < 16; j++)
+		z += vz[j];
+	log_z = log(z);
+	for (i = 0; i < n; i++)
+		out[i] = (float) ((l[i] - m) - log_z);
 }

@@ -19,7 +19,9 @@ typedef enum cq_nn_status
 	CQ_NN_ECHECKSUM,			/* the checksum does not match */
 	CQ_NN_ETENSOR,				/* a tensor is missing, unknown or misshapen */
 	CQ_NN_EIO,					/* a file could not be read or written */
-	CQ_NN_EWORKSPACE			/* the workspace is too small for the batch */
+	CQ_NN_EWORKSPACE,			/* the workspace is too small for the batch */
+	CQ_NN_ETOOLONG,				/* a sentence is longer than the model's positions */
+	CQ_NN_ECANCELED				/* the caller asked to stop */
 } cq_nn_status;
 
 typedef struct cq_nn_error

@@ -10,6 +10,7 @@
 #include "nn/backward_ops.h"
 #include "nn/blas.h"
 #include "nn/loss.h"
+#include "nn/packed.h"
 
 /* What one attention sublayer keeps; self: q = qkv [N, 3d], kv NULL. */
 typedef struct attn_save
@@ -101,21 +102,6 @@ takef(carver *c, long floats)
 	return take(c, sizeof(float) * (size_t) floats);
 }
 
-static int
-seq_len(const cq_pair *p, bool target)
-{
-	return (target ? p->tgt_len : p->src_len) + 1;
-}
-
-static long
-logit_rows(const cq_model_config *c, long nt)
-{
-	long		r = CQ_LOGIT_FLOATS / c->tgt_vocab_size;
-
-	r = r < 64 ? 64 : r;
-	return nt < r ? nt : r;
-}
-
 static void
 carve_attn(carver *cv, attn_save *s, long nq, long nk, int d, long probs, bool cross)
 {
@@ -158,8 +144,8 @@ carve(const cq_model_config *c, const cq_pair *pairs, int n, char *base, pass *p
 
 	for (int b = 0; b < n; b++)
 	{
-		long		ls = seq_len(&pairs[b], false),
-					lt = seq_len(&pairs[b], true);
+		long		ls = cq_side_positions(&pairs[b], false),
+					lt = cq_side_positions(&pairs[b], true);
 
 		ns += ls;
 		nt += lt;
@@ -211,7 +197,7 @@ carve(const cq_model_config *c, const cq_pair *pairs, int n, char *base, pass *p
 	w->du = takef(&cv, nmax * f);
 	w->pd = takef(&cv, l * l);
 	w->dp = takef(&cv, l * l);
-	w->rblock = logit_rows(c, nt);
+	w->rblock = cq_logit_block_rows(c, nt);
 	w->logits = takef(&cv, w->rblock * c->tgt_vocab_size);
 	w->ns = ns;
 	w->nt = nt;
@@ -226,22 +212,11 @@ cq_train_pass_workspace_bytes(const cq_model_config *cfg, const cq_pair *pairs, 
 
 /* ---- dropout ------------------------------------------------------------- */
 
-/* Inverted dropout on each row of x[rows, cols]; also its own backward. */
+/* Inverted dropout on each row of one side's packed rows; also its own backward. */
 static void
 drop_rows(pass *p, bool target, float prob, uint32_t site, float *x, int cols)
 {
-	long		row = 0;
-
-	if (!p->drop.on || prob <= 0.0f)
-		return;
-	for (int b = 0; b < p->n; b++)
-	{
-		int			len = seq_len(&p->pairs[b], target);
-
-		p->drop.pair_key = p->pairs[b].key;
-		for (int t = 0; t < len; t++, row++)
-			cq_dropout_apply(&p->drop, prob, site, (uint32_t) t, x + row * cols, cols);
-	}
+	cq_drop_packed(&p->drop, p->pairs, p->n, target, prob, site, x, cols);
 }
 
 static uint32_t
@@ -252,41 +227,12 @@ site(cq_dropout_kind k, int layer)
 
 /* ---- embeddings ---------------------------------------------------------- */
 
-static int32_t
-token_at(const cq_pair *p, bool target, int t)
-{
-	if (target)
-		return t == 0 ? CQ_EOS_ID : p->tgt[t - 1];
-	return t < p->src_len ? p->src[t] : CQ_EOS_ID;
-}
-
-static const float *
-positions(const cq_model *m, bool target)
-{
-	return m->sinusoid ? m->sinusoid : (target ? m->tgt_pos : m->src_pos);
-}
-
 /* x = Drop(E[token] sqrt(d) + position) */
 static void
 embed_fwd(pass *p, bool target, float *x)
 {
-	const cq_model *m = p->m;
-	const float *table = target ? m->tgt_embed : m->src_embed,
-			   *pos = positions(m, target);
-	float		scale = sqrtf((float) p->d);
-	long		row = 0;
-
-	for (int b = 0; b < p->n; b++)
-		for (int t = 0; t < seq_len(&p->pairs[b], target); t++, row++)
-		{
-			const float *e = table + (long) token_at(&p->pairs[b], target, t) * p->d,
-					   *pe = pos + (long) t * p->d;
-			float	   *xr = x + row * p->d;
-
-			for (int i = 0; i < p->d; i++)
-				xr[i] = e[i] * scale + pe[i];
-		}
-	drop_rows(p, target, m->cfg.dropout,
+	cq_embed_packed(p->m, p->pairs, p->n, target, x);
+	drop_rows(p, target, p->m->cfg.dropout,
 			  site(target ? CQ_DROP_DEC_EMBED : CQ_DROP_ENC_EMBED, 0), x, p->d);
 }
 
@@ -303,9 +249,9 @@ embed_bwd(pass *p, bool target, float *dx)
 	drop_rows(p, target, p->m->cfg.dropout,
 			  site(target ? CQ_DROP_DEC_EMBED : CQ_DROP_ENC_EMBED, 0), dx, p->d);
 	for (int b = 0; b < p->n; b++)
-		for (int t = 0; t < seq_len(&p->pairs[b], target); t++, row++)
+		for (int t = 0; t < cq_side_positions(&p->pairs[b], target); t++, row++)
 		{
-			float	   *e = table + (long) token_at(&p->pairs[b], target, t) * p->d;
+			float	   *e = table + (long) cq_side_token(&p->pairs[b], target, t) * p->d;
 			const float *dr = dx + row * p->d;
 
 			for (int i = 0; i < p->d; i++)
@@ -423,7 +369,7 @@ self_fwd(pass *p, attn_save *s, float *x_out, bool target, const cq_layer_norm *
 	cq_linear_rows(qkv, s->h, d, s->q, 3 * d, rows);
 	for (int b = 0; b < p->n; b++)
 	{
-		int			len = seq_len(&p->pairs[b], target);
+		int			len = cq_side_positions(&p->pairs[b], target);
 		heads		a = {s->q + row * 3 * d, s->q + row * 3 * d + d, s->q + row * 3 * d + 2 * d,
 			3 * d, 3 * d, 3 * d, len, len, target, s->probs + poff,
 			target ? CQ_DROP_DEC_SELF_ATTN : CQ_DROP_ENC_SELF_ATTN, layer,
@@ -458,7 +404,7 @@ self_bwd(pass *p, attn_save *s, float *dx, bool target, const cq_layer_norm *ln,
 	cq_linear_backward(out, gout, s->ctx, d, p->tmp, d, p->dctx, d, 0.0f, rows);
 	for (int b = 0; b < p->n; b++)
 	{
-		int			len = seq_len(&p->pairs[b], target);
+		int			len = cq_side_positions(&p->pairs[b], target);
 		const float *q = s->q + row * 3 * d;
 		heads		a = {q, q + d, q + 2 * d, 3 * d, 3 * d, 3 * d, len, len, target,
 			s->probs + poff, target ? CQ_DROP_DEC_SELF_ATTN : CQ_DROP_ENC_SELF_ATTN, layer,
@@ -491,8 +437,8 @@ cross_fwd(pass *p, attn_save *s, float *y_out, const cq_decoder_layer *L, int la
 	cq_linear_rows(&L->cross_kv, p->enc_out, d, s->kv, 2 * d, p->ns);
 	for (int b = 0; b < p->n; b++)
 	{
-		int			lq = seq_len(&p->pairs[b], true),
-					lk = seq_len(&p->pairs[b], false);
+		int			lq = cq_side_positions(&p->pairs[b], true),
+					lk = cq_side_positions(&p->pairs[b], false);
 		heads		a = {s->q + qrow * d, s->kv + krow * 2 * d, s->kv + krow * 2 * d + d,
 			d, 2 * d, 2 * d, lq, lk, false, s->probs + poff, CQ_DROP_DEC_CROSS_ATTN, layer,
 		c->attention_dropout};
@@ -524,8 +470,8 @@ cross_bwd(pass *p, attn_save *s, float *dy, const cq_decoder_layer *L,
 					   0.0f, p->nt);
 	for (int b = 0; b < p->n; b++)
 	{
-		int			lq = seq_len(&p->pairs[b], true),
-					lk = seq_len(&p->pairs[b], false);
+		int			lq = cq_side_positions(&p->pairs[b], true),
+					lk = cq_side_positions(&p->pairs[b], false);
 		heads		a = {s->q + qrow * d, s->kv + krow * 2 * d, s->kv + krow * 2 * d + d,
 			d, 2 * d, 2 * d, lq, lk, false, s->probs + poff, CQ_DROP_DEC_CROSS_ATTN, layer,
 		c->attention_dropout};

@@ -98,4 +98,14 @@ int			cq_bpe_tokenize(const cq_bpe *bpe, cq_bpe_cache *cache,
 char	   *cq_bpe_apply(const cq_bpe *bpe, cq_bpe_cache *cache,
 						 const char *text, size_t len, size_t *out_len);
 
+/*
+ * Undo the segmentation, as subword-nmt's `sed -r 's/(@@ )|(@@ ?$)//g'`:
+ * "sub@@ word" -> "subword", a trailing "@@" is dropped.  NUL-terminated,
+ * cq_alloc; NULL when out of memory.
+ */
+char	   *cq_bpe_undo(const char *text, size_t len, size_t *out_len);
+
+/* The same on s[0 .. len) in place; returns the new length (no NUL added). */
+size_t		cq_bpe_undo_inplace(char *s, size_t len);
+
 #endif

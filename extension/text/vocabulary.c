@@ -135,10 +135,10 @@ cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
 
 	char	   *s = cq_alloc(total);
 	size_t		p = 0;
-	int			glue = 1;		/* no space before the next token */
 
 	if (!s)
 		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+	/* the tokens joined by spaces, then the BPE segmentation undone */
 	for (size_t i = 0; i < n; i++)
 	{
 		size_t		len;
@@ -147,14 +147,12 @@ cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
 		if (ids[i] == CQ_VOCAB_BOS || ids[i] == CQ_VOCAB_PAD || ids[i] == CQ_VOCAB_EOS)
 			continue;
 		tok = cq_strmap_key(&v->map, ids[i], &len);
-		if (!glue)
+		if (p > 0)
 			s[p++] = ' ';
-		glue = (len >= 2 && memcmp(tok + len - 2, CQ_BPE_SEP, 2) == 0);
-		if (glue)
-			len -= 2;
 		memcpy(s + p, tok, len);
 		p += len;
 	}
+	p = cq_bpe_undo_inplace(s, p);
 	s[p] = '\0';
 	*out = s;
 	if (out_len)

@@ -57,9 +57,9 @@ int32_t		cq_vocabulary_id(const cq_vocabulary *v, const char *tok, size_t len);
 void		cq_vocabulary_encode(const cq_vocabulary *v, const cq_tokens *t, int32_t *ids);
 
 /*
- * Detokenised text of ids: tokens joined by spaces with BPE continuation
- * markers removed ("lo@@ w" -> "low"); <s>, <pad> and </s> are skipped,
- * <unk> is written as "<unk>".  ERANGE (err->line = position + 1) for an id
+ * Detokenised text of ids: the tokens joined by spaces, then the BPE
+ * segmentation undone with cq_bpe_undo ("lo@@ w" -> "low"); <s>, <pad> and
+ * </s> are skipped, <unk> is written as "<unk>".  ERANGE (err->line = position + 1) for an id
  * outside the vocabulary.  The result is cq_alloc'd.
  */
 int			cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,

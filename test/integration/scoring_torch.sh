@@ -5,20 +5,19 @@
 # the float64 PyTorch transformer; MC-dropout uncertainty compared with the
 # core called directly (ctypes, same pair keys) and numpy formulas.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
 
+server=()
 if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
 	make -s test/libcorpqcore.so test/blas_core >/dev/null
 	# A core the caller forces with OPENBLAS_CORETYPE (checked by blas_core) is
 	# given to the server as corpq.blas_core: pg_ctlcluster does not pass the
 	# caller's environment on (test/run-cores.sh covers the environment path).
-	server=()
 	if [ -n "${OPENBLAS_CORETYPE:-}" ]; then
 		server=(-o "corpq.blas_core=$(test/blas_core)")
 	fi
-	CORPQ_IN_CLUSTER=1 exec timeout 600 pg_virtualenv -t "${server[@]}" \
-		"$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
 fi
+corpq_in_cluster -t 600 "${server[@]}"
 
 psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
 CREATE EXTENSION corpq;

@@ -328,3 +328,46 @@ TEST(bpe_learn_cancel_callback)
 	CHECK_INT_EQ(calls, 3);
 	cq_strmap_free(&m);
 }
+
+static const char *
+undo(const char *s)
+{
+	static char out[256];
+	size_t		n;
+	char	   *u = cq_bpe_undo(s, strlen(s), &n);
+
+	CHECK_INT_EQ(n, strlen(u));
+	snprintf(out, sizeof(out), "%s", u);
+	cq_free(u);
+	return out;
+}
+
+/* Hand-worked against sed -r 's/(@@ )|(@@ ?$)//g' (GNU sed 4.9). */
+TEST(bpe_undo_is_subword_nmt_sed)
+{
+	CHECK_STR_EQ(undo("lo@@ w@@ er is new"), "lower is new");
+	CHECK_STR_EQ(undo("a @@ b"), "a b");
+	CHECK_STR_EQ(undo("x@@@@ y"), "x@@y");
+	CHECK_STR_EQ(undo("e@@mail stays"), "e@@mail stays");
+	CHECK_STR_EQ(undo("trailing@@"), "trailing");
+	CHECK_STR_EQ(undo("trailing@@ "), "trailing");
+	CHECK_STR_EQ(undo("two@@  spaces"), "two spaces");
+	CHECK_STR_EQ(undo("@@"), "");
+	CHECK_STR_EQ(undo("@"), "@");
+	CHECK_STR_EQ(undo(""), "");
+	CHECK_STR_EQ(undo("né@@ e ü@@"), "née ü");
+}
+
+/* Undoing what apply segmented gives the whitespace-normalised sentence. */
+TEST(bpe_undo_inverts_apply)
+{
+	cq_bpe		b = parse_ok(codes_v2);
+	const char *lines[] = {"low lower lowest newer", "  new\tlow  ", "", "wer lo l",
+	"ÿlowñ nêwer"};
+	const char *norm[] = {"low lower lowest newer", "new low", "", "wer lo l",
+	"ÿlowñ nêwer"};
+
+	for (int i = 0; i < 5; i++)
+		CHECK_STR_EQ(undo(apply(&b, lines[i])), norm[i]);
+	cq_bpe_free(&b);
+}

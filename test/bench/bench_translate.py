@@ -1,0 +1,180 @@
+"""Benchmark of the translator (extension/nn/translate.h) against the PyTorch
+reference decoder (test/ref/torch_search.py: fairseq's search over the same
+network with its own key/value cache, float32), same model, same thread
+count, same run.
+
+Model: preset `small` (d 256, 3+3 layers, ffn 1024) with V = 8000 on both
+sides, random weights (or --model FILE, a corpq weight file, e.g. from
+corpq.model_export).  Sources: random ids, 25 tokens for the latency, 15-35
+for the throughput.  Outputs: max_len = |src| + 1 (max_len_a 1, max_len_b 0);
+with random weights min_len = max_len (a random model would emit </s> at
+once), so every hypothesis has that length on both sides; with --model,
+min_len 1.
+
+Prints: the CPU and OpenBLAS core; target tokens/s (tokens of the best
+hypotheses, </s> included) of both at batch 1 and 32, beam 1 and 5, and the
+ratio; the C side's GFLOP/s at batch 32, beam 5 (weight products: every
+hypothesis position through the decoder's linear layers and the output
+projection, every source position through the encoder's and the
+cross-attention keys/values; attention left out) against single-thread
+sgemm measured in the same run; per-sentence latency of a 25-token source.
+Times are the CPU time of this thread (best of several runs): both sides
+run single-threaded in it (OpenBLAS and torch at 1 thread, the default), so
+other jobs on a shared machine disturb it less than wall time.
+Usage: bench_translate.py [--quick] [--threads N] [--model FILE]
+"""
+import argparse
+import ctypes
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(ROOT, "test", "ref"))
+import torch_search as ts  # noqa: E402
+import torch_transformer as tt  # noqa: E402
+
+V = 8000
+
+
+def lib_path():
+    p = os.environ.get("CORPQ_CORE_LIB", os.path.join(ROOT, "test", "libcorpqcore.so"))
+    if not os.path.exists(p):
+        subprocess.check_call(["make", "-s", "-C", ROOT, "test/libcorpqcore.so"])
+    return p
+
+
+def cpu_name():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def openblas():
+    lib = ctypes.CDLL("libopenblas.so.0")
+    lib.openblas_get_corename.restype = ctypes.c_char_p
+    lib.openblas_get_config.restype = ctypes.c_char_p
+    return lib
+
+
+def timed(fn, reps, threads):
+    """Best of reps after one untimed warm-up run (first-touch page faults,
+    OpenBLAS's buffers): CPU time of this thread with 1 thread, else wall time."""
+    clock = time.thread_time if threads == 1 else time.perf_counter
+    best, out = float("inf"), fn()
+    for _ in range(reps):
+        t0 = clock()
+        out = fn()
+        best = min(best, clock() - t0)
+    return best, out
+
+
+def tokens(out):
+    return sum(len(h[0]["tokens"]) + 1 for h in out)
+
+
+def same(a, b):
+    return sum(x[0]["tokens"] == y[0]["tokens"] for x, y in zip(a, b))
+
+
+def weight_flops(cfg, srcs, out, beam):
+    """2 x multiply-adds of the weight products the C translator ran."""
+    d, f, v = cfg["d_model"], cfg["ffn_dim"], cfg["tgt_vocab_size"]
+    enc_pos = sum(len(s) + 1 for s in srcs)
+    enc = enc_pos * (cfg["encoder_layers"] * (4 * d * d + 2 * d * f)
+                     + cfg["decoder_layers"] * 2 * d * d)
+    # rows decoded: 1 at step 0, then beam per step until the sentence ended
+    steps = [max(len(h["tokens"]) for h in o) + 1 for o in out]
+    rows = sum(1 + beam * (s - 1) for s in steps)
+    dec = rows * (cfg["decoder_layers"] * (6 * d * d + 2 * d * f) + d * v)
+    return 2.0 * (enc + dec)
+
+
+def sgemm_gflops(lib, m, n, k, reps):
+    a = np.random.rand(m, k).astype(np.float32)
+    b = np.random.rand(n, k).astype(np.float32)
+    c = np.empty((m, n), np.float32)
+    f = lib.cq_sgemm
+    f.restype = None
+    f.argtypes = [ctypes.c_bool, ctypes.c_bool, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                  ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+                  ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
+    t, _ = timed(lambda: f(False, True, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, k,
+                           0.0, c.ctypes.data, n), reps, 1)
+    return 2.0 * m * n * k / t / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--model")
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    core = ts.CoreTranslate(lib_path())
+    ob = openblas()
+    ob.openblas_set_num_threads(args.threads)
+    if args.model:
+        with open(args.model, "rb") as fh:
+            blob = fh.read()
+        cfg, w = tt.read_corpq(blob)
+        w = {k: torch.from_numpy(v.copy()) for k, v in w.items()}
+    else:
+        cfg = tt.make_config("small", V, V)
+        w = tt.random_weights(cfg, 1)
+        blob = tt.write_corpq("/dev/null", cfg, w)
+    m = core.load(blob)
+    ref = ts.RefTranslator(tt.Transformer(cfg, w, dtype=torch.float32).eval())
+    rng = np.random.default_rng(0)
+    vs = cfg["src_vocab_size"]
+    n1, n32 = (4, 32) if args.quick else (16, 128)
+    reps = 2 if args.quick else 3
+    srcs = [rng.integers(4, vs, rng.integers(15, 36)).tolist() for _ in range(n32)]
+    ids = list(range(n32))
+    print("CPU: %s; OpenBLAS %s, core %s; torch %s; %d thread(s); %s"
+          % (cpu_name(), ob.openblas_get_config().decode(), ob.openblas_get_corename().decode(),
+             torch.__version__, args.threads,
+             args.model or "preset small, V=%d, random weights" % V))
+    print("target tokens/s (best hypotheses, </s> included); %d sentences at batch 1, %d at 32"
+          % (n1, n32))
+    rows = {}
+    min_len = 1 if args.model else 1000
+    for beam in (1, 5):
+        o = ts.options(beam=beam, max_len_a=1.0, max_len_b=0, min_len=min_len)
+        for batch, n in ((1, n1), (32, n32)):
+            prep = core.prepare_translate(m, srcs[:n], ids[:n], o, batch)
+            tc, out_c = timed(lambda: list(core.run_translate(prep)), reps, args.threads)
+            tr, out_r = timed(lambda: sum((ref.translate(srcs[i:i + batch], ids[i:i + batch], o)
+                                           for i in range(0, n, batch)), []), reps, args.threads)
+            rc, rr = tokens(out_c) / tc, tokens(out_r) / tr
+            rows[(beam, batch)] = (tc, out_c, n)
+            print("  beam %d batch %2d: corpq %8.1f tok/s   torch+cache %8.1f tok/s   ratio %5.2fx"
+                  "   (same best hypothesis: %d/%d)"
+                  % (beam, batch, rc, rr, rc / rr, same(out_c, out_r), n))
+    tc, out_c, n = rows[(5, 32)]
+    g = weight_flops(cfg, srcs[:n], out_c, 5) / tc / 1e9
+    peak = max(sgemm_gflops(core.lib, 1024, 1024, 1024, reps),
+               sgemm_gflops(core.lib, 160, cfg["ffn_dim"], cfg["d_model"], reps))
+    print("beam 5 batch 32: %.1f GFLOP/s in weight products = %.2f of single-thread sgemm"
+          " (%.1f GFLOP/s, the best of 1024^3 and 160x%dx%d)"
+          % (g, g / peak, peak, cfg["ffn_dim"], cfg["d_model"]))
+    src25 = rng.integers(4, vs, 25).tolist()
+    for beam in (1, 5):
+        o = ts.options(beam=beam, max_len_a=1.0, max_len_b=0, min_len=min_len)
+        prep = core.prepare_translate(m, [src25], [0], o, 1)
+        tc, _ = timed(lambda: core.run_translate(prep), max(reps, 3), args.threads)
+        tr, _ = timed(lambda: ref.translate([src25], [0], o), max(reps, 3), args.threads)
+        print("latency, one 25-token source, beam %d: corpq %.1f ms, torch+cache %.1f ms (%.2fx)"
+              % (beam, 1e3 * tc, 1e3 * tr, tr / tc))
+    core.free(m)
+
+
+if __name__ == "__main__":
+    main()
