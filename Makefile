@@ -32,6 +32,11 @@ REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
 WARN      = -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 	-Wno-missing-field-initializers
 CORE_OPT ?= -O3 -march=native
+# Every float expression rounds as written: the compiler may not fuse a*b+c
+# into one FMA in some copies of a loop (vector body) and not in others (its
+# scalar tail), which would make an element's result depend on its position.
+# The inference kernels use explicit FMA intrinsics (nn/rowgemm_*.c).
+CORE_FP   = -ffp-contract=off
 ifeq ($(WERROR),1)
 WARN += -Werror
 endif
@@ -45,7 +50,7 @@ PG_CFLAGS   = $(WARN)
 # (duplicate keys), CLD2 (language identification) and its C++ runtime.
 CORE_LIBS   = -licuuc -lxxhash -lcld2 -lstdc++
 SHLIB_LINK  = -ldl -lm $(CORE_LIBS)
-EXTRA_CLEAN = $(DATA_built) $(OBJS:.o=.d) test/unit/run_unit test/unit/run_unit_san \
+EXTRA_CLEAN = $(DATA_built) $(OBJS:.o=.d) test/unit/run_unit test/unit/run_unit_san test/blas_core \
 	test/libcorpqcore.so results regression.diffs regression.out
 
 # JIT bitcode is of no use for corpq's functions and needs clang.
@@ -60,7 +65,7 @@ override CPPFLAGS += -MMD -MP
 -include $(OBJS:.o=.d)
 
 # The core is C99 with its own optimisation level.
-$(CORE_OBJS): CFLAGS += -Wno-declaration-after-statement $(CORE_OPT)
+$(CORE_OBJS): CFLAGS += -Wno-declaration-after-statement $(CORE_OPT) $(CORE_FP)
 
 $(CORE_CXX_OBJS): %.o: %.cc
 	$(CXX) -std=c++11 -fPIC -O2 $(WARN) -Iextension -MMD -MP -c -o $@ $<
@@ -70,7 +75,7 @@ $(DATA_built): $(SQL_PARTS)
 
 # ---- unit tests of the core (plain C, linked straight to OpenBLAS) -------
 UNIT_SRCS = $(sort $(wildcard test/unit/*.c))
-UNIT_CC   = $(CC) -std=gnu11 -g $(CORE_OPT) $(WARN) -Iextension -Itest/unit \
+UNIT_CC   = $(CC) -std=gnu11 -g $(CORE_OPT) $(CORE_FP) $(WARN) -Iextension -Itest/unit \
 	-I/usr/include/x86_64-linux-gnu/openblas-pthread
 
 test/unit/run_unit: $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) $(wildcard extension/*/*.h test/unit/*.h)
@@ -85,7 +90,13 @@ test/unit/run_unit_san: $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) $(wildcard ex
 test/libcorpqcore.so: $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c $(wildcard extension/*/*.h)
 	$(UNIT_CC) -shared -fPIC -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c -lopenblas -lm $(CORE_LIBS)
 
-.PHONY: deps unit unit-san refcheck integration citus test demo bench report
+# The OpenBLAS core rule of extension/common/cpu.c as a program, for scripts
+# (they export its answer as OPENBLAS_CORETYPE; see test/blas_core.c).
+test/blas_core: test/blas_core.c extension/common/cpu.c extension/common/cpu.h
+	$(UNIT_CC) -o $@ test/blas_core.c extension/common/cpu.c
+
+
+.PHONY: deps unit unit-san refcheck integration citus cores test demo bench report
 
 # The quality report: make report DB=mydb [OUT=report.html] [CORPUS="SELECT src,
 # tgt, domain FROM t"] [MODEL=m] [LEXICON=l] [CAV="SELECT label, cav FROM t"]
@@ -104,15 +115,16 @@ report: report/node_modules/.corpq-stamp
 deps:
 	bash test/deps.sh
 
-unit: test/unit/run_unit
-	test/unit/run_unit
+# Tests run OpenBLAS with the core the extension would choose (test/with-blas-core.sh).
+unit: test/unit/run_unit test/blas_core
+	test/with-blas-core.sh test/unit/run_unit
 
-unit-san: test/unit/run_unit_san
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 test/unit/run_unit_san
+unit-san: test/unit/run_unit_san test/blas_core
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 test/with-blas-core.sh test/unit/run_unit_san
 
 # test/ref/test_*.py compare the core with PyTorch / NLTK / straightforward Python.
-refcheck: test/libcorpqcore.so
-	bash test/run-ref.sh $(PYTHON)
+refcheck: test/libcorpqcore.so test/blas_core
+	test/with-blas-core.sh bash test/run-ref.sh $(PYTHON)
 
 integration:
 	bash test/run-integration.sh
@@ -123,6 +135,10 @@ integration:
 citus:
 	bash test/citus/run.sh
 
+# The numeric checks again under each OpenBLAS core type (after install).
+cores: test/libcorpqcore.so test/blas_core
+	bash test/run-cores.sh
+
 test:
 	bash test/deps.sh
 	$(MAKE) all
@@ -132,6 +148,7 @@ test:
 	bash test/run-regress.sh
 	$(MAKE) integration
 	$(MAKE) citus
+	$(MAKE) cores
 	@echo "make test: all suites passed"
 
 demo:

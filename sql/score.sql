@@ -1,5 +1,6 @@
 -- Scoring with catalog models: sent_prob / sent_logprob / token_scores /
--- uncertainty, pinned versions, errors, parallel workers, batched score().
+-- uncertainty, pinned versions, errors, parallel workers (batched score():
+-- score_batch.sql).
 SET client_min_messages = warning;
 
 CREATE TABLE score_pairs AS
@@ -121,38 +122,6 @@ RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
 RESET parallel_leader_participation;
-
--- batched score() returns exactly the per-row values, in the query's order
-SELECT b, what,
-       count(*) AS rows,
-       count(*) FILTER (WHERE sc.score IS NOT DISTINCT FROM
-                        CASE what WHEN 'sent_prob' THEN corpq.sent_prob('s1', p.src, p.tgt)
-                                  WHEN 'sent_logprob' THEN corpq.sent_logprob('s1', p.src, p.tgt)
-                                  ELSE corpq.uncertainty('s1', p.src, p.tgt, 'comev', 3, 5) END) AS equal
-  FROM unnest('{1,7,64}'::int[]) b, unnest('{sent_prob,sent_logprob,uncertainty}'::text[]) what,
-       LATERAL corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs', what, b, 'comev', 3, 5) sc
-  JOIN score_pairs p ON p.id = sc.id
- GROUP BY b, what ORDER BY b, what;
-SELECT array_agg(id) = array_agg(id ORDER BY id DESC) AS query_order, count(*) FILTER (WHERE score IS NULL) AS null_scores
-  FROM corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs ORDER BY id DESC');
-SELECT id, score > 0 AS scored
-  FROM corpq.score('s1', $$SELECT NULL::int, 'a1', 'x1' UNION ALL SELECT 5::smallint, 'a2'::varchar, 'x2'$$);
-SELECT count(*) FROM corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs WHERE false');
-SELECT count(*) FILTER (WHERE sc.score = corpq.sent_logprob('s1', p.src, p.tgt)) AS huge_batch_equal
-  FROM corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs', 'sent_logprob', 2147483647) sc
-  JOIN score_pairs p USING (id);
--- score() errors
-SELECT * FROM corpq.score('s1', 'SELECT src, tgt FROM score_pairs');
-SELECT * FROM corpq.score('s1', 'SELECT id, src, 5 FROM score_pairs');
-SELECT * FROM corpq.score('s1', 'DELETE FROM score_pairs RETURNING id, src, tgt');
-SELECT * FROM corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs', 'bleu');
-SELECT * FROM corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs', 'sent_prob', 0);
-SELECT * FROM corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs', 'uncertainty', 8, 'enteos', 0);
-SELECT * FROM corpq.score('s1', 'SELECT id, src, tgt FROM score_pairs', 'uncertainty', 8, 'nope');
-SELECT * FROM corpq.score('s1', $$SELECT 1, 'a1', 'x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1'$$);
-\set VERBOSITY terse
-SELECT * FROM corpq.score('nope', 'SELECT id, src, tgt FROM score_pairs');
-\set VERBOSITY default
 
 -- leave the catalog as found (later tests list vocabularies)
 SELECT corpq.model_drop(name) FROM corpq.models ORDER BY name;

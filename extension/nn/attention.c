@@ -1,8 +1,16 @@
 #include <math.h>
 
-#include "nn/blas.h"
 #include "nn/ops.h"
+#include "nn/rowgemm.h"
 
+/*
+ * Both products run the row-independent kernel (rowgemm.h): a score is one
+ * chain over the head's dh dimensions, an output element one chain over the
+ * keys in order 0 .. lk-1.  A causal row's probabilities beyond its own
+ * position are exact zeros, and fma(0, v, acc) = acc, so query i's output is
+ * the same bits as attention over keys 0..i alone (an incremental decoder's
+ * step), and no row depends on which other queries are computed with it.
+ */
 void
 cq_attention(const cq_attention_args *a)
 {
@@ -14,15 +22,17 @@ cq_attention(const cq_attention_args *a)
 		uint32_t	site = cq_dropout_site(a->drop_kind, a->layer, h);
 
 		/* scores[lq, lk] = Q_h K_h^T / sqrt(dh) */
-		cq_sgemm(false, true, a->lq, a->lk, a->dh, scale, a->q + col, a->ldq,
-				 a->k + col, a->ldk, 0.0f, a->scores, a->lk);
+		cq_rowgemm_nt(a->q + col, a->ldq, a->k + col, a->ldk, NULL, a->scores, a->lk,
+					  a->lq, a->lk, a->dh);
+		for (long i = 0; i < (long) a->lq * a->lk; i++)
+			a->scores[i] *= scale;
 		cq_softmax_rows(a->scores, a->lq, a->lk, a->lk, a->causal);
 		if (a->drop && a->drop->on && a->drop_p > 0.0f)
 			for (int i = 0; i < a->lq; i++)
 				cq_dropout_apply(a->drop, a->drop_p, site, (uint32_t) i,
 								 a->scores + (long) i * a->lk, a->lk);
 		/* out_h[lq, dh] = P V_h */
-		cq_sgemm(false, false, a->lq, a->dh, a->lk, 1.0f, a->scores, a->lk,
-				 a->v + col, a->ldv, 0.0f, a->out + col, a->ldo);
+		cq_rowgemm_nn(a->scores, a->lk, a->v + col, a->ldv, NULL, a->out + col, a->ldo,
+					  a->lq, a->dh, a->lk);
 	}
 }

@@ -1,5 +1,7 @@
 /*
- * Single-precision GEMM for the core, dispatched through a pointer.
+ * Single-precision GEMM for training, dispatched through a pointer.
+ * (Inference multiplies with nn/rowgemm.h instead, whose results do not
+ * depend on the batch or on OpenBLAS's kernels.)
  *
  * OpenBLAS starts its thread pool from a library constructor, so linking it
  * into corpq.so would start threads in the postmaster when corpq is in

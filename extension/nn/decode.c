@@ -262,7 +262,7 @@ cq_decode_step(cq_translator *t)
 		ffn_block(t, rows, &L->ffn_ln, &L->fc1, &L->fc2);
 	}
 	ln_rows(t, t->x, t->h, rows, &m->dec_ln);
-	cq_linear_rows(&t->out_proj, t->h, t->ld_d, t->logits, t->ld_v, rows);
+	cq_linear_rows(&m->output, t->h, t->ld_d, t->logits, t->ld_v, rows);
 	for (long r = 0; r < rows; r++)
 	{
 		float	   *lr = t->logits + r * t->ld_v;

@@ -89,7 +89,6 @@ struct cq_translator
 	cq_slot    *slots;
 	float	   *cache;			/* [B K][layers][T][ld_kv] */
 	long		cache_floats;	/* per cache id */
-	cq_linear	out_proj;		/* the output projection, zero bias */
 	/* scratch, N = max(B K, B S) rows */
 	float	   *x,
 			   *h,

@@ -37,38 +37,19 @@ typedef struct batch
 				nt;
 } batch;
 
-/*
- * OpenBLAS (0.3.21, Cooperlake kernels) takes another summation path for
- * products with fewer than ~1200 output elements, so a short sentence scored
- * alone would round differently from the same rows inside a batch.  Every
- * product over positions is therefore given at least min_rows() rows (the
- * extra rows are zero input, their output unused), and buffers have that
- * many spare rows.
- */
-#define GEMM_MIN_OUTPUTS 4096
-
-static long
-min_rows(const cq_model_config *c)
-{
-	long		narrow = c->d_model < c->tgt_vocab_size ? c->d_model : c->tgt_vocab_size;
-
-	return (GEMM_MIN_OUTPUTS + narrow - 1) / narrow;
-}
-
 static size_t
 carve(const cq_model_config *c, const cq_batch_shape *s, char *base, workspace *out)
 {
 	workspace	unused,
 			   *w = out ? out : &unused;
 	long		d = c->d_model,
-				p = min_rows(c),
-				ns = s->src_positions + p,
-				nt = s->tgt_positions + p,
+				ns = s->src_positions,
+				nt = s->tgt_positions,
 				n = ns > nt ? ns : nt,
 				l = s->max_src > s->max_tgt ? s->max_src : s->max_tgt,
 				r = cq_logit_block_rows(c, s->tgt_positions);
 	size_t		sizes[9] = {d * ns, d * nt, n * d, 3 * n * d, n * d, n * d,
-		n * c->ffn_dim, l * l, (r > p ? r : p) * c->tgt_vocab_size};
+		n * c->ffn_dim, l * l, r * c->tgt_vocab_size};
 	float	  **slots[9] = {&w->enc_x, &w->dec_x, &w->h, &w->qkv, &w->ctx, &w->tmp,
 		&w->ffn, &w->scores, &w->logits};
 	size_t		off = 64;			/* room to align the base */
@@ -150,21 +131,6 @@ embed(batch *bt, bool target, float *x)
 			  bt->m->cfg.d_model);
 }
 
-/* cq_linear_rows over at least min_rows() rows (see carve). */
-static void
-linear(batch *bt, const cq_linear *lin, float *x, int ldx, float *y, int ldy,
-	   long rows)
-{
-	long		p = min_rows(&bt->m->cfg);
-
-	if (rows < p)
-	{
-		memset(x + rows * ldx, 0, sizeof(float) * (p - rows) * ldx);
-		rows = p;
-	}
-	cq_linear_rows(lin, x, ldx, y, ldy, rows);
-}
-
 static void
 add_rows(float *x, const float *y, long n)
 {
@@ -183,7 +149,7 @@ ffn_block(batch *bt, bool target, float *x, long rows, const cq_layer_norm *ln,
 				f = c->ffn_dim;
 
 	cq_layer_norm_rows(x, w->h, rows, d, ln->w, ln->b, CQ_LAYERNORM_EPS);
-	linear(bt, fc1, w->h, d, w->ffn, f, rows);
+	cq_linear_rows(fc1, w->h, d, w->ffn, f, rows);
 	if (c->activation == CQ_ACT_GELU)
 		cq_gelu_erf(w->ffn, rows * f);
 	else
@@ -191,7 +157,7 @@ ffn_block(batch *bt, bool target, float *x, long rows, const cq_layer_norm *ln,
 	drop_rows(bt, target, c->activation_dropout,
 			  cq_dropout_site(target ? CQ_DROP_DEC_FFN_ACT : CQ_DROP_ENC_FFN_ACT, layer, 0),
 			  w->ffn, f);
-	linear(bt, fc2, w->ffn, f, w->tmp, d, rows);
+	cq_linear_rows(fc2, w->ffn, f, w->tmp, d, rows);
 	drop_rows(bt, target, c->dropout,
 			  cq_dropout_site(target ? CQ_DROP_DEC_FFN_RESID : CQ_DROP_ENC_FFN_RESID, layer, 0),
 			  w->tmp, d);
@@ -217,7 +183,7 @@ self_attn_block(batch *bt, bool target, float *x, long rows,
 	};
 
 	cq_layer_norm_rows(x, w->h, rows, d, ln->w, ln->b, CQ_LAYERNORM_EPS);
-	linear(bt, qkv, w->h, d, w->qkv, 3 * d, rows);
+	cq_linear_rows(qkv, w->h, d, w->qkv, 3 * d, rows);
 	for (int b = 0; b < bt->n; b++)
 	{
 		int			len = cq_side_positions(&bt->pairs[b], target);
@@ -231,7 +197,7 @@ self_attn_block(batch *bt, bool target, float *x, long rows,
 		cq_attention(&a);
 		row += len;
 	}
-	linear(bt, out, w->ctx, d, w->tmp, d, rows);
+	cq_linear_rows(out, w->ctx, d, w->tmp, d, rows);
 	drop_rows(bt, target, c->dropout,
 			  cq_dropout_site(target ? CQ_DROP_DEC_SELF_RESID : CQ_DROP_ENC_SELF_RESID, layer, 0),
 			  w->tmp, d);
@@ -246,7 +212,7 @@ cross_attn_block(batch *bt, const cq_decoder_layer *L, int layer)
 	workspace  *w = &bt->w;
 	int			d = c->d_model;
 	float	   *q = w->qkv,
-			   *kv = w->qkv + (bt->nt + min_rows(c)) * d;
+			   *kv = w->qkv + bt->nt * d;
 	long		qrow = 0,
 				krow = 0;
 	cq_attention_args a = {
@@ -258,8 +224,8 @@ cross_attn_block(batch *bt, const cq_decoder_layer *L, int layer)
 
 	cq_layer_norm_rows(w->dec_x, w->h, bt->nt, d, L->cross_ln.w, L->cross_ln.b,
 					   CQ_LAYERNORM_EPS);
-	linear(bt, &L->cross_q, w->h, d, q, d, bt->nt);
-	linear(bt, &L->cross_kv, w->enc_x, d, kv, 2 * d, bt->ns);
+	cq_linear_rows(&L->cross_q, w->h, d, q, d, bt->nt);
+	cq_linear_rows(&L->cross_kv, w->enc_x, d, kv, 2 * d, bt->ns);
 	for (int b = 0; b < bt->n; b++)
 	{
 		bt->drop.pair_key = bt->pairs[b].key;
@@ -273,7 +239,7 @@ cross_attn_block(batch *bt, const cq_decoder_layer *L, int layer)
 		qrow += a.lq;
 		krow += a.lk;
 	}
-	linear(bt, &L->cross_out, w->ctx, d, w->tmp, d, bt->nt);
+	cq_linear_rows(&L->cross_out, w->ctx, d, w->tmp, d, bt->nt);
 	drop_rows(bt, true, c->dropout,
 			  cq_dropout_site(CQ_DROP_DEC_CROSS_RESID, layer, 0), w->tmp, d);
 	add_rows(w->dec_x, w->tmp, bt->nt * d);
@@ -325,10 +291,6 @@ score(batch *bt, const cq_forward_out *out)
 				v = c->tgt_vocab_size;
 	int			b = 0,
 				t = 0;
-	long		p = min_rows(c);
-
-	/* spare rows after the last position are zero input (see carve) */
-	memset(bt->w.h + bt->nt * d, 0, sizeof(float) * p * d);
 	for (int b2 = 0; b2 < bt->n; b2++)
 	{
 		out->sent_logp[b2] = 0.0;
@@ -340,8 +302,7 @@ score(batch *bt, const cq_forward_out *out)
 	{
 		int			rows = bt->nt - r0 < block ? (int) (bt->nt - r0) : (int) block;
 
-		cq_sgemm(false, true, rows > p ? rows : (int) p, v, d, 1.0f, bt->w.h + r0 * d, d,
-				 bt->m->out_proj, d, 0.0f, bt->w.logits, v);
+		cq_linear_rows(&bt->m->output, bt->w.h + r0 * d, d, bt->w.logits, v, rows);
 		for (int r = 0; r < rows; r++)
 		{
 			const cq_pair *p = &bt->pairs[b];

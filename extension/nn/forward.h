@@ -72,10 +72,9 @@ cq_nn_status cq_batch_shape_of(const cq_model *m, const cq_pair *pairs, int n_pa
 
 /*
  * Workspace bytes for a batch of this shape.  With d = d_model, F = ffn_dim,
- * V = target vocabulary, Ns/Nt = source/target positions, P = ceil(4096 /
- * min(d, V)) spare rows (see forward.c), N = max(Ns, Nt) + P,
- * L = max(max_src, max_tgt), R = max(min(Nt, max(64, 2^22 / V)), P):
- *   4 (d (Ns + Nt + 2P) + N (6 d + F) + L^2 + R V) + at most 704 bytes.
+ * V = target vocabulary, Ns/Nt = source/target positions, N = max(Ns, Nt),
+ * L = max(max_src, max_tgt), R = min(Nt, max(64, 2^22 / V)):
+ *   4 (d (Ns + Nt) + N (6 d + F) + L^2 + R V) + at most 704 bytes.
  */
 #define CQ_LOGIT_FLOATS (1L << 22)
 size_t		cq_forward_workspace_bytes(const cq_model_config *cfg,

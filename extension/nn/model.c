@@ -178,6 +178,7 @@ cq_model_new(const cq_model_config *cfg, cq_model **out, cq_nn_error *err)
 		m->tgt_embed = m->src_embed;
 	if (cfg->tie_output)
 		m->out_proj = m->tgt_embed;
+	m->output = (cq_linear) {m->out_proj, NULL, cfg->tgt_vocab_size, cfg->d_model, NULL};
 	if (m->sinusoid)
 		cq_sinusoid_table(m->sinusoid, cfg->max_positions, cfg->d_model);
 	*out = m;
@@ -194,6 +195,7 @@ cq_model_free(cq_model *m)
 	cq_free(m->tensors);
 	cq_free(m->raw);
 	cq_free(m->sinusoid);
+	cq_free(m->packed_raw);
 	cq_free(m);
 }
 

@@ -38,9 +38,10 @@ typedef struct cq_layer_norm
 typedef struct cq_linear
 {
 	float	   *w;					/* [out, in] */
-	float	   *b;					/* [out] */
+	float	   *b;					/* [out], or NULL (the output projection) */
 	int			out;
 	int			in;
+	float	   *packed;				/* w packed for inference (cq_model_pack), or NULL */
 } cq_linear;
 
 typedef struct cq_encoder_layer
@@ -83,12 +84,14 @@ typedef struct cq_model
 	float	   *src_pos;			/* [max_positions, d] learned, else NULL */
 	float	   *tgt_pos;
 	float	   *out_proj;			/* [tgt_vocab, d]; = tgt_embed if tied */
+	cq_linear	output;				/* out_proj as a linear without bias */
 	cq_encoder_layer *enc;
 	cq_decoder_layer *dec;
 	cq_layer_norm enc_ln;			/* final layer norms */
 	cq_layer_norm dec_ln;
 
 	float	   *sinusoid;			/* [max_positions, d] table, not a parameter */
+	void	   *packed_raw;			/* the allocation behind every linear's packed copy */
 } cq_model;
 
 /* A model with zero parameters (layer norms zero too) for cfg. */
@@ -102,6 +105,16 @@ void		cq_model_free(cq_model *m);
  * positions and an untied output projection N(0, 1/d), the <pad> rows 0.
  */
 void		cq_model_init_random(cq_model *m, uint64_t seed);
+
+/*
+ * Freeze a model for inference: pack every linear weight and the output
+ * projection once, in one allocation (about the size of those weights), for
+ * the row-independent kernel (rowgemm.h) that cq_linear_rows then uses.  A
+ * packed model is read-only; training works on unpacked models (OpenBLAS).
+ * cq_model_unpack frees the packed copies.
+ */
+cq_nn_status cq_model_pack(cq_model *m, cq_nn_error *err);
+void		cq_model_unpack(cq_model *m);
 
 /*
  * The size of a model of cfg without allocating it, for checks before

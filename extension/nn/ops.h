@@ -14,7 +14,13 @@
 void		cq_layer_norm_rows(const float *x, float *y, int rows, int d,
 							   const float *w, const float *b, float eps);
 
-/* y[rows, out] = x[rows, in] W^T + b  (W is [out, in]); ldx/ldy row strides. */
+/*
+ * y[rows, out] = x[rows, in] W^T + b  (W is [out, in]; b may be NULL);
+ * ldx/ldy row strides.  The one place inference multiplies by a weight
+ * matrix: with lin->packed (a model frozen by cq_model_pack) it runs the
+ * row-independent kernel (rowgemm.h), so each row's result is the same bits
+ * whatever other rows are in the call; without it (training) OpenBLAS.
+ */
 void		cq_linear_rows(const cq_linear *lin, const float *x, int ldx,
 						   float *y, int ldy, int rows);
 

@@ -59,9 +59,7 @@ void		cq_drop_packed(cq_dropout_stream *ds, const cq_pair *pairs, int n,
 
 /*
  * Rows of logits per output-projection block over `rows` positions: at most
- * CQ_LOGIT_FLOATS floats, at least 64 rows.  Each block call repacks W_out,
- * so blocks should be large; the bound keeps the buffer at 16 MB (V = 8000:
- * 524 rows).
+ * CQ_LOGIT_FLOATS floats (16 MB; V = 8000: 524 rows), at least 64 rows.
  */
 long		cq_logit_block_rows(const cq_model_config *c, long rows);
 

@@ -16,11 +16,11 @@ cq_softmax_rows(float *x, int rows, int cols, int ld, bool causal)
 
 		for (int i = 0; i < n; i++)
 			m = xr[i] > m ? xr[i] : m;
+		/* element-wise (vectorises), then the sum in index order */
 		for (int i = 0; i < n; i++)
-		{
 			xr[i] = cq_fast_expf(xr[i] - m);
+		for (int i = 0; i < n; i++)
 			sum += xr[i];
-		}
 		inv = 1.0f / sum;
 		for (int i = 0; i < n; i++)
 			xr[i] *= inv;

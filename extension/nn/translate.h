@@ -39,9 +39,11 @@
  *
  * Determinism: every per-sentence quantity (attention, softmax, search,
  * sampling) is computed from that sentence's rows alone, in a fixed order;
- * products with weight matrices go through cq_linear_rows.  A sentence's
- * output is therefore the same in any batch as far as cq_linear_rows gives a
- * row the same bits whatever other rows it is called with.
+ * products with weight matrices go through cq_linear_rows, which gives a row
+ * the same bits whatever other rows it is called with on a model packed by
+ * cq_model_pack (nn/rowgemm.h).  With such a model a sentence's output is the
+ * same in any batch, and its token log-probabilities are the teacher-forced
+ * forward's bit for bit.
  *
  * Memory: one caller-owned workspace of cq_translator_bytes() holds every
  * buffer: per slot the source, the cross-attention keys and values and the

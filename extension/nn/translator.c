@@ -134,13 +134,8 @@ carve(const cq_model *m, const cq_translate_options *o, int batch, int max_src,
 	t->ranked = take(&cv, sizeof(cq_ranked) * c->tgt_vocab_size);
 	t->iscratch = take(&cv, sizeof(int) * 3 * t->K);
 	t->bscratch = take(&cv, sizeof(bool) * 3 * t->K);
-	t->out_proj = (cq_linear) {m->out_proj, takef(&cv, c->tgt_vocab_size),
-		c->tgt_vocab_size, (int) d};
 	if (base)
-	{
-		memset(t->out_proj.b, 0, sizeof(float) * c->tgt_vocab_size);
 		*out = t;
-	}
 	return cv.off + 64;
 }
 

@@ -18,6 +18,10 @@ void		corpq_blas_ensure(void);
 /* Apply corpq.threads to an already loaded OpenBLAS (GUC assign hook). */
 void		corpq_blas_set_threads(int n);
 
+/* GUC corpq.blas_core: "auto" or the OpenBLAS core to load (blas_loader.c). */
+extern char *corpq_blas_core;
+void		corpq_blas_define_gucs(void);
+
 /* Route the core's allocations to palloc in CurrentMemoryContext. */
 void		corpq_install_allocator(void);
 

@@ -139,6 +139,9 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 	image = DatumGetByteaPP(d);
 	MemoryContextSwitchTo(cxt);
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
+	/* cached models serve inference: pack once for nn/rowgemm.h */
+	if (s == CQ_NN_OK)
+		s = cq_model_pack(m, &err);
 	MemoryContextSwitchTo(old);
 	SPI_finish();
 	MemoryContextDelete(tmp);

@@ -40,6 +40,7 @@ _PG_init(void)
 							4, 1, 1024,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	corpq_blas_define_gucs();
 	corpq_model_define_gucs();
 	MarkGUCPrefixReserved("corpq");
 	if (process_shared_preload_libraries_in_progress)

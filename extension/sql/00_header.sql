@@ -4,8 +4,11 @@
 -- The schema corpq is created by CREATE EXTENSION (corpq.control).
 GRANT USAGE ON SCHEMA corpq TO PUBLIC;
 
-CREATE FUNCTION corpq.blas_info() RETURNS text
+CREATE FUNCTION corpq.blas_info(OUT library text, OUT config text, OUT core text,
+                                OUT reason text, OUT threads integer,
+                                OUT inference_kernel text)
+    RETURNS record
     AS 'MODULE_PATHNAME', 'corpq_blas_info'
     LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION corpq.blas_info() IS
-    'the BLAS library this backend loaded for corpq, its build and thread count (loads it if needed)';
+    'the OpenBLAS this process loaded for corpq (loads it if needed): library file, build, core and why it was chosen, threads; and the inference kernel''s variant';

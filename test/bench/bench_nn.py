@@ -2,11 +2,16 @@
 
 Preset `small` (d 256, 3+3 layers, 4 heads, ffn 1024), vocabulary 8000 on
 both sides, 30-token sources and targets, one thread on both sides (the core's
-OpenBLAS via test/unit/blas_direct.c, torch.set_num_threads(1)).  Both compute
-the same outputs per target position: log p(gold), max probability, entropy,
-argmax.  Prints pairs/s, ratios, achieved GFLOP/s against single-thread sgemm
-measured in the same run, where the time goes, and memory figures.
-Usage: bench_nn.py [--quick]
+inference kernel nn/rowgemm.c; its training GEMM and PyTorch use OpenBLAS,
+torch.set_num_threads(1)).  Both compute the same outputs per target position:
+log p(gold), max probability, entropy, argmax.  Prints pairs/s, ratios,
+achieved GFLOP/s against single-thread OpenBLAS sgemm measured in the same
+run (and the row kernel on the same shapes), where the time goes, and memory.
+
+It runs once per OpenBLAS core type (blas_cores.py: the default the extension
+would choose, then each forced core, each in its own process) and ends with a
+table of the figures per core.
+Usage: bench_nn.py [--quick] [--cores=default,Haswell,...]
 """
 import ctypes
 import os
@@ -17,6 +22,8 @@ import time
 
 import numpy as np
 import torch
+
+import blas_cores
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -69,40 +76,80 @@ def sgemm_gflops(lib, m, n, k, reps):
 
 
 def gemm_calls(cfg, batch, S, T):
-    """(m, n, k, trans_b, count) of every cq_sgemm a forward of `batch` pairs
-    with S source and T target positions makes (forward.c)."""
+    """(m, n, k, form, count) of every product a forward of `batch` pairs with
+    S source and T target positions makes (forward.c, attention.c): "packed"
+    for the linear layers and the output projection, "nt" for Q K^T, "nn" for
+    P V (nn/rowgemm.h)."""
     d, f, v, h = cfg["d_model"], cfg["ffn_dim"], cfg["tgt_vocab_size"], cfg["heads"]
     rs, rt, dh = batch * S, batch * T, d // h
     L_e, L_d = cfg["encoder_layers"], cfg["decoder_layers"]
     block = min(rt, max(64, (1 << 22) // v))
-    calls = [(rs, 3 * d, d, True, L_e), (rs, d, d, True, L_e), (rs, f, d, True, L_e),
-             (rs, d, f, True, L_e),
-             (S, S, dh, True, L_e * batch * h), (S, dh, S, False, L_e * batch * h),
-             (rt, 3 * d, d, True, L_d), (rt, d, d, True, 3 * L_d), (rs, 2 * d, d, True, L_d),
-             (rt, f, d, True, L_d), (rt, d, f, True, L_d),
-             (T, T, dh, True, L_d * batch * h), (T, dh, T, False, L_d * batch * h),
-             (T, S, dh, True, L_d * batch * h), (T, dh, S, False, L_d * batch * h)]
+    calls = [(rs, 3 * d, d, "packed", L_e), (rs, d, d, "packed", L_e), (rs, f, d, "packed", L_e),
+             (rs, d, f, "packed", L_e),
+             (S, S, dh, "nt", L_e * batch * h), (S, dh, S, "nn", L_e * batch * h),
+             (rt, 3 * d, d, "packed", L_d), (rt, d, d, "packed", 3 * L_d), (rs, 2 * d, d, "packed", L_d),
+             (rt, f, d, "packed", L_d), (rt, d, f, "packed", L_d),
+             (T, T, dh, "nt", L_d * batch * h), (T, dh, T, "nn", L_d * batch * h),
+             (T, S, dh, "nt", L_d * batch * h), (T, dh, S, "nn", L_d * batch * h)]
     full, rest = divmod(rt, block)
-    calls.append((block, v, d, True, full))
+    calls.append((block, v, d, "packed", full))
     if rest:
-        calls.append((rest, v, d, True, 1))
+        calls.append((rest, v, d, "packed", 1))
     return calls
 
 
-def gemm_ceiling(lib, calls, reps):
-    """Seconds the forward's GEMMs take when timed alone (ctypes loop)."""
-    f = lib.cq_sgemm
-    total = 0.0
-    for m, n, k, tb, count in calls:
-        a = np.random.rand(m, k).astype(np.float32)
+def bind_rowgemm(lib):
+    P, I, L = ctypes.c_void_p, ctypes.c_int, ctypes.c_long
+    lib.cq_rowgemm_packed_floats.restype = ctypes.c_size_t
+    lib.cq_rowgemm_packed_floats.argtypes = [I, I]
+    lib.cq_rowgemm_pack.argtypes = [P, L, I, I, P]
+    lib.cq_rowgemm_packed.argtypes = [P, I, I, P, P, L, P, L, I]
+    for f in (lib.cq_rowgemm_nt, lib.cq_rowgemm_nn):
+        f.argtypes = [P, L, P, L, P, P, L, I, I, I]
+    lib.cq_rowgemm_isa_name.restype = ctypes.c_char_p
+    lib.cq_rowgemm_machine.restype = I
+
+
+def rowgemm_call(lib, m, n, k, form):
+    """A closure running one product of the row kernel on random data."""
+    a = np.random.rand(m, k).astype(np.float32)
+    c = np.empty((m, n), np.float32)
+    if form == "packed":
+        w = np.random.rand(n, k).astype(np.float32)
+        p = np.empty(lib.cq_rowgemm_packed_floats(n, k), np.float32)
+        lib.cq_rowgemm_pack(w.ctypes.data, k, n, k, p.ctypes.data)
+        return lambda: lib.cq_rowgemm_packed(p.ctypes.data, n, k, None, a.ctypes.data, k,
+                                             c.ctypes.data, n, m), (a, c, w, p)
+    if form == "nt":
         b = np.random.rand(n, k).astype(np.float32)
-        c = np.empty((m, n), np.float32)
-        ldb = k if tb else n
+        return lambda: lib.cq_rowgemm_nt(a.ctypes.data, k, b.ctypes.data, k, None,
+                                         c.ctypes.data, n, m, n, k), (a, b, c)
+    b = np.random.rand(k, n).astype(np.float32)
+    return lambda: lib.cq_rowgemm_nn(a.ctypes.data, k, b.ctypes.data, n, None,
+                                     c.ctypes.data, n, m, n, k), (a, b, c)
+
+
+def rowgemm_gflops(lib, m, n, k, reps):
+    fn, keep = rowgemm_call(lib, m, n, k, "packed")
+    return 2.0 * m * n * k / best_time(fn, reps) / 1e9
+
+
+def gemm_ceiling(lib, calls, reps):
+    """Seconds the forward's products take when timed alone (the row kernel)."""
+    total = 0.0
+    for m, n, k, form, count in calls:
+        fn, keep = rowgemm_call(lib, m, n, k, form)
         loops = max(1, min(count, 200))
-        t = best_time(lambda: [f(False, tb, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, ldb,
-                                 0.0, c.ctypes.data, n) for _ in range(loops)], reps)
+        t = best_time(lambda: [fn() for _ in range(loops)], reps)
         total += t / loops * count
     return total
+
+
+def packed_floats(lib, cfg):
+    d, f, v = cfg["d_model"], cfg["ffn_dim"], cfg["tgt_vocab_size"]
+    shapes = cfg["encoder_layers"] * [(3 * d, d), (d, d), (f, d), (d, f)]
+    shapes += cfg["decoder_layers"] * [(3 * d, d), (d, d), (d, d), (2 * d, d), (d, d), (f, d), (d, f)]
+    return sum(lib.cq_rowgemm_packed_floats(n, k) for n, k in shapes + [(v, d)])
 
 
 def core_rate(core, m, pairs, batch, reps, mc=None):
@@ -118,8 +165,13 @@ def torch_rate(ref, pairs, batch, reps):
 
 
 def main():
+    if not blas_cores.is_child():
+        blas_cores.run_all(__file__, ["corpq_b1", "corpq_b64", "torch_b1", "torch_b64",
+                                      "sgemm", "b1_of_sgemm", "b64_of_sgemm"])
+        return
     torch.set_num_threads(1)
     core = tt.Core(lib_path())
+    bind_rowgemm(core.lib)
     rng = np.random.default_rng(0)
     cfg = tt.make_config("small", V, V)
     w = tt.random_weights(cfg, 1)
@@ -136,6 +188,9 @@ def main():
     pairs_v = [(rng.integers(4, 64, LEN).tolist(), rng.integers(4, 64, LEN).tolist())
                for _ in range(n64)]
 
+    print("OpenBLAS core %s; inference kernel %s; load average %.1f"
+          % (blas_cores.in_use(), core.lib.cq_rowgemm_isa_name(core.lib.cq_rowgemm_machine()).decode(),
+             os.getloadavg()[0]))
     # the same numbers from both
     a, b = core.score(m, pairs[:4]), ref.score(pairs[:4])
     err = max(float(np.abs(x["logp"] - y["logp"]).max()) for x, y in zip(a, b))
@@ -156,15 +211,23 @@ def main():
     g_peak = max(sgemm_gflops(core.lib, 1984, V, 256, reps),
                  sgemm_gflops(core.lib, 1024, 1024, 1024, reps))
     g_ffn = sgemm_gflops(core.lib, 1984, 1024, 256, reps)
+    r_out = rowgemm_gflops(core.lib, 1984, V, 256, reps)
+    r_ffn = rowgemm_gflops(core.lib, 1984, 1024, 256, reps)
+    r_row = rowgemm_gflops(core.lib, LEN + 1, V, 256, reps)
+    g_row = sgemm_gflops(core.lib, LEN + 1, V, 256, reps)
+    frac = {}
     for label, rate in (("batch  1", c1), ("batch 64", c64)):
         g = flops * rate / 1e9
+        frac[label] = g / g_peak
         print("%s: %.2f GFLOP/pair -> %.1f GFLOP/s = %.2f of single-thread sgemm (%.1f GFLOP/s)"
               % (label, flops / 1e9, g, g / g_peak, g_peak))
-    print("  (sgemm of an FFN-shaped product 1984x1024x256: %.1f GFLOP/s)" % g_ffn)
+    print("  products alone, row kernel vs sgemm: output 1984x%dx256 %.1f vs %.1f GFLOP/s, "
+          "FFN 1984x1024x256 %.1f vs %.1f, one pair's output %dx%dx256 %.1f vs %.1f"
+          % (V, r_out, g_peak, r_ffn, g_ffn, LEN + 1, V, r_row, g_row))
     for label, batch, rate in (("batch  1", 1, c1), ("batch 64", 64, c64)):
         t_gemm = gemm_ceiling(core.lib, gemm_calls(cfg, batch, LEN + 1, LEN + 1), reps)
         t_fwd = batch / rate
-        print("%s: the forward's own GEMM shapes timed alone take %.0f%% of its time "
+        print("%s: the forward's own products timed alone take %.0f%% of its time "
               "(ceiling %.1f GFLOP/s; achieved/ceiling %.2f)"
               % (label, 100 * t_gemm / t_fwd, flops * batch / t_gemm / 1e9, t_gemm / t_fwd))
 
@@ -178,8 +241,11 @@ def main():
     ws1 = core.workspace_bytes(m, pairs[:1])
     ws64 = core.workspace_bytes(m, pairs[:64])
     nparam = sum(int(np.prod(s)) for s in tt.tensor_shapes(cfg).values())
-    print("memory: parameters %.1f MB (%d floats); workspace %.2f MB at batch 1, %.1f MB at batch 64"
-          % (nparam * 4 / 1e6, nparam, ws1 / 1e6, ws64 / 1e6))
+    print("memory: parameters %.1f MB (%d floats), packed copies %.1f MB; workspace %.2f MB at "
+          "batch 1, %.1f MB at batch 64"
+          % (nparam * 4 / 1e6, nparam, packed_floats(core.lib, cfg) * 4 / 1e6, ws1 / 1e6, ws64 / 1e6))
+    blas_cores.result(corpq_b1=c1, corpq_b64=c64, torch_b1=t1, torch_b64=t64, sgemm=g_peak,
+                      b1_of_sgemm=frac["batch  1"], b64_of_sgemm=frac["batch 64"])
     core.free(m)
     core.free(m_v)
 

@@ -8,6 +8,9 @@
 #   - a forced parallel plan, 2 workers vs 1, on a 20k-row table
 #   - first-call latency (resolve + vocabularies + model load) and later calls
 #   - backend RSS after loading the model vs the weight image size
+#   - the OpenBLAS core in use, and per-row / batched rates with the default
+#     core against each forced one (corpq.blas_core per session; scoring runs
+#     the row kernel nn/rowgemm.c, so they should agree within noise)
 # Prints figures and ratios measured in this run; asserts nothing on time.
 # Usage: bench_score.sh [--quick]
 set -euo pipefail
@@ -51,18 +54,21 @@ VACUUM ANALYZE p20k;
 VACUUM ANALYZE p4k;
 SQL
 
-OPENBLAS_NUM_THREADS=1 CORPQ_CORE_LIB="$PWD/test/libcorpqcore.so" /usr/bin/python3 - "$@" <<'PY'
+OPENBLAS_NUM_THREADS=1 CORPQ_CORE_LIB="$PWD/test/libcorpqcore.so" test/with-blas-core.sh \
+	/usr/bin/python3 - "$@" <<'PY'
 import base64, os, re, subprocess, sys, time
 sys.path.insert(0, "test/ref")
 import torch_transformer as tt
 
 QUICK = "--quick" in sys.argv
 
-def psql(*cmds, timing=False):
+def psql(*cmds, timing=False, core=None):
+    """Statements in one session; core: its corpq.blas_core."""
     args = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-F", "\t"]
     for c in (["\\timing on"] if timing else []) + list(cmds):
         args += ["-c", c]
-    r = subprocess.run(args, capture_output=True, text=True)
+    env = dict(os.environ, PGOPTIONS="-c corpq.blas_core=%s" % core) if core else None
+    r = subprocess.run(args, capture_output=True, text=True, env=env)
     if r.returncode:
         sys.exit("psql failed: " + r.stderr)
     return r.stdout
@@ -81,6 +87,9 @@ print("data: %d real en-es pairs cut to 30 whitespace tokens (mean %.1f / %.1f t
       "vocabularies of 8000; share of pairs with an <unk>: %.2f" % (n30, float(tok[0]), float(tok[1]), float(tok[2])))
 print("load average at start: %.1f %.1f %.1f (2 cores; times below are CPU times of the "
       "scoring process unless marked wall)" % os.getloadavg())
+info = psql("SELECT core, reason, inference_kernel FROM corpq.blas_info()").strip().split("\t")
+print("OpenBLAS core: server %s (%s), this process %s; inference kernel %s"
+      % (info[0], info[1], os.environ.get("OPENBLAS_CORETYPE"), info[2]))
 
 # ---- the core alone on the same weights and ids (CPU time of this thread)
 blob = base64.b64decode(psql("SELECT encode(corpq.model_export('small'), 'base64')").replace("\n", ""))
@@ -100,8 +109,9 @@ def core_time(runs):
         core.run(r)
     return time.thread_time() - t
 
-def cpu_of(stmt):
-    out = psql("SELECT corpq.sent_prob('small', 'a', 'b') > 0", "SELECT cpu_ticks()", stmt, "SELECT cpu_ticks()")
+def cpu_of(stmt, core=None):
+    out = psql("SELECT corpq.sent_prob('small', 'a', 'b') > 0", "SELECT cpu_ticks()", stmt, "SELECT cpu_ticks()",
+               core=core)
     v = out.split()
     return (int(v[-1]) - int(v[-3])) / os.sysconf("SC_CLK_TCK")
 
@@ -123,11 +133,29 @@ print("batched score(): batch 64 %.1f pairs/s (batch 1: %.1f), core alone batch 
       "SQL/core %.2f; score() batch 64 vs per-row sent_prob %.2fx"
       % (sql_batch, sql_b1, core_64, sql_batch / core_64, sql_batch / sql_row))
 
+# ---- the default core against each forced one (one session each)
+per_core = {}
+for c in ("auto", "Prescott", "Sandybridge", "Haswell", "SkylakeX", "Zen"):
+    chk = subprocess.run(["test/blas_core", c], capture_output=True, text=True) if c != "auto" else None
+    if chk is not None and chk.returncode:
+        print("  skip %s: %s" % (c, chk.stderr.strip()))
+        continue
+    row = min(cpu_of("SELECT sum(corpq.sent_prob('small', src, tgt)) FROM p30", core=c) for _ in range(2))
+    b64 = min(cpu_of("SELECT count(*) FROM corpq.score('small', 'SELECT id, src, tgt FROM p30', 'sent_prob', 64)", core=c)
+              for _ in range(2))
+    per_core[c] = (n30 / row, n30 / b64)
+print("per OpenBLAS core (corpq.blas_core), pairs/s per-row / score() batch 64: " +
+      ", ".join("%s %.1f / %.1f" % (c, r, b) for c, (r, b) in per_core.items()))
+forced = [v for c, v in per_core.items() if c != "auto"]
+if forced:
+    print("  default / best forced core: per-row %.3f, batch 64 %.3f"
+          % (per_core["auto"][0] / max(v[0] for v in forced), per_core["auto"][1] / max(v[1] for v in forced)))
+
 # ---- first call and memory in a fresh backend
 pidq = "SELECT pg_backend_pid()"
 out = subprocess.run(["psql", "-X", "-q", "-At"], input="""
 \\timing on
-SELECT corpq.blas_info() IS NOT NULL;
+SELECT core IS NOT NULL FROM corpq.blas_info();
 SELECT pg_backend_pid();
 \\! sleep 0
 SELECT 'rss0';

@@ -7,9 +7,12 @@ batch of ~4k target tokens (random ids, lengths 10..40), dropout 0.1,
 label smoothing 0.1, AdamW.  PyTorch runs test/ref/torch_transformer.ref_loss
 (padded batch, F.* ops, autograd) in float32 + torch.optim.AdamW.  Also the
 single-thread sgemm rate of OpenBLAS (1024^3) as the ceiling, the GFLOP/s of
-each side, and the core's memory (state + workspace).
+each side, and the core's memory (state + workspace).  Training multiplies
+with OpenBLAS on both sides, so the kernels matter: it runs once per OpenBLAS
+core type (blas_cores.py: the default the extension would choose, then each
+forced core, each in its own process) and ends with a table per core.
 
-Usage: CORPQ_CORE_LIB=test/libcorpqcore.so /usr/bin/python3 test/bench/bench_train.py [steps]
+Usage: /usr/bin/python3 test/bench/bench_train.py [steps] [--cores=default,Haswell,...]
 """
 import ctypes
 import os
@@ -19,6 +22,8 @@ import time
 
 import numpy as np
 import torch
+
+import blas_cores
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ref"))
 import torch_transformer as tt  # noqa: E402
@@ -58,7 +63,11 @@ def step_flops(cfg, pairs):
 
 
 def main():
-    steps = int(sys.argv[1]) if len(sys.argv) > 1 else 3
+    if not blas_cores.is_child():
+        blas_cores.run_all(__file__, ["core_tok_s", "torch_tok_s", "ratio", "sgemm"])
+        return
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    steps = int(args[0]) if args else 3
     torch.set_num_threads(1)
     rng = random.Random(1)
     cfg = tt.make_config("small", 8000, 8000)
@@ -102,6 +111,7 @@ def main():
         t_time += (time.perf_counter() - t) / steps
     ws = st.contents.ws_bytes
     peak = max(peak0, sgemm_peak())     # best of before and after: the machine is shared
+    print("OpenBLAS core %s; load average %.1f" % (blas_cores.in_use(), os.getloadavg()[0]))
     print("small, vocab 8000, %d pairs, %d target tokens (fairseq budget %d), 1 thread, %d steps"
           % (len(pairs), nt, budget, steps))
     print("  core   : %.3f s/step  %7.0f target tok/s  %5.1f GFLOP/s  (%.0f%% of sgemm peak)"
@@ -113,6 +123,8 @@ def main():
     print("  core memory: state 4 x %d floats = %.1f MB, workspace %.1f MB"
           % (n_floats, 16 * n_floats / 2 ** 20, ws / 2 ** 20))
     print("  last core loss %.3f" % s["loss"])
+    blas_cores.result(core_tok_s=nt / c_time, torch_tok_s=nt / t_time, ratio=t_time / c_time,
+                      sgemm=peak)
     core.lib.cq_train_state_free(st)
     core.free(m)
 

@@ -62,6 +62,10 @@ FROM mono m, umax
 ORDER BY corpq.uncsamp(corpq.mono_uncertainty('lex', m.sentence), umax.u, 2, m.id, 42) DESC LIMIT 5;
 
 \echo '== 8. Train a tiny transformer in a background worker (whitespace vocabularies over the BPE), then score inside queries'
+\echo 'the OpenBLAS kernels this backend loads (training multiplies with them; scoring runs the row kernel)'
+\x on
+SELECT * FROM corpq.blas_info();
+\x off
 SELECT corpq.model_create('demo', '{"preset": "tiny"}', 'en', 'es', 1) AS version;
 SELECT corpq.train('demo', 'SELECT src, tgt, domain FROM train_subset WHERE id NOT LIKE ''%7''',
                    'SELECT src, tgt, domain FROM train_subset WHERE id LIKE ''%7''',

@@ -19,7 +19,7 @@ pm=$(head -1 "$datadir/postmaster.pid")
 tmp=$(mktemp)
 q > "$tmp" <<'SQL' &
 SET corpq.threads = 2;
-SELECT corpq.blas_info();
+SELECT 'threads=' || threads FROM corpq.blas_info();
 SELECT pg_sleep(2);
 SQL
 sleep 1
@@ -34,7 +34,7 @@ echo "$out" | grep -q "threads=2" || fail "blas_info did not report threads=2: $
 
 # Eight concurrent backends load BLAS and compute; none may hang (timeout).
 for i in $(seq 8); do
-	timeout 60 psql -X -v ON_ERROR_STOP=1 -Atq -c "SELECT corpq.blas_info()" \
+	timeout 60 psql -X -v ON_ERROR_STOP=1 -Atq -c "SELECT core FROM corpq.blas_info()" \
 		-c "SELECT round(sum(w)::numeric, 9) FROM (SELECT corpq.temperature_weights(g, 2) OVER () w FROM generate_series(1, 20000) g) s" \
 		> "/tmp/corpq_preload_$$_$i.out" &
 done

@@ -22,8 +22,23 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_transformer as tt  # noqa: E402
 
-TOL_LOGP = 1e-4       # absolute, per position
-TOL_SENT = 1e-5       # relative, sentence log-prob and geometric mean
+# Tolerances, float32 core against float64 PyTorch (u = 2^-24 = 6.0e-8):
+# every product is a dot product of length K <= 1024 (ffn of `small`), off by
+# ~sqrt(K) u = 1.9e-6 relative to sum |x w| with independent roundings (K u =
+# 6e-5 in the worst case).  The residual stream collects one such error per
+# sublayer, at most 3 + 3 layers x 3 = 18, and layer norm keeps its scale at 1,
+# so the final hidden state h is off by ~18 sqrt(K) u = 3.5e-5 relative; a
+# logit h.w (|h| ~ sqrt(d) after layer norm, |w| ~ 1) then moves by ~3.5e-5 for
+# an error not aligned with w, and a log-softmax value by at most twice the
+# largest logit error: 7e-5.  p_max = exp(max logp) <= 1 and the entropy
+# ln Z - sum p z move by about as much in absolute terms.
+TOL_LOGP = 1e-4       # absolute, per position (log p, p_max, entropy)
+# The sentence log-prob sums n positions each within TOL_LOGP, and each |log p|
+# of these untrained models is ~ln V >= ln 300 = 5.7 (near-uniform outputs):
+# relative error <= TOL_LOGP / 5.7 = 1.8e-5.  The geometric mean exp(mean log p)
+# moves by the mean's absolute error, i.e. TOL_LOGP relative.
+TOL_SENT = 2e-5       # relative, sentence log-prob
+TOL_GEO = TOL_LOGP    # relative, geometric-mean probability
 failures = []
 
 
@@ -61,7 +76,7 @@ def compare(name, ref, got):
             am_bad += 1
     check(e_lp <= TOL_LOGP, "%s: logp err %.3g" % (name, e_lp))
     check(e_pm <= TOL_LOGP and e_h <= TOL_LOGP, "%s: p_max/entropy err %.3g/%.3g" % (name, e_pm, e_h))
-    check(e_s <= TOL_SENT and e_g <= TOL_SENT, "%s: sentence err %.3g/%.3g" % (name, e_s, e_g))
+    check(e_s <= TOL_SENT and e_g <= TOL_GEO, "%s: sentence err %.3g/%.3g" % (name, e_s, e_g))
     check(am_bad == 0, "%s: %d argmax mismatches" % (name, am_bad))
     print("  %-34s max|dlogp| %.2e  max|dp_max| %.2e  max|dH| %.2e  rel sent %.2e  rel geo %.2e"
           % (name, e_lp, e_pm, e_h, e_s, e_g))

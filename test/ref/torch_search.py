@@ -335,10 +335,3 @@ class CoreTranslate(tt.Core):
 
     def translate(self, m, srcs, ids, o, batch=32):
         return self.run_translate(self.prepare_translate(m, srcs, ids, o, batch))
-
-    def reference_gemm(self, on):
-        """Bind the core's portable reference GEMM (on) or OpenBLAS back (off)."""
-        if on:
-            self._openblas = self.lib.cq_blas_bind(None)
-        else:
-            self.lib.cq_blas_bind(self._openblas)

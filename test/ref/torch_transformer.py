@@ -527,7 +527,7 @@ class Core:
             raise CoreError(rc, err.message.decode())
         self.lib.cq_model_init_random.argtypes = [ctypes.POINTER(_Model), ctypes.c_uint64]
         self.lib.cq_model_init_random(m, seed)
-        return m
+        return self._pack(m)
 
     def save(self, m):
         """The weight file image the core writes (cq_modelfile_write)."""
@@ -544,10 +544,21 @@ class Core:
         return buf.raw
 
     def load(self, blob):
+        """A model from a file image, packed for inference as the extension's
+        model cache does (cq_model_pack); training copies it unpacked."""
         m = ctypes.POINTER(_Model)()
         err = _Error()
         rc = self.lib.cq_modelfile_load(blob, len(blob), ctypes.byref(m), ctypes.byref(err))
         if rc:
+            raise CoreError(rc, err.message.decode())
+        return self._pack(m)
+
+    def _pack(self, m):
+        err = _Error()
+        self.lib.cq_model_pack.argtypes = [ctypes.POINTER(_Model), ctypes.c_void_p]
+        rc = self.lib.cq_model_pack(m, ctypes.byref(err))
+        if rc:
+            self.lib.cq_model_free(m)
             raise CoreError(rc, err.message.decode())
         return m
 

@@ -15,6 +15,7 @@ tiny(int vocab)
 	c.max_positions = 10;
 	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
 	cq_model_init_random(m, 3);
+	CHECK_INT_EQ(cq_model_pack(m, &err), CQ_NN_OK);
 	return m;
 }
 

@@ -171,6 +171,52 @@ TEST(attention_vs_naive_with_causal_mask)
 }
 
 /* Inverted dropout: about p dropped, the rest scaled, keyed by coordinates. */
+/*
+ * Batch and step invariance of attention (ops.h, attention.c): a causal row i
+ * of a whole sentence equals, bitwise, the same query over keys 0..i alone
+ * (an incremental decoder's step), and a query computed alone equals it
+ * computed with the other queries.
+ */
+TEST(attention_rows_equal_incremental_steps)
+{
+	enum
+	{
+		L = 37, H = 4, DH = 24, D = H * DH
+	};
+	float	   *q = malloc(sizeof(float) * L * D),
+			   *k = malloc(sizeof(float) * L * D),
+			   *v = malloc(sizeof(float) * L * D),
+			   *out = malloc(sizeof(float) * L * D),
+			   *scores = malloc(sizeof(float) * L * L),
+				one[D];
+	unsigned	s = 5;
+
+	for (int i = 0; i < L * D; i++)
+	{
+		s = s * 1103515245u + 12345u;
+		q[i] = (float) ((s >> 8) & 0xFFFF) / 16384.0f - 2.0f;
+		k[i] = (float) ((s >> 12) & 0xFFFF) / 16384.0f - 2.0f;
+		v[i] = (float) ((s >> 4) & 0xFFFF) / 8192.0f - 4.0f;
+	}
+	for (int causal = 0; causal < 2; causal++)
+	{
+		cq_attention_args all = {q, k, v, D, D, D, out, D, L, L, H, DH, causal, scores};
+
+		cq_attention(&all);
+		for (int i = 0; i < L; i++)
+		{
+			cq_attention_args step = {q + i * D, k, v, D, D, D, one, D, 1,
+			causal ? i + 1 : L, H, DH, false, scores};
+
+			cq_attention(&step);
+			if (memcmp(one, out + i * D, sizeof(one)) != 0)
+				unit_fail(__FILE__, __LINE__, "%s row %d differs from its query alone",
+						  causal ? "causal" : "full", i);
+		}
+	}
+	free(q), free(k), free(v), free(out), free(scores);
+}
+
 TEST(dropout_rate_scale_and_keys)
 {
 	static float x[20000],

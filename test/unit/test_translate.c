@@ -1,13 +1,16 @@
 /*
  * The translator (nn/translate.h) against the teacher-forced forward.
  *
- * Under the portable reference GEMM (cq_sgemm_reference: one double dot
- * product per output element, the same whatever the shape of the call) the
- * incremental decoder does the forward's arithmetic row for row, so every
- * returned token log-probability must equal the forward's log p(gold) BIT
- * FOR BIT, and a sentence must decode to the same bits in any batch.  Under
- * OpenBLAS the shapes of the products differ (one row per step vs all
- * positions at once), so the equality holds within TOL_OPENBLAS.
+ * With a packed model (cq_model_pack, as the extension's model cache does)
+ * every product runs the row-independent kernel (nn/rowgemm.h), and so does
+ * attention; the incremental decoder then does the forward's arithmetic row
+ * for row, so every returned token log-probability must equal the forward's
+ * log p(gold) BIT FOR BIT, and a sentence must decode to the same bits in any
+ * batch -- whatever OPENBLAS_CORETYPE the test runs under.  The same holds for
+ * an unpacked model under the portable reference GEMM (cq_sgemm_reference:
+ * one double dot product per element).  An unpacked model under OpenBLAS
+ * (training's path) gets shape-dependent products (one row per step vs all
+ * positions at once), so there the equality holds within TOL_OPENBLAS.
  */
 #include "unit.h"
 
@@ -68,6 +71,16 @@ static cq_model *
 model(int vs, int vt, uint64_t seed, bool sharp)
 {
 	return model_of(vs, vt, seed, sharp, false);
+}
+
+/* The same, frozen for inference. */
+static cq_model *
+packed(cq_model *m)
+{
+	cq_nn_error err;
+
+	CHECK_INT_EQ(cq_model_pack(m, &err), CQ_NN_OK);
+	return m;
 }
 
 /* What a test keeps of one translated sentence. */
@@ -275,6 +288,32 @@ TEST(translate_equals_forward_bitwise_under_reference_gemm)
 	cq_blas_bind(prev);
 }
 
+/* Packed (the extension's inference path), under OpenBLAS: bit for bit. */
+TEST(translate_equals_forward_bitwise_packed)
+{
+	cq_model   *m = packed(model(40, 45, 11, true));
+	cq_source	srcs[6];
+	int32_t		ids[6][10];
+	kept		out[6];
+	sink		k = {0};
+	cq_nn_error err;
+	const int	beams[3] = {1, 3, 5};
+
+	sources(srcs, ids, 6, 40, 3);
+	for (int variant = 0; variant < 2; variant++)
+	{
+		for (int b = 0; b < 3; b++)
+		{
+			cq_translate_options o = beam_options(beams[b], beams[b], b == 2 ? 0.6 : 1.0);
+
+			CHECK_INT_EQ(run(m, &o, srcs, 6, 4, out, &k, &err), CQ_NN_OK);
+			against_forward(m, &o, srcs, out, 6, true);
+		}
+		cq_model_free(m);
+		m = variant == 0 ? packed(model_of(40, 45, 23, true, true)) : NULL;
+	}
+}
+
 TEST(translate_equals_forward_within_tolerance_under_openblas)
 {
 	cq_model   *m = model(40, 45, 12, false);
@@ -363,7 +402,7 @@ same_kept(const kept *a, const kept *b)
 
 /* Alone, in batches of 2, 3 and 8, reversed: the same bits per sentence. */
 static void
-check_batch_invariance(const cq_translate_options *o)
+check_batch_invariance(const cq_translate_options *o, bool pack)
 {
 	cq_model   *m = model(40, 45, 14, true);
 	cq_source	srcs[8],
@@ -377,6 +416,8 @@ check_batch_invariance(const cq_translate_options *o)
 	cq_nn_error err;
 	const int	batches[3] = {2, 3, 8};
 
+	if (pack)
+		packed(m);
 	sources(srcs, ids, 8, 40, 6);
 	for (int i = 0; i < 8; i++)
 	{
@@ -407,12 +448,24 @@ TEST(translate_batch_invariant_under_reference_gemm)
 	cq_sgemm_fn prev = cq_blas_bind(NULL);
 	cq_translate_options o = beam_options(3, 2, 1.0);
 
-	check_batch_invariance(&o);
+	check_batch_invariance(&o, false);
 	o.search = CQ_SEARCH_SAMPLE;
 	o.topk = 5;
 	o.seed = 9;
-	check_batch_invariance(&o);
+	check_batch_invariance(&o, false);
 	cq_blas_bind(prev);
+}
+
+/* The extension's inference path: packed, under OpenBLAS (any core type). */
+TEST(translate_batch_invariant_packed)
+{
+	cq_translate_options o = beam_options(3, 2, 1.0);
+
+	check_batch_invariance(&o, true);
+	o.search = CQ_SEARCH_SAMPLE;
+	o.topk = 5;
+	o.seed = 9;
+	check_batch_invariance(&o, true);
 }
 
 TEST(translate_sampling_topk1_is_greedy)
