@@ -26,10 +26,10 @@ num(double x)
 void
 train_log_write(int64 job, const TrainLogRow *r)
 {
-	Oid			argtypes[11] = {INT8OID, INT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID,
-	FLOAT8OID, INT8OID, FLOAT8OID, FLOAT8OID, TEXTOID, FLOAT8OID};
-	Datum		v[11];
-	char		nulls[11] = "           ";
+	Oid			argtypes[12] = {INT8OID, INT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID,
+	FLOAT8OID, INT8OID, FLOAT8OID, FLOAT8OID, TEXTOID, FLOAT8OID, TEXTOID};
+	Datum		v[12];
+	char		nulls[12] = "            ";
 
 	v[0] = Int64GetDatum(job);
 	v[1] = Int64GetDatum(r->step);
@@ -42,15 +42,18 @@ train_log_write(int64 job, const TrainLogRow *r)
 	v[8] = Float8GetDatum(r->grad_norm);
 	v[9] = r->dev_json ? CStringGetTextDatum(r->dev_json) : (Datum) 0;
 	v[10] = Float8GetDatum(r->dev_loss);
+	v[11] = r->schedule_json ? CStringGetTextDatum(r->schedule_json) : (Datum) 0;
 	if (!r->dev_json)
 		nulls[9] = nulls[10] = 'n';
+	if (!r->schedule_json)
+		nulls[11] = 'n';
 	/* the log is cheap to lose in a crash (resume rewrites it): no flush wait */
 	SPI_execute("SET LOCAL synchronous_commit = off", false, 0);
 	if (SPI_execute_with_args("INSERT INTO corpq.train_log (job, step, epoch, train_loss, train_nll, lr, "
-							  "tokens, tokens_per_s, grad_norm, dev, dev_loss, dev_ppl) "
+							  "tokens, tokens_per_s, grad_norm, dev, dev_loss, dev_ppl, schedule) "
 							  "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10::pg_catalog.jsonb, $11, "
-							  "pg_catalog.exp($11))",
-							  11, argtypes, v, nulls, false, 0) != SPI_OK_INSERT)
+							  "pg_catalog.exp($11), $12::pg_catalog.jsonb)",
+							  12, argtypes, v, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into corpq.train_log");
 }
 
@@ -80,6 +83,8 @@ cursor_json(const TrainCursor *c)
 					 c->best_version, c->first_version);
 	if (c->sampler_state)
 		appendStringInfo(&b, ", \"sampler\": %s", c->sampler_state);
+	if (c->schedule)
+		appendStringInfo(&b, ", \"schedule\": %s", c->schedule);
 	appendStringInfoChar(&b, '}');
 	return b.data;
 }
@@ -240,6 +245,9 @@ train_checkpoint_resume(int64 job, cq_train_state **st, TrainCursor *cur)
 	cur->sampler_state = cursor_get(cursor, "{sampler}");
 	if (cur->sampler_state)
 		cur->sampler_state = MemoryContextStrdup(caller, cur->sampler_state);
+	cur->schedule = cursor_get(cursor, "{schedule}");
+	if (cur->schedule)
+		cur->schedule = MemoryContextStrdup(caller, cur->schedule);
 	if (cursor_get(cursor, psprintf("{streams,%d}", cur->n_streams - 1)) == NULL ||
 		cursor_get(cursor, psprintf("{streams,%d}", cur->n_streams)) != NULL ||
 		cursor_get(cursor, psprintf("{prob,%d}", cur->n_corpora)) != NULL)
