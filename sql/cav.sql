@@ -203,7 +203,7 @@ SELECT corpq.cav_send(c) = corpq.cav_to_bytea(c) AS send_is_canonical FROM whole
 -- binary COPY exercises cav_send and cav_recv
 CREATE TEMP TABLE copied (c corpq.cav);
 DO $$
-DECLARE f text := '/tmp/corpq_cav_regress_' || pg_backend_pid() || '.bin';
+DECLARE f text := '/tmp/corpq_cav_regress_' || pg_backend_pid() || '.bin'; d text;
 BEGIN
     EXECUTE format('COPY (SELECT c FROM whole UNION ALL SELECT c FROM ex) TO %L (FORMAT binary)', f);
     EXECUTE format('COPY copied FROM %L (FORMAT binary)', f);
@@ -212,7 +212,8 @@ BEGIN
     BEGIN
         EXECUTE format('COPY copied FROM %L (FORMAT binary)', f);
     EXCEPTION WHEN invalid_binary_representation THEN
-        RAISE NOTICE 'recv rejected garbage: %', SQLERRM;
+        GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL;
+        RAISE NOTICE 'recv rejected garbage: %: %', SQLERRM, d;
     END;
     EXECUTE format('COPY (SELECT 1) TO PROGRAM %L', 'rm -f ' || f);
 END $$;
@@ -244,7 +245,8 @@ BEGIN
     RAISE NOTICE 'no error';
 EXCEPTION WHEN program_limit_exceeded THEN
     GET STACKED DIAGNOSTICS d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
-    RAISE NOTICE 'program_limit_exceeded; %; %', d, h;
+    RAISE NOTICE 'program_limit_exceeded; detail names the limit: %; %',
+        d ~ '^CAV state would need [0-9]+ bytes, above the limit of 16777216\.$', h;
 END $$;
 RESET work_mem;
 -- 300 + 300 distinct tokens: target j (0-based) sees 301 + j cells, 135150 in all

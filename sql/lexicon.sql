@@ -133,6 +133,24 @@ SELECT corpq.job_wait(:job, '120 s');
 SELECT corpq.align('toy_bpe', 'THE DOG RUNS', 'el perro corre') AS bpe_links,
        (SELECT count(*) FROM corpq.lexicon_entropy WHERE lexicon = 'toy_bpe' AND src LIKE '%@@') > 0 AS has_subwords;
 
+-- the resolved options echo each number in the shortest form that reads back
+-- to the same double, whatever extra_float_digits says: through the job's
+-- arguments, the worker's parse of them, and the lexicon's row
+SET extra_float_digits = 0;
+SELECT corpq.lexicon_train('toy_rt', 'SELECT src, tgt FROM lex_bitext',
+                           '{"p0": 0.30000000000000004, "alpha": 2.2250738585072014e-308,
+                             "tension": 12.345678901234567, "iterations": 1}') AS job \gset
+RESET extra_float_digits;
+SELECT corpq.job_wait(:job, '120 s');
+SELECT j.args -> 'options' ->> 'p0' AS p0, j.args -> 'options' ->> 'tension' AS tension,
+       (l.options ->> 'p0')::float8 = 0.1::float8 + 0.2::float8 AS p0_exact,
+       (l.options ->> 'alpha')::float8 = '2.2250738585072014e-308'::float8 AS alpha_exact,
+       (l.options ->> 'tension')::float8 = '12.345678901234567'::float8 AS tension_exact,
+       l.options = j.args -> 'options' AS same_after_reparse
+  FROM corpq.jobs j JOIN corpq.lexicons l ON l.job = j.id WHERE l.name = 'toy_rt';
+SELECT corpq.lexicon_drop('toy_rt');
+DELETE FROM corpq.jobs WHERE id = :job;
+
 -- argument errors are raised before a job is submitted
 SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '{"iterationz": 3}');
 SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '{"model": "hmm"}');
@@ -141,12 +159,22 @@ SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '{"p0": 1}');
 SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '{"symmetrize": "grow"}');
 SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '{"lowercase": "yes"}');
 SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '[1]');
+SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '{"tension": 0}');
+SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '{"tension": 51}');
+SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '{"alpha": 1e-310}');
+SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '{"iterations": 1e400}');
+SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '{"iterations": null}');
+SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '{"bpe": ""}');
 SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext', '{"bpe": "nosuchbpe"}');
 SELECT corpq.lexicon_train('toy', 'SELECT src, tgt FROM lex_bitext');
 SELECT corpq.lexicon_train('', 'SELECT src, tgt FROM lex_bitext');
 SELECT corpq.lexicon_train('x', 'SELECT src FROM lex_bitext');
 SELECT corpq.lexicon_train('x', 'SELECT id, tgt FROM lex_bitext');
 SELECT corpq.lexicon_train('x', 'DELETE FROM lex_bitext RETURNING src, tgt');
+SELECT corpq.lexicon_train('x', 'WITH d AS (DELETE FROM lex_bitext RETURNING src, tgt) SELECT * FROM d');
+SELECT corpq.lexicon_train('x', 'SELECT src, tgt INTO lex_copy FROM lex_bitext');
+SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext FOR UPDATE');
+SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM lex_bitext; SELECT src, tgt FROM lex_bitext');
 SELECT corpq.lexicon_train('x', 'SELECT src, tgt FROM no_such_table');
 SELECT corpq.align('nope', 'a', 'b');
 SELECT corpq.mono_uncertainty('nope', 'a');
@@ -201,16 +229,19 @@ SELECT version, (stats ->> 'rows')::int AS rows FROM corpq.lexicons WHERE name =
 SELECT corpq.job_cancel(:job);
 
 -- sharing: everyone reads, only the owner replaces or drops; the corpus
--- query runs with the submitter's privileges
-CREATE ROLE corpq_lex_a;
-CREATE ROLE corpq_lex_b;
+-- query runs with the submitter's privileges.  Jobs run as the role whose
+-- session submits them, so the roles log in (pg_virtualenv's password).
+SELECT current_user AS regress_superuser \gset
+\set regress_password unused
+\getenv regress_password PGPASSWORD
+CREATE ROLE corpq_lex_a LOGIN PASSWORD :'regress_password';
+CREATE ROLE corpq_lex_b LOGIN PASSWORD :'regress_password';
 GRANT SELECT ON lex_bitext TO corpq_lex_a;
-SET ROLE corpq_lex_a;
+\c - corpq_lex_a
 SELECT corpq.lexicon_train('shared', 'SELECT src, tgt FROM lex_bitext', '{"iterations": 2}') AS job \gset
-RESET ROLE;
 SELECT corpq.job_wait(:job, '120 s');
 SELECT name, owner FROM corpq.lexicons WHERE name = 'shared';
-SET ROLE corpq_lex_b;
+\c - corpq_lex_b
 SELECT corpq.align('shared', 'the dog', 'el perro') AS b_can_align;
 SELECT count(*) > 0 AS b_can_read FROM corpq.lexicon_dictionary WHERE lexicon = 'shared';
 DELETE FROM corpq.lexicon_dictionary WHERE lexicon = 'shared';
@@ -218,9 +249,10 @@ UPDATE corpq.lexicons SET version = 99 WHERE name = 'shared';
 SELECT corpq.lexicon_drop('shared');
 SELECT corpq.lexicon_train('shared', 'SELECT src, tgt FROM lex_bitext', '{"replace": true}');
 SELECT corpq.lexicon_train('b_own', 'SELECT src, tgt FROM lex_bitext') AS job \gset
-RESET ROLE;
 SELECT corpq.job_wait(:job, '120 s');
 SELECT state, error FROM corpq.jobs WHERE id = :job;
+\c - :regress_superuser
+SET client_min_messages = warning;
 SELECT count(*) AS dictionary_kept FROM corpq.lexicon_dictionary WHERE lexicon = 'shared' HAVING count(*) > 0;
 SET ROLE corpq_lex_a;
 SELECT corpq.lexicon_drop('shared');

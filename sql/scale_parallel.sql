@@ -138,7 +138,8 @@ SELECT p.oid::regprocedure, p.provolatile, p.proparallel FROM pg_proc p
  ORDER BY 1::text;
 -- aggregates: a combine function and a state type that is not internal (no
 -- serial/deserial functions needed) let parallel query, partitionwise
--- aggregation and Citus combine partial states
+-- aggregation and Citus combine partial states; paired_bootstrap keeps one
+-- row per sentence, internal with serial/deserial (Citus gathers its rows)
 SELECT a.aggfnoid::regprocedure, a.aggtransfn, a.aggcombinefn, a.aggfinalfn,
        a.aggtranstype::regtype, a.aggserialfn, a.aggdeserialfn, p.proparallel
   FROM pg_aggregate a JOIN pg_proc p ON p.oid = a.aggfnoid

@@ -51,7 +51,7 @@ SELECT corpq.sent_prob('s1', NULL, 'x') IS NULL AS a, corpq.sent_logprob(NULL, '
 SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel
   FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
  WHERE n.nspname = 'corpq' AND p.proname IN ('sent_prob', 'sent_logprob', 'token_scores', 'uncertainty', 'score')
- ORDER BY 1::text;
+ ORDER BY p.oid;
 CREATE TEMP TABLE v1 AS SELECT corpq.sent_prob('s1', 'a1 b2', 'x3 y4') AS p;
 SELECT corpq.model_import('s1', corpq.model_export('s1_alt'));
 SELECT corpq.sent_prob('s1', 'a1 b2', 'x3 y4') = corpq.sent_prob('s1_alt', 'a1 b2', 'x3 y4') AS latest_is_v2,

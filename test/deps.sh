@@ -7,7 +7,7 @@ need=(
 	postgresql-15 postgresql-server-dev-15 postgresql-common postgresql-contrib
 	libopenblas-dev libopenblas0-pthread
 	gcc make
-	python3 python3-torch python3-nltk python3-numpy
+	python3 python3-torch python3-nltk python3-numpy python3-regex
 	libsword-utils gettext
 )
 # Optional data packages for the demo corpus (the demo falls back to a

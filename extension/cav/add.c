@@ -3,36 +3,36 @@
 
 #include "common/mem.h"
 
-static cav_code
-reserve_rows(cav_state *st, size_t n, cav_error *err)
+static cq_code
+reserve_rows(cav_state *st, size_t n, cq_error *err)
 {
 	size_t		cap = st->rows_cap ? st->rows_cap : 256;
-	cav_code	rc;
+	cq_code		rc;
 
 	if (n <= st->rows_cap)
-		return CAV_OK;
+		return CQ_OK;
 	while (cap < n)
 		cap *= 2;
 	rc = cav_budget_resize(&st->budget, (void **) &st->rows,
 						   st->rows_cap * sizeof(uint32_t), cap * sizeof(uint32_t), err);
-	if (rc == CAV_OK)
+	if (rc == CQ_OK)
 		st->rows_cap = cap;
 	return rc;
 }
 
 /* rows[0 .. n_src+n_tgt): the state row of each token of concat(src, tgt). */
-static cav_code
+static cq_code
 intern_pair(cav_state *st,
 			const char *const *src, const size_t *src_lens, size_t n_src,
 			const char *const *tgt, const size_t *tgt_lens, size_t n_tgt,
-			cav_error *err)
+			cq_error *err)
 {
-	cav_code	rc = reserve_rows(st, n_src + n_tgt, err);
+	cq_code		rc = reserve_rows(st, n_src + n_tgt, err);
 
-	for (size_t i = 0; rc == CAV_OK && i < n_src; i++)
+	for (size_t i = 0; rc == CQ_OK && i < n_src; i++)
 		rc = cav_dict_intern(&st->src, &st->budget, src[i], src_lens[i],
 							 &st->rows[i], NULL, err);
-	for (size_t j = 0; rc == CAV_OK && j < n_tgt; j++)
+	for (size_t j = 0; rc == CQ_OK && j < n_tgt; j++)
 	{
 		uint32_t	id;
 
@@ -47,16 +47,16 @@ intern_pair(cav_state *st,
  * position pos <= n_src + j at distance d = n_src + j - pos < l_max adds 1 at
  * (row of the token at pos, d); d = 0 is t itself.
  */
-cav_code
+cq_code
 cav_state_add(cav_state *st,
 			  const char *const *src, const size_t *src_lens, size_t n_src,
 			  const char *const *tgt, const size_t *tgt_lens, size_t n_tgt,
-			  cav_error *err)
+			  cq_error *err)
 {
-	cav_code	rc;
+	cq_code		rc;
 
 	if (st->failed)
-		return cav_fail(err, CAV_ESTATE, "CAV state unusable after an earlier error");
+		return cq_fail(err, CQ_EINTERNAL, "CAV state unusable after an earlier error");
 	for (size_t i = 0; i < n_src + n_tgt; i++)
 	{
 		rc = i < n_src ? cav_check_token(src[i], src_lens[i], err)
@@ -83,7 +83,7 @@ cav_state_add(cav_state *st,
 		for (uint32_t d = 0; d < span; d++)
 			cav_cells_add(m, cav_cell_key(st->rows[at - d], d), 1);
 	}
-	return CAV_OK;
+	return CQ_OK;
 }
 
 static int
@@ -118,18 +118,18 @@ split(const char *s, size_t len, const char **tok, size_t *lens)
 	return n;
 }
 
-cav_code
+cq_code
 cav_state_add_text(cav_state *st, const char *src, size_t src_len,
-				   const char *tgt, size_t tgt_len, cav_error *err)
+				   const char *tgt, size_t tgt_len, cq_error *err)
 {
 	size_t		ns = split(src, src_len, NULL, NULL);
 	size_t		nt = split(tgt, tgt_len, NULL, NULL);
 	const char **tok = cq_alloc((ns + nt) * sizeof(char *));
 	size_t	   *lens = cq_alloc((ns + nt) * sizeof(size_t));
-	cav_code	rc;
+	cq_code		rc;
 
 	if (!tok || !lens)
-		rc = cav_fail(err, CAV_ENOMEM, "out of memory splitting a pair");
+		rc = cq_fail(err, CQ_ENOMEM, "out of memory splitting a pair");
 	else
 	{
 		split(src, src_len, tok, lens);

@@ -19,12 +19,8 @@ typedef struct cav_budget
  * Resize *p from old_size to new_size bytes (new_size > 0).  On failure *p is
  * unchanged and still accounted.
  */
-cav_code	cav_budget_resize(cav_budget *b, void **p, size_t old_size,
-							  size_t new_size, cav_error *err);
+cq_code		cav_budget_resize(cav_budget *b, void **p, size_t old_size,
+							  size_t new_size, cq_error *err);
 void		cav_budget_release(cav_budget *b, void *p, size_t size);
-
-/* Fill *err (may be NULL) and return code. */
-cav_code	cav_fail(cav_error *err, cav_code code, const char *fmt,...)
-			__attribute__((format(printf, 3, 4)));
 
 #endif

@@ -17,7 +17,12 @@
  *    for anything farther (it filters longer sequences out instead).
  *
  * The state is caller-owned, holds no globals and allocates through
- * common/mem.h.  Every fallible call returns a cav_code and fills *err.
+ * common/mem.h.  Every fallible call returns a cq_code and fills *err
+ * (common/error.h): CQ_EINVAL for a bad argument or token, CQ_ENOMEM,
+ * CQ_ELIMIT past the caller's byte limit, CQ_EMISMATCH when merging states
+ * built with other options, CQ_EFORMAT for bytes failing validation,
+ * CQ_ENOTFOUND for a token not in the CAV, CQ_EINTERNAL for a state that
+ * failed earlier.
  */
 #ifndef CQ_CAV_H
 #define CQ_CAV_H
@@ -25,23 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum cav_code
-{
-	CAV_OK = 0,
-	CAV_EINVAL,					/* bad argument (options, token bytes) */
-	CAV_ENOMEM,					/* the allocator returned NULL */
-	CAV_ECAP,					/* the caller's byte limit would be exceeded */
-	CAV_EOPTIONS,				/* merging states built with other options */
-	CAV_EFORMAT,				/* a serialized buffer failed validation */
-	CAV_ENOTFOUND,				/* no such token in the CAV */
-	CAV_ESTATE					/* the state failed earlier and is unusable */
-} cav_code;
-
-typedef struct cav_error
-{
-	cav_code	code;
-	char		msg[256];
-} cav_error;
+#include "common/error.h"
 
 /* Largest l_max (distances are stored in 16 bits). */
 #define CAV_MAX_LMAX 65535
@@ -64,26 +53,26 @@ typedef struct cav_state cav_state;
  * options are copied.  Token strings must be non-empty valid UTF-8 without
  * NUL bytes.
  */
-cav_code	cav_state_new(const cav_options *opt, size_t byte_limit,
-						  cav_state **out, cav_error *err);
+cq_code		cav_state_new(const cav_options *opt, size_t byte_limit,
+						  cav_state **out, cq_error *err);
 void		cav_state_free(cav_state *st);
 
 /*
- * Add one pair given as token arrays.  On CAV_ECAP/CAV_ENOMEM the state
+ * Add one pair given as token arrays.  On CQ_ELIMIT/CQ_ENOMEM the state
  * holds part of the pair, so it is marked failed: later calls return
- * CAV_ESTATE and only cav_state_free() is meaningful.
+ * CQ_EINTERNAL and only cav_state_free() is meaningful.
  */
-cav_code	cav_state_add(cav_state *st,
+cq_code		cav_state_add(cav_state *st,
 						  const char *const *src, const size_t *src_lens, size_t n_src,
 						  const char *const *tgt, const size_t *tgt_lens, size_t n_tgt,
-						  cav_error *err);
+						  cq_error *err);
 
 /* Add one pair of whitespace-separated texts (ASCII space, \t\n\v\f\r). */
-cav_code	cav_state_add_text(cav_state *st, const char *src, size_t src_len,
-							   const char *tgt, size_t tgt_len, cav_error *err);
+cq_code		cav_state_add_text(cav_state *st, const char *src, size_t src_len,
+							   const char *tgt, size_t tgt_len, cq_error *err);
 
 /* Add B's counts into A (dictionaries remapped); B is unchanged. */
-cav_code	cav_state_merge(cav_state *a, const cav_state *b, cav_error *err);
+cq_code		cav_state_merge(cav_state *a, const cav_state *b, cq_error *err);
 
 /* Bytes the state holds now, and the most it has held. */
 size_t		cav_state_bytes(const cav_state *st);
@@ -106,11 +95,11 @@ void		cav_state_stats(const cav_state *st, cav_stats *out);
  * (e.g. VARHDRSZ, so the glue can fill a varlena in place); *len counts the
  * CAV bytes only.
  */
-cav_code	cav_serialize(const cav_state *st, size_t room,
-						  uint8_t **out, size_t *len, cav_error *err);
+cq_code		cav_serialize(const cav_state *st, size_t room,
+						  uint8_t **out, size_t *len, cq_error *err);
 
 /* Validate a buffer and rebuild a state from it (byte_limit as in new). */
-cav_code	cav_deserialize(const void *buf, size_t len, size_t byte_limit,
-							cav_state **out, cav_error *err);
+cq_code		cav_deserialize(const void *buf, size_t len, size_t byte_limit,
+							cav_state **out, cq_error *err);
 
 #endif

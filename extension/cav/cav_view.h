@@ -36,8 +36,8 @@ typedef struct cav_view
 	size_t		entries;
 } cav_view;
 
-/* Validate buf and describe it.  CAV_EFORMAT with a reason when invalid. */
-cav_code	cav_view_open(const void *buf, size_t len, cav_view *v, cav_error *err);
+/* Validate buf and describe it.  CQ_EFORMAT with a reason when invalid. */
+cq_code		cav_view_open(const void *buf, size_t len, cav_view *v, cq_error *err);
 
 /*
  * Header and section bounds only, O(1): for bytes that passed
@@ -45,11 +45,11 @@ cav_code	cav_view_open(const void *buf, size_t len, cav_view *v, cav_error *err)
  * recv or aggregate), so a SQL function need not re-validate per call.
  * Never use it on untrusted bytes: string offsets and entries are not checked.
  */
-cav_code	cav_view_open_trusted(const void *buf, size_t len, cav_view *v,
-								  cav_error *err);
+cq_code		cav_view_open_trusted(const void *buf, size_t len, cav_view *v,
+								  cq_error *err);
 
 /* Validation only. */
-cav_code	cav_validate(const void *buf, size_t len, cav_error *err);
+cq_code		cav_validate(const void *buf, size_t len, cq_error *err);
 
 typedef struct cav_token_info
 {
@@ -62,9 +62,9 @@ typedef struct cav_token_info
 
 void		cav_view_token(const cav_view *v, uint32_t idx, cav_token_info *out);
 
-/* Matrix index of a target token, or CAV_ENOTFOUND. */
-cav_code	cav_view_find(const cav_view *v, const char *tok, size_t len,
-						  uint32_t *idx, cav_error *err);
+/* Matrix index of a target token, or CQ_ENOTFOUND. */
+cq_code		cav_view_find(const cav_view *v, const char *tok, size_t len,
+						  uint32_t *idx, cq_error *err);
 
 /* The token behind a row: side 0 source, 1 target. */
 void		cav_view_row(const cav_view *v, uint32_t row, int *side,
@@ -121,9 +121,9 @@ double		cav_view_cosine(const cav_view *v, uint32_t a, uint32_t b);
  * One pass over all entries, merged against q indexed by row:
  * O(total nnz + n_rows) time, extra memory O(nnz(q) + n_rows + k).
  */
-cav_code	cav_view_topk(const cav_view *v, uint32_t q, uint32_t k,
+cq_code		cav_view_topk(const cav_view *v, uint32_t q, uint32_t k,
 						  uint32_t *idx_out, double *sim_out, uint32_t *n_out,
-						  cav_error *err);
+						  cq_error *err);
 
 /*
  * Adaptive average pooling of matrix idx, dense shape (n_src+n_tgt) x l_max,
@@ -131,7 +131,7 @@ cav_code	cav_view_topk(const cav_view *v, uint32_t q, uint32_t k,
  * bins: start = floor(i*H/out), end = ceil((i+1)*H/out).  Sparse: each
  * nonzero is added to the bins that cover it, O(nnz * overlap + out_h*out_w).
  */
-cav_code	cav_view_pool(const cav_view *v, uint32_t idx, uint32_t out_h,
-						  uint32_t out_w, double *out, cav_error *err);
+cq_code		cav_view_pool(const cav_view *v, uint32_t idx, uint32_t out_h,
+						  uint32_t out_w, double *out, cq_error *err);
 
 #endif

@@ -11,22 +11,22 @@ cav_cells_free(cav_cells *m, cav_budget *b)
 }
 
 /* Load factor at most 3/4: linear probing stays short, memory stays modest. */
-cav_code
-cav_cells_reserve(cav_cells *m, cav_budget *b, uint32_t more, cav_error *err)
+cq_code
+cav_cells_reserve(cav_cells *m, cav_budget *b, uint32_t more, cq_error *err)
 {
 	uint64_t	need = (uint64_t) m->n + more;
 	uint64_t	cap = m->cap ? m->cap : 16;
 	cav_cell   *old = m->cells;
 	cav_cell   *cells = NULL;
 	uint32_t	old_cap = m->cap;
-	cav_code	rc;
+	cq_code		rc;
 
 	while (need * 4 > cap * 3)
 		cap *= 2;
 	if (cap == m->cap)
-		return CAV_OK;
+		return CQ_OK;
 	if (cap > (1u << 31))
-		return cav_fail(err, CAV_ECAP, "CAV matrix with more than 2^30 nonzeros");
+		return cq_fail(err, CQ_ELIMIT, "CAV matrix with more than 2^30 nonzeros");
 	rc = cav_budget_resize(b, (void **) &cells, 0, cap * sizeof(cav_cell), err);
 	if (rc)
 		return rc;
@@ -38,5 +38,5 @@ cav_cells_reserve(cav_cells *m, cav_budget *b, uint32_t more, cav_error *err)
 		if (old[i].key != CAV_CELL_EMPTY)
 			cav_cells_add(m, old[i].key, old[i].count);
 	cav_budget_release(b, old, (size_t) old_cap * sizeof(cav_cell));
-	return CAV_OK;
+	return CQ_OK;
 }

@@ -39,8 +39,8 @@ cav_cell_key(uint32_t row, uint32_t dist)
 void		cav_cells_free(cav_cells *m, cav_budget *b);
 
 /* Grow so that `more` new keys fit under the load limit. */
-cav_code	cav_cells_reserve(cav_cells *m, cav_budget *b, uint32_t more,
-							  cav_error *err);
+cq_code		cav_cells_reserve(cav_cells *m, cav_budget *b, uint32_t more,
+							  cq_error *err);
 
 static inline uint32_t
 cav_cells_slot(uint64_t key, uint32_t cap)

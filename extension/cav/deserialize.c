@@ -4,17 +4,17 @@
 #include "cav/view_impl.h"
 #include "common/mem.h"
 
-static cav_code
+static cq_code
 new_from_view(const cav_view *v, size_t byte_limit, cav_state **out,
-			  cav_error *err)
+			  cq_error *err)
 {
 	cav_options opt = {.l_max = v->l_max, .n_targets = v->n_restrict};
 	const char **toks = cq_alloc(((size_t) v->n_restrict + 1) * sizeof(char *));
 	size_t	   *lens = cq_alloc(((size_t) v->n_restrict + 1) * sizeof(size_t));
-	cav_code	rc;
+	cq_code		rc;
 
 	if (!toks || !lens)
-		rc = cav_fail(err, CAV_ENOMEM, "out of memory reading a CAV");
+		rc = cq_fail(err, CQ_ENOMEM, "out of memory reading a CAV");
 	else
 	{
 		for (uint32_t i = 0; i < v->n_restrict; i++)
@@ -28,12 +28,12 @@ new_from_view(const cav_view *v, size_t byte_limit, cav_state **out,
 	return rc;
 }
 
-static cav_code
-load_dicts(cav_state *st, const cav_view *v, cav_error *err)
+static cq_code
+load_dicts(cav_state *st, const cav_view *v, cq_error *err)
 {
-	cav_code	rc = CAV_OK;
+	cq_code		rc = CQ_OK;
 
-	for (uint32_t i = 0; rc == CAV_OK && i < v->n_src; i++)
+	for (uint32_t i = 0; rc == CQ_OK && i < v->n_src; i++)
 	{
 		size_t		len;
 		const char *s = cav_section_str(v->buf, v->src_dict, v->n_src, i, &len);
@@ -41,7 +41,7 @@ load_dicts(cav_state *st, const cav_view *v, cav_error *err)
 
 		rc = cav_dict_intern(&st->src, &st->budget, s, len, &id, NULL, err);
 	}
-	for (uint32_t i = 0; rc == CAV_OK && i < v->n_tgt; i++)
+	for (uint32_t i = 0; rc == CQ_OK && i < v->n_tgt; i++)
 	{
 		size_t		len;
 		const char *s = cav_section_str(v->buf, v->tgt_dict, v->n_tgt, i, &len);
@@ -53,8 +53,8 @@ load_dicts(cav_state *st, const cav_view *v, cav_error *err)
 }
 
 /* Dictionary ids equal the sorted positions, so rows map back directly. */
-static cav_code
-load_matrices(cav_state *st, const cav_view *v, cav_error *err)
+static cq_code
+load_matrices(cav_state *st, const cav_view *v, cq_error *err)
 {
 	for (uint32_t i = 0; i < v->n_mat; i++)
 	{
@@ -62,7 +62,7 @@ load_matrices(cav_state *st, const cav_view *v, cav_error *err)
 		cav_entry_iter it;
 		cav_entry	e;
 		cav_cells  *m;
-		cav_code	rc;
+		cq_code		rc;
 
 		cav_view_token(v, i, &info);
 		m = &st->mats[info.row - v->n_src];
@@ -78,16 +78,16 @@ load_matrices(cav_state *st, const cav_view *v, cav_error *err)
 			cav_cells_add(m, cav_cell_key(row, e.dist), e.count);
 		}
 	}
-	return CAV_OK;
+	return CQ_OK;
 }
 
-cav_code
+cq_code
 cav_deserialize(const void *buf, size_t len, size_t byte_limit,
-				cav_state **out, cav_error *err)
+				cav_state **out, cq_error *err)
 {
 	cav_view	v;
 	cav_state  *st;
-	cav_code	rc;
+	cq_code		rc;
 
 	*out = NULL;
 	rc = cav_view_open(buf, len, &v, err);
@@ -97,7 +97,7 @@ cav_deserialize(const void *buf, size_t len, size_t byte_limit,
 	if (rc)
 		return rc;
 	rc = load_dicts(st, &v, err);
-	if (rc == CAV_OK)
+	if (rc == CQ_OK)
 		rc = load_matrices(st, &v, err);
 	if (rc)
 	{
@@ -106,5 +106,5 @@ cav_deserialize(const void *buf, size_t len, size_t byte_limit,
 	}
 	st->n_pairs = v.n_pairs;
 	*out = st;
-	return CAV_OK;
+	return CQ_OK;
 }

@@ -69,15 +69,15 @@ cav_dict_find(const cav_dict *d, const char *s, size_t len)
 }
 
 /* Keep the table at most half full. */
-static cav_code
-grow_slots(cav_dict *d, cav_budget *b, cav_error *err)
+static cq_code
+grow_slots(cav_dict *d, cav_budget *b, cq_error *err)
 {
 	uint32_t	n = d->n_slots ? d->n_slots * 2 : 64;
 	uint32_t   *slots = NULL;
-	cav_code	rc;
+	cq_code		rc;
 
 	if (d->n_slots >= (1u << 31))
-		return cav_fail(err, CAV_ECAP, "CAV dictionary too large");
+		return cq_fail(err, CQ_ELIMIT, "CAV dictionary too large");
 	rc = cav_budget_resize(b, (void **) &slots, 0, (size_t) n * sizeof(uint32_t), err);
 	if (rc)
 		return rc;
@@ -93,20 +93,20 @@ grow_slots(cav_dict *d, cav_budget *b, cav_error *err)
 	cav_budget_release(b, d->slots, (size_t) d->n_slots * sizeof(uint32_t));
 	d->slots = slots;
 	d->n_slots = n;
-	return CAV_OK;
+	return CQ_OK;
 }
 
-static cav_code
-reserve(cav_dict *d, cav_budget *b, size_t len, cav_error *err)
+static cq_code
+reserve(cav_dict *d, cav_budget *b, size_t len, cq_error *err)
 {
-	cav_code	rc;
+	cq_code		rc;
 
 	if (d->n + 1 >= d->cap_ids)
 	{
 		uint32_t	cap = d->cap_ids ? d->cap_ids * 2 : 64;
 
 		if (d->cap_ids >= (1u << 30))
-			return cav_fail(err, CAV_ECAP, "CAV dictionary too large");
+			return cq_fail(err, CQ_ELIMIT, "CAV dictionary too large");
 		rc = cav_budget_resize(b, (void **) &d->hash, (size_t) d->cap_ids * sizeof(uint32_t),
 							   (size_t) cap * sizeof(uint32_t), err);
 		if (rc)
@@ -132,17 +132,17 @@ reserve(cav_dict *d, cav_budget *b, size_t len, cav_error *err)
 	}
 	if ((size_t) (d->n + 1) * 2 > d->n_slots)
 		return grow_slots(d, b, err);
-	return CAV_OK;
+	return CQ_OK;
 }
 
-cav_code
+cq_code
 cav_dict_intern(cav_dict *d, cav_budget *b, const char *s, size_t len,
-				uint32_t *id, bool *added, cav_error *err)
+				uint32_t *id, bool *added, cq_error *err)
 {
 	uint32_t	h = hash_bytes(s, len);
 	uint32_t	slot,
 				found;
-	cav_code	rc;
+	cq_code		rc;
 
 	if (d->n_slots)
 	{
@@ -152,7 +152,7 @@ cav_dict_intern(cav_dict *d, cav_budget *b, const char *s, size_t len,
 			*id = found;
 			if (added)
 				*added = false;
-			return CAV_OK;
+			return CQ_OK;
 		}
 	}
 	rc = reserve(d, b, len, err);
@@ -166,7 +166,7 @@ cav_dict_intern(cav_dict *d, cav_budget *b, const char *s, size_t len,
 	*id = d->n++;
 	if (added)
 		*added = true;
-	return CAV_OK;
+	return CQ_OK;
 }
 
 int

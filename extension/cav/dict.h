@@ -27,8 +27,8 @@ typedef struct cav_dict
 void		cav_dict_free(cav_dict *d, cav_budget *b);
 
 /* Id of s, adding it when new (*added set accordingly, may be NULL). */
-cav_code	cav_dict_intern(cav_dict *d, cav_budget *b, const char *s, size_t len,
-							uint32_t *id, bool *added, cav_error *err);
+cq_code		cav_dict_intern(cav_dict *d, cav_budget *b, const char *s, size_t len,
+							uint32_t *id, bool *added, cq_error *err);
 
 /* Id of s or CAV_NO_ID. */
 uint32_t	cav_dict_find(const cav_dict *d, const char *s, size_t len);

@@ -20,20 +20,20 @@ same_options(const cav_state *a, const cav_state *b)
 }
 
 /* map[i] = A's state row of B's row i (with the side bit). */
-static cav_code
+static cq_code
 remap(cav_state *a, const cav_state *b, uint32_t *smap, uint32_t *tmap,
-	  cav_error *err)
+	  cq_error *err)
 {
-	cav_code	rc = CAV_OK;
+	cq_code		rc = CQ_OK;
 
-	for (uint32_t i = 0; rc == CAV_OK && i < b->src.n; i++)
+	for (uint32_t i = 0; rc == CQ_OK && i < b->src.n; i++)
 	{
 		size_t		len;
 		const char *s = cav_dict_str(&b->src, i, &len);
 
 		rc = cav_dict_intern(&a->src, &a->budget, s, len, &smap[i], NULL, err);
 	}
-	for (uint32_t i = 0; rc == CAV_OK && i < b->tgt.n; i++)
+	for (uint32_t i = 0; rc == CQ_OK && i < b->tgt.n; i++)
 	{
 		size_t		len;
 		const char *s = cav_dict_str(&b->tgt, i, &len);
@@ -43,15 +43,15 @@ remap(cav_state *a, const cav_state *b, uint32_t *smap, uint32_t *tmap,
 	return rc;
 }
 
-static cav_code
+static cq_code
 add_mats(cav_state *a, const cav_state *b, const uint32_t *smap,
-		 const uint32_t *tmap, cav_error *err)
+		 const uint32_t *tmap, cq_error *err)
 {
 	for (uint32_t t = 0; t < b->tgt.n; t++)
 	{
 		const cav_cells *from = &b->mats[t];
 		cav_cells  *to = &a->mats[tmap[t]];
-		cav_code	rc;
+		cq_code		rc;
 
 		if (from->occ == 0)
 			continue;
@@ -73,22 +73,22 @@ add_mats(cav_state *a, const cav_state *b, const uint32_t *smap,
 			cav_cells_add(to, cav_cell_key(row, dist), from->cells[i].count);
 		}
 	}
-	return CAV_OK;
+	return CQ_OK;
 }
 
-cav_code
-cav_state_merge(cav_state *a, const cav_state *b, cav_error *err)
+cq_code
+cav_state_merge(cav_state *a, const cav_state *b, cq_error *err)
 {
 	uint32_t   *smap,
 			   *tmap;
-	cav_code	rc;
+	cq_code		rc;
 
 	if (a == b)
-		return cav_fail(err, CAV_EINVAL, "cannot merge a CAV state into itself");
+		return cq_fail(err, CQ_EINVAL, "cannot merge a CAV state into itself");
 	if (a->failed || b->failed)
-		return cav_fail(err, CAV_ESTATE, "CAV state unusable after an earlier error");
+		return cq_fail(err, CQ_EINTERNAL, "CAV state unusable after an earlier error");
 	if (!same_options(a, b))
-		return cav_fail(err, CAV_EOPTIONS,
+		return cq_fail(err, CQ_EMISMATCH,
 						"CAV states built with different options (l_max %u vs %u, or restricted targets)",
 						a->l_max, b->l_max);
 	smap = cq_alloc(((size_t) b->src.n + 1) * sizeof(uint32_t));
@@ -97,12 +97,12 @@ cav_state_merge(cav_state *a, const cav_state *b, cav_error *err)
 	{
 		cq_free(smap);
 		cq_free(tmap);
-		return cav_fail(err, CAV_ENOMEM, "out of memory merging CAV states");
+		return cq_fail(err, CQ_ENOMEM, "out of memory merging CAV states");
 	}
 	rc = remap(a, b, smap, tmap, err);
-	if (rc == CAV_OK)
+	if (rc == CQ_OK)
 		rc = add_mats(a, b, smap, tmap, err);
-	if (rc == CAV_OK)
+	if (rc == CQ_OK)
 		a->n_pairs += b->n_pairs;
 	cq_free(smap);
 	cq_free(tmap);

@@ -182,28 +182,28 @@ typedef struct out_buf
 	size_t		len;			/* CAV bytes written */
 } out_buf;
 
-static cav_code
-reserve(out_buf *o, size_t more, cav_error *err)
+static cq_code
+reserve(out_buf *o, size_t more, cq_error *err)
 {
 	size_t		cap = o->cap;
 	uint8_t    *q;
 
 	if (o->len + more <= o->cap)
-		return CAV_OK;
+		return CQ_OK;
 	while (cap < o->len + more)
 		cap *= 2;
 	q = cq_realloc(o->buf, o->room + cap);
 	if (q == NULL)
-		return cav_fail(err, CAV_ENOMEM, "out of memory merging CAVs");
+		return cq_fail(err, CQ_ENOMEM, "out of memory merging CAVs");
 	o->buf = q;
 	o->cap = cap;
-	return CAV_OK;
+	return CQ_OK;
 }
 
 /* The matrix table and the entries, from o->len = start of the table. */
-static cav_code
+static cq_code
 write_matrices(out_buf *o, const side_map *a, const side_map *b,
-			   uint32_t n_mat, uint32_t n_src_out, cav_error *err)
+			   uint32_t n_mat, uint32_t n_src_out, cq_error *err)
 {
 	size_t		table = o->len;
 	size_t		entries = table + (size_t) n_mat * CAV_REC_SIZE;
@@ -220,7 +220,7 @@ write_matrices(out_buf *o, const side_map *a, const side_map *b,
 		uint64_t	occ = 0;
 		uint8_t    *rec,
 				   *end;
-		cav_code	rc;
+		cq_code		rc;
 
 		if (ta <= tb)
 		{
@@ -233,7 +233,7 @@ write_matrices(out_buf *o, const side_map *a, const side_map *b,
 			occ += cav_get_u64(cav_view_rec(b->v, ib) + CAV_REC_OCC);
 		}
 		if (occ > INT64_MAX)
-			return cav_fail(err, CAV_EINVAL, "occurrence count overflow merging CAVs");
+			return cq_fail(err, CQ_EINVAL, "occurrence count overflow merging CAVs");
 		rc = reserve(o, (size_t) nnz_in * ENTRY_MAX_BYTES, err);
 		if (rc)
 			return rc;
@@ -248,7 +248,7 @@ write_matrices(out_buf *o, const side_map *a, const side_map *b,
 		ia += ta <= tb;
 		ib += tb <= ta;
 	}
-	return CAV_OK;
+	return CQ_OK;
 }
 
 static void
@@ -262,9 +262,9 @@ put_header(uint8_t *p, const cav_view *a, const cav_view *b, uint32_t n_src,
 	cav_put_u64(p + CAV_H_NPAIRS, a->n_pairs + b->n_pairs);
 }
 
-cav_code
+cq_code
 cav_merge_serialized(const cav_view *a, const cav_view *b, size_t room,
-					 uint8_t **out, size_t *len, cav_error *err)
+					 uint8_t **out, size_t *len, cq_error *err)
 {
 	side_map	ma = {a, NULL, NULL},
 				mb = {b, NULL, NULL};
@@ -275,12 +275,12 @@ cav_merge_serialized(const cav_view *a, const cav_view *b, size_t room,
 	size_t		src_bytes,
 				tgt_bytes,
 				res_size;
-	cav_code	rc = CAV_OK;
+	cq_code		rc = CQ_OK;
 
 	*out = NULL;
 	*len = 0;
 	if (!same_options(a, b))
-		return cav_fail(err, CAV_EOPTIONS,
+		return cq_fail(err, CQ_EMISMATCH,
 						"CAVs built with different options (l_max %u vs %u, or restricted targets)",
 						a->l_max, b->l_max);
 	ma.src = cq_alloc(((size_t) a->n_src + 1) * sizeof(uint32_t));
@@ -288,8 +288,8 @@ cav_merge_serialized(const cav_view *a, const cav_view *b, size_t room,
 	mb.src = cq_alloc(((size_t) b->n_src + 1) * sizeof(uint32_t));
 	mb.tgt = cq_alloc(((size_t) b->n_tgt + 1) * sizeof(uint32_t));
 	if (!ma.src || !ma.tgt || !mb.src || !mb.tgt)
-		rc = cav_fail(err, CAV_ENOMEM, "out of memory merging CAVs");
-	if (rc == CAV_OK)
+		rc = cq_fail(err, CQ_ENOMEM, "out of memory merging CAVs");
+	if (rc == CQ_OK)
 	{
 		n_src = dict_union(a, a->src_dict, a->n_src, b, b->src_dict, b->n_src,
 						   ma.src, mb.src, NULL, 0, &src_bytes);
@@ -303,9 +303,9 @@ cav_merge_serialized(const cav_view *a, const cav_view *b, size_t room,
 			(a->len - a->entries) + (b->len - b->entries) + 64;
 		o.buf = cq_alloc(room + o.cap);
 		if (o.buf == NULL)
-			rc = cav_fail(err, CAV_ENOMEM, "out of memory merging CAVs");
+			rc = cq_fail(err, CQ_ENOMEM, "out of memory merging CAVs");
 	}
-	if (rc == CAV_OK)
+	if (rc == CQ_OK)
 	{
 		uint8_t    *p = o.buf + room;
 
@@ -331,5 +331,5 @@ cav_merge_serialized(const cav_view *a, const cav_view *b, size_t room,
 	}
 	*out = o.buf;
 	*len = o.len;
-	return CAV_OK;
+	return CQ_OK;
 }

@@ -17,10 +17,10 @@
 /*
  * The CAV of both inputs (same bytes cav_serialize would write for the
  * merged state), cq_alloc'd with `room` unused bytes in front; *len counts
- * the CAV bytes.  CAV_EOPTIONS if l_max or the restricted sets differ.
+ * the CAV bytes.  CQ_EMISMATCH if l_max or the restricted sets differ.
  * Both views must come from cav_view_open() (validated).
  */
-cav_code	cav_merge_serialized(const cav_view *a, const cav_view *b, size_t room,
-								 uint8_t **out, size_t *len, cav_error *err);
+cq_code		cav_merge_serialized(const cav_view *a, const cav_view *b, size_t room,
+								 uint8_t **out, size_t *len, cq_error *err);
 
 #endif

@@ -32,9 +32,9 @@ covering(uint64_t r, uint64_t in, uint64_t out, uint32_t *lo, uint32_t *hi)
 	*hi = (uint32_t) (h < out - 1 ? h : out - 1);
 }
 
-cav_code
+cq_code
 cav_view_pool(const cav_view *v, uint32_t idx, uint32_t out_h, uint32_t out_w,
-			  double *out, cav_error *err)
+			  double *out, cq_error *err)
 {
 	uint64_t	in_h = (uint64_t) v->n_src + v->n_tgt,
 				in_w = v->l_max;
@@ -42,11 +42,11 @@ cav_view_pool(const cav_view *v, uint32_t idx, uint32_t out_h, uint32_t out_w,
 	cav_entry	e;
 
 	if (idx >= v->n_mat)
-		return cav_fail(err, CAV_EINVAL, "token index %u out of range", idx);
+		return cq_fail(err, CQ_EINVAL, "token index %u out of range", idx);
 	if (out_h < 1 || out_w < 1)
-		return cav_fail(err, CAV_EINVAL, "pooled shape must be at least 1 x 1");
+		return cq_fail(err, CQ_EINVAL, "pooled shape must be at least 1 x 1");
 	if ((uint64_t) out_h * out_w > ((uint64_t) 1 << 32))
-		return cav_fail(err, CAV_EINVAL, "pooled shape %u x %u too large", out_h, out_w);
+		return cq_fail(err, CQ_EINVAL, "pooled shape %u x %u too large", out_h, out_w);
 	memset(out, 0, (size_t) out_h * out_w * sizeof(double));
 	cav_entry_iter_init(v, idx, &it);
 	while (cav_entry_iter_next(&it, &e))
@@ -70,5 +70,5 @@ cav_view_pool(const cav_view *v, uint32_t idx, uint32_t out_h, uint32_t out_w,
 			out[(size_t) i * out_w + j] /=
 				(double) (rows * (bin_end(j, in_w, out_w) - bin_start(j, in_w, out_w)));
 	}
-	return CAV_OK;
+	return CQ_OK;
 }

@@ -67,8 +67,8 @@ radix_sort(cav_cell **a, cav_cell **tmp, uint32_t n, uint64_t max_key)
 }
 
 /* Sort one matrix by canonical (row, distance) and append its encoding. */
-static cav_code
-encode_matrix(const cav_state *st, canon *c, const cav_cells *m, cav_error *err)
+static cq_code
+encode_matrix(const cav_state *st, canon *c, const cav_cells *m, cq_error *err)
 {
 	uint32_t	n = 0,
 				prev = 0;
@@ -101,7 +101,7 @@ encode_matrix(const cav_state *st, canon *c, const cav_cells *m, cav_error *err)
 			cap *= 2;
 		q = cq_realloc(c->enc, cap);
 		if (q == NULL)
-			return cav_fail(err, CAV_ENOMEM, "out of memory serialising a CAV");
+			return cq_fail(err, CQ_ENOMEM, "out of memory serialising a CAV");
 		c->enc = q;
 		c->enc_cap = cap;
 	}
@@ -116,11 +116,11 @@ encode_matrix(const cav_state *st, canon *c, const cav_cells *m, cav_error *err)
 		prev = row;
 	}
 	c->enc_len = p - c->enc;
-	return CAV_OK;
+	return CQ_OK;
 }
 
-static cav_code
-prepare(const cav_state *st, canon *c, uint32_t *n_mat, cav_error *err)
+static cq_code
+prepare(const cav_state *st, canon *c, uint32_t *n_mat, cq_error *err)
 {
 	uint32_t	max_nnz = 1;
 
@@ -138,12 +138,12 @@ prepare(const cav_state *st, canon *c, uint32_t *n_mat, cav_error *err)
 	if (!c->src_rank || !c->src_order || !c->tgt_rank || !c->tgt_order ||
 		!c->sorted || !c->tmp || !c->starts ||
 		(st->res.n && !c->res_order))
-		return cav_fail(err, CAV_ENOMEM, "out of memory serialising a CAV");
+		return cq_fail(err, CQ_ENOMEM, "out of memory serialising a CAV");
 	*n_mat = 0;
 	for (uint32_t r = 0; r < st->tgt.n; r++)
 	{
 		const cav_cells *m = &st->mats[c->tgt_order[r]];
-		cav_code	rc;
+		cq_code		rc;
 
 		if (m->occ == 0)
 			continue;
@@ -153,7 +153,7 @@ prepare(const cav_state *st, canon *c, uint32_t *n_mat, cav_error *err)
 			return rc;
 		(*n_mat)++;
 	}
-	return CAV_OK;
+	return CQ_OK;
 }
 
 /* u32 offsets[n+1] then the bytes, strings in the given order. */
@@ -215,21 +215,21 @@ put_table(uint8_t *p, const cav_state *st, const canon *c)
 	return p;
 }
 
-cav_code
+cq_code
 cav_serialize(const cav_state *st, size_t room, uint8_t **out, size_t *len,
-			  cav_error *err)
+			  cq_error *err)
 {
 	canon		c = {0};
 	uint32_t	n_mat = 0;
 	size_t		total;
 	uint8_t    *buf,
 			   *p;
-	cav_code	rc;
+	cq_code		rc;
 
 	*out = NULL;
 	*len = 0;
 	if (st->failed)
-		return cav_fail(err, CAV_ESTATE, "CAV state unusable after an earlier error");
+		return cq_fail(err, CQ_EINTERNAL, "CAV state unusable after an earlier error");
 	rc = prepare(st, &c, &n_mat, err);
 	if (rc)
 	{
@@ -242,7 +242,7 @@ cav_serialize(const cav_state *st, size_t room, uint8_t **out, size_t *len,
 	if (buf == NULL)
 	{
 		canon_free(&c);
-		return cav_fail(err, CAV_ENOMEM, "out of memory serialising a CAV");
+		return cq_fail(err, CQ_ENOMEM, "out of memory serialising a CAV");
 	}
 	p = buf + room;
 	put_header(p, st, n_mat);
@@ -255,5 +255,5 @@ cav_serialize(const cav_state *st, size_t room, uint8_t **out, size_t *len,
 	canon_free(&c);
 	*out = buf;
 	*len = total;
-	return CAV_OK;
+	return CQ_OK;
 }

@@ -204,9 +204,9 @@ heap_offer(uint32_t *idx, double *sim, uint32_t *n, uint32_t k, uint32_t i, doub
 	}
 }
 
-cav_code
+cq_code
 cav_view_topk(const cav_view *v, uint32_t q, uint32_t k, uint32_t *idx_out,
-			  double *sim_out, uint32_t *n_out, cav_error *err)
+			  double *sim_out, uint32_t *n_out, cq_error *err)
 {
 	qindex		x = {0};
 	double		qnorm;
@@ -214,14 +214,14 @@ cav_view_topk(const cav_view *v, uint32_t q, uint32_t k, uint32_t *idx_out,
 
 	*n_out = 0;
 	if (q >= v->n_mat)
-		return cav_fail(err, CAV_EINVAL, "token index %u out of range", q);
+		return cq_fail(err, CQ_EINVAL, "token index %u out of range", q);
 	if (k > v->n_mat - 1)
 		k = v->n_mat - 1;
 	qnorm = k ? qindex_build(&x, v, q) : 0;
 	if (qnorm < 0)
 	{
 		qindex_free(&x);
-		return cav_fail(err, CAV_ENOMEM, "out of memory in CAV top-k");
+		return cq_fail(err, CQ_ENOMEM, "out of memory in CAV top-k");
 	}
 	for (uint32_t t = 0; k && t < v->n_mat; t++)
 	{
@@ -247,5 +247,5 @@ cav_view_topk(const cav_view *v, uint32_t q, uint32_t k, uint32_t *idx_out,
 	}
 	*n_out = n;
 	qindex_free(&x);
-	return CAV_OK;
+	return CQ_OK;
 }

@@ -6,40 +6,40 @@
 
 #include <string.h>
 
-cav_code
-cav_check_token(const char *s, size_t len, cav_error *err)
+cq_code
+cav_check_token(const char *s, size_t len, cq_error *err)
 {
 	if (len == 0)
-		return cav_fail(err, CAV_EINVAL, "empty token");
+		return cq_fail(err, CQ_EINVAL, "empty token");
 	if (len > CAV_MAX_TOKEN_BYTES)
-		return cav_fail(err, CAV_EINVAL, "token of %zu bytes, above the maximum of %d",
+		return cq_fail(err, CQ_EINVAL, "token of %zu bytes, above the maximum of %d",
 						len, CAV_MAX_TOKEN_BYTES);
 	if (!cav_utf8_valid((const uint8_t *) s, len))
-		return cav_fail(err, CAV_EINVAL, "token is not valid UTF-8 or contains NUL");
-	return CAV_OK;
+		return cq_fail(err, CQ_EINVAL, "token is not valid UTF-8 or contains NUL");
+	return CQ_OK;
 }
 
-cav_code
-cav_state_broken(cav_state *st, cav_code rc)
+cq_code
+cav_state_broken(cav_state *st, cq_code rc)
 {
-	if (rc != CAV_OK && rc != CAV_EINVAL)
+	if (rc != CQ_OK && rc != CQ_EINVAL)
 		st->failed = rc;
 	return rc;
 }
 
-cav_code
+cq_code
 cav_state_new(const cav_options *opt, size_t byte_limit, cav_state **out,
-			  cav_error *err)
+			  cq_error *err)
 {
 	cav_state  *st;
-	cav_code	rc;
+	cq_code		rc;
 
 	*out = NULL;
 	if (opt == NULL || opt->l_max < 1 || opt->l_max > CAV_MAX_LMAX)
-		return cav_fail(err, CAV_EINVAL, "l_max must be between 1 and %d",
+		return cq_fail(err, CQ_EINVAL, "l_max must be between 1 and %d",
 						CAV_MAX_LMAX);
 	if (opt->n_targets && (!opt->targets || !opt->target_lens))
-		return cav_fail(err, CAV_EINVAL, "restricted target set without tokens");
+		return cq_fail(err, CQ_EINVAL, "restricted target set without tokens");
 	for (size_t i = 0; i < opt->n_targets; i++)
 	{
 		rc = cav_check_token(opt->targets[i], opt->target_lens[i], err);
@@ -48,7 +48,7 @@ cav_state_new(const cav_options *opt, size_t byte_limit, cav_state **out,
 	}
 	st = cq_alloc0(sizeof(cav_state));
 	if (st == NULL)
-		return cav_fail(err, CAV_ENOMEM, "out of memory");
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	st->budget.limit = byte_limit;
 	st->budget.bytes = st->budget.peak = sizeof(cav_state);
 	st->l_max = opt->l_max;
@@ -65,7 +65,7 @@ cav_state_new(const cav_options *opt, size_t byte_limit, cav_state **out,
 		}
 	}
 	*out = st;
-	return CAV_OK;
+	return CQ_OK;
 }
 
 void
@@ -83,12 +83,12 @@ cav_state_free(cav_state *st)
 	cq_free(st);
 }
 
-cav_code
+cq_code
 cav_state_intern_tgt(cav_state *st, const char *s, size_t len, uint32_t *id,
-					 cav_error *err)
+					 cq_error *err)
 {
 	bool		added;
-	cav_code	rc;
+	cq_code		rc;
 
 	if (st->tgt.n == st->mats_cap)
 	{
@@ -111,7 +111,7 @@ cav_state_intern_tgt(cav_state *st, const char *s, size_t len, uint32_t *id,
 		memset(m, 0, sizeof(*m));
 		m->tracked = st->res.n == 0 || cav_dict_find(&st->res, s, len) != CAV_NO_ID;
 	}
-	return CAV_OK;
+	return CQ_OK;
 }
 
 size_t

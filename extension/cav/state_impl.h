@@ -21,17 +21,17 @@ struct cav_state
 	uint64_t	n_pairs;
 	uint32_t   *rows;			/* scratch: state rows of one pair's tokens */
 	size_t		rows_cap;
-	cav_code	failed;			/* sticky error after a partial update */
+	cq_code		failed;			/* sticky error after a partial update */
 };
 
 /* Intern a target token, making room for its matrix slot. */
-cav_code	cav_state_intern_tgt(cav_state *st, const char *s, size_t len,
-								 uint32_t *id, cav_error *err);
+cq_code		cav_state_intern_tgt(cav_state *st, const char *s, size_t len,
+								 uint32_t *id, cq_error *err);
 
 /* Check one token's bytes (non-empty, bounded, UTF-8 without NUL). */
-cav_code	cav_check_token(const char *s, size_t len, cav_error *err);
+cq_code		cav_check_token(const char *s, size_t len, cq_error *err);
 
 /* Mark the state failed after a partial update; returns rc. */
-cav_code	cav_state_broken(cav_state *st, cav_code rc);
+cq_code		cav_state_broken(cav_state *st, cq_code rc);
 
 #endif

@@ -1,7 +1,7 @@
 /*
  * The validator of the CAV layout: every offset, length, count, sort order
  * and string is checked before any reader touches the buffer, so a random
- * or corrupted buffer yields CAV_EFORMAT and never an out-of-bounds read.
+ * or corrupted buffer yields CQ_EFORMAT and never an out-of-bounds read.
  */
 #include "cav/view_impl.h"
 
@@ -9,7 +9,7 @@
 
 #include <string.h>
 
-#define BAD(...) cav_fail(err, CAV_EFORMAT, "invalid CAV: " __VA_ARGS__)
+#define BAD(...) cq_fail(err, CQ_EFORMAT, "invalid CAV: " __VA_ARGS__)
 
 uint32_t
 cav_section_find(const uint8_t *buf, size_t pos, uint32_t n, const char *s,
@@ -36,9 +36,9 @@ cav_section_find(const uint8_t *buf, size_t pos, uint32_t n, const char *s,
 }
 
 /* u32 offsets[n+1] and the strings: strictly sorted, non-empty UTF-8. */
-static cav_code
+static cq_code
 check_dict(const uint8_t *buf, size_t len, size_t *pos, uint32_t n,
-		   const char *what, cav_error *err)
+		   const char *what, cq_error *err)
 {
 	const uint8_t *off = buf + *pos;
 	uint64_t	table = ((uint64_t) n + 1) * 4;
@@ -71,11 +71,11 @@ check_dict(const uint8_t *buf, size_t len, size_t *pos, uint32_t n,
 		}
 	}
 	*pos += table + blob;
-	return CAV_OK;
+	return CQ_OK;
 }
 
-static cav_code
-check_header(const uint8_t *b, size_t len, cav_view *v, cav_error *err)
+static cq_code
+check_header(const uint8_t *b, size_t len, cav_view *v, cq_error *err)
 {
 	if (len < CAV_HEADER_SIZE)
 		return BAD("%zu bytes, shorter than the header", len);
@@ -97,13 +97,13 @@ check_header(const uint8_t *b, size_t len, cav_view *v, cav_error *err)
 		return BAD("dictionary sizes out of range");
 	if (v->n_mat > v->n_tgt || (v->n_restrict == 0 && v->n_mat != v->n_tgt))
 		return BAD("%u matrices for %u target tokens", v->n_mat, v->n_tgt);
-	return CAV_OK;
+	return CQ_OK;
 }
 
 /* One table record: target id order, restriction, counts, start offset. */
-static cav_code
+static cq_code
 check_record(const cav_view *v, uint32_t i, size_t ent_len, int64_t prev_tgt,
-			 cav_error *err)
+			 cq_error *err)
 {
 	const uint8_t *r = cav_view_rec(v, i);
 	uint32_t	tgt = cav_get_u32(r + CAV_REC_TGT);
@@ -127,7 +127,7 @@ check_record(const cav_view *v, uint32_t i, size_t ent_len, int64_t prev_tgt,
 		return BAD("matrix %u: no entries", i);
 	if (start > ent_len)
 		return BAD("matrix %u: entries start past the end", i);
-	return CAV_OK;
+	return CQ_OK;
 }
 
 /*
@@ -135,9 +135,9 @@ check_record(const cav_view *v, uint32_t i, size_t ent_len, int64_t prev_tgt,
  * strictly increasing and in range, 1 <= count <= occurrences, and the
  * token's own cell (its row, distance 0) equal to its occurrences.
  */
-static cav_code
+static cq_code
 check_entries(const cav_view *v, uint32_t i, const uint8_t *p, const uint8_t *end,
-			  cav_error *err)
+			  cq_error *err)
 {
 	const uint8_t *r = cav_view_rec(v, i);
 	uint32_t	nnz = cav_get_u32(r + CAV_REC_NNZ);
@@ -178,15 +178,15 @@ check_entries(const cav_view *v, uint32_t i, const uint8_t *p, const uint8_t *en
 		return BAD("matrix %u: entry bytes do not match its extent", i);
 	if (!has_self)
 		return BAD("matrix %u: own cell missing", i);
-	return CAV_OK;
+	return CQ_OK;
 }
 
-static cav_code
-check_matrices(cav_view *v, cav_error *err)
+static cq_code
+check_matrices(cav_view *v, cq_error *err)
 {
 	size_t		ent_len;
 	int64_t		prev_tgt = -1;
-	cav_code	rc;
+	cq_code		rc;
 
 	if ((uint64_t) v->n_mat * CAV_REC_SIZE > v->len - v->table)
 		return BAD("matrix table runs past the end");
@@ -214,14 +214,14 @@ check_matrices(cav_view *v, cav_error *err)
 		if (rc)
 			return rc;
 	}
-	return CAV_OK;
+	return CQ_OK;
 }
 
-cav_code
-cav_view_open(const void *buf, size_t len, cav_view *v, cav_error *err)
+cq_code
+cav_view_open(const void *buf, size_t len, cav_view *v, cq_error *err)
 {
 	size_t		pos = CAV_HEADER_SIZE;
-	cav_code	rc;
+	cq_code		rc;
 
 	memset(v, 0, sizeof(*v));
 	if (buf == NULL)
@@ -229,22 +229,22 @@ cav_view_open(const void *buf, size_t len, cav_view *v, cav_error *err)
 	v->buf = buf;
 	v->len = len;
 	rc = check_header(v->buf, len, v, err);
-	if (rc == CAV_OK)
+	if (rc == CQ_OK)
 	{
 		v->src_dict = pos;
 		rc = check_dict(v->buf, len, &pos, v->n_src, "source", err);
 	}
-	if (rc == CAV_OK)
+	if (rc == CQ_OK)
 	{
 		v->tgt_dict = pos;
 		rc = check_dict(v->buf, len, &pos, v->n_tgt, "target", err);
 	}
-	if (rc == CAV_OK)
+	if (rc == CQ_OK)
 	{
 		v->res_dict = pos;
 		rc = check_dict(v->buf, len, &pos, v->n_restrict, "restricted", err);
 	}
-	if (rc == CAV_OK)
+	if (rc == CQ_OK)
 	{
 		v->table = pos;
 		rc = check_matrices(v, err);
@@ -254,8 +254,8 @@ cav_view_open(const void *buf, size_t len, cav_view *v, cav_error *err)
 	return rc;
 }
 
-cav_code
-cav_validate(const void *buf, size_t len, cav_error *err)
+cq_code
+cav_validate(const void *buf, size_t len, cq_error *err)
 {
 	cav_view	v;
 
@@ -263,8 +263,8 @@ cav_validate(const void *buf, size_t len, cav_error *err)
 }
 
 /* Section bounds only; see cav_view_open_trusted() in cav_view.h. */
-static cav_code
-skip_dict(const cav_view *v, size_t *pos, uint32_t n, cav_error *err)
+static cq_code
+skip_dict(const cav_view *v, size_t *pos, uint32_t n, cq_error *err)
 {
 	uint64_t	table = ((uint64_t) n + 1) * 4;
 
@@ -274,14 +274,14 @@ skip_dict(const cav_view *v, size_t *pos, uint32_t n, cav_error *err)
 	if (table > v->len - *pos)
 		return BAD("dictionary strings run past the end");
 	*pos += table;
-	return CAV_OK;
+	return CQ_OK;
 }
 
-cav_code
-cav_view_open_trusted(const void *buf, size_t len, cav_view *v, cav_error *err)
+cq_code
+cav_view_open_trusted(const void *buf, size_t len, cav_view *v, cq_error *err)
 {
 	size_t		pos = CAV_HEADER_SIZE;
-	cav_code	rc;
+	cq_code		rc;
 
 	memset(v, 0, sizeof(*v));
 	if (buf == NULL)
@@ -289,9 +289,9 @@ cav_view_open_trusted(const void *buf, size_t len, cav_view *v, cav_error *err)
 	v->buf = buf;
 	v->len = len;
 	rc = check_header(v->buf, len, v, err);
-	if (rc == CAV_OK && (v->src_dict = pos, rc = skip_dict(v, &pos, v->n_src, err)) == CAV_OK &&
-		(v->tgt_dict = pos, rc = skip_dict(v, &pos, v->n_tgt, err)) == CAV_OK &&
-		(v->res_dict = pos, rc = skip_dict(v, &pos, v->n_restrict, err)) == CAV_OK)
+	if (rc == CQ_OK && (v->src_dict = pos, rc = skip_dict(v, &pos, v->n_src, err)) == CQ_OK &&
+		(v->tgt_dict = pos, rc = skip_dict(v, &pos, v->n_tgt, err)) == CQ_OK &&
+		(v->res_dict = pos, rc = skip_dict(v, &pos, v->n_restrict, err)) == CQ_OK)
 	{
 		v->table = pos;
 		if ((uint64_t) v->n_mat * CAV_REC_SIZE > len - pos)

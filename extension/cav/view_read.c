@@ -13,9 +13,9 @@ cav_view_token(const cav_view *v, uint32_t idx, cav_token_info *out)
 	out->row = v->n_src + tgt;
 }
 
-cav_code
+cq_code
 cav_view_find(const cav_view *v, const char *tok, size_t len, uint32_t *idx,
-			  cav_error *err)
+			  cq_error *err)
 {
 	uint32_t	tgt = cav_section_find(v->buf, v->tgt_dict, v->n_tgt, tok, len);
 	uint32_t	lo = 0,
@@ -30,14 +30,14 @@ cav_view_find(const cav_view *v, const char *tok, size_t len, uint32_t *idx,
 		if (t == tgt)
 		{
 			*idx = mid;
-			return CAV_OK;
+			return CQ_OK;
 		}
 		if (t < tgt)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return cav_fail(err, CAV_ENOTFOUND, "token \"%.*s\" has no matrix in the CAV",
+	return cq_fail(err, CQ_ENOTFOUND, "token \"%.*s\" has no matrix in the CAV",
 					len > 64 ? 64 : (int) len, tok);
 }
 

@@ -14,7 +14,8 @@ typedef struct layout
 	cq_tensor_info *table;
 	float	 ***views;				/* where each tensor's pointer goes */
 	int			n;
-	size_t		floats;
+	size_t		floats;				/* padding included */
+	size_t		params;				/* numel only */
 } layout;
 
 static size_t
@@ -48,6 +49,7 @@ add(layout *l, float **view, int d0, int d1, const char *fmt, ...)
 	}
 	l->n++;
 	l->floats += aligned(numel);
+	l->params += numel;
 }
 
 static void
@@ -85,7 +87,8 @@ build_layout(cq_model *m, layout *l)
 	}
 	for (int i = 0; i < c->encoder_layers; i++)
 	{
-		cq_encoder_layer *e = &m->enc[i];
+		cq_encoder_layer scratch;
+		cq_encoder_layer *e = m->enc ? &m->enc[i] : &scratch;	/* counting only */
 
 		add_ln(l, &e->attn_ln, d, "encoder", i, "self_attn_layer_norm");
 		add_linear(l, &e->qkv, 3 * d, d, "encoder", i, "self_attn.qkv");
@@ -98,7 +101,8 @@ build_layout(cq_model *m, layout *l)
 	add(l, &m->enc_ln.b, d, 0, "encoder.layer_norm.bias");
 	for (int i = 0; i < c->decoder_layers; i++)
 	{
-		cq_decoder_layer *e = &m->dec[i];
+		cq_decoder_layer scratch;
+		cq_decoder_layer *e = m->dec ? &m->dec[i] : &scratch;	/* counting only */
 
 		add_ln(l, &e->self_ln, d, "decoder", i, "self_attn_layer_norm");
 		add_linear(l, &e->self_qkv, 3 * d, d, "decoder", i, "self_attn.qkv");
@@ -115,6 +119,19 @@ build_layout(cq_model *m, layout *l)
 	add(l, &m->dec_ln.b, d, 0, "decoder.layer_norm.bias");
 	if (!c->tie_output)
 		add(l, &m->out_proj, c->tgt_vocab_size, d, "decoder.output_projection.weight");
+}
+
+void
+cq_model_size_for(const cq_model_config *cfg, size_t *floats, size_t *params)
+{
+	cq_model	m;
+	layout		l = {0};
+
+	memset(&m, 0, sizeof(m));
+	m.cfg = *cfg;
+	build_layout(&m, &l);
+	*floats = l.floats;
+	*params = l.params;
 }
 
 cq_nn_status
@@ -139,7 +156,7 @@ cq_model_new(const cq_model_config *cfg, cq_model **out, cq_nn_error *err)
 		m->n_tensors = l.n;
 		m->n_floats = l.floats;
 		m->tensors = cq_alloc0(sizeof(cq_tensor_info) * l.n);
-		l = (layout) {m->tensors, cq_alloc(sizeof(float **) * m->n_tensors), 0, 0};
+		l = (layout) {m->tensors, cq_alloc(sizeof(float **) * m->n_tensors), 0, 0, 0};
 		m->raw = cq_alloc0(m->n_floats * sizeof(float) + 64);
 		if (cfg->positions == CQ_POS_SINUSOIDAL)
 			m->sinusoid = cq_alloc(sizeof(float) * cfg->max_positions * cfg->d_model);

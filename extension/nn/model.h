@@ -103,6 +103,14 @@ void		cq_model_free(cq_model *m);
  */
 void		cq_model_init_random(cq_model *m, uint64_t seed);
 
+/*
+ * The size of a model of cfg without allocating it, for checks before
+ * cq_model_new: the floats of its parameter block (padding included, as
+ * cq_model_param_floats) and its real parameters (as cq_model_param_count).
+ * cfg must be valid (cq_config_validate).
+ */
+void		cq_model_size_for(const cq_model_config *cfg, size_t *floats, size_t *params);
+
 const cq_tensor_info *cq_model_tensor(const cq_model *m, const char *name);
 size_t		cq_model_param_floats(const cq_model *m);	/* padding included */
 size_t		cq_model_param_count(const cq_model *m);	/* real parameters */

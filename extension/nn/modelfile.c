@@ -1,5 +1,6 @@
 #include "nn/modelfile.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -205,6 +206,10 @@ read_tensor(const unsigned char *p, size_t *pos, size_t end, const header *h,
 	if (off % 64 != 0 || off > h->data_size || h->data_size - off < t->numel * 4)
 		return cq_nn_fail(err, CQ_NN_EFORMAT, "tensor \"%s\" lies outside the data section", name);
 	copy_le_floats(m->params + t->offset, p + h->data_off + off, t->numel);
+	for (size_t i = 0; i < t->numel; i++)
+		if (!isfinite(m->params[t->offset + i]))
+			return cq_nn_fail(err, CQ_NN_ETENSOR, "tensor \"%s\" has a non-finite value (%g) at index %zu",
+							  name, (double) m->params[t->offset + i], i);
 	return CQ_NN_OK;
 }
 
@@ -235,12 +240,21 @@ cq_modelfile_load(const void *buf, size_t len, cq_model **out, cq_nn_error *err)
 	const unsigned char *p = buf;
 	header		h = {0};
 	cq_model_config cfg;
+	size_t		floats,
+				params;
 	cq_nn_status s;
 
 	*out = NULL;
 	if ((s = read_header(p, len, &h, err)) ||
-		(s = cq_config_from_json((const char *) p + CQ_MODELFILE_HEADER, h.config_len, &cfg, err)) ||
-		(s = cq_model_new(&cfg, out, err)))
+		(s = cq_config_from_json((const char *) p + CQ_MODELFILE_HEADER, h.config_len, &cfg, err)))
+		return s;
+	/* a small file must not make us allocate a large model: tensors do not overlap */
+	cq_model_size_for(&cfg, &floats, &params);
+	if (params * 4 > h.data_size)
+		return cq_nn_fail(err, CQ_NN_EFORMAT,
+						  "weight file data section has %llu bytes, the config's tensors need %zu",
+						  (unsigned long long) h.data_size, params * 4);
+	if ((s = cq_model_new(&cfg, out, err)))
 		return s;
 	if ((s = read_tensors(p, &h, *out, err)))
 	{

@@ -13,6 +13,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "pg/base/internal_sql.h"
 #include "pg/corpq.h"
 #include "pg/text_catalog.h"
 #include "text/bpe_learn.h"
@@ -71,9 +72,9 @@ merge_side_array(const cq_bpe *bpe, const int32_t *side)
 static void
 store_model(const char *name, const cq_bpe *bpe, int32 min_frequency)
 {
-	Oid			m_types[4] = {TEXTOID, TEXTOID, INT4OID, INT4OID};
-	Datum		m_vals[4];
-	char		m_nulls[4] = {' ', ' ', ' ', min_frequency > 0 ? ' ' : 'n'};
+	Oid			m_types[5] = {TEXTOID, TEXTOID, INT4OID, INT4OID, OIDOID};
+	Datum		m_vals[5];
+	char		m_nulls[5] = {' ', ' ', ' ', min_frequency > 0 ? ' ' : 'n', ' '};
 	Oid			r_types[3] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID};
 	Datum		r_vals[3];
 	int			rc;
@@ -82,20 +83,21 @@ store_model(const char *name, const cq_bpe *bpe, int32 min_frequency)
 	m_vals[1] = CStringGetTextDatum(bpe->version == 1 ? "0.1" : "0.2");
 	m_vals[2] = Int32GetDatum(bpe->n_merges);
 	m_vals[3] = Int32GetDatum(min_frequency);
+	m_vals[4] = ObjectIdGetDatum(GetUserId());
 	r_vals[0] = m_vals[0];
 	r_vals[1] = PointerGetDatum(merge_side_array(bpe, bpe->left));
 	r_vals[2] = PointerGetDatum(merge_side_array(bpe, bpe->right));
 
 	SPI_connect();
-	rc = SPI_execute_with_args("INSERT INTO corpq.bpe_models (name, version, n_merges, min_frequency) "
-							   "VALUES ($1, $2, $3, $4)",
-							   4, m_types, m_vals, m_nulls, false, 0);
+	rc = corpq_sql_as_owner("INSERT INTO corpq.bpe_models (name, version, n_merges, min_frequency, owner) "
+							"VALUES ($1, $2, $3, $4, $5::pg_catalog.regrole)",
+							5, m_types, m_vals, m_nulls, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	rc = SPI_execute_with_args("INSERT INTO corpq.bpe_merges (model, rank, left_symbol, right_symbol) "
-							   "SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.l, u.r "
-							   "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) WITH ORDINALITY AS u(l, r, o)",
-							   3, r_types, r_vals, NULL, false, 0);
+	rc = corpq_sql_as_owner("INSERT INTO corpq.bpe_merges (model, rank, left_symbol, right_symbol) "
+							"SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.l, u.r "
+							"FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) WITH ORDINALITY AS u(l, r, o)",
+							3, r_types, r_vals, NULL, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	SPI_finish();
@@ -303,6 +305,7 @@ corpq_bpe_drop(PG_FUNCTION_ARGS)
 	int			rc;
 	char	   *owner;
 	char	   *users;
+	bool		isnull;
 
 	require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -312,18 +315,25 @@ corpq_bpe_drop(PG_FUNCTION_ARGS)
 				 errmsg("BPE name \"%s\" is reserved and cannot be dropped", CORPQ_WHITESPACE)));
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = SPI_execute_with_args("SELECT owner::pg_catalog.text FROM corpq.bpe_models "
-							   "WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, false, 1);
+	rc = corpq_sql_as_caller("SELECT owner::pg_catalog.text, owner::pg_catalog.oid FROM corpq.bpe_models "
+							 "WHERE name OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		corpq_undefined_name("BPE model", "corpq.bpe_models", name);
 	owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 2, &isnull))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to drop BPE model \"%s\"", name),
+				 errdetail("The model is owned by role %s.", owner),
+				 errhint("Only members of the owning role can drop or replace a model.")));
 
-	rc = SPI_execute_with_args("SELECT pg_catalog.string_agg(name, ', ' ORDER BY name) "
-							   "FROM corpq.vocabularies WHERE bpe OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, false, 1);
+	rc = corpq_sql_as_caller("SELECT pg_catalog.string_agg(name, ', ' ORDER BY name) "
+							 "FROM corpq.vocabularies WHERE bpe OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	users = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -334,16 +344,10 @@ corpq_bpe_drop(PG_FUNCTION_ARGS)
 				 errdetail("Vocabularies using it: %s.", users),
 				 errhint("Drop those vocabularies first with corpq.vocab_drop().")));
 
-	rc = SPI_execute_with_args("DELETE FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, false, 0);
+	rc = corpq_sql_as_owner("DELETE FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, 0);
 	if (rc != SPI_OK_DELETE)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to drop BPE model \"%s\"", name),
-				 errdetail("The model is owned by role %s.", owner),
-				 errhint("Only members of the owning role can drop or replace a model.")));
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -159,8 +159,8 @@ merge_datum(CavExpanded *e, Datum d)
 	CavExpanded *b = cavsql_expanded_any(d);
 	bool		temp = (b == NULL);
 	MemoryContext old;
-	cav_error	err = {0};
-	cav_code	rc;
+	cq_error	err = {0};
+	cq_code		rc;
 
 	if (temp)
 		b = cavsql_expanded_from_datum(CurrentMemoryContext, d);
@@ -170,8 +170,8 @@ merge_datum(CavExpanded *e, Datum d)
 	MemoryContextSwitchTo(old);
 	if (temp)
 		MemoryContextDelete(b->hdr.eoh_context);
-	if (rc != CAV_OK)
-		cavsql_error(&err, "could not combine CAVs");
+	if (rc != CQ_OK)
+		corpq_core_error(&err, cavsql_hint(&err), "could not combine CAVs");
 }
 
 static bool
@@ -204,8 +204,8 @@ static void
 add_pair(FunctionCallInfo fcinfo, CavExpanded *e, text *src, text *tgt)
 {
 	MemoryContext old;
-	cav_error	err = {0};
-	cav_code	rc;
+	cq_error	err = {0};
+	cq_code		rc;
 
 	if (e->bpe == NULL)
 	{
@@ -236,8 +236,8 @@ add_pair(FunctionCallInfo fcinfo, CavExpanded *e, text *src, text *tgt)
 		rc = cav_state_add(e->st, st, sl, ns, tt, tl, nt, &err);
 		MemoryContextSwitchTo(old);
 	}
-	if (rc != CAV_OK)
-		cavsql_error(&err, "could not add a pair to the CAV");
+	if (rc != CQ_OK)
+		corpq_core_error(&err, cavsql_hint(&err), "could not add a pair to the CAV");
 }
 
 /*
@@ -310,12 +310,12 @@ corpq_cav_merge(PG_FUNCTION_ARGS)
 				b;
 	uint8	   *out;
 	size_t		len;
-	cav_error	err = {0};
+	cq_error	err = {0};
 
 	cavsql_open_arg(fcinfo, 0, &a);
 	cavsql_open_arg(fcinfo, 1, &b);
-	if (cav_merge_serialized(&a, &b, VARHDRSZ, &out, &len, &err) != CAV_OK)
-		cavsql_error(&err, "could not combine CAVs");
+	if (cav_merge_serialized(&a, &b, VARHDRSZ, &out, &len, &err) != CQ_OK)
+		corpq_core_error(&err, cavsql_hint(&err), "could not combine CAVs");
 	if (len > MaxAllocSize - VARHDRSZ)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),

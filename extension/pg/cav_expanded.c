@@ -30,16 +30,16 @@ static void
 ensure_flat(CavExpanded *e)
 {
 	MemoryContext old;
-	cav_error	err = {0};
-	cav_code	rc;
+	cq_error	err = {0};
+	cq_code		rc;
 
 	if (e->flat != NULL)
 		return;
 	old = MemoryContextSwitchTo(e->hdr.eoh_context);
 	rc = cav_serialize(e->st, VARHDRSZ, &e->flat, &e->flat_len, &err);
 	MemoryContextSwitchTo(old);
-	if (rc != CAV_OK)
-		cavsql_error(&err, "could not serialize the CAV");
+	if (rc != CQ_OK)
+		corpq_core_error(&err, cavsql_hint(&err), "could not serialize the CAV");
 	if (e->flat_len > MaxAllocSize - VARHDRSZ)
 	{
 		pfree(e->flat);
@@ -88,13 +88,13 @@ cavsql_expanded_new(MemoryContext parent, const cav_options *opt)
 {
 	CavExpanded *e = expanded_alloc(parent);
 	MemoryContext old = MemoryContextSwitchTo(e->hdr.eoh_context);
-	cav_error	err = {0};
-	cav_code	rc;
+	cq_error	err = {0};
+	cq_code		rc;
 
 	rc = cav_state_new(opt, cavsql_byte_limit(), &e->st, &err);
 	MemoryContextSwitchTo(old);
-	if (rc != CAV_OK)
-		cavsql_error(&err, "could not start a CAV");
+	if (rc != CQ_OK)
+		corpq_core_error(&err, cavsql_hint(&err), "could not start a CAV");
 	return e;
 }
 
@@ -104,15 +104,18 @@ cavsql_expanded_from_datum(MemoryContext parent, Datum d)
 	struct varlena *p = PG_DETOAST_DATUM_PACKED(d);
 	CavExpanded *e = expanded_alloc(parent);
 	MemoryContext old = MemoryContextSwitchTo(e->hdr.eoh_context);
-	cav_error	err = {0};
-	cav_code	rc;
+	cq_error	err = {0};
+	cq_code		rc;
 
 	/* cav_deserialize runs the full validator first */
 	rc = cav_deserialize(VARDATA_ANY(p), VARSIZE_ANY_EXHDR(p),
 						 cavsql_byte_limit(), &e->st, &err);
 	MemoryContextSwitchTo(old);
-	if (rc != CAV_OK)
-		cavsql_error(&err, "could not read a CAV");
+	/* a datum passed the validator when it entered the database */
+	if (rc == CQ_EFORMAT)
+		err.code = CQ_ECORRUPT;
+	if (rc != CQ_OK)
+		corpq_core_error(&err, cavsql_hint(&err), "could not read a CAV");
 	return e;
 }
 

@@ -29,7 +29,7 @@ find_token(FunctionCallInfo fcinfo, int argno, const cav_view *v, uint32 *idx)
 {
 	text	   *t = PG_GETARG_TEXT_PP(argno);
 
-	return cav_view_find(v, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), idx, NULL) == CAV_OK;
+	return cav_view_find(v, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), idx, NULL) == CQ_OK;
 }
 
 static text *
@@ -126,7 +126,7 @@ corpq_cav_similar(PG_FUNCTION_ARGS)
 				cap;
 	uint32	   *idx;
 	double	   *sim;
-	cav_error	err = {0};
+	cq_error	err = {0};
 
 	if (k < 1)
 		ereport(ERROR,
@@ -139,8 +139,8 @@ corpq_cav_similar(PG_FUNCTION_ARGS)
 	cap = Min((uint32) k, v.n_mat);
 	idx = palloc(cap * sizeof(uint32));
 	sim = palloc(cap * sizeof(double));
-	if (cav_view_topk(&v, q, cap, idx, sim, &n, &err) != CAV_OK)
-		cavsql_error(&err, "could not rank similar tokens");
+	if (cav_view_topk(&v, q, cap, idx, sim, &n, &err) != CQ_OK)
+		corpq_core_error(&err, cavsql_hint(&err), "could not rank similar tokens");
 	for (uint32 i = 0; i < n; i++)
 	{
 		cav_token_info t;
@@ -172,7 +172,7 @@ corpq_cav_pool(PG_FUNCTION_ARGS)
 	int			dims[2],
 				lbs[2] = {1, 1};
 	size_t		n;
-	cav_error	err = {0};
+	cq_error	err = {0};
 
 	if (rows < 1 || cols < 1)
 		ereport(ERROR,
@@ -187,8 +187,8 @@ corpq_cav_pool(PG_FUNCTION_ARGS)
 	if (!find_token(fcinfo, 1, &v, &idx))
 		PG_RETURN_NULL();
 	out = palloc(n * sizeof(double));
-	if (cav_view_pool(&v, idx, (uint32) rows, (uint32) cols, out, &err) != CAV_OK)
-		cavsql_error(&err, "could not pool the CAV matrix");
+	if (cav_view_pool(&v, idx, (uint32) rows, (uint32) cols, out, &err) != CQ_OK)
+		corpq_core_error(&err, cavsql_hint(&err), "could not pool the CAV matrix");
 	d = palloc(n * sizeof(Datum));
 	for (size_t i = 0; i < n; i++)
 		d[i] = Float4GetDatum((float4) out[i]);

@@ -19,6 +19,7 @@
 
 #include "cav/cav.h"
 #include "cav/cav_view.h"
+#include "pg/base/errors.h"
 
 /*
  * A state may hold at most work_mem x CAV_WORK_MEM_FACTOR bytes (by the
@@ -46,8 +47,12 @@ typedef struct CavExpanded
 /* Byte cap of one state (work_mem x CAV_WORK_MEM_FACTOR). */
 size_t		cavsql_byte_limit(void);
 
-/* Raise the ERROR that matches a core failure; what says what was being done. */
-void		cavsql_error(const cav_error *err, const char *what) pg_attribute_noreturn();
+/*
+ * The hint for a failed CAV operation, for corpq_core_error (base/errors.h):
+ * how to stay under the byte cap (CQ_ELIMIT), which CAVs combine
+ * (CQ_EMISMATCH), else NULL.
+ */
+const char *cavsql_hint(const cq_error *err);
 
 /*
  * Detoast a cav argument and validate it with the core's validator (once per

@@ -39,69 +39,39 @@ cavsql_byte_limit(void)
 	return (size_t) work_mem * 1024 * CAV_WORK_MEM_FACTOR;
 }
 
-void
-cavsql_error(const cav_error *err, const char *what)
+const char *
+cavsql_hint(const cq_error *err)
 {
-	switch (err->code)
-	{
-		case CAV_ECAP:
-			ereport(ERROR,
-					(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-					 errmsg("%s: %s", what, err->msg),
-					 errdetail("A CAV state may hold %zu bytes (work_mem x %d).",
-							   cavsql_byte_limit(), CAV_WORK_MEM_FACTOR),
-					 errhint("Raise work_mem, lower l_max, restrict the targets, or aggregate smaller groups.")));
-			break;
-		case CAV_ENOMEM:
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("%s: %s", what, err->msg)));
-			break;
-		case CAV_EOPTIONS:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s: %s", what, err->msg),
-					 errhint("Only CAVs built with the same l_max and the same restricted targets can be combined.")));
-			break;
-		case CAV_EFORMAT:
-			ereport(ERROR,
-					(errcode(ERRCODE_DATA_CORRUPTED),
-					 errmsg("%s: invalid corpq.cav value: %s", what, err->msg)));
-			break;
-		case CAV_EINVAL:
-		case CAV_ENOTFOUND:
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("%s: %s", what, err->msg)));
-			break;
-		default:
-			elog(ERROR, "%s: %s", what, err->msg);
-	}
-	pg_unreachable();
+	if (err->code == CQ_ELIMIT)
+		return "Raise work_mem (a CAV state may hold work_mem x " CppAsString2(CAV_WORK_MEM_FACTOR)
+			" bytes), lower l_max, restrict the targets, or aggregate smaller groups.";
+	if (err->code == CQ_EMISMATCH)
+		return "Only CAVs built with the same l_max and the same restricted targets can be combined.";
+	return NULL;
 }
 
 void
 cavsql_open_arg(FunctionCallInfo fcinfo, int argno, cav_view *v)
 {
 	struct varlena *p = PG_DETOAST_DATUM_PACKED(PG_GETARG_DATUM(argno));
-	cav_error	err = {0};
+	cq_error	err = {0};
 
-	if (cav_view_open(VARDATA_ANY(p), VARSIZE_ANY_EXHDR(p), v, &err) != CAV_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("invalid corpq.cav value: %s", err.msg)));
+	if (cav_view_open(VARDATA_ANY(p), VARSIZE_ANY_EXHDR(p), v, &err) != CQ_OK)
+	{
+		/* it passed the validator when it entered: now it is corrupted */
+		err.code = CQ_ECORRUPT;
+		corpq_core_error(&err, NULL, "invalid corpq.cav value");
+	}
 }
 
 void
 cavsql_check_bytes(const void *buf, size_t len, const char *source)
 {
-	cav_error	err = {0};
+	cq_error	err = {0};
 
-	if (cav_validate(buf, len, &err) != CAV_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_BINARY_REPRESENTATION),
-				 errmsg("invalid corpq.cav %s: %s", source, err.msg),
-				 errhint("A corpq.cav is the canonical CAV layout written by corpq (extension/cav/FORMAT.md).")));
+	if (cav_validate(buf, len, &err) != CQ_OK)
+		corpq_core_error(&err, "A corpq.cav is the canonical CAV layout written by corpq (extension/cav/FORMAT.md).",
+						 "invalid corpq.cav %s", source);
 }
 
 struct varlena *

@@ -14,6 +14,7 @@
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_database.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -26,6 +27,7 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
+#include "pg/base/internal_sql.h"
 #include "pg/jobs.h"
 
 /* How often a job may be started again after restarts before it fails. */
@@ -86,6 +88,7 @@ corpq_job_launcher_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 
+	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	rel = table_open(DatabaseRelationId, AccessShareLock);
@@ -111,34 +114,46 @@ corpq_job_launcher_main(Datum arg)
 	}
 }
 
-/* Requeue restartable orphans (returning what to launch), fail the rest. */
+/*
+ * Requeue restartable orphans (returning what to launch), fail the rest.
+ * Every statement runs with a fixed search_path (base/internal_sql.h): this
+ * worker is a superuser, and the database's own search_path is its owner's
+ * to set.
+ */
 static void
 settle_orphans(void)
 {
 	/*
 	 * A crash-restart (a backend killed) keeps pg_postmaster_start_time(), so
-	 * a running job also counts as orphaned when its worker is gone.  A row
-	 * requeued by this recovery carries the current start time and is not
-	 * orphaned again by the second UPDATE below.
+	 * a running job also counts as orphaned when its worker is gone (judged
+	 * from the process array: $1, $2).  A row requeued by this recovery
+	 * carries the current start time and is not orphaned again by the second
+	 * UPDATE below.
 	 */
 	const char *orphaned =
-		"(state = 'running' AND (server_start IS DISTINCT FROM pg_postmaster_start_time() "
-		"   OR worker_pid NOT IN (SELECT pid FROM pg_catalog.pg_stat_activity "
-		"                         WHERE backend_type = 'corpq job'))) "
-		"OR (state = 'queued' AND created < pg_postmaster_start_time() "
-		"    AND server_start IS DISTINCT FROM pg_postmaster_start_time())";
+		"(j.state OPERATOR(pg_catalog.=) 'running' "
+		"  AND (j.server_start IS DISTINCT FROM pg_catalog.pg_postmaster_start_time() "
+		"    OR EXISTS (SELECT 1 FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) d(id, pid) "
+		"      WHERE d.id OPERATOR(pg_catalog.=) j.id "
+		"      AND d.pid OPERATOR(pg_catalog.=) COALESCE(j.worker_pid, 0)))) "
+		"OR (j.state OPERATOR(pg_catalog.=) 'queued' "
+		"  AND j.created OPERATOR(pg_catalog.<) pg_catalog.pg_postmaster_start_time() "
+		"  AND j.server_start IS DISTINCT FROM pg_catalog.pg_postmaster_start_time())";
+	Oid			argtypes[2] = {INT8ARRAYOID, INT4ARRAYOID};
+	Datum		values[2];
 	StringInfoData q;
 	uint64		n;
 
+	(void) corpq_jobs_dead_workers(&values[0], &values[1]);
 	initStringInfo(&q);
 	appendStringInfo(&q,
-					 "UPDATE corpq.jobs SET state = 'queued', worker_pid = NULL, "
-					 "server_start = pg_postmaster_start_time() "
-					 "WHERE (%s) AND NOT cancel_requested AND attempts < %d "
-					 "AND corpq.job_kind_restartable(kind) "
-					 "RETURNING id, session_role::oid, owner::oid",
+					 "UPDATE corpq.jobs j SET state = 'queued', worker_pid = NULL, "
+					 "server_start = pg_catalog.pg_postmaster_start_time() "
+					 "WHERE (%s) AND NOT j.cancel_requested AND j.attempts OPERATOR(pg_catalog.<) %d "
+					 "AND corpq.job_kind_restartable(j.kind) "
+					 "RETURNING j.id, j.session_role::pg_catalog.oid, j.owner::pg_catalog.oid",
 					 orphaned, MAX_ATTEMPTS);
-	if (SPI_execute(q.data, false, 0) != SPI_OK_UPDATE_RETURNING)
+	if (corpq_sql_as_owner(q.data, 2, argtypes, values, NULL, 0) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not requeue corpq jobs");
 	n = SPI_processed;
 	for (uint64 i = 0; i < n; i++)
@@ -147,6 +162,7 @@ settle_orphans(void)
 		HeapTuple	t = SPI_tuptable->vals[i];
 		TupleDesc	d = SPI_tuptable->tupdesc;
 
+		/* the worker checks the roles again before it runs anything */
 		corpq_job_launch(MyDatabaseId, DatumGetInt64(SPI_getbinval(t, d, 1, &isnull)),
 						 DatumGetObjectId(SPI_getbinval(t, d, 2, &isnull)),
 						 DatumGetObjectId(SPI_getbinval(t, d, 3, &isnull)),
@@ -157,14 +173,14 @@ settle_orphans(void)
 
 	resetStringInfo(&q);
 	appendStringInfo(&q,
-					 "UPDATE corpq.jobs SET state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'failed' END, "
-					 "finished = now(), error = CASE "
-					 "  WHEN cancel_requested THEN 'cancelled while the server restarted' "
-					 "  WHEN attempts >= %d THEN 'the server restarted while the job was running, and it had run %d times' "
+					 "UPDATE corpq.jobs j SET state = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'failed' END, "
+					 "finished = pg_catalog.now(), error = CASE "
+					 "  WHEN j.cancel_requested THEN 'cancelled while the server restarted' "
+					 "  WHEN j.attempts OPERATOR(pg_catalog.>=) %d THEN 'the server restarted while the job was running, and it had run %d times' "
 					 "  ELSE 'the server restarted while the job was running; this kind of job cannot restart' END "
 					 "WHERE %s",
 					 MAX_ATTEMPTS, MAX_ATTEMPTS, orphaned);
-	if (SPI_execute(q.data, false, 0) != SPI_OK_UPDATE)
+	if (corpq_sql_as_owner(q.data, 2, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not fail orphaned corpq jobs");
 }
 
@@ -177,11 +193,13 @@ corpq_job_recovery_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), BOOTSTRAP_SUPERUSERID, 0);
 
+	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	SPI_connect();
 	pgstat_report_activity(STATE_RUNNING, "corpq: settling orphaned jobs");
-	if (SPI_execute("SELECT 1 FROM pg_extension WHERE extname = 'corpq'", true, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'corpq'",
+							0, NULL, NULL, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the corpq extension");
 	installed = SPI_processed == 1;
 	if (installed)

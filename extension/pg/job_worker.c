@@ -15,12 +15,14 @@
 #include "storage/lmgr.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "pg/base/internal_sql.h"
 #include "pg/jobs.h"
 
 /* Milliseconds between progress publications, unless forced. */
@@ -31,6 +33,8 @@
 void
 corpq_job_xact_begin(MemoryContext cxt)
 {
+	/* now() is the transaction's start: a worker must advance it itself */
+	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
 	PushActiveSnapshot(GetTransactionSnapshot());
 	MemoryContextSwitchTo(cxt);
@@ -71,32 +75,75 @@ assume_owner(const CorpqJobLaunchInfo *info)
 	CommitTransactionCommand();
 }
 
-/* Claim the queued row; false when it is gone, cancelled or taken. */
+/*
+ * A job of a superuser session for a role that is not superuser never runs
+ * (corpq_job_roles_safe): fail it, if it is still queued, without running
+ * anything.  False when the job was refused.
+ */
 static bool
-claim_job(CorpqJob *job, int64 id)
+roles_accepted(int64 id, const CorpqJobLaunchInfo *info)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(id)};
+	bool		safe;
+
+	begin_work();
+	safe = corpq_job_roles_safe(info->session_role, info->owner);
+	if (!safe &&
+		corpq_sql_as_owner("UPDATE corpq.jobs SET state = 'failed', finished = pg_catalog.now(), "
+						   "error = 'refused: a superuser session cannot run a job as a role that is not superuser' "
+						   "WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'queued'",
+						   1, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not refuse corpq job " INT64_FORMAT, id);
+	end_work();
+	if (!safe)
+		elog(LOG, "corpq job " INT64_FORMAT " refused: session role %u is superuser, owner %u is not",
+			 id, info->session_role, info->owner);
+	return safe;
+}
+
+/*
+ * Claim the queued row; false when it is gone, cancelled, taken, or not the
+ * job this worker was launched for (other roles).  The corpus query will run
+ * with the search_path recorded at submission; corpq's own statements always
+ * run with a fixed one (base/internal_sql.h).
+ */
+static bool
+claim_job(CorpqJob *job, int64 id, const CorpqJobLaunchInfo *info)
+{
+	Oid			argtypes[3] = {INT8OID, OIDOID, OIDOID};
+	Datum		values[3] = {Int64GetDatum(id), ObjectIdGetDatum(info->owner),
+	ObjectIdGetDatum(info->session_role)};
 	bool		claimed;
 
 	begin_work();
-	if (SPI_execute_with_args("UPDATE corpq.jobs SET state = 'running', started = now(), "
-							  "worker_pid = pg_backend_pid(), server_start = pg_postmaster_start_time(), "
-							  "attempts = attempts + 1 "
-							  "WHERE id = $1 AND state = 'queued' AND NOT cancel_requested "
-							  "RETURNING kind, args::text, attempts",
-							  1, argtypes, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING)
+	if (corpq_sql_as_owner("UPDATE corpq.jobs SET state = 'running', started = pg_catalog.now(), "
+						   "worker_pid = pg_catalog.pg_backend_pid(), "
+						   "server_start = pg_catalog.pg_postmaster_start_time(), "
+						   "attempts = attempts OPERATOR(pg_catalog.+) 1 "
+						   "WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'queued' "
+						   "AND NOT cancel_requested "
+						   "AND owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
+						   "AND session_role::pg_catalog.oid OPERATOR(pg_catalog.=) $3 "
+						   "RETURNING kind, args::pg_catalog.text, attempts, search_path",
+						   3, argtypes, values, NULL, 1) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not claim corpq job " INT64_FORMAT, id);
 	claimed = SPI_processed == 1;
 	if (claimed)
 	{
 		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+		char	   *search_path = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
 
 		job->id = id;
+		job->owner = info->owner;
 		job->kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 		job->args = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 		job->attempts = atoi(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
 		MemoryContextSwitchTo(old);
+		/* a value that no longer parses leaves the database's, with a WARNING */
+		if (search_path != NULL)
+			(void) set_config_option("search_path", search_path, PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_SET, true, WARNING, false);
 	}
 	end_work();
 	return claimed;
@@ -124,10 +171,12 @@ record_failure(CorpqJob *job, MemoryContext cxt)
 	values[0] = Int64GetDatum(job->id);
 	values[1] = BoolGetDatum(cancelled);
 	values[2] = CStringGetTextDatum(cancelled ? "cancelled by request" : edata->message);
-	if (SPI_execute_with_args("UPDATE corpq.jobs SET finished = now(), error = $3, "
-							  "state = CASE WHEN $2 OR cancel_requested THEN 'cancelled' ELSE 'failed' END "
-							  "WHERE id = $1",
-							  3, argtypes, values, NULL, false, 1) != SPI_OK_UPDATE)
+	/* only while the row is still this worker's (the reaper may have judged otherwise) */
+	if (corpq_sql_as_owner("UPDATE corpq.jobs SET finished = pg_catalog.now(), error = $3, "
+						   "state = CASE WHEN $2 OR cancel_requested THEN 'cancelled' ELSE 'failed' END "
+						   "WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'running' "
+						   "AND worker_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()",
+						   3, argtypes, values, NULL, 1) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the failure of corpq job " INT64_FORMAT, job->id);
 	end_work();
 }
@@ -145,7 +194,6 @@ corpq_job_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(info.dboid, info.session_role, 0);
-	assume_owner(&info);
 
 	/* The row is visible only once the submitting transaction committed. */
 	if (TransactionIdIsValid(info.wait_for))
@@ -154,8 +202,11 @@ corpq_job_main(Datum arg)
 		XactLockTableWait(info.wait_for, NULL, NULL, XLTW_None);
 		CommitTransactionCommand();
 	}
+	if (!roles_accepted(id, &info))
+		proc_exit(0);
+	assume_owner(&info);
 	memset(&job, 0, sizeof(job));
-	if (!claim_job(&job, id))
+	if (!claim_job(&job, id, &info))
 		proc_exit(0);
 
 	kind = corpq_job_kind(job.kind);
@@ -227,10 +278,18 @@ corpq_job_finish(CorpqJob *job, const char *result_json)
 
 	values[0] = Int64GetDatum(job->id);
 	values[1] = CStringGetTextDatum(result_json ? result_json : "{}");
-	if (SPI_execute_with_args("UPDATE corpq.jobs SET state = 'succeeded', finished = now(), "
-							  "error = NULL, result = $2::jsonb WHERE id = $1",
-							  2, argtypes, values, NULL, false, 1) != SPI_OK_UPDATE)
+	if (corpq_sql_as_owner("UPDATE corpq.jobs SET state = 'succeeded', finished = pg_catalog.now(), "
+						   "error = NULL, result = $2::pg_catalog.jsonb "
+						   "WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'running' "
+						   "AND worker_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()",
+						   2, argtypes, values, NULL, 1) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the result of corpq job " INT64_FORMAT, job->id);
+	/* the results roll back with this transaction rather than land on a row no longer ours */
+	if (SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("corpq job " INT64_FORMAT " is no longer running in this worker", job->id),
+				 errdetail("Its row was changed by someone else while it ran.")));
 }
 
 char *

@@ -7,18 +7,23 @@
 
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "pg/base/internal_sql.h"
 #include "pg/jobs.h"
 
 int			corpq_max_jobs = 4;
@@ -52,47 +57,117 @@ corpq_job_launch(Oid dboid, int64 job_id, Oid session_role, Oid owner,
 				 errhint("Raise max_worker_processes (it needs a restart), or wait for running jobs to finish.")));
 }
 
+bool
+corpq_job_worker_alive(int pid)
+{
+	PGPROC	   *proc;
+
+	if (pid <= 0)
+		return false;
+	/* the live process array, not pg_stat_activity's per-transaction snapshot */
+	proc = BackendPidGetProc(pid);
+	return proc != NULL && proc->isBackgroundWorker && proc->databaseId == MyDatabaseId;
+}
+
 /*
- * Mark jobs whose worker is gone as failed; returns how many.  With corpq
- * preloaded, jobs orphaned by a server restart belong to the recovery worker
- * (it requeues restartable kinds), which may not have run yet: only jobs
- * whose worker died under the current postmaster are reaped here.
+ * The running jobs of this server start whose worker is gone, as arrays of
+ * (id, worker_pid) for corpq_jobs_orphans(); NULL when there are none.  Read
+ * as the catalog owner: every role's jobs count.
+ */
+bool
+corpq_jobs_dead_workers(Datum *ids, Datum *pids)
+{
+	Datum	   *id_d,
+			   *pid_d;
+	int			n = 0;
+
+	if (corpq_sql_as_owner("SELECT j.id, j.worker_pid FROM corpq.jobs j "
+						   "WHERE j.state OPERATOR(pg_catalog.=) 'running' "
+						   "AND j.server_start OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time()",
+						   0, NULL, NULL, NULL, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read running corpq jobs");
+	id_d = palloc(sizeof(Datum) * (SPI_processed + 1));
+	pid_d = palloc(sizeof(Datum) * (SPI_processed + 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		Datum		pid = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull);
+
+		if (!isnull && corpq_job_worker_alive(DatumGetInt32(pid)))
+			continue;
+		id_d[n] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		pid_d[n] = isnull ? Int32GetDatum(0) : pid;
+		n++;
+	}
+	*ids = PointerGetDatum(construct_array(id_d, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	*pids = PointerGetDatum(construct_array(pid_d, n, INT4OID, 4, true, TYPALIGN_INT));
+	return n > 0;
+}
+
+/*
+ * Mark jobs whose worker is gone as failed (cancelled when a cancel was
+ * requested); returns how many.  With corpq preloaded, jobs orphaned by a
+ * server restart belong to the recovery worker (it requeues restartable
+ * kinds), which may not have run yet: only jobs whose worker died under the
+ * current postmaster are reaped here.  A row whose state or worker changed
+ * since it was judged (it finished, or recovery relaunched it) is left alone.
  */
 static uint64
 reap_orphans(void)
 {
-	int			rc;
+	Oid			argtypes[2] = {INT8ARRAYOID, INT4ARRAYOID};
+	Datum		values[2];
+	bool		dead = corpq_jobs_dead_workers(&values[0], &values[1]);
 	const char *restarted = corpq_jobs_preloaded ? "false" :
-		"(state = 'running' AND server_start IS DISTINCT FROM pg_postmaster_start_time()) "
-		"OR (state = 'queued' AND created < pg_postmaster_start_time() "
-		"    AND server_start IS DISTINCT FROM pg_postmaster_start_time())";
+		"(j.state OPERATOR(pg_catalog.=) 'running' "
+		"  AND j.server_start IS DISTINCT FROM pg_catalog.pg_postmaster_start_time()) "
+		"OR (j.state OPERATOR(pg_catalog.=) 'queued' "
+		"  AND j.created OPERATOR(pg_catalog.<) pg_catalog.pg_postmaster_start_time() "
+		"  AND j.server_start IS DISTINCT FROM pg_catalog.pg_postmaster_start_time())";
 
-	rc = SPI_execute(psprintf("UPDATE corpq.jobs SET state = 'failed', finished = now(), "
-							  "error = CASE WHEN server_start IS DISTINCT FROM pg_postmaster_start_time() "
-							  "  THEN 'the server restarted while the job was running' "
-							  "  ELSE 'the job''s worker exited without finishing' END "
-							  "WHERE (%s) OR (state = 'running' "
-							  "   AND server_start = pg_postmaster_start_time() "
-							  "   AND worker_pid NOT IN (SELECT pid FROM pg_stat_activity "
-							  "                          WHERE backend_type = 'corpq job'))",
-							  restarted),
-					 false, 0);
-	if (rc != SPI_OK_UPDATE)
+	if (!dead && corpq_jobs_preloaded)
+		return 0;
+	if (corpq_sql_as_owner(psprintf("UPDATE corpq.jobs j SET "
+									"state = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'failed' END, "
+									"finished = pg_catalog.now(), "
+									"error = CASE WHEN j.server_start IS DISTINCT FROM pg_catalog.pg_postmaster_start_time() "
+									"  THEN 'the server restarted while the job was running' "
+									"  ELSE 'the job''s worker exited without finishing' END "
+									"WHERE (%s) OR (j.state OPERATOR(pg_catalog.=) 'running' "
+									"  AND EXISTS (SELECT 1 FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) d(id, pid) "
+									"    WHERE d.id OPERATOR(pg_catalog.=) j.id "
+									"    AND d.pid OPERATOR(pg_catalog.=) COALESCE(j.worker_pid, 0)))",
+									restarted),
+						   2, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not reap orphaned corpq jobs");
 	return SPI_processed;
 }
+
+/* The advisory lock tag that serialises submissions (check_job_limit). */
+#define SUBMIT_LOCK_KEY 0x63727071	/* "crpq" */
+#define SUBMIT_LOCK_FIELD4 3
 
 static void
 check_job_limit(void)
 {
 	int64		active;
 	bool		isnull;
+	LOCKTAG		tag;
 
-	/* Serialise submissions so two cannot both see room for one more. */
-	SPI_execute("LOCK TABLE corpq.jobs IN SHARE ROW EXCLUSIVE MODE", false, 0);
+	/*
+	 * Serialise submissions so two cannot both see room for one more: a lock
+	 * held to the end of the submitting transaction.  Not a table lock, which
+	 * would also hold back every worker's claim and result while a submitter
+	 * sits in its transaction; an advisory tag no SQL function can take
+	 * (pg_advisory_lock uses field4 1 and 2), so no role can block it.
+	 */
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, SUBMIT_LOCK_KEY, 0, SUBMIT_LOCK_FIELD4);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	reap_orphans();
-	if (SPI_execute("SELECT count(*) FROM corpq.jobs WHERE state IN ('queued', 'running')",
-					true, 0) != SPI_OK_SELECT)
+	/* every role's jobs: the limit is the database's, not the caller's */
+	if (corpq_sql_as_owner("SELECT pg_catalog.count(*) FROM corpq.jobs "
+						   "WHERE state OPERATOR(pg_catalog.=) ANY ('{queued,running}'::pg_catalog.text[])",
+						   0, NULL, NULL, NULL, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not count corpq jobs");
 	active = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	if (active >= corpq_max_jobs)
@@ -103,13 +178,41 @@ check_job_limit(void)
 				 errhint("Wait for a job to finish, cancel one with corpq.job_cancel(), or raise corpq.max_jobs.")));
 }
 
+/*
+ * A job's worker logs in as the session's role and then takes the current
+ * one: a job started by a superuser session under SET ROLE would let code in
+ * the job (the corpus query) RESET ROLE back to the superuser.  Workers refuse
+ * such jobs (corpq_job_roles_safe), so submission refuses them first.
+ */
+static void
+check_submitter(Oid session_role, Oid owner)
+{
+	if (!corpq_job_roles_safe(session_role, owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("a superuser session cannot start a corpq job as role \"%s\"",
+						GetUserNameFromId(owner, false)),
+				 errdetail("The job's worker would log in as superuser \"%s\", and code run by the job could return to it.",
+						   GetUserNameFromId(session_role, false)),
+				 errhint("Log in as a member of role \"%s\" to start the job, or RESET ROLE to run it as the superuser.",
+						 GetUserNameFromId(owner, false))));
+}
+
+bool
+corpq_job_roles_safe(Oid session_role, Oid owner)
+{
+	return !superuser_arg(session_role) || superuser_arg(owner);
+}
+
 int64
 corpq_job_submit(const char *kind, Jsonb *args)
 {
-	Oid			argtypes[2] = {TEXTOID, JSONBOID};
-	Datum		values[2];
+	Oid			argtypes[5] = {TEXTOID, JSONBOID, OIDOID, OIDOID, TEXTOID};
+	Datum		values[5];
 	bool		isnull;
 	int64		id;
+	Oid			owner = GetUserId();
+	Oid			session_role = GetSessionUserId();
 
 	if (RecoveryInProgress())
 		ereport(ERROR,
@@ -117,20 +220,24 @@ corpq_job_submit(const char *kind, Jsonb *args)
 				 errmsg("cannot start a corpq job during recovery"),
 				 errhint("Submit jobs on the primary server.")));
 	Assert(corpq_job_kind(kind) != NULL);
+	check_submitter(session_role, owner);
 
 	SPI_connect();
 	check_job_limit();
 	values[0] = CStringGetTextDatum(kind);
 	values[1] = JsonbPGetDatum(args);
-	if (SPI_execute_with_args("INSERT INTO corpq.jobs(kind, args) VALUES ($1, $2) RETURNING id",
-							  2, argtypes, values, NULL, false, 1) != SPI_OK_INSERT_RETURNING)
+	values[2] = ObjectIdGetDatum(owner);
+	values[3] = ObjectIdGetDatum(session_role);
+	values[4] = CStringGetTextDatum(namespace_search_path);
+	if (corpq_sql_as_owner("INSERT INTO corpq.jobs (kind, args, owner, session_role, search_path) "
+						   "VALUES ($1, $2, $3::pg_catalog.regrole, $4::pg_catalog.regrole, $5) RETURNING id",
+						   5, argtypes, values, NULL, 1) != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "could not insert a corpq job");
 	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 
 	/* The worker waits for this transaction to end before it reads the row. */
-	corpq_job_launch(MyDatabaseId, id, GetSessionUserId(), GetUserId(),
-					 GetTopTransactionId());
+	corpq_job_launch(MyDatabaseId, id, session_role, owner, GetTopTransactionId());
 	return id;
 }
 
@@ -143,8 +250,9 @@ read_job(int64 id, char **state, TransactionId *xmin)
 	bool		isnull;
 
 	/* not read-only: SPI then takes a fresh snapshot, so job_wait sees the update */
-	if (SPI_execute_with_args("SELECT state, xmin::text::bigint FROM corpq.jobs WHERE id = $1",
-							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT state, xmin::pg_catalog.text::pg_catalog.int8 FROM corpq.jobs "
+							"WHERE id OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq job");
 	if (SPI_processed == 0)
 		return false;
@@ -238,22 +346,14 @@ corpq_job_wait(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(result);
 }
 
-/* Signal a running job's worker to cancel, if it is still ours. */
-static void
-signal_worker(int pid)
-{
-	PGPROC	   *proc = BackendPidGetProc(pid);
-
-	if (proc != NULL && proc->databaseId == MyDatabaseId)
-		(void) kill(pid, SIGINT);
-}
-
 PG_FUNCTION_INFO_V1(corpq_job_cancel);
 
 /*
  * corpq.job_cancel(id): a queued job is cancelled at once; a running one gets
  * cancel_requested and its worker a cancel signal, and records 'cancelled'
- * itself when it stops (within one progress step).
+ * itself when it stops (within one progress step).  A running job whose
+ * worker is gone is marked cancelled here.  The caller must see the row
+ * (members of its owner role), then corpq writes it.
  */
 Datum
 corpq_job_cancel(PG_FUNCTION_ARGS)
@@ -266,20 +366,29 @@ corpq_job_cancel(PG_FUNCTION_ARGS)
 	text	   *result;
 
 	SPI_connect();
-	if (SPI_execute_with_args("UPDATE corpq.jobs j SET cancel_requested = true, "
-							  "state = CASE WHEN j.state = 'queued' THEN 'cancelled' ELSE j.state END, "
-							  "finished = CASE WHEN j.state = 'queued' THEN now() ELSE j.finished END, "
-							  "error = CASE WHEN j.state = 'queued' THEN 'cancelled before it started' ELSE j.error END "
-							  "FROM (SELECT id, state FROM corpq.jobs WHERE id = $1 FOR UPDATE) old "
-							  "WHERE j.id = old.id RETURNING old.state, j.worker_pid",
-							  1, argtypes, values, NULL, false, 1) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "could not cancel corpq job");
+	if (corpq_sql_as_caller("SELECT 1 FROM corpq.jobs WHERE id OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq job");
 	if (SPI_processed == 0)
 		job_not_found(id);
+	if (corpq_sql_as_owner("UPDATE corpq.jobs j SET cancel_requested = true, "
+						   "state = CASE WHEN j.state OPERATOR(pg_catalog.=) 'queued' THEN 'cancelled' ELSE j.state END, "
+						   "finished = CASE WHEN j.state OPERATOR(pg_catalog.=) 'queued' THEN pg_catalog.now() ELSE j.finished END, "
+						   "error = CASE WHEN j.state OPERATOR(pg_catalog.=) 'queued' THEN 'cancelled before it started' ELSE j.error END "
+						   "FROM (SELECT o.id, o.state FROM corpq.jobs o WHERE o.id OPERATOR(pg_catalog.=) $1 FOR UPDATE) old "
+						   "WHERE j.id OPERATOR(pg_catalog.=) old.id RETURNING old.state, j.worker_pid",
+						   1, argtypes, values, NULL, 1) != SPI_OK_UPDATE_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not cancel corpq job " INT64_FORMAT, id);
 	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	pid_text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	if (strcmp(state, "running") == 0 && pid_text != NULL)
-		signal_worker(atoi(pid_text));
+	if (strcmp(state, "running") == 0)
+	{
+		if (pid_text != NULL && corpq_job_worker_alive(atoi(pid_text)))
+			(void) kill(atoi(pid_text), SIGINT);
+		else
+			reap_orphans();
+	}
 	result = text_for_caller(state);
 	SPI_finish();
 	PG_RETURN_TEXT_P(result);

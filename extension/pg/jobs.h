@@ -20,6 +20,7 @@
 typedef struct CorpqJob
 {
 	int64		id;
+	Oid			owner;			/* the role the job runs as; rows it writes carry it */
 	char	   *kind;
 	char	   *args;			/* the job's arguments, jsonb as text */
 	int			attempts;		/* 1 on the first run, more after a restart */
@@ -46,6 +47,25 @@ const CorpqJobKind *corpq_job_kind(const char *kind);
  * Errors when no worker slot is free, on a hot standby, or past corpq.max_jobs.
  */
 int64		corpq_job_submit(const char *kind, Jsonb *args);
+
+/*
+ * Whether a job may run with these roles: never a superuser session for a
+ * role that is not one (its code could RESET ROLE back to the superuser).
+ */
+bool		corpq_job_roles_safe(Oid session_role, Oid owner);
+
+/*
+ * Whether pid is a live background worker of this database, from the process
+ * array (never a pg_stat_activity snapshot, which is cached per transaction).
+ */
+bool		corpq_job_worker_alive(int pid);
+
+/*
+ * With SPI connected: the running jobs of this postmaster whose worker is
+ * not alive, as an int8[] of ids and an int4[] of their worker pids (0 when
+ * none); false when there are none.
+ */
+bool		corpq_jobs_dead_workers(Datum *ids, Datum *pids);
 
 /* Launch a worker for an existing queued row (submission and recovery). */
 void		corpq_job_launch(Oid dboid, int64 job_id, Oid session_role,

@@ -19,9 +19,15 @@
 #include "pg/jobs.h"
 #include "pg/text_catalog.h"
 
+typedef enum LexModel
+{
+	LEX_MODEL_FAST_ALIGN,
+	LEX_MODEL_IBM1				/* fast_align's trainer with a uniform prior */
+} LexModel;
+
 typedef struct LexOptions
 {
-	bool		ibm1;			/* model: ibm1 (uniform prior) or fast_align */
+	int			model;			/* a LexModel */
 	int			iterations;
 	double		p0;
 	double		tension;
@@ -46,8 +52,6 @@ char	   *lexicon_options_json(const LexOptions *o);
 
 /* fast_align trainer options of one direction. */
 void		lexicon_fa_options(const LexOptions *o, bool reverse, cq_fa_options *fo);
-
-const char *lexicon_sym_name(cq_sym_mode m);
 
 /* Lowercase (if asked) and segment a sentence; result valid until the next call. */
 const cq_tokens *lexicon_tokenize(CorpqSegmenter *seg, bool lowercase,

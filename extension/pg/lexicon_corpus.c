@@ -5,20 +5,20 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
-#include "lib/stringinfo.h"
-#include "miscadmin.h"
-#include "nodes/parsenodes.h"
-#include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/plancache.h"
 
+#include "pg/base/corpus_query.h"
 #include "pg/lexicon_catalog.h"
 
 /* Rows fetched from the cursor at a time. */
 #define BATCH_ROWS 1000
+
+static const CorpqColumn columns[] = {{"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}};
+
+static const CorpqQuerySpec corpus_spec = {
+	.what = "corpus", .columns = columns, .min_columns = 2, .max_columns = 2,
+	.example = "SELECT src, tgt FROM my_bitext", .need_rows = true
+};
 
 /* A growing array in the job's context. */
 typedef struct Growing
@@ -43,72 +43,16 @@ grow(Growing *g, int64 extra)
 	return (char *) g->v + g->n * g->elt;
 }
 
-static void
-check_plan(SPIPlanPtr plan)
-{
-	List	   *sources = SPI_plan_get_plan_sources(plan);
-	bool		ok = list_length(sources) == 1;
-	ListCell   *lc;
-
-	if (ok)
-	{
-		CachedPlanSource *ps = linitial(sources);
-
-		ok = ps->commandTag == CMDTAG_SELECT && ps->resultDesc != NULL;
-		foreach(lc, ps->query_list)
-		{
-			Query	   *q = lfirst_node(Query, lc);
-
-			if (q->commandType != CMD_SELECT || q->utilityStmt != NULL ||
-				q->hasModifyingCTE || q->rowMarks != NIL)
-				ok = false;
-		}
-		if (ok)
-		{
-			TupleDesc	d = ps->resultDesc;
-
-			for (int i = 0; i < d->natts; i++)
-			{
-				Oid			t = getBaseType(TupleDescAttr(d, i)->atttypid);
-
-				if (t != TEXTOID && t != VARCHAROID)
-					ereport(ERROR,
-							(errcode(ERRCODE_DATATYPE_MISMATCH),
-							 errmsg("corpus query must return two text columns (src, tgt)"),
-							 errdetail("Column %d has type %s.", i + 1,
-									   format_type_be(TupleDescAttr(d, i)->atttypid)),
-							 errhint("Cast the columns to text.")));
-			}
-			if (d->natts != 2)
-				ereport(ERROR,
-						(errcode(ERRCODE_DATATYPE_MISMATCH),
-						 errmsg("corpus query must return two text columns (src, tgt)"),
-						 errdetail("It returns %d columns.", d->natts)));
-		}
-	}
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("corpus query must be a single SELECT"),
-				 errhint("Pass a query such as 'SELECT src, tgt FROM my_bitext'.")));
-}
-
 void
 lexicon_check_corpus_query(const char *query)
 {
-	SPIPlanPtr	plan;
-
-	SPI_connect();
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	check_plan(plan);
-	SPI_finish();
+	(void) corpq_query_check(query, &corpus_spec);
 }
 
 typedef struct Reader
 {
 	LexCorpus  *c;
+	CorpqJob   *job;
 	MemoryContext cxt;
 	CorpqSegmenter *seg;
 	bool		lowercase;
@@ -158,12 +102,41 @@ add_side(Reader *r, cq_vocab *v, Growing *ids, Growing *off, bool count,
 	return t->n;
 }
 
+/* One batch of (src, tgt) rows: pairs with a NULL side are counted, not kept. */
+static void
+read_batch(void *arg, const CorpqBatch *b)
+{
+	Reader	   *r = arg;
+	LexCorpus  *c = r->c;
+
+	for (uint64 i = 0; i < b->n; i++)
+	{
+		const char *s,
+				   *t;
+		int			sl,
+					tl;
+		bool		have_s = corpq_batch_text(b, i, 1, &s, &sl);
+		bool		have_t = corpq_batch_text(b, i, 2, &t, &tl);
+
+		c->rows++;
+		if (!have_s || !have_t)
+		{
+			c->null_rows++;
+			continue;
+		}
+		c->src_tokens += add_side(r, c->src_vocab, &r->src, &r->src_off, true, s, sl);
+		c->tgt_tokens += add_side(r, c->tgt_vocab, &r->tgt, &r->tgt_off, false, t, tl);
+	}
+	corpq_job_progress(r->job, "reading", (double) c->rows, 0, "rows",
+					   psprintf("{\"src_vocab\": %d, \"tgt_vocab\": %d}",
+								cq_vocab_size(c->src_vocab),
+								cq_vocab_size(c->tgt_vocab)), false);
+}
+
 void
 lexicon_read_corpus(CorpqJob *job, const char *query, const LexOptions *o,
 					LexCorpus *c, MemoryContext cxt)
 {
-	SPIPlanPtr	plan;
-	Portal		portal;
 	Reader		r;
 	MemoryContext old;
 	cq_align_error err = {0};
@@ -171,6 +144,7 @@ lexicon_read_corpus(CorpqJob *job, const char *query, const LexOptions *o,
 	memset(&r, 0, sizeof(r));
 	memset(c, 0, sizeof(*c));
 	r.c = c;
+	r.job = job;
 	r.cxt = cxt;
 	r.lowercase = o->lowercase;
 	r.src.elt = r.tgt.elt = sizeof(int32);
@@ -187,50 +161,7 @@ lexicon_read_corpus(CorpqJob *job, const char *query, const LexOptions *o,
 	r.src_off.n = r.tgt_off.n = 1;
 	MemoryContextSwitchTo(old);
 
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	check_plan(plan);
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	for (;;)
-	{
-		SPI_cursor_fetch(portal, true, BATCH_ROWS);
-		if (SPI_processed == 0)
-			break;
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[i];
-			bool		n1,
-						n2;
-			Datum		d1 = SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &n1);
-			Datum		d2 = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &n2);
-			text	   *s,
-					   *t;
-
-			c->rows++;
-			if (n1 || n2)
-			{
-				c->null_rows++;
-				continue;
-			}
-			s = DatumGetTextPP(d1);
-			t = DatumGetTextPP(d2);
-			c->src_tokens += add_side(&r, c->src_vocab, &r.src, &r.src_off, true,
-									  VARDATA_ANY(s), VARSIZE_ANY_EXHDR(s));
-			c->tgt_tokens += add_side(&r, c->tgt_vocab, &r.tgt, &r.tgt_off, false,
-									  VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
-		}
-		SPI_freetuptable(SPI_tuptable);
-		corpq_job_progress(job, "reading", (double) c->rows, 0, "rows",
-						   psprintf("{\"src_vocab\": %d, \"tgt_vocab\": %d}",
-									cq_vocab_size(c->src_vocab),
-									cq_vocab_size(c->tgt_vocab)), false);
-	}
-	SPI_cursor_close(portal);
-	if (c->rows == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("corpus query returned no rows")));
+	corpq_query_stream(query, &corpus_spec, BATCH_ROWS, read_batch, &r);
 
 	/* counts may be shorter than the vocabulary only when it is empty */
 	old = MemoryContextSwitchTo(cxt);

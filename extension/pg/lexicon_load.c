@@ -13,6 +13,7 @@
 #include "utils/memutils.h"
 
 #include "align/lexicon_io.h"
+#include "pg/base/internal_sql.h"
 #include "pg/lexicon_catalog.h"
 
 /* Elements of a one-dimensional array column (no NULLs expected). */
@@ -84,11 +85,11 @@ load(const char *name, MemoryContext parent)
 	lx->cxt = cxt;
 	lx->name = MemoryContextStrdup(cxt, name);
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT l.options::text, m.src_tokens, m.tgt_tokens, m.src_counts, "
-							  "m.src_links, m.src_entropy FROM corpq.lexicons l "
-							  "JOIN corpq.lexicon_models m ON m.lexicon OPERATOR(pg_catalog.=) l.name "
-							  "WHERE l.name OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT l.options::text, m.src_tokens, m.tgt_tokens, m.src_counts, "
+							"m.src_links, m.src_entropy FROM corpq.lexicons l "
+							"JOIN corpq.lexicon_models m ON m.lexicon OPERATOR(pg_catalog.=) l.name "
+							"WHERE l.name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.lexicons");
 	if (SPI_processed == 0)
 		corpq_undefined_name("lexicon", "corpq.lexicons", name);
@@ -140,9 +141,9 @@ load_model(LexLoaded *lx)
 	int			rc;
 
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT model FROM corpq.lexicon_models "
-							  "WHERE lexicon OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT model FROM corpq.lexicon_models "
+							"WHERE lexicon OPERATOR(pg_catalog.=) $1",
+							1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.lexicon_models");
 	if (SPI_processed == 0)
 		corpq_undefined_name("lexicon", "corpq.lexicons", lx->name);

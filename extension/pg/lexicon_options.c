@@ -5,217 +5,66 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "catalog/pg_collation.h"
-#include "lib/stringinfo.h"
-#include "utils/builtins.h"
-#include "utils/float.h"
 #include "utils/formatting.h"
-#include "utils/json.h"
-#include "utils/jsonb.h"
-#include "utils/numeric.h"
 
+#include "pg/base/options.h"
 #include "pg/lexicon_catalog.h"
 
-#define VALID_KEYS "model, iterations, p0, tension, optimize_tension, " \
-	"variational_bayes, alpha, favor_diagonal, symmetrize, bpe, lowercase, replace"
+static const char *const model_names[] = {"fast_align", "ibm1", NULL};
 
-static void
-defaults(LexOptions *o)
-{
-	memset(o, 0, sizeof(*o));
-	o->ibm1 = false;
-	o->iterations = 5;
-	o->p0 = 0.08;
-	o->tension = 4.0;
-	o->optimize_tension = true;
-	o->variational_bayes = false;
-	o->alpha = 0.01;
-	o->favor_diagonal = true;
-	o->symmetrize = CQ_SYM_GROW_DIAG_FINAL_AND;
-	o->bpe = pstrdup(CORPQ_WHITESPACE);
-	o->lowercase = false;
-	o->replace = false;
-}
+/* the symmetrisations a user may ask for (the core has two more) */
+static const char *const sym_names[] = {"grow-diag-final-and", "intersect", "union", NULL};
+static const int sym_values[] = {CQ_SYM_GROW_DIAG_FINAL_AND, CQ_SYM_INTERSECT, CQ_SYM_UNION};
 
-static void
-bad_value(const char *key, const char *expected)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid value for lexicon option \"%s\"", key),
-			 errdetail("Expected %s.", expected)));
-}
+StaticAssertDecl(sizeof(cq_sym_mode) == sizeof(int), "an ENUM option is stored as an int");
 
-static bool
-get_bool(const char *key, JsonbValue *v)
-{
-	if (v->type != jbvBool)
-		bad_value(key, "true or false");
-	return v->val.boolean;
-}
+static const CorpqOption rows[] = {
+	{.key = "model", CORPQ_OPT_FIELD(LexOptions, model), .type = CORPQ_OPT_ENUM,
+	.names = model_names, .def = LEX_MODEL_FAST_ALIGN},
+	{.key = "iterations", CORPQ_OPT_FIELD(LexOptions, iterations), .type = CORPQ_OPT_INT,
+	.min = 1, .max = 1000, .def = 5},
+	{.key = "p0", CORPQ_OPT_FIELD(LexOptions, p0), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_OPEN_HI, .lo = 0, .hi = 1, .def = 0.08},
+	/* the trainer refuses a larger tension (and a job would fail late) */
+	{.key = "tension", CORPQ_OPT_FIELD(LexOptions, tension), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_POSITIVE, .hi = CQ_FA_MAX_TENSION, .def = 4.0},
+	{.key = "optimize_tension", CORPQ_OPT_FIELD(LexOptions, optimize_tension),
+	.type = CORPQ_OPT_BOOL, .def = true},
+	{.key = "variational_bayes", CORPQ_OPT_FIELD(LexOptions, variational_bayes),
+	.type = CORPQ_OPT_BOOL, .def = false},
+	{.key = "alpha", CORPQ_OPT_FIELD(LexOptions, alpha), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_POSITIVE, .hi = 1e6, .def = 0.01},
+	{.key = "favor_diagonal", CORPQ_OPT_FIELD(LexOptions, favor_diagonal),
+	.type = CORPQ_OPT_BOOL, .def = true},
+	{.key = "symmetrize", CORPQ_OPT_FIELD(LexOptions, symmetrize), .type = CORPQ_OPT_ENUM,
+	.names = sym_names, .values = sym_values, .def = CQ_SYM_GROW_DIAG_FINAL_AND},
+	{.key = "bpe", CORPQ_OPT_FIELD(LexOptions, bpe), .type = CORPQ_OPT_STRING,
+		.def_string = CORPQ_WHITESPACE, .valid = corpq_option_nonempty,
+	.expected = "the name of a BPE model, or \"whitespace\""},
+	{.key = "lowercase", CORPQ_OPT_FIELD(LexOptions, lowercase), .type = CORPQ_OPT_BOOL},
+	{.key = "replace", CORPQ_OPT_FIELD(LexOptions, replace), .type = CORPQ_OPT_BOOL},
+	{0}
+};
 
-static double
-get_number(const char *key, JsonbValue *v, double lo, double hi, bool lo_open,
-		   const char *expected)
-{
-	double		d;
-
-	if (v->type != jbvNumeric)
-		bad_value(key, expected);
-	d = DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v->val.numeric)));
-	if (!isfinite(d) || d < lo || d > hi || (lo_open && d == lo))
-		bad_value(key, expected);
-	return d;
-}
-
-static char *
-get_string(const char *key, JsonbValue *v, const char *expected)
-{
-	if (v->type != jbvString)
-		bad_value(key, expected);
-	return pnstrdup(v->val.string.val, v->val.string.len);
-}
-
-static void
-set_option(LexOptions *o, const char *key, JsonbValue *v)
-{
-	char	   *s;
-
-	if (strcmp(key, "model") == 0)
-	{
-		s = get_string(key, v, "\"fast_align\" or \"ibm1\"");
-		if (strcmp(s, "fast_align") != 0 && strcmp(s, "ibm1") != 0)
-			bad_value(key, "\"fast_align\" or \"ibm1\"");
-		o->ibm1 = strcmp(s, "ibm1") == 0;
-	}
-	else if (strcmp(key, "iterations") == 0)
-	{
-		double		d = get_number(key, v, 1, 1000, false, "an integer from 1 to 1000");
-
-		if (d != floor(d))
-			bad_value(key, "an integer from 1 to 1000");
-		o->iterations = (int) d;
-	}
-	else if (strcmp(key, "p0") == 0)
-	{
-		o->p0 = get_number(key, v, 0, 1, false, "a number in [0, 1)");
-		if (o->p0 >= 1)
-			bad_value(key, "a number in [0, 1)");
-	}
-	else if (strcmp(key, "tension") == 0)
-		o->tension = get_number(key, v, 0, 1e6, true, "a positive number");
-	else if (strcmp(key, "alpha") == 0)
-		o->alpha = get_number(key, v, 0, 1e6, true, "a positive number");
-	else if (strcmp(key, "optimize_tension") == 0)
-		o->optimize_tension = get_bool(key, v);
-	else if (strcmp(key, "variational_bayes") == 0)
-		o->variational_bayes = get_bool(key, v);
-	else if (strcmp(key, "favor_diagonal") == 0)
-		o->favor_diagonal = get_bool(key, v);
-	else if (strcmp(key, "lowercase") == 0)
-		o->lowercase = get_bool(key, v);
-	else if (strcmp(key, "replace") == 0)
-		o->replace = get_bool(key, v);
-	else if (strcmp(key, "symmetrize") == 0)
-	{
-		const char *expected = "\"grow-diag-final-and\", \"intersect\" or \"union\"";
-
-		s = get_string(key, v, expected);
-		if (strcmp(s, "grow-diag-final-and") == 0)
-			o->symmetrize = CQ_SYM_GROW_DIAG_FINAL_AND;
-		else if (strcmp(s, "intersect") == 0)
-			o->symmetrize = CQ_SYM_INTERSECT;
-		else if (strcmp(s, "union") == 0)
-			o->symmetrize = CQ_SYM_UNION;
-		else
-			bad_value(key, expected);
-	}
-	else if (strcmp(key, "bpe") == 0)
-	{
-		o->bpe = get_string(key, v, "the name of a BPE model, or \"whitespace\"");
-		if (o->bpe[0] == '\0')
-			bad_value(key, "the name of a BPE model, or \"whitespace\"");
-	}
-	else
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("unknown lexicon option \"%s\"", key),
-				 errhint("Valid options are: " VALID_KEYS ".")));
-}
+static const CorpqOptionTable table = {"lexicon", rows};
 
 void
 lexicon_options_parse(Jsonb *options, LexOptions *o)
 {
-	JsonbIterator *it;
-	JsonbValue	v;
-	JsonbIteratorToken tok;
-	char	   *key = NULL;
-
-	defaults(o);
-	if (options == NULL)
-		return;
-	if (!JB_ROOT_IS_OBJECT(options) || JB_ROOT_IS_SCALAR(options))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lexicon options must be a JSON object"),
-				 errhint("Valid options are: " VALID_KEYS ".")));
-	it = JsonbIteratorInit(&options->root);
-	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
-	{
-		if (tok == WJB_KEY)
-			key = pnstrdup(v.val.string.val, v.val.string.len);
-		else if (tok == WJB_VALUE)
-			set_option(o, key, &v);
-	}
+	corpq_options_parse(&table, options, o);
 	/* Model 1 is fast_align's trainer with a uniform alignment prior. */
-	if (o->ibm1)
+	if (o->model == LEX_MODEL_IBM1)
 	{
 		o->favor_diagonal = false;
 		o->optimize_tension = false;
 	}
 }
 
-const char *
-lexicon_sym_name(cq_sym_mode m)
-{
-	switch (m)
-	{
-		case CQ_SYM_INTERSECT:
-			return "intersect";
-		case CQ_SYM_UNION:
-			return "union";
-		case CQ_SYM_GROW_DIAG:
-			return "grow-diag";
-		case CQ_SYM_GROW_DIAG_FINAL:
-			return "grow-diag-final";
-		case CQ_SYM_GROW_DIAG_FINAL_AND:
-			return "grow-diag-final-and";
-	}
-	return "grow-diag-final-and";
-}
-
 char *
 lexicon_options_json(const LexOptions *o)
 {
-	StringInfoData b;
-
-	initStringInfo(&b);
-	/* float8out_internal: the shortest text that reads back exactly */
-	appendStringInfo(&b, "{\"model\": \"%s\", \"iterations\": %d, \"p0\": %s, "
-					 "\"tension\": %s, \"optimize_tension\": %s, "
-					 "\"variational_bayes\": %s, \"alpha\": %s, "
-					 "\"favor_diagonal\": %s, \"symmetrize\": \"%s\", \"bpe\": ",
-					 o->ibm1 ? "ibm1" : "fast_align", o->iterations, float8out_internal(o->p0),
-					 float8out_internal(o->tension), o->optimize_tension ? "true" : "false",
-					 o->variational_bayes ? "true" : "false", float8out_internal(o->alpha),
-					 o->favor_diagonal ? "true" : "false",
-					 lexicon_sym_name(o->symmetrize));
-	escape_json(&b, o->bpe);
-	appendStringInfo(&b, ", \"lowercase\": %s, \"replace\": %s}",
-					 o->lowercase ? "true" : "false", o->replace ? "true" : "false");
-	return b.data;
+	return corpq_options_json(&table, o);
 }
 
 void

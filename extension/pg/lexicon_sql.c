@@ -9,9 +9,11 @@
 #include <math.h>
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 
 #include "align/lexdict.h"
+#include "align/symmetrize.h"
 #include "pg/lexicon_catalog.h"
 
 typedef struct PairResult
@@ -20,6 +22,25 @@ typedef struct PairResult
 	cq_link    *links;
 	bool		empty;			/* a side has no tokens */
 } PairResult;
+
+/*
+ * Symmetrising an n x m pair needs 4 n m bytes of grids (align/symmetrize.h),
+ * the dominant cost in time and memory: a pair may use at most work_mem of
+ * it, as a sort or hash of one query node may.
+ */
+static void
+check_pair_size(int n, int m)
+{
+	size_t		need = cq_symmetrize_work_bytes(n, m);
+
+	if (need > (size_t) work_mem * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("sentence pair too long to align: %d source and %d target tokens", n, m),
+				 errdetail("Aligning it needs %zu kB of work space; work_mem is %d kB.",
+						   (need + 1023) / 1024, work_mem),
+				 errhint("Raise work_mem, or split the sentences.")));
+}
 
 static void
 score_pair(FunctionCallInfo fcinfo, PairResult *out)
@@ -34,6 +55,7 @@ score_pair(FunctionCallInfo fcinfo, PairResult *out)
 	cq_align_error err = {0};
 
 	out->empty = n == 0 || m == 0;
+	check_pair_size(n, m);
 	out->links = palloc(((size_t) n + m + 1) * sizeof(cq_link));
 	if (out->empty)
 	{

@@ -1,8 +1,10 @@
 /*
- * Writing a trained lexicon into the catalog, inside the job's final
- * transaction: an existing version is deleted (cascading to its rows) and the
- * new one inserted, so readers switch atomically at commit.  Row sets go in
- * batches of arrays through unnest(), not one INSERT per row.
+ * Writing lexicons in the catalog: a trained lexicon, inside the job's final
+ * transaction (an existing version is deleted, cascading to its rows, and the
+ * new one inserted, so readers switch atomically at commit; row sets go in
+ * batches of arrays through unnest(), not one INSERT per row), and
+ * corpq.lexicon_drop().  Rows carry the job's owner and are written as the
+ * catalog owner after the checks (base/internal_sql.h).
  */
 #include "postgres.h"
 
@@ -10,13 +12,16 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
 #include "align/lexicon_io.h"
+#include "pg/base/internal_sql.h"
 #include "pg/lexicon_catalog.h"
 
 #define BATCH 10000
@@ -104,7 +109,7 @@ batch_flush(Batch *b)
 		args[nargs++] = PointerGetDatum(construct_md_array(b->vals[c], b->nulls[c], 1, dims, lbs,
 														   b->types[c], len, byval, align));
 	}
-	rc = SPI_execute_with_args(b->sql, nargs, argtypes, args, NULL, false, 0);
+	rc = corpq_sql_as_owner(b->sql, nargs, argtypes, args, NULL, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "could not write lexicon rows: %s", SPI_result_code_string(rc));
 	MemoryContextSwitchTo(old);
@@ -180,16 +185,16 @@ write_ttable(Batch *b, const cq_fa_model *md, bool reverse, cq_vocab *ev, cq_voc
 
 /* Name checks and removal of the previous version; returns the new version. */
 static int
-replace_previous(const LexResult *r)
+replace_previous(CorpqJob *job, const LexResult *r)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		args[1] = {CStringGetTextDatum(r->name)};
 	bool		isnull;
 	int			version;
 
-	if (SPI_execute_with_args("SELECT version, pg_catalog.pg_has_role(current_user, owner, 'MEMBER') "
-							  "FROM corpq.lexicons WHERE name OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT version, owner::pg_catalog.oid "
+							"FROM corpq.lexicons WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.lexicons");
 	if (SPI_processed == 0)
 		return 1;
@@ -200,13 +205,15 @@ replace_previous(const LexResult *r)
 				 errmsg("lexicon \"%s\" already exists", r->name),
 				 errdetail("It was created while the job ran."),
 				 errhint("Pass \"replace\": true in the options to replace it.")));
-	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)))
+	if (!is_member_of_role(job->owner,
+						   DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+														  SPI_tuptable->tupdesc, 2, &isnull))))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to replace lexicon \"%s\"", r->name),
 				 errhint("Only members of the lexicon's owner role can replace it.")));
-	if (SPI_execute_with_args("DELETE FROM corpq.lexicons WHERE name OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, args, NULL, false, 0) != SPI_OK_DELETE)
+	if (corpq_sql_as_owner("DELETE FROM corpq.lexicons WHERE name OPERATOR(pg_catalog.=) $1",
+						   1, argtypes, args, NULL, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not delete the previous version of lexicon \"%s\"", r->name);
 	return version + 1;
 }
@@ -243,11 +250,11 @@ float8_array(const double *x, int32 n)
 }
 
 static void
-write_header(const LexResult *r, int version)
+write_header(CorpqJob *job, const LexResult *r, int version)
 {
 	const LexCorpus *c = r->corpus;
-	Oid			t1[5] = {TEXTOID, INT4OID, TEXTOID, TEXTOID, INT8OID};
-	Datum		a1[5];
+	Oid			t1[6] = {TEXTOID, INT4OID, TEXTOID, TEXTOID, INT8OID, OIDOID};
+	Datum		a1[6];
 	Oid			t2[7] = {TEXTOID, BYTEAOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID,
 	INT8ARRAYOID, FLOAT8ARRAYOID};
 	Datum		a2[7];
@@ -259,9 +266,10 @@ write_header(const LexResult *r, int version)
 	a1[2] = CStringGetTextDatum(lexicon_options_json(r->opt));
 	a1[3] = CStringGetTextDatum(r->stats_json);
 	a1[4] = Int64GetDatum(r->job_id);
-	if (SPI_execute_with_args("INSERT INTO corpq.lexicons(name, version, options, stats, job) "
-							  "VALUES ($1, $2, $3::jsonb, $4::jsonb, $5)",
-							  5, t1, a1, NULL, false, 0) != SPI_OK_INSERT)
+	a1[5] = ObjectIdGetDatum(job->owner);
+	if (corpq_sql_as_owner("INSERT INTO corpq.lexicons(name, version, options, stats, job, owner) "
+						   "VALUES ($1, $2, $3::pg_catalog.jsonb, $4::pg_catalog.jsonb, $5, $6::pg_catalog.regrole)",
+						   6, t1, a1, NULL, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into corpq.lexicons");
 
 	if (size + VARHDRSZ > MaxAllocSize)
@@ -280,9 +288,9 @@ write_header(const LexResult *r, int version)
 	a2[4] = PointerGetDatum(int8_array(c->src_counts, c->bitext.src_vocab));
 	a2[5] = PointerGetDatum(int8_array(r->dict->row_links, r->dict->row_links ? r->dict->n_src : c->bitext.src_vocab));
 	a2[6] = PointerGetDatum(float8_array(r->dict->entropy, r->dict->entropy ? r->dict->n_src : c->bitext.src_vocab));
-	if (SPI_execute_with_args("INSERT INTO corpq.lexicon_models(lexicon, model, src_tokens, tgt_tokens, "
-							  "src_counts, src_links, src_entropy) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-							  7, t2, a2, NULL, false, 0) != SPI_OK_INSERT)
+	if (corpq_sql_as_owner("INSERT INTO corpq.lexicon_models(lexicon, model, src_tokens, tgt_tokens, "
+						   "src_counts, src_links, src_entropy) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+						   7, t2, a2, NULL, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not insert into corpq.lexicon_models");
 }
 
@@ -298,7 +306,7 @@ lexicon_store(CorpqJob *job, const LexResult *r)
 	static const Oid dict_types[4] = {TEXTOID, TEXTOID, INT8OID, FLOAT8OID};
 	static const Oid ent_types[3] = {TEXTOID, INT8OID, FLOAT8OID};
 
-	write_header(r, replace_previous(r));
+	write_header(job, r, replace_previous(job, r));
 
 	batch_init(&b, job, r->name,
 			   "INSERT INTO corpq.lexicon_translations(lexicon, direction, src, tgt, prob) "
@@ -343,4 +351,37 @@ lexicon_store(CorpqJob *job, const LexResult *r)
 	batch_flush(&b);
 	MemoryContextDelete(b.cxt);
 	return translations;
+}
+
+PG_FUNCTION_INFO_V1(corpq_lexicon_drop);
+
+/* corpq.lexicon_drop(name): owner only; the trigger removes the row sets. */
+Datum
+corpq_lexicon_drop(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		args[1] = {CStringGetTextDatum(name)};
+	bool		isnull;
+
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT owner::pg_catalog.oid FROM corpq.lexicons "
+							"WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.lexicons");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("lexicon \"%s\" does not exist", name)));
+	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 1, &isnull))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to drop lexicon \"%s\"", name),
+				 errhint("Only members of the lexicon's owner role can drop it.")));
+	if (corpq_sql_as_owner("DELETE FROM corpq.lexicons WHERE name OPERATOR(pg_catalog.=) $1",
+						   1, argtypes, args, NULL, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete lexicon \"%s\"", name);
+	SPI_finish();
+	PG_RETURN_BOOL(true);
 }

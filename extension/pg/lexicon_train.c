@@ -23,6 +23,7 @@
 #include "utils/timestamp.h"
 
 #include "align/lexicon.h"
+#include "pg/base/internal_sql.h"
 #include "pg/lexicon_catalog.h"
 
 /* Sentence pairs between progress reports inside an EM pass. */
@@ -41,9 +42,9 @@ check_name(const char *name, const LexOptions *o)
 				 errmsg("lexicon name must not be empty")));
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT pg_catalog.pg_has_role(current_user, owner, 'MEMBER') "
-							  "FROM corpq.lexicons WHERE name OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT pg_catalog.pg_has_role(current_user, owner, 'MEMBER') "
+							"FROM corpq.lexicons WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.lexicons");
 	if (SPI_processed > 0 && !o->replace)
 		ereport(ERROR,

@@ -19,11 +19,13 @@
 #include "utils/tuplestore.h"
 
 #include "nn/modelfile.h"
+#include "pg/base/internal_sql.h"
 #include "pg/corpq.h"
 #include "pg/model_catalog.h"
 
 PG_FUNCTION_INFO_V1(corpq_model_cache);
 
+int			corpq_max_model_mb = 1024;
 int			corpq_model_cache_mb = 512;
 
 typedef struct CacheEntry
@@ -60,6 +62,13 @@ corpq_model_define_gucs(void)
 							&corpq_model_cache_mb,
 							512, 0, INT_MAX / 2,
 							PGC_USERSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("corpq.max_model_mb",
+							"Largest model corpq.model_create and corpq.model_import accept, in megabytes of parameters.",
+							"Checked before anything is allocated; training needs about four times the model.",
+							&corpq_max_model_mb,
+							1024, 1, INT_MAX / 2,
+							PGC_SUSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 }
 
@@ -115,10 +124,10 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 	cq_nn_status s;
 
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT weights FROM corpq.model_versions "
-							  "WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2 "
-							  "AND checksum OPERATOR(pg_catalog.=) $3",
-							  3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT weights FROM corpq.model_versions "
+							"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2 "
+							"AND checksum OPERATOR(pg_catalog.=) $3",
+							3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.model_versions");
 	if (SPI_processed == 0)
 		ereport(ERROR,

@@ -11,6 +11,7 @@
 #include "utils/builtins.h"
 
 #include "nn/status.h"
+#include "pg/base/internal_sql.h"
 #include "pg/corpq.h"
 #include "pg/model_catalog.h"
 #include "pg/text_catalog.h"
@@ -65,6 +66,9 @@ corpq_model_split_spec(const char *spec, int *name_len, int32 *version)
 		if (v > PG_INT32_MAX)
 			return false;
 	}
+	/* names contain no @ (the catalog's CHECK): "a@1@2" is no name@N */
+	if (memchr(spec, '@', at - spec) != NULL)
+		return false;
 	*name_len = (int) (at - spec);
 	*version = (int32) v;
 	return true;
@@ -79,9 +83,9 @@ missing_version(int64 id, const char *name, int32 version)
 	bool		isnull;
 	char	   *list = NULL;
 
-	if (SPI_execute_with_args("SELECT pg_catalog.string_agg(version::pg_catalog.text, ', ' ORDER BY version) "
-							  "FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+	if (corpq_sql_as_caller("SELECT pg_catalog.string_agg(version::pg_catalog.text, ', ' ORDER BY version) "
+							"FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 	{
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -132,13 +136,13 @@ corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref)
 		nulls[1] = 'n';
 
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT c.id, c.src_vocab, c.tgt_vocab, v.version, v.checksum "
-							  "FROM corpq.model_catalog c "
-							  "LEFT JOIN corpq.model_versions v ON v.model OPERATOR(pg_catalog.=) c.id "
-							  "AND ($2 IS NULL OR v.version OPERATOR(pg_catalog.=) $2) "
-							  "WHERE c.name OPERATOR(pg_catalog.=) $1 "
-							  "ORDER BY v.version DESC NULLS LAST LIMIT 1",
-							  2, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT c.id, c.src_vocab, c.tgt_vocab, v.version, v.checksum "
+							"FROM corpq.model_catalog c "
+							"LEFT JOIN corpq.model_versions v ON v.model OPERATOR(pg_catalog.=) c.id "
+							"AND ($2 IS NULL OR v.version OPERATOR(pg_catalog.=) $2) "
+							"WHERE c.name OPERATOR(pg_catalog.=) $1 "
+							"ORDER BY v.version DESC NULLS LAST LIMIT 1",
+							2, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.model_catalog");
 	if (SPI_processed == 0)
 		corpq_undefined_name("model", "corpq.model_catalog", name);
@@ -186,33 +190,36 @@ corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
 		nulls[5] = 'n';
 
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT name FROM corpq.model_catalog WHERE id OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT ||
+	if (corpq_sql_as_caller("SELECT name, owner::pg_catalog.oid FROM corpq.model_catalog "
+							"WHERE id OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT ||
 		SPI_processed != 1)
 		elog(ERROR, "model %lld does not exist", (long long) model_id);
 	name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	/* Locks the model row (versions are numbered under it) and checks ownership. */
-	if (SPI_execute_with_args("UPDATE corpq.model_catalog SET updated = pg_catalog.now() "
-							  "WHERE id OPERATOR(pg_catalog.=) $1 RETURNING name",
-							  1, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE_RETURNING)
-		elog(ERROR, "could not update corpq.model_catalog");
-	if (SPI_processed == 0)
+	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 2, &isnull))))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to write a version of model \"%s\"", name),
 				 errhint("Only members of the model's owner role can write versions.")));
+	/* Locks the model row: versions are numbered under it. */
+	if (corpq_sql_as_owner("UPDATE corpq.model_catalog SET updated = pg_catalog.now() "
+						   "WHERE id OPERATOR(pg_catalog.=) $1 RETURNING name",
+						   1, argtypes, values, NULL, 0) != SPI_OK_UPDATE_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not update corpq.model_catalog");
 	if (best &&
-		SPI_execute_with_args("UPDATE corpq.model_versions SET best = false "
-							  "WHERE model OPERATOR(pg_catalog.=) $1 AND best",
-							  1, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
+		corpq_sql_as_owner("UPDATE corpq.model_versions SET best = false "
+						   "WHERE model OPERATOR(pg_catalog.=) $1 AND best",
+						   1, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update corpq.model_versions");
-	if (SPI_execute_with_args("INSERT INTO corpq.model_versions "
-							  "(model, version, weights, bytes, checksum, source, step, metrics, best) "
-							  "SELECT $1, COALESCE(pg_catalog.max(version), 0) OPERATOR(pg_catalog.+) 1, "
-							  "$2, pg_catalog.length($2), $3, $4, $5, $6, $7 "
-							  "FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1 "
-							  "RETURNING version",
-							  7, argtypes, values, nulls, false, 0) != SPI_OK_INSERT_RETURNING ||
+	if (corpq_sql_as_owner("INSERT INTO corpq.model_versions "
+						   "(model, version, weights, bytes, checksum, source, step, metrics, best) "
+						   "SELECT $1, COALESCE(pg_catalog.max(version), 0) OPERATOR(pg_catalog.+) 1, "
+						   "$2, pg_catalog.length($2), $3, $4, $5, $6, $7 "
+						   "FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1 "
+						   "RETURNING version",
+						   7, argtypes, values, nulls, 0) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not insert into corpq.model_versions");
 	version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));

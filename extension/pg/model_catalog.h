@@ -30,8 +30,11 @@ typedef struct CorpqModelRef
 /* GUC corpq.model_cache_mb: bound of the backend's model cache. */
 extern int	corpq_model_cache_mb;
 
+/* GUC corpq.max_model_mb: largest parameter block model_create / model_import accept. */
+extern int	corpq_max_model_mb;
+
 /*
- * Define corpq.model_cache_mb.  Idempotent; module.c's _PG_init should call
+ * Define corpq.model_cache_mb and corpq.max_model_mb.  Idempotent; module.c's _PG_init should call
  * it (until then the cache calls it on first use).
  */
 void		corpq_model_define_gucs(void);

@@ -68,7 +68,14 @@ void		corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n,
 /* The measure named name; ERROR listing the valid names. */
 cq_uncertainty corpq_measure_from_name(const char *name);
 
-/* ERROR unless passes >= 1. */
+/*
+ * Monte Carlo dropout passes of one uncertainty: each is a full forward pass
+ * (and the pass buffers grow with it), so a call is capped.  MultiUAT uses 30;
+ * the training strategies take the same bound.
+ */
+#define CORPQ_MAX_PASSES 1000
+
+/* ERROR unless 1 <= passes <= CORPQ_MAX_PASSES. */
 void		corpq_check_passes(int32 passes);
 
 /*

@@ -4,15 +4,19 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
 #include "nn/config.h"
 #include "nn/model.h"
 #include "nn/modelfile.h"
+#include "pg/base/internal_sql.h"
 #include "pg/corpq.h"
 #include "pg/model_catalog.h"
 #include "pg/text_catalog.h"
@@ -58,8 +62,8 @@ vocab_size(const char *name)
 	int			size;
 
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT size FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT size FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.vocabularies");
 	if (SPI_processed == 0)
 		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
@@ -90,12 +94,12 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	values[0] = PointerGetDatum(config);
 	values[2] = CStringGetTextDatum(config_keys);
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT pg_catalog.jsonb_typeof($1), $1 OPERATOR(pg_catalog.->>) 'preset', "
-							  "(SELECT pg_catalog.string_agg(k, ', ' ORDER BY k) "
-							  "FROM pg_catalog.jsonb_object_keys(CASE WHEN pg_catalog.jsonb_typeof($1) "
-							  "OPERATOR(pg_catalog.=) 'object' THEN $1 ELSE '{}' END) k "
-							  "WHERE k OPERATOR(pg_catalog.<>) ALL ($3::pg_catalog.text[]))",
-							  3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT pg_catalog.jsonb_typeof($1), $1 OPERATOR(pg_catalog.->>) 'preset', "
+							"(SELECT pg_catalog.string_agg(k, ', ' ORDER BY k) "
+							"FROM pg_catalog.jsonb_object_keys(CASE WHEN pg_catalog.jsonb_typeof($1) "
+							"OPERATOR(pg_catalog.=) 'object' THEN $1 ELSE '{}' END) k "
+							"WHERE k OPERATOR(pg_catalog.<>) ALL ($3::pg_catalog.text[]))",
+							3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the model configuration");
 	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "object") != 0)
 		ereport(ERROR,
@@ -120,10 +124,10 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	values[1] = CStringGetTextDatum(base);
 	values[2] = CStringGetTextDatum(psprintf("{\"src_vocab_size\": %d, \"tgt_vocab_size\": %d}",
 											 src_size, tgt_size));
-	if (SPI_execute_with_args("SELECT ($2::pg_catalog.jsonb OPERATOR(pg_catalog.||) "
-							  "($1 OPERATOR(pg_catalog.-) 'preset'::pg_catalog.text) "
-							  "OPERATOR(pg_catalog.||) $3::pg_catalog.jsonb)::pg_catalog.text",
-							  3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT ($2::pg_catalog.jsonb OPERATOR(pg_catalog.||) "
+							"($1 OPERATOR(pg_catalog.-) 'preset'::pg_catalog.text) "
+							"OPERATOR(pg_catalog.||) $3::pg_catalog.jsonb)::pg_catalog.text",
+							3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not merge the model configuration");
 	merged = MemoryContextStrdup(caller,
 								 TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
@@ -136,13 +140,30 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	return cfg;
 }
 
+/*
+ * ERROR when a model of bytes (its parameter block, or its image) exceeds
+ * corpq.max_model_mb: checked before the model is allocated, so one call
+ * cannot take the server's memory for seconds before failing.
+ */
+static void
+check_model_bytes(double bytes, const char *what)
+{
+	corpq_model_define_gucs();
+	if (bytes > (double) corpq_max_model_mb * 1024 * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s of %.0f MB exceeds corpq.max_model_mb (%d MB)",
+						what, ceil(bytes / (1024 * 1024)), corpq_max_model_mb),
+				 errhint("Use a smaller configuration, or ask a superuser to raise corpq.max_model_mb.")));
+}
+
 /* Insert the catalog row of a new model; returns its id. */
 static int64
 insert_model(const char *name, const cq_model_config *cfg, int64 parameters,
 			 const char *src_vocab, const char *tgt_vocab)
 {
-	Oid			argtypes[5] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID};
-	Datum		values[5];
+	Oid			argtypes[6] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, OIDOID};
+	Datum		values[6];
 	char		json[1024];
 	bool		isnull;
 	int64		id;
@@ -153,10 +174,11 @@ insert_model(const char *name, const cq_model_config *cfg, int64 parameters,
 	values[2] = Int64GetDatum(parameters);
 	values[3] = CStringGetTextDatum(src_vocab);
 	values[4] = CStringGetTextDatum(tgt_vocab);
+	values[5] = ObjectIdGetDatum(GetUserId());
 	SPI_connect();
-	if (SPI_execute_with_args("INSERT INTO corpq.model_catalog (name, config, parameters, src_vocab, tgt_vocab) "
-							  "VALUES ($1, $2::pg_catalog.jsonb, $3, $4, $5) RETURNING id",
-							  5, argtypes, values, NULL, false, 0) != SPI_OK_INSERT_RETURNING)
+	if (corpq_sql_as_owner("INSERT INTO corpq.model_catalog (name, config, parameters, src_vocab, tgt_vocab, owner) "
+						   "VALUES ($1, $2::pg_catalog.jsonb, $3, $4, $5, $6::pg_catalog.regrole) RETURNING id",
+						   6, argtypes, values, NULL, 0) != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "could not insert into corpq.model_catalog");
 	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
@@ -208,6 +230,13 @@ corpq_model_create(PG_FUNCTION_ARGS)
 	tgt_vocab = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	check_model_name(name);
 	cfg = merge_config(PG_GETARG_JSONB_P(1), vocab_size(src_vocab), vocab_size(tgt_vocab));
+	{
+		size_t		floats,
+					params;
+
+		cq_model_size_for(&cfg, &floats, &params);
+		check_model_bytes((double) floats * sizeof(float), "a model");
+	}
 
 	s = cq_model_new(&cfg, &m, &err);
 	if (s != CQ_NN_OK)
@@ -233,9 +262,9 @@ find_model(const char *name, int64 *id, cq_model_config *cfg, char **src_vocab, 
 	cq_nn_error err = {0};
 
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT id, config::pg_catalog.text, src_vocab, tgt_vocab "
-							  "FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT id, config::pg_catalog.text, src_vocab, tgt_vocab "
+							"FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.model_catalog");
 	if (SPI_processed == 0)
 	{
@@ -292,6 +321,8 @@ corpq_model_import(PG_FUNCTION_ARGS)
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	image = PG_GETARG_BYTEA_PP(1);
 
+	/* the loader allocates no more than the image holds (models/FORMAT.md) */
+	check_model_bytes((double) VARSIZE_ANY_EXHDR(image), "a weight image");
 	/* every byte is checked before anything is written */
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
 	if (s != CQ_NN_OK)
@@ -351,9 +382,9 @@ export_spec(const char *spec, bool pinned)
 	values[0] = Int64GetDatum(ref.id);
 	values[1] = Int32GetDatum(ref.version);
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT weights FROM corpq.model_versions "
-							  "WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2",
-							  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
+	if (corpq_sql_as_caller("SELECT weights FROM corpq.model_versions "
+							"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2",
+							2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
 		SPI_processed != 1)
 		elog(ERROR, "could not read corpq.model_versions");
 	MemoryContextSwitchTo(caller);
@@ -380,24 +411,27 @@ corpq_model_drop(PG_FUNCTION_ARGS)
 	char	   *name;
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1];
+	bool		isnull;
 
 	require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT 1 FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT owner::pg_catalog.oid FROM corpq.model_catalog "
+							"WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.model_catalog");
 	if (SPI_processed == 0)
 		corpq_undefined_name("model", "corpq.model_catalog", name);
-	if (SPI_execute_with_args("DELETE FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, false, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete from corpq.model_catalog");
-	if (SPI_processed == 0)
+	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 1, &isnull))))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to drop model \"%s\"", name),
 				 errhint("Only members of the model's owner role can drop it.")));
+	if (corpq_sql_as_owner("DELETE FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) $1",
+						   1, argtypes, values, NULL, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete from corpq.model_catalog");
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -53,6 +53,9 @@ typedef struct ScoreArgs
 	uint64		seed;
 } ScoreArgs;
 
+/* corpq.score()'s arguments, in order (75_scoring.sql). */
+static const char *const arg_names[] = {"model", "corpus", "what", "batch_size", "measure", "passes", "seed"};
+
 static ScoreWhat
 parse_what(const char *what)
 {
@@ -69,9 +72,9 @@ parse_what(const char *what)
 	pg_unreachable();
 }
 
-/* ERROR unless plan is one plain SELECT returning (integer, text, text). */
+/* ERROR unless plan is one plain SELECT: before a cursor is opened on it. */
 static void
-check_corpus(SPIPlanPtr plan, TupleDesc desc)
+check_corpus_plan(SPIPlanPtr plan)
 {
 	List	   *sources = SPI_plan_get_plan_sources(plan);
 	bool		ok = list_length(sources) == 1;
@@ -96,7 +99,14 @@ check_corpus(SPIPlanPtr plan, TupleDesc desc)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("corpus query must be a single SELECT"),
 				 errhint("Pass a query such as 'SELECT id, src, tgt FROM my_corpus'.")));
-	ok = desc->natts == 3;
+}
+
+/* ERROR unless the corpus returns (integer, text, text). */
+static void
+check_corpus_columns(TupleDesc desc)
+{
+	bool		ok = desc->natts == 3;
+
 	for (int i = 0; ok && i < 3; i++)
 	{
 		Oid			t = getBaseType(TupleDescAttr(desc, i)->atttypid);
@@ -214,8 +224,8 @@ Datum
 corpq_score(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	char	   *model = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *model;
+	char	   *query;
 	ScoreArgs	a;
 	CorpqScorer *s;
 	MemoryContext chunk_cxt,
@@ -225,6 +235,14 @@ corpq_score(PG_FUNCTION_ARGS)
 	ChunkRow   *rows;
 	int			chunk;
 
+	/* not STRICT: a NULL argument is an error, not an empty result */
+	for (int i = 0; i < PG_NARGS(); i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument %s of corpq.score() must not be null", arg_names[i])));
+	model = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	a.what = parse_what(text_to_cstring(PG_GETARG_TEXT_PP(2)));
 	a.batch_size = PG_GETARG_INT32(3);
 	if (a.batch_size < 1)
@@ -251,8 +269,9 @@ corpq_score(PG_FUNCTION_ARGS)
 	plan = SPI_prepare(query, 0, NULL);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	check_corpus_plan(plan);
 	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	check_corpus(plan, portal->tupDesc);
+	check_corpus_columns(portal->tupDesc);
 	for (;;)
 	{
 		int			n;

@@ -206,6 +206,11 @@ corpq_check_passes(int32 passes)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("passes must be at least 1, got %d", passes),
 				 errhint("Monte Carlo dropout averages the measure over that many forward passes; 30 is usual.")));
+	if (passes > CORPQ_MAX_PASSES)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("passes must be at most %d, got %d", CORPQ_MAX_PASSES, passes),
+				 errhint("Monte Carlo dropout averages the measure over that many forward passes; 30 is usual.")));
 }
 
 void

@@ -4,9 +4,10 @@
  *
  *     q(n) = size_n / sum size,   q_tau(n) = q(n)^(1/tau) / sum_i q(i)^(1/tau)
  *
- * The sum of sizes cancels, so q_tau(n) = exp(ln(size_n)/tau - LSE_i ln(size_i)/tau),
- * computed in log space (sizes up to 2^62, tau up to 1e6 and beyond).  The
- * partition is read once, on its first row; every row after costs O(1).
+ * The sum of sizes cancels, so with m = max_i ln(size_i)
+ * q_tau(n) = exp((ln(size_n) - m)/tau - LSE_i (ln(size_i) - m)/tau), computed
+ * in log space (sizes up to 2^62, any normal tau).  The partition is read
+ * twice, on its first row; every row after costs O(1).
  */
 #include "postgres.h"
 
@@ -21,17 +22,22 @@ typedef struct tw_partition
 {
 	bool		ready;
 	double		tau;			/* tau of the partition's rows */
-	double		log_norm;		/* LSE over rows of ln(size)/tau */
+	double		log_max;		/* the largest ln(size) */
+	double		log_norm;		/* LSE over rows of (ln(size) - log_max)/tau */
 	int64		nonzero;		/* rows with size > 0 */
 } tw_partition;
 
+/*
+ * tau: a normal positive number or +infinity.  A subnormal tau overflows
+ * 1/tau, and 0, negatives and NaN have no meaning.
+ */
 static void
 check_tau(double tau)
 {
-	if (isnan(tau) || tau <= 0.0)
+	if (!(tau > 0) || !(isnormal(tau) || isinf(tau)))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("temperature tau must be positive, got %g", tau),
+				 errmsg("temperature tau must be a normal positive number, got %g", tau),
 				 errhint("Use tau = 1 for proportional shares and tau = 'infinity' for uniform shares.")));
 }
 
@@ -61,8 +67,10 @@ fetch_row(WindowObject win, int64 i, Datum *size, bool *size_null,
 }
 
 /*
- * One pass over the partition: find tau (the same on every row with a size)
- * and the log-sum-exp of ln(size)/tau with a running maximum.
+ * Two passes over the partition: find tau (the same on every row with a
+ * size) and the largest ln(size), then the log-sum-exp of
+ * (ln(size) - ln(max size)) / tau.  Every term is <= 0 and the largest is 0,
+ * so nothing overflows however small tau is (1/tau alone may be huge).
  */
 static void
 scan_partition(WindowObject win, tw_partition *part)
@@ -72,13 +80,11 @@ scan_partition(WindowObject win, tw_partition *part)
 	bool		size_null,
 				tau_null;
 	bool		have_tau = false;
-	double		max_term = -INFINITY,
-				scaled_sum = 0.0;
+	double		sum = 0.0;
 
+	part->log_max = -INFINITY;
 	for (int64 i = 0; fetch_row(win, i, &size_d, &size_null, &tau_d, &tau_null); i++)
 	{
-		double		term;
-
 		if ((i & 1023) == 0)
 			CHECK_FOR_INTERRUPTS();
 		if (size_null || tau_null)
@@ -97,22 +103,22 @@ scan_partition(WindowObject win, tw_partition *part)
 		if (DatumGetInt64(size_d) == 0)
 			continue;
 		part->nonzero++;
-		/* tau = infinity: every non-empty corpus weighs the same */
-		term = isinf(part->tau) ? 0.0 : log((double) DatumGetInt64(size_d)) / part->tau;
-		if (term > max_term)
-		{
-			scaled_sum = scaled_sum * exp(max_term - term) + 1.0;
-			max_term = term;
-		}
-		else
-			scaled_sum += exp(term - max_term);
+		part->log_max = Max(part->log_max, log((double) DatumGetInt64(size_d)));
 	}
 	if (have_tau && part->nonzero == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("every corpus size in the window partition is zero"),
 				 errhint("Temperature shares need at least one corpus with a positive size.")));
-	part->log_norm = max_term + log(scaled_sum);
+	for (int64 i = 0; part->nonzero > 0 && !isinf(part->tau) &&
+		 fetch_row(win, i, &size_d, &size_null, &tau_d, &tau_null); i++)
+	{
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+		if (!size_null && !tau_null && DatumGetInt64(size_d) > 0)
+			sum += exp((log((double) DatumGetInt64(size_d)) - part->log_max) / part->tau);
+	}
+	part->log_norm = log(sum);
 	part->ready = true;
 }
 
@@ -139,5 +145,5 @@ corpq_temperature_weights(PG_FUNCTION_ARGS)
 		PG_RETURN_FLOAT8(0.0);
 	if (isinf(part->tau))
 		PG_RETURN_FLOAT8(1.0 / (double) part->nonzero);
-	PG_RETURN_FLOAT8(exp(log((double) size) / part->tau - part->log_norm));
+	PG_RETURN_FLOAT8(exp((log((double) size) - part->log_max) / part->tau - part->log_norm));
 }

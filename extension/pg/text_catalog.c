@@ -7,13 +7,11 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
-#include "miscadmin.h"
-#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/plancache.h"
 
+#include "pg/base/corpus_query.h"
+#include "pg/base/internal_sql.h"
 #include "pg/corpq.h"
 #include "pg/text_catalog.h"
 
@@ -75,9 +73,9 @@ corpq_check_new_name(const char *kind, const char *table,
 				 errmsg("%s name must not be empty", kind)));
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = SPI_execute_with_args(psprintf("SELECT 1 FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
-										table),
-							   1, argtypes, values, NULL, true, 1);
+	rc = corpq_sql_as_caller(psprintf("SELECT 1 FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
+									  table),
+							 1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed > 0)
@@ -99,11 +97,11 @@ corpq_undefined_name(const char *kind, const char *table, const char *name)
 	bool		is_bpe = strcmp(table, "corpq.bpe_models") == 0;
 
 	SPI_connect();
-	rc = SPI_execute(psprintf("SELECT pg_catalog.string_agg(name, ', ' ORDER BY name) FILTER (WHERE n <= 10), "
-							  "pg_catalog.count(*) "
-							  "FROM (SELECT name, pg_catalog.row_number() OVER (ORDER BY name) AS n FROM %s) s",
-							  table),
-					 true, 0);
+	rc = corpq_sql_as_caller(psprintf("SELECT pg_catalog.string_agg(name, ', ' ORDER BY name) "
+									  "FILTER (WHERE n OPERATOR(pg_catalog.<=) 10), pg_catalog.count(*) "
+									  "FROM (SELECT name, pg_catalog.row_number() OVER (ORDER BY name) AS n FROM %s) s",
+									  table),
+							 0, NULL, NULL, NULL, true, 0);
 	if (rc == SPI_OK_SELECT && SPI_processed == 1)
 	{
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -145,8 +143,8 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = SPI_execute_with_args("SELECT version FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, true, 1);
+	rc = corpq_sql_as_caller("SELECT version FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -154,9 +152,9 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 	vtext = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	version = (vtext && strcmp(vtext, "0.1") == 0) ? 1 : 2;
 
-	rc = SPI_execute_with_args("SELECT left_symbol, right_symbol FROM corpq.bpe_merges "
-							   "WHERE model OPERATOR(pg_catalog.=) $1 ORDER BY rank",
-							   1, argtypes, values, NULL, true, 0);
+	rc = corpq_sql_as_caller("SELECT left_symbol, right_symbol FROM corpq.bpe_merges "
+							 "WHERE model OPERATOR(pg_catalog.=) $1 ORDER BY rank",
+							 1, argtypes, values, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 
@@ -241,8 +239,8 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 	v->name = MemoryContextStrdup(cxt, name);
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = SPI_execute_with_args("SELECT bpe FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, true, 1);
+	rc = corpq_sql_as_caller("SELECT bpe FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -253,9 +251,9 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 		if (!isnull)
 			bpe_name = MemoryContextStrdup(cxt, TextDatumGetCString(d));
 	}
-	rc = SPI_execute_with_args("SELECT id, token FROM corpq.vocabulary_tokens "
-							   "WHERE vocabulary OPERATOR(pg_catalog.=) $1 ORDER BY id",
-							   1, argtypes, values, NULL, true, 0);
+	rc = corpq_sql_as_caller("SELECT id, token FROM corpq.vocabulary_tokens "
+							 "WHERE vocabulary OPERATOR(pg_catalog.=) $1 ORDER BY id",
+							 1, argtypes, values, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 
@@ -368,98 +366,40 @@ corpq_vocab_cached(FunctionCallInfo fcinfo, const char *name)
 
 /* ---- the corpus query ---- */
 
-/* ERROR unless plan is one plain SELECT (no data-modifying CTE, no locking). */
-static void
-check_corpus_plan(SPIPlanPtr plan)
-{
-	List	   *sources = SPI_plan_get_plan_sources(plan);
-	bool		ok = list_length(sources) == 1;
-	ListCell   *lc;
-	CachedPlanSource *ps;
+static const CorpqColumn corpus_column = {NULL, CORPQ_COLUMN_TEXT};
 
-	if (ok)
-	{
-		ps = linitial(sources);
-		ok = ps->commandTag == CMDTAG_SELECT && ps->resultDesc != NULL;
-		foreach(lc, ps->query_list)
+static const CorpqQuerySpec corpus_spec = {
+	.what = "corpus", .columns = &corpus_column, .min_columns = 1, .max_columns = 1,
+	.example = "SELECT src FROM my_corpus", .need_rows = true
+};
+
+typedef struct CorpusScan
+{
+	CorpqRowFn	fn;
+	void	   *arg;
+	int64		non_null;
+} CorpusScan;
+
+static void
+scan_batch(void *arg, const CorpqBatch *b)
+{
+	CorpusScan  *st = arg;
+	const char *s;
+	int			len;
+
+	for (uint64 i = 0; i < b->n; i++)
+		if (corpq_batch_text(b, i, 1, &s, &len))
 		{
-			Query	   *q = lfirst_node(Query, lc);
-
-			if (q->commandType != CMD_SELECT || q->utilityStmt != NULL ||
-				q->hasModifyingCTE || q->rowMarks != NIL)
-				ok = false;
+			st->fn(st->arg, s, len);
+			st->non_null++;
 		}
-	}
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("corpus query must be a single SELECT"),
-				 errhint("Pass a query such as 'SELECT src FROM my_corpus'.")));
-}
-
-static void
-check_corpus_columns(TupleDesc desc)
-{
-	Oid			type;
-
-	if (desc->natts != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("corpus query must return exactly one text column"),
-				 errdetail("It returns %d columns.", desc->natts)));
-	type = getBaseType(TupleDescAttr(desc, 0)->atttypid);
-	if (type != TEXTOID && type != VARCHAROID)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("corpus query must return exactly one text column"),
-				 errdetail("Its column has type %s.",
-						   format_type_be(TupleDescAttr(desc, 0)->atttypid)),
-				 errhint("Cast the column to text.")));
 }
 
 int64
 corpq_scan_corpus(const char *query, CorpqRowFn fn, void *arg)
 {
-	SPIPlanPtr	plan;
-	Portal		portal;
-	int64		rows = 0,
-				non_null = 0;
-	bool		isnull;
+	CorpusScan	st = {fn, arg, 0};
 
-	SPI_connect();
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	check_corpus_plan(plan);
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	check_corpus_columns(portal->tupDesc);
-	for (;;)
-	{
-		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, CORPUS_BATCH);
-		if (SPI_processed == 0)
-			break;
-		for (uint64 i = 0; i < SPI_processed; i++)
-		{
-			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-			text	   *t;
-
-			rows++;
-			if (isnull)
-				continue;
-			t = DatumGetTextPP(d);
-			fn(arg, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t));
-			if ((Pointer) t != DatumGetPointer(d))
-				pfree(t);
-			non_null++;
-		}
-		SPI_freetuptable(SPI_tuptable);
-	}
-	SPI_cursor_close(portal);
-	SPI_finish();
-	if (rows == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("corpus query returned no rows")));
-	return non_null;
+	corpq_query_stream(query, &corpus_spec, CORPUS_BATCH, scan_batch, &st);
+	return st.non_null;
 }

@@ -166,9 +166,16 @@ int32		train_checkpoint_write(int64 job, int64 model_id, const cq_train_state *s
 /*
  * The job's latest checkpoint: the state (in CurrentMemoryContext) and the
  * cursor filled in (arrays sized by the caller); log rows after it deleted.
- * false when the job has none.
+ * false when the job has none.  Only rows the job wrote on model model_id
+ * count (owner, a checkpoint version it wrote at that step; others are
+ * ignored with a WARNING); ERROR unless every cursor value is in range.  The
+ * caller checks the architecture and the cursor against its corpus.
  */
-bool		train_checkpoint_resume(int64 job, cq_train_state **st, TrainCursor *cur);
+bool		train_checkpoint_resume(int64 job, int64 model_id, cq_train_state **st,
+									TrainCursor *cur);
+
+/* ERROR unless prob[0..n) is a probability distribution (a resumed sampler's). */
+void		train_check_prob(int64 job, const double *prob, int n);
 
 /* Versions of this job's checkpoints still present, as a JSON array. */
 char	   *train_checkpoint_versions(int64 job);

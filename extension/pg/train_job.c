@@ -28,6 +28,7 @@
 #include "nn/batching.h"
 #include "nn/modelfile.h"
 #include "nn/schedule.h"
+#include "pg/base/internal_sql.h"
 #include "pg/corpq.h"
 #include "pg/model_catalog.h"
 #include "pg/train.h"
@@ -54,9 +55,9 @@ check_model(const char *name, CorpqModelRef *ref)
 	corpq_model_resolve(name, false, ref);
 	values[0] = Int64GetDatum(ref->id);
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT pg_catalog.pg_has_role(current_user, owner, 'MEMBER') "
-							  "FROM corpq.model_catalog WHERE id OPERATOR(pg_catalog.=) $1",
-							  1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT ||
+	if (corpq_sql_as_caller("SELECT pg_catalog.pg_has_role(current_user, owner, 'MEMBER') "
+							"FROM corpq.model_catalog WHERE id OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT ||
 		SPI_processed != 1)
 		elog(ERROR, "could not read corpq.model_catalog");
 	member = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -204,9 +205,9 @@ load_latest(Run *r, CorpqModelRef *ref)
 	v[0] = Int64GetDatum(ref->id);
 	v[1] = Int32GetDatum(ref->version);
 	SPI_connect();
-	if (SPI_execute_with_args("SELECT weights FROM corpq.model_versions "
-							  "WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2",
-							  2, argtypes, v, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	if (corpq_sql_as_caller("SELECT weights FROM corpq.model_versions "
+							"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2",
+							2, argtypes, v, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read the weights of model \"%s\"", r->model_name);
 	w = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	MemoryContextSwitchTo(cxt);
@@ -381,6 +382,58 @@ plan_schedule(Run *r)
 	r->st->tc.warmup_updates = r->sched.warmup;
 }
 
+/* A resumed distribution: valid, and no mass on a corpus without batches. */
+static void
+check_resumed_prob(Run *r)
+{
+	train_check_prob(r->job->id, r->sampler->prob, r->sampler->n);
+	if (r->strategy->per_corpus)
+		for (int c = 0; c < r->n_streams; c++)
+			if (r->sampler->prob[c] > 0 && r->streams[c].b == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_DATA_CORRUPTED),
+						 errmsg("the last checkpoint of training job " INT64_FORMAT " draws from an empty corpus",
+								r->job->id),
+						 errdetail("Corpus \"%s\" has probability %g but no pair fits a batch.",
+								   r->corpus.labels[c], r->sampler->prob[c])));
+}
+
+/*
+ * A resumed state must be the catalog's architecture (dropout rates aside:
+ * options may override them) and its cursor must point into this run's
+ * batches; its distribution must draw only corpora that have batches.
+ */
+static void
+check_resumed(Run *r, const cq_model *init)
+{
+	cq_model_config have = r->st->model->cfg;
+	char		json_a[1024],
+				json_b[1024];
+
+	have.dropout = init->cfg.dropout;
+	have.attention_dropout = init->cfg.attention_dropout;
+	have.activation_dropout = init->cfg.activation_dropout;
+	if (!cq_config_equal(&have, &init->cfg))
+	{
+		cq_config_to_json(&init->cfg, json_a, sizeof(json_a));
+		cq_config_to_json(&have, json_b, sizeof(json_b));
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the last checkpoint of training job " INT64_FORMAT " does not fit model \"%s\"",
+						r->job->id, r->model_name),
+				 errdetail("The model has %s; the checkpoint has %s.", json_a, json_b)));
+	}
+	for (int k = 0; k < r->n_streams; k++)
+		if (r->cur.next[k] >= (r->streams[k].b ? r->streams[k].b->n_batches : 1))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("the last checkpoint of training job " INT64_FORMAT " does not match its corpus",
+							r->job->id),
+					 errdetail("Its cursor points past the batches of corpus stream %d.", k),
+					 errhint("Corpus queries of restartable training jobs must return the same rows each time.")));
+	check_resumed_prob(r);
+}
+
 /* Start from the latest version, or resume from the job's last checkpoint. */
 static void
 start_state(Run *r, const cq_model *init, int32 init_version)
@@ -397,11 +450,12 @@ start_state(Run *r, const cq_model *init, int32 init_version)
 	corpq_job_xact_begin(r->cxt);
 	/* the state must outlive the transaction's SPI context */
 	MemoryContextSwitchTo(r->cxt);
-	if (train_checkpoint_resume(r->job->id, &r->st, &r->cur))
+	if (train_checkpoint_resume(r->job->id, r->model_id, &r->st, &r->cur))
 		r->resumed_from = r->st->step;
 	corpq_job_xact_commit(r->cxt);
 	if (r->st != NULL)
 	{
+		check_resumed(r, init);
 		/* the schedule it was planned with, not a new one */
 		if (r->cur.schedule == NULL)
 			ereport(ERROR,
@@ -814,7 +868,10 @@ train_job(CorpqJob *job)
 		r->strategy->check(r->sampler, &view);
 	}
 	if (r->strategy->load && r->cur.sampler_state)
+	{
 		r->strategy->load(r->sampler, r->cur.sampler_state);
+		check_resumed_prob(r);
+	}
 
 	/*
 	 * training: a fresh run updates at least once, even when calibrating used

@@ -6,6 +6,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "lib/stringinfo.h"
@@ -128,7 +129,7 @@ set_option(TrainOptions *o, const char *key, JsonbValue *v)
 	else if (strcmp(key, "threads") == 0)
 		o->threads = (int) get_int(key, v, 1, 256);
 	else if (strcmp(key, "tau") == 0)
-		o->tau = get_number(key, v, 0, 1e6, true, "a positive number up to 1e6");
+		o->tau = get_number(key, v, DBL_MIN, 1e6, false, "a normal positive number up to 1e6");
 	else if (strcmp(key, "sampler_every") == 0)
 		o->sampler_every = (int) get_int(key, v, 1, PG_INT32_MAX);
 	else if (strcmp(key, "strategy") == 0)

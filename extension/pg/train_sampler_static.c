@@ -21,25 +21,25 @@ train_strategy_proportional_init(TrainSampler *s, const TrainOptions *o)
 }
 
 /*
- * q_tau(i) = size_i^(1/tau) / sum_j size_j^(1/tau), in log space as
- * temperature_weights.c does (equal to its shares up to rounding).
+ * q_tau(i) = size_i^(1/tau) / sum_j size_j^(1/tau), in log space relative to
+ * the largest size as temperature_weights.c does (equal to its shares up to
+ * rounding): every exponent is <= 0, so no tau overflows.
  */
 void
 train_strategy_temperature_init(TrainSampler *s, const TrainOptions *o)
 {
 	double		max = -INFINITY,
-				sum = 0,
-				log_norm;
+				sum = 0;
 
 	for (int i = 0; i < s->n; i++)
 		if (s->size[i] > 0)
-			max = Max(max, log((double) s->size[i]) / o->tau);
+			max = Max(max, log((double) s->size[i]));
 	for (int i = 0; i < s->n; i++)
-		if (s->size[i] > 0)
-			sum += exp(log((double) s->size[i]) / o->tau - max);
-	log_norm = max + log(sum);
+		s->prob[i] = s->size[i] > 0 ? exp((log((double) s->size[i]) - max) / o->tau) : 0;
 	for (int i = 0; i < s->n; i++)
-		s->prob[i] = s->size[i] > 0 ? exp(log((double) s->size[i]) / o->tau - log_norm) : 0;
+		sum += s->prob[i];
+	for (int i = 0; i < s->n; i++)
+		s->prob[i] /= sum;
 }
 
 void

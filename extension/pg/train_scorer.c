@@ -14,6 +14,7 @@
  */
 #include "postgres.h"
 
+#include <float.h>
 #include <math.h>
 
 #include "catalog/pg_type.h"
@@ -26,6 +27,8 @@
 
 #include "common/rng.h"
 #include "nn/uncertainty.h"
+#include "pg/base/internal_sql.h"
+#include "pg/model_score.h"
 #include "pg/train_scorer.h"
 
 #define UNSET (-1)
@@ -99,11 +102,11 @@ train_balance_option(TrainOptions *o, const char *key, JsonbValue *v,
 			bad_value(key, "a measure name: pretp, exptp, vartp, comev, entsent, enteos, exptp_geo, vartp_log, comev_log");
 	}
 	else if (strcmp(key, "passes") == 0)
-		o->passes = integer(key, v, 1, 1000, bad_value);
+		o->passes = integer(key, v, 1, CORPQ_MAX_PASSES, bad_value);
 	else if (strcmp(key, "update_every") == 0)
 		o->sampler_every = integer(key, v, 1, PG_INT32_MAX, bad_value);
 	else if (strcmp(key, "prior_tau") == 0)
-		o->prior_tau = number(key, v, 0, 1e6, true, "a positive number up to 1e6 (1e6: uniform)", bad_value);
+		o->prior_tau = number(key, v, DBL_MIN, 1e6, false, "a normal positive number up to 1e6 (1e6: uniform)", bad_value);
 	else if (strcmp(key, "scorer_lr") == 0)
 		o->scorer_lr = number(key, v, 0, 10, true, "a number in (0, 10]", bad_value);
 	else if (strcmp(key, "scorer_steps") == 0)
@@ -227,9 +230,9 @@ prior(const long *size, int n, double tau, double *q)
 				sum = 0;
 
 	for (int i = 0; i < n; i++)
-		max = Max(max, log((double) Max(size[i], 1)) / tau);
+		max = Max(max, log((double) Max(size[i], 1)));
 	for (int i = 0; i < n; i++)
-		sum += (q[i] = exp(log((double) Max(size[i], 1)) / tau - max));
+		sum += (q[i] = exp((log((double) Max(size[i], 1)) - max) / tau));
 	for (int i = 0; i < n; i++)
 		q[i] /= sum;
 }
@@ -467,9 +470,12 @@ train_scorer_save(TrainSampler *s)
 	return b.data;
 }
 
-/* The number after "key": (and the i-th element of an array with i >= 0). */
+/*
+ * The number after "key": (and the i-th element of an array with i >= 0);
+ * ERROR unless it is a finite number of at least min.
+ */
 static double
-json_number(const char *json, const char *key, int i)
+json_number(const char *json, const char *key, int i, double min)
 {
 	char	   *pat = psprintf("\"%s\": ", key);
 	const char *p = strstr(json, pat);
@@ -491,8 +497,11 @@ json_number(const char *json, const char *key, int i)
 		}
 	}
 	d = strtod(p, &end);
-	if (end == p)
-		elog(ERROR, "the scorer state of a training checkpoint has a bad \"%s\"", key);
+	if (end == p || !isfinite(d) || d < min)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the scorer state of a training checkpoint has a bad \"%s\"", key),
+				 errdetail("It must be a finite number of at least %g.", min)));
 	return d;
 }
 
@@ -501,16 +510,16 @@ train_scorer_load(TrainSampler *s, const char *json)
 {
 	TrainScorer *sc = s->priv;
 
-	sc->t = (int64) json_number(json, "t", -1);
-	sc->updates = (int) json_number(json, "updates", -1);
-	sc->seconds = json_number(json, "seconds", -1);
-	sc->base = json_number(json, "base", -1);
-	sc->have_base = json_number(json, "have_base", -1) != 0;
+	sc->t = (int64) json_number(json, "t", -1, 0);
+	sc->updates = (int) json_number(json, "updates", -1, 0);
+	sc->seconds = json_number(json, "seconds", -1, 0);
+	sc->base = json_number(json, "base", -1, -HUGE_VAL);
+	sc->have_base = json_number(json, "have_base", -1, 0) != 0;
 	for (int i = 0; i < sc->n; i++)
 	{
-		sc->psi[i] = json_number(json, "psi", i);
-		sc->m[i] = json_number(json, "m", i);
-		sc->v[i] = json_number(json, "v", i);
+		sc->psi[i] = json_number(json, "psi", i, -HUGE_VAL);
+		sc->m[i] = json_number(json, "m", i, -HUGE_VAL);
+		sc->v[i] = json_number(json, "v", i, 0);
 	}
 	softmax(sc->psi, sc->n, s->prob);
 	/* the prior row (step 0) committed before the first checkpoint */
@@ -539,13 +548,15 @@ train_scorer_log(TrainSampler *s, int64 job)
 		nulls[4] = isnan(sc->reward[i]) ? 'n' : ' ';
 		nulls[5] = isnan(sc->dev_loss[i]) ? 'n' : ' ';
 		/* a resumed run writes the rows after its checkpoint again */
-		if (SPI_execute_with_args("INSERT INTO corpq.train_sampling "
-								  "(job, step, corpus, probability, reward, dev_loss, tokens_seen) "
-								  "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (job, step, corpus) DO UPDATE "
-								  "SET probability = EXCLUDED.probability, reward = EXCLUDED.reward, "
-								  "dev_loss = EXCLUDED.dev_loss, tokens_seen = EXCLUDED.tokens_seen, "
-								  "at = EXCLUDED.at",
-								  7, argtypes, v, nulls, false, 0) != SPI_OK_INSERT)
+		if (corpq_sql_as_owner("INSERT INTO corpq.train_sampling "
+							   "(job, step, corpus, probability, reward, dev_loss, tokens_seen, at, owner) "
+							   "SELECT $1, $2, $3, $4, $5, $6, $7, pg_catalog.clock_timestamp(), j.owner "
+							   "FROM corpq.jobs j WHERE j.id OPERATOR(pg_catalog.=) $1 "
+							   "ON CONFLICT (job, step, corpus) DO UPDATE "
+							   "SET probability = EXCLUDED.probability, reward = EXCLUDED.reward, "
+							   "dev_loss = EXCLUDED.dev_loss, tokens_seen = EXCLUDED.tokens_seen, "
+							   "at = EXCLUDED.at",
+							   7, argtypes, v, nulls, 0) != SPI_OK_INSERT || SPI_processed != 1)
 			elog(ERROR, "could not insert into corpq.train_sampling");
 	}
 	sc->pending = false;

@@ -1,17 +1,23 @@
 /*
  * SQL functions for vocabularies: corpq.vocab_build, vocab_encode,
- * vocab_decode, vocab_drop.  Vocabularies live in corpq.vocabularies and
+ * vocab_decode, vocab_drop, and vocab_export / vocab_import for copies
+ * between servers.  Vocabularies live in corpq.vocabularies and
  * corpq.vocabulary_tokens (one row per id, the catalog's token listing).
  */
 #include "postgres.h"
 
+#include <errno.h>
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/jsonb.h"
 #include "utils/memutils.h"
 
+#include "pg/base/internal_sql.h"
 #include "pg/corpq.h"
 #include "pg/text_catalog.h"
 
@@ -49,17 +55,17 @@ count_row(void *arg, const char *text, int len)
 		corpq_text_error(rc, "could not count corpus tokens", NULL);
 }
 
-/* Insert the vocabulary row and one row per token id. */
+/* Insert the vocabulary row and one row per token id (counts[id]). */
 static void
 store_vocab(const char *name, const char *bpe, const cq_vocabulary *v,
-			const cq_strmap *counts, int32 max_size, int32 min_count)
+			const int64 *counts, int32 max_size, int32 min_count)
 {
 	int32		n = cq_vocabulary_size(v);
 	Datum	   *toks = palloc(n * sizeof(Datum));
 	Datum	   *cnts = palloc(n * sizeof(Datum));
-	Oid			v_types[5] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID};
-	Datum		v_vals[5];
-	char		v_nulls[5] = {' ', bpe ? ' ' : 'n', ' ', ' ', ' '};
+	Oid			v_types[6] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, OIDOID};
+	Datum		v_vals[6];
+	char		v_nulls[6] = {' ', bpe ? ' ' : 'n', ' ', ' ', ' ', ' '};
 	Oid			t_types[3] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID};
 	Datum		t_vals[3];
 	int			rc;
@@ -68,30 +74,30 @@ store_vocab(const char *name, const char *bpe, const cq_vocabulary *v,
 	{
 		size_t		len;
 		const char *tok = cq_strmap_key(&v->map, i, &len);
-		int64_t		e = cq_strmap_find(counts, tok, len);
 
 		toks[i] = PointerGetDatum(cstring_to_text_with_len(tok, (int) len));
-		cnts[i] = Int64GetDatum(i < CQ_VOCAB_N_SPECIAL || e < 0 ? 0 : counts->vals[e]);
+		cnts[i] = Int64GetDatum(counts[i]);
 	}
 	v_vals[0] = CStringGetTextDatum(name);
 	v_vals[1] = bpe ? CStringGetTextDatum(bpe) : (Datum) 0;
 	v_vals[2] = Int32GetDatum(n);
 	v_vals[3] = Int32GetDatum(max_size);
 	v_vals[4] = Int32GetDatum(min_count);
+	v_vals[5] = ObjectIdGetDatum(GetUserId());
 	t_vals[0] = v_vals[0];
 	t_vals[1] = PointerGetDatum(construct_array(toks, n, TEXTOID, -1, false, TYPALIGN_INT));
 	t_vals[2] = PointerGetDatum(construct_array(cnts, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 
 	SPI_connect();
-	rc = SPI_execute_with_args("INSERT INTO corpq.vocabularies (name, bpe, size, max_size, min_count) "
-							   "VALUES ($1, $2, $3, $4, $5)",
-							   5, v_types, v_vals, v_nulls, false, 0);
+	rc = corpq_sql_as_owner("INSERT INTO corpq.vocabularies (name, bpe, size, max_size, min_count, owner) "
+							"VALUES ($1, $2, $3, $4, $5, $6::pg_catalog.regrole)",
+							6, v_types, v_vals, v_nulls, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	rc = SPI_execute_with_args("INSERT INTO corpq.vocabulary_tokens (vocabulary, id, token, count) "
-							   "SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.t, u.c "
-							   "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) WITH ORDINALITY AS u(t, c, o)",
-							   3, t_types, t_vals, NULL, false, 0);
+	rc = corpq_sql_as_owner("INSERT INTO corpq.vocabulary_tokens (vocabulary, id, token, count) "
+							"SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.t, u.c "
+							"FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) WITH ORDINALITY AS u(t, c, o)",
+							3, t_types, t_vals, NULL, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	SPI_finish();
@@ -112,6 +118,7 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	cq_text_err err = {0};
 	int			rc;
 	int32		size;
+	int64	   *counts;
 
 	require_arg(fcinfo, 0, "name");
 	require_arg(fcinfo, 1, "corpus");
@@ -160,7 +167,16 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	if (rc != CQ_TEXT_OK)
 		corpq_text_error(rc, "could not build the vocabulary", err.msg);
 	size = cq_vocabulary_size(&v);
-	store_vocab(name, bpe, &v, &st.counts, max_size, min_count);
+	counts = palloc(sizeof(int64) * size);
+	for (int32 i = 0; i < size; i++)
+	{
+		size_t		len;
+		const char *tok = cq_strmap_key(&v.map, i, &len);
+		int64_t		e = cq_strmap_find(&st.counts, tok, len);
+
+		counts[i] = i < CQ_VOCAB_N_SPECIAL || e < 0 ? 0 : st.counts.vals[e];
+	}
+	store_vocab(name, bpe, &v, counts, max_size, min_count);
 	MemoryContextDelete(st.cxt);
 	PG_RETURN_INT32(size);
 }
@@ -235,29 +251,231 @@ corpq_vocab_drop(PG_FUNCTION_ARGS)
 	Datum		values[1];
 	int			rc;
 	char	   *owner;
+	char	   *users;
+	bool		isnull;
 
 	require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = SPI_execute_with_args("SELECT owner::pg_catalog.text FROM corpq.vocabularies "
-							   "WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, false, 1);
+	rc = corpq_sql_as_caller("SELECT owner::pg_catalog.text, owner::pg_catalog.oid FROM corpq.vocabularies "
+							 "WHERE name OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
 	owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	rc = SPI_execute_with_args("DELETE FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values, NULL, false, 0);
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
+	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 2, &isnull))))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to drop vocabulary \"%s\"", name),
 				 errdetail("The vocabulary is owned by role %s.", owner),
 				 errhint("Only members of the owning role can drop or replace a vocabulary.")));
+
+	/* any role's model may use it: name them rather than fail on the foreign key */
+	rc = corpq_sql_as_caller("SELECT pg_catalog.string_agg(name OPERATOR(pg_catalog.||) "
+							 "CASE WHEN pg_catalog.pg_has_role(current_user, owner, 'MEMBER') THEN '' "
+							 "ELSE pg_catalog.format(' (owned by %s)', owner) END, ', ' ORDER BY name) "
+							 "FROM corpq.model_catalog "
+							 "WHERE src_vocab OPERATOR(pg_catalog.=) $1 OR tgt_vocab OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	users = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (users != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop vocabulary \"%s\" because models use it", name),
+				 errdetail("Models using it: %s.", users),
+				 errhint("Drop those models first with corpq.model_drop(), or ask their owners to.")));
+
+	rc = corpq_sql_as_owner("DELETE FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, 0);
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/* ---- copies between servers: vocab_export / vocab_import ---- */
+
+PG_FUNCTION_INFO_V1(corpq_vocab_export);
+PG_FUNCTION_INFO_V1(corpq_vocab_import);
+
+/* corpq.vocab_export(name) -> {"bpe", "max_size", "min_count", "tokens", "counts"} */
+Datum
+corpq_vocab_export(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	bool		isnull;
+	Jsonb	   *out;
+	MemoryContext caller = CurrentMemoryContext;
+
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT pg_catalog.jsonb_build_object("
+							"'bpe', v.bpe, 'max_size', v.max_size, 'min_count', v.min_count, "
+							"'tokens', (SELECT pg_catalog.jsonb_agg(t.token ORDER BY t.id) FROM corpq.vocabulary_tokens t "
+							"  WHERE t.vocabulary OPERATOR(pg_catalog.=) v.name), "
+							"'counts', (SELECT pg_catalog.jsonb_agg(t.count ORDER BY t.id) FROM corpq.vocabulary_tokens t "
+							"  WHERE t.vocabulary OPERATOR(pg_catalog.=) v.name)) "
+							"FROM corpq.vocabularies v WHERE v.name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.vocabularies");
+	if (SPI_processed == 0)
+		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
+	MemoryContextSwitchTo(caller);
+	out = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	PG_RETURN_JSONB_P(out);
+}
+
+static void
+bad_document(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid vocabulary document: %s", what),
+			 errhint("Pass what corpq.vocab_export() returned on the source server.")));
+}
+
+/* The value of key in object doc, NULL when absent or JSON null. */
+static JsonbValue *
+doc_key(Jsonb *doc, const char *key)
+{
+	JsonbValue	k;
+	JsonbValue *v;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	v = findJsonbValueFromContainer(&doc->root, JB_FOBJECT, &k);
+	return v == NULL || v->type == jbvNull ? NULL : v;
+}
+
+/* A JSON integer in [lo, hi]. */
+static int64
+doc_int(JsonbValue *v, int64 lo, int64 hi, const char *what)
+{
+	char	   *text;
+	char	   *end;
+	long long	x;
+
+	if (v == NULL || v->type != jbvNumeric)
+		bad_document(what);
+	text = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
+	errno = 0;
+	x = strtoll(text, &end, 10);
+	if (errno != 0 || *end != '\0' || x < lo || x > hi)
+		bad_document(what);
+	return (int64) x;
+}
+
+/* The array under key: its container and length. */
+static JsonbContainer *
+doc_array(Jsonb *doc, const char *key, int *n, const char *what)
+{
+	JsonbValue *v = doc_key(doc, key);
+
+	if (v == NULL || v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+		bad_document(what);
+	*n = (int) JsonContainerSize(v->val.binary.data);
+	return v->val.binary.data;
+}
+
+/*
+ * corpq.vocab_import(name, vocabulary jsonb) -> size: store a vocabulary
+ * exported from another server with the same ids (rebuilding it from a shard
+ * would give other ids), owned by the caller.  The tokens must start with the
+ * four reserved ones and appear once each; the BPE model must exist here.
+ */
+Datum
+corpq_vocab_import(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	Jsonb	   *doc;
+	JsonbValue *bpe_v;
+	char	   *bpe = NULL;
+	JsonbContainer *tokens,
+			   *counts_c = NULL;
+	int			n,
+				n_counts = 0;
+	int64	   *counts;
+	int32		max_size,
+				min_count;
+	cq_vocabulary v;
+	cq_text_err err = {0};
+	MemoryContext cxt,
+				old;
+
+	require_arg(fcinfo, 0, "name");
+	require_arg(fcinfo, 1, "vocabulary");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	doc = PG_GETARG_JSONB_P(1);
+	corpq_require_utf8();
+	if (!JB_ROOT_IS_OBJECT(doc))
+		bad_document("it must be a JSON object");
+	corpq_check_new_name("vocabulary", "corpq.vocabularies", "corpq.vocab_drop", name);
+
+	bpe_v = doc_key(doc, "bpe");
+	if (bpe_v != NULL)
+	{
+		if (bpe_v->type != jbvString)
+			bad_document("\"bpe\" must be a BPE model name or null");
+		bpe = pnstrdup(bpe_v->val.string.val, bpe_v->val.string.len);
+		if (strcmp(bpe, CORPQ_WHITESPACE) == 0)
+			bpe = NULL;
+		else					/* an unknown name errors, listing the existing ones */
+			corpq_segmenter_free(corpq_segmenter_load(bpe, CurrentMemoryContext));
+	}
+	tokens = doc_array(doc, "tokens", &n, "\"tokens\" must be an array of strings");
+	if (n < CQ_VOCAB_N_SPECIAL + 1)
+		bad_document("\"tokens\" must hold the four reserved tokens and at least one more");
+	if (doc_key(doc, "counts") != NULL)
+	{
+		counts_c = doc_array(doc, "counts", &n_counts, "\"counts\" must be an array of integers >= 0");
+		if (n_counts != n)
+			bad_document("\"counts\" must have one entry per token");
+	}
+	max_size = (int32) (doc_key(doc, "max_size") ? doc_int(doc_key(doc, "max_size"), n, PG_INT32_MAX,
+																  "\"max_size\" must be an integer >= the number of tokens")
+						: n);
+	min_count = (int32) (doc_key(doc, "min_count") ? doc_int(doc_key(doc, "min_count"), 1, PG_INT32_MAX,
+																	"\"min_count\" must be an integer >= 1")
+						 : 1);
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq vocab_import", ALLOCSET_DEFAULT_SIZES);
+	counts = palloc0(sizeof(int64) * n);
+	old = MemoryContextSwitchTo(cxt);
+	if (cq_vocabulary_init(&v) != CQ_TEXT_OK)
+		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < n; i++)
+	{
+		JsonbValue *t = getIthJsonbValueFromContainer(tokens, i);
+		int			rc;
+
+		if (t == NULL || t->type != jbvString || t->val.string.len == 0)
+			bad_document("\"tokens\" must be an array of non-empty strings");
+		if (i < CQ_VOCAB_N_SPECIAL &&
+			(t->val.string.len != (int) strlen(cq_vocabulary_specials[i]) ||
+			 memcmp(t->val.string.val, cq_vocabulary_specials[i], t->val.string.len) != 0))
+			bad_document("\"tokens\" must start with <s>, <pad>, </s>, <unk>");
+		old = MemoryContextSwitchTo(cxt);
+		rc = cq_vocabulary_add(&v, t->val.string.val, t->val.string.len, &err);
+		MemoryContextSwitchTo(old);
+		if (rc != CQ_TEXT_OK)
+			corpq_text_error(rc, "invalid vocabulary document", err.msg);
+		if (counts_c)
+			counts[i] = doc_int(getIthJsonbValueFromContainer(counts_c, i), 0, PG_INT64_MAX,
+								"\"counts\" must be an array of integers >= 0");
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	store_vocab(name, bpe, &v, counts, max_size, min_count);
+	MemoryContextDelete(cxt);
+	PG_RETURN_INT32(n);
 }

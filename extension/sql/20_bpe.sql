@@ -1,8 +1,7 @@
 
 -- ---------------------------------------------------------------------------
 -- BPE models (subword-nmt compatible).  Every role can read and use every
--- model; only members of a model's owner role (and superusers) can create,
--- replace or drop it.  The name 'whitespace' is reserved: wherever a BPE name
+-- model; only members of a model's owner role (and superusers) can drop it.  The name 'whitespace' is reserved: wherever a BPE name
 -- is accepted it selects whitespace-only segmentation.
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.bpe_models (
@@ -29,25 +28,14 @@ COMMENT ON TABLE corpq.bpe_merges IS
 SELECT pg_catalog.pg_extension_config_dump('corpq.bpe_models', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.bpe_merges', '');
 
+-- Everyone reads; rows change only through corpq's functions, which check
+-- the caller's membership in the owner role and write as the extension's
+-- owner (extension/pg/base/internal_sql.h).
 ALTER TABLE corpq.bpe_models ENABLE ROW LEVEL SECURITY;
 CREATE POLICY bpe_models_read ON corpq.bpe_models FOR SELECT USING (true);
-CREATE POLICY bpe_models_insert ON corpq.bpe_models FOR INSERT
-    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-CREATE POLICY bpe_models_update ON corpq.bpe_models FOR UPDATE
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
-    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-CREATE POLICY bpe_models_delete ON corpq.bpe_models FOR DELETE
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-
 ALTER TABLE corpq.bpe_merges ENABLE ROW LEVEL SECURITY;
 CREATE POLICY bpe_merges_read ON corpq.bpe_merges FOR SELECT USING (true);
-CREATE POLICY bpe_merges_write ON corpq.bpe_merges FOR ALL
-    USING (EXISTS (SELECT 1 FROM corpq.bpe_models m WHERE m.name = model
-                   AND pg_catalog.pg_has_role(current_user, m.owner, 'MEMBER')))
-    WITH CHECK (EXISTS (SELECT 1 FROM corpq.bpe_models m WHERE m.name = model
-                        AND pg_catalog.pg_has_role(current_user, m.owner, 'MEMBER')));
-
-GRANT SELECT, INSERT, UPDATE, DELETE ON corpq.bpe_models, corpq.bpe_merges TO PUBLIC;
+GRANT SELECT ON corpq.bpe_models, corpq.bpe_merges TO PUBLIC;
 
 CREATE FUNCTION corpq.bpe_learn(name text, corpus text, merges int, min_frequency int DEFAULT 2)
     RETURNS int

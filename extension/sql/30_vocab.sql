@@ -3,7 +3,7 @@
 -- Vocabularies: token ids with fairseq's reserved <s> = 0, <pad> = 1,
 -- </s> = 2, <unk> = 3, then tokens by descending count (ties by bytes).
 -- corpq.vocabulary_tokens lists every vocabulary's tokens.  Same sharing
--- rules as BPE models: all read, owners write.
+-- rules as BPE models: all read, owners drop, corpq's functions write.
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.vocabularies (
     name       text PRIMARY KEY CHECK (name <> ''),
@@ -33,25 +33,12 @@ COMMENT ON TABLE corpq.vocabulary_tokens IS
 SELECT pg_catalog.pg_extension_config_dump('corpq.vocabularies', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.vocabulary_tokens', '');
 
+-- Everyone reads; rows change only through corpq's functions (as for BPE).
 ALTER TABLE corpq.vocabularies ENABLE ROW LEVEL SECURITY;
 CREATE POLICY vocabularies_read ON corpq.vocabularies FOR SELECT USING (true);
-CREATE POLICY vocabularies_insert ON corpq.vocabularies FOR INSERT
-    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-CREATE POLICY vocabularies_update ON corpq.vocabularies FOR UPDATE
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
-    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-CREATE POLICY vocabularies_delete ON corpq.vocabularies FOR DELETE
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-
 ALTER TABLE corpq.vocabulary_tokens ENABLE ROW LEVEL SECURITY;
 CREATE POLICY vocabulary_tokens_read ON corpq.vocabulary_tokens FOR SELECT USING (true);
-CREATE POLICY vocabulary_tokens_write ON corpq.vocabulary_tokens FOR ALL
-    USING (EXISTS (SELECT 1 FROM corpq.vocabularies v WHERE v.name = vocabulary
-                   AND pg_catalog.pg_has_role(current_user, v.owner, 'MEMBER')))
-    WITH CHECK (EXISTS (SELECT 1 FROM corpq.vocabularies v WHERE v.name = vocabulary
-                        AND pg_catalog.pg_has_role(current_user, v.owner, 'MEMBER')));
-
-GRANT SELECT, INSERT, UPDATE, DELETE ON corpq.vocabularies, corpq.vocabulary_tokens TO PUBLIC;
+GRANT SELECT ON corpq.vocabularies, corpq.vocabulary_tokens TO PUBLIC;
 
 CREATE FUNCTION corpq.vocab_build(name text, corpus text, bpe text DEFAULT NULL,
                                   max_size int DEFAULT 32000, min_count int DEFAULT 1)
@@ -78,3 +65,16 @@ CREATE FUNCTION corpq.vocab_drop(name text) RETURNS void
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.vocab_drop(text) IS
     'drop a vocabulary you own';
+
+-- Copies between servers (README, Scaling out): the same ids everywhere.
+CREATE FUNCTION corpq.vocab_export(name text) RETURNS jsonb
+    AS 'MODULE_PATHNAME', 'corpq_vocab_export'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.vocab_export(text) IS
+    'a vocabulary as a JSON document {"bpe", "max_size", "min_count", "tokens" (in id order), "counts"} for corpq.vocab_import on another server';
+
+CREATE FUNCTION corpq.vocab_import(name text, vocabulary jsonb) RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_vocab_import'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.vocab_import(text, jsonb) IS
+    'store a document of corpq.vocab_export as vocabulary name, owned by you, with the same ids (its BPE model must exist here); returns its size';

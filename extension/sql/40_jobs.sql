@@ -3,7 +3,8 @@
 -- Background jobs: every long computation (lexicon and model training) runs in
 -- a dynamic background worker connected to this database as the role that
 -- submitted it.  Rows are visible to their owner (and members of the owner
--- role); superusers see all.
+-- role); superusers see all.  Only corpq writes them: a submission records
+-- owner, session_role and search_path from the submitting session itself.
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.jobs (
     id          bigserial PRIMARY KEY,
@@ -25,7 +26,9 @@ CREATE TABLE corpq.jobs (
     -- the login role whose session submitted the job: the worker connects as
     -- it (then assumes owner, as SET ROLE did), never as a superuser
     session_role regrole NOT NULL DEFAULT session_user::regrole,
-    cancel_requested boolean NOT NULL DEFAULT false
+    cancel_requested boolean NOT NULL DEFAULT false,
+    -- the submitting session's search_path: the corpus query runs with it
+    search_path text
 );
 COMMENT ON TABLE corpq.jobs IS
     'corpq background jobs: one row per submitted job, with its state, error and result';
@@ -33,11 +36,9 @@ SELECT pg_catalog.pg_extension_config_dump('corpq.jobs', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.jobs_id_seq', '');
 
 ALTER TABLE corpq.jobs ENABLE ROW LEVEL SECURITY;
-CREATE POLICY jobs_owner ON corpq.jobs
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
-    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-GRANT SELECT, INSERT, UPDATE ON corpq.jobs TO PUBLIC;
-GRANT USAGE ON SEQUENCE corpq.jobs_id_seq TO PUBLIC;
+CREATE POLICY jobs_owner ON corpq.jobs FOR SELECT
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+GRANT SELECT ON corpq.jobs TO PUBLIC;
 
 CREATE FUNCTION corpq.job_wait(id bigint, timeout interval DEFAULT NULL) RETURNS text
     AS 'MODULE_PATHNAME', 'corpq_job_wait'

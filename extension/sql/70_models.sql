@@ -5,7 +5,8 @@
 -- vocabularies, owner); corpq.model_versions one row per weight image.  A
 -- write never changes a version: it inserts version max + 1.  A model name
 -- resolves to its latest version, 'name@N' to version N.  Same sharing rules
--- as the other catalogs: every role reads, members of the owner role write.
+-- as the other catalogs: every role reads, members of the owner role write
+-- through corpq's functions.
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.model_catalog (
     id         bigserial PRIMARY KEY,
@@ -44,29 +45,13 @@ SELECT pg_catalog.pg_extension_config_dump('corpq.model_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_catalog_id_seq', '');
 
+-- Everyone reads; only corpq's functions and training jobs write (versions
+-- are immutable: a write inserts version max + 1).
 ALTER TABLE corpq.model_catalog ENABLE ROW LEVEL SECURITY;
 CREATE POLICY model_catalog_read ON corpq.model_catalog FOR SELECT USING (true);
-CREATE POLICY model_catalog_insert ON corpq.model_catalog FOR INSERT
-    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-CREATE POLICY model_catalog_update ON corpq.model_catalog FOR UPDATE
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
-    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-CREATE POLICY model_catalog_delete ON corpq.model_catalog FOR DELETE
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-
 ALTER TABLE corpq.model_versions ENABLE ROW LEVEL SECURITY;
 CREATE POLICY model_versions_read ON corpq.model_versions FOR SELECT USING (true);
-CREATE POLICY model_versions_write ON corpq.model_versions FOR ALL
-    USING (EXISTS (SELECT 1 FROM corpq.model_catalog c WHERE c.id = model
-                   AND pg_catalog.pg_has_role(current_user, c.owner, 'MEMBER')))
-    WITH CHECK (EXISTS (SELECT 1 FROM corpq.model_catalog c WHERE c.id = model
-                        AND pg_catalog.pg_has_role(current_user, c.owner, 'MEMBER')));
-
--- Only the version's labels may change in place, never its weights.
-GRANT SELECT, INSERT, UPDATE, DELETE ON corpq.model_catalog TO PUBLIC;
-GRANT SELECT, INSERT, DELETE ON corpq.model_versions TO PUBLIC;
-GRANT UPDATE (best, metrics) ON corpq.model_versions TO PUBLIC;
-GRANT USAGE ON SEQUENCE corpq.model_catalog_id_seq TO PUBLIC;
+GRANT SELECT ON corpq.model_catalog, corpq.model_versions TO PUBLIC;
 
 CREATE VIEW corpq.models WITH (security_invoker = true) AS
 SELECT c.name,

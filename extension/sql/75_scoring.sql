@@ -67,6 +67,6 @@ CREATE FUNCTION corpq.score(model text, corpus text, what text DEFAULT 'sent_pro
                             passes int DEFAULT 30, seed bigint DEFAULT 0)
     RETURNS TABLE (id bigint, score float8)
     AS 'MODULE_PATHNAME', 'corpq_score'
-    LANGUAGE C STABLE STRICT PARALLEL RESTRICTED;
+    LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION corpq.score(text, text, text, int, text, int, bigint) IS
-    'score every row of corpus, a SELECT returning (id, src, tgt), in batches of batch_size pairs: what = sent_prob, sent_logprob or uncertainty (with measure, passes, seed); the values equal the per-row functions''; NULL src or tgt gives a NULL score';
+    'score every row of corpus, a SELECT returning (id, src, tgt), in batches of batch_size pairs: what = sent_prob, sent_logprob or uncertainty (with measure, passes, seed); the values equal the per-row functions''; NULL src or tgt gives a NULL score; a NULL argument is an error';

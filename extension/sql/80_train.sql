@@ -49,15 +49,15 @@ COMMENT ON TABLE corpq.train_checkpoints IS
 SELECT pg_catalog.pg_extension_config_dump('corpq.train_log', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.train_checkpoints', '');
 
+-- Only the job's worker writes them (owner = the job's owner); its owner's
+-- members read them.
 ALTER TABLE corpq.train_log ENABLE ROW LEVEL SECURITY;
-CREATE POLICY train_log_owner ON corpq.train_log
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
-    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+CREATE POLICY train_log_owner ON corpq.train_log FOR SELECT
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
 ALTER TABLE corpq.train_checkpoints ENABLE ROW LEVEL SECURITY;
-CREATE POLICY train_checkpoints_owner ON corpq.train_checkpoints
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
-    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-GRANT SELECT, INSERT, DELETE ON corpq.train_log, corpq.train_checkpoints TO PUBLIC;
+CREATE POLICY train_checkpoints_owner ON corpq.train_checkpoints FOR SELECT
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+GRANT SELECT ON corpq.train_log, corpq.train_checkpoints TO PUBLIC;
 
 CREATE FUNCTION corpq.train(model text, corpus text, dev text DEFAULT NULL,
                             options jsonb DEFAULT '{}')

@@ -21,11 +21,11 @@ COMMENT ON TABLE corpq.train_sampling IS
     'the sampling distribution of a multiuat / multidds training job after each sampler update: probability of each corpus label, the reward it got (multiuat: the uncertainty measure on one dev batch, K dropout passes; multidds: mean gradient cosine), the dev batch''s nll per token, target tokens trained on so far; step 0 = the prior';
 
 SELECT pg_catalog.pg_extension_config_dump('corpq.train_sampling', '');
+-- Only the job's worker writes it (owner = the job's owner).
 ALTER TABLE corpq.train_sampling ENABLE ROW LEVEL SECURITY;
-CREATE POLICY train_sampling_owner ON corpq.train_sampling
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'))
-    WITH CHECK (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-GRANT SELECT, INSERT, UPDATE, DELETE ON corpq.train_sampling TO PUBLIC;
+CREATE POLICY train_sampling_owner ON corpq.train_sampling FOR SELECT
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+GRANT SELECT ON corpq.train_sampling TO PUBLIC;
 
 -- Long format for BI tools: x = step (or tokens_seen), y = probability,
 -- series = corpus (the MultiUAT paper's Figures 1, 2, 4).

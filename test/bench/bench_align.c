@@ -5,7 +5,11 @@
  * "the" -> {el, la, los, las} rank first.  Prints figures only; the shell
  * driver puts them next to the authors' fast_align when one is available.
  *
- *   bench_align CORPUS_DIR [MAX_PAIRS] [DUMP_BITEXT] [DUMP_ALIGN]
+ *   bench_align [-n MAX_PAIRS] [-b DUMP_BITEXT] [-a DUMP_ALIGN] TSV...
+ *
+ * TSV: parallel files (id, domain, src, tgt, a header line), read in order
+ * until MAX_PAIRS (default 100000) pairs; bench_align.sh passes the ones
+ * test/lib.sh finds.
  */
 #include <ctype.h>
 #include <math.h>
@@ -13,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "align/fastalign.h"
 #include "align/ibm1.h"
@@ -138,9 +143,8 @@ add_side(cq_vocab *v, ivec *tok, ivec *off, const char *text, size_t len, FILE *
 }
 
 static void
-load(corpus *c, const char *dir, int64_t max_pairs, FILE *dump)
+load(corpus *c, char *const *files, int n_files, int64_t max_pairs, FILE *dump)
 {
-	static const char *const files[] = {"bible.tsv", "ddtp.tsv", "l10n.tsv"};
 	char	   *line = NULL;
 	size_t		cap = 0;
 
@@ -150,17 +154,15 @@ load(corpus *c, const char *dir, int64_t max_pairs, FILE *dump)
 	*(int64_t *) ivec_push(&c->to) = 0;
 	c->vs = cq_vocab_create(NULL);
 	c->vt = cq_vocab_create(NULL);
-	for (int f = 0; f < 3 && c->n < max_pairs; f++)
+	for (int f = 0; f < n_files && c->n < max_pairs; f++)
 	{
-		char		path[4096];
 		FILE	   *in;
 		ssize_t		len;
 		bool		header = true;
 
-		snprintf(path, sizeof(path), "%s/%s", dir, files[f]);
-		if (!(in = fopen(path, "r")))
+		if (!(in = fopen(files[f], "r")))
 		{
-			fprintf(stderr, "cannot read %s\n", path);
+			fprintf(stderr, "cannot read %s\n", files[f]);
 			exit(2);
 		}
 		while (c->n < max_pairs && (len = getline(&line, &cap, in)) > 0)
@@ -283,9 +285,9 @@ top_translations(const cq_lexdict *d, const corpus *c, const char *word,
 int
 main(int argc, char **argv)
 {
-	const char *dir = argc > 1 ? argv[1] : "/work/shared/corpora/en-es";
-	int64_t		max_pairs = argc > 2 ? atoll(argv[2]) : 100000;
-	FILE	   *dump = argc > 3 ? fopen(argv[3], "w") : NULL;
+	int64_t		max_pairs = 100000;
+	FILE	   *dump = NULL;
+	const char *align_path = NULL;
 	corpus		c = {0};
 	cq_bitext	b;
 	cq_fa_trainer *fwd,
@@ -297,8 +299,29 @@ main(int argc, char **argv)
 				search_pass,
 				ibm1_pass;
 	int			ok = 1;
+	int			opt;
 
-	load(&c, dir, max_pairs, dump);
+	while ((opt = getopt(argc, argv, "n:b:a:")) != -1)
+	{
+		if (opt == 'n')
+			max_pairs = atoll(optarg);
+		else if (opt == 'b')
+			dump = fopen(optarg, "w");
+		else if (opt == 'a')
+			align_path = optarg;
+		else
+		{
+			fprintf(stderr, "usage: bench_align [-n MAX_PAIRS] [-b DUMP_BITEXT] [-a DUMP_ALIGN] TSV...\n");
+			return 2;
+		}
+	}
+	if (optind == argc)
+	{
+		fprintf(stderr, "bench_align: no corpus files\n");
+		return 2;
+	}
+
+	load(&c, argv + optind, argc - optind, max_pairs, dump);
 	if (dump)
 		fclose(dump);
 	b = (cq_bitext) {c.n, c.src.v, c.so.v, c.tgt.v, c.to.v,
@@ -337,7 +360,7 @@ main(int argc, char **argv)
 	 * for comparison with their binary.
 	 */
 	{
-		FILE	   *al = argc > 4 ? fopen(argv[4], "w") : NULL;
+		FILE	   *al = align_path ? fopen(align_path, "w") : NULL;
 		int32_t    *a = malloc(4096 * sizeof(int32_t));
 		double		t1 = now(),
 					dummy;

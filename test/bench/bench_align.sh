@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Word-alignment benchmark on the en-es corpora (needs /work/shared).
+# Word-alignment benchmark on the en-es corpora (test/lib.sh finds them).
 # Builds test/bench/bench_align.c against the core into a temporary
 # directory and runs it; when FAST_ALIGN names the authors' fast_align binary
 # (built by you, outside the repository), also times it on the same
@@ -7,16 +7,15 @@
 # compares its alignments with the core's reproduction of it; with its atools
 # next to it (or ATOOLS), also compares grow-diag-final-and on real links.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-corpora=${CORPQ_CORPORA:-/work/shared/corpora}/en-es
+. "$(dirname "$0")/../lib.sh"
+corpq_corpora
 pairs=${ALIGN_BENCH_PAIRS:-100000}
-[ -d "$corpora" ] || { echo "bench_align: $corpora not found, skipped"; exit 0; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 gcc -std=gnu11 -O3 -march=native -Wall -Wextra -Wno-unused-parameter \
 	-Wno-sign-compare -Iextension -o "$tmp/bench_align" test/bench/bench_align.c \
 	extension/common/mem.c extension/align/*.c -lm
-"$tmp/bench_align" "$corpora" "$pairs" "$tmp/bitext" "$tmp/core.al" | tee "$tmp/core.out"
+"$tmp/bench_align" -n "$pairs" -b "$tmp/bitext" -a "$tmp/core.al" "${CORPQ_PARALLEL[@]}" | tee "$tmp/core.out"
 if [ -n "${FAST_ALIGN:-}" ] && [ -x "$FAST_ALIGN" ]; then
 	start=$(date +%s.%N)
 	OMP_NUM_THREADS=1 "$FAST_ALIGN" -i "$tmp/bitext" -d -o > "$tmp/fa.al" 2> "$tmp/fa.err"

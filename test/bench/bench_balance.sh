@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark of the dynamic corpus strategies of corpq.train() (README: Dynamic corpus balancing; figures in test/bench/README.md)
-# on the en-es domains of ../shared/corpora (bible, l10n, ddtp: unequal sizes;
-# skipped when absent): preset tiny, BPE vocabularies of 4000 per side, equal
+# on the en-es domains of the corpora test/lib.sh finds (bible, l10n, ddtp in
+# the shared corpora: unequal sizes): preset tiny, BPE vocabularies of 4000 per side, equal
 # budgets (BENCH_STEPS updates, default 800, max_tokens 2048, one thread per
 # job, two jobs at a time) under
 #   proportional, temperature (tau 5), multiuat and multidds (prior tau 1),
@@ -15,28 +15,18 @@
 # the paper updates every 1000 steps of a 100k-step run, this run has 8
 # updates.  Asserts nothing on time or quality.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-corpora=${CORPQ_CORPORA:-/work/shared/corpora}
-if [ ! -d "$corpora/en-es" ]; then
-	echo "bench_balance: $corpora/en-es not found, skipped"; exit 0
-fi
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=1 CORPQ_CORPORA="$corpora" exec pg_virtualenv -t \
-		-o max_worker_processes=16 -o shared_buffers=256MB \
-		"$(cd "$(dirname "$0")" && pwd)/$(basename "$0")" "$@"
-fi
+. "$(dirname "$0")/../lib.sh"
+corpq_corpora
+corpq_in_cluster -o max_worker_processes=16 -o shared_buffers=256MB -- "$@"
 steps=${BENCH_STEPS:-800}
 every=${BENCH_EVERY:-100}
 slr=${BENCH_SCORER_LR:-0.005}
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
 t0=$(date +%s)
 
 q >/dev/null <<SQL
 CREATE EXTENSION corpq;
 CREATE TABLE raw (id text, domain text, src text, tgt text);
-\copy raw FROM '$corpora/en-es/bible.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\x01', HEADER)
-\copy raw FROM '$corpora/en-es/ddtp.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\x01', HEADER)
-\copy raw FROM '$corpora/en-es/l10n.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\x01', HEADER)
+$(corpq_copy_parallel raw)
 CREATE TABLE pairs AS
 SELECT id, split_part(domain, '/', 1) AS domain, src, tgt,
        row_number() OVER (PARTITION BY split_part(domain, '/', 1) ORDER BY md5(id)) AS r

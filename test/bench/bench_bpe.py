@@ -2,13 +2,13 @@
 
   /usr/bin/python3 test/bench/bench_bpe.py [merges] [python_merges]
 
-Learning: 20k merges (default) on mono/en.txt (100k sentences) with the C
-core; the Python reference recounts every pair at each merge, so it runs only
+Learning: 20k merges (default) on mono/en.txt (100k sentences; without it,
+the English side of the parallel files) with the C core; the Python reference recounts every pair at each merge, so it runs only
 python_merges merges (default 20) on the same corpus and the ratio is per
-merge.  Applying: every English sentence of en-es/*.tsv segmented with the
-learned codes; the Python reference gets a word-level memo cache like
+merge.  Applying: every English sentence of the parallel files segmented
+with the learned codes; the Python reference gets a word-level memo cache like
 subword-nmt's.  Single thread; ratios are measured in this process.
-Skips (exit 0) when /work/shared/corpora is absent.
+The corpora are the ones test/lib.sh finds (test/bench/corpora.py).
 """
 
 import ctypes
@@ -18,9 +18,10 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "ref"))
+sys.path.insert(0, HERE)
 import bpe_reference as ref  # noqa: E402
+import corpora  # noqa: E402
 
-CORPORA = "/work/shared/corpora"
 LIB = os.environ.get("CORPQ_CORE_LIB", os.path.join(HERE, "..", "libcorpqcore.so"))
 
 
@@ -55,17 +56,20 @@ def read_lines(path, column=None):
 
 
 def main():
-    if not os.path.isdir(CORPORA):
-        print("bench_bpe: %s is absent, skipping" % CORPORA)
-        return
+    directory, parallel = corpora.find()
     merges = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
     py_merges = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     lib = load_lib()
     blob = lambda: ctypes.create_string_buffer(1024)  # noqa: E731
 
-    mono = read_lines(os.path.join(CORPORA, "mono", "en.txt"))
-    print("learn corpus: mono/en.txt, %d sentences, %d words"
-          % (len(mono), sum(len(ref.words(s)) for s in mono)))
+    mono_path = os.path.join(directory, "mono", "en.txt")
+    if os.path.exists(mono_path):
+        mono = read_lines(mono_path)
+    else:
+        mono_path = "the English side of " + ", ".join(map(os.path.basename, parallel))
+        mono = [s for p in parallel for s in read_lines(p, column=2)]
+    print("learn corpus: %s, %d sentences, %d words"
+          % (mono_path, len(mono), sum(len(ref.words(s)) for s in mono)))
 
     # ---- learning, C ----
     t0 = time.perf_counter()
@@ -110,8 +114,8 @@ def main():
 
     # ---- applying ----
     sents = []
-    for name in ("bible", "ddtp", "l10n"):
-        sents += read_lines(os.path.join(CORPORA, "en-es", name + ".tsv"), column=2)
+    for path in parallel:
+        sents += read_lines(path, column=2)
     _, ranks = ref.parse_codes(c_codes)
     b = c_codes.encode("utf-8")
     model, cache = blob(), blob()

@@ -1,4 +1,5 @@
-"""Benchmark of the CAV core (extension/cav) on the en-es corpora.
+"""Benchmark of the CAV core (extension/cav) on the en-es corpora (the
+parallel files test/lib.sh finds, cycled up to n_pairs).
 
 Drives test/libcorpqcore.so through the ctypes binding of test/ref/test_cav.py.
 Prints: accumulation of N pairs (time, state bytes, process peak RSS growth,
@@ -16,21 +17,20 @@ import time
 
 here = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(here, "..", "ref"))
+sys.path.insert(0, here)
+import corpora  # noqa: E402
 from test_cav import Cav, Error, State, View, lib  # noqa: E402
-
-CORPORA = "/work/shared/corpora/en-es"
 
 
 def load(n):
     pairs = []
-    for name in sorted(os.listdir(CORPORA)):
-        if name.endswith(".tsv"):
-            with open(os.path.join(CORPORA, name), encoding="utf-8") as f:
-                next(f)
-                for line in f:
-                    cols = line.rstrip("\n").split("\t")
-                    if len(cols) == 4:
-                        pairs.append((cols[2].encode(), cols[3].encode()))
+    for path in corpora.find()[1]:
+        with open(path, encoding="utf-8") as f:
+            next(f)
+            for line in f:
+                cols = line.rstrip("\n").split("\t")
+                if len(cols) == 4:
+                    pairs.append((cols[2].encode(), cols[3].encode()))
     unique = len(pairs)
     while len(pairs) < n:
         pairs.extend(pairs[: n - len(pairs)])

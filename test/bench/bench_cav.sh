@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Build the core library and run the CAV benchmark (needs /work/shared corpora).
+# Build the core library and run the CAV benchmark (on the corpora test/lib.sh
+# finds).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 make -s test/libcorpqcore.so

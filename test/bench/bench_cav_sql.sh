@@ -1,15 +1,13 @@
 #!/usr/bin/env bash
-# corpq.cav_accumulate over 100k real en-es pairs (/work/shared corpora, cycled
-# to 100k) in a throw-away cluster: time with 0 and 2 parallel workers in the
-# same session (best of 3), the state's byte accounting (peak), the backend's
+# corpq.cav_accumulate over 100k real en-es pairs (the corpora test/lib.sh
+# finds, cycled to 100k) in a throw-away cluster: time with 0 and 2 parallel
+# workers in the same session (best of 3), the state's byte accounting (peak), the backend's
 # peak RSS, nonzeros and value size.  Needs the extension installed
 # (make install).  Usage: bench_cav_sql.sh [n_pairs]
 set -euo pipefail
-CORPORA=${CORPQ_CORPORA:-/work/shared/corpora/en-es}
-if [ ! -d "$CORPORA" ]; then
-	echo "bench_cav_sql: $CORPORA absent, skipped"
-	exit 0
-fi
+. "$(dirname "$0")/../lib.sh"
+corpq_corpora
+corpq_in_cluster -o max_worker_processes=16 -o max_parallel_workers=8 -- "$@"
 N=${1:-100000}
 SQL=$(mktemp /tmp/bench_cav_sql.XXXXXX.sql)
 trap 'rm -f "$SQL"' EXIT
@@ -19,10 +17,7 @@ trap 'rm -f "$SQL"' EXIT
 CREATE EXTENSION corpq;
 CREATE TABLE raw (n serial, id text, domain text, src text, tgt text);
 SQL
-	for f in "$CORPORA"/*.tsv; do
-		# csv mode with a quote byte that never occurs: fields are taken verbatim
-		echo "\\copy raw (id, domain, src, tgt) FROM '$f' WITH (FORMAT csv, DELIMITER E'\\t', HEADER true, QUOTE E'\\x01')"
-	done
+	corpq_copy_parallel raw
 	cat <<SQL
 CREATE TABLE pairs AS
 SELECT row_number() OVER (ORDER BY k, n) AS id, domain, src, tgt
@@ -110,6 +105,4 @@ SELECT round(best_ms('SELECT count(*) FROM c$L, corpq.cav_tokens(c)', 3)::numeri
 SQL
 	done
 } >"$SQL"
-cd /tmp
-pg_virtualenv -t -o max_worker_processes=16 -o max_parallel_workers=8 \
-	bash -c "psql -X -q -f '$SQL' 2>&1 | grep -v '^DEBUG:  \\(parallel\\|StartTransaction\\|CommitTransaction\\|name:\\)' "
+psql -X -q -f "$SQL" 2>&1 | grep -v '^DEBUG:  \(parallel\|StartTransaction\|CommitTransaction\|name:\)'

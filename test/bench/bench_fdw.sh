@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # Coordinator overhead of postgres_fdw scale-out (figures in test/bench/README.md).  Three
 # local servers (test/integration/scaleout_fdw.sh's helpers); real en-es
-# pairs from ../shared/corpora (skipped without them), cut to 20 tokens per
-# side, preset tiny (untrained; speed does not depend on weights).
+# pairs from the corpora test/lib.sh finds, cut to 20 tokens per side, preset tiny (untrained; speed does not depend on weights).
 #   1. one node holds all pairs; the coordinator reads them through one
 #      foreign table: per-row scores shipped back (a view on the node
 #      computes them), sum() pushed down whole, and pairs fetched and scored
@@ -15,10 +14,8 @@
 # EXPLAIN (ANALYZE, TIMING OFF) execution times, best of 3 alternating runs.
 # Usage: bench_fdw.sh [ROWS]   (default 4000: tiny scores ~400 pairs/s per core)
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-cd "$here/../.."
-shared=${CORPQ_CORPORA:-/work/shared/corpora}
-[ -d "$shared/en-es" ] || { echo "bench_fdw: $shared/en-es not found, skipped"; exit 0; }
+. "$(dirname "$0")/../lib.sh"
+corpq_corpora
 rows=${1:-4000}
 CORPQ_SCALEOUT_LIB=1 source test/integration/scaleout_fdw.sh
 
@@ -27,12 +24,9 @@ start_node n1
 start_node n2
 for n in c n1 n2; do qn $n -c "CREATE EXTENSION corpq"; done
 punct="([[:punct:]]|¿|¡|«|»|’|‘|“|”|—|…)"
-cp "$shared"/en-es/{bible,ddtp,l10n}.tsv "$so_tmp/" && chmod 644 "$so_tmp"/*.tsv
 qn c >/dev/null <<SQL
 CREATE TABLE raw (id text, domain text, src text, tgt text);
-\copy raw FROM '$so_tmp/bible.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\b', HEADER)
-\copy raw FROM '$so_tmp/ddtp.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\b', HEADER)
-\copy raw FROM '$so_tmp/l10n.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\b', HEADER)
+$(corpq_copy_parallel raw)
 CREATE TABLE pairs AS
 SELECT row_number() OVER (ORDER BY md5(id))::bigint AS id, domain,
        array_to_string((regexp_split_to_array(lower(regexp_replace(src, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS src,

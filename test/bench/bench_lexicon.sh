@@ -5,33 +5,27 @@
 # tokenisation: lowercase, punctuation spaced out), to measure the glue's
 # overhead per phase: reading (SPI cursor + segmentation + interning vs file
 # reading), EM (setup + 4 passes per direction: the same core), dictionary,
-# and the job's final transaction writing the catalog rows.  Needs /work/shared.
+# and the job's final transaction writing the catalog rows.  On the corpora
+# test/lib.sh finds.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-cd "$here/../.."
-corpora=${CORPQ_CORPORA:-/work/shared/corpora}/en-es
+. "$(dirname "$0")/../lib.sh"
+corpq_corpora
 pairs=${LEXICON_BENCH_PAIRS:-100000}
-[ -d "$corpora" ] || { echo "bench_lexicon: $corpora not found, skipped"; exit 0; }
 
 if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
-	if [ -f test/bench/bench_align.c ]; then
-		gcc -std=gnu11 -O3 -march=native -Iextension -o "$tmp/bench_align" \
-			test/bench/bench_align.c extension/common/mem.c extension/align/*.c -lm
-		"$tmp/bench_align" "$corpora" "$pairs" > "$tmp/core.out"
-	fi
-	CORPQ_IN_CLUSTER=1 CORE_OUT="$tmp/core.out" pg_virtualenv -t -o max_worker_processes=16 \
-		-o shared_buffers=512MB -o max_wal_size=4GB "$here/$(basename "$0")"
+	gcc -std=gnu11 -O3 -march=native -Iextension -o "$tmp/bench_align" \
+		test/bench/bench_align.c extension/common/mem.c extension/align/*.c -lm
+	"$tmp/bench_align" -n "$pairs" "${CORPQ_PARALLEL[@]}" > "$tmp/core.out"
+	export CORE_OUT="$tmp/core.out"
+	corpq_cluster_run -o max_worker_processes=16 -o shared_buffers=512MB -o max_wal_size=4GB
 	exit 0
 fi
 
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
 q -c "CREATE EXTENSION corpq"
 q -c "CREATE TABLE raw(id text, domain text, src text, tgt text, ord bigserial)"
-for f in bible ddtp l10n; do
-	q -c "\\copy raw(id, domain, src, tgt) FROM '$corpora/$f.tsv' WITH (FORMAT csv, DELIMITER E'\\t', QUOTE E'\\b', HEADER true)"
-done
+corpq_copy_parallel raw | q
 # the core benchmark's normalisation, done once before timing
 punct="([[:punct:]]|¿|¡|«|»|’|‘|“|”|—|…)"
 q -c "CREATE TABLE bitext AS SELECT ord, lower(regexp_replace(src, '$punct', ' \\1 ', 'g')) AS src,
@@ -75,9 +69,12 @@ if core_out and os.path.exists(core_out):
     core = read + em + dic
     print(f"  core alone (bench_align, same pairs): reading {read:.2f} s, em {em:.2f} s, dictionary {dic:.2f} s"
           f" = {core:.2f} s")
-    print(f"  ratios job/core: reading {sec['reading'] / read:.2f}x, em {sec['em'] / em:.2f}x, "
-          f"dictionary {sec['dictionary'] / dic:.2f}x; job without writing {(sec['reading'] + sec['em'] + sec['dictionary']) / core:.2f}x, "
-          f"job total {r['total_seconds'] / core:.2f}x")
+    # a tiny run can time a core phase as 0.00 s
+    ratio = lambda a, b: f"{a / b:.2f}x" if b > 0 else "n/a"  # noqa: E731
+    print(f"  ratios job/core: reading {ratio(sec['reading'], read)}, em {ratio(sec['em'], em)}, "
+          f"dictionary {ratio(sec['dictionary'], dic)}; job without writing "
+          f"{ratio(sec['reading'] + sec['em'] + sec['dictionary'], core)}, "
+          f"job total {ratio(r['total_seconds'], core)}")
 else:
     print("  (bench_align.c absent: no core-alone reference)")
 PY

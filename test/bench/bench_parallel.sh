@@ -5,28 +5,20 @@
 # 0 workers, and the plan shape (Gather, Partial Aggregate, workers
 # launched).  Then the first-call latency of a model in a parallel worker:
 # each worker is a fresh process that loads the model on its first row.
-# Real en-es pairs from ../shared/corpora (skipped without them), cut to 20
+# Real en-es pairs from the corpora test/lib.sh finds, cut to 20
 # tokens per side; models untrained (speed does not depend on weights).
 # Times are EXPLAIN (ANALYZE, TIMING OFF) execution times, best of 2 rounds
 # that alternate the worker counts; nothing is asserted on time.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-cd "$here/../.."
-shared=${CORPQ_CORPORA:-/work/shared/corpora}
-[ -d "$shared/en-es" ] || { echo "bench_parallel: $shared/en-es not found, skipped"; exit 0; }
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=1 CORPQ_CORPORA="$shared" exec pg_virtualenv -t -o max_worker_processes=16 \
-		-o max_parallel_workers=8 -o shared_buffers=512MB "$here/$(basename "$0")" "$@"
-fi
+. "$(dirname "$0")/../lib.sh"
+corpq_corpora
+corpq_in_cluster -o max_worker_processes=16 -o max_parallel_workers=8 -o shared_buffers=512MB -- "$@"
 
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
 punct="([[:punct:]]|¿|¡|«|»|’|‘|“|”|—|…)"
 q >/dev/null <<SQL
 CREATE EXTENSION corpq;
 CREATE TABLE raw (id text, domain text, src text, tgt text, ord bigserial);
-\copy raw (id, domain, src, tgt) FROM '$shared/en-es/bible.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\b', HEADER)
-\copy raw (id, domain, src, tgt) FROM '$shared/en-es/ddtp.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\b', HEADER)
-\copy raw (id, domain, src, tgt) FROM '$shared/en-es/l10n.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\b', HEADER)
+$(corpq_copy_parallel raw)
 CREATE TABLE pairs AS
 SELECT row_number() OVER (ORDER BY md5(id))::bigint AS id, domain,
        array_to_string((regexp_split_to_array(lower(regexp_replace(src, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS src,

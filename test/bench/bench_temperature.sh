@@ -3,9 +3,8 @@
 # 10x more numerous, against sum() OVER (PARTITION BY ...) on the same rows in
 # the same session (the reference: a built-in window aggregate, linear).
 set -euo pipefail
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=1 exec pg_virtualenv -t "$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-fi
+. "$(dirname "$0")/../lib.sh"
+corpq_in_cluster
 psql -X -q -v ON_ERROR_STOP=1 <<'SQL'
 CREATE EXTENSION corpq;
 CREATE FUNCTION bench_ms(q text) RETURNS float8 LANGUAGE plpgsql AS $$

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# UncSamp over 1M monolingual rows (/work/shared/corpora/mono/en.txt repeated
+# UncSamp over 1M monolingual rows (mono/en.txt of the corpora test/lib.sh
+# finds, or without it the English side of their parallel files, repeated
 # ten times, normalised like the lexicon's training text): one query computing
 # corpq.mono_uncertainty and the corpq.uncsamp key of every row, as a full
 # aggregate and as the sampling query ORDER BY key DESC LIMIT 100000.
@@ -7,23 +8,15 @@
 # speed-up with 2 parallel workers (best of 3 each, EXPLAIN ANALYZE with
 # TIMING OFF).  The lexicon is trained on 20k en-es pairs first.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-cd "$here/../.."
-shared=${CORPQ_CORPORA:-/work/shared/corpora}
-[ -f "$shared/mono/en.txt" ] && [ -d "$shared/en-es" ] || { echo "bench_uncsamp: $shared not found, skipped"; exit 0; }
+. "$(dirname "$0")/../lib.sh"
+corpq_corpora
+corpq_in_cluster -o max_worker_processes=16 -o max_parallel_workers=8 \
+	-o shared_buffers=512MB -o max_wal_size=4GB
 
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=1 exec pg_virtualenv -t -o max_worker_processes=16 -o max_parallel_workers=8 \
-		-o shared_buffers=512MB -o max_wal_size=4GB "$here/$(basename "$0")"
-fi
-
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
 punct="([[:punct:]]|¿|¡|«|»|’|‘|“|”|—|…)"
 q -c "CREATE EXTENSION corpq"
 q -c "CREATE TABLE raw(id text, domain text, src text, tgt text, ord bigserial)"
-for f in bible ddtp l10n; do
-	q -c "\\copy raw(id, domain, src, tgt) FROM '$shared/en-es/$f.tsv' WITH (FORMAT csv, DELIMITER E'\\t', QUOTE E'\\b', HEADER true)"
-done
+corpq_copy_parallel raw | q
 q -c "CREATE TABLE bitext AS SELECT lower(regexp_replace(src, '$punct', ' \\1 ', 'g')) AS src,
              lower(regexp_replace(tgt, '$punct', ' \\1 ', 'g')) AS tgt
       FROM raw ORDER BY ord LIMIT 20000"
@@ -31,7 +24,12 @@ job=$(q -c "SELECT corpq.lexicon_train('lx', 'SELECT src, tgt FROM bitext')")
 [ "$(q -c "SELECT corpq.job_wait($job)")" = succeeded ] || { q -c "SELECT error FROM corpq.jobs WHERE id = $job"; exit 1; }
 
 q -c "CREATE TABLE mono_line(line text)"
-q -c "\\copy mono_line FROM '$shared/mono/en.txt' WITH (FORMAT csv, DELIMITER E'\\t', QUOTE E'\\b')"
+if [ -f "$CORPQ_CORPORA/mono/en.txt" ]; then
+	q -c "\\copy mono_line FROM '$CORPQ_CORPORA/mono/en.txt' WITH (FORMAT csv, DELIMITER E'\\t', QUOTE E'\\b')"
+else
+	log "no mono/en.txt: the monolingual rows are the English side of the parallel files"
+	q -c "INSERT INTO mono_line SELECT src FROM raw ORDER BY ord"
+fi
 q -c "CREATE TABLE mono AS SELECT row_number() OVER () AS id, s
         FROM (SELECT lower(regexp_replace(line, '$punct', ' \\1 ', 'g')) AS s FROM mono_line) l,
              generate_series(1, 10) r"

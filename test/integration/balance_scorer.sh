@@ -11,27 +11,8 @@
 #           and must end with the same history (probabilities and rewards
 #           to 1e-12) and byte-identical weights.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-cd "$here/../.."
-
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=preload timeout 900 pg_virtualenv -t \
-		-o shared_preload_libraries=corpq -o max_worker_processes=16 \
-		"$here/$(basename "$0")"
-	echo "balance_scorer: ok"
-	exit 0
-fi
-
-fail() { echo "balance_scorer: FAIL: $*" >&2; exit 1; }
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
-log() { echo "balance_scorer: $*"; }
-cluster_ready() {
-	for _ in $(seq 600); do
-		q -c "SELECT 1" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	fail "the server did not come back"
-}
+. "$(dirname "$0")/../lib.sh"
+corpq_in_cluster -t 900 -o shared_preload_libraries=corpq -o max_worker_processes=16
 
 OPTS='{"strategy": "multiuat", "measure": "enteos", "steps": 80, "max_tokens": 512, "lr": 0.003,
        "warmup": 10, "seed": 7, "update_every": 10, "passes": 3, "scorer_steps": 50,
@@ -120,3 +101,4 @@ same=$(q -c "SELECT count(*) = (SELECT count(*) FROM corpq.train_sampling WHERE 
 	      WHERE a.job = $ref AND b.job = $job AND a.probability IS DISTINCT FROM b.probability")"
 [ "$(final_md5 killed)" = "$(final_md5 ref)" ] || fail "killed: final weights differ from the uninterrupted run"
 log "killed: resumed from step $(q -c "SELECT result ->> 'resumed_from_step' FROM corpq.jobs WHERE id = $job"), same history and final weights as the uninterrupted run"
+log "ok"

@@ -4,15 +4,9 @@
 # instead of growing until the OOM killer acts; a long accumulation is
 # cancelled promptly and the session stays usable.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
+corpq_in_cluster -t 600
 
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=1 exec timeout 600 pg_virtualenv -t \
-		"$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-fi
-
-fail() { echo "cav_memory: FAIL: $*" >&2; exit 1; }
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
 rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 pid_of() {
 	for _ in $(seq 100); do
@@ -47,7 +41,7 @@ while kill -0 $bg 2>/dev/null; do
 done
 wait $bg || true
 grep -q "could not add a pair to the CAV" "$out" || fail "no cap error: $(cat "$out")"
-grep -q "268435456 bytes (work_mem x 256)" "$out" || fail "cap detail missing: $(cat "$out")"
+grep -q "above the limit of 268435456" "$out" || fail "cap detail missing: $(cat "$out")"
 growth_mb=$(((peak - base) / 1024))
 echo "cap 256 MB: backend RSS grew by $growth_mb MB before the ERROR"
 [ "$growth_mb" -lt 320 ] || fail "backend RSS grew by $growth_mb MB, cap is 256 MB"

@@ -2,11 +2,8 @@
 # corpq's catalog survives pg_dump | psql: BPE models, vocabularies, jobs (and,
 # as later features add tables, theirs) come back identical in a new database.
 set -euo pipefail
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=1 exec timeout 300 pg_virtualenv -t "$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-fi
-fail() { echo "dump_restore: FAIL: $*" >&2; exit 1; }
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
+. "$(dirname "$0")/../lib.sh"
+corpq_in_cluster -t 300
 
 createdb corpq_src
 createdb corpq_dst

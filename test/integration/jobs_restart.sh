@@ -44,6 +44,16 @@ wait_em() {
 	done
 	fail "job $1 never reached the em phase: $(q -c "SELECT state, error FROM corpq.jobs WHERE id = $1")"
 }
+# restart -m immediate; pg_ctlcluster may still see the old postmaster for a
+# moment after the stop ("Cluster is already running"), so start again
+restart_immediate() {
+	pg_ctlcluster "$PGVERSION" regress stop -m immediate
+	for _ in $(seq 50); do
+		pg_ctlcluster "$PGVERSION" regress start 2>/dev/null && return 0
+		sleep 0.2
+	done
+	fail "the server did not start again"
+}
 state_of() { q -c "SELECT state || ' attempts=' || attempts || coalesce(' error=' || error, '') FROM corpq.jobs WHERE id = $1"; }
 
 q -c "CREATE EXTENSION corpq"
@@ -61,7 +71,7 @@ if [ "$mode" = plain ]; then
 	wait_em "$job"
 	datadir=$(q -c "SHOW data_directory")
 	log "restarting (immediate) while job $job runs"
-	pg_ctlcluster "$PGVERSION" regress restart -m immediate
+	restart_immediate
 	cluster_ready
 	[ "$(q -c "SELECT corpq.job_wait($job, '60 s')")" = failed ] || fail "job $job: $(state_of "$job")"
 	[ "$(q -c "SELECT error FROM corpq.jobs WHERE id = $job")" = "the server restarted while the job was running" ] \
@@ -101,7 +111,7 @@ fig=$(q -c "SELECT figures FROM corpq.job_progress WHERE id = $job")
 log "live progress: done $d1 -> $d2, figures $fig"
 start1=$(q -c "SELECT pg_postmaster_start_time()")
 log "restarting (immediate) while job $job runs"
-pg_ctlcluster "$PGVERSION" regress restart -m immediate
+restart_immediate
 cluster_ready
 [ "$(q -c "SELECT pg_postmaster_start_time()")" != "$start1" ] || fail "the server did not restart"
 # the recovery worker requeues it and a new worker claims it

@@ -3,15 +3,9 @@
 # threaded (OpenBLAS is loaded lazily, per backend), backends must honour
 # corpq.threads, and concurrent backends must not hang.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
+corpq_in_cluster -t 300 -o shared_preload_libraries=corpq
 
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=1 exec timeout 300 pg_virtualenv -t \
-		-o shared_preload_libraries=corpq "$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-fi
-
-fail() { echo "preload_threads: FAIL: $*" >&2; exit 1; }
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
 threads_of() { ls "/proc/$1/task" | wc -l; }
 
 q -c "CREATE EXTENSION corpq"

@@ -16,9 +16,9 @@
 # bench_fdw.sh sources this file with CORPQ_SCALEOUT_LIB=1 for the cluster
 # helpers only.
 set -euo pipefail
+# bench_fdw.sh has sourced lib.sh already (and left the directory of $0)
+[ -n "${CORPQ_ROOT:-}" ] || . "$(dirname "$0")/../lib.sh"
 PATH=/usr/lib/postgresql/15/bin:$PATH
-
-fail() { echo "scaleout_fdw: FAIL: $*" >&2; exit 1; }
 
 # ---- throw-away servers: initdb + pg_ctl in one temporary directory --------
 # (pg_virtualenv makes one cluster per version; as root they run as postgres)
@@ -78,13 +78,22 @@ qn() {
 	psql -X -Atq -v ON_ERROR_STOP=1 -h "$so_tmp" -p "$port" -U postgres -d postgres "$@"
 }
 
-# copy_catalog FROM TO: BPE models, vocabularies (rows as they are) and every
-# model version (model_export -> model_import, in version order) of FROM
+# copy_catalog FROM TO: BPE models (bpe_export -> bpe_import), vocabularies
+# (vocab_export -> vocab_import: the same ids) and every model version
+# (model_export -> model_import, in version order) of FROM -- the functions
+# any role can use on the rows it owns (README, Scaling out)
 copy_catalog() {
-	local from=$1 to=$2 t m v
-	for t in bpe_models bpe_merges vocabularies vocabulary_tokens; do
-		qn "$from" -c "\\copy corpq.$t TO STDOUT" | qn "$to" -c "\\copy corpq.$t FROM STDIN"
-	done
+	local from=$1 to=$2 m v
+	qn "$from" -c "\\copy (SELECT name, corpq.bpe_export(name) FROM corpq.bpe_models ORDER BY name) TO '$so_tmp/bpe.tsv'"
+	qn "$from" -c "\\copy (SELECT name, corpq.vocab_export(name) FROM corpq.vocabularies ORDER BY name) TO '$so_tmp/vocab.tsv'"
+	qn "$to" >/dev/null <<SQL
+CREATE TEMP TABLE bpe_doc (name text, codes text);
+\\copy bpe_doc FROM '$so_tmp/bpe.tsv'
+SELECT corpq.bpe_import(name, codes) FROM bpe_doc;
+CREATE TEMP TABLE vocab_doc (name text, doc jsonb);
+\\copy vocab_doc FROM '$so_tmp/vocab.tsv'
+SELECT corpq.vocab_import(name, doc) FROM vocab_doc;
+SQL
 	qn "$from" -F ' ' -c "SELECT c.name, w.version FROM corpq.model_catalog c
 	                       JOIN corpq.model_versions w ON w.model = c.id ORDER BY c.name, w.version" |
 	while read -r m v; do
@@ -315,4 +324,4 @@ err=$(qn c -c "SELECT count(*) FROM corpus WHERE $pinned > 0" 2>&1 >/dev/null) &
 echo "$err" | grep -q 'corpq' || fail "shipped scoring without corpq: $err"
 echo "  n2 without corpq, shipped scoring: $(echo "$err" | head -1)"
 
-echo "scaleout_fdw: OK (3 servers: pushdown, single-server equality, catalog check, node down, other model, no corpq)"
+log "OK (3 servers: pushdown, single-server equality, catalog check, node down, other model, no corpq)"

@@ -22,7 +22,7 @@ tcav_pair  *tcav_corpus(int n, uint64_t seed, int vocab);
 uint64_t	tcav_rand(uint64_t *s);
 
 /* Add pairs [from, to) to st. */
-cav_code	tcav_add(cav_state *st, const tcav_pair *p, int from, int to);
+cq_code		tcav_add(cav_state *st, const tcav_pair *p, int from, int to);
 
 /* A new state over pairs [from, to); aborts the test on error. */
 cav_state  *tcav_build(const tcav_pair *p, int from, int to, uint32_t l_max,

@@ -30,11 +30,11 @@ hand_state(uint32_t l_max, const char *const *targets, size_t n_targets)
 	size_t		lens[4] = {1, 1, 1, 1};
 	cav_options opt = {l_max, targets, lens, n_targets};
 	cav_state  *st;
-	cav_error	err;
+	cq_error	err;
 
-	CHECK_INT_EQ(cav_state_new(&opt, 0, &st, &err), CAV_OK);
-	CHECK_INT_EQ(cav_state_add_text(st, "a b", 3, " x\ty ", 5, &err), CAV_OK);
-	CHECK_INT_EQ(cav_state_add_text(st, "b", 1, "y x\ny", 5, &err), CAV_OK);
+	CHECK_INT_EQ(cav_state_new(&opt, 0, &st, &err), CQ_OK);
+	CHECK_INT_EQ(cav_state_add_text(st, "a b", 3, " x\ty ", 5, &err), CQ_OK);
+	CHECK_INT_EQ(cav_state_add_text(st, "b", 1, "y x\ny", 5, &err), CQ_OK);
 	return st;
 }
 
@@ -45,7 +45,7 @@ check_matrix(const cav_view *v, const char *tok, const int64_t *want,
 	uint32_t	idx;
 	int64_t    *d;
 
-	CHECK_INT_EQ(cav_view_find(v, tok, 1, &idx, NULL), CAV_OK);
+	CHECK_INT_EQ(cav_view_find(v, tok, 1, &idx, NULL), CQ_OK);
 	d = tcav_dense(v, idx);
 	for (int r = 0; r < 4; r++)
 		for (uint32_t c = 0; c < v->l_max; c++)
@@ -64,7 +64,7 @@ TEST(cav_hand_worked_matrices)
 	uint32_t	x,
 				y;
 
-	CHECK_INT_EQ(cav_view_open(b, len, &v, NULL), CAV_OK);
+	CHECK_INT_EQ(cav_view_open(b, len, &v, NULL), CQ_OK);
 	CHECK_INT_EQ(v.n_src, 2);
 	CHECK_INT_EQ(v.n_tgt, 2);
 	CHECK_INT_EQ(v.n_mat, 2);
@@ -82,7 +82,7 @@ TEST(cav_hand_worked_matrices)
 	CHECK_NEAR(cav_view_cosine(&v, x, y), 2.0 / 12.0, 1e-15);
 	CHECK_NEAR(cav_view_cosine(&v, y, x), 2.0 / 12.0, 1e-15);
 	CHECK_NEAR(cav_view_cosine(&v, y, y), 1.0, 1e-15);
-	CHECK_INT_EQ(cav_view_find(&v, "a", 1, &x, NULL), CAV_ENOTFOUND);
+	CHECK_INT_EQ(cav_view_find(&v, "a", 1, &x, NULL), CQ_ENOTFOUND);
 	cav_state_stats(st, &s);
 	CHECK_INT_EQ(s.nnz, 12);
 	CHECK(cav_state_bytes(st) > 0 && cav_state_peak_bytes(st) >= cav_state_bytes(st));
@@ -100,7 +100,7 @@ TEST(cav_lmax_boundary)
 		uint8_t    *b = tcav_bytes(st, &len);
 		cav_view	v;
 
-		CHECK_INT_EQ(cav_view_open(b, len, &v, NULL), CAV_OK);
+		CHECK_INT_EQ(cav_view_open(b, len, &v, NULL), CQ_OK);
 		CHECK_INT_EQ(v.l_max, l_max);
 		check_matrix(&v, "x", want_x, l_max);
 		check_matrix(&v, "y", want_y, l_max);
@@ -119,13 +119,13 @@ TEST(cav_restricted_targets)
 	cav_view	v;
 	uint32_t	idx;
 
-	CHECK_INT_EQ(cav_view_open(b, len, &v, NULL), CAV_OK);
+	CHECK_INT_EQ(cav_view_open(b, len, &v, NULL), CQ_OK);
 	CHECK_INT_EQ(v.n_tgt, 2);
 	CHECK_INT_EQ(v.n_mat, 1);
 	CHECK_INT_EQ(v.n_restrict, 2);
 	check_matrix(&v, "y", want_y, 4);
-	CHECK_INT_EQ(cav_view_find(&v, "x", 1, &idx, NULL), CAV_ENOTFOUND);
-	CHECK_INT_EQ(cav_view_find(&v, "z", 1, &idx, NULL), CAV_ENOTFOUND);
+	CHECK_INT_EQ(cav_view_find(&v, "x", 1, &idx, NULL), CQ_ENOTFOUND);
+	CHECK_INT_EQ(cav_view_find(&v, "z", 1, &idx, NULL), CQ_ENOTFOUND);
 	cq_free(b);
 	cav_state_free(st);
 }
@@ -135,20 +135,20 @@ TEST(cav_rejects_bad_options_and_tokens)
 	cav_options bad = {0};
 	cav_options ok = {8};
 	cav_state  *st;
-	cav_error	err;
+	cq_error	err;
 	const char *toks[] = {"a", "\xff", ""};
 	size_t		lens[] = {1, 1, 0};
 
-	CHECK_INT_EQ(cav_state_new(&bad, 0, &st, &err), CAV_EINVAL);
+	CHECK_INT_EQ(cav_state_new(&bad, 0, &st, &err), CQ_EINVAL);
 	bad.l_max = CAV_MAX_LMAX + 1;
-	CHECK_INT_EQ(cav_state_new(&bad, 0, &st, &err), CAV_EINVAL);
-	CHECK_INT_EQ(cav_state_new(&ok, 0, &st, &err), CAV_OK);
-	CHECK_INT_EQ(cav_state_add(st, toks, lens, 1, toks + 1, lens + 1, 1, &err), CAV_EINVAL);
-	CHECK_INT_EQ(cav_state_add(st, toks, lens, 1, toks + 2, lens + 2, 1, &err), CAV_EINVAL);
+	CHECK_INT_EQ(cav_state_new(&bad, 0, &st, &err), CQ_EINVAL);
+	CHECK_INT_EQ(cav_state_new(&ok, 0, &st, &err), CQ_OK);
+	CHECK_INT_EQ(cav_state_add(st, toks, lens, 1, toks + 1, lens + 1, 1, &err), CQ_EINVAL);
+	CHECK_INT_EQ(cav_state_add(st, toks, lens, 1, toks + 2, lens + 2, 1, &err), CQ_EINVAL);
 	CHECK(strlen(err.msg) > 0);
 	/* a rejected token leaves the state usable and untouched */
-	CHECK_INT_EQ(cav_state_add(st, toks, lens, 1, toks, lens, 1, &err), CAV_OK);
-	CHECK_INT_EQ(cav_state_add(st, toks, lens, 0, toks, lens, 0, &err), CAV_OK);
+	CHECK_INT_EQ(cav_state_add(st, toks, lens, 1, toks, lens, 1, &err), CQ_OK);
+	CHECK_INT_EQ(cav_state_add(st, toks, lens, 0, toks, lens, 0, &err), CQ_OK);
 	{
 		cav_stats	s;
 
@@ -168,15 +168,15 @@ TEST(cav_merge_rejects_other_options)
 			   *c = hand_state(4, t1, 1),
 			   *d = hand_state(4, t2, 1),
 			   *e = hand_state(4, t1, 1);
-	cav_error	err;
+	cq_error	err;
 
-	CHECK_INT_EQ(cav_state_merge(a, b, &err), CAV_EOPTIONS);
-	CHECK_INT_EQ(cav_state_merge(a, c, &err), CAV_EOPTIONS);
-	CHECK_INT_EQ(cav_state_merge(c, d, &err), CAV_EOPTIONS);
-	CHECK_INT_EQ(cav_state_merge(a, a, &err), CAV_EINVAL);
-	CHECK_INT_EQ(cav_state_merge(c, e, &err), CAV_OK);
+	CHECK_INT_EQ(cav_state_merge(a, b, &err), CQ_EMISMATCH);
+	CHECK_INT_EQ(cav_state_merge(a, c, &err), CQ_EMISMATCH);
+	CHECK_INT_EQ(cav_state_merge(c, d, &err), CQ_EMISMATCH);
+	CHECK_INT_EQ(cav_state_merge(a, a, &err), CQ_EINVAL);
+	CHECK_INT_EQ(cav_state_merge(c, e, &err), CQ_OK);
 	/* the failed merges left a usable */
-	CHECK_INT_EQ(cav_state_add_text(a, "a", 1, "x", 1, &err), CAV_OK);
+	CHECK_INT_EQ(cav_state_add_text(a, "a", 1, "x", 1, &err), CQ_OK);
 	cav_state_free(a);
 	cav_state_free(b);
 	cav_state_free(c);
@@ -190,24 +190,25 @@ TEST(cav_memory_cap)
 	tcav_pair  *p = tcav_corpus(400, 7, 300);
 	cav_options opt = {16};
 	cav_state  *st;
-	cav_error	err;
+	cq_error	err;
 	size_t		limit = 64 * 1024;
-	cav_code	rc = CAV_OK;
+	cq_code		rc = CQ_OK;
 	int			i;
 
-	CHECK_INT_EQ(cav_state_new(&opt, limit, &st, &err), CAV_OK);
-	for (i = 0; i < 400 && rc == CAV_OK; i++)
+	CHECK_INT_EQ(cav_state_new(&opt, limit, &st, &err), CQ_OK);
+	for (i = 0; i < 400 && rc == CQ_OK; i++)
 		rc = tcav_add(st, p, i, i + 1);
-	CHECK_INT_EQ(rc, CAV_ECAP);
+	CHECK_INT_EQ(rc, CQ_ELIMIT);
 	CHECK(i < 400);
 	CHECK(cav_state_bytes(st) <= limit);
 	CHECK(cav_state_peak_bytes(st) <= limit);
-	CHECK_INT_EQ(cav_state_add_text(st, "a", 1, "b", 1, &err), CAV_ESTATE);
+	CHECK_INT_EQ(cav_state_add_text(st, "a", 1, "b", 1, &err), CQ_EINTERNAL);
+	CHECK(strstr(err.msg, "unusable after an earlier error") != NULL);
 	{
 		uint8_t    *b;
 		size_t		len;
 
-		CHECK_INT_EQ(cav_serialize(st, 0, &b, &len, &err), CAV_ESTATE);
+		CHECK_INT_EQ(cav_serialize(st, 0, &b, &len, &err), CQ_EINTERNAL);
 	}
 	cav_state_free(st);
 
@@ -216,8 +217,8 @@ TEST(cav_memory_cap)
 		cav_state  *big = tcav_build(p, 0, 400, 16, NULL, 0);
 		cav_state  *small;
 
-		CHECK_INT_EQ(cav_state_new(&opt, limit, &small, &err), CAV_OK);
-		CHECK_INT_EQ(cav_state_merge(small, big, &err), CAV_ECAP);
+		CHECK_INT_EQ(cav_state_new(&opt, limit, &small, &err), CQ_OK);
+		CHECK_INT_EQ(cav_state_merge(small, big, &err), CQ_ELIMIT);
 		CHECK(cav_state_bytes(small) <= limit);
 		cav_state_free(small);
 		cav_state_free(big);

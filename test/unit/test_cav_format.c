@@ -25,9 +25,9 @@ same_bytes(const cav_state *a, const cav_state *b)
 static cav_state *
 merged(cav_state *into, const cav_state *from)
 {
-	cav_error	err;
+	cq_error	err;
 
-	CHECK_INT_EQ(cav_state_merge(into, from, &err), CAV_OK);
+	CHECK_INT_EQ(cav_state_merge(into, from, &err), CQ_OK);
 	return into;
 }
 
@@ -48,7 +48,7 @@ check_merge_algebra(uint32_t l_max, const char *const *targets, size_t n_targets
 	cav_state  *rev = tcav_build(p, 0, 0, l_max, targets, n_targets);
 
 	for (int i = 299; i >= 0; i--)
-		CHECK_INT_EQ(tcav_add(rev, p, i, i + 1), CAV_OK);
+		CHECK_INT_EQ(tcav_add(rev, p, i, i + 1), CQ_OK);
 	merged(merged(merged(abc, a), b), c);
 	merged(merged(merged(cba, c), b), a);
 	merged(a2, merged(bc, c));	/* A + (B + C) */
@@ -97,14 +97,14 @@ TEST(cav_roundtrip_identical)
 		uint8_t    *b = tcav_bytes(st, &len),
 				   *hbytes = tcav_bytes(half, &hl),
 				   *b2;
-		cav_error	err;
+		cq_error	err;
 
-		CHECK_INT_EQ(cav_deserialize(b, len, 0, &back, &err), CAV_OK);
+		CHECK_INT_EQ(cav_deserialize(b, len, 0, &back, &err), CQ_OK);
 		b2 = tcav_bytes(back, &len2);
 		CHECK(len == len2 && memcmp(b, b2, len) == 0);
 		/* a state rebuilt from bytes keeps accumulating like the original */
-		CHECK_INT_EQ(cav_deserialize(hbytes, hl, 0, &hb, &err), CAV_OK);
-		CHECK_INT_EQ(tcav_add(hb, p, 120, 200), CAV_OK);
+		CHECK_INT_EQ(cav_deserialize(hbytes, hl, 0, &hb, &err), CQ_OK);
+		CHECK_INT_EQ(tcav_add(hb, p, 120, 200), CQ_OK);
 		CHECK(same_bytes(hb, st));
 		merged(half, rest);
 		CHECK(same_bytes(half, st));
@@ -126,13 +126,13 @@ TEST(cav_serialize_room_and_empty)
 	cav_state  *st;
 	uint8_t    *b;
 	size_t		len;
-	cav_error	err;
+	cq_error	err;
 	cav_view	v;
 
-	CHECK_INT_EQ(cav_state_new(&opt, 0, &st, &err), CAV_OK);
-	CHECK_INT_EQ(cav_serialize(st, 4, &b, &len, &err), CAV_OK);
+	CHECK_INT_EQ(cav_state_new(&opt, 0, &st, &err), CQ_OK);
+	CHECK_INT_EQ(cav_serialize(st, 4, &b, &len, &err), CQ_OK);
 	CHECK_INT_EQ(len, CAV_HEADER_SIZE + 12);
-	CHECK_INT_EQ(cav_view_open(b + 4, len, &v, &err), CAV_OK);	/* unaligned */
+	CHECK_INT_EQ(cav_view_open(b + 4, len, &v, &err), CQ_OK);	/* unaligned */
 	CHECK_INT_EQ(v.n_mat, 0);
 	cq_free(b);
 	cav_state_free(st);
@@ -143,13 +143,13 @@ static int
 accepted_is_canonical(const uint8_t *b, size_t len)
 {
 	cav_state  *st;
-	cav_error	err;
+	cq_error	err;
 	cav_view	v;
 	size_t		l2;
 	uint8_t    *b2;
 	int			ok;
 
-	if (cav_view_open(b, len, &v, &err) != CAV_OK)
+	if (cav_view_open(b, len, &v, &err) != CQ_OK)
 		return -1;
 	/* exercise the readers on it */
 	if (v.n_mat > 1)
@@ -162,7 +162,7 @@ accepted_is_canonical(const uint8_t *b, size_t len)
 		cav_view_topk(&v, 0, 3, idx, sim, &n, &err);
 		cav_view_pool(&v, v.n_mat - 1, 2, 3, pooled, &err);
 	}
-	if (cav_deserialize(b, len, 0, &st, &err) != CAV_OK)
+	if (cav_deserialize(b, len, 0, &st, &err) != CQ_OK)
 		return 0;
 	b2 = tcav_bytes(st, &l2);
 	ok = l2 == len && memcmp(b, b2, len) == 0;
@@ -186,9 +186,9 @@ small_valid(size_t *len, const char *const *targets, size_t n_targets)
 static void
 expect_format_error(const uint8_t *b, size_t len, const char *what)
 {
-	cav_error	err;
+	cq_error	err;
 
-	if (cav_validate(b, len, &err) != CAV_EFORMAT)
+	if (cav_validate(b, len, &err) != CQ_EFORMAT)
 		unit_fail(__FILE__, __LINE__, "corruption not rejected: %s", what);
 }
 
@@ -202,7 +202,7 @@ TEST(cav_validator_rejects_each_corruption)
 	size_t		rec,
 				ent;
 
-	CHECK_INT_EQ(cav_view_open(good, len, &v, NULL), CAV_OK);
+	CHECK_INT_EQ(cav_view_open(good, len, &v, NULL), CQ_OK);
 	CHECK(v.n_mat >= 3);
 	rec = v.table;
 	ent = v.entries;
@@ -239,7 +239,7 @@ TEST(cav_validator_rejects_each_corruption)
 	/* every truncation */
 	for (size_t n = 0; n < len; n++)
 		expect_format_error(good, n, "truncation");
-	CHECK_INT_EQ(cav_validate(NULL, 0, NULL), CAV_EFORMAT);
+	CHECK_INT_EQ(cav_validate(NULL, 0, NULL), CQ_EFORMAT);
 #undef MUTATE
 	free(b);
 	cq_free(good);
@@ -253,7 +253,7 @@ TEST(cav_validator_restricted)
 	uint8_t    *good = small_valid(&len, targets, 2);
 	cav_view	v;
 
-	CHECK_INT_EQ(cav_view_open(good, len, &v, NULL), CAV_OK);
+	CHECK_INT_EQ(cav_view_open(good, len, &v, NULL), CQ_OK);
 	CHECK(v.n_mat >= 1 && v.n_mat < v.n_tgt);
 	/* rename restricted "t0" to "t00"-like by editing its last byte */
 	good[v.res_dict + 4 * (v.n_restrict + 1) + 1] = '/';
@@ -339,10 +339,10 @@ TEST(cav_view_open_trusted_matches)
 	cav_view	a,
 				b;
 
-	CHECK_INT_EQ(cav_view_open(good, len, &a, NULL), CAV_OK);
-	CHECK_INT_EQ(cav_view_open_trusted(good, len, &b, NULL), CAV_OK);
+	CHECK_INT_EQ(cav_view_open(good, len, &a, NULL), CQ_OK);
+	CHECK_INT_EQ(cav_view_open_trusted(good, len, &b, NULL), CQ_OK);
 	CHECK(memcmp(&a, &b, sizeof(a)) == 0);
 	for (size_t n = 0; n < CAV_HEADER_SIZE + 8; n++)
-		CHECK_INT_EQ(cav_view_open_trusted(good, n, &b, NULL), CAV_EFORMAT);
+		CHECK_INT_EQ(cav_view_open_trusted(good, n, &b, NULL), CQ_EFORMAT);
 	cq_free(good);
 }

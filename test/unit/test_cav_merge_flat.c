@@ -13,7 +13,7 @@
 
 /* Bytes of the flat merge of two states' serializations (room 4). */
 static uint8_t *
-flat_merge(const cav_state *a, const cav_state *b, size_t *len, cav_code *rc)
+flat_merge(const cav_state *a, const cav_state *b, size_t *len, cq_code *rc)
 {
 	size_t		la,
 				lb;
@@ -22,10 +22,10 @@ flat_merge(const cav_state *a, const cav_state *b, size_t *len, cav_code *rc)
 			   *out = NULL;
 	cav_view	va,
 				vb;
-	cav_error	err = {0};
+	cq_error	err = {0};
 
-	CHECK_INT_EQ(cav_view_open(ba, la, &va, &err), CAV_OK);
-	CHECK_INT_EQ(cav_view_open(bb, lb, &vb, &err), CAV_OK);
+	CHECK_INT_EQ(cav_view_open(ba, la, &va, &err), CQ_OK);
+	CHECK_INT_EQ(cav_view_open(bb, lb, &vb, &err), CQ_OK);
 	*rc = cav_merge_serialized(&va, &vb, 4, &out, len, &err);
 	cq_free(ba);
 	cq_free(bb);
@@ -42,16 +42,16 @@ check_split(const tcav_pair *p, int cut, int n, uint32_t l_max,
 	cav_state  *all = tcav_build(p, 0, n, l_max, targets, n_targets);
 	size_t		len,
 				ref_len;
-	cav_code	rc;
+	cq_code		rc;
 	uint8_t    *got = flat_merge(a, b, &len, &rc);
 	uint8_t    *ref = tcav_bytes(all, &ref_len);
-	cav_error	err = {0};
+	cq_error	err = {0};
 
-	CHECK_INT_EQ(rc, CAV_OK);
+	CHECK_INT_EQ(rc, CQ_OK);
 	CHECK_INT_EQ(len, ref_len);
 	CHECK(got && len == ref_len && memcmp(got + 4, ref, len) == 0);
 	if (got)
-		CHECK_INT_EQ(cav_validate(got + 4, len, &err), CAV_OK);
+		CHECK_INT_EQ(cav_validate(got + 4, len, &err), CQ_OK);
 	cq_free(got);
 	cq_free(ref);
 	cav_state_free(a);
@@ -93,13 +93,13 @@ TEST(cav_merge_flat_is_commutative)
 	cav_state  *b = tcav_build(p, 70, 150, 7, NULL, 0);
 	size_t		lab,
 				lba;
-	cav_code	rc1,
+	cq_code		rc1,
 				rc2;
 	uint8_t    *ab = flat_merge(a, b, &lab, &rc1),
 			   *ba = flat_merge(b, a, &lba, &rc2);
 
-	CHECK_INT_EQ(rc1, CAV_OK);
-	CHECK_INT_EQ(rc2, CAV_OK);
+	CHECK_INT_EQ(rc1, CQ_OK);
+	CHECK_INT_EQ(rc2, CQ_OK);
 	CHECK(lab == lba && memcmp(ab + 4, ba + 4, lab) == 0);
 	cq_free(ab);
 	cq_free(ba);
@@ -118,14 +118,14 @@ TEST(cav_merge_flat_refuses_other_options)
 	cav_state  *c = tcav_build(p, 0, 50, 6, t1, 1);
 	cav_state  *d = tcav_build(p, 0, 50, 6, t2, 1);
 	size_t		len;
-	cav_code	rc;
+	cq_code		rc;
 
 	CHECK(flat_merge(a, b, &len, &rc) == NULL);
-	CHECK_INT_EQ(rc, CAV_EOPTIONS);
+	CHECK_INT_EQ(rc, CQ_EMISMATCH);
 	CHECK(flat_merge(a, c, &len, &rc) == NULL);
-	CHECK_INT_EQ(rc, CAV_EOPTIONS);
+	CHECK_INT_EQ(rc, CQ_EMISMATCH);
 	CHECK(flat_merge(c, d, &len, &rc) == NULL);
-	CHECK_INT_EQ(rc, CAV_EOPTIONS);
+	CHECK_INT_EQ(rc, CQ_EMISMATCH);
 	cav_state_free(a);
 	cav_state_free(b);
 	cav_state_free(c);

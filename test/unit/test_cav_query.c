@@ -23,12 +23,12 @@ typedef struct dense_cav
 static void
 build_dense(dense_cav *d, const tcav_pair *p, int n, uint32_t l_max)
 {
-	cav_error	err;
+	cq_error	err;
 	size_t		len;
 
 	d->st = tcav_build(p, 0, n, l_max, NULL, 0);
 	d->bytes = tcav_bytes(d->st, &len);
-	CHECK_INT_EQ(cav_view_open(d->bytes, len, &d->v, &err), CAV_OK);
+	CHECK_INT_EQ(cav_view_open(d->bytes, len, &d->v, &err), CQ_OK);
 	d->rows = (size_t) d->v.n_src + d->v.n_tgt;
 	d->m = calloc(d->v.n_mat, sizeof(int64_t *));
 	for (uint32_t t = 0; t < d->v.n_mat; t++)
@@ -39,7 +39,7 @@ build_dense(dense_cav *d, const tcav_pair *p, int n, uint32_t l_max)
 			uint32_t	t;
 			int			at = p[k].ns + j;
 
-			CHECK_INT_EQ(cav_view_find(&d->v, p[k].tgt[j], strlen(p[k].tgt[j]), &t, &err), CAV_OK);
+			CHECK_INT_EQ(cav_view_find(&d->v, p[k].tgt[j], strlen(p[k].tgt[j]), &t, &err), CQ_OK);
 			for (int i = 0; i <= at; i++)
 			{
 				int			side = i >= p[k].ns;
@@ -117,9 +117,9 @@ TEST(cav_topk_matches_brute_force)
 		uint32_t	k = 1 + q % 10,
 					n;
 		double		all[4096];
-		cav_error	err;
+		cq_error	err;
 
-		CHECK_INT_EQ(cav_view_topk(&d.v, q, k, idx, sim, &n, &err), CAV_OK);
+		CHECK_INT_EQ(cav_view_topk(&d.v, q, k, idx, sim, &n, &err), CQ_OK);
 		CHECK_INT_EQ(n, k);
 		for (uint32_t t = 0; t < d.v.n_mat; t++)
 			all[t] = dense_cos(&d, q, t);
@@ -158,9 +158,9 @@ TEST(cav_topk_matches_brute_force)
 				   *all_idx = malloc(sizeof(uint32_t) * d.v.n_mat);
 		double	   *all_sim = malloc(sizeof(double) * d.v.n_mat);
 
-		CHECK_INT_EQ(cav_view_topk(&d.v, 1, d.v.n_mat + 5, all_idx, all_sim, &n, NULL), CAV_OK);
+		CHECK_INT_EQ(cav_view_topk(&d.v, 1, d.v.n_mat + 5, all_idx, all_sim, &n, NULL), CQ_OK);
 		CHECK_INT_EQ(n, d.v.n_mat - 1);
-		CHECK_INT_EQ(cav_view_topk(&d.v, d.v.n_mat, 1, all_idx, all_sim, &n, NULL), CAV_EINVAL);
+		CHECK_INT_EQ(cav_view_topk(&d.v, d.v.n_mat, 1, all_idx, all_sim, &n, NULL), CQ_EINVAL);
 		free(all_idx);
 		free(all_sim);
 	}
@@ -204,7 +204,7 @@ TEST(cav_pool_matches_dense)
 			double	   *got = malloc(sizeof(double) * oh * ow),
 					   *want = malloc(sizeof(double) * oh * ow);
 
-			CHECK_INT_EQ(cav_view_pool(&d.v, t, oh, ow, got, NULL), CAV_OK);
+			CHECK_INT_EQ(cav_view_pool(&d.v, t, oh, ow, got, NULL), CQ_OK);
 			dense_pool(d.m[t], d.rows, d.v.l_max, oh, ow, want);
 			for (uint32_t i = 0; i < oh * ow; i++)
 				if (fabs(got[i] - want[i]) > max_err)
@@ -213,8 +213,8 @@ TEST(cav_pool_matches_dense)
 			free(want);
 		}
 	CHECK(max_err < 1e-12);
-	CHECK_INT_EQ(cav_view_pool(&d.v, 0, 0, 3, NULL, NULL), CAV_EINVAL);
-	CHECK_INT_EQ(cav_view_pool(&d.v, d.v.n_mat, 1, 1, NULL, NULL), CAV_EINVAL);
+	CHECK_INT_EQ(cav_view_pool(&d.v, 0, 0, 3, NULL, NULL), CQ_EINVAL);
+	CHECK_INT_EQ(cav_view_pool(&d.v, d.v.n_mat, 1, 1, NULL, NULL), CQ_EINVAL);
 	free_dense(&d);
 	free(p);
 }

@@ -43,7 +43,7 @@ tcav_corpus(int n, uint64_t seed, int vocab)
 	return p;
 }
 
-cav_code
+cq_code
 tcav_add(cav_state *st, const tcav_pair *p, int from, int to)
 {
 	for (int i = from; i < to; i++)
@@ -52,8 +52,8 @@ tcav_add(cav_state *st, const tcav_pair *p, int from, int to)
 				   *t[TCAV_MAX_LEN];
 		size_t		sl[TCAV_MAX_LEN],
 					tl[TCAV_MAX_LEN];
-		cav_error	err;
-		cav_code	rc;
+		cq_error	err;
+		cq_code		rc;
 
 		for (int k = 0; k < p[i].ns; k++)
 			s[k] = p[i].src[k], sl[k] = strlen(s[k]);
@@ -63,7 +63,7 @@ tcav_add(cav_state *st, const tcav_pair *p, int from, int to)
 		if (rc)
 			return rc;
 	}
-	return CAV_OK;
+	return CQ_OK;
 }
 
 cav_state *
@@ -74,16 +74,16 @@ tcav_build(const tcav_pair *p, int from, int to, uint32_t l_max,
 	cav_options opt = {.l_max = l_max, .targets = targets,
 	.target_lens = lens, .n_targets = n_targets};
 	cav_state  *st;
-	cav_error	err;
+	cq_error	err;
 
 	for (size_t i = 0; i < n_targets; i++)
 		lens[i] = strlen(targets[i]);
-	if (cav_state_new(&opt, 0, &st, &err) != CAV_OK)
+	if (cav_state_new(&opt, 0, &st, &err) != CQ_OK)
 	{
 		fprintf(stderr, "cav_state_new: %s\n", err.msg);
 		abort();
 	}
-	if (tcav_add(st, p, from, to) != CAV_OK)
+	if (tcav_add(st, p, from, to) != CQ_OK)
 		abort();
 	return st;
 }
@@ -92,9 +92,9 @@ uint8_t *
 tcav_bytes(const cav_state *st, size_t *len)
 {
 	uint8_t    *b;
-	cav_error	err;
+	cq_error	err;
 
-	if (cav_serialize(st, 0, &b, len, &err) != CAV_OK)
+	if (cav_serialize(st, 0, &b, len, &err) != CQ_OK)
 	{
 		fprintf(stderr, "cav_serialize: %s\n", err.msg);
 		abort();

@@ -217,10 +217,55 @@ TEST(modelfile_every_corruption)
 	p[at] = 0x55;					/* a stray byte after the table */
 	recrc(p, len);
 	CHECK_INT_EQ(load_status(p, len, "stray"), CQ_NN_EFORMAT);
+
+	/* a config bigger than the data: refused before the model is allocated */
+	FRESH();
+	at = find(p, len, "\"d_model\": 16");
+	CHECK(at > 0);
+	p[at + 11] = '3';
+	p[at + 12] = '2';				/* d_model 32: 4x the embedding floats */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "the config's tensors need"), CQ_NN_EFORMAT);
+
+	/* non-finite weights, named with their tensor and index */
+	{
+		const cq_tensor_info *t = cq_model_tensor(m, "encoder.layers.1.fc1.weight");
+		size_t		data_off = 0;
+		uint32_t	bits[3] = {0x7fc00000u, 0x7f800000u, 0xff800000u};	/* NaN, +inf, -inf */
+
+		for (int i = 0; i < 8; i++)
+			data_off |= (size_t) p[24 + i] << (8 * i);
+		for (int k = 0; k < 3; k++)
+		{
+			FRESH();
+			put32(p + data_off + (t->offset + 5) * 4, bits[k]);
+			recrc(p, len);
+			CHECK_INT_EQ(load_status(p, len, "tensor \"encoder.layers.1.fc1.weight\" has a non-finite value"),
+						 CQ_NN_ETENSOR);
+			CHECK_INT_EQ(load_status(p, len, "at index 5"), CQ_NN_ETENSOR);
+		}
+	}
 #undef FRESH
 	free(p);
 	free(orig);
 	cq_model_free(m);
+}
+
+/* The size of a config without a model equals the allocated model's. */
+TEST(model_size_for_config)
+{
+	for (int variant = 0; variant < 4; variant++)
+	{
+		cq_model   *m = small_model(16, 2, 24 + 8 * variant, 20 + variant, variant & 1, variant & 2);
+		size_t		floats,
+					params;
+
+		cq_model_size_for(&m->cfg, &floats, &params);
+		CHECK(floats == cq_model_param_floats(m));
+		CHECK(params == cq_model_param_count(m));
+		CHECK(params <= floats);	/* 16-float alignment may pad */
+		cq_model_free(m);
+	}
 }
 
 /* Random damage never crashes the loader nor makes it read out of bounds. */

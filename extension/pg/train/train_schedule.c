@@ -9,6 +9,7 @@
 
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
@@ -100,16 +101,29 @@ train_schedule_plan(const TrainOptions *o, int64 epoch_updates, double seconds_s
 	s->json = b.data;
 }
 
-/* The integer at key of a JSON object, or dflt when absent or null. */
+/*
+ * The integer at key of a checkpoint's schedule, within [lo, hi]; null and
+ * absent read as dflt.  The job wrote it, but a worker trusts no row.
+ */
 static int64
-json_int(Jsonb *j, const char *key, int64 dflt)
+json_int(Jsonb *j, const char *json, const char *key, int64 dflt, int64 lo, int64 hi)
 {
 	JsonbValue	v;
+	double		d;
 
-	if (getKeyJsonValueFromContainer(&j->root, key, strlen(key), &v) == NULL ||
-		v.type != jbvNumeric)
+	if (getKeyJsonValueFromContainer(&j->root, key, strlen(key), &v) == NULL || v.type == jbvNull)
 		return dflt;
-	return DatumGetInt64(DirectFunctionCall1(numeric_int8, NumericGetDatum(v.val.numeric)));
+	if (v.type != jbvNumeric)
+		d = NAN;
+	else
+		d = DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v.val.numeric)));
+	if (!(d >= lo && d <= hi) || d != floor(d))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the schedule saved in a training checkpoint has an invalid \"%s\"", key),
+				 errdetail("Expected an integer from " INT64_FORMAT " to " INT64_FORMAT "; the schedule is %s.",
+						   lo, hi, json)));
+	return (int64) d;
 }
 
 void
@@ -117,15 +131,19 @@ train_schedule_restore(const char *json, TrainSchedule *s)
 {
 	Jsonb	   *j = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(json)));
 
+	if (!JB_ROOT_IS_OBJECT(j) || JB_ROOT_IS_SCALAR(j))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("the schedule saved in a training checkpoint is not a JSON object")));
 	memset(s, 0, sizeof(*s));
-	s->expected = json_int(j, "expected_updates", 0);
-	s->warmup = (int) json_int(j, "warmup", -1);
-	s->checkpoint_every = (int) json_int(j, "checkpoint_every", 0);
-	s->validate_every = (int) json_int(j, "validate_every", 0);
+	s->expected = json_int(j, json, "expected_updates", 0, 1, PG_INT64_MAX / 2);
+	s->warmup = (int) json_int(j, json, "warmup", -1, 0, PG_INT32_MAX);
+	s->checkpoint_every = (int) json_int(j, json, "checkpoint_every", -1, 1, PG_INT32_MAX);
+	s->validate_every = (int) json_int(j, json, "validate_every", -1, 1, PG_INT32_MAX);
 	if (s->warmup < 0 || s->checkpoint_every < 1 || s->validate_every < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("the schedule saved in a training checkpoint is incomplete"),
-				 errdetail("Saved schedule: %s", json)));
+				 errdetail("The schedule is %s.", json)));
 	s->json = pstrdup(json);
 }

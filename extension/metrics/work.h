@@ -1,0 +1,48 @@
+/*
+ * Scratch memory of the metrics, reused from one sentence pair to the next
+ * (an aggregate keeps one per query) so that a row costs no allocation once
+ * the buffers have grown to the longest sentence seen.
+ */
+#ifndef CQ_METRICS_WORK_H
+#define CQ_METRICS_WORK_H
+
+#include "common/error.h"
+#include "metrics/cpbuf.h"
+#include "metrics/intern.h"
+#include "metrics/ngram.h"
+#include "metrics/tokenize.h"
+
+typedef struct cq_metrics_work
+{
+	cq_cpbuf	raw,			/* decoded input */
+				low,			/* lowercased */
+				tmp;
+	int			nseq;			/* room in the arrays below */
+	cq_cpbuf   *text;			/* per sequence (hyp, refs): preprocessed */
+	cq_cpbuf   *chars;			/* per sequence: chrF's characters */
+	cq_spans   *spans;			/* per sequence: its tokens or words */
+	cq_spans	split;			/* scratch */
+	cq_cpbuf   *ids;			/* per sequence: token ids */
+	cq_intern_work intern;
+	cq_ngram_work ngram;
+} cq_metrics_work;
+
+/* A zeroed struct is an empty workspace; free releases everything. */
+void		cq_metrics_work_free(cq_metrics_work *w);
+
+/* Room for nseq sequences (1 + number of references). */
+bool		cq_metrics_work_reserve(cq_metrics_work *w, int nseq);
+
+/*
+ * The longest text the metrics take, in bytes: positions are 32-bit, and
+ * tokenization may triple a text.
+ */
+#define CQ_METRICS_MAX_TEXT ((size_t) 1 << 28)
+
+/*
+ * Decode s into w->raw and lowercase it (str.lower()) if asked; returns the
+ * result (w->raw or w->low), NULL when out of memory.
+ */
+const cq_cpbuf *cq_metrics_decode(cq_metrics_work *w, const char *s, size_t len, bool lowercase);
+
+#endif

@@ -1,0 +1,68 @@
+/*
+ * The glue's reporter of core errors; the mapping is tabled in errors.h.
+ */
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+
+#include "pg/base/errors.h"
+
+int
+corpq_core_sqlstate(cq_code code)
+{
+	switch (code)
+	{
+		case CQ_EINVAL:
+		case CQ_ENOTFOUND:
+		case CQ_EMISMATCH:
+			return ERRCODE_INVALID_PARAMETER_VALUE;
+		case CQ_ERANGE:
+			return ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
+		case CQ_EFORMAT:
+			return ERRCODE_INVALID_BINARY_REPRESENTATION;
+		case CQ_ECORRUPT:
+			return ERRCODE_DATA_CORRUPTED;
+		case CQ_ENOMEM:
+			return ERRCODE_OUT_OF_MEMORY;
+		case CQ_ELIMIT:
+			return ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+		case CQ_EIO:
+			return ERRCODE_IO_ERROR;
+		case CQ_STOPPED:
+			return ERRCODE_QUERY_CANCELED;
+		case CQ_OK:
+		case CQ_EINTERNAL:
+			break;
+	}
+	return ERRCODE_INTERNAL_ERROR;
+}
+
+void
+corpq_core_error(const cq_error *err, const char *hint, const char *fmt,...)
+{
+	StringInfoData what;
+	const char *msg = err->msg;
+	size_t		len = strnlen(msg, sizeof(err->msg));
+
+	Assert(err->code != CQ_OK);
+	initStringInfo(&what);
+	for (;;)
+	{
+		va_list		ap;
+		int			needed;
+
+		va_start(ap, fmt);
+		needed = appendStringInfoVA(&what, fmt, ap);
+		va_end(ap);
+		if (needed == 0)
+			break;
+		enlargeStringInfo(&what, needed);
+	}
+	ereport(ERROR,
+			(errcode(corpq_core_sqlstate(err->code)),
+			 errmsg("%s", what.data),
+			 len > 0 ? errdetail("%.*s%s", (int) len, msg,
+								 msg[len - 1] == '.' ? "" : ".") : 0,
+			 hint ? errhint("%s", hint) : 0));
+	pg_unreachable();
+}

@@ -1,0 +1,43 @@
+/*
+ * Core errors (common/error.h) as PostgreSQL ERRORs: the one place that maps
+ * a cq_code to a SQLSTATE and puts the core's message in the DETAIL.
+ *
+ *   cq_code        SQLSTATE
+ *   CQ_EINVAL      22023 invalid_parameter_value
+ *   CQ_ENOTFOUND   22023 invalid_parameter_value
+ *   CQ_EMISMATCH   22023 invalid_parameter_value
+ *   CQ_ERANGE      22003 numeric_value_out_of_range
+ *   CQ_EFORMAT     22P03 invalid_binary_representation
+ *   CQ_ECORRUPT    XX001 data_corrupted
+ *   CQ_ENOMEM      53200 out_of_memory
+ *   CQ_ELIMIT      54000 program_limit_exceeded
+ *   CQ_EIO         58030 io_error
+ *   CQ_STOPPED     57014 query_canceled
+ *   CQ_EINTERNAL   XX000 internal_error (and anything else)
+ *
+ * The main message is the caller's: what was being done ("could not combine
+ * CAVs"), in PostgreSQL style.  The core's message follows as the DETAIL,
+ * with a period added (core messages are lower-case clauses without one;
+ * they are not capitalised, since many start with an identifier such as
+ * l_max).  When the same bytes mean different things to different callers
+ * (a CAV from a client is malformed input, one read back from a table is
+ * corrupted), the caller changes err->code before reporting.
+ */
+#ifndef CORPQ_BASE_ERRORS_H
+#define CORPQ_BASE_ERRORS_H
+
+#include "postgres.h"
+
+#include "common/error.h"
+
+/* The SQLSTATE of a core error category (ERRCODE_INTERNAL_ERROR for CQ_OK). */
+int			corpq_core_sqlstate(cq_code code);
+
+/*
+ * ERROR for a failed core call: SQLSTATE from err->code, errmsg from fmt,
+ * errdetail the core's message, errhint hint (NULL: none).
+ */
+void		corpq_core_error(const cq_error *err, const char *hint, const char *fmt,...)
+			pg_attribute_printf(3, 4) pg_attribute_noreturn();
+
+#endif

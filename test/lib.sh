@@ -1,0 +1,132 @@
+# What the integration tests and benchmarks share.  Source it first thing
+# (before any cd), from test/integration/ or test/bench/:
+#
+#   . "$(dirname "$0")/../lib.sh"
+#
+# It makes the repository the working directory and defines:
+#
+#   CORPQ_ROOT          the repository
+#   corpq_in_cluster [-t SECONDS] [PG_VIRTUALENV_OPTION...] [-- ARGUMENT...]
+#                       run this script again inside a throw-away cluster
+#                       (pg_virtualenv -t, with the extension this build
+#                       installed) and exit with its status; inside the
+#                       cluster it returns at once.  -t stops the run after
+#                       SECONDS (default: no limit); the options go to
+#                       pg_virtualenv (-o max_worker_processes=16, ...); the
+#                       arguments to the script.  The inside run sees
+#                       CORPQ_IN_CLUSTER set (to CORPQ_CLUSTER_MODE, default 1).
+#   corpq_cluster_run   the same, but returns the status instead of exiting
+#                       (a script that runs itself in several clusters)
+#   q ARG...            psql on the cluster: no psqlrc, unaligned, tuples
+#                       only, quiet, stop at the first error
+#   log MESSAGE         "name: MESSAGE" on stdout
+#   fail MESSAGE        "name: FAIL: MESSAGE" on stderr, exit 1
+#   cluster_ready       wait up to 60 s until the server answers (after a
+#                       crash or a restart), else fail
+#   corpq_corpora       find the corpora (below), say which, and set
+#                       CORPQ_CORPORA (the directory) and CORPQ_PARALLEL (an
+#                       array of parallel TSV files: id, domain, src, tgt,
+#                       with a header line)
+#   corpq_copy_parallel TABLE
+#                       psql \copy commands (for a script or a heredoc) that
+#                       load every file of CORPQ_PARALLEL into TABLE's columns
+#                       (id, domain, src, tgt)
+#
+# "name" is CORPQ_TEST_NAME, by default the script's name without .sh.
+#
+# Corpora, first found: $CORPQ_CORPORA; ../shared/corpora next to the clone
+# (for a git worktree, next to its main clone too); the corpus that
+# test/data/make-corpus.sh builds in test/data/corpus (built on first use).
+# A directory with en-es/ holds the parallel files there (the shared
+# corpora's layout, with mono/en.txt beside it); otherwise its *.tsv are them.
+
+CORPQ_SCRIPT="$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
+CORPQ_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CORPQ_TEST_NAME=${CORPQ_TEST_NAME:-$(basename "$0" .sh)}
+cd "$CORPQ_ROOT"
+
+q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
+log() { echo "$CORPQ_TEST_NAME: $*"; }
+fail() { echo "$CORPQ_TEST_NAME: FAIL: $*" >&2; exit 1; }
+
+cluster_ready() {
+	local _
+	for _ in $(seq 600); do
+		q -c "SELECT 1" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	fail "the server did not come back"
+}
+
+corpq_cluster_run() {
+	local limit=0 opts=()
+	if [ "${1:-}" = -t ]; then
+		limit=$2
+		shift 2
+	fi
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		opts+=("$1")
+		shift
+	done
+	[ "${1:-}" = -- ] && shift
+	# timeout 0 means no limit
+	CORPQ_IN_CLUSTER=${CORPQ_CLUSTER_MODE:-1} timeout "$limit" \
+		pg_virtualenv -t "${opts[@]}" bash "$CORPQ_SCRIPT" "$@"
+}
+
+corpq_in_cluster() {
+	[ -n "${CORPQ_IN_CLUSTER:-}" ] && return 0
+	local rc=0
+	corpq_cluster_run "$@" || rc=$?
+	exit $rc
+}
+
+# The first candidate directory that exists, and what it is, as "dir|source".
+corpq_corpora_where() {
+	local common
+	if [ -n "${CORPQ_CORPORA:-}" ]; then
+		echo "$CORPQ_CORPORA|CORPQ_CORPORA"
+		return
+	fi
+	if [ -d "$CORPQ_ROOT/../shared/corpora" ]; then
+		echo "$(cd "$CORPQ_ROOT/../shared/corpora" && pwd)|../shared/corpora next to the clone"
+		return
+	fi
+	common=$(git -C "$CORPQ_ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+	if [ -n "$common" ] && [ -d "$common/../../shared/corpora" ]; then
+		echo "$(cd "$common/../../shared/corpora" && pwd)|../shared/corpora next to the main clone"
+		return
+	fi
+	echo "$CORPQ_ROOT/test/data/corpus|test/data/make-corpus.sh"
+}
+
+corpq_corpora() {
+	local where dir source
+	where=$(corpq_corpora_where)
+	dir=${where%%|*}
+	source=${where#*|}
+	if [ "$source" = test/data/make-corpus.sh ] && [ ! -f "$dir/parallel.tsv" ]; then
+		bash "$CORPQ_ROOT/test/data/make-corpus.sh" "$dir" >&2 || fail "could not build the corpus in $dir"
+	fi
+	[ -d "$dir" ] || fail "no corpora at $dir (from $source)"
+	if [ -d "$dir/en-es" ]; then
+		CORPQ_PARALLEL=("$dir"/en-es/*.tsv)
+	else
+		CORPQ_PARALLEL=("$dir"/*.tsv)
+	fi
+	[ -f "${CORPQ_PARALLEL[0]}" ] || fail "no parallel TSV files in $dir (from $source)"
+	# the run inside a cluster finds the same ones, and says so only once
+	export CORPQ_CORPORA=$dir
+	if [ -z "${CORPQ_CORPORA_SAID:-}" ]; then
+		log "corpora: $dir (from $source): $(basename -a "${CORPQ_PARALLEL[@]}" | tr '\n' ' ')" >&2
+		export CORPQ_CORPORA_SAID=1
+	fi
+}
+
+corpq_copy_parallel() {
+	local f
+	for f in "${CORPQ_PARALLEL[@]}"; do
+		# csv with a quote byte that never occurs: fields are taken verbatim
+		printf "\\\\copy %s (id, domain, src, tgt) FROM '%s' WITH (FORMAT csv, DELIMITER E'\\\\t', QUOTE E'\\\\b', HEADER)\n" "$1" "$f"
+	done
+}
