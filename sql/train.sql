@@ -146,7 +146,9 @@ SELECT corpq.job_wait(:sjob, '600 s');
 CREATE TEMP TABLE sched AS
 SELECT result, result -> 'schedule' AS s, (result -> 'schedule' ->> 'expected_updates')::int AS e
   FROM corpq.jobs WHERE id = :sjob;
-SELECT s ->> 'expected_from' AS expected_from, s ->> 'warmup_from' AS warmup_from,
+-- the default peak rate 1 / sqrt(4000 d_model), d_model 64
+SELECT s ->> 'lr_from' AS lr_from, abs((s ->> 'lr')::float8 - 1 / sqrt(4000 * 64)) < 1e-15 AS lr_rule,
+       s ->> 'expected_from' AS expected_from, s ->> 'warmup_from' AS warmup_from,
        e > 0 AS expects_updates,
        (s -> 'calibration' ->> 'passes')::int BETWEEN 2 AND 6 AS calibrated,
        (s -> 'calibration' ->> 'seconds_per_update')::float8 > 0 AS rate_measured,
@@ -160,22 +162,22 @@ SELECT s ->> 'expected_from' AS expected_from, s ->> 'warmup_from' AS warmup_fro
 -- train_log: the schedule on step 1 only, and every lr follows it
 SELECT (SELECT l.schedule = s.s FROM corpq.train_log l WHERE l.job = :sjob AND l.step = 1) AS logged_on_step_1,
        (SELECT count(*) FROM corpq.train_log l WHERE l.job = :sjob AND l.step > 1 AND l.schedule IS NOT NULL) AS later_rows_with_schedule,
-       (SELECT bool_and(abs(l.lr - CASE WHEN l.step - 1 < w THEN 1e-7 + (5e-4 - 1e-7) * (l.step - 1) / w
-                                        ELSE 5e-4 * sqrt(w::float8 / (l.step - 1)) END) < 1e-12)
-          FROM corpq.train_log l, LATERAL (SELECT (s.s ->> 'warmup')::int AS w) w
+       (SELECT bool_and(abs(l.lr - CASE WHEN l.step - 1 < w THEN 1e-7 + (p - 1e-7) * (l.step - 1) / w
+                                        ELSE p * sqrt(w::float8 / (l.step - 1)) END) < 1e-12)
+          FROM corpq.train_log l, LATERAL (SELECT (s.s ->> 'warmup')::int AS w, (s.s ->> 'lr')::float8 AS p) w
          WHERE l.job = :sjob) AS lr_follows_warmup,
        (SELECT bool_and(l.step % (s.s ->> 'validate_every')::int = 0 OR l.step = (s.result ->> 'steps')::int)
           FROM corpq.train_log l WHERE l.job = :sjob AND l.dev_loss IS NOT NULL) AS validations_on_cadence,
        (SELECT bool_and((v.metrics ->> 'seconds')::float8 > 0) FROM corpq.model_versions v
          WHERE v.metrics ->> 'job' = :'sjob') AS versions_have_seconds
   FROM sched s;
--- explicit values win: steps over the time budget (no calibration), warmup
--- and checkpoint_every over the derived ones
+-- explicit values win: steps over the time budget (no calibration), lr,
+-- warmup and checkpoint_every over the derived ones
 SELECT corpq.train('tm', 'SELECT src, tgt FROM train_set ORDER BY src, tgt', NULL,
                    '{"steps": 30, "max_seconds": 600, "max_tokens": 256, "threads": 1}') AS e1 \gset
 SELECT corpq.job_wait(:e1, '600 s');
 SELECT corpq.train('tm', 'SELECT src, tgt FROM train_set ORDER BY src, tgt', NULL,
-                   '{"max_seconds": 2, "warmup": 7, "checkpoint_every": 3, "max_tokens": 256, "threads": 1}') AS e2 \gset
+                   '{"max_seconds": 2, "lr": 0.001, "warmup": 7, "checkpoint_every": 3, "max_tokens": 256, "threads": 1}') AS e2 \gset
 SELECT corpq.job_wait(:e2, '600 s');
 -- epochs and a time budget: the fewer updates (0.05 of an epoch here)
 SELECT corpq.train('tm', 'SELECT src, tgt FROM train_set ORDER BY src, tgt', NULL,
@@ -184,16 +186,18 @@ SELECT corpq.job_wait(:e3, '600 s');
 SELECT id - :e1 AS job, result -> 'schedule' ->> 'expected_from' AS expected_from,
        CASE WHEN result -> 'schedule' ->> 'expected_from' = 'max_seconds' THEN 'measured'
             ELSE result -> 'schedule' ->> 'expected_updates' END AS expected,
-       result -> 'schedule' ->> 'warmup' AS warmup,
+       result -> 'schedule' ->> 'lr_from' AS lr_from, result -> 'schedule' ->> 'warmup' AS warmup,
        result -> 'schedule' ->> 'warmup_from' AS warmup_from, result -> 'schedule' ->> 'checkpoint_every' AS ckpt,
        result -> 'schedule' ? 'calibration' AS calibrated, result ->> 'warmup' AS result_warmup,
-       (SELECT bool_and(abs(lr - CASE WHEN step - 1 < (result ->> 'warmup')::int
-                                      THEN 1e-7 + (5e-4 - 1e-7) * (step - 1) / (result ->> 'warmup')::int
-                                      ELSE 5e-4 * sqrt((result ->> 'warmup')::float8 / (step - 1)) END) < 1e-12)
-          FROM corpq.train_log WHERE job = j.id) AS lr_follows_warmup
+       (SELECT bool_and(abs(lr - CASE WHEN step - 1 < w THEN 1e-7 + (p - 1e-7) * (step - 1) / w
+                                      ELSE p * sqrt(w::float8 / (step - 1)) END) < 1e-12)
+          FROM corpq.train_log, LATERAL (SELECT (result ->> 'warmup')::int AS w,
+                                                (result -> 'schedule' ->> 'lr')::float8 AS p) x
+         WHERE job = j.id) AS lr_follows_warmup
   FROM corpq.jobs j WHERE id IN (:e1, :e2, :e3) ORDER BY id;
 -- the stored options keep what was asked, not what was derived
-SELECT id - :e1 AS job, args -> 'options' ? 'warmup' AS warmup, args -> 'options' ? 'checkpoint_every' AS ckpt
+SELECT id - :e1 AS job, args -> 'options' ? 'lr' AS lr, args -> 'options' ? 'warmup' AS warmup,
+       args -> 'options' ? 'checkpoint_every' AS ckpt
   FROM corpq.jobs WHERE id IN (:e1, :e2) ORDER BY id;
 -- the epochs in batches: the job ends after the updates it expected
 SELECT (result -> 'schedule' ->> 'expected_updates')::int = (result ->> 'steps')::int AS epochs_expected_all_updates

@@ -12,6 +12,12 @@ cq_inverse_sqrt_lr(double peak, double init, int64_t warmup, int64_t u)
 	return peak * sqrt((double) warmup / (double) u);
 }
 
+double
+cq_schedule_default_lr(int d_model)
+{
+	return 1.0 / sqrt(4000.0 * (d_model > 0 ? d_model : 1));
+}
+
 int
 cq_schedule_warmup(int64_t expected)
 {

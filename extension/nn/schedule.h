@@ -26,6 +26,16 @@
 double		cq_inverse_sqrt_lr(double peak, double warmup_init_lr, int64_t warmup,
 							   int64_t updates_done);
 
+/*
+ * The default peak learning rate: the peak of Vaswani et al.'s schedule
+ * (d_model^-0.5 min(u^-0.5, u 4000^-1.5), "Attention is all you need", 5.3)
+ * for its 4000 warm-up updates, 1 / sqrt(4000 d_model): tiny (d 64) 1.98e-3,
+ * small (d 256) 9.9e-4, base (d 512) 7.0e-4.  A narrower model takes a larger
+ * rate (test/bench/README.md, "Minutes to a useful model", has the
+ * measurements).
+ */
+double		cq_schedule_default_lr(int d_model);
+
 #define CQ_SCHEDULE_WARMUP_SHARE 10 /* warm-up = expected updates / 10 */
 #define CQ_SCHEDULE_WARMUP_MAX 4000
 /*

@@ -29,7 +29,7 @@ typedef struct TrainOptions
 	double		max_seconds;	/* 0 = no time budget */
 	int			max_tokens;
 	int			update_freq;
-	double		lr;
+	double		lr;				/* < 0: derived by the job (train_schedule.h) */
 	double		warmup_init_lr;
 	int			warmup;			/* -1: derived by the job (train_schedule.h) */
 	double		dropout;		/* < 0: the model's own */

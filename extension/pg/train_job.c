@@ -294,14 +294,16 @@ init_cursor(Run *r)
 	cur->best_dev = NAN;
 }
 
-/* The hyper-parameters; the warm-up is the schedule's (plan_schedule). */
+/*
+ * The hyper-parameters; peak rate and warm-up are the schedule's
+ * (plan_schedule), the defaults stand in until then.
+ */
 static void
 train_config(Run *r, cq_train_config *tc)
 {
 	const TrainOptions *o = &r->o;
 
 	cq_train_config_default(tc);
-	tc->lr = o->lr;
 	tc->warmup_init_lr = o->warmup_init_lr;
 	tc->warmup_updates = 0;
 	tc->adam.weight_decay = (float) o->weight_decay;
@@ -375,11 +377,17 @@ plan_schedule(Run *r)
 {
 	const TrainOptions *o = &r->o;
 	int64		epoch_updates = o->epochs > 0 ? (int64) ceil(o->epochs * r->batches / o->update_freq) : 0;
+	cq_nn_error err = {0};
+	cq_nn_status st;
 
-	train_schedule_plan(o, epoch_updates, r->cur.seconds, calibration_pass, r, &r->sched);
+	train_schedule_plan(o, r->st->model->cfg.d_model, epoch_updates, r->cur.seconds,
+						calibration_pass, r, &r->sched);
 	r->cur.seconds += r->sched.calibration_seconds;
 	r->cur.schedule = r->sched.json;
+	r->st->tc.lr = r->sched.lr;
 	r->st->tc.warmup_updates = r->sched.warmup;
+	if ((st = cq_train_config_validate(&r->st->tc, &err)) != CQ_NN_OK)
+		corpq_nn_error_report(st, "could not start training", err.message);
 }
 
 /* A resumed distribution: valid, and no mass on a corpus without batches. */

@@ -69,7 +69,7 @@ defaults(TrainOptions *o)
 	o->steps = UNSET;
 	o->max_tokens = 4096;
 	o->update_freq = 1;
-	o->lr = 5e-4;
+	o->lr = UNSET;				/* the job's: 1 / sqrt(4000 d_model) */
 	o->warmup_init_lr = 1e-7;
 	o->warmup = UNSET;
 	o->dropout = o->attention_dropout = o->activation_dropout = UNSET;
@@ -211,13 +211,15 @@ train_options_json(const TrainOptions *o)
 
 	initStringInfo(&b);
 	appendStringInfo(&b, "{\"steps\": " INT64_FORMAT ", \"epochs\": %.17g, \"max_seconds\": %.17g"
-					 ", \"max_tokens\": %d, \"update_freq\": %d, \"lr\": %.17g"
+					 ", \"max_tokens\": %d, \"update_freq\": %d"
 					 ", \"warmup_init_lr\": %.17g, \"label_smoothing\": %.17g"
 					 ", \"weight_decay\": %.17g, \"clip_norm\": %.17g, \"seed\": " INT64_FORMAT
 					 ", \"keep_checkpoints\": %d, \"threads\": %d, \"sampler_every\": %d",
 					 o->steps, o->epochs, o->max_seconds, o->max_tokens, o->update_freq,
-					 o->lr, o->warmup_init_lr, o->label_smoothing, o->weight_decay,
+					 o->warmup_init_lr, o->label_smoothing, o->weight_decay,
 					 o->clip_norm, o->seed, o->keep_checkpoints, o->threads, o->sampler_every);
+	if (o->lr > 0)
+		appendStringInfo(&b, ", \"lr\": %.17g", o->lr);
 	if (o->warmup >= 0)
 		appendStringInfo(&b, ", \"warmup\": %d", o->warmup);
 	if (o->checkpoint_every > 0)

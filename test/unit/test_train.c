@@ -254,6 +254,11 @@ TEST(train_schedule_by_hand)
 /* The plan from the expected updates: the README's rule worked by hand. */
 TEST(train_schedule_plan_by_hand)
 {
+	/* 1 / sqrt(4000 d): Vaswani et al.'s d^-0.5 4000^-0.5 */
+	CHECK_NEAR(cq_schedule_default_lr(64), 1.0 / 505.96442562694, 1e-15);
+	CHECK_NEAR(cq_schedule_default_lr(256), 1.0 / 1011.9288512539, 1e-15);
+	CHECK_NEAR(cq_schedule_default_lr(512), 1.0 / 1431.0835055999, 1e-15);
+
 	/* unknown length: the documented minimum */
 	CHECK_INT_EQ(cq_schedule_warmup(0), 50);
 	CHECK_INT_EQ(cq_schedule_warmup(-1), 50);

@@ -23,7 +23,7 @@ num_or_null(double x)
 }
 
 void
-train_schedule_plan(const TrainOptions *o, int64 epoch_updates, double seconds_spent,
+train_schedule_plan(const TrainOptions *o, int d_model, int64 epoch_updates, double seconds_spent,
 					TrainCalibrationPass pass, void *arg, TrainSchedule *s)
 {
 	const char *from = NULL;
@@ -34,6 +34,7 @@ train_schedule_plan(const TrainOptions *o, int64 epoch_updates, double seconds_s
 	StringInfoData b;
 
 	memset(s, 0, sizeof(*s));
+	s->lr = o->lr > 0 ? o->lr : cq_schedule_default_lr(d_model);
 	if (o->steps > 0)
 	{
 		/* an explicit step budget wins over the others */
@@ -78,7 +79,8 @@ train_schedule_plan(const TrainOptions *o, int64 epoch_updates, double seconds_s
 	s->validate_every = o->validate_every > 0 ? o->validate_every : s->checkpoint_every;
 
 	initStringInfo(&b);
-	appendStringInfoString(&b, "{\"expected_updates\": ");
+	appendStringInfo(&b, "{\"lr\": %.17g, \"lr_from\": \"%s\", \"expected_updates\": ",
+					 s->lr, o->lr > 0 ? "option" : "d_model");
 	if (s->expected > 0)
 		appendStringInfo(&b, INT64_FORMAT ", \"expected_from\": \"%s\"", s->expected, from);
 	else

@@ -15,6 +15,7 @@
 typedef struct TrainSchedule
 {
 	int64		expected;		/* updates expected, 0 unknown */
+	double		lr;				/* peak learning rate */
 	int			warmup;
 	int			checkpoint_every;
 	int			validate_every;
@@ -26,12 +27,13 @@ typedef struct TrainSchedule
 typedef double (*TrainCalibrationPass) (void *arg, int k);
 
 /*
- * Plan a fresh run: expected updates from the step budget, else the fewer of
- * epoch_updates (epochs in batches) and what the time left after calibrating
- * allows (a time budget calls pass() for the calibration); explicit warmup,
+ * Plan a fresh run of a model of width d_model: the peak learning rate,
+ * expected updates from the step budget, else the fewer of epoch_updates
+ * (epochs in batches) and what the time left after calibrating allows (a
+ * time budget calls pass() for the calibration); explicit lr, warmup,
  * checkpoint_every and validate_every options win.  In CurrentMemoryContext.
  */
-void		train_schedule_plan(const TrainOptions *o, int64 epoch_updates,
+void		train_schedule_plan(const TrainOptions *o, int d_model, int64 epoch_updates,
 								double seconds_spent, TrainCalibrationPass pass, void *arg,
 								TrainSchedule *s);
 
