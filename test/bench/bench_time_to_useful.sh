@@ -185,7 +185,9 @@ run_torch() {
 	q -c "\\copy (SELECT corpq.vocab_encode('v_en', src), corpq.vocab_encode('v_es', tgt) FROM train_set $(where_of "$data" | sed "s/''/'/g") ORDER BY id) TO '$dir/train.tsv'"
 	q -c "\\copy (SELECT encode(corpq.model_export('$name@1'), 'base64')) TO '$dir/init.b64'"
 	local o
-	o=$(q -c "SELECT args -> 'options' FROM corpq.jobs WHERE id = $job")
+	# the job's options with the peak lr its schedule chose (torch derives its own warm-up)
+	o=$(q -c "SELECT args -> 'options' || jsonb_build_object('lr', (result -> 'schedule' ->> 'lr')::float8)
+	            FROM corpq.jobs WHERE id = $job")
 	/usr/bin/python3 "$here/time_to_useful_torch.py" --data "$dir/train.tsv" --init "$dir/init.b64" \
 		--options "$o" --seconds $((minutes * 60)) --out "$dir"
 	local first=1 f secs step v
