@@ -135,6 +135,84 @@ SELECT j.result ->> 'strategy' AS strategy, c.key AS corpus, (c.value ->> 'size'
 SELECT j.id = :tjob AS temperature, sum((c.value ->> 'batches')::int) AS batches
   FROM corpq.jobs j, jsonb_each(j.result -> 'corpora') c WHERE j.id IN (:tjob, :ujob) GROUP BY j.id ORDER BY 1;
 
+-- ---- the schedule a job fixes from its budget ----
+-- only a time budget: a calibration measures the update rate, the expected
+-- updates follow, warm-up = 10 % of them in [50, 4000], checkpoints and
+-- validations every tenth (the figures depend on the machine, the rules not)
+SELECT corpq.train('tm', 'SELECT src, tgt, domain FROM train_set ORDER BY src, tgt',
+                   'SELECT src, tgt, domain FROM dev_set ORDER BY src, tgt',
+                   '{"max_seconds": 6, "max_tokens": 1024, "seed": 3, "threads": 1}') AS sjob \gset
+SELECT corpq.job_wait(:sjob, '600 s');
+CREATE TEMP TABLE sched AS
+SELECT result, result -> 'schedule' AS s, (result -> 'schedule' ->> 'expected_updates')::int AS e
+  FROM corpq.jobs WHERE id = :sjob;
+-- the default peak rate 1 / sqrt(4000 d_model), d_model 64
+SELECT s ->> 'lr_from' AS lr_from, abs((s ->> 'lr')::float8 - 1 / sqrt(4000 * 64)) < 1e-15 AS lr_rule,
+       s ->> 'expected_from' AS expected_from, s ->> 'warmup_from' AS warmup_from,
+       e > 0 AS expects_updates,
+       (s -> 'calibration' ->> 'passes')::int BETWEEN 2 AND 6 AS calibrated,
+       (s -> 'calibration' ->> 'seconds_per_update')::float8 > 0 AS rate_measured,
+       (s ->> 'warmup')::int = least(4000, CASE WHEN e / 10 < 50 THEN least(e, 50) ELSE e / 10 END) AS warmup_rule,
+       (s ->> 'checkpoint_every')::int = least(1000, (e + 9) / 10) AS checkpoint_rule,
+       (s ->> 'validate_every')::int = (s ->> 'checkpoint_every')::int AS validate_rule,
+       (result ->> 'warmup')::int = (s ->> 'warmup')::int AS result_warmup,
+       s ? 'note' AS has_note,
+       (result ->> 'training_seconds')::float8 >= 6 AS budget_used
+  FROM sched;
+-- train_log: the schedule on step 1 only, and every lr follows it
+SELECT (SELECT l.schedule = s.s FROM corpq.train_log l WHERE l.job = :sjob AND l.step = 1) AS logged_on_step_1,
+       (SELECT count(*) FROM corpq.train_log l WHERE l.job = :sjob AND l.step > 1 AND l.schedule IS NOT NULL) AS later_rows_with_schedule,
+       (SELECT bool_and(abs(l.lr - CASE WHEN l.step - 1 < w THEN 1e-7 + (p - 1e-7) * (l.step - 1) / w
+                                        ELSE p * sqrt(w::float8 / (l.step - 1)) END) < 1e-12)
+          FROM corpq.train_log l, LATERAL (SELECT (s.s ->> 'warmup')::int AS w, (s.s ->> 'lr')::float8 AS p) w
+         WHERE l.job = :sjob) AS lr_follows_warmup,
+       (SELECT bool_and(l.step % (s.s ->> 'validate_every')::int = 0 OR l.step = (s.result ->> 'steps')::int)
+          FROM corpq.train_log l WHERE l.job = :sjob AND l.dev_loss IS NOT NULL) AS validations_on_cadence,
+       (SELECT bool_and((v.metrics ->> 'seconds')::float8 > 0) FROM corpq.model_versions v
+         WHERE v.metrics ->> 'job' = :'sjob') AS versions_have_seconds
+  FROM sched s;
+-- explicit values win: steps over the time budget (no calibration), lr,
+-- warmup and checkpoint_every over the derived ones
+SELECT corpq.train('tm', 'SELECT src, tgt FROM train_set ORDER BY src, tgt', NULL,
+                   '{"steps": 30, "max_seconds": 600, "max_tokens": 256, "threads": 1}') AS e1 \gset
+SELECT corpq.job_wait(:e1, '600 s');
+SELECT corpq.train('tm', 'SELECT src, tgt FROM train_set ORDER BY src, tgt', NULL,
+                   '{"max_seconds": 2, "lr": 0.001, "warmup": 7, "checkpoint_every": 3, "max_tokens": 256, "threads": 1}') AS e2 \gset
+SELECT corpq.job_wait(:e2, '600 s');
+-- epochs and a time budget: the fewer updates (0.05 of an epoch here)
+SELECT corpq.train('tm', 'SELECT src, tgt FROM train_set ORDER BY src, tgt', NULL,
+                   '{"epochs": 0.05, "max_seconds": 600, "max_tokens": 256, "threads": 1}') AS e3 \gset
+SELECT corpq.job_wait(:e3, '600 s');
+SELECT id - :e1 AS job, result -> 'schedule' ->> 'expected_from' AS expected_from,
+       CASE WHEN result -> 'schedule' ->> 'expected_from' = 'max_seconds' THEN 'measured'
+            ELSE result -> 'schedule' ->> 'expected_updates' END AS expected,
+       result -> 'schedule' ->> 'lr_from' AS lr_from, result -> 'schedule' ->> 'warmup' AS warmup,
+       result -> 'schedule' ->> 'warmup_from' AS warmup_from, result -> 'schedule' ->> 'checkpoint_every' AS ckpt,
+       result -> 'schedule' ? 'calibration' AS calibrated, result ->> 'warmup' AS result_warmup,
+       (SELECT bool_and(abs(lr - CASE WHEN step - 1 < w THEN 1e-7 + (p - 1e-7) * (step - 1) / w
+                                      ELSE p * sqrt(w::float8 / (step - 1)) END) < 1e-12)
+          FROM corpq.train_log, LATERAL (SELECT (result ->> 'warmup')::int AS w,
+                                                (result -> 'schedule' ->> 'lr')::float8 AS p) x
+         WHERE job = j.id) AS lr_follows_warmup
+  FROM corpq.jobs j WHERE id IN (:e1, :e2, :e3) ORDER BY id;
+-- the stored options keep what was asked, not what was derived
+SELECT id - :e1 AS job, args -> 'options' ? 'lr' AS lr, args -> 'options' ? 'warmup' AS warmup,
+       args -> 'options' ? 'checkpoint_every' AS ckpt
+  FROM corpq.jobs WHERE id IN (:e1, :e2) ORDER BY id;
+-- the epochs in batches: the job ends after the updates it expected
+SELECT (result -> 'schedule' ->> 'expected_updates')::int = (result ->> 'steps')::int AS epochs_expected_all_updates
+  FROM corpq.jobs WHERE id = :e3;
+-- a budget too short to measure a rate still trains: one update, the
+-- documented minimum warm-up, and the result says why
+SELECT corpq.train('tm', 'SELECT src, tgt FROM train_set ORDER BY src, tgt', NULL,
+                   '{"max_seconds": 0.001, "max_tokens": 256, "threads": 1}') AS short \gset
+SELECT corpq.job_wait(:short, '600 s');
+SELECT state, result ->> 'steps' AS steps, result ->> 'warmup' AS warmup,
+       result -> 'schedule' ->> 'expected_updates' AS expected, result -> 'schedule' ->> 'warmup_from' AS warmup_from,
+       result -> 'schedule' -> 'calibration' ->> 'passes' AS passes,
+       regexp_replace(result -> 'schedule' ->> 'note', 'took [0-9.e+-]+ s', 'took X s') AS note
+  FROM corpq.jobs WHERE id = :short;
+
 -- ---- jobs that fail with a reason, and a cancelled one ----
 SELECT corpq.train('tm', 'SELECT src, tgt FROM train_set WHERE false') AS j1 \gset
 -- pairs of 18 to 24 tokens: within max_positions, beyond a budget of 16 tokens

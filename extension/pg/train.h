@@ -29,9 +29,9 @@ typedef struct TrainOptions
 	double		max_seconds;	/* 0 = no time budget */
 	int			max_tokens;
 	int			update_freq;
-	double		lr;
+	double		lr;				/* < 0: derived by the job (train_schedule.h) */
 	double		warmup_init_lr;
-	int			warmup;			/* -1: min(4000, expected updates / 10) */
+	int			warmup;			/* -1: derived by the job (train_schedule.h) */
 	double		dropout;		/* < 0: the model's own */
 	double		attention_dropout;
 	double		activation_dropout;
@@ -39,9 +39,9 @@ typedef struct TrainOptions
 	double		weight_decay;
 	double		clip_norm;		/* 0 = off */
 	int64		seed;
-	int			checkpoint_every;
+	int			checkpoint_every;	/* -1: derived by the job */
 	int			keep_checkpoints;
-	int			validate_every;
+	int			validate_every; /* -1: derived by the job */
 	int			threads;
 	char	   *strategy;		/* a name of train_sampler.c's table */
 	double		tau;			/* temperature strategy */
@@ -134,6 +134,7 @@ typedef struct TrainCursor
 	int32		best_version;	/* 0: none */
 	int32		first_version;	/* the version training started from */
 	char	   *sampler_state;	/* a dynamic strategy's own state (JSON), NULL none */
+	char	   *schedule;		/* the run's schedule (JSON, train_schedule.h), NULL none */
 } TrainCursor;
 
 typedef struct TrainLogRow
@@ -148,6 +149,7 @@ typedef struct TrainLogRow
 	double		grad_norm;
 	const char *dev_json;		/* NULL unless validated at this step */
 	double		dev_loss;
+	const char *schedule_json;	/* the run's schedule on its first update, else NULL */
 } TrainLogRow;
 
 void		train_log_write(int64 job, const TrainLogRow *r);

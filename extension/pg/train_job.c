@@ -27,10 +27,12 @@
 
 #include "nn/batching.h"
 #include "nn/modelfile.h"
+#include "nn/schedule.h"
 #include "pg/base/internal_sql.h"
 #include "pg/corpq.h"
 #include "pg/model_catalog.h"
 #include "pg/train.h"
+#include "pg/train/train_schedule.h"
 #include "pg/train_job.h"
 #include "pg/train_sampler.h"
 
@@ -158,7 +160,7 @@ typedef struct Run
 	TrainCursor cur;
 	cq_train_state *st;
 	float		dropout[3];		/* the catalog's rates, restored in version images */
-	int64		total;			/* updates expected (progress) */
+	TrainSchedule sched;		/* updates expected, warm-up, cadences */
 	int64		resumed_from;	/* step of the checkpoint resumed, -1 none */
 	TrainDevFigures devf;
 	double		last_dev;
@@ -292,19 +294,18 @@ init_cursor(Run *r)
 	cur->best_dev = NAN;
 }
 
+/*
+ * The hyper-parameters; peak rate and warm-up are the schedule's
+ * (plan_schedule), the defaults stand in until then.
+ */
 static void
 train_config(Run *r, cq_train_config *tc)
 {
 	const TrainOptions *o = &r->o;
-	int64		expected = o->steps;
 
-	if (expected == 0)
-		expected = o->epochs > 0 ? (int64) ceil(o->epochs * r->batches / o->update_freq) : 40000;
-	r->total = expected;
 	cq_train_config_default(tc);
-	tc->lr = o->lr;
 	tc->warmup_init_lr = o->warmup_init_lr;
-	tc->warmup_updates = o->warmup >= 0 ? o->warmup : (int) Min(4000, expected / 10);
+	tc->warmup_updates = 0;
 	tc->adam.weight_decay = (float) o->weight_decay;
 	tc->clip_norm = o->clip_norm;
 	tc->label_smoothing = (float) o->label_smoothing;
@@ -312,6 +313,81 @@ train_config(Run *r, cq_train_config *tc)
 	tc->max_tokens = o->max_tokens;
 	tc->seed = (uint64) o->seed;
 	tc->dropout = true;
+}
+
+/*
+ * A calibration pass (train_schedule_plan): the gradients of the k-th
+ * update's batches, taken from epoch 0 without moving the data cursor and
+ * not applied (the state is unchanged but for its workspace); its seconds,
+ * batch assembly included as in an update.
+ */
+static double
+calibration_pass(void *arg, int k)
+{
+	Run		   *r = arg;
+	int			n = r->o.update_freq;
+	int			live = 0;
+	Stream	  **s = palloc(sizeof(Stream *) * r->n_streams);
+	cq_train_batch *batches = palloc(sizeof(cq_train_batch) * n);
+	TimestampTz t0 = GetCurrentTimestamp();
+	cq_train_stats stats;
+	cq_nn_error err = {0};
+	cq_nn_status st;
+	double		seconds;
+
+	corpq_job_progress(r->job, "calibrating", k, CQ_SCHEDULE_CALIBRATION_PASSES + 1, "passes",
+					   NULL, true);
+	for (int i = 0; i < r->n_streams; i++)
+		if (r->streams[i].b)
+			s[live++] = &r->streams[i];
+	for (int j = 0; j < n; j++)
+	{
+		int64		g = (int64) k * n + j;
+		Stream	   *one = s[g % live];
+		const long *idx;
+		int			np;
+		cq_pair    *pairs;
+
+		st = cq_batcher_batch(one->b, 0, (long) ((g / live) % one->b->n_batches), &idx, &np, &err);
+		if (st != CQ_NN_OK)
+			corpq_nn_error_report(st, "could not take a calibration batch", err.message);
+		pairs = palloc(sizeof(cq_pair) * np);
+		for (int i = 0; i < np; i++)
+			train_corpus_pair(&r->corpus, one->index[idx[i]], &pairs[i]);
+		batches[j].pairs = pairs;
+		batches[j].n_pairs = np;
+	}
+	st = cq_train_gradients(r->st, batches, n, &stats, &err);
+	if (st != CQ_NN_OK)
+		corpq_nn_error_report(st, "calibration pass failed", err.message);
+	seconds = (double) (GetCurrentTimestamp() - t0) / USECS_PER_SEC;
+	for (int j = 0; j < n; j++)
+		pfree((void *) batches[j].pairs);
+	pfree(batches);
+	pfree(s);
+	return seconds;
+}
+
+/*
+ * A fresh run's schedule: the plan (calibrating a time budget on the state
+ * just made, whose seconds count in the budget) and its warm-up in the state.
+ */
+static void
+plan_schedule(Run *r)
+{
+	const TrainOptions *o = &r->o;
+	int64		epoch_updates = o->epochs > 0 ? (int64) ceil(o->epochs * r->batches / o->update_freq) : 0;
+	cq_nn_error err = {0};
+	cq_nn_status st;
+
+	train_schedule_plan(o, r->st->model->cfg.d_model, epoch_updates, r->cur.seconds,
+						calibration_pass, r, &r->sched);
+	r->cur.seconds += r->sched.calibration_seconds;
+	r->cur.schedule = r->sched.json;
+	r->st->tc.lr = r->sched.lr;
+	r->st->tc.warmup_updates = r->sched.warmup;
+	if ((st = cq_train_config_validate(&r->st->tc, &err)) != CQ_NN_OK)
+		corpq_nn_error_report(st, "could not start training", err.message);
 }
 
 /* A resumed distribution: valid, and no mass on a corpus without batches. */
@@ -388,6 +464,17 @@ start_state(Run *r, const cq_model *init, int32 init_version)
 	if (r->st != NULL)
 	{
 		check_resumed(r, init);
+		/* the schedule it was planned with, not a new one */
+		if (r->cur.schedule == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("the checkpoint of training job " INT64_FORMAT " has no schedule", r->job->id)));
+		train_schedule_restore(r->cur.schedule, &r->sched);
+		if (r->sched.warmup != r->st->tc.warmup_updates)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("the checkpoint of training job " INT64_FORMAT " has a warm-up of %d updates, its schedule %d",
+							r->job->id, r->st->tc.warmup_updates, r->sched.warmup)));
 		return;
 	}
 	if ((s = cq_train_state_new(init, &tc, &r->st, &err)) != CQ_NN_OK)
@@ -399,6 +486,7 @@ start_state(Run *r, const cq_model *init, int32 init_version)
 	if (r->o.activation_dropout >= 0)
 		r->st->model->cfg.activation_dropout = (float) r->o.activation_dropout;
 	r->cur.first_version = init_version;
+	plan_schedule(r);
 }
 
 static double
@@ -535,9 +623,9 @@ checkpoint(Run *r, bool validated)
 		r->have_best = true;
 	}
 	metrics = psprintf("{\"job\": " INT64_FORMAT ", \"step\": " INT64_FORMAT ", \"epoch\": %s"
-					   ", \"train_loss\": %s, \"train_nll\": %s, \"dev_loss\": %s, \"dev_ppl\": %s"
-					   ", \"dev\": %s}",
-					   r->job->id, r->st->step, num(epoch_now(r)), num(r->last_loss),
+					   ", \"seconds\": %s, \"train_loss\": %s, \"train_nll\": %s, \"dev_loss\": %s"
+					   ", \"dev_ppl\": %s, \"dev\": %s}",
+					   r->job->id, r->st->step, num(epoch_now(r)), num(r->cur.seconds), num(r->last_loss),
 					   num(r->last_nll), validated ? num(r->last_dev) : "null",
 					   validated ? num(exp(r->last_dev)) : "null",
 					   validated ? r->last_dev_json : "null");
@@ -617,8 +705,8 @@ update(Run *r, MemoryContext upd)
 		r->strategy->update(r->sampler, &view);
 		MemoryContextSwitchTo(upd);
 	}
-	ckpt = done || r->st->step % r->o.checkpoint_every == 0;
-	val = r->has_dev && (ckpt || r->st->step % r->o.validate_every == 0);
+	ckpt = done || r->st->step % r->sched.checkpoint_every == 0;
+	val = r->has_dev && (ckpt || r->st->step % r->sched.validate_every == 0);
 	if (val)
 		validate(r);
 
@@ -633,6 +721,7 @@ update(Run *r, MemoryContext upd)
 	row.grad_norm = stats.grad_norm;
 	row.dev_json = val ? r->last_dev_json : NULL;
 	row.dev_loss = val ? r->last_dev : NAN;
+	row.schedule_json = r->st->step == 1 ? r->sched.json : NULL;
 	corpq_job_xact_begin(upd);
 	train_log_write(r->job->id, &row);
 	if (r->strategy->log)
@@ -646,8 +735,9 @@ update(Run *r, MemoryContext upd)
 					   num(row.epoch), num(stats.loss), num(stats.nll), num(exp(stats.nll)),
 					   num(stats.lr), num(row.tokens_per_s), num(stats.grad_norm),
 					   num(r->last_dev), num(exp(r->last_dev)));
+	/* the ETA is the view's: updates left at the current rate */
 	corpq_job_progress(r->job, "training", (double) r->st->step,
-					   (double) Max(r->total, r->st->step), "updates", figures, true);
+					   (double) Max(r->sched.expected, r->st->step), "updates", figures, true);
 
 	MemoryContextSwitchTo(r->cxt);
 	MemoryContextReset(upd);
@@ -722,13 +812,13 @@ result_json(Run *r, double seconds_total)
 	appendStringInfo(&b, ", \"seconds\": %.3f, \"training_seconds\": %.3f, \"tokens_per_s\": %s"
 					 ", \"peak_rss_kb\": %ld, \"attempts\": %d, \"resumed_from_step\": %s"
 					 ", \"first_version\": %d, \"best_version\": %s, \"checkpoint_versions\": %s"
-					 ", \"warmup\": %d, \"strategy\": ",
+					 ", \"warmup\": %d, \"schedule\": %s, \"strategy\": ",
 					 seconds_total, r->cur.seconds, num(r->cur.tokens_done / r->cur.seconds),
 					 ru.ru_maxrss, r->job->attempts,
 					 r->resumed_from >= 0 ? psprintf(INT64_FORMAT, r->resumed_from) : "null",
 					 r->cur.first_version,
 					 r->cur.best_version > 0 ? psprintf("%d", r->cur.best_version) : "null",
-					 train_checkpoint_versions(r->job->id), r->st->tc.warmup_updates);
+					 train_checkpoint_versions(r->job->id), r->st->tc.warmup_updates, r->sched.json);
 	escape_json(&b, r->strategy->name);
 	appendStringInfoString(&b, ", \"corpora\": {");
 	for (int l = 0; l < r->corpus.n_labels; l++)
@@ -791,14 +881,13 @@ train_job(CorpqJob *job)
 		check_resumed_prob(r);
 	}
 
-	/* training */
-	if (!budget_spent(r))
+	/*
+	 * training: a fresh run updates at least once, even when calibrating used
+	 * up a budget too short to measure a rate
+	 */
+	if (r->resumed_from < 0 || !budget_spent(r))
 		while (update(r, upd))
 			;
-	else if (r->resumed_from < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the training budget is spent before the first update")));
 
 	/* the result, in the final transaction */
 	corpq_job_xact_begin(cxt);

@@ -1,7 +1,8 @@
 /*
  * corpq.train() options: validation at submission (and again in the worker,
- * from the resolved JSON stored with the job), defaults scaled to the step
- * budget, and the resolved JSON itself.
+ * from the resolved JSON stored with the job), defaults, and the resolved
+ * JSON itself.  What scales with the run's length (warm-up, checkpoint and
+ * validation cadence) the job derives (train_schedule.h).
  */
 #include "postgres.h"
 
@@ -68,7 +69,7 @@ defaults(TrainOptions *o)
 	o->steps = UNSET;
 	o->max_tokens = 4096;
 	o->update_freq = 1;
-	o->lr = 5e-4;
+	o->lr = UNSET;				/* the job's: 1 / sqrt(4000 d_model) */
 	o->warmup_init_lr = 1e-7;
 	o->warmup = UNSET;
 	o->dropout = o->attention_dropout = o->activation_dropout = UNSET;
@@ -159,13 +160,10 @@ resolve(TrainOptions *o)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("training needs a budget"),
 				 errhint("Set at least one of steps, epochs and max_seconds above 0.")));
-	/* warmup stays -1 without a step budget: the worker scales it to the data */
-	if (o->warmup == UNSET && o->steps > 0)
-		o->warmup = (int) Min(4000, o->steps / 10);
-	if (o->checkpoint_every == UNSET)
-		o->checkpoint_every = o->steps > 0 ? (int) Max(1, Min(1000, (o->steps + 4) / 5)) : 1000;
-	if (o->validate_every == UNSET)
-		o->validate_every = o->checkpoint_every;
+	/*
+	 * warmup, checkpoint_every and validate_every stay unset: the job derives
+	 * them from the updates it expects (train_schedule.h)
+	 */
 	if (strcmp(o->strategy, "temperature") == 0 && o->tau == UNSET)
 		o->tau = 5.0;
 	if (strcmp(o->strategy, "temperature") != 0 && o->tau != UNSET)
@@ -213,17 +211,21 @@ train_options_json(const TrainOptions *o)
 
 	initStringInfo(&b);
 	appendStringInfo(&b, "{\"steps\": " INT64_FORMAT ", \"epochs\": %.17g, \"max_seconds\": %.17g"
-					 ", \"max_tokens\": %d, \"update_freq\": %d, \"lr\": %.17g"
+					 ", \"max_tokens\": %d, \"update_freq\": %d"
 					 ", \"warmup_init_lr\": %.17g, \"label_smoothing\": %.17g"
 					 ", \"weight_decay\": %.17g, \"clip_norm\": %.17g, \"seed\": " INT64_FORMAT
-					 ", \"checkpoint_every\": %d, \"keep_checkpoints\": %d"
-					 ", \"validate_every\": %d, \"threads\": %d, \"sampler_every\": %d",
+					 ", \"keep_checkpoints\": %d, \"threads\": %d, \"sampler_every\": %d",
 					 o->steps, o->epochs, o->max_seconds, o->max_tokens, o->update_freq,
-					 o->lr, o->warmup_init_lr, o->label_smoothing, o->weight_decay,
-					 o->clip_norm, o->seed, o->checkpoint_every, o->keep_checkpoints,
-					 o->validate_every, o->threads, o->sampler_every);
+					 o->warmup_init_lr, o->label_smoothing, o->weight_decay,
+					 o->clip_norm, o->seed, o->keep_checkpoints, o->threads, o->sampler_every);
+	if (o->lr > 0)
+		appendStringInfo(&b, ", \"lr\": %.17g", o->lr);
 	if (o->warmup >= 0)
 		appendStringInfo(&b, ", \"warmup\": %d", o->warmup);
+	if (o->checkpoint_every > 0)
+		appendStringInfo(&b, ", \"checkpoint_every\": %d", o->checkpoint_every);
+	if (o->validate_every > 0)
+		appendStringInfo(&b, ", \"validate_every\": %d", o->validate_every);
 	if (o->dropout >= 0)
 		appendStringInfo(&b, ", \"dropout\": %.17g", o->dropout);
 	if (o->attention_dropout >= 0)

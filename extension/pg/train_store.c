@@ -31,10 +31,10 @@ num(double x)
 void
 train_log_write(int64 job, const TrainLogRow *r)
 {
-	Oid			argtypes[11] = {INT8OID, INT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID,
-	FLOAT8OID, INT8OID, FLOAT8OID, FLOAT8OID, TEXTOID, FLOAT8OID};
-	Datum		v[11];
-	char		nulls[11] = "           ";
+	Oid			argtypes[12] = {INT8OID, INT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID,
+	FLOAT8OID, INT8OID, FLOAT8OID, FLOAT8OID, TEXTOID, FLOAT8OID, TEXTOID};
+	Datum		v[12];
+	char		nulls[12] = "            ";
 
 	v[0] = Int64GetDatum(job);
 	v[1] = Int64GetDatum(r->step);
@@ -47,16 +47,19 @@ train_log_write(int64 job, const TrainLogRow *r)
 	v[8] = Float8GetDatum(r->grad_norm);
 	v[9] = r->dev_json ? CStringGetTextDatum(r->dev_json) : (Datum) 0;
 	v[10] = Float8GetDatum(r->dev_loss);
+	v[11] = r->schedule_json ? CStringGetTextDatum(r->schedule_json) : (Datum) 0;
 	if (!r->dev_json)
 		nulls[9] = nulls[10] = 'n';
+	if (!r->schedule_json)
+		nulls[11] = 'n';
 	/* the log is cheap to lose in a crash (resume rewrites it): no flush wait */
 	SPI_execute("SET LOCAL synchronous_commit = off", false, 0);
 	if (corpq_sql_as_owner("INSERT INTO corpq.train_log (job, step, epoch, train_loss, train_nll, lr, "
-						   "tokens, tokens_per_s, grad_norm, dev, dev_loss, dev_ppl, at, owner) "
+						   "tokens, tokens_per_s, grad_norm, dev, dev_loss, dev_ppl, schedule, at, owner) "
 						   "SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10::pg_catalog.jsonb, $11, "
-						   "pg_catalog.exp($11), pg_catalog.clock_timestamp(), j.owner "
+						   "pg_catalog.exp($11), $12::pg_catalog.jsonb, pg_catalog.clock_timestamp(), j.owner "
 						   "FROM corpq.jobs j WHERE j.id OPERATOR(pg_catalog.=) $1",
-						   11, argtypes, v, nulls, 0) != SPI_OK_INSERT || SPI_processed != 1)
+						   12, argtypes, v, nulls, 0) != SPI_OK_INSERT || SPI_processed != 1)
 		elog(ERROR, "could not insert into corpq.train_log");
 }
 
@@ -86,6 +89,8 @@ cursor_json(const TrainCursor *c)
 					 c->best_version, c->first_version);
 	if (c->sampler_state)
 		appendStringInfo(&b, ", \"sampler\": %s", c->sampler_state);
+	if (c->schedule)
+		appendStringInfo(&b, ", \"schedule\": %s", c->schedule);
 	appendStringInfoChar(&b, '}');
 	return b.data;
 }
@@ -306,6 +311,10 @@ read_cursor(int64 job, Datum cursor, TrainCursor *cur, MemoryContext caller)
 	cur->sampler_state = cursor_get(cursor, "{sampler}");
 	if (cur->sampler_state)
 		cur->sampler_state = MemoryContextStrdup(caller, cur->sampler_state);
+	/* checked by train_schedule_restore() */
+	cur->schedule = cursor_get(cursor, "{schedule}");
+	if (cur->schedule)
+		cur->schedule = MemoryContextStrdup(caller, cur->schedule);
 }
 
 bool

@@ -19,12 +19,14 @@ CREATE TABLE corpq.train_log (
     tokens       bigint NOT NULL,
     tokens_per_s float8,
     grad_norm    float8,
+    -- on the first update's row: the schedule the job fixed (train_schedule.h)
+    schedule     jsonb,
     owner        regrole NOT NULL DEFAULT current_user::regrole,
     at           timestamptz NOT NULL DEFAULT clock_timestamp(),
     PRIMARY KEY (job, step)
 );
 COMMENT ON TABLE corpq.train_log IS
-    'one row per update of a training job: epoch (fractional), label-smoothed loss and nll per target token (nats), learning rate, target tokens, tokens/s, gradient norm before clipping; on validation steps dev_loss (nll per token), dev_ppl and per corpus label {"label": {"loss", "ppl", "tokens"}} in dev';
+    'one row per update of a training job: epoch (fractional), label-smoothed loss and nll per target token (nats), learning rate, target tokens, tokens/s, gradient norm before clipping; on validation steps dev_loss (nll per token), dev_ppl and per corpus label {"label": {"loss", "ppl", "tokens"}} in dev; on step 1 the schedule the job fixed (expected updates and why, warm-up, checkpoint and validation cadence, calibration)';
 
 CREATE TABLE corpq.train_checkpoints (
     job      bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,

@@ -8,6 +8,12 @@
 #           checkpoint and started again;
 #   early:  its worker is killed before its first checkpoint (it starts
 #           over: log rows of the dead run are replaced, not duplicated);
+#   budget: only a time budget, so the job calibrates and derives its
+#           schedule (warm-up, checkpoints); its worker is killed after the
+#           first checkpoint: the resumed run must keep the first attempt's
+#           schedule (result and train_log), every lr must follow its
+#           warm-up, and the final weights must equal those of a run given
+#           the same number of steps and that warm-up explicitly;
 # each interrupted job must be requeued, resume from its last checkpoint
 # (attempts = 2, resumed_from_step >= checkpoint interval), reach the
 # requested step count with a finite loss, leave a log without gaps, and end
@@ -62,7 +68,7 @@ UPDATE pairs SET tgt = (SELECT string_agg('v' || ((substr(w, 2)::int * 7 + 3) % 
 SELECT corpq.vocab_build('tr_src', 'SELECT src FROM pairs');
 SELECT corpq.vocab_build('tr_tgt', 'SELECT tgt FROM pairs');
 SELECT corpq.model_create(m, '{"preset": "tiny", "max_positions": 32}', 'tr_src', 'tr_tgt', 1)
-  FROM unnest(ARRAY['ref', 'killed', 'stopped', 'early']) m;
+  FROM unnest(ARRAY['ref', 'killed', 'stopped', 'early', 'budget', 'budget_ref']) m;
 SQL
 submit() {
 	q -c "SELECT corpq.train('$1', 'SELECT src, tgt, domain FROM pairs WHERE id % 10 <> 0 ORDER BY id',
@@ -150,3 +156,32 @@ check_job "$job" early
 	|| fail "early: expected a second attempt from scratch"
 [ "$(final_md5 early)" = "$(final_md5 ref)" ] || fail "early: final weights differ from the uninterrupted run"
 log "early: started over, final weights identical to the uninterrupted run"
+
+# ---- a derived schedule survives a crash and the resume stays exact ----
+BOPTS='{"max_seconds": 20, "max_tokens": 512, "lr": 0.003, "seed": 5, "threads": 1, "keep_checkpoints": 2}'
+job=$(submit budget "$BOPTS")
+wait_checkpoint "$job"
+sched=$(q -c "SELECT schedule FROM corpq.train_log WHERE job = $job AND step = 1")
+[ -n "$sched" ] || fail "budget: no schedule on the first log row"
+pid=$(q -c "SELECT worker_pid FROM corpq.jobs WHERE id = $job")
+log "kill -9 of worker $pid of job $job (schedule $sched) after its checkpoint at step $(q -c "SELECT max(step) FROM corpq.train_checkpoints WHERE job = $job")"
+kill -9 "$pid"
+sleep 1
+cluster_ready
+[ "$(q -c "SELECT corpq.job_wait($job, '600 s')")" = succeeded ] || fail "budget: $(q -c "SELECT state, error FROM corpq.jobs WHERE id = $job")"
+[ "$(q -c "SELECT attempts = 2 AND (result ->> 'resumed_from_step')::int >= 1 FROM corpq.jobs WHERE id = $job")" = t ] \
+	|| fail "budget: not resumed: $(q -c "SELECT attempts, result ->> 'resumed_from_step' FROM corpq.jobs WHERE id = $job")"
+[ "$(q -c "SELECT result -> 'schedule' = '$sched'::jsonb AND (result ->> 'warmup')::int = ('$sched'::jsonb ->> 'warmup')::int
+             AND (SELECT schedule FROM corpq.train_log WHERE job = $job AND step = 1) = '$sched'::jsonb
+             FROM corpq.jobs WHERE id = $job")" = t ] \
+	|| fail "budget: the resumed run changed its schedule: $(q -c "SELECT result -> 'schedule' FROM corpq.jobs WHERE id = $job")"
+steps=$(q -c "SELECT result ->> 'steps' FROM corpq.jobs WHERE id = $job")
+warmup=$(q -c "SELECT '$sched'::jsonb ->> 'warmup'")
+[ "$(q -c "SELECT count(*) = $steps AND min(step) = 1 AND max(step) = $steps
+             AND bool_and(abs(lr - CASE WHEN step - 1 < $warmup THEN 1e-7 + (0.003 - 1e-7) * (step - 1) / $warmup
+                                        ELSE 0.003 * sqrt($warmup.0 / (step - 1)) END) < 1e-12)
+             FROM corpq.train_log WHERE job = $job")" = t ] || fail "budget: the log has gaps or an lr off the schedule"
+ref=$(submit budget_ref "{\"steps\": $steps, \"warmup\": $warmup, \"max_tokens\": 512, \"lr\": 0.003, \"seed\": 5, \"threads\": 1, \"keep_checkpoints\": 2}")
+[ "$(q -c "SELECT corpq.job_wait($ref, '600 s')")" = succeeded ] || fail "budget_ref: $(q -c "SELECT error FROM corpq.jobs WHERE id = $ref")"
+[ "$(final_md5 budget)" = "$(final_md5 budget_ref)" ] || fail "budget: final weights differ from a run of $steps steps with warm-up $warmup"
+log "budget: resumed with its schedule ($steps updates, warm-up $warmup), final weights identical to a run given both explicitly"

@@ -251,6 +251,88 @@ TEST(train_schedule_by_hand)
 	CHECK_NEAR(cq_inverse_sqrt_lr(1e-3, 0.0, 0, 4), 5e-4, 1e-15);
 }
 
+/* The plan from the expected updates: the README's rule worked by hand. */
+TEST(train_schedule_plan_by_hand)
+{
+	/* 1 / sqrt(4000 d): Vaswani et al.'s d^-0.5 4000^-0.5 */
+	CHECK_NEAR(cq_schedule_default_lr(64), 1.0 / 505.96442562694, 1e-15);
+	CHECK_NEAR(cq_schedule_default_lr(256), 1.0 / 1011.9288512539, 1e-15);
+	CHECK_NEAR(cq_schedule_default_lr(512), 1.0 / 1431.0835055999, 1e-15);
+
+	/* unknown length: the documented minimum */
+	CHECK_INT_EQ(cq_schedule_warmup(0), 50);
+	CHECK_INT_EQ(cq_schedule_warmup(-1), 50);
+	/* shorter than the minimum: warm up over the whole run */
+	CHECK_INT_EQ(cq_schedule_warmup(1), 1);
+	CHECK_INT_EQ(cq_schedule_warmup(30), 30);
+	CHECK_INT_EQ(cq_schedule_warmup(50), 50);
+	/* 10 % below 50: the minimum */
+	CHECK_INT_EQ(cq_schedule_warmup(300), 50);
+	CHECK_INT_EQ(cq_schedule_warmup(509), 50);
+	/* 10 %, rounded down */
+	CHECK_INT_EQ(cq_schedule_warmup(510), 51);
+	CHECK_INT_EQ(cq_schedule_warmup(1583), 158);
+	CHECK_INT_EQ(cq_schedule_warmup(39999), 3999);
+	/* at most 4000 (the old rule for a time budget: 40,000 assumed updates) */
+	CHECK_INT_EQ(cq_schedule_warmup(40000), 4000);
+	CHECK_INT_EQ(cq_schedule_warmup(INT64_C(1) << 40), 4000);
+
+	CHECK_INT_EQ(cq_schedule_checkpoint_every(0), 1000);
+	CHECK_INT_EQ(cq_schedule_checkpoint_every(1), 1);
+	CHECK_INT_EQ(cq_schedule_checkpoint_every(10), 1);
+	CHECK_INT_EQ(cq_schedule_checkpoint_every(11), 2);
+	CHECK_INT_EQ(cq_schedule_checkpoint_every(1583), 159);
+	CHECK_INT_EQ(cq_schedule_checkpoint_every(10000), 1000);
+	CHECK_INT_EQ(cq_schedule_checkpoint_every(10001), 1000);
+
+	CHECK_INT_EQ(cq_schedule_expected_updates(900.0, 0.5), 1800);
+	CHECK_INT_EQ(cq_schedule_expected_updates(900.0, 0.7), 1285);	/* 1285.7 */
+	CHECK_INT_EQ(cq_schedule_expected_updates(0.2, 0.5), 1);
+	CHECK_INT_EQ(cq_schedule_expected_updates(-3.0, 0.5), 1);
+	CHECK_INT_EQ(cq_schedule_expected_updates(900.0, NAN), 0);
+	CHECK_INT_EQ(cq_schedule_expected_updates(900.0, 0.0), 0);
+	CHECK_INT_EQ(cq_schedule_expected_updates(900.0, INFINITY), 0);
+}
+
+/* Calibration with made-up pass times: when it stops and what it measures. */
+TEST(train_schedule_calibration)
+{
+	cq_calibration c;
+	int			n = 0;
+
+	/* 15 minutes, passes of 1.5 s then 1 s: all 1 + 5 passes (6.5 s < 45 s) */
+	cq_calibration_start(&c, 900.0);
+	while (cq_calibration_more(&c))
+		cq_calibration_add(&c, n++ == 0 ? 1.5 : 1.0);
+	CHECK_INT_EQ(c.passes, 6);
+	CHECK_NEAR(cq_calibration_seconds(&c), 6.5, 1e-12);
+	CHECK_NEAR(cq_calibration_seconds_per_update(&c), 1.0, 1e-12);
+	CHECK_INT_EQ(cq_schedule_expected_updates(900.0 - cq_calibration_seconds(&c),
+											  cq_calibration_seconds_per_update(&c)), 893);
+
+	/* 30 s, passes of 0.5 s: stops once 5 % (1.5 s) is used, after 3 passes */
+	cq_calibration_start(&c, 30.0);
+	while (cq_calibration_more(&c))
+		cq_calibration_add(&c, 0.5);
+	CHECK_INT_EQ(c.passes, 3);
+	CHECK_NEAR(cq_calibration_seconds_per_update(&c), 0.5, 1e-12);
+
+	/* 10 s, a first pass of 1 s (> 0.5 s): too short to measure a rate */
+	cq_calibration_start(&c, 10.0);
+	CHECK(cq_calibration_more(&c));
+	cq_calibration_add(&c, 1.0);
+	CHECK(!cq_calibration_more(&c));
+	CHECK(isnan(cq_calibration_seconds_per_update(&c)));
+	CHECK_INT_EQ(cq_schedule_expected_updates(9.0, cq_calibration_seconds_per_update(&c)), 0);
+	CHECK_INT_EQ(cq_schedule_warmup(0), CQ_SCHEDULE_WARMUP_MIN);
+
+	/* no budget left at all: one pass, no rate */
+	cq_calibration_start(&c, 0.0);
+	CHECK(cq_calibration_more(&c));
+	cq_calibration_add(&c, 0.01);
+	CHECK(!cq_calibration_more(&c));
+}
+
 TEST(train_clipping)
 {
 	float		g[2] = {3.0f, 4.0f},
