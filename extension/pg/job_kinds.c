@@ -8,11 +8,13 @@
 
 #include "pg/jobs.h"
 #include "pg/lexicon_catalog.h"
+#include "pg/model/translate.h"
 #include "pg/train_job.h"
 
 static const CorpqJobKind kinds[] = {
 	{"lexicon_train", lexicon_train_job, true},
 	{"train", train_job, true},
+	{"translate", translate_job, true},
 	{NULL, NULL, false}
 };
 
