@@ -18,6 +18,7 @@
 #include "postgres.h"
 
 #include <math.h>
+#include <sys/resource.h>
 
 #include "access/htup_details.h"
 #include "catalog/namespace.h"
@@ -476,6 +477,17 @@ progress(JobRun *r, bool force)
 					   force);
 }
 
+/* CPU seconds of this worker process so far (the job is all it runs). */
+static double
+cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+		(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
 static char *
 result_json(JobRun *r)
 {
@@ -491,11 +503,11 @@ result_json(JobRun *r)
 	escape_json(&b, corpq_job_arg(r->job, "target_name"));
 	appendStringInfo(&b, ", \"rows\": " INT64_FORMAT ", \"translated\": " INT64_FORMAT
 					 ", \"tokens\": " INT64_FORMAT ", \"chunks\": %d, \"seconds\": %.3f"
-					 ", \"decode_seconds\": %.3f, \"step_seconds\": %.3f"
+					 ", \"cpu_seconds\": %.3f, \"decode_seconds\": %.3f, \"step_seconds\": %.3f"
 					 ", \"sentences_per_s\": %s, \"tokens_per_s\": %s, \"attempts\": %d"
 					 ", \"resumed_from_row\": %s, \"rebuilds\": %d}",
 					 r->rows_done, r->translated_done, r->tokens_done, r->chunk, total_s,
-					 decode_s, st->step_seconds, num(st->sentences / decode_s),
+					 cpu_seconds(), decode_s, st->step_seconds, num(st->sentences / decode_s),
 					 num(st->tokens / decode_s), r->job->attempts,
 					 r->resumed_from >= 0 ? psprintf(INT64_FORMAT, r->resumed_from) : "null",
 					 st->rebuilds);
