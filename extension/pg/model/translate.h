@@ -29,6 +29,7 @@
 #include "utils/jsonb.h"
 
 #include "nn/translate.h"
+#include "pg/base/corpus_query.h"
 #include "pg/model_score.h"
 
 /* Which function's options: each accepts its own keys. */
@@ -116,6 +117,18 @@ int32	   *corpq_translate_encode(CorpqTranslateEngine *e, const char *src, int l
  */
 void		corpq_translate_add(CorpqTranslateEngine *e, int64 id, uint64 key,
 								const int32 *ids, int n, uint64 mark);
+
+/*
+ * Row i of a batch of a query returning (id, src): queued with its id as
+ * the sampling key (a NULL src as a NULL source).  ERROR for a NULL id.
+ * With hash, *hash is extended with the row (corpq_translate_hash_row) and
+ * the result is the row's mark.
+ */
+void		corpq_translate_add_row(CorpqTranslateEngine *e, const CorpqBatch *b, uint64 i,
+									uint64 *hash);
+
+/* h extended with row i (id, src) of a batch: a job's check of its rows. */
+uint64		corpq_translate_hash_row(uint64 h, const CorpqBatch *b, uint64 i);
 
 /*
  * Decode until every queued source is in the batch (drain false: the caller

@@ -5,6 +5,7 @@
  */
 #include "postgres.h"
 
+#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
@@ -15,7 +16,7 @@
 #include "text/vocabulary.h"
 
 /* A queued sentence. */
-typedef struct Item
+typedef struct Queued
 {
 	int64		id;
 	uint64		key;
@@ -25,7 +26,7 @@ typedef struct Item
 	bool		done;
 	int			n_hyps;
 	cq_hypothesis *hyps;		/* copied out of the workspace when done */
-} Item;
+} Queued;
 
 struct CorpqTranslateEngine
 {
@@ -47,7 +48,7 @@ struct CorpqTranslateEngine
 	Size		ws_bytes;
 
 	/* the queue: sequence numbers lo .. hi - 1, item s at items[s % cap] */
-	Item	   *items;
+	Queued	   *items;
 	int64		cap;
 	int64		lo;				/* the oldest not handed back */
 	int64		next;			/* the next to admit */
@@ -68,7 +69,7 @@ corpq_translate_engine_create(MemoryContext parent, CorpqTranslatedFn fn, void *
 	e->arg = arg;
 	e->scorer = corpq_scorer_create(cxt);
 	e->cap = 64;
-	e->items = MemoryContextAllocZero(cxt, sizeof(Item) * e->cap);
+	e->items = MemoryContextAllocZero(cxt, sizeof(Queued) * e->cap);
 	return e;
 }
 
@@ -84,7 +85,7 @@ corpq_translate_stats(const CorpqTranslateEngine *e)
 	return &e->stats;
 }
 
-static Item *
+static Queued *
 item(CorpqTranslateEngine *e, int64 seq)
 {
 	return &e->items[seq % e->cap];
@@ -115,6 +116,18 @@ check_options(CorpqTranslateEngine *e, const cq_model *m)
 				 errdetail("%s.", err.message)));
 }
 
+/* Field by field: padding bytes may differ between two copies. */
+static bool
+same_search(const cq_translate_options *a, const cq_translate_options *b)
+{
+	return a->search == b->search && a->beam == b->beam && a->nbest == b->nbest &&
+		a->lenpen == b->lenpen && a->max_len_a == b->max_len_a &&
+		a->max_len_b == b->max_len_b && a->min_len == b->min_len &&
+		a->no_repeat_ngram_size == b->no_repeat_ngram_size &&
+		a->unk_penalty == b->unk_penalty && a->temperature == b->temperature &&
+		a->topk == b->topk && a->topp == b->topp && a->seed == b->seed;
+}
+
 void
 corpq_translate_engine_use(CorpqTranslateEngine *e, const char *spec, bool pinned,
 						   const CorpqTranslateOptions *o, int batch)
@@ -124,7 +137,7 @@ corpq_translate_engine_use(CorpqTranslateEngine *e, const char *spec, bool pinne
 	Assert(e->lo == e->hi);
 	corpq_scorer_use(e->scorer, spec, pinned);
 	if (e->ready && before == e->scorer->cur && e->batch == batch &&
-		memcmp(&e->o.core, &o->core, sizeof(o->core)) == 0)
+		same_search(&e->o.core, &o->core))
 		return;
 	e->o = *o;
 	e->batch = batch;
@@ -150,7 +163,7 @@ static void
 grow_queue(CorpqTranslateEngine *e)
 {
 	int64		cap = e->cap * 2;
-	Item	   *items = MemoryContextAllocZero(e->cxt, sizeof(Item) * cap);
+	Queued	   *items = MemoryContextAllocZero(e->cxt, sizeof(Queued) * cap);
 
 	for (int64 s = e->lo; s < e->hi; s++)
 		items[s % cap] = *item(e, s);
@@ -165,7 +178,7 @@ hand_back(CorpqTranslateEngine *e)
 {
 	while (e->lo < e->hi && item(e, e->lo)->done)
 	{
-		Item	   *it = item(e, e->lo);
+		Queued	   *it = item(e, e->lo);
 		CorpqTranslated t = {it->id, it->ids == NULL, it->n_hyps, it->hyps, it->mark};
 
 		e->stats.sentences++;
@@ -198,7 +211,7 @@ void
 corpq_translate_add(CorpqTranslateEngine *e, int64 id, uint64 key, const int32 *ids, int n,
 					uint64 mark)
 {
-	Item	   *it;
+	Queued	   *it;
 
 	Assert(e->ready);
 	if (e->hi - e->lo == e->cap)
@@ -217,6 +230,56 @@ corpq_translate_add(CorpqTranslateEngine *e, int64 id, uint64 key, const int32 *
 	else
 		it->done = true;		/* nothing to decode: handed back by the next run */
 	e->hi++;
+}
+
+/* ---- rows of a query (id, src) ---- */
+
+/* Column 1 of row i; ERROR when it is NULL. */
+static int64
+row_id(const CorpqBatch *b, uint64 i)
+{
+	int64		id;
+
+	if (!corpq_batch_int64(b, i, 1, &id))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("source query returned a NULL id in row " UINT64_FORMAT, b->first + i + 1),
+				 errhint("The id keys the row's result and its sampling; filter NULL ids out.")));
+	return id;
+}
+
+uint64
+corpq_translate_hash_row(uint64 h, const CorpqBatch *b, uint64 i)
+{
+	const char *src;
+	int			len;
+
+	h = hash_combine64(h, (uint64) row_id(b, i));
+	if (!corpq_batch_text(b, i, 2, &src, &len))
+		return hash_combine64(h, UINT64CONST(0x6e756c6c));	/* "null" */
+	return hash_combine64(h, hash_bytes_extended((const unsigned char *) src, len, 0));
+}
+
+void
+corpq_translate_add_row(CorpqTranslateEngine *e, const CorpqBatch *b, uint64 i, uint64 *hash)
+{
+	int64		id = row_id(b, i);
+	uint64		mark = 0;
+	const char *src;
+	int			len,
+				n;
+	int32	   *ids;
+
+	if (hash)
+		mark = *hash = corpq_translate_hash_row(*hash, b, i);
+	if (!corpq_batch_text(b, i, 2, &src, &len))
+	{
+		corpq_translate_add(e, id, 0, NULL, 0, mark);
+		return;
+	}
+	ids = corpq_translate_encode(e, src, len, &n);
+	corpq_translate_add(e, id, (uint64) id, ids, n, mark);
+	pfree(ids);
 }
 
 /* ---- the translator ---- */
@@ -293,7 +356,7 @@ admit(CorpqTranslateEngine *e)
 
 	while (e->next < e->hi && cq_translator_free_slots(e->tr) > 0)
 	{
-		Item	   *it = item(e, e->next);
+		Queued	   *it = item(e, e->next);
 		cq_source	src = {it->ids, it->n, it->key, e->next};
 		cq_nn_status st;
 
@@ -319,7 +382,7 @@ take_finished(CorpqTranslateEngine *e)
 
 	while (cq_translator_next(e->tr, &t))
 	{
-		Item	   *it = item(e, t.tag);
+		Queued	   *it = item(e, t.tag);
 		MemoryContext old = MemoryContextSwitchTo(e->items_cxt);
 
 		it->n_hyps = t.n_hyps;

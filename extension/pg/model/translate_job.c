@@ -24,7 +24,6 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
@@ -229,15 +228,6 @@ typedef struct JobRun
 	TimestampTz decode_start;
 } JobRun;
 
-/* One more (id, src) row in the running hash of the query's rows. */
-static uint64
-hash_row(uint64 h, int64 id, const char *src, int len, bool null_src)
-{
-	h = hash_combine64(h, (uint64) id);
-	return hash_combine64(h, null_src ? UINT64CONST(0x6e756c6c)
-						  : hash_bytes_extended((const unsigned char *) src, len, 0));
-}
-
 static void write_chunk(JobRun *r);
 
 /* A sentence handed back by the engine: one more row of the chunk. */
@@ -283,30 +273,7 @@ add_rows(void *arg, const CorpqBatch *b)
 	JobRun	   *r = arg;
 
 	for (uint64 i = 0; i < b->n; i++)
-	{
-		int64		id;
-		const char *src = NULL;
-		int			len = 0,
-					n;
-		bool		null_src;
-		int32	   *ids;
-
-		if (!corpq_batch_int64(b, i, 1, &id))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("source query returned a NULL id in row " UINT64_FORMAT, b->first + i + 1),
-					 errhint("The id keys the row's result and its sampling; filter NULL ids out.")));
-		null_src = !corpq_batch_text(b, i, 2, &src, &len);
-		r->hash = hash_row(r->hash, id, src, len, null_src);
-		if (null_src)
-		{
-			corpq_translate_add(r->e, id, 0, NULL, 0, r->hash);
-			continue;
-		}
-		ids = corpq_translate_encode(r->e, src, len, &n);
-		corpq_translate_add(r->e, id, (uint64) id, ids, n, r->hash);
-		pfree(ids);
-	}
+		corpq_translate_add_row(r->e, b, i, &r->hash);
 }
 
 /* Rows skipped on resume: only hashed. */
@@ -316,16 +283,7 @@ hash_rows(void *arg, const CorpqBatch *b)
 	JobRun	   *r = arg;
 
 	for (uint64 i = 0; i < b->n; i++)
-	{
-		int64		id = 0;
-		const char *src = NULL;
-		int			len = 0;
-		bool		null_src;
-
-		(void) corpq_batch_int64(b, i, 1, &id);
-		null_src = !corpq_batch_text(b, i, 2, &src, &len);
-		r->hash = hash_row(r->hash, id, src, len, null_src);
-	}
+		r->hash = corpq_translate_hash_row(r->hash, b, i);
 }
 
 static void

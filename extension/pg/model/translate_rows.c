@@ -11,7 +11,6 @@
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 
-#include "pg/base/corpus_query.h"
 #include "pg/corpq.h"
 #include "pg/model/translate.h"
 
@@ -57,27 +56,7 @@ add_batch(void *arg, const CorpqBatch *b)
 	RowsRun    *r = arg;
 
 	for (uint64 i = 0; i < b->n; i++)
-	{
-		int64		id;
-		const char *src;
-		int			len,
-					n;
-		int32	   *ids;
-
-		if (!corpq_batch_int64(b, i, 1, &id))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("source query returned a NULL id in row " UINT64_FORMAT, b->first + i + 1),
-					 errhint("The id keys the row's result and its sampling; filter NULL ids out.")));
-		if (!corpq_batch_text(b, i, 2, &src, &len))
-		{
-			corpq_translate_add(r->e, id, 0, NULL, 0, 0);
-			continue;
-		}
-		ids = corpq_translate_encode(r->e, src, len, &n);
-		corpq_translate_add(r->e, id, (uint64) id, ids, n, 0);
-		pfree(ids);
-	}
+		corpq_translate_add_row(r->e, b, i, NULL);
 	corpq_translate_run(r->e, false);
 }
 
