@@ -110,10 +110,8 @@ check_options(CorpqTranslateEngine *e, const cq_model *m)
 	cq_nn_status st = cq_translate_options_check(&e->o.core, &m->cfg, &err);
 
 	if (st != CQ_NN_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid translation options for model \"%s\"", e->scorer->cur->spec),
-				 errdetail("%s.", err.message)));
+		corpq_nn_error_report(st, psprintf("invalid translation options for model \"%s\"",
+										   e->scorer->cur->spec), err.message);
 }
 
 /* Field by field: padding bytes may differ between two copies. */
