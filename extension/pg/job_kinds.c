@@ -9,12 +9,14 @@
 #include "pg/antap/antap.h"
 #include "pg/jobs.h"
 #include "pg/lexicon_catalog.h"
+#include "pg/model/translate.h"
 #include "pg/train_job.h"
 
 static const CorpqJobKind kinds[] = {
 	{"antap_train", antap_train_job, true},
 	{"lexicon_train", lexicon_train_job, true},
 	{"train", train_job, true},
+	{"translate", translate_job, true},
 	{NULL, NULL, false}
 };
 

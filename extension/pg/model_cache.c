@@ -72,9 +72,19 @@ corpq_model_define_gucs(void)
 							NULL, NULL, NULL);
 }
 
+/* Entries evicted so far in this backend (corpq_model_cache_evictions). */
+static uint64 evictions = 0;
+
+uint64
+corpq_model_cache_evictions(void)
+{
+	return evictions;
+}
+
 static void
 evict(int i)
 {
+	evictions++;
 	MemoryContextDelete(entries[i].cxt);
 	entries[i] = entries[--n_entries];
 }

@@ -38,6 +38,13 @@ corpq_nn_error_report(int code, const char *what, const char *message)
 		case CQ_NN_ETENSOR:
 			e = ERRCODE_INVALID_BINARY_REPRESENTATION;
 			break;
+		case CQ_NN_ETOOLONG:
+			/* a sentence beyond the model's positions: the message names the limit */
+			e = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+			break;
+		case CQ_NN_ECANCELED:
+			e = ERRCODE_QUERY_CANCELED;
+			break;
 		default:
 			e = ERRCODE_INTERNAL_ERROR;
 			break;

@@ -58,6 +58,15 @@ bool		corpq_model_split_spec(const char *spec, int *name_len, int32 *version);
 const cq_model *corpq_model_get(const CorpqModelRef *ref);
 
 /*
+ * How many models this backend's cache has evicted so far.  Code that keeps
+ * a model pointer across calls that may load other models (a translator
+ * held while a user query runs) compares it before using the pointer again:
+ * if it changed, the pointer may be gone, and corpq_model_get gives the
+ * current one.
+ */
+uint64		corpq_model_cache_evictions(void);
+
+/*
  * Insert the next version of model model_id with weight image weights (a
  * valid image, e.g. from cq_modelfile_write; its CRC-32 trailer becomes the
  * checksum).  source is 'create', 'import' or 'checkpoint'; step < 0 and

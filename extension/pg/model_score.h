@@ -59,6 +59,18 @@ void		corpq_scorer_encode(CorpqScorer *s, const char *src, int src_len,
 								const char *tgt, int tgt_len, cq_pair *p);
 
 /*
+ * ERROR (program_limit_exceeded) naming the current model's limit when a
+ * side ("source", "target") of n tokens exceeds max_positions - 1.
+ */
+void		corpq_scorer_check_length(CorpqScorer *s, const char *side, int n);
+
+/*
+ * h extended with n token ids: the content key of a sentence, so that what
+ * is drawn for it (dropout masks, samples) depends on its tokens only.
+ */
+uint64		corpq_ids_key(uint64 h, const int32 *ids, int n);
+
+/*
  * One forward over pairs (dropout NULL = off); the outputs are s->out, per
  * target position pair after pair, valid until the next call.
  */

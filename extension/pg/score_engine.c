@@ -87,8 +87,17 @@ mix(uint64 h, uint64 v)
 	return h ^ (h >> 31);
 }
 
-static void
-check_length(CorpqScorer *s, const char *side, int n)
+uint64
+corpq_ids_key(uint64 h, const int32 *ids, int n)
+{
+	h = mix(h, (uint64) n);
+	for (int i = 0; i < n; i++)
+		h = mix(h, (uint64) ids[i]);
+	return h;
+}
+
+void
+corpq_scorer_check_length(CorpqScorer *s, const char *side, int n)
 {
 	if (n > s->cfg.max_positions - 1)
 		ereport(ERROR,
@@ -103,19 +112,11 @@ void
 corpq_scorer_encode(CorpqScorer *s, const char *src, int src_len,
 					const char *tgt, int tgt_len, cq_pair *p)
 {
-	uint64		h = 0;
-
 	p->src = corpq_vocab_encode_text(s->src_vocab, src, src_len, &p->src_len);
 	p->tgt = corpq_vocab_encode_text(s->tgt_vocab, tgt, tgt_len, &p->tgt_len);
-	check_length(s, "source", p->src_len);
-	check_length(s, "target", p->tgt_len);
-	h = mix(h, (uint64) p->src_len);
-	for (int i = 0; i < p->src_len; i++)
-		h = mix(h, (uint64) p->src[i]);
-	h = mix(h, (uint64) p->tgt_len);
-	for (int i = 0; i < p->tgt_len; i++)
-		h = mix(h, (uint64) p->tgt[i]);
-	p->key = h;
+	corpq_scorer_check_length(s, "source", p->src_len);
+	corpq_scorer_check_length(s, "target", p->tgt_len);
+	p->key = corpq_ids_key(corpq_ids_key(0, p->src, p->src_len), p->tgt, p->tgt_len);
 }
 
 /* Grow the output arrays to rows positions and pairs sentences. */

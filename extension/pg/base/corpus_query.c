@@ -249,6 +249,96 @@ corpq_query_stream(const char *query, const CorpqQuerySpec *spec, int batch_rows
 	return rows;
 }
 
+/* ---- a cursor across transactions ---- */
+
+void
+corpq_query_hold(const char *query, const CorpqQuerySpec *spec, const char *name,
+				 CorpqHeldQuery *q)
+{
+	SPIPlanPtr	plan;
+	CachedPlanSource *ps;
+
+	Assert(spec->max_columns <= lengthof(q->base_types));
+	memset(q, 0, sizeof(*q));
+	strlcpy(q->portal, name, sizeof(q->portal));
+	q->spec = spec;
+	connect_spi();
+	plan = SPI_prepare_cursor(query, 0, NULL, CURSOR_OPT_HOLD | CURSOR_OPT_SCROLL);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare_cursor failed: %s", SPI_result_code_string(SPI_result));
+	ps = check_select(plan, spec);
+	q->n_columns = check_columns(ps->resultDesc, spec, q->base_types);
+	(void) SPI_cursor_open(q->portal, plan, NULL, NULL, true);
+	SPI_finish();
+}
+
+static Portal
+held_portal(CorpqHeldQuery *q)
+{
+	Portal		p = SPI_cursor_find(q->portal);
+
+	if (p == NULL)
+		elog(ERROR, "cursor \"%s\" of the %s query is gone", q->portal, q->spec->what);
+	return p;
+}
+
+uint64
+corpq_query_held_count(CorpqHeldQuery *q)
+{
+	Portal		p;
+	uint64		n;
+
+	connect_spi();
+	p = held_portal(q);
+	SPI_scroll_cursor_move(p, FETCH_ABSOLUTE, 0);
+	SPI_scroll_cursor_move(p, FETCH_FORWARD, FETCH_ALL);
+	n = SPI_processed;
+	SPI_scroll_cursor_move(p, FETCH_ABSOLUTE, 0);
+	SPI_finish();
+	q->next = 0;
+	return n;
+}
+
+uint64
+corpq_query_held_fetch(CorpqHeldQuery *q, int n, CorpqBatchFn fn, void *arg)
+{
+	MemoryContext batch_cxt = AllocSetContextCreate(CurrentMemoryContext,
+													"corpq query batch",
+													ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old;
+	CorpqBatch	batch = {0};
+	uint64		got;
+
+	Assert(n > 0);
+	CHECK_FOR_INTERRUPTS();
+	connect_spi();
+	SPI_cursor_fetch(held_portal(q), true, n);
+	got = SPI_processed;
+	if (got > 0)
+	{
+		batch.tuptable = SPI_tuptable;
+		batch.n = got;
+		batch.first = q->next;
+		batch.n_columns = q->n_columns;
+		batch.base_types = q->base_types;
+		q->next += got;
+		old = MemoryContextSwitchTo(batch_cxt);
+		fn(arg, &batch);
+		MemoryContextSwitchTo(old);
+	}
+	SPI_finish();
+	MemoryContextDelete(batch_cxt);
+	return got;
+}
+
+void
+corpq_query_held_close(CorpqHeldQuery *q)
+{
+	connect_spi();
+	SPI_cursor_close(held_portal(q));
+	SPI_finish();
+}
+
 static Datum
 batch_value(const CorpqBatch *b, uint64 i, int col, bool *isnull)
 {

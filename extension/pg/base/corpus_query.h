@@ -80,6 +80,40 @@ int64		corpq_query_stream(const char *query, const CorpqQuerySpec *spec,
 							   int batch_rows, CorpqBatchFn fn, void *arg);
 
 /*
+ * A query read across many transactions, by a job that commits as it goes.
+ * corpq_query_hold checks the query and opens a cursor on it WITH HOLD (and
+ * SCROLL): at the commit of the transaction that opened it PostgreSQL runs
+ * the query to its end (an error in the query surfaces in that commit) and
+ * keeps its rows, in memory up to work_mem and then in a temporary file,
+ * until corpq_query_held_close or the end of the session.  The other calls
+ * run in later transactions; each connects SPI itself.
+ */
+typedef struct CorpqHeldQuery
+{
+	char		portal[NAMEDATALEN];	/* the cursor's name */
+	const CorpqQuerySpec *spec;
+	int			n_columns;
+	Oid			base_types[8];	/* of each column, domains resolved */
+	uint64		next;			/* 0-based number of the next row */
+} CorpqHeldQuery;
+
+/* In the transaction whose commit runs the query; name names the cursor. */
+void		corpq_query_hold(const char *query, const CorpqQuerySpec *spec,
+							 const char *name, CorpqHeldQuery *q);
+
+/* The number of rows of the result; the cursor is back at its start. */
+uint64		corpq_query_held_count(CorpqHeldQuery *q);
+
+/*
+ * Fetch up to n rows and call fn once with them (as corpq_query_stream
+ * does, in a short-lived context); returns how many (0 at the end).
+ */
+uint64		corpq_query_held_fetch(CorpqHeldQuery *q, int n, CorpqBatchFn fn, void *arg);
+
+/* Drop the cursor and its rows (in a transaction). */
+void		corpq_query_held_close(CorpqHeldQuery *q);
+
+/*
  * Row i (0-based within the batch), column col (1-based) as text bytes
  * (detoasted in the batch context); false when NULL.
  */

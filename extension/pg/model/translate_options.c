@@ -1,0 +1,101 @@
+/*
+ * Options of the translation functions (translate.h): one table per
+ * function, sharing the rows of the search, through base/options.h.
+ * Defaults are fairseq's (nn/translate.h); the bounds here are what a jsonb
+ * value may be at all, the core checks the rest against the model.
+ */
+#include "postgres.h"
+
+#include "pg/base/options.h"
+#include "pg/corpq.h"
+#include "pg/model/translate.h"
+
+StaticAssertDecl(sizeof(cq_search) == sizeof(int), "an ENUM option is stored as an int");
+
+static const char *const search_names[] = {"beam", "sample", NULL};
+static const int search_values[] = {CQ_SEARCH_BEAM, CQ_SEARCH_SAMPLE};
+
+#define OPT(field) CORPQ_OPT_FIELD(CorpqTranslateOptions, field)
+
+/* What every translation function accepts. */
+#define SEARCH_ROWS \
+	{.key = "search", OPT(core.search), .type = CORPQ_OPT_ENUM, \
+	 .names = search_names, .values = search_values, .def = CQ_SEARCH_BEAM}, \
+	{.key = "beam", OPT(core.beam), .type = CORPQ_OPT_INT, .min = 1, .max = 1000, .def = 5}, \
+	{.key = "nbest", OPT(core.nbest), .type = CORPQ_OPT_INT, .min = 1, .max = 1000, .def = 1}, \
+	{.key = "lenpen", OPT(core.lenpen), .type = CORPQ_OPT_NUMBER, \
+	 .range = CORPQ_RANGE_CLOSED, .lo = -1000, .hi = 1000, .def = 1}, \
+	{.key = "max_len_a", OPT(core.max_len_a), .type = CORPQ_OPT_NUMBER, \
+	 .range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1000, .def = 0}, \
+	{.key = "max_len_b", OPT(core.max_len_b), .type = CORPQ_OPT_INT, \
+	 .min = 0, .max = 1000000, .def = 200}, \
+	{.key = "min_len", OPT(core.min_len), .type = CORPQ_OPT_INT, .min = 0, .max = 1000000, .def = 1}, \
+	{.key = "no_repeat_ngram_size", OPT(core.no_repeat_ngram_size), .type = CORPQ_OPT_INT, \
+	 .min = 0, .max = 1000, .def = 0}, \
+	{.key = "unk_penalty", OPT(core.unk_penalty), .type = CORPQ_OPT_NUMBER, \
+	 .range = CORPQ_RANGE_CLOSED, .lo = -1000, .hi = 1000, .def = 0}, \
+	{.key = "temperature", OPT(core.temperature), .type = CORPQ_OPT_NUMBER, \
+	 .range = CORPQ_RANGE_POSITIVE, .hi = 1000, .def = 1}, \
+	{.key = "topk", OPT(core.topk), .type = CORPQ_OPT_INT, .min = 0, .max = 1000000, .def = 0, \
+	 .expected = "an integer from 0 (off) to the target vocabulary's size"}, \
+	{.key = "topp", OPT(core.topp), .type = CORPQ_OPT_NUMBER, \
+	 .range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1, .def = 0, \
+	 .expected = "a number in [0, 1], 0 = off"}, \
+	{.key = "seed", OPT(core.seed), .type = CORPQ_OPT_INT64, .min = 0, .max = PG_INT64_MAX, .def = 0}
+
+/* Sentences decoded together: the core's row limits bound batch x beam. */
+#define BATCH_ROW \
+	{.key = "batch", OPT(batch), .type = CORPQ_OPT_INT, .min = 1, .max = 1024, .def = 32}
+
+static const CorpqOption one_rows[] = {SEARCH_ROWS, {0}};
+static const CorpqOption rows_rows[] = {SEARCH_ROWS, BATCH_ROW, {0}};
+static const CorpqOption job_rows[] = {
+	SEARCH_ROWS, BATCH_ROW,
+	{.key = "chunk_rows", OPT(chunk_rows), .type = CORPQ_OPT_INT, .min = 1, .max = 10000000,
+	.def = 1000},
+	/* unset: the submitting session's corpq.threads */
+	{.key = "threads", OPT(threads), .type = CORPQ_OPT_INT, .min = 1, .max = 256,
+	.flags = CORPQ_OPT_UNSET},
+	{0}
+};
+
+static const CorpqOptionTable tables[] = {
+	[CORPQ_TRANSLATE_ONE] = {"translation", one_rows},
+	[CORPQ_TRANSLATE_ROWS] = {"translation", rows_rows},
+	[CORPQ_TRANSLATE_JOB] = {"translation job", job_rows},
+};
+
+/* Fields a table leaves out get the values the engine then ignores. */
+static void
+fill(CorpqTranslateCall call, CorpqTranslateOptions *o)
+{
+	if (call == CORPQ_TRANSLATE_ONE)
+		o->batch = 1;
+	if (call != CORPQ_TRANSLATE_JOB)
+		o->chunk_rows = 0;
+	if (call != CORPQ_TRANSLATE_JOB || o->threads == CORPQ_OPT_UNSET_VALUE)
+		o->threads = corpq_threads;
+}
+
+void
+corpq_translate_options_parse(CorpqTranslateCall call, Jsonb *options, CorpqTranslateOptions *o)
+{
+	memset(o, 0, sizeof(*o));
+	corpq_options_parse(&tables[call], options, o);
+	fill(call, o);
+}
+
+void
+corpq_translate_options_parse_text(CorpqTranslateCall call, const char *json,
+								   CorpqTranslateOptions *o)
+{
+	memset(o, 0, sizeof(*o));
+	corpq_options_parse_text(&tables[call], json, o);
+	fill(call, o);
+}
+
+char *
+corpq_translate_options_json(CorpqTranslateCall call, const CorpqTranslateOptions *o)
+{
+	return corpq_options_json(&tables[call], o);
+}
