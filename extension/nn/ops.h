@@ -34,7 +34,12 @@ void		cq_gelu_erf(float *x, long n);	/* x/2 (1 + erf(x / sqrt 2)) */
  */
 void		cq_softmax_rows(float *x, int rows, int cols, int ld, bool causal);
 
-/* exp(x) for x <= 88, ~2 ulp, written so that loops over it vectorise. */
+/*
+ * exp(x) for x <= 88, ~2 ulp, written so that loops over it vectorise.  The
+ * exponent is computed from x clamped to [-87, 88] with NaN taken as -87, so
+ * the integer conversion below is defined for every input; a NaN input is
+ * returned as NaN (a select, which still vectorises).
+ */
 static inline float
 cq_fast_expf(float x)
 {
@@ -47,7 +52,9 @@ cq_fast_expf(float x)
 				r,
 				p;
 
-	x = x < -87.0f ? -87.0f : x;
+	float		in = x;
+
+	x = x >= -87.0f ? (x <= 88.0f ? x : 88.0f) : -87.0f;
 	n = __builtin_floorf(x * 1.44269504088896341f + 0.5f);
 	r = x - n * 0.693359375f;
 	r = r + n * 2.12194440e-4f;
@@ -59,7 +66,7 @@ cq_fast_expf(float x)
 	p = p * r + 5.0000001201e-1f;
 	p = p * r * r + r + 1.0f;
 	scale.i = ((int32_t) n + 127) << 23;
-	return p * scale.f;
+	return in != in ? in : p * scale.f;
 }
 
 /* What the forward pass reports for one output row of logits. */

@@ -56,6 +56,16 @@ TEST(fast_exp_accuracy)
 	CHECK(cq_fast_expf(-1000.0f) >= 0.0f && cq_fast_expf(-1000.0f) < 1e-37f);
 }
 
+/* Outside its domain: defined results (the sanitizer run checks no UB). */
+TEST(fast_exp_non_finite)
+{
+	CHECK(isnan(cq_fast_expf(NAN)));
+	CHECK(isnan(cq_fast_expf(-NAN)));
+	CHECK(cq_fast_expf(-INFINITY) >= 0.0f && cq_fast_expf(-INFINITY) < 1e-37f);
+	CHECK(isfinite(cq_fast_expf(INFINITY)) && cq_fast_expf(INFINITY) > 1e38f);
+	CHECK(cq_fast_expf(88.0f) > 1e38f && cq_fast_expf(1e30f) == cq_fast_expf(88.0f));
+}
+
 TEST(softmax_rows_causal)
 {
 	/* [[0, ln 3], [ln 2, 0]] plain; causal keeps row 0's first entry only */
