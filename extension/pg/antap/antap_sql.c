@@ -20,9 +20,9 @@
 #include "pg/antap/antap.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
-#include "pg/corpq.h"
-#include "pg/model_catalog.h"
-#include "pg/text_catalog.h"
+#include "pg/base/base.h"
+#include "pg/model/model_catalog.h"
+#include "pg/text/text_catalog.h"
 
 PG_FUNCTION_INFO_V1(corpq_antap_predict);
 PG_FUNCTION_INFO_V1(corpq_antap_eval);

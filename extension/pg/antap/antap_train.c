@@ -23,7 +23,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
-#include "pg/corpq.h"
+#include "pg/base/base.h"
 
 /* ERROR unless the caller may add a version to name (or create it). */
 static void

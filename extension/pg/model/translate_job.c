@@ -39,8 +39,8 @@
 
 #include "pg/base/corpus_query.h"
 #include "pg/base/internal_sql.h"
-#include "pg/corpq.h"
-#include "pg/jobs.h"
+#include "pg/base/base.h"
+#include "pg/jobs/jobs.h"
 #include "pg/model/translate.h"
 
 PG_FUNCTION_INFO_V1(corpq_translate_job);

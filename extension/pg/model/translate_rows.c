@@ -11,7 +11,7 @@
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 
-#include "pg/corpq.h"
+#include "pg/base/base.h"
 #include "pg/model/translate.h"
 
 PG_FUNCTION_INFO_V1(corpq_translate_rows);

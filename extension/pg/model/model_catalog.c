@@ -1,0 +1,235 @@
+/*
+ * Model names and versions in the catalog: resolving "name" / "name@N",
+ * writing a new version, and reporting core errors.
+ */
+#include "postgres.h"
+
+#include <ctype.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+
+#include "nn/status.h"
+#include "pg/base/internal_sql.h"
+#include "pg/base/base.h"
+#include "pg/model/model_catalog.h"
+#include "pg/text/text_catalog.h"
+
+void
+corpq_nn_error_report(int code, const char *what, const char *message)
+{
+	int			e;
+
+	switch (code)
+	{
+		case CQ_NN_ENOMEM:
+			e = ERRCODE_OUT_OF_MEMORY;
+			break;
+		case CQ_NN_EINVAL:
+		case CQ_NN_ECONFIG:
+			e = ERRCODE_INVALID_PARAMETER_VALUE;
+			break;
+		case CQ_NN_EFORMAT:
+		case CQ_NN_EMAGIC:
+		case CQ_NN_EVERSION:
+		case CQ_NN_ETRUNCATED:
+		case CQ_NN_ECHECKSUM:
+		case CQ_NN_ETENSOR:
+			e = ERRCODE_INVALID_BINARY_REPRESENTATION;
+			break;
+		case CQ_NN_ETOOLONG:
+			/* a sentence beyond the model's positions: the message names the limit */
+			e = ERRCODE_PROGRAM_LIMIT_EXCEEDED;
+			break;
+		case CQ_NN_ECANCELED:
+			e = ERRCODE_QUERY_CANCELED;
+			break;
+		default:
+			e = ERRCODE_INTERNAL_ERROR;
+			break;
+	}
+	ereport(ERROR,
+			(errcode(e),
+			 errmsg("%s", what),
+			 message && message[0] ? errdetail("%s.", message) : 0));
+	pg_unreachable();
+}
+
+bool
+corpq_model_split_spec(const char *spec, int *name_len, int32 *version)
+{
+	const char *at = strrchr(spec, '@');
+	const char *p;
+	int64		v = 0;
+
+	if (at == NULL || at == spec || at[1] == '\0' || at[1] == '0')
+		return false;
+	for (p = at + 1; *p; p++)
+	{
+		if (!isdigit((unsigned char) *p))
+			return false;
+		v = v * 10 + (*p - '0');
+		if (v > PG_INT32_MAX)
+			return false;
+	}
+	/* names contain no @ (the catalog's CHECK): "a@1@2" is no name@N */
+	if (memchr(spec, '@', at - spec) != NULL)
+		return false;
+	*name_len = (int) (at - spec);
+	*version = (int32) v;
+	return true;
+}
+
+/* ERROR listing the versions of model id (called inside SPI). */
+static void
+missing_version(int64 id, const char *name, int32 version)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(id)};
+	bool		isnull;
+	char	   *list = NULL;
+
+	if (corpq_sql_as_caller("SELECT pg_catalog.string_agg(version::pg_catalog.text, ', ' ORDER BY version) "
+							"FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			list = TextDatumGetCString(d);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("model \"%s\" has no version %d", name, version),
+			 list ? errdetail("Its versions are %s.", list)
+			 : errdetail("It has no versions."),
+			 errhint("Write \"%s\" for the latest version or \"%s@N\" for version N.",
+					 name, name)));
+}
+
+void
+corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	Oid			argtypes[2] = {TEXTOID, INT4OID};
+	Datum		values[2];
+	char		nulls[2] = {' ', ' '};
+	int			name_len;
+	int32		version = 0;
+	char	   *name;
+	bool		isnull;
+	HeapTuple	tup;
+	TupleDesc	desc;
+
+	if (corpq_model_split_spec(spec, &name_len, &version))
+		name = pnstrdup(spec, name_len);
+	else if (pinned)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid pinned model \"%s\"", spec),
+				 errhint("A pinned model is written name@N with a version N >= 1.")));
+	else if (strchr(spec, '@') != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid model version in \"%s\"", spec),
+				 errhint("Write a model name for its latest version or name@N for version N >= 1.")));
+	else
+		name = pstrdup(spec);
+	values[0] = CStringGetTextDatum(name);
+	values[1] = Int32GetDatum(version);
+	if (version == 0)
+		nulls[1] = 'n';
+
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT c.id, c.src_vocab, c.tgt_vocab, v.version, v.checksum "
+							"FROM corpq.model_catalog c "
+							"LEFT JOIN corpq.model_versions v ON v.model OPERATOR(pg_catalog.=) c.id "
+							"AND ($2 IS NULL OR v.version OPERATOR(pg_catalog.=) $2) "
+							"WHERE c.name OPERATOR(pg_catalog.=) $1 "
+							"ORDER BY v.version DESC NULLS LAST LIMIT 1",
+							2, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.model_catalog");
+	if (SPI_processed == 0)
+		corpq_undefined_name("model", "corpq.model_catalog", name);
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	ref->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	ref->version = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
+	if (isnull)
+		missing_version(ref->id, name, version);
+	ref->checksum = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+	ref->src_vocab = MemoryContextStrdup(caller, SPI_getvalue(tup, desc, 2));
+	ref->tgt_vocab = MemoryContextStrdup(caller, SPI_getvalue(tup, desc, 3));
+	ref->name = MemoryContextStrdup(caller, name);
+	SPI_finish();
+}
+
+int32
+corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
+						  int64 step, Jsonb *metrics, bool best)
+{
+	Oid			argtypes[7] = {INT8OID, BYTEAOID, INT8OID, TEXTOID, INT8OID, JSONBOID, BOOLOID};
+	Datum		values[7];
+	char		nulls[7] = "       ";
+	Size		len = VARSIZE_ANY_EXHDR(weights);
+	const unsigned char *p = (const unsigned char *) VARDATA_ANY(weights);
+	uint32		crc;
+	bool		isnull;
+	int32		version;
+	char	   *name;
+
+	if (len < 4)
+		elog(ERROR, "model weight image too short");
+	crc = (uint32) p[len - 4] | (uint32) p[len - 3] << 8 |
+		(uint32) p[len - 2] << 16 | (uint32) p[len - 1] << 24;
+	values[0] = Int64GetDatum(model_id);
+	values[1] = PointerGetDatum(weights);
+	values[2] = Int64GetDatum((int64) crc);
+	values[3] = CStringGetTextDatum(source);
+	values[4] = Int64GetDatum(step);
+	values[5] = PointerGetDatum(metrics);
+	values[6] = BoolGetDatum(best);
+	if (step < 0)
+		nulls[4] = 'n';
+	if (metrics == NULL)
+		nulls[5] = 'n';
+
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT name, owner::pg_catalog.oid FROM corpq.model_catalog "
+							"WHERE id OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "model %lld does not exist", (long long) model_id);
+	name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 2, &isnull))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to write a version of model \"%s\"", name),
+				 errhint("Only members of the model's owner role can write versions.")));
+	/* Locks the model row: versions are numbered under it. */
+	if (corpq_sql_as_owner("UPDATE corpq.model_catalog SET updated = pg_catalog.now() "
+						   "WHERE id OPERATOR(pg_catalog.=) $1 RETURNING name",
+						   1, argtypes, values, NULL, 0) != SPI_OK_UPDATE_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not update corpq.model_catalog");
+	if (best &&
+		corpq_sql_as_owner("UPDATE corpq.model_versions SET best = false "
+						   "WHERE model OPERATOR(pg_catalog.=) $1 AND best",
+						   1, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update corpq.model_versions");
+	if (corpq_sql_as_owner("INSERT INTO corpq.model_versions "
+						   "(model, version, weights, bytes, checksum, source, step, metrics, best) "
+						   "SELECT $1, COALESCE(pg_catalog.max(version), 0) OPERATOR(pg_catalog.+) 1, "
+						   "$2, pg_catalog.length($2), $3, $4, $5, $6, $7 "
+						   "FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1 "
+						   "RETURNING version",
+						   7, argtypes, values, nulls, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not insert into corpq.model_versions");
+	version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return version;
+}
