@@ -66,3 +66,12 @@ corpq_core_error(const cq_error *err, const char *hint, const char *fmt,...)
 			 hint ? errhint("%s", hint) : 0));
 	pg_unreachable();
 }
+
+void
+corpq_require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s must not be null", what)));
+}

@@ -43,15 +43,9 @@ corpq_register_job_launcher(void)
 
 	corpq_jobs_preloaded = true;
 
-	memset(&w, 0, sizeof(w));
-	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	w.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	/* restarted after a crash-restart, which is when it is needed */
-	w.bgw_restart_time = 10;
-	snprintf(w.bgw_library_name, BGW_MAXLEN, "corpq");
-	snprintf(w.bgw_function_name, BGW_MAXLEN, "corpq_job_launcher_main");
+	/* restarted after a crash-restart (10 s), which is when it is needed */
+	corpq_job_worker_spec(&w, "corpq_job_launcher_main", "corpq job launcher", 10);
 	snprintf(w.bgw_name, BGW_MAXLEN, "corpq job launcher");
-	snprintf(w.bgw_type, BGW_MAXLEN, "corpq job launcher");
 	RegisterBackgroundWorker(&w);
 }
 
@@ -61,14 +55,8 @@ launch_recovery(Oid dboid)
 	BackgroundWorker w;
 	BackgroundWorkerHandle *handle;
 
-	memset(&w, 0, sizeof(w));
-	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	w.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	w.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(w.bgw_library_name, BGW_MAXLEN, "corpq");
-	snprintf(w.bgw_function_name, BGW_MAXLEN, "corpq_job_recovery_main");
+	corpq_job_worker_spec(&w, "corpq_job_recovery_main", "corpq job recovery", BGW_NEVER_RESTART);
 	snprintf(w.bgw_name, BGW_MAXLEN, "corpq job recovery for database %u", dboid);
-	snprintf(w.bgw_type, BGW_MAXLEN, "corpq job recovery");
 	w.bgw_main_arg = ObjectIdGetDatum(dboid);
 	if (!RegisterDynamicBackgroundWorker(&w, &handle))
 		ereport(WARNING,
@@ -130,15 +118,7 @@ settle_orphans(void)
 	 * carries the current start time and is not orphaned again by the second
 	 * UPDATE below.
 	 */
-	const char *orphaned =
-		"(j.state OPERATOR(pg_catalog.=) 'running' "
-		"  AND (j.server_start IS DISTINCT FROM pg_catalog.pg_postmaster_start_time() "
-		"    OR EXISTS (SELECT 1 FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) d(id, pid) "
-		"      WHERE d.id OPERATOR(pg_catalog.=) j.id "
-		"      AND d.pid OPERATOR(pg_catalog.=) COALESCE(j.worker_pid, 0)))) "
-		"OR (j.state OPERATOR(pg_catalog.=) 'queued' "
-		"  AND j.created OPERATOR(pg_catalog.<) pg_catalog.pg_postmaster_start_time() "
-		"  AND j.server_start IS DISTINCT FROM pg_catalog.pg_postmaster_start_time())";
+	const char *orphaned = corpq_jobs_orphaned_sql(true);
 	Oid			argtypes[2] = {INT8ARRAYOID, INT4ARRAYOID};
 	Datum		values[2];
 	StringInfoData q;
@@ -147,7 +127,7 @@ settle_orphans(void)
 	(void) corpq_jobs_dead_workers(&values[0], &values[1]);
 	initStringInfo(&q);
 	appendStringInfo(&q,
-					 "UPDATE corpq.jobs j SET state = 'queued', worker_pid = NULL, "
+					 "UPDATE corpq.jobs j SET state = '" CORPQ_JOB_QUEUED_NAME "', worker_pid = NULL, "
 					 "server_start = pg_catalog.pg_postmaster_start_time() "
 					 "WHERE (%s) AND NOT j.cancel_requested AND j.attempts OPERATOR(pg_catalog.<) %d "
 					 "AND corpq.job_kind_restartable(j.kind) "
@@ -173,7 +153,8 @@ settle_orphans(void)
 
 	resetStringInfo(&q);
 	appendStringInfo(&q,
-					 "UPDATE corpq.jobs j SET state = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'failed' END, "
+					 "UPDATE corpq.jobs j SET state = CASE WHEN j.cancel_requested THEN '" CORPQ_JOB_CANCELLED_NAME "' "
+					 "  ELSE '" CORPQ_JOB_FAILED_NAME "' END, "
 					 "finished = pg_catalog.now(), error = CASE "
 					 "  WHEN j.cancel_requested THEN 'cancelled while the server restarted' "
 					 "  WHEN j.attempts OPERATOR(pg_catalog.>=) %d THEN 'the server restarted while the job was running, and it had run %d times' "

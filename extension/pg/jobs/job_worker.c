@@ -90,9 +90,9 @@ roles_accepted(int64 id, const CorpqJobLaunchInfo *info)
 	begin_work();
 	safe = corpq_job_roles_safe(info->session_role, info->owner);
 	if (!safe &&
-		corpq_sql_as_owner("UPDATE corpq.jobs SET state = 'failed', finished = pg_catalog.now(), "
+		corpq_sql_as_owner("UPDATE corpq.jobs SET state = '" CORPQ_JOB_FAILED_NAME "', finished = pg_catalog.now(), "
 						   "error = 'refused: a superuser session cannot run a job as a role that is not superuser' "
-						   "WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'queued'",
+						   "WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) '" CORPQ_JOB_QUEUED_NAME "'",
 						   1, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not refuse corpq job " INT64_FORMAT, id);
 	end_work();
@@ -117,11 +117,11 @@ claim_job(CorpqJob *job, int64 id, const CorpqJobLaunchInfo *info)
 	bool		claimed;
 
 	begin_work();
-	if (corpq_sql_as_owner("UPDATE corpq.jobs SET state = 'running', started = pg_catalog.now(), "
+	if (corpq_sql_as_owner("UPDATE corpq.jobs SET state = '" CORPQ_JOB_RUNNING_NAME "', started = pg_catalog.now(), "
 						   "worker_pid = pg_catalog.pg_backend_pid(), "
 						   "server_start = pg_catalog.pg_postmaster_start_time(), "
 						   "attempts = attempts OPERATOR(pg_catalog.+) 1 "
-						   "WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'queued' "
+						   "WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) '" CORPQ_JOB_QUEUED_NAME "' "
 						   "AND NOT cancel_requested "
 						   "AND owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
 						   "AND session_role::pg_catalog.oid OPERATOR(pg_catalog.=) $3 "
@@ -170,11 +170,15 @@ record_failure(CorpqJob *job, MemoryContext cxt)
 	begin_work();
 	values[0] = Int64GetDatum(job->id);
 	values[1] = BoolGetDatum(cancelled);
-	values[2] = CStringGetTextDatum(cancelled ? "cancelled by request" : edata->message);
+	/* the DETAIL carries what a core reported (base/errors.h), so it is kept */
+	values[2] = CStringGetTextDatum(cancelled ? "cancelled by request" :
+									edata->detail ? psprintf("%s\nDETAIL: %s", edata->message, edata->detail) :
+									edata->message);
 	/* only while the row is still this worker's (the reaper may have judged otherwise) */
 	if (corpq_sql_as_owner("UPDATE corpq.jobs SET finished = pg_catalog.now(), error = $3, "
-						   "state = CASE WHEN $2 OR cancel_requested THEN 'cancelled' ELSE 'failed' END "
-						   "WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'running' "
+						   "state = CASE WHEN $2 OR cancel_requested THEN '" CORPQ_JOB_CANCELLED_NAME "' "
+						   "  ELSE '" CORPQ_JOB_FAILED_NAME "' END "
+						   "WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) '" CORPQ_JOB_RUNNING_NAME "' "
 						   "AND worker_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()",
 						   3, argtypes, values, NULL, 1) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the failure of corpq job " INT64_FORMAT, job->id);
@@ -278,9 +282,9 @@ corpq_job_finish(CorpqJob *job, const char *result_json)
 
 	values[0] = Int64GetDatum(job->id);
 	values[1] = CStringGetTextDatum(result_json ? result_json : "{}");
-	if (corpq_sql_as_owner("UPDATE corpq.jobs SET state = 'succeeded', finished = pg_catalog.now(), "
+	if (corpq_sql_as_owner("UPDATE corpq.jobs SET state = '" CORPQ_JOB_SUCCEEDED_NAME "', finished = pg_catalog.now(), "
 						   "error = NULL, result = $2::pg_catalog.jsonb "
-						   "WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) 'running' "
+						   "WHERE id OPERATOR(pg_catalog.=) $1 AND state OPERATOR(pg_catalog.=) '" CORPQ_JOB_RUNNING_NAME "' "
 						   "AND worker_pid OPERATOR(pg_catalog.=) pg_catalog.pg_backend_pid()",
 						   2, argtypes, values, NULL, 1) != SPI_OK_UPDATE)
 		elog(ERROR, "could not record the result of corpq job " INT64_FORMAT, job->id);

@@ -45,6 +45,38 @@ corpq_jobs_init(void)
 
 StaticAssertDecl(sizeof(CorpqJobLaunchInfo) <= BGW_EXTRALEN, "launch info too large");
 
+const char *const corpq_job_state_names[] = {
+	[CORPQ_JOB_QUEUED] = CORPQ_JOB_QUEUED_NAME,
+	[CORPQ_JOB_RUNNING] = CORPQ_JOB_RUNNING_NAME,
+	[CORPQ_JOB_SUCCEEDED] = CORPQ_JOB_SUCCEEDED_NAME,
+	[CORPQ_JOB_FAILED] = CORPQ_JOB_FAILED_NAME,
+	[CORPQ_JOB_CANCELLED] = CORPQ_JOB_CANCELLED_NAME,
+};
+
+CorpqJobState
+corpq_job_state_parse(const char *name)
+{
+	for (int s = CORPQ_JOB_QUEUED; s <= CORPQ_JOB_CANCELLED; s++)
+		if (strcmp(name, corpq_job_state_names[s]) == 0)
+			return (CorpqJobState) s;
+	elog(ERROR, "unknown corpq job state \"%s\"", name);
+	pg_unreachable();
+}
+
+void
+corpq_job_worker_spec(BackgroundWorker *w, const char *function_name,
+					  const char *type, int restart_time)
+{
+	memset(w, 0, sizeof(*w));
+	w->bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	w->bgw_start_time = BgWorkerStart_RecoveryFinished;
+	w->bgw_restart_time = restart_time;
+	snprintf(w->bgw_library_name, BGW_MAXLEN, "corpq");
+	snprintf(w->bgw_function_name, BGW_MAXLEN, "%s", function_name);
+	snprintf(w->bgw_type, BGW_MAXLEN, "%s", type);
+	w->bgw_notify_pid = 0;
+}
+
 void
 corpq_job_launch(Oid dboid, int64 job_id, Oid session_role, Oid owner,
 				 TransactionId wait_for)
@@ -53,17 +85,10 @@ corpq_job_launch(Oid dboid, int64 job_id, Oid session_role, Oid owner,
 	BackgroundWorkerHandle *handle;
 	CorpqJobLaunchInfo info = {dboid, session_role, owner, wait_for};
 
-	memset(&w, 0, sizeof(w));
-	w.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
-	w.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	w.bgw_restart_time = BGW_NEVER_RESTART;
-	snprintf(w.bgw_library_name, BGW_MAXLEN, "corpq");
-	snprintf(w.bgw_function_name, BGW_MAXLEN, "corpq_job_main");
+	corpq_job_worker_spec(&w, "corpq_job_main", "corpq job", BGW_NEVER_RESTART);
 	snprintf(w.bgw_name, BGW_MAXLEN, "corpq job " INT64_FORMAT, job_id);
-	snprintf(w.bgw_type, BGW_MAXLEN, "corpq job");
 	w.bgw_main_arg = Int64GetDatum(job_id);
 	memcpy(w.bgw_extra, &info, sizeof(info));
-	w.bgw_notify_pid = 0;
 
 	if (!RegisterDynamicBackgroundWorker(&w, &handle))
 		ereport(ERROR,
@@ -97,7 +122,7 @@ corpq_jobs_dead_workers(Datum *ids, Datum *pids)
 	int			n = 0;
 
 	if (corpq_sql_as_owner("SELECT j.id, j.worker_pid FROM corpq.jobs j "
-						   "WHERE j.state OPERATOR(pg_catalog.=) 'running' "
+						   "WHERE j.state OPERATOR(pg_catalog.=) '" CORPQ_JOB_RUNNING_NAME "' "
 						   "AND j.server_start OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time()",
 						   0, NULL, NULL, NULL, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read running corpq jobs");
@@ -119,6 +144,24 @@ corpq_jobs_dead_workers(Datum *ids, Datum *pids)
 	return n > 0;
 }
 
+const char *
+corpq_jobs_orphaned_sql(bool restarted)
+{
+	const char *dead =
+		"(j.state OPERATOR(pg_catalog.=) '" CORPQ_JOB_RUNNING_NAME "' "
+		"  AND EXISTS (SELECT 1 FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) d(id, pid) "
+		"    WHERE d.id OPERATOR(pg_catalog.=) j.id "
+		"    AND d.pid OPERATOR(pg_catalog.=) COALESCE(j.worker_pid, 0)))";
+	const char *left_by_restart =
+		"(j.state OPERATOR(pg_catalog.=) '" CORPQ_JOB_RUNNING_NAME "' "
+		"  AND j.server_start IS DISTINCT FROM pg_catalog.pg_postmaster_start_time()) "
+		"OR (j.state OPERATOR(pg_catalog.=) '" CORPQ_JOB_QUEUED_NAME "' "
+		"  AND j.created OPERATOR(pg_catalog.<) pg_catalog.pg_postmaster_start_time() "
+		"  AND j.server_start IS DISTINCT FROM pg_catalog.pg_postmaster_start_time())";
+
+	return restarted ? psprintf("%s OR %s", dead, left_by_restart) : dead;
+}
+
 /*
  * Mark jobs whose worker is gone as failed (cancelled when a cancel was
  * requested); returns how many.  With corpq preloaded, jobs orphaned by a
@@ -133,26 +176,18 @@ reap_orphans(void)
 	Oid			argtypes[2] = {INT8ARRAYOID, INT4ARRAYOID};
 	Datum		values[2];
 	bool		dead = corpq_jobs_dead_workers(&values[0], &values[1]);
-	const char *restarted = corpq_jobs_preloaded ? "false" :
-		"(j.state OPERATOR(pg_catalog.=) 'running' "
-		"  AND j.server_start IS DISTINCT FROM pg_catalog.pg_postmaster_start_time()) "
-		"OR (j.state OPERATOR(pg_catalog.=) 'queued' "
-		"  AND j.created OPERATOR(pg_catalog.<) pg_catalog.pg_postmaster_start_time() "
-		"  AND j.server_start IS DISTINCT FROM pg_catalog.pg_postmaster_start_time())";
 
 	if (!dead && corpq_jobs_preloaded)
 		return 0;
 	if (corpq_sql_as_owner(psprintf("UPDATE corpq.jobs j SET "
-									"state = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'failed' END, "
+									"state = CASE WHEN j.cancel_requested THEN '" CORPQ_JOB_CANCELLED_NAME "' "
+									"  ELSE '" CORPQ_JOB_FAILED_NAME "' END, "
 									"finished = pg_catalog.now(), "
 									"error = CASE WHEN j.server_start IS DISTINCT FROM pg_catalog.pg_postmaster_start_time() "
 									"  THEN 'the server restarted while the job was running' "
 									"  ELSE 'the job''s worker exited without finishing' END "
-									"WHERE (%s) OR (j.state OPERATOR(pg_catalog.=) 'running' "
-									"  AND EXISTS (SELECT 1 FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) d(id, pid) "
-									"    WHERE d.id OPERATOR(pg_catalog.=) j.id "
-									"    AND d.pid OPERATOR(pg_catalog.=) COALESCE(j.worker_pid, 0)))",
-									restarted),
+									"WHERE %s",
+									corpq_jobs_orphaned_sql(!corpq_jobs_preloaded)),
 						   2, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not reap orphaned corpq jobs");
 	return SPI_processed;
@@ -181,7 +216,7 @@ check_job_limit(void)
 	reap_orphans();
 	/* every role's jobs: the limit is the database's, not the caller's */
 	if (corpq_sql_as_owner("SELECT pg_catalog.count(*) FROM corpq.jobs "
-						   "WHERE state OPERATOR(pg_catalog.=) ANY ('{queued,running}'::pg_catalog.text[])",
+						   "WHERE state OPERATOR(pg_catalog.=) ANY ('{" CORPQ_JOB_QUEUED_NAME "," CORPQ_JOB_RUNNING_NAME "}'::pg_catalog.text[])",
 						   0, NULL, NULL, NULL, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not count corpq jobs");
 	active = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -220,9 +255,9 @@ corpq_job_roles_safe(Oid session_role, Oid owner)
 }
 
 int64
-corpq_job_submit(const char *kind, Jsonb *args)
+corpq_job_submit(const char *kind, const char *args_json)
 {
-	Oid			argtypes[5] = {TEXTOID, JSONBOID, OIDOID, OIDOID, TEXTOID};
+	Oid			argtypes[5] = {TEXTOID, TEXTOID, OIDOID, OIDOID, TEXTOID};
 	Datum		values[5];
 	bool		isnull;
 	int64		id;
@@ -240,12 +275,12 @@ corpq_job_submit(const char *kind, Jsonb *args)
 	SPI_connect();
 	check_job_limit();
 	values[0] = CStringGetTextDatum(kind);
-	values[1] = JsonbPGetDatum(args);
+	values[1] = CStringGetTextDatum(args_json);
 	values[2] = ObjectIdGetDatum(owner);
 	values[3] = ObjectIdGetDatum(session_role);
 	values[4] = CStringGetTextDatum(namespace_search_path);
 	if (corpq_sql_as_owner("INSERT INTO corpq.jobs (kind, args, owner, session_role, search_path) "
-						   "VALUES ($1, $2, $3::pg_catalog.regrole, $4::pg_catalog.regrole, $5) RETURNING id",
+						   "VALUES ($1, $2::pg_catalog.jsonb, $3::pg_catalog.regrole, $4::pg_catalog.regrole, $5) RETURNING id",
 						   5, argtypes, values, NULL, 1) != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "could not insert a corpq job");
 	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -299,10 +334,10 @@ text_for_caller(const char *s)
 }
 
 static bool
-is_final(const char *state)
+is_final(CorpqJobState state)
 {
-	return strcmp(state, "succeeded") == 0 || strcmp(state, "failed") == 0 ||
-		strcmp(state, "cancelled") == 0;
+	return state == CORPQ_JOB_SUCCEEDED || state == CORPQ_JOB_FAILED ||
+		state == CORPQ_JOB_CANCELLED;
 }
 
 PG_FUNCTION_INFO_V1(corpq_job_wait);
@@ -338,12 +373,13 @@ corpq_job_wait(PG_FUNCTION_ARGS)
 	{
 		if (!read_job(id, &state, &xmin))
 			job_not_found(id);
-		if (TransactionIdIsCurrentTransactionId(xmin) && strcmp(state, "queued") == 0)
+		if (TransactionIdIsCurrentTransactionId(xmin) &&
+			corpq_job_state_parse(state) == CORPQ_JOB_QUEUED)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("corpq job " INT64_FORMAT " was submitted in this transaction and cannot start before it commits", id),
 					 errhint("Commit first, then wait for the job.")));
-		if (is_final(state))
+		if (is_final(corpq_job_state_parse(state)))
 			break;
 		if (reap_orphans() > 0)
 			continue;
@@ -387,9 +423,12 @@ corpq_job_cancel(PG_FUNCTION_ARGS)
 	if (SPI_processed == 0)
 		job_not_found(id);
 	if (corpq_sql_as_owner("UPDATE corpq.jobs j SET cancel_requested = true, "
-						   "state = CASE WHEN j.state OPERATOR(pg_catalog.=) 'queued' THEN 'cancelled' ELSE j.state END, "
-						   "finished = CASE WHEN j.state OPERATOR(pg_catalog.=) 'queued' THEN pg_catalog.now() ELSE j.finished END, "
-						   "error = CASE WHEN j.state OPERATOR(pg_catalog.=) 'queued' THEN 'cancelled before it started' ELSE j.error END "
+						   "state = CASE WHEN j.state OPERATOR(pg_catalog.=) '" CORPQ_JOB_QUEUED_NAME "' "
+						   "  THEN '" CORPQ_JOB_CANCELLED_NAME "' ELSE j.state END, "
+						   "finished = CASE WHEN j.state OPERATOR(pg_catalog.=) '" CORPQ_JOB_QUEUED_NAME "' "
+						   "  THEN pg_catalog.now() ELSE j.finished END, "
+						   "error = CASE WHEN j.state OPERATOR(pg_catalog.=) '" CORPQ_JOB_QUEUED_NAME "' "
+						   "  THEN 'cancelled before it started' ELSE j.error END "
 						   "FROM (SELECT o.id, o.state FROM corpq.jobs o WHERE o.id OPERATOR(pg_catalog.=) $1 FOR UPDATE) old "
 						   "WHERE j.id OPERATOR(pg_catalog.=) old.id RETURNING old.state, j.worker_pid",
 						   1, argtypes, values, NULL, 1) != SPI_OK_UPDATE_RETURNING ||
@@ -397,7 +436,7 @@ corpq_job_cancel(PG_FUNCTION_ARGS)
 		elog(ERROR, "could not cancel corpq job " INT64_FORMAT, id);
 	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	pid_text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	if (strcmp(state, "running") == 0)
+	if (corpq_job_state_parse(state) == CORPQ_JOB_RUNNING)
 	{
 		if (pid_text != NULL && corpq_job_worker_alive(atoi(pid_text)))
 			(void) kill(atoi(pid_text), SIGINT);

@@ -15,7 +15,33 @@
 #include "postgres.h"
 
 #include "datatype/timestamp.h"
-#include "utils/jsonb.h"
+#include "postmaster/bgworker.h"
+
+/*
+ * A job's state, as corpq.jobs.state holds it (its CHECK constraint in
+ * extension/sql/40_jobs.sql lists the same names).  The names are macros so
+ * that corpq's statements stay constant text: "state = '" CORPQ_JOB_QUEUED_NAME "'".
+ */
+#define CORPQ_JOB_QUEUED_NAME "queued"
+#define CORPQ_JOB_RUNNING_NAME "running"
+#define CORPQ_JOB_SUCCEEDED_NAME "succeeded"
+#define CORPQ_JOB_FAILED_NAME "failed"
+#define CORPQ_JOB_CANCELLED_NAME "cancelled"
+
+typedef enum CorpqJobState
+{
+	CORPQ_JOB_QUEUED,
+	CORPQ_JOB_RUNNING,
+	CORPQ_JOB_SUCCEEDED,
+	CORPQ_JOB_FAILED,
+	CORPQ_JOB_CANCELLED
+} CorpqJobState;
+
+/* The name table, indexed by CorpqJobState. */
+extern const char *const corpq_job_state_names[];
+
+/* The state of a name read from corpq.jobs; ERROR for any other text. */
+CorpqJobState corpq_job_state_parse(const char *name);
 
 typedef struct CorpqJob
 {
@@ -46,7 +72,7 @@ const CorpqJobKind *corpq_job_kind(const char *kind);
  * In a backend: insert the job row and launch its worker; returns the job id.
  * Errors when no worker slot is free, on a hot standby, or past corpq.max_jobs.
  */
-int64		corpq_job_submit(const char *kind, Jsonb *args);
+int64		corpq_job_submit(const char *kind, const char *args_json);
 
 /*
  * Whether a job may run with these roles: never a superuser session for a
@@ -66,6 +92,22 @@ bool		corpq_job_worker_alive(int pid);
  * none); false when there are none.
  */
 bool		corpq_jobs_dead_workers(Datum *ids, Datum *pids);
+
+/*
+ * The one definition of an orphaned job, as an SQL condition on corpq.jobs j
+ * with $1, $2 the arrays of corpq_jobs_dead_workers(): a running job whose
+ * worker died under this postmaster, and with restarted also a job the last
+ * server start left behind (running before it, or queued before it and never
+ * requeued by recovery).
+ */
+const char *corpq_jobs_orphaned_sql(bool restarted);
+
+/*
+ * A background worker of corpq's, every field but bgw_name, bgw_main_arg and
+ * bgw_extra filled: it connects to a database and starts after recovery.
+ */
+void		corpq_job_worker_spec(BackgroundWorker *w, const char *function_name,
+								  const char *type, int restart_time);
 
 /* Launch a worker for an existing queued row (submission and recovery). */
 void		corpq_job_launch(Oid dboid, int64 job_id, Oid session_role,

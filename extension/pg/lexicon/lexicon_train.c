@@ -24,6 +24,7 @@
 
 #include "align/lexicon.h"
 #include "pg/base/internal_sql.h"
+#include "pg/base/options.h"
 #include "pg/lexicon/lexicon_catalog.h"
 
 /* Sentence pairs between progress reports inside an EM pass. */
@@ -85,9 +86,7 @@ corpq_lexicon_train(PG_FUNCTION_ARGS)
 	appendStringInfoString(&args, ", \"corpus\": ");
 	escape_json(&args, corpus);
 	appendStringInfo(&args, ", \"options\": %s}", lexicon_options_json(&o));
-	PG_RETURN_INT64(corpq_job_submit("lexicon_train",
-									 DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-																		CStringGetDatum(args.data)))));
+	PG_RETURN_INT64(corpq_job_submit("lexicon_train", args.data));
 }
 
 /* ---- the job ---- */
@@ -127,12 +126,6 @@ seconds_since(TimestampTz t)
 	return (double) (GetCurrentTimestamp() - t) / USECS_PER_SEC;
 }
 
-static char *
-json_number(double x)
-{
-	return isfinite(x) ? psprintf("%.10g", x) : pstrdup("null");
-}
-
 static double
 per_token(const cq_fa_stats *s)
 {
@@ -146,8 +139,8 @@ pass_figures(int iteration, const char *dir, cq_fa_trainer *tr)
 
 	cq_fa_trainer_stats(tr, &s);
 	return psprintf("{\"iteration\": %d, \"direction\": \"%s\", \"loglik_per_token\": %s, \"tension\": %s}",
-					iteration, dir, json_number(per_token(&s)),
-					json_number(cq_fa_trainer_model(tr)->par.tension));
+					iteration, dir, corpq_json_number_text(per_token(&s)),
+					corpq_json_number_text(cq_fa_trainer_model(tr)->par.tension));
 }
 
 /* EM passes of both directions, reporting per pass and within passes. */
@@ -159,7 +152,7 @@ train(CorpqJob *job, cq_fa_trainer *fwd, cq_fa_trainer *rev, const LexOptions *o
 	cq_align_progress prog = {report, &p, PROGRESS_EVERY};
 	cq_align_error err = {0};
 
-	p.figures = psprintf("{\"iteration\": 1, \"tension\": %s}", json_number(o->tension));
+	p.figures = psprintf("{\"iteration\": 1, \"tension\": %s}", corpq_json_number_text(o->tension));
 	for (int it = 1; it < o->iterations; it++)
 	{
 		if (cq_fa_iterate(fwd, &prog, &err) != CQ_ALIGN_OK)
@@ -199,8 +192,8 @@ stats_json(const LexCorpus *c, const cq_fa_stats *sf, const cq_fa_stats *sr,
 					(int64) (c->null_rows + sf->skipped_pairs),
 					c->src_tokens, c->tgt_tokens,
 					c->bitext.src_vocab, c->bitext.tgt_vocab,
-					json_number(per_token(sf)), json_number(per_token(sr)),
-					json_number(tf), json_number(tr),
+					corpq_json_number_text(per_token(sf)), corpq_json_number_text(per_token(sr)),
+					corpq_json_number_text(tf), corpq_json_number_text(tr),
 					sf->bytes + sr->bytes, (int64) d->nnz,
 					pt->reading, pt->em, pt->dictionary);
 }

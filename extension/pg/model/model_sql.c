@@ -16,6 +16,7 @@
 #include "nn/config.h"
 #include "nn/model.h"
 #include "nn/modelfile.h"
+#include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
 #include "pg/model/model_catalog.h"
@@ -31,15 +32,6 @@ PG_FUNCTION_INFO_V1(corpq_model_drop);
 static const char *const config_keys =
 "{preset,d_model,heads,encoder_layers,decoder_layers,ffn_dim,activation,dropout,"
 "attention_dropout,activation_dropout,max_positions,positions,tie_output,share_embeddings}";
-
-static void
-require_arg(FunctionCallInfo fcinfo, int i, const char *what)
-{
-	if (PG_ARGISNULL(i))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
-}
 
 static void
 check_model_name(const char *name)
@@ -219,11 +211,11 @@ corpq_model_create(PG_FUNCTION_ARGS)
 	int64		id,
 				parameters;
 
-	require_arg(fcinfo, 0, "name");
-	require_arg(fcinfo, 1, "config");
-	require_arg(fcinfo, 2, "src_vocab");
-	require_arg(fcinfo, 3, "tgt_vocab");
-	require_arg(fcinfo, 4, "seed");
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "config");
+	corpq_require_arg(fcinfo, 2, "src_vocab");
+	corpq_require_arg(fcinfo, 3, "tgt_vocab");
+	corpq_require_arg(fcinfo, 4, "seed");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	src_vocab = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	tgt_vocab = text_to_cstring(PG_GETARG_TEXT_PP(3));
@@ -315,8 +307,8 @@ corpq_model_import(PG_FUNCTION_ARGS)
 				json_b[1024];
 	int64		parameters;
 
-	require_arg(fcinfo, 0, "name");
-	require_arg(fcinfo, 1, "weights");
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "weights");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	image = PG_GETARG_BYTEA_PP(1);
 
@@ -412,7 +404,7 @@ corpq_model_drop(PG_FUNCTION_ARGS)
 	Datum		values[1];
 	bool		isnull;
 
-	require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();

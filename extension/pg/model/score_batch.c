@@ -1,6 +1,6 @@
 /*
  * corpq.score(model, corpus, what, ...): score a whole corpus query (id,
- * src, tgt) in batches.  Rows are read through an SPI cursor in chunks; a
+ * src, tgt) in batches.  Rows are read in chunks (base/corpus_query.h); a
  * chunk is encoded, ordered by length so that a batch holds sentences of
  * similar length (smaller attention blocks), scored batch by batch, and
  * returned in the query's order.  A pair's result does not depend on its
@@ -24,6 +24,7 @@
 #include "utils/tuplestore.h"
 
 #include "pg/base/base.h"
+#include "pg/base/corpus_query.h"
 #include "pg/model/model_score.h"
 
 PG_FUNCTION_INFO_V1(corpq_score);
@@ -72,64 +73,14 @@ parse_what(const char *what)
 	pg_unreachable();
 }
 
-/* ERROR unless plan is one plain SELECT: before a cursor is opened on it. */
-static void
-check_corpus_plan(SPIPlanPtr plan)
-{
-	List	   *sources = SPI_plan_get_plan_sources(plan);
-	bool		ok = list_length(sources) == 1;
-	ListCell   *lc;
+static const CorpqColumn corpus_columns[] = {
+	{"id", CORPQ_COLUMN_INTEGER}, {"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}
+};
 
-	if (ok)
-	{
-		CachedPlanSource *ps = linitial(sources);
-
-		ok = ps->commandTag == CMDTAG_SELECT && ps->resultDesc != NULL;
-		foreach(lc, ps->query_list)
-		{
-			Query	   *q = lfirst_node(Query, lc);
-
-			if (q->commandType != CMD_SELECT || q->utilityStmt != NULL ||
-				q->hasModifyingCTE || q->rowMarks != NIL)
-				ok = false;
-		}
-	}
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("corpus query must be a single SELECT"),
-				 errhint("Pass a query such as 'SELECT id, src, tgt FROM my_corpus'.")));
-}
-
-/* ERROR unless the corpus returns (integer, text, text). */
-static void
-check_corpus_columns(TupleDesc desc)
-{
-	bool		ok = desc->natts == 3;
-
-	for (int i = 0; ok && i < 3; i++)
-	{
-		Oid			t = getBaseType(TupleDescAttr(desc, i)->atttypid);
-
-		ok = i == 0 ? (t == INT8OID || t == INT4OID || t == INT2OID)
-			: (t == TEXTOID || t == VARCHAROID);
-	}
-	if (!ok)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("corpus query must return the columns (id bigint, src text, tgt text)"),
-				 errhint("Cast the columns, e.g. 'SELECT id::bigint, src::text, tgt::text FROM my_corpus'.")));
-}
-
-static int64
-get_id(Datum d, Oid type)
-{
-	if (type == INT8OID)
-		return DatumGetInt64(d);
-	if (type == INT4OID)
-		return DatumGetInt32(d);
-	return DatumGetInt16(d);
-}
+static const CorpqQuerySpec corpus_spec = {
+	.what = "corpus", .columns = corpus_columns, .min_columns = 3, .max_columns = 3,
+	.example = "SELECT id, src, tgt FROM my_corpus"
+};
 
 static int	cmp_length(const void *a, const void *b);
 
@@ -189,35 +140,46 @@ score_chunk(CorpqScorer *s, const ScoreArgs *a, ChunkRow *rows, int n)
 	}
 }
 
-/* Copy and encode the fetched rows into rows[] (ids in CurrentMemoryContext). */
-static int
-read_chunk(CorpqScorer *s, ChunkRow *rows)
+/* What the batch function needs: the scorer, the arguments, the result. */
+typedef struct ScoreRun
 {
-	TupleDesc	desc = SPI_tuptable->tupdesc;
-	Oid			id_type = getBaseType(TupleDescAttr(desc, 0)->atttypid);
-	int			n = (int) SPI_processed;
+	CorpqScorer *s;
+	const ScoreArgs *a;
+	ChunkRow   *rows;			/* [chunk] */
+	ReturnSetInfo *rsinfo;
+} ScoreRun;
+
+/* Encode a chunk of the corpus (in the batch context), score it, return it. */
+static void
+score_batch(void *arg, const CorpqBatch *batch)
+{
+	ScoreRun   *r = arg;
+	ChunkRow   *rows = r->rows;
+	int			n = (int) batch->n;
 
 	for (int i = 0; i < n; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		bool		null_src,
-					null_tgt;
-		Datum		id = SPI_getbinval(tup, desc, 1, &rows[i].id_null);
-		Datum		src = SPI_getbinval(tup, desc, 2, &null_src);
-		Datum		tgt = SPI_getbinval(tup, desc, 3, &null_tgt);
+		const char *src,
+				   *tgt;
+		int			src_len,
+					tgt_len;
 
-		rows[i].id = rows[i].id_null ? 0 : get_id(id, id_type);
-		rows[i].pair_null = null_src || null_tgt;
+		rows[i].id_null = !corpq_batch_int64(batch, i, 1, &rows[i].id);
+		if (rows[i].id_null)
+			rows[i].id = 0;
+		rows[i].pair_null = !corpq_batch_text(batch, i, 2, &src, &src_len) ||
+			!corpq_batch_text(batch, i, 3, &tgt, &tgt_len);
 		if (!rows[i].pair_null)
-		{
-			text	   *st = DatumGetTextPP(src);
-			text	   *tt = DatumGetTextPP(tgt);
-
-			corpq_scorer_encode(s, VARDATA_ANY(st), VARSIZE_ANY_EXHDR(st),
-								VARDATA_ANY(tt), VARSIZE_ANY_EXHDR(tt), &rows[i].pair);
-		}
+			corpq_scorer_encode(r->s, src, src_len, tgt, tgt_len, &rows[i].pair);
 	}
-	return n;
+	score_chunk(r->s, r->a, rows, n);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[2] = {Int64GetDatum(rows[i].id), Float8GetDatum(rows[i].score)};
+		bool		nulls[2] = {rows[i].id_null, rows[i].pair_null};
+
+		tuplestore_putvalues(r->rsinfo->setResult, r->rsinfo->setDesc, values, nulls);
+	}
 }
 
 Datum
@@ -228,11 +190,7 @@ corpq_score(PG_FUNCTION_ARGS)
 	char	   *query;
 	ScoreArgs	a;
 	CorpqScorer *s;
-	MemoryContext chunk_cxt,
-				old;
-	SPIPlanPtr	plan;
-	Portal		portal;
-	ChunkRow   *rows;
+	ScoreRun	run;
 	int			chunk;
 
 	/* not STRICT: a NULL argument is an error, not an empty result */
@@ -261,40 +219,10 @@ corpq_score(PG_FUNCTION_ARGS)
 	corpq_scorer_use(s, model, false);
 	/* whole batches per chunk, and at least 1024 rows to sort by length */
 	chunk = Max(1024, Min(a.batch_size, 1 << 16) * 8);
-	chunk_cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq score chunk",
-									  ALLOCSET_DEFAULT_SIZES);
-	rows = MemoryContextAllocHuge(s->cxt, (Size) chunk * sizeof(ChunkRow));
-
-	SPI_connect();
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	check_corpus_plan(plan);
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	check_corpus_columns(portal->tupDesc);
-	for (;;)
-	{
-		int			n;
-
-		CHECK_FOR_INTERRUPTS();
-		SPI_cursor_fetch(portal, true, chunk);
-		if (SPI_processed == 0)
-			break;
-		old = MemoryContextSwitchTo(chunk_cxt);
-		n = read_chunk(s, rows);
-		SPI_freetuptable(SPI_tuptable);
-		score_chunk(s, &a, rows, n);
-		MemoryContextSwitchTo(old);
-		for (int i = 0; i < n; i++)
-		{
-			Datum		values[2] = {Int64GetDatum(rows[i].id), Float8GetDatum(rows[i].score)};
-			bool		nulls[2] = {rows[i].id_null, rows[i].pair_null};
-
-			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-		}
-		MemoryContextReset(chunk_cxt);
-	}
-	SPI_cursor_close(portal);
-	SPI_finish();
+	run.s = s;
+	run.a = &a;
+	run.rows = MemoryContextAllocHuge(s->cxt, (Size) chunk * sizeof(ChunkRow));
+	run.rsinfo = rsinfo;
+	(void) corpq_query_stream(query, &corpus_spec, chunk, score_batch, &run);
 	return (Datum) 0;
 }

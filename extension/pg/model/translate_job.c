@@ -180,9 +180,7 @@ corpq_translate_job(PG_FUNCTION_ARGS)
 	appendStringInfo(&args, ", \"target\": %u, \"target_name\": ", target);
 	escape_json(&args, target_name);
 	appendStringInfo(&args, ", \"options\": %s}", corpq_translate_options_json(CORPQ_TRANSLATE_JOB, &o));
-	PG_RETURN_INT64(corpq_job_submit("translate",
-									 DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-																		CStringGetDatum(args.data)))));
+	PG_RETURN_INT64(corpq_job_submit("translate", args.data));
 }
 
 /* ---- the job ---- */

@@ -13,6 +13,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
 #include "pg/text/text_catalog.h"
@@ -24,15 +25,6 @@ PG_FUNCTION_INFO_V1(corpq_bpe_export);
 PG_FUNCTION_INFO_V1(corpq_bpe_apply);
 PG_FUNCTION_INFO_V1(corpq_bpe_tokens);
 PG_FUNCTION_INFO_V1(corpq_bpe_drop);
-
-static void
-require_arg(FunctionCallInfo fcinfo, int i, const char *what)
-{
-	if (PG_ARGISNULL(i))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
-}
 
 /* The name argument of a function that creates a model. */
 static char *
@@ -137,10 +129,10 @@ corpq_bpe_learn(PG_FUNCTION_ARGS)
 	int			rc;
 	int32		learned;
 
-	require_arg(fcinfo, 0, "name");
-	require_arg(fcinfo, 1, "corpus");
-	require_arg(fcinfo, 2, "merges");
-	require_arg(fcinfo, 3, "min_frequency");
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "corpus");
+	corpq_require_arg(fcinfo, 2, "merges");
+	corpq_require_arg(fcinfo, 3, "min_frequency");
 	merges = PG_GETARG_INT32(2);
 	min_frequency = PG_GETARG_INT32(3);
 	if (merges < 0)
@@ -208,8 +200,8 @@ corpq_bpe_import(PG_FUNCTION_ARGS)
 	int			rc;
 	int32		n;
 
-	require_arg(fcinfo, 0, "name");
-	require_arg(fcinfo, 1, "codes");
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "codes");
 	corpq_require_utf8();
 	name = new_model_name(fcinfo);
 	codes = PG_GETARG_TEXT_PP(1);
@@ -307,7 +299,7 @@ corpq_bpe_drop(PG_FUNCTION_ARGS)
 	char	   *users;
 	bool		isnull;
 
-	require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	if (strcmp(name, CORPQ_WHITESPACE) == 0)
 		ereport(ERROR,

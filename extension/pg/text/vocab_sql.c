@@ -17,6 +17,7 @@
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 
+#include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
 #include "pg/text/text_catalog.h"
@@ -25,15 +26,6 @@ PG_FUNCTION_INFO_V1(corpq_vocab_build);
 PG_FUNCTION_INFO_V1(corpq_vocab_encode);
 PG_FUNCTION_INFO_V1(corpq_vocab_decode);
 PG_FUNCTION_INFO_V1(corpq_vocab_drop);
-
-static void
-require_arg(FunctionCallInfo fcinfo, int i, const char *what)
-{
-	if (PG_ARGISNULL(i))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be null", what)));
-}
 
 typedef struct CountState
 {
@@ -120,10 +112,10 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	int32		size;
 	int64	   *counts;
 
-	require_arg(fcinfo, 0, "name");
-	require_arg(fcinfo, 1, "corpus");
-	require_arg(fcinfo, 3, "max_size");
-	require_arg(fcinfo, 4, "min_count");
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "corpus");
+	corpq_require_arg(fcinfo, 3, "max_size");
+	corpq_require_arg(fcinfo, 4, "min_count");
 	max_size = PG_GETARG_INT32(3);
 	min_count = PG_GETARG_INT32(4);
 	if (max_size < CQ_VOCAB_N_SPECIAL + 1)
@@ -254,7 +246,7 @@ corpq_vocab_drop(PG_FUNCTION_ARGS)
 	char	   *users;
 	bool		isnull;
 
-	require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
@@ -411,8 +403,8 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 	MemoryContext cxt,
 				old;
 
-	require_arg(fcinfo, 0, "name");
-	require_arg(fcinfo, 1, "vocabulary");
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "vocabulary");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	doc = PG_GETARG_JSONB_P(1);
 	corpq_require_utf8();

@@ -48,6 +48,7 @@ typedef struct TrainOptions
 	int			validate_every; /* -1: derived by the job */
 	int			threads;
 	char	   *strategy;		/* a name of train_sampler.c's table */
+	int			strategy_index; /* its row there */
 	double		tau;			/* temperature strategy */
 	int			sampler_every;	/* dynamic strategies: updates between hooks */
 	/* multiuat / multidds (train_scorer.c) */

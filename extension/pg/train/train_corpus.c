@@ -6,83 +6,37 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
-#include "miscadmin.h"
-#include "nodes/parsenodes.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/plancache.h"
 
+#include "pg/base/corpus_query.h"
 #include "pg/train/train.h"
 
 /* Rows fetched from the cursor at a time. */
 #define BATCH_ROWS 1000
 
-static void
-bad_query(const char *what)
+static const CorpqColumn columns[] = {
+	{"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}, {"label", CORPQ_COLUMN_TEXT}
+};
+
+/* The corpus or dev query: (src, tgt[, label]); what names it in messages. */
+static CorpqQuerySpec
+query_spec(const char *what)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-			 errmsg("%s query must be a single SELECT", what),
-			 errhint("Pass a query such as 'SELECT src, tgt FROM my_bitext' or 'SELECT src, tgt, domain FROM my_bitext'.")));
-}
+	CorpqQuerySpec spec = {
+		.what = what, .columns = columns, .min_columns = 2, .max_columns = 3,
+		.example = "SELECT src, tgt, domain FROM my_bitext"
+	};
 
-/* One SELECT of 2 or 3 text columns; returns the column count. */
-static int
-check_plan(SPIPlanPtr plan, const char *what)
-{
-	List	   *sources = SPI_plan_get_plan_sources(plan);
-	CachedPlanSource *ps;
-	ListCell   *lc;
-	TupleDesc	d;
-
-	if (list_length(sources) != 1)
-		bad_query(what);
-	ps = linitial(sources);
-	if (ps->commandTag != CMDTAG_SELECT || ps->resultDesc == NULL)
-		bad_query(what);
-	foreach(lc, ps->query_list)
-	{
-		Query	   *q = lfirst_node(Query, lc);
-
-		if (q->commandType != CMD_SELECT || q->utilityStmt != NULL ||
-			q->hasModifyingCTE || q->rowMarks != NIL)
-			bad_query(what);
-	}
-	d = ps->resultDesc;
-	if (d->natts < 2 || d->natts > 3)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATATYPE_MISMATCH),
-				 errmsg("%s query must return two or three text columns (src, tgt[, label])", what),
-				 errdetail("It returns %d columns.", d->natts)));
-	for (int i = 0; i < d->natts; i++)
-	{
-		Oid			t = getBaseType(TupleDescAttr(d, i)->atttypid);
-
-		if (t != TEXTOID && t != VARCHAROID)
-			ereport(ERROR,
-					(errcode(ERRCODE_DATATYPE_MISMATCH),
-					 errmsg("%s query must return two or three text columns (src, tgt[, label])", what),
-					 errdetail("Column %d has type %s.", i + 1,
-							   format_type_be(TupleDescAttr(d, i)->atttypid)),
-					 errhint("Cast the columns to text.")));
-	}
-	return d->natts;
+	return spec;
 }
 
 void
 train_check_query(const char *query, const char *what)
 {
-	SPIPlanPtr	plan;
+	CorpqQuerySpec spec = query_spec(what);
 
-	SPI_connect();
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	(void) check_plan(plan, what);
-	SPI_finish();
+	(void) corpq_query_check(query, &spec);
 }
 
 int
@@ -107,6 +61,12 @@ train_corpus_pair(const TrainCorpus *c, long i, cq_pair *p)
 typedef struct Builder
 {
 	TrainCorpus *c;
+	CorpqJob   *job;
+	const char *what;
+	CorpqVocab *sv;
+	CorpqVocab *tv;
+	int			max_positions;
+	MemoryContext cxt;			/* the corpus's */
 	long		cap_pairs;
 	int64		n_ids;
 	int64		cap_ids;
@@ -162,19 +122,17 @@ add_pair(Builder *b, const int32 *src, int n, const int32 *tgt, int m, int label
 	c->n_pairs++;
 }
 
+/* One row of the query (in the batch context). */
 static void
-read_row(Builder *b, HeapTuple tup, TupleDesc desc, CorpqVocab *sv, CorpqVocab *tv,
-		 int max_positions, MemoryContext cxt)
+read_row(Builder *b, const CorpqBatch *batch, uint64 r)
 {
 	TrainCorpus *c = b->c;
-	bool		n1,
-				n2,
-				n3 = true;
-	Datum		d1 = SPI_getbinval(tup, desc, 1, &n1);
-	Datum		d2 = SPI_getbinval(tup, desc, 2, &n2);
-	Datum		d3 = desc->natts == 3 ? SPI_getbinval(tup, desc, 3, &n3) : (Datum) 0;
-	text	   *s,
-			   *t;
+	const char *s,
+			   *t,
+			   *l;
+	int			s_len,
+				t_len,
+				l_len;
 	int32	   *src,
 			   *tgt;
 	int			n,
@@ -184,26 +142,38 @@ read_row(Builder *b, HeapTuple tup, TupleDesc desc, CorpqVocab *sv, CorpqVocab *
 	const char *name;
 
 	c->rows++;
-	if (n1 || n2)
+	if (!corpq_batch_text(batch, r, 1, &s, &s_len) || !corpq_batch_text(batch, r, 2, &t, &t_len))
 	{
 		c->null_rows++;
 		return;
 	}
-	s = DatumGetTextPP(d1);
-	t = DatumGetTextPP(d2);
-	src = corpq_vocab_encode_text(sv, VARDATA_ANY(s), VARSIZE_ANY_EXHDR(s), &n);
-	tgt = corpq_vocab_encode_text(tv, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &m);
+	src = corpq_vocab_encode_text(b->sv, s, s_len, &n);
+	tgt = corpq_vocab_encode_text(b->tv, t, t_len, &m);
 	/* </s> is appended to both sides: each must fit max_positions with it */
-	if (n + 1 > max_positions || m + 1 > max_positions)
+	if (n + 1 > b->max_positions || m + 1 > b->max_positions)
 	{
 		c->too_long++;
 		return;
 	}
-	name = n3 ? TRAIN_DEFAULT_LABEL : TextDatumGetCString(d3);
-	old = MemoryContextSwitchTo(cxt);
+	/* a NULL label is the default one */
+	name = batch->n_columns == 3 && corpq_batch_text(batch, r, 3, &l, &l_len) ?
+		pnstrdup(l, l_len) : TRAIN_DEFAULT_LABEL;
+	old = MemoryContextSwitchTo(b->cxt);
 	label = intern_label(b, name);
 	add_pair(b, src, n, tgt, m, label);
 	MemoryContextSwitchTo(old);
+}
+
+static void
+read_batch(void *arg, const CorpqBatch *batch)
+{
+	Builder    *b = arg;
+
+	for (uint64 i = 0; i < batch->n; i++)
+		read_row(b, batch, i);
+	corpq_job_progress(b->job, "reading", (double) b->c->rows, 0, "rows",
+					   psprintf("{\"query\": \"%s\", \"pairs\": %ld, \"too_long\": " INT64_FORMAT "}",
+								b->what, b->c->n_pairs, b->c->too_long), false);
 }
 
 void
@@ -211,16 +181,18 @@ train_read_corpus(CorpqJob *job, const char *query, const char *what,
 				  CorpqVocab *sv, CorpqVocab *tv, int max_positions,
 				  TrainCorpus *c, MemoryContext cxt)
 {
-	SPIPlanPtr	plan;
-	Portal		portal;
+	CorpqQuerySpec spec = query_spec(what);
 	Builder		b;
-	MemoryContext rows_cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq train rows",
-												   ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old;
 
 	memset(c, 0, sizeof(*c));
 	memset(&b, 0, sizeof(b));
 	b.c = c;
+	b.job = job;
+	b.what = what;
+	b.sv = sv;
+	b.tv = tv;
+	b.max_positions = max_positions;
+	b.cxt = cxt;
 	b.cap_pairs = 16;
 	b.cap_ids = 1024;
 	c->off = MemoryContextAllocHuge(cxt, sizeof(int64) * b.cap_pairs);
@@ -228,28 +200,5 @@ train_read_corpus(CorpqJob *job, const char *query, const char *what,
 	c->tgt_len = MemoryContextAllocHuge(cxt, sizeof(int) * b.cap_pairs);
 	c->label = MemoryContextAllocHuge(cxt, sizeof(int) * b.cap_pairs);
 	c->ids = MemoryContextAllocHuge(cxt, sizeof(int32) * b.cap_ids);
-
-	plan = SPI_prepare(query, 0, NULL);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	(void) check_plan(plan, what);
-	portal = SPI_cursor_open(NULL, plan, NULL, NULL, true);
-	for (;;)
-	{
-		SPI_cursor_fetch(portal, true, BATCH_ROWS);
-		if (SPI_processed == 0)
-			break;
-		old = MemoryContextSwitchTo(rows_cxt);
-		for (uint64 i = 0; i < SPI_processed; i++)
-			read_row(&b, SPI_tuptable->vals[i], SPI_tuptable->tupdesc, sv, tv,
-					 max_positions, cxt);
-		MemoryContextSwitchTo(old);
-		MemoryContextReset(rows_cxt);
-		SPI_freetuptable(SPI_tuptable);
-		corpq_job_progress(job, "reading", (double) c->rows, 0, "rows",
-						   psprintf("{\"query\": \"%s\", \"pairs\": %ld, \"too_long\": " INT64_FORMAT "}",
-									what, c->n_pairs, c->too_long), false);
-	}
-	SPI_cursor_close(portal);
-	MemoryContextDelete(rows_cxt);
+	(void) corpq_query_stream(query, &spec, BATCH_ROWS, read_batch, &b);
 }

@@ -29,6 +29,7 @@
 #include "nn/modelfile.h"
 #include "nn/schedule.h"
 #include "pg/base/internal_sql.h"
+#include "pg/base/options.h"
 #include "pg/base/base.h"
 #include "pg/model/model_catalog.h"
 #include "pg/train/train.h"
@@ -117,18 +118,10 @@ corpq_train(PG_FUNCTION_ARGS)
 	else
 		appendStringInfoString(&args, "null");
 	appendStringInfo(&args, ", \"options\": %s}", train_options_json(&o));
-	PG_RETURN_INT64(corpq_job_submit("train",
-									 DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-																		CStringGetDatum(args.data)))));
+	PG_RETURN_INT64(corpq_job_submit("train", args.data));
 }
 
 /* ---- the job ---- */
-
-static char *
-num(double x)
-{
-	return isfinite(x) ? psprintf("%.10g", x) : pstrdup("null");
-}
 
 /* One source of batches: a batcher over a subset of the corpus. */
 typedef struct Stream
@@ -563,7 +556,7 @@ dev_json(const Run *r, const TrainDevFigures *f)
 			appendStringInfoString(&b, ", ");
 		escape_json(&b, r->dev.labels[l]);
 		appendStringInfo(&b, ": {\"loss\": %s, \"ppl\": %s, \"tokens\": %ld}",
-						 num(loss), num(exp(loss)), f->tokens[l]);
+						 corpq_json_number_text(loss), corpq_json_number_text(exp(loss)), f->tokens[l]);
 	}
 	appendStringInfoChar(&b, '}');
 	return b.data;
@@ -625,9 +618,9 @@ checkpoint(Run *r, bool validated)
 	metrics = psprintf("{\"job\": " INT64_FORMAT ", \"step\": " INT64_FORMAT ", \"epoch\": %s"
 					   ", \"seconds\": %s, \"train_loss\": %s, \"train_nll\": %s, \"dev_loss\": %s"
 					   ", \"dev_ppl\": %s, \"dev\": %s}",
-					   r->job->id, r->st->step, num(epoch_now(r)), num(r->cur.seconds), num(r->last_loss),
-					   num(r->last_nll), validated ? num(r->last_dev) : "null",
-					   validated ? num(exp(r->last_dev)) : "null",
+					   r->job->id, r->st->step, corpq_json_number_text(epoch_now(r)), corpq_json_number_text(r->cur.seconds), corpq_json_number_text(r->last_loss),
+					   corpq_json_number_text(r->last_nll), validated ? corpq_json_number_text(r->last_dev) : "null",
+					   validated ? corpq_json_number_text(exp(r->last_dev)) : "null",
 					   validated ? r->last_dev_json : "null");
 	if (r->strategy->save)
 	{
@@ -732,9 +725,9 @@ update(Run *r, MemoryContext upd)
 
 	figures = psprintf("{\"epoch\": %s, \"loss\": %s, \"nll\": %s, \"ppl\": %s, \"lr\": %s"
 					   ", \"tokens_per_s\": %s, \"grad_norm\": %s, \"dev_loss\": %s, \"dev_ppl\": %s}",
-					   num(row.epoch), num(stats.loss), num(stats.nll), num(exp(stats.nll)),
-					   num(stats.lr), num(row.tokens_per_s), num(stats.grad_norm),
-					   num(r->last_dev), num(exp(r->last_dev)));
+					   corpq_json_number_text(row.epoch), corpq_json_number_text(stats.loss), corpq_json_number_text(stats.nll), corpq_json_number_text(exp(stats.nll)),
+					   corpq_json_number_text(stats.lr), corpq_json_number_text(row.tokens_per_s), corpq_json_number_text(stats.grad_norm),
+					   corpq_json_number_text(r->last_dev), corpq_json_number_text(exp(r->last_dev)));
 	/* the ETA is the view's: updates left at the current rate */
 	corpq_job_progress(r->job, "training", (double) r->st->step,
 					   (double) Max(r->sched.expected, r->st->step), "updates", figures, true);
@@ -802,18 +795,18 @@ result_json(Run *r, double seconds_total)
 					 ", \"final_train_loss\": %s, \"final_train_nll\": %s"
 					 ", \"dev\": {\"final_loss\": %s, \"final_ppl\": %s, \"best_loss\": %s, \"best_ppl\": %s"
 					 ", \"final\": %s, \"best\": %s}",
-					 r->st->step, num(epoch_now(r)), r->cur.tokens_done,
+					 r->st->step, corpq_json_number_text(epoch_now(r)), r->cur.tokens_done,
 					 r->corpus.n_pairs, r->cur.pairs_done,
 					 r->corpus.null_rows, r->corpus.too_long, r->corpus.n_pairs - r->kept,
-					 num(r->last_loss), num(r->last_nll),
-					 num(r->last_dev), num(exp(r->last_dev)), num(best), num(exp(best)),
+					 corpq_json_number_text(r->last_loss), corpq_json_number_text(r->last_nll),
+					 corpq_json_number_text(r->last_dev), corpq_json_number_text(exp(r->last_dev)), corpq_json_number_text(best), corpq_json_number_text(exp(best)),
 					 r->has_dev ? r->last_dev_json : "null",
 					 r->have_best ? dev_json(r, &r->best_devf) : "null");
 	appendStringInfo(&b, ", \"seconds\": %.3f, \"training_seconds\": %.3f, \"tokens_per_s\": %s"
 					 ", \"peak_rss_kb\": %ld, \"attempts\": %d, \"resumed_from_step\": %s"
 					 ", \"first_version\": %d, \"best_version\": %s, \"checkpoint_versions\": %s"
 					 ", \"warmup\": %d, \"schedule\": %s, \"strategy\": ",
-					 seconds_total, r->cur.seconds, num(r->cur.tokens_done / r->cur.seconds),
+					 seconds_total, r->cur.seconds, corpq_json_number_text(r->cur.tokens_done / r->cur.seconds),
 					 ru.ru_maxrss, r->job->attempts,
 					 r->resumed_from >= 0 ? psprintf(INT64_FORMAT, r->resumed_from) : "null",
 					 r->cur.first_version,

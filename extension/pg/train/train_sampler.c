@@ -9,7 +9,7 @@
 #include "pg/train/train_sampler.h"
 #include "pg/train/train_scorer.h"
 
-static const TrainStrategy strategies[] = {
+const TrainStrategy train_strategies[] = {
 	{"proportional", false, train_strategy_proportional_init, NULL},
 	{"temperature", true, train_strategy_temperature_init, NULL},
 	{"uniform", true, train_strategy_uniform_init, NULL},
@@ -23,21 +23,10 @@ static const TrainStrategy strategies[] = {
 const TrainStrategy *
 train_strategy_find(const char *name)
 {
-	for (const TrainStrategy *s = strategies; s->name; s++)
+	for (const TrainStrategy *s = train_strategies; s->name; s++)
 		if (strcmp(s->name, name) == 0)
 			return s;
 	return NULL;
-}
-
-const char *
-train_strategy_names(void)
-{
-	StringInfoData b;
-
-	initStringInfo(&b);
-	for (const TrainStrategy *s = strategies; s->name; s++)
-		appendStringInfo(&b, "%s\"%s\"", s == strategies ? "" : ", ", s->name);
-	return b.data;
 }
 
 TrainSampler *

@@ -72,8 +72,8 @@ struct TrainSampler
 
 /* NULL for an unknown name. */
 const TrainStrategy *train_strategy_find(const char *name);
-/* "\"proportional\", ..." for error messages. */
-const char *train_strategy_names(void);
+/* The table, ended by a NULL name (the strategy option's names). */
+extern const TrainStrategy train_strategies[];
 
 /* A sampler over n corpora in CurrentMemoryContext, init applied. */
 TrainSampler *train_sampler_new(const TrainStrategy *strategy, const TrainOptions *o,
@@ -93,14 +93,11 @@ void		train_strategy_multiuat_update(TrainSampler *s, const TrainSamplerView *vi
 void		train_strategy_multidds_init(TrainSampler *s, const TrainOptions *o);
 void		train_strategy_multidds_update(TrainSampler *s, const TrainSamplerView *view);
 
-/* Their options (train_scorer.c): defaults, one key (false: not ours), resolve, JSON. */
-#define TRAIN_BALANCE_KEYS "measure, passes, update_every, prior_tau, scorer_lr, " \
-	"scorer_steps, dev_tokens, baseline"
-void		train_balance_defaults(TrainOptions *o);
-bool		train_balance_option(TrainOptions *o, const char *key, JsonbValue *v,
-								 void (*bad_value) (const char *key, const char *expected));
+/*
+ * Their options (rows of train_options.c's table): the checks that involve
+ * the strategy, and the defaults (train_scorer.c).
+ */
 void		train_balance_resolve(TrainOptions *o);
-void		train_balance_json(const TrainOptions *o, StringInfo b);
 bool		train_strategy_is_balance(const char *name);
 
 #endif

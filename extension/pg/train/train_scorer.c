@@ -49,82 +49,6 @@ train_strategy_is_balance(const char *name)
 }
 
 void
-train_balance_defaults(TrainOptions *o)
-{
-	o->measure = NULL;
-	o->passes = UNSET;
-	o->prior_tau = UNSET;
-	o->scorer_lr = UNSET;
-	o->scorer_steps = UNSET;
-	o->dev_tokens = UNSET;
-	o->baseline = false;
-}
-
-static double
-number(const char *key, JsonbValue *v, double lo, double hi, bool lo_open, const char *expected,
-	   void (*bad_value) (const char *key, const char *expected))
-{
-	double		d;
-
-	if (v->type != jbvNumeric)
-		bad_value(key, expected);
-	d = DatumGetFloat8(DirectFunctionCall1(numeric_float8, NumericGetDatum(v->val.numeric)));
-	if (!isfinite(d) || d < lo || d > hi || (lo_open && d == lo))
-		bad_value(key, expected);
-	return d;
-}
-
-static int
-integer(const char *key, JsonbValue *v, int lo, int hi,
-		void (*bad_value) (const char *key, const char *expected))
-{
-	char	   *expected = psprintf("an integer from %d to %d", lo, hi);
-	double		d = number(key, v, lo, hi, false, expected, bad_value);
-
-	if (d != floor(d))
-		bad_value(key, expected);
-	return (int) d;
-}
-
-bool
-train_balance_option(TrainOptions *o, const char *key, JsonbValue *v,
-					 void (*bad_value) (const char *key, const char *expected))
-{
-	if (strcmp(key, "measure") == 0)
-	{
-		cq_uncertainty u;
-		cq_nn_error err = {0};
-
-		if (v->type != jbvString)
-			bad_value(key, "a measure name: pretp, exptp, vartp, comev, entsent, enteos, exptp_geo, vartp_log, comev_log");
-		o->measure = pnstrdup(v->val.string.val, v->val.string.len);
-		if (cq_uncertainty_from_name(o->measure, &u, &err) != CQ_NN_OK)
-			bad_value(key, "a measure name: pretp, exptp, vartp, comev, entsent, enteos, exptp_geo, vartp_log, comev_log");
-	}
-	else if (strcmp(key, "passes") == 0)
-		o->passes = integer(key, v, 1, CORPQ_MAX_PASSES, bad_value);
-	else if (strcmp(key, "update_every") == 0)
-		o->sampler_every = integer(key, v, 1, PG_INT32_MAX, bad_value);
-	else if (strcmp(key, "prior_tau") == 0)
-		o->prior_tau = number(key, v, DBL_MIN, 1e6, false, "a normal positive number up to 1e6 (1e6: uniform)", bad_value);
-	else if (strcmp(key, "scorer_lr") == 0)
-		o->scorer_lr = number(key, v, 0, 10, true, "a number in (0, 10]", bad_value);
-	else if (strcmp(key, "scorer_steps") == 0)
-		o->scorer_steps = integer(key, v, 1, 100000, bad_value);
-	else if (strcmp(key, "dev_tokens") == 0)
-		o->dev_tokens = integer(key, v, 16, 1 << 20, bad_value);
-	else if (strcmp(key, "baseline") == 0)
-	{
-		if (v->type != jbvBool)
-			bad_value(key, "true or false");
-		o->baseline = v->val.boolean;
-	}
-	else
-		return false;
-	return true;
-}
-
-void
 train_balance_resolve(TrainOptions *o)
 {
 	bool		balance = train_strategy_is_balance(o->strategy);
@@ -169,23 +93,6 @@ train_balance_resolve(TrainOptions *o)
 		o->scorer_steps = 200;
 	if (o->dev_tokens == UNSET)
 		o->dev_tokens = 1024;
-}
-
-void
-train_balance_json(const TrainOptions *o, StringInfo b)
-{
-	if (!train_strategy_is_balance(o->strategy))
-		return;
-	if (o->measure)
-	{
-		appendStringInfoString(b, ", \"measure\": ");
-		escape_json(b, o->measure);
-		appendStringInfo(b, ", \"passes\": %d", o->passes);
-	}
-	appendStringInfo(b, ", \"prior_tau\": %.17g, \"scorer_lr\": %.17g, \"scorer_steps\": %d"
-					 ", \"dev_tokens\": %d, \"baseline\": %s",
-					 o->prior_tau, o->scorer_lr, o->scorer_steps, o->dev_tokens,
-					 o->baseline ? "true" : "false");
 }
 
 /* ---- the scorer ---- */

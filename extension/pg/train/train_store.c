@@ -19,14 +19,9 @@
 #include "utils/memutils.h"
 
 #include "pg/base/internal_sql.h"
+#include "pg/base/options.h"
 #include "pg/model/model_catalog.h"
 #include "pg/train/train.h"
-
-static char *
-num(double x)
-{
-	return isfinite(x) ? psprintf("%.17g", x) : pstrdup("null");
-}
 
 void
 train_log_write(int64 job, const TrainLogRow *r)
@@ -85,7 +80,7 @@ cursor_json(const TrainCursor *c)
 	appendStringInfo(&b, "], \"pairs_done\": " INT64_FORMAT ", \"tokens_done\": " INT64_FORMAT
 					 ", \"seconds\": %.17g, \"best_dev\": %s, \"best_version\": %d"
 					 ", \"first_version\": %d",
-					 c->pairs_done, c->tokens_done, c->seconds, num(c->best_dev),
+					 c->pairs_done, c->tokens_done, c->seconds, corpq_json_number_text(c->best_dev),
 					 c->best_version, c->first_version);
 	if (c->sampler_state)
 		appendStringInfo(&b, ", \"sampler\": %s", c->sampler_state);
