@@ -16,6 +16,8 @@
 #include "fmgr.h"
 #include "utils/float.h"
 
+#include "pg/base/errors.h"
+
 static double
 weight(double u, double u_max, double beta)
 {
@@ -70,15 +72,6 @@ es_key(double w, double r)
 }
 
 /* NULL in u (no uncertainty) weighs 0; NULL in u_max or beta is an error. */
-static void
-require(FunctionCallInfo fcinfo, int arg, const char *name)
-{
-	if (PG_ARGISNULL(arg))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("%s must not be NULL", name)));
-}
-
 PG_FUNCTION_INFO_V1(corpq_uncsamp_weight);
 
 Datum
@@ -94,14 +87,14 @@ corpq_uncsamp_seeded(PG_FUNCTION_ARGS)
 {
 	double		w;
 
-	require(fcinfo, 1, "u_max");
-	require(fcinfo, 2, "beta");
+	corpq_require_arg(fcinfo, 1, "u_max");
+	corpq_require_arg(fcinfo, 2, "beta");
 	if (PG_ARGISNULL(3))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("id must not be NULL"),
 				 errhint("Pass a row id for a reproducible key, or call corpq.uncsamp(u, u_max, beta) for a random one.")));
-	require(fcinfo, 4, "seed");
+	corpq_require_arg(fcinfo, 4, "seed");
 	w = PG_ARGISNULL(0) ? 0.0 :
 		weight(PG_GETARG_FLOAT8(0), PG_GETARG_FLOAT8(1), PG_GETARG_FLOAT8(2));
 	PG_RETURN_FLOAT8(es_key(w, hash_uniform(PG_GETARG_INT64(3), PG_GETARG_INT64(4))));
@@ -115,8 +108,8 @@ corpq_uncsamp_random(PG_FUNCTION_ARGS)
 	double		w;
 	double		r;
 
-	require(fcinfo, 1, "u_max");
-	require(fcinfo, 2, "beta");
+	corpq_require_arg(fcinfo, 1, "u_max");
+	corpq_require_arg(fcinfo, 2, "beta");
 	w = PG_ARGISNULL(0) ? 0.0 :
 		weight(PG_GETARG_FLOAT8(0), PG_GETARG_FLOAT8(1), PG_GETARG_FLOAT8(2));
 	/* pg_prng_double is in [0, 1); 0 would give key 0 for every weight */

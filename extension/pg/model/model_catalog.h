@@ -1,7 +1,8 @@
 /*
  * Transformer models in the corpq catalog (corpq.model_catalog,
  * corpq.model_versions) and the backend cache of loaded models: the catalog
- * (model_catalog.c, model_sql.c), the cache (model_cache.c), pinned models
+ * (model_resolve.c, model_versions.c, model_sql.c; core errors model_errors.c),
+ * the cache (model_cache.c), pinned models
  * (model_pinned.c).  Scoring is model_score.h, translation translate.h.
  *
  * A version's weights never change, so a loaded model is cached under

@@ -23,6 +23,7 @@
 #include "utils/plancache.h"
 #include "utils/tuplestore.h"
 
+#include "pg/base/errors.h"
 #include "pg/base/base.h"
 #include "pg/base/corpus_query.h"
 #include "pg/model/model_score.h"
@@ -195,10 +196,7 @@ corpq_score(PG_FUNCTION_ARGS)
 
 	/* not STRICT: a NULL argument is an error, not an empty result */
 	for (int i = 0; i < PG_NARGS(); i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument %s of corpq.score() must not be null", arg_names[i])));
+		corpq_require_arg(fcinfo, i, arg_names[i]);
 	model = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	a.what = parse_what(text_to_cstring(PG_GETARG_TEXT_PP(2)));

@@ -1,61 +1,20 @@
 /*
- * Loading named BPE models and vocabularies from the corpq catalog, the
- * per-query cache for SQL functions, and the streamed corpus query.
+ * Loading named BPE models and vocabularies from the corpq catalog, and the
+ * checks of the names they are created under.
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "mb/pg_wchar.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "pg/base/corpus_query.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
 #include "pg/text/text_catalog.h"
 
 /* Words kept in a segmenter's cache before it is emptied. */
 #define SEGMENT_CACHE_WORDS 100000
-
-/* Rows fetched from a corpus cursor at a time. */
-#define CORPUS_BATCH 1000
-
-void
-corpq_require_utf8(void)
-{
-	int			enc = GetDatabaseEncoding();
-
-	if (enc != PG_UTF8 && enc != PG_SQL_ASCII)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("corpq text functions need a UTF8 database"),
-				 errdetail("The database encoding is %s.", GetDatabaseEncodingName())));
-}
-
-void
-corpq_text_error(int code, const char *what, const char *detail)
-{
-	int			errcode_value;
-
-	switch (code)
-	{
-		case CQ_TEXT_ENOMEM:
-			errcode_value = ERRCODE_OUT_OF_MEMORY;
-			break;
-		case CQ_TEXT_ERANGE:
-			errcode_value = ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
-			break;
-		default:
-			errcode_value = ERRCODE_INVALID_PARAMETER_VALUE;
-			break;
-	}
-	ereport(ERROR,
-			(errcode(errcode_value),
-			 errmsg("%s", what),
-			 detail && detail[0] ? errdetail("%s", detail) : 0));
-	pg_unreachable();
-}
 
 /* ---- name checks ---- */
 
@@ -298,108 +257,4 @@ corpq_vocab_encode_text(CorpqVocab *v, const char *text, int len, int *n_ids)
 	cq_vocabulary_encode(&v->vocab, t, ids);
 	*n_ids = (int) t->n;
 	return ids;
-}
-
-/* ---- per-query cache in fn_extra ---- */
-
-typedef struct FnCache
-{
-	char		kind;			/* 's' segmenter, 'v' vocabulary */
-	char	   *name;
-	void	   *obj;
-} FnCache;
-
-static FnCache *
-fn_cache(FunctionCallInfo fcinfo, char kind, const char *name, bool *hit)
-{
-	FnCache    *c = fcinfo->flinfo->fn_extra;
-
-	if (c == NULL)
-	{
-		c = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(FnCache));
-		fcinfo->flinfo->fn_extra = c;
-	}
-	*hit = c->obj != NULL && c->kind == kind && strcmp(c->name, name) == 0;
-	if (!*hit && c->obj != NULL)
-	{
-		/* a different name than the last call: drop the old object */
-		if (c->kind == 's')
-			corpq_segmenter_free(c->obj);
-		else
-			corpq_vocab_free(c->obj);
-		pfree(c->name);
-		c->obj = NULL;
-	}
-	return c;
-}
-
-CorpqSegmenter *
-corpq_segmenter_cached(FunctionCallInfo fcinfo, const char *name)
-{
-	bool		hit;
-	const char *key = name ? name : CORPQ_WHITESPACE;
-	FnCache    *c = fn_cache(fcinfo, 's', key, &hit);
-
-	if (!hit)
-	{
-		c->obj = corpq_segmenter_load(key, fcinfo->flinfo->fn_mcxt);
-		c->kind = 's';
-		c->name = MemoryContextStrdup(fcinfo->flinfo->fn_mcxt, key);
-	}
-	return c->obj;
-}
-
-CorpqVocab *
-corpq_vocab_cached(FunctionCallInfo fcinfo, const char *name)
-{
-	bool		hit;
-	FnCache    *c = fn_cache(fcinfo, 'v', name, &hit);
-
-	if (!hit)
-	{
-		c->obj = corpq_vocab_load(name, fcinfo->flinfo->fn_mcxt);
-		c->kind = 'v';
-		c->name = MemoryContextStrdup(fcinfo->flinfo->fn_mcxt, name);
-	}
-	return c->obj;
-}
-
-/* ---- the corpus query ---- */
-
-static const CorpqColumn corpus_column = {NULL, CORPQ_COLUMN_TEXT};
-
-static const CorpqQuerySpec corpus_spec = {
-	.what = "corpus", .columns = &corpus_column, .min_columns = 1, .max_columns = 1,
-	.example = "SELECT src FROM my_corpus", .need_rows = true
-};
-
-typedef struct CorpusScan
-{
-	CorpqRowFn	fn;
-	void	   *arg;
-	int64		non_null;
-} CorpusScan;
-
-static void
-scan_batch(void *arg, const CorpqBatch *b)
-{
-	CorpusScan  *st = arg;
-	const char *s;
-	int			len;
-
-	for (uint64 i = 0; i < b->n; i++)
-		if (corpq_batch_text(b, i, 1, &s, &len))
-		{
-			st->fn(st->arg, s, len);
-			st->non_null++;
-		}
-}
-
-int64
-corpq_scan_corpus(const char *query, CorpqRowFn fn, void *arg)
-{
-	CorpusScan	st = {fn, arg, 0};
-
-	corpq_query_stream(query, &corpus_spec, CORPUS_BATCH, scan_batch, &st);
-	return st.non_null;
 }

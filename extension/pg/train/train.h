@@ -9,7 +9,7 @@
  *                     train_sampler.h)
  *   train_validate.c  dev loss per corpus label, dropout off
  *   train_store.c     the training log and crash-safe checkpoints
- *   train_scorer.c    the scorer (UncSamp-style model) fitted during training
+ *   train_scorer*.c   the corpus scorer of multiuat and multidds
  *                     (train_scorer.h)
  *   train_schedule.c  the time-budget schedule (train_schedule.h)
  *   train_job.c       submission and the job's loop
@@ -51,7 +51,7 @@ typedef struct TrainOptions
 	int			strategy_index; /* its row there */
 	double		tau;			/* temperature strategy */
 	int			sampler_every;	/* dynamic strategies: updates between hooks */
-	/* multiuat / multidds (train_scorer.c) */
+	/* multiuat / multidds (train_options.c, train_scorer.h) */
 	char	   *measure;		/* multiuat's uncertainty measure */
 	int			passes;			/* K Monte Carlo dropout passes */
 	double		prior_tau;		/* the scorer starts at temperature_weights(tau) */

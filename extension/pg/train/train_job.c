@@ -28,6 +28,7 @@
 #include "nn/batching.h"
 #include "nn/modelfile.h"
 #include "nn/schedule.h"
+#include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
 #include "pg/base/base.h"
@@ -84,10 +85,8 @@ corpq_train(PG_FUNCTION_ARGS)
 	int64		model_id;
 	StringInfoData args;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("model and corpus must not be null")));
+	corpq_require_arg(fcinfo, 0, "model");
+	corpq_require_arg(fcinfo, 1, "corpus");
 	model = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	corpus = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (!PG_ARGISNULL(2))

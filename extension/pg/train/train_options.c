@@ -107,6 +107,59 @@ static const CorpqOption rows[] = {
 
 static const CorpqOptionTable table = {"training", rows};
 
+bool
+train_strategy_is_balance(const char *name)
+{
+	return strcmp(name, "multiuat") == 0 || strcmp(name, "multidds") == 0;
+}
+
+void
+train_balance_resolve(TrainOptions *o)
+{
+	bool		balance = train_strategy_is_balance(o->strategy);
+	bool		uat = strcmp(o->strategy, "multiuat") == 0;
+	const char *given = NULL;
+
+	if (o->sampler_every == UNSET)
+		o->sampler_every = balance ? 1000 : 100;
+	if (!uat && o->measure)
+		given = "measure";
+	else if (!uat && o->passes != UNSET)
+		given = "passes";
+	else if (!balance && o->prior_tau != UNSET)
+		given = "prior_tau";
+	else if (!balance && o->scorer_lr != UNSET)
+		given = "scorer_lr";
+	else if (!balance && o->scorer_steps != UNSET)
+		given = "scorer_steps";
+	else if (!balance && o->dev_tokens != UNSET)
+		given = "dev_tokens";
+	else if (!balance && o->baseline)
+		given = "baseline";
+	if (given)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("training option \"%s\" needs strategy %s", given,
+						uat || strcmp(given, "measure") == 0 || strcmp(given, "passes") == 0
+						? "\"multiuat\"" : "\"multiuat\" or \"multidds\""),
+				 errhint("Leave it out, or pass '{\"strategy\": \"multiuat\"}'.")));
+	if (!balance)
+		return;
+	/* ENTEOS: the measure the paper carries through its analyses (Sec. 5) */
+	if (uat && o->measure == NULL)
+		o->measure = pstrdup("enteos");
+	if (uat && o->passes == UNSET)
+		o->passes = 10;
+	if (o->prior_tau == UNSET)
+		o->prior_tau = 1;
+	if (o->scorer_lr == UNSET)
+		o->scorer_lr = 1e-4;
+	if (o->scorer_steps == UNSET)
+		o->scorer_steps = 200;
+	if (o->dev_tokens == UNSET)
+		o->dev_tokens = 1024;
+}
+
 /* Budget-scaled defaults, once every key is known. */
 static void
 resolve(TrainOptions *o)

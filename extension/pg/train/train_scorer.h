@@ -3,7 +3,8 @@
  * (MultiUAT, Wu et al., Algorithm 1): one logit psi_n per corpus,
  * p = softmax(psi), first fitted to a prior, then at every sampler update
  * scorer_steps Adam steps on the REINFORCE loss -sum_n R(n) log p_n.
- * Also the strategies' shared hooks: checks, save/load of psi and Adam,
+ * Also the strategies' shared batches (train_scorer_batches.c) and hooks
+ * (train_scorer_hooks.c): checks, save/load of psi and Adam,
  * the sampling-history rows and the result entry.
  */
 #ifndef CORPQ_TRAIN_SCORER_H
@@ -44,6 +45,9 @@ typedef struct TrainScorer
 
 /* A scorer fitted to the temperature prior of o->prior_tau over s->size. */
 TrainScorer *train_scorer_new(TrainSampler *s, const TrainOptions *o);
+
+/* prob[] := softmax(psi): after psi changed (a loaded checkpoint). */
+void		train_scorer_publish(TrainSampler *s);
 
 /* Adam steps on -sum R log p; prob[] := softmax(psi); records the history row. */
 void		train_scorer_reinforce(TrainSampler *s, int64 step, const double *reward,
