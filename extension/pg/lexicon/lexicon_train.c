@@ -23,6 +23,7 @@
 #include "utils/timestamp.h"
 
 #include "align/lexicon.h"
+#include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
 #include "pg/lexicon/lexicon_catalog.h"
@@ -91,13 +92,17 @@ corpq_lexicon_train(PG_FUNCTION_ARGS)
 
 /* ---- the job ---- */
 
+/* A failed alignment core call, through the one reporter (base/errors.h). */
 static void
 align_error(const char *what, const cq_align_error *err)
 {
-	ereport(ERROR,
-			(errcode(err->code == CQ_ALIGN_ENOMEM ? ERRCODE_OUT_OF_MEMORY
-					 : ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("%s: %s", what, err->msg)));
+	cq_error	e;
+
+	cq_code		category = cq_align_category(err->code);
+
+	/* a failure without a code is a broken invariant */
+	cq_fail(&e, category == CQ_OK ? CQ_EINTERNAL : category, "%s", err->msg);
+	corpq_core_error(&e, NULL, "%s", what);
 }
 
 /* What the core's progress hook reports through corpq_job_progress(). */

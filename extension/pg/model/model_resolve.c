@@ -39,18 +39,16 @@ corpq_model_split_spec(const char *spec, int *name_len, int32 *version)
 	return true;
 }
 
-/* ERROR listing the versions of model id (called inside SPI). */
-static void
-missing_version(int64 id, const char *name, int32 version)
+void
+corpq_version_missing(const char *kind, const char *list_sql, int64 id,
+					  const char *name, int32 version)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(id)};
 	bool		isnull;
 	char	   *list = NULL;
 
-	if (corpq_sql_as_caller("SELECT pg_catalog.string_agg(version::pg_catalog.text, ', ' ORDER BY version) "
-							"FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+	if (corpq_sql_as_caller(list_sql, 1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
 		SPI_processed == 1)
 	{
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -60,7 +58,7 @@ missing_version(int64 id, const char *name, int32 version)
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
-			 errmsg("model \"%s\" has no version %d", name, version),
+			 errmsg("%s \"%s\" has no version %d", kind, name, version),
 			 list ? errdetail("Its versions are %s.", list)
 			 : errdetail("It has no versions."),
 			 errhint("Write \"%s\" for the latest version or \"%s@N\" for version N.",
@@ -116,7 +114,10 @@ corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref)
 	ref->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
 	ref->version = DatumGetInt32(SPI_getbinval(tup, desc, 4, &isnull));
 	if (isnull)
-		missing_version(ref->id, name, version);
+		corpq_version_missing("model",
+							  "SELECT pg_catalog.string_agg(version::pg_catalog.text, ', ' ORDER BY version) "
+							  "FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1",
+							  ref->id, name, version);
 	ref->checksum = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
 	ref->src_vocab = MemoryContextStrdup(caller, SPI_getvalue(tup, desc, 2));
 	ref->tgt_vocab = MemoryContextStrdup(caller, SPI_getvalue(tup, desc, 3));

@@ -1,11 +1,13 @@
 /*
  * The text subsystem's preconditions and errors: the UTF-8 database check
- * and the ERROR for a failed text core call (text_catalog.h).
+ * and the ERROR for a failed text core call (text_catalog.h), through the
+ * one reporter of core errors (base/errors.h).
  */
 #include "postgres.h"
 
 #include "mb/pg_wchar.h"
 
+#include "pg/base/errors.h"
 #include "pg/text/text_catalog.h"
 
 void
@@ -23,23 +25,11 @@ corpq_require_utf8(void)
 void
 corpq_text_error(int code, const char *what, const char *detail)
 {
-	int			errcode_value;
+	cq_error	err;
 
-	switch (code)
-	{
-		case CQ_TEXT_ENOMEM:
-			errcode_value = ERRCODE_OUT_OF_MEMORY;
-			break;
-		case CQ_TEXT_ERANGE:
-			errcode_value = ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE;
-			break;
-		default:
-			errcode_value = ERRCODE_INVALID_PARAMETER_VALUE;
-			break;
-	}
-	ereport(ERROR,
-			(errcode(errcode_value),
-			 errmsg("%s", what),
-			 detail && detail[0] ? errdetail("%s", detail) : 0));
-	pg_unreachable();
+	cq_code		category = cq_text_category((cq_text_code) code);
+
+	/* a failure without a code is a broken invariant */
+	cq_fail(&err, category == CQ_OK ? CQ_EINTERNAL : category, "%s", detail ? detail : "");
+	corpq_core_error(&err, NULL, "%s", what);
 }
