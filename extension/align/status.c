@@ -27,3 +27,22 @@ cq_align_progress_stop(const cq_align_progress *p, int64_t done, int64_t total)
 		return false;
 	return p->fn(p->arg, done, total);
 }
+
+cq_code
+cq_align_category(int code)
+{
+	switch (code)
+	{
+		case CQ_ALIGN_OK:
+			return CQ_OK;
+		case CQ_ALIGN_STOPPED:
+			return CQ_STOPPED;
+		case CQ_ALIGN_EINVAL:
+			return CQ_EINVAL;
+		case CQ_ALIGN_ENOMEM:
+			return CQ_ENOMEM;
+		case CQ_ALIGN_ECORRUPT:
+			return CQ_ECORRUPT;
+	}
+	return CQ_EINTERNAL;
+}

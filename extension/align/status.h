@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/error.h"
+
 typedef enum cq_align_code
 {
 	CQ_ALIGN_OK = 0,
@@ -23,6 +25,9 @@ typedef struct cq_align_error
 	int			code;
 	char		msg[240];
 } cq_align_error;
+
+/* The category of common/error.h a code belongs to. */
+cq_code		cq_align_category(int code);
 
 /* Record code and message (printf-style) in err (may be NULL); returns code. */
 int			cq_align_fail(cq_align_error *err, int code, const char *fmt,...)

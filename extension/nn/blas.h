@@ -7,7 +7,7 @@
  * into corpq.so would start threads in the postmaster when corpq is in
  * shared_preload_libraries.  The core therefore calls cq_sgemm(), and the host
  * binds it: the extension dlopen()s OpenBLAS lazily in a backend or worker
- * (extension/pg/blas_loader.c), the unit tests bind cblas_sgemm directly.
+ * (extension/pg/base/blas_loader.c), the unit tests bind cblas_sgemm directly.
  *
  * Row-major: C[M x N] = alpha * op(A)[M x K] * op(B)[K x N] + beta * C.
  */

@@ -6,6 +6,8 @@
 #ifndef CQ_NN_STATUS_H
 #define CQ_NN_STATUS_H
 
+#include "common/error.h"
+
 typedef enum cq_nn_status
 {
 	CQ_NN_OK = 0,
@@ -29,6 +31,13 @@ typedef struct cq_nn_error
 	cq_nn_status code;
 	char		message[256];
 } cq_nn_error;
+
+/*
+ * The category of common/error.h a status belongs to (the glue picks the
+ * SQLSTATE from it): the weight-file family is CQ_EFORMAT, a sentence beyond
+ * the positions CQ_ELIMIT, a too small workspace CQ_EINTERNAL (a bug).
+ */
+cq_code		cq_nn_category(cq_nn_status status);
 
 /* Record code and a printf-style message in err (if not NULL); returns code. */
 cq_nn_status cq_nn_fail(cq_nn_error *err, cq_nn_status code, const char *fmt, ...)

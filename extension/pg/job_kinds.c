@@ -7,10 +7,10 @@
 #include "utils/builtins.h"
 
 #include "pg/antap/antap.h"
-#include "pg/jobs.h"
-#include "pg/lexicon_catalog.h"
+#include "pg/jobs/jobs.h"
+#include "pg/lexicon/lexicon_catalog.h"
 #include "pg/model/translate.h"
-#include "pg/train_job.h"
+#include "pg/train/train_job.h"
 
 static const CorpqJobKind kinds[] = {
 	{"antap_train", antap_train_job, true},

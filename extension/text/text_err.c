@@ -17,3 +17,20 @@ cq_text_fail(cq_text_err *err, cq_text_code code, int line, const char *fmt,...)
 	}
 	return code;
 }
+
+cq_code
+cq_text_category(cq_text_code code)
+{
+	switch (code)
+	{
+		case CQ_TEXT_OK:
+			return CQ_OK;
+		case CQ_TEXT_ENOMEM:
+			return CQ_ENOMEM;
+		case CQ_TEXT_EINVAL:
+			return CQ_EINVAL;
+		case CQ_TEXT_ERANGE:
+			return CQ_ERANGE;
+	}
+	return CQ_EINTERNAL;
+}

@@ -5,6 +5,8 @@
 #ifndef CQ_TEXT_ERR_H
 #define CQ_TEXT_ERR_H
 
+#include "common/error.h"
+
 #include <stdarg.h>
 
 typedef enum cq_text_code
@@ -21,6 +23,9 @@ typedef struct cq_text_err
 	int			line;			/* input line of the problem, 0 if none */
 	char		msg[256];
 } cq_text_err;
+
+/* The category of common/error.h a code belongs to. */
+cq_code		cq_text_category(cq_text_code code);
 
 /* Fill *err (may be NULL) and return code. */
 cq_text_code cq_text_fail(cq_text_err *err, cq_text_code code, int line,

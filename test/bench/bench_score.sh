@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of in-query scoring (extension/pg/score_*.c) on preset `small`
+# Benchmark of in-query scoring (extension/pg/model/score_*.c) on preset `small`
 # (vocabulary 8000 per side, whitespace tokens) with real en-es pairs from
 # ../shared/corpora cut to 30 tokens per side:
 #   - per-row corpq.sent_prob pairs/s vs the core alone (ctypes, batch 1,
@@ -14,24 +14,17 @@
 # Prints figures and ratios measured in this run; asserts nothing on time.
 # Usage: bench_score.sh [--quick]
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-corpora=${CORPQ_CORPORA:-/work/shared/corpora}
-if [ ! -d "$corpora/en-es" ]; then
-	echo "bench_score: $corpora/en-es not found, skipped"; exit 0
-fi
+. "$(dirname "$0")/../lib.sh"
+corpq_corpora
 if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
 	make -s test/libcorpqcore.so >/dev/null
-	CORPQ_IN_CLUSTER=1 CORPQ_CORPORA="$corpora" exec pg_virtualenv -t \
-		-o max_worker_processes=16 -o max_parallel_workers=8 -o shared_buffers=256MB \
-		"$(cd "$(dirname "$0")" && pwd)/$(basename "$0")" "$@"
 fi
+corpq_in_cluster -o max_worker_processes=16 -o max_parallel_workers=8 -o shared_buffers=256MB -- "$@"
 
 psql -X -q -v ON_ERROR_STOP=1 >/dev/null <<SQL
 CREATE EXTENSION corpq;
 CREATE TABLE raw (id text, domain text, src text, tgt text);
-\copy raw FROM '$corpora/en-es/bible.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\x01', HEADER)
-\copy raw FROM '$corpora/en-es/ddtp.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\x01', HEADER)
-\copy raw FROM '$corpora/en-es/l10n.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\x01', HEADER)
+$(corpq_copy_parallel raw)
 CREATE TABLE pairs AS
 SELECT row_number() OVER (ORDER BY id)::bigint AS id,
        array_to_string((regexp_split_to_array(src, '\s+'))[1:30], ' ') AS src,

@@ -14,26 +14,17 @@
 #   - the worker's peak RSS (job result).
 # Asserts nothing on time.  Usage: bench_train_sql.sh
 set -euo pipefail
-cd "$(dirname "$0")/../.."
-corpora=${CORPQ_CORPORA:-/work/shared/corpora}
-if [ ! -d "$corpora/en-es" ]; then
-	echo "bench_train_sql: $corpora/en-es not found, skipped"; exit 0
-fi
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=1 CORPQ_CORPORA="$corpora" exec pg_virtualenv -t \
-		-o max_worker_processes=16 -o shared_buffers=256MB ${BENCH_PG_OPTS:-} \
-		"$(cd "$(dirname "$0")" && pwd)/$(basename "$0")" "$@"
-fi
+. "$(dirname "$0")/../lib.sh"
+corpq_corpora
+# shellcheck disable=SC2086 # BENCH_PG_OPTS: more pg_virtualenv options, split
+corpq_in_cluster -o max_worker_processes=16 -o shared_buffers=256MB ${BENCH_PG_OPTS:-} -- "$@"
 seconds=${BENCH_SECONDS:-900}
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
 t0=$(date +%s)
 
 q >/dev/null <<SQL
 CREATE EXTENSION corpq;
 CREATE TABLE raw (id text, domain text, src text, tgt text);
-\copy raw FROM '$corpora/en-es/bible.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\x01', HEADER)
-\copy raw FROM '$corpora/en-es/ddtp.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\x01', HEADER)
-\copy raw FROM '$corpora/en-es/l10n.tsv' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\x01', HEADER)
+$(corpq_copy_parallel raw)
 -- up to 50 words a side; split by a hash of the id: 300 dev and 300 test pairs per domain
 CREATE TABLE pairs AS
 SELECT id, split_part(domain, '/', 1) AS domain, src, tgt,

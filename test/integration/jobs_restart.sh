@@ -12,30 +12,18 @@
 # Without preload:
 #   - a restart mid-job leaves it failed with the reason, once anyone looks.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-cd "$here/../.."
+. "$(dirname "$0")/../lib.sh"
 
 if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=preload timeout 900 pg_virtualenv -t \
-		-o shared_preload_libraries=corpq -o max_worker_processes=16 \
-		"$here/$(basename "$0")"
-	CORPQ_IN_CLUSTER=plain timeout 600 pg_virtualenv -t \
-		-o max_worker_processes=16 "$here/$(basename "$0")"
-	echo "jobs_restart: ok"
+	CORPQ_CLUSTER_MODE=preload corpq_cluster_run -t 900 \
+		-o shared_preload_libraries=corpq -o max_worker_processes=16
+	CORPQ_CLUSTER_MODE=plain corpq_cluster_run -t 600 -o max_worker_processes=16
+	log ok
 	exit 0
 fi
 
 mode=$CORPQ_IN_CLUSTER
-fail() { echo "jobs_restart ($mode): FAIL: $*" >&2; exit 1; }
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
-log() { echo "jobs_restart ($mode): $*"; }
-cluster_ready() {
-	for _ in $(seq 600); do
-		q -c "SELECT 1" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	fail "the server did not come back"
-}
+CORPQ_TEST_NAME="jobs_restart ($mode)"
 # wait until the job's progress shows phase em with at least one finished pass
 wait_em() {
 	for _ in $(seq 1200); do

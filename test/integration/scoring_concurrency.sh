@@ -6,17 +6,10 @@
 # never a mix), pinned name@1 queries always equal v1, and the postmaster
 # stays single-threaded.
 set -euo pipefail
-cd "$(dirname "$0")/../.."
+. "$(dirname "$0")/../lib.sh"
+corpq_in_cluster -t 600 -o shared_preload_libraries=corpq -o max_worker_processes=24 \
+	-o max_parallel_workers=16 -o max_connections=40
 
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=1 exec timeout 600 pg_virtualenv -t \
-		-o shared_preload_libraries=corpq -o max_worker_processes=24 \
-		-o max_parallel_workers=16 -o max_connections=40 \
-		"$(cd "$(dirname "$0")" && pwd)/$(basename "$0")"
-fi
-
-fail() { echo "scoring_concurrency: FAIL: $*" >&2; exit 1; }
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
 threads_of() { ls "/proc/$1/task" | wc -l; }
 
 q >/dev/null <<'SQL'

@@ -21,29 +21,18 @@
 # After each part: bob is not superuser.  Last, DROP EXTENSION during a job
 # does not crash the server.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-cd "$here/../.."
+. "$(dirname "$0")/../lib.sh"
 
 if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=preload timeout 900 pg_virtualenv -t \
-		-o shared_preload_libraries=corpq -o max_worker_processes=20 \
-		"$here/$(basename "$0")"
-	echo "security_restart: ok"
+	CORPQ_CLUSTER_MODE=preload corpq_cluster_run -t 900 \
+		-o shared_preload_libraries=corpq -o max_worker_processes=20
+	log ok
 	exit 0
 fi
 
-fail() { echo "security_restart: FAIL: $*" >&2; exit 1; }
-log() { echo "security_restart: $*"; }
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }			# the superuser
+# q (lib.sh) runs as the superuser
 qa() { psql -X -v ON_ERROR_STOP=1 -Atq -U alice "$@"; }
 qb() { psql -X -v ON_ERROR_STOP=1 -Atq -U bob "$@"; }
-cluster_ready() {
-	for _ in $(seq 600); do
-		q -c "SELECT 1" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	fail "the server did not come back"
-}
 not_super() {
 	[ "$(q -c "SELECT rolsuper FROM pg_roles WHERE rolname = 'bob'")" = f ] || fail "bob is superuser ($1)"
 }

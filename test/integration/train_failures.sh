@@ -6,19 +6,14 @@
 #     writes no version;
 #   - a model whose owner changed after submission: the worker checks again.
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-cd "$here/../.."
+. "$(dirname "$0")/../lib.sh"
 
 if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=1 timeout 600 pg_virtualenv -t -o max_worker_processes=16 \
-		"$here/$(basename "$0")"
-	echo "train_failures: ok"
+	corpq_cluster_run -t 600 -o max_worker_processes=16
+	log ok
 	exit 0
 fi
 
-fail() { echo "train_failures: FAIL: $*" >&2; exit 1; }
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
-log() { echo "train_failures: $*"; }
 tmp=$(mktemp -d)
 chmod 755 "$tmp"
 trap 'rm -rf "$tmp"' EXIT

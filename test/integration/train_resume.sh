@@ -20,27 +20,15 @@
 # with weights byte-identical to ref's (the core's resume is exact and the
 # data cursor is saved with the optimizer state).
 set -euo pipefail
-here="$(cd "$(dirname "$0")" && pwd)"
-cd "$here/../.."
+. "$(dirname "$0")/../lib.sh"
 
 if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	CORPQ_IN_CLUSTER=preload timeout 900 pg_virtualenv -t \
-		-o shared_preload_libraries=corpq -o max_worker_processes=16 \
-		"$here/$(basename "$0")"
-	echo "train_resume: ok"
+	CORPQ_CLUSTER_MODE=preload corpq_cluster_run -t 900 \
+		-o shared_preload_libraries=corpq -o max_worker_processes=16
+	log ok
 	exit 0
 fi
 
-fail() { echo "train_resume: FAIL: $*" >&2; exit 1; }
-q() { psql -X -v ON_ERROR_STOP=1 -Atq "$@"; }
-log() { echo "train_resume: $*"; }
-cluster_ready() {
-	for _ in $(seq 600); do
-		q -c "SELECT 1" >/dev/null 2>&1 && return 0
-		sleep 0.1
-	done
-	fail "the server did not come back"
-}
 # wait for the first checkpoint of job $1; fail if the job ends before
 wait_checkpoint() {
 	for _ in $(seq 3000); do

@@ -1,5 +1,8 @@
 #include "unit.h"
 #include "common/error.h"
+#include "align/status.h"
+#include "nn/status.h"
+#include "text/text_err.h"
 
 TEST(error_fail_records_code_and_message)
 {
@@ -34,4 +37,25 @@ TEST(error_every_code_has_its_own_name)
 			CHECK(strcmp(cq_code_name((cq_code) a), cq_code_name((cq_code) b)) != 0);
 	}
 	CHECK_STR_EQ(cq_code_name((cq_code) 999), "unknown error");
+}
+
+/* The cores' own codes map onto the categories the glue reports (base/errors.h). */
+TEST(error_core_categories)
+{
+	CHECK_INT_EQ(cq_nn_category(CQ_NN_OK), CQ_OK);
+	CHECK_INT_EQ(cq_nn_category(CQ_NN_ENOMEM), CQ_ENOMEM);
+	CHECK_INT_EQ(cq_nn_category(CQ_NN_ECONFIG), CQ_EINVAL);
+	CHECK_INT_EQ(cq_nn_category(CQ_NN_ECHECKSUM), CQ_EFORMAT);
+	CHECK_INT_EQ(cq_nn_category(CQ_NN_ETENSOR), CQ_EFORMAT);
+	CHECK_INT_EQ(cq_nn_category(CQ_NN_EIO), CQ_EIO);
+	CHECK_INT_EQ(cq_nn_category(CQ_NN_EWORKSPACE), CQ_EINTERNAL);
+	CHECK_INT_EQ(cq_nn_category(CQ_NN_ETOOLONG), CQ_ELIMIT);
+	CHECK_INT_EQ(cq_nn_category(CQ_NN_ECANCELED), CQ_STOPPED);
+	CHECK_INT_EQ(cq_text_category(CQ_TEXT_EINVAL), CQ_EINVAL);
+	CHECK_INT_EQ(cq_text_category(CQ_TEXT_ERANGE), CQ_ERANGE);
+	CHECK_INT_EQ(cq_text_category(CQ_TEXT_ENOMEM), CQ_ENOMEM);
+	CHECK_INT_EQ(cq_align_category(CQ_ALIGN_STOPPED), CQ_STOPPED);
+	CHECK_INT_EQ(cq_align_category(CQ_ALIGN_EINVAL), CQ_EINVAL);
+	CHECK_INT_EQ(cq_align_category(CQ_ALIGN_ECORRUPT), CQ_ECORRUPT);
+	CHECK_INT_EQ(cq_align_category(-99), CQ_EINTERNAL);
 }

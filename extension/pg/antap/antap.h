@@ -26,7 +26,7 @@
 #include "antap/model.h"
 #include "antap/train.h"
 #include "cav/cav_view.h"
-#include "pg/jobs.h"
+#include "pg/jobs/jobs.h"
 
 /* ---- antap_options.c ---- */
 

@@ -20,9 +20,9 @@
 #include "pg/antap/antap.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
-#include "pg/corpq.h"
-#include "pg/model_catalog.h"
-#include "pg/text_catalog.h"
+#include "pg/base/base.h"
+#include "pg/model/model_catalog.h"
+#include "pg/text/text_catalog.h"
 
 PG_FUNCTION_INFO_V1(corpq_antap_predict);
 PG_FUNCTION_INFO_V1(corpq_antap_eval);
@@ -35,32 +35,6 @@ antap_check_name(const char *name)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid ANTAP model name \"%s\"", name),
 				 errhint("A name is not empty and has no \"@\" (name@N selects version N).")));
-}
-
-/* ERROR listing the versions of model id (inside SPI). */
-static void
-missing_version(int64 id, const char *name, int32 version)
-{
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(id)};
-	bool		isnull;
-	char	   *list = NULL;
-
-	if (corpq_sql_as_caller("SELECT pg_catalog.string_agg(version::pg_catalog.text, ', ' ORDER BY version) "
-							"FROM corpq.antap_versions WHERE model OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
-		SPI_processed == 1)
-	{
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			list = TextDatumGetCString(d);
-	}
-	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_OBJECT),
-			 errmsg("ANTAP model \"%s\" has no version %d", name, version),
-			 list ? errdetail("Its versions are %s.", list) : errdetail("It has no versions."),
-			 errhint("Write \"%s\" for the latest version or \"%s@N\" for version N.", name, name)));
 }
 
 void
@@ -100,7 +74,10 @@ antap_resolve(const char *spec, AntapRef *ref)
 	ref->id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	ref->version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
 	if (isnull)
-		missing_version(ref->id, name, version);
+		corpq_version_missing("ANTAP model",
+							  "SELECT pg_catalog.string_agg(version::pg_catalog.text, ', ' ORDER BY version) "
+							  "FROM corpq.antap_versions WHERE model OPERATOR(pg_catalog.=) $1",
+							  ref->id, name, version);
 	ref->name = MemoryContextStrdup(caller, name);
 	SPI_finish();
 }

@@ -23,7 +23,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
-#include "pg/corpq.h"
+#include "pg/base/base.h"
 
 /* ERROR unless the caller may add a version to name (or create it). */
 static void
@@ -72,9 +72,7 @@ corpq_antap_train(PG_FUNCTION_ARGS)
 	appendStringInfoString(&args, ", \"accuracy\": ");
 	escape_json(&args, accuracy);
 	appendStringInfo(&args, ", \"options\": %s}", antap_options_json(&o));
-	PG_RETURN_INT64(corpq_job_submit("antap_train",
-									 DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-																		CStringGetDatum(args.data)))));
+	PG_RETURN_INT64(corpq_job_submit("antap_train", args.data));
 }
 
 /* ---- the job ---- */

@@ -5,6 +5,8 @@
 
 #include "lib/stringinfo.h"
 
+#include "utils/lsyscache.h"
+
 #include "pg/base/errors.h"
 
 int
@@ -65,4 +67,15 @@ corpq_core_error(const cq_error *err, const char *hint, const char *fmt,...)
 								 msg[len - 1] == '.' ? "" : ".") : 0,
 			 hint ? errhint("%s", hint) : 0));
 	pg_unreachable();
+}
+
+void
+corpq_require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument %s of %s.%s() must not be null", what,
+						get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid)),
+						get_func_name(fcinfo->flinfo->fn_oid))));
 }

@@ -28,7 +28,17 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
+
 #include "common/error.h"
+
+/*
+ * ERROR (null_value_not_allowed) "argument <what> of corpq.f() must not be
+ * null" when argument argno is NULL: for the functions that are not STRICT
+ * because a NULL there is a mistake the caller should hear about rather than
+ * a NULL result.  The function's name comes from fcinfo.
+ */
+void		corpq_require_arg(FunctionCallInfo fcinfo, int argno, const char *what);
 
 /* The SQLSTATE of a core error category (ERRCODE_INTERNAL_ERROR for CQ_OK). */
 int			corpq_core_sqlstate(cq_code code);

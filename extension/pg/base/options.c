@@ -113,8 +113,8 @@ corpq_json_number(StringInfo b, double x)
 	appendStringInfoString(b, buf);
 }
 
-static char *
-number_text(double x)
+char *
+corpq_json_number_text(double x)
 {
 	StringInfoData b;
 
@@ -137,11 +137,11 @@ expected_text(const CorpqOption *row)
 	{
 		case CORPQ_OPT_NUMBER:
 			if (row->range == CORPQ_RANGE_POSITIVE)
-				appendStringInfo(&b, "a positive number up to %s", number_text(row->hi));
+				appendStringInfo(&b, "a positive number up to %s", corpq_json_number_text(row->hi));
 			else
 				appendStringInfo(&b, "a number in %c%s, %s%c",
 								 row->range == CORPQ_RANGE_OPEN_LO || row->range == CORPQ_RANGE_OPEN ? '(' : '[',
-								 number_text(row->lo), number_text(row->hi),
+								 corpq_json_number_text(row->lo), corpq_json_number_text(row->hi),
 								 row->range == CORPQ_RANGE_OPEN_HI || row->range == CORPQ_RANGE_OPEN ? ')' : ']');
 			break;
 		case CORPQ_OPT_INT:

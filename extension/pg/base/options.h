@@ -147,6 +147,9 @@ const char *corpq_option_enum_name(const CorpqOption *row, int value);
  */
 void		corpq_json_number(StringInfo b, double x);
 
+/* The same as a palloc'd string, for JSON assembled with format strings. */
+char	   *corpq_json_number_text(double x);
+
 /* A .valid check for strings: not empty. */
 bool		corpq_option_nonempty(const void *field);
 

@@ -30,7 +30,7 @@
 
 #include "nn/translate.h"
 #include "pg/base/corpus_query.h"
-#include "pg/model_score.h"
+#include "pg/model/model_score.h"
 
 /* Which function's options: each accepts its own keys. */
 typedef enum CorpqTranslateCall

@@ -11,7 +11,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "pg/corpq.h"
+#include "pg/base/base.h"
 #include "pg/model/translate.h"
 #include "text/vocabulary.h"
 

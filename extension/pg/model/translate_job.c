@@ -37,10 +37,11 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
+#include "pg/base/errors.h"
 #include "pg/base/corpus_query.h"
 #include "pg/base/internal_sql.h"
-#include "pg/corpq.h"
-#include "pg/jobs.h"
+#include "pg/base/base.h"
+#include "pg/jobs/jobs.h"
 #include "pg/model/translate.h"
 
 PG_FUNCTION_INFO_V1(corpq_translate_job);
@@ -119,15 +120,6 @@ check_target(Oid relid)
 
 /* ---- submission ---- */
 
-static void
-require_arg(FunctionCallInfo fcinfo, int i, const char *what)
-{
-	if (PG_ARGISNULL(i))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument %s of corpq.translate_job() must not be null", what)));
-}
-
 /*
  * The version the job will use ("name@N": a version written while it runs,
  * or before it resumes, does not change its output); ERROR for invalid
@@ -161,9 +153,9 @@ corpq_translate_job(PG_FUNCTION_ARGS)
 	char	   *target_name;
 	StringInfoData args;
 
-	require_arg(fcinfo, 0, "model");
-	require_arg(fcinfo, 1, "query");
-	require_arg(fcinfo, 2, "target_table");
+	corpq_require_arg(fcinfo, 0, "model");
+	corpq_require_arg(fcinfo, 1, "query");
+	corpq_require_arg(fcinfo, 2, "target_table");
 	corpq_translate_options_parse(CORPQ_TRANSLATE_JOB, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), &o);
 	corpq_require_utf8();
 	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
@@ -180,9 +172,7 @@ corpq_translate_job(PG_FUNCTION_ARGS)
 	appendStringInfo(&args, ", \"target\": %u, \"target_name\": ", target);
 	escape_json(&args, target_name);
 	appendStringInfo(&args, ", \"options\": %s}", corpq_translate_options_json(CORPQ_TRANSLATE_JOB, &o));
-	PG_RETURN_INT64(corpq_job_submit("translate",
-									 DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-																		CStringGetDatum(args.data)))));
+	PG_RETURN_INT64(corpq_job_submit("translate", args.data));
 }
 
 /* ---- the job ---- */

@@ -7,7 +7,7 @@
 #include "postgres.h"
 
 #include "pg/base/options.h"
-#include "pg/corpq.h"
+#include "pg/base/base.h"
 #include "pg/model/translate.h"
 
 StaticAssertDecl(sizeof(cq_search) == sizeof(int), "an ENUM option is stored as an int");

@@ -11,7 +11,8 @@
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 
-#include "pg/corpq.h"
+#include "pg/base/errors.h"
+#include "pg/base/base.h"
 #include "pg/model/translate.h"
 
 PG_FUNCTION_INFO_V1(corpq_translate_rows);
@@ -70,10 +71,7 @@ corpq_translate_rows(PG_FUNCTION_ARGS)
 
 	/* not STRICT: a NULL model or query is an error, not an empty result */
 	for (int i = 0; i < 2; i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument %s of corpq.translate_rows() must not be null", arg_names[i])));
+		corpq_require_arg(fcinfo, i, arg_names[i]);
 	model = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	corpq_translate_options_parse(CORPQ_TRANSLATE_ROWS, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &o);

@@ -10,7 +10,7 @@
 #ifndef CORPQ_TRAIN_SCHEDULE_H
 #define CORPQ_TRAIN_SCHEDULE_H
 
-#include "pg/train.h"
+#include "pg/train/train.h"
 
 typedef struct TrainSchedule
 {

@@ -1,0 +1,41 @@
+/*
+ * base/: what every subsystem of the glue shares.  base/ includes no other
+ * extension/pg header; subsystems depend on it, never the reverse.
+ *
+ *   base.h          this file: the core's allocator (allocator.c) and the
+ *                   lazy OpenBLAS loader with its GUCs (blas_loader.c)
+ *   options.h       the table-driven jsonb option parser
+ *   corpus_query.h  checking and streaming a user's corpus query
+ *   errors.h        a core error (common/error.h) as an ERROR
+ *   internal_sql.h  prepared, schema-qualified internal SQL
+ */
+#ifndef CORPQ_PG_H
+#define CORPQ_PG_H
+
+#include "postgres.h"
+
+/* GUC corpq.threads: OpenBLAS threads in this backend or worker. */
+extern int	corpq_threads;
+
+/*
+ * Load OpenBLAS on first use in this process and bind the core's GEMM to it.
+ * Raises ERROR in the postmaster, which must never start BLAS threads.
+ */
+void		corpq_blas_ensure(void);
+
+/* Apply corpq.threads to an already loaded OpenBLAS (GUC assign hook). */
+void		corpq_blas_set_threads(int n);
+
+/* GUC corpq.blas_core: "auto" or the OpenBLAS core to load (blas_loader.c). */
+extern char *corpq_blas_core;
+
+/*
+ * _PG_init's call for base/: define corpq.threads and corpq.blas_core and
+ * install the core's allocator (blas_loader.c).
+ */
+void		corpq_base_init(void);
+
+/* Route the core's allocations to palloc in CurrentMemoryContext. */
+void		corpq_install_allocator(void);
+
+#endif

@@ -1,0 +1,193 @@
+/*
+ * With corpq in shared_preload_libraries: a launcher that runs after every
+ * server start (and crash-restart) and, for each database with corpq, starts a
+ * recovery worker that settles the jobs the restart orphaned: restartable kinds
+ * are queued and launched again (their results are written only at the end,
+ * or from complete checkpoints), others are marked failed with the reason.
+ */
+#include "postgres.h"
+
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_authid.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+#include "utils/wait_event.h"
+
+#include "pg/base/internal_sql.h"
+#include "pg/jobs/jobs.h"
+
+/* How often a job may be started again after restarts before it fails. */
+#define MAX_ATTEMPTS 3
+
+/* True in the postmaster and its children when corpq is preloaded. */
+bool		corpq_jobs_preloaded = false;
+
+void
+corpq_register_job_launcher(void)
+{
+	BackgroundWorker w;
+
+	corpq_jobs_preloaded = true;
+
+	/* restarted after a crash-restart (10 s), which is when it is needed */
+	corpq_job_worker_spec(&w, "corpq_job_launcher_main", "corpq job launcher", 10);
+	snprintf(w.bgw_name, BGW_MAXLEN, "corpq job launcher");
+	RegisterBackgroundWorker(&w);
+}
+
+static void
+launch_recovery(Oid dboid)
+{
+	BackgroundWorker w;
+	BackgroundWorkerHandle *handle;
+
+	corpq_job_worker_spec(&w, "corpq_job_recovery_main", "corpq job recovery", BGW_NEVER_RESTART);
+	snprintf(w.bgw_name, BGW_MAXLEN, "corpq job recovery for database %u", dboid);
+	w.bgw_main_arg = ObjectIdGetDatum(dboid);
+	if (!RegisterDynamicBackgroundWorker(&w, &handle))
+		ereport(WARNING,
+				(errmsg("corpq: no worker slot to recover the jobs of database %u", dboid),
+				 errhint("Raise max_worker_processes.")));
+}
+
+/* Connected to no database: read pg_database, start one recovery per database. */
+void
+corpq_job_launcher_main(Datum arg)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (db->datallowconn && !db->datistemplate)
+			launch_recovery(db->oid);
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+
+	/* Stay, so that the postmaster starts the launcher again after a crash. */
+	for (;;)
+	{
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_EXIT_ON_PM_DEATH, -1L, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Requeue restartable orphans (returning what to launch), fail the rest.
+ * Every statement runs with a fixed search_path (base/internal_sql.h): this
+ * worker is a superuser, and the database's own search_path is its owner's
+ * to set.
+ */
+static void
+settle_orphans(void)
+{
+	/*
+	 * A crash-restart (a backend killed) keeps pg_postmaster_start_time(), so
+	 * a running job also counts as orphaned when its worker is gone (judged
+	 * from the process array: $1, $2).  A row requeued by this recovery
+	 * carries the current start time and is not orphaned again by the second
+	 * UPDATE below.
+	 */
+	const char *orphaned = corpq_jobs_orphaned_sql(true);
+	Oid			argtypes[2] = {INT8ARRAYOID, INT4ARRAYOID};
+	Datum		values[2];
+	StringInfoData q;
+	uint64		n;
+
+	(void) corpq_jobs_dead_workers(&values[0], &values[1]);
+	initStringInfo(&q);
+	appendStringInfo(&q,
+					 "UPDATE corpq.jobs j SET state = '" CORPQ_JOB_QUEUED_NAME "', worker_pid = NULL, "
+					 "server_start = pg_catalog.pg_postmaster_start_time() "
+					 "WHERE (%s) AND NOT j.cancel_requested AND j.attempts OPERATOR(pg_catalog.<) %d "
+					 "AND corpq.job_kind_restartable(j.kind) "
+					 "RETURNING j.id, j.session_role::pg_catalog.oid, j.owner::pg_catalog.oid",
+					 orphaned, MAX_ATTEMPTS);
+	if (corpq_sql_as_owner(q.data, 2, argtypes, values, NULL, 0) != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "could not requeue corpq jobs");
+	n = SPI_processed;
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+		HeapTuple	t = SPI_tuptable->vals[i];
+		TupleDesc	d = SPI_tuptable->tupdesc;
+
+		/* the worker checks the roles again before it runs anything */
+		corpq_job_launch(MyDatabaseId, DatumGetInt64(SPI_getbinval(t, d, 1, &isnull)),
+						 DatumGetObjectId(SPI_getbinval(t, d, 2, &isnull)),
+						 DatumGetObjectId(SPI_getbinval(t, d, 3, &isnull)),
+						 GetTopTransactionId());
+	}
+	if (n > 0)
+		elog(LOG, "corpq: restarting " UINT64_FORMAT " job(s) orphaned by a server restart", n);
+
+	resetStringInfo(&q);
+	appendStringInfo(&q,
+					 "UPDATE corpq.jobs j SET state = CASE WHEN j.cancel_requested THEN '" CORPQ_JOB_CANCELLED_NAME "' "
+					 "  ELSE '" CORPQ_JOB_FAILED_NAME "' END, "
+					 "finished = pg_catalog.now(), error = CASE "
+					 "  WHEN j.cancel_requested THEN 'cancelled while the server restarted' "
+					 "  WHEN j.attempts OPERATOR(pg_catalog.>=) %d THEN 'the server restarted while the job was running, and it had run %d times' "
+					 "  ELSE 'the server restarted while the job was running; this kind of job cannot restart' END "
+					 "WHERE %s",
+					 MAX_ATTEMPTS, MAX_ATTEMPTS, orphaned);
+	if (corpq_sql_as_owner(q.data, 2, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not fail orphaned corpq jobs");
+}
+
+void
+corpq_job_recovery_main(Datum arg)
+{
+	bool		installed;
+
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(arg), BOOTSTRAP_SUPERUSERID, 0);
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	SPI_connect();
+	pgstat_report_activity(STATE_RUNNING, "corpq: settling orphaned jobs");
+	if (corpq_sql_as_caller("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'corpq'",
+							0, NULL, NULL, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up the corpq extension");
+	installed = SPI_processed == 1;
+	if (installed)
+		settle_orphans();
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	pgstat_report_activity(STATE_IDLE, NULL);
+	proc_exit(0);
+}

@@ -1,0 +1,155 @@
+/*
+ * Per-row SQL functions over a trained lexicon: align, align_score,
+ * coverage (both models, symmetrised as trained), mono_uncertainty (UncSamp,
+ * thesis Eq. 6.3) and word_rarity (Eq. 6.5).  The lexicon is loaded once per
+ * query (fn_extra).
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "align/lexdict.h"
+#include "align/symmetrize.h"
+#include "pg/lexicon/lexicon_catalog.h"
+
+typedef struct PairResult
+{
+	cq_pair_score score;
+	cq_link    *links;
+	bool		empty;			/* a side has no tokens */
+} PairResult;
+
+/*
+ * Symmetrising an n x m pair needs 4 n m bytes of grids (align/symmetrize.h),
+ * the dominant cost in time and memory: a pair may use at most work_mem of
+ * it, as a sort or hash of one query node may.
+ */
+static void
+check_pair_size(int n, int m)
+{
+	size_t		need = cq_symmetrize_work_bytes(n, m);
+
+	if (need > (size_t) work_mem * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("sentence pair too long to align: %d source and %d target tokens", n, m),
+				 errdetail("Aligning it needs %zu kB of work space; work_mem is %d kB.",
+						   (need + 1023) / 1024, work_mem),
+				 errhint("Raise work_mem, or split the sentences.")));
+}
+
+static void
+score_pair(FunctionCallInfo fcinfo, PairResult *out)
+{
+	LexLoaded  *lx = lexicon_cached(fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), true);
+	text	   *s = PG_GETARG_TEXT_PP(1);
+	text	   *t = PG_GETARG_TEXT_PP(2);
+	int			n,
+				m;
+	int32	   *src = lexicon_encode(lx, true, VARDATA_ANY(s), VARSIZE_ANY_EXHDR(s), &n);
+	int32	   *tgt = lexicon_encode(lx, false, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &m);
+	cq_align_error err = {0};
+
+	out->empty = n == 0 || m == 0;
+	check_pair_size(n, m);
+	out->links = palloc(((size_t) n + m + 1) * sizeof(cq_link));
+	if (out->empty)
+	{
+		memset(&out->score, 0, sizeof(out->score));
+		return;
+	}
+	if (cq_lexicon_score_pair(&lx->model, src, n, tgt, m, lx->opt.symmetrize,
+							  out->links, &out->score, &err) != CQ_ALIGN_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("could not align the pair: %s", err.msg)));
+}
+
+PG_FUNCTION_INFO_V1(corpq_lexicon_align);
+
+Datum
+corpq_lexicon_align(PG_FUNCTION_ARGS)
+{
+	PairResult	r;
+	size_t		cap;
+	char	   *buf;
+
+	score_pair(fcinfo, &r);
+	if (r.empty)
+		PG_RETURN_TEXT_P(cstring_to_text(""));
+	/* "s-t " per link, positions below 2^31 */
+	cap = (size_t) r.score.n_links * 24 + 1;
+	buf = palloc(cap);
+	cq_links_format(r.links, r.score.n_links, buf, cap);
+	PG_RETURN_TEXT_P(cstring_to_text(buf));
+}
+
+PG_FUNCTION_INFO_V1(corpq_lexicon_align_score);
+
+Datum
+corpq_lexicon_align_score(PG_FUNCTION_ARGS)
+{
+	PairResult	r;
+
+	score_pair(fcinfo, &r);
+	if (r.empty)
+		PG_RETURN_NULL();
+	PG_RETURN_FLOAT8(r.score.align_score);
+}
+
+PG_FUNCTION_INFO_V1(corpq_lexicon_coverage);
+
+Datum
+corpq_lexicon_coverage(PG_FUNCTION_ARGS)
+{
+	PairResult	r;
+
+	score_pair(fcinfo, &r);
+	if (r.empty)
+		PG_RETURN_NULL();
+	PG_RETURN_FLOAT8(r.score.coverage);
+}
+
+PG_FUNCTION_INFO_V1(corpq_lexicon_mono_uncertainty);
+
+Datum
+corpq_lexicon_mono_uncertainty(PG_FUNCTION_ARGS)
+{
+	LexLoaded  *lx = lexicon_cached(fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	text	   *s = PG_GETARG_TEXT_PP(1);
+	int			n;
+	int32	   *ids = lexicon_encode(lx, true, VARDATA_ANY(s), VARSIZE_ANY_EXHDR(s), &n);
+
+	if (n == 0)
+		PG_RETURN_NULL();
+	/* tokens without links (unknown ones included) score 1e-6 */
+	PG_RETURN_FLOAT8(cq_lexdict_uncertainty(&lx->dict, ids, n));
+}
+
+PG_FUNCTION_INFO_V1(corpq_lexicon_word_rarity);
+
+Datum
+corpq_lexicon_word_rarity(PG_FUNCTION_ARGS)
+{
+	LexLoaded  *lx = lexicon_cached(fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	text	   *s = PG_GETARG_TEXT_PP(1);
+	int			n;
+	int32	   *ids = lexicon_encode(lx, true, VARDATA_ANY(s), VARSIZE_ANY_EXHDR(s), &n);
+	double		total = (double) Max(lx->src_total, 1);
+	double		sum = 0;
+
+	if (n == 0)
+		PG_RETURN_NULL();
+	for (int i = 0; i < n; i++)
+	{
+		/* a token never seen in training counts as seen once */
+		int64		c = ids[i] >= 0 ? lx->src_counts[ids[i]] : 0;
+
+		sum += log((double) Max(c, 1) / total);
+	}
+	PG_RETURN_FLOAT8(-sum / n);
+}

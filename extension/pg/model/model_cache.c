@@ -1,0 +1,247 @@
+/*
+ * The backend's cache of loaded models, keyed by (model id, version,
+ * checksum): a version never changes, so an entry is never stale and needs no
+ * invalidation.  Each entry owns a memory context under one long-lived root;
+ * least recently used entries are evicted to keep the total under
+ * corpq.model_cache_mb (the entry in use always stays).
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
+
+#include "nn/modelfile.h"
+#include "pg/base/internal_sql.h"
+#include "pg/base/base.h"
+#include "pg/model/model_catalog.h"
+
+PG_FUNCTION_INFO_V1(corpq_model_cache);
+
+int			corpq_max_model_mb = 1024;
+int			corpq_model_cache_mb = 512;
+
+typedef struct CacheEntry
+{
+	int64		id;
+	int32		version;
+	int64		checksum;
+	char	   *name;			/* "name@N", for corpq.model_cache() */
+	MemoryContext cxt;			/* owns the model and name */
+	cq_model   *model;
+	Size		bytes;
+	uint64		last_use;
+	int64		uses;
+} CacheEntry;
+
+#define MAX_ENTRIES 64
+
+static MemoryContext cache_root = NULL;
+static CacheEntry entries[MAX_ENTRIES];
+static int	n_entries = 0;
+static uint64 clock_tick = 0;
+
+void
+corpq_model_init(void)
+{
+	DefineCustomIntVariable("corpq.model_cache_mb",
+							"Memory bound of the backend's cache of loaded corpq models, in megabytes.",
+							"Least recently used models are evicted beyond it; the model in use always stays.",
+							&corpq_model_cache_mb,
+							512, 0, INT_MAX / 2,
+							PGC_USERSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("corpq.max_model_mb",
+							"Largest model corpq.model_create and corpq.model_import accept, in megabytes of parameters.",
+							"Checked before anything is allocated; training needs about four times the model.",
+							&corpq_max_model_mb,
+							1024, 1, INT_MAX / 2,
+							PGC_SUSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+}
+
+/* Entries evicted so far in this backend (corpq_model_cache_evictions). */
+static uint64 evictions = 0;
+
+uint64
+corpq_model_cache_evictions(void)
+{
+	return evictions;
+}
+
+static void
+evict(int i)
+{
+	evictions++;
+	MemoryContextDelete(entries[i].cxt);
+	entries[i] = entries[--n_entries];
+}
+
+/* Evict LRU entries (never keep) until the total plus extra fits the bound. */
+static void
+trim(Size extra, int keep_id_index)
+{
+	Size		limit = (Size) corpq_model_cache_mb * 1024 * 1024;
+
+	for (;;)
+	{
+		Size		total = extra;
+		int			lru = -1;
+
+		for (int i = 0; i < n_entries; i++)
+		{
+			total += entries[i].bytes;
+			if (i != keep_id_index && (lru < 0 || entries[i].last_use < entries[lru].last_use))
+				lru = i;
+		}
+		if (total <= limit || lru < 0)
+			return;
+		evict(lru);
+	}
+}
+
+/*
+ * Read version ref of the model and load it into cxt.  The image is detoasted
+ * into a short-lived context freed right after loading, so the backend holds
+ * the weights once.
+ */
+static cq_model *
+load_model(const CorpqModelRef *ref, MemoryContext cxt)
+{
+	Oid			argtypes[3] = {INT8OID, INT4OID, INT8OID};
+	Datum		values[3] = {Int64GetDatum(ref->id), Int32GetDatum(ref->version),
+	Int64GetDatum(ref->checksum)};
+	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "corpq model image",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old;
+	bool		isnull;
+	Datum		d;
+	bytea	   *image;
+	cq_model   *m = NULL;
+	cq_nn_error err = {0};
+	cq_nn_status s;
+
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT weights FROM corpq.model_versions "
+							"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2 "
+							"AND checksum OPERATOR(pg_catalog.=) $3",
+							3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.model_versions");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("version %d of model \"%s\" was removed", ref->version, ref->name)));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	trim(toast_raw_datum_size(d), -1);
+	old = MemoryContextSwitchTo(tmp);
+	image = DatumGetByteaPP(d);
+	MemoryContextSwitchTo(cxt);
+	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
+	/* cached models serve inference: pack once for nn/rowgemm.h */
+	if (s == CQ_NN_OK)
+		s = cq_model_pack(m, &err);
+	MemoryContextSwitchTo(old);
+	SPI_finish();
+	MemoryContextDelete(tmp);
+	if (s != CQ_NN_OK)
+		corpq_nn_error_report(s, psprintf("could not load model \"%s@%d\"", ref->name, ref->version),
+							  err.message);
+	return m;
+}
+
+const cq_model *
+corpq_model_get(const CorpqModelRef *ref)
+{
+	CacheEntry *e;
+	MemoryContext cxt;
+	cq_model   *m;
+
+	for (int i = 0; i < n_entries; i++)
+	{
+		e = &entries[i];
+		if (e->id == ref->id && e->version == ref->version && e->checksum == ref->checksum)
+		{
+			e->last_use = ++clock_tick;
+			e->uses++;
+			trim(0, i);
+			return e->model;
+		}
+	}
+	if (cache_root == NULL)
+		cache_root = AllocSetContextCreate(TopMemoryContext, "corpq model cache",
+										   ALLOCSET_SMALL_SIZES);
+	if (n_entries == MAX_ENTRIES)
+	{
+		int			lru = 0;
+
+		for (int i = 1; i < n_entries; i++)
+			if (entries[i].last_use < entries[lru].last_use)
+				lru = i;
+		evict(lru);
+	}
+	cxt = AllocSetContextCreate(cache_root, "corpq model", ALLOCSET_DEFAULT_SIZES);
+	PG_TRY();
+	{
+		m = load_model(ref, cxt);
+	}
+	PG_CATCH();
+	{
+		MemoryContextDelete(cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	e = &entries[n_entries++];
+	e->id = ref->id;
+	e->version = ref->version;
+	e->checksum = ref->checksum;
+	e->name = MemoryContextStrdup(cxt, psprintf("%s@%d", ref->name, ref->version));
+	e->cxt = cxt;
+	e->model = m;
+	e->bytes = MemoryContextMemAllocated(cxt, true);
+	e->last_use = ++clock_tick;
+	e->uses = 1;
+	trim(0, n_entries - 1);
+	return m;
+}
+
+/* corpq.model_cache(): the entries, most recently used first. */
+Datum
+corpq_model_cache(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int			order[MAX_ENTRIES];
+
+	InitMaterializedSRF(fcinfo, 0);
+	for (int i = 0; i < n_entries; i++)
+		order[i] = i;
+	for (int i = 1; i < n_entries; i++)
+		for (int j = i; j > 0 && entries[order[j]].last_use > entries[order[j - 1]].last_use; j--)
+		{
+			int			t = order[j];
+
+			order[j] = order[j - 1];
+			order[j - 1] = t;
+		}
+	for (int i = 0; i < n_entries; i++)
+	{
+		CacheEntry *e = &entries[order[i]];
+		int			at = strrchr(e->name, '@') - e->name;
+		Datum		values[4] = {
+			PointerGetDatum(cstring_to_text_with_len(e->name, at)),
+			Int32GetDatum(e->version),
+			Int64GetDatum((int64) e->bytes),
+			Int64GetDatum(e->uses)
+		};
+		bool		nulls[4] = {false, false, false, false};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}

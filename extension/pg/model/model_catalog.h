@@ -1,0 +1,92 @@
+/*
+ * Transformer models in the corpq catalog (corpq.model_catalog,
+ * corpq.model_versions) and the backend cache of loaded models: the catalog
+ * (model_resolve.c, model_versions.c, model_sql.c; core errors model_errors.c),
+ * the cache (model_cache.c), pinned models
+ * (model_pinned.c).  Scoring is model_score.h, translation translate.h.
+ *
+ * A version's weights never change, so a loaded model is cached under
+ * (model id, version, checksum) and is never stale; resolving a name to a
+ * version is the only lookup that can change between queries, and SQL
+ * functions do it once per query (model_score.h).
+ */
+#ifndef CORPQ_MODEL_CATALOG_H
+#define CORPQ_MODEL_CATALOG_H
+
+#include "postgres.h"
+
+#include "utils/jsonb.h"
+
+#include "nn/model.h"
+
+/* A model version a name resolved to. */
+typedef struct CorpqModelRef
+{
+	int64		id;				/* corpq.model_catalog.id */
+	int32		version;
+	int64		checksum;		/* the image's CRC-32 */
+	char	   *name;			/* model name, without @N */
+	char	   *src_vocab;
+	char	   *tgt_vocab;
+} CorpqModelRef;
+
+/* GUC corpq.model_cache_mb: bound of the backend's model cache. */
+extern int	corpq_model_cache_mb;
+
+/* GUC corpq.max_model_mb: largest parameter block model_create / model_import accept. */
+extern int	corpq_max_model_mb;
+
+/* _PG_init's call for model/: define corpq.model_cache_mb and corpq.max_model_mb. */
+void		corpq_model_init(void);
+
+/*
+ * Resolve "name" (latest version) or "name@N" into ref, its strings allocated
+ * in CurrentMemoryContext.  With pinned, only "name@N" is accepted.  ERROR
+ * (undefined_object) for an unknown model, listing the existing ones, or a
+ * missing version, listing the model's versions.
+ */
+void		corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref);
+
+/*
+ * Inside SPI: ERROR (undefined_object) "<kind> "name" has no version N",
+ * the DETAIL listing the versions list_sql returns (one text row; $1 = the
+ * model's id).  For every catalog of versioned models (models, ANTAP).
+ */
+void		corpq_version_missing(const char *kind, const char *list_sql, int64 id,
+								  const char *name, int32 version) pg_attribute_noreturn();
+
+/* Split "name@N": returns true and sets *version (>= 1) if spec has that form. */
+bool		corpq_model_split_spec(const char *spec, int *name_len, int32 *version);
+
+/*
+ * The loaded model of ref, from the backend cache (loading it on a miss).
+ * The pointer is valid until the next call of corpq_model_get (which may
+ * evict it): call it again after running anything that may score.
+ */
+const cq_model *corpq_model_get(const CorpqModelRef *ref);
+
+/*
+ * How many models this backend's cache has evicted so far.  Code that keeps
+ * a model pointer across calls that may load other models (a translator
+ * held while a user query runs) compares it before using the pointer again:
+ * if it changed, the pointer may be gone, and corpq_model_get gives the
+ * current one.
+ */
+uint64		corpq_model_cache_evictions(void);
+
+/*
+ * Insert the next version of model model_id with weight image weights (a
+ * valid image, e.g. from cq_modelfile_write; its CRC-32 trailer becomes the
+ * checksum).  source is 'create', 'import' or 'checkpoint'; step < 0 and
+ * metrics NULL store NULL; best clears the flag on the other versions.
+ * ERROR unless the current user is a member of the model's owner role.
+ * Returns the version number written.
+ */
+int32		corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
+									  int64 step, Jsonb *metrics, bool best);
+
+/* Raise a core status as an ERROR with context what ("could not load model"). */
+void		corpq_nn_error_report(int code, const char *what,
+								  const char *message) pg_attribute_noreturn();
+
+#endif

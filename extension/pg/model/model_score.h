@@ -1,0 +1,101 @@
+/*
+ * Scoring sentence pairs with a catalog model from SQL (score_*.c).
+ *
+ * A CorpqScorer lives for one query (in fn_extra, or in the context of a
+ * set-returning call): it remembers every model name it resolved, so the
+ * query keeps the version it started with even if a new one is committed
+ * meanwhile, holds the vocabularies of the current model, and reuses its
+ * forward workspace and output arrays across calls.
+ */
+#ifndef CORPQ_MODEL_SCORE_H
+#define CORPQ_MODEL_SCORE_H
+
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "nodes/pg_list.h"
+
+#include "nn/forward.h"
+#include "nn/uncertainty.h"
+#include "pg/model/model_catalog.h"
+#include "pg/text/text_catalog.h"
+
+typedef struct CorpqResolved
+{
+	char	   *spec;			/* as given: "name" or "name@N" */
+	CorpqModelRef ref;
+} CorpqResolved;
+
+typedef struct CorpqScorer
+{
+	MemoryContext cxt;			/* owns everything below */
+	List	   *resolved;		/* CorpqResolved *, every spec seen */
+	CorpqResolved *cur;
+	CorpqVocab *src_vocab;
+	CorpqVocab *tgt_vocab;
+	cq_model_config cfg;		/* of the current model */
+
+	void	   *ws;				/* forward workspace */
+	Size		ws_bytes;
+	cq_forward_out out;			/* output arrays, out_rows / out_pairs long */
+	long		out_rows;
+	int			out_pairs;
+} CorpqScorer;
+
+/* The scorer in fn_extra (created on first use, in fn_mcxt). */
+CorpqScorer *corpq_scorer_cached(FunctionCallInfo fcinfo);
+CorpqScorer *corpq_scorer_create(MemoryContext parent);
+
+/* Make spec the current model (resolving it once per scorer). */
+void		corpq_scorer_use(CorpqScorer *s, const char *spec, bool pinned);
+
+/*
+ * Encode a pair with the current model's vocabularies into p (ids palloc'd
+ * in CurrentMemoryContext).  ERROR naming the limit when a side is longer
+ * than max_positions - 1 tokens.  p->key is a hash of the ids, so a pair's
+ * dropout masks depend on its content only, never on its batch.
+ */
+void		corpq_scorer_encode(CorpqScorer *s, const char *src, int src_len,
+								const char *tgt, int tgt_len, cq_pair *p);
+
+/*
+ * ERROR (program_limit_exceeded) naming the current model's limit when a
+ * side ("source", "target") of n tokens exceeds max_positions - 1.
+ */
+void		corpq_scorer_check_length(CorpqScorer *s, const char *side, int n);
+
+/*
+ * h extended with n token ids: the content key of a sentence, so that what
+ * is drawn for it (dropout masks, samples) depends on its tokens only.
+ */
+uint64		corpq_ids_key(uint64 h, const int32 *ids, int n);
+
+/*
+ * One forward over pairs (dropout NULL = off); the outputs are s->out, per
+ * target position pair after pair, valid until the next call.
+ */
+void		corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n,
+								 const cq_dropout *dropout);
+
+/* The measure named name; ERROR listing the valid names. */
+cq_uncertainty corpq_measure_from_name(const char *name);
+
+/*
+ * Monte Carlo dropout passes of one uncertainty: each is a full forward pass
+ * (and the pass buffers grow with it), so a call is capped.  MultiUAT uses 30;
+ * the training strategies take the same bound.
+ */
+#define CORPQ_MAX_PASSES 1000
+
+/* ERROR unless 1 <= passes <= CORPQ_MAX_PASSES. */
+void		corpq_check_passes(int32 passes);
+
+/*
+ * Uncertainty of each pair over K Monte Carlo dropout passes (one batched
+ * forward per pass, masks keyed by seed, pass and pair), into out[n].
+ */
+void		corpq_scorer_uncertainty(CorpqScorer *s, const cq_pair *pairs, int n,
+									 cq_uncertainty measure, int passes, uint64 seed,
+									 double *out);
+
+#endif

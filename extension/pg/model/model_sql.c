@@ -1,0 +1,428 @@
+/*
+ * SQL functions of the model catalog: model_create, model_import,
+ * model_export, model_drop.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "nn/config.h"
+#include "nn/model.h"
+#include "nn/modelfile.h"
+#include "pg/base/errors.h"
+#include "pg/base/internal_sql.h"
+#include "pg/base/base.h"
+#include "pg/model/model_catalog.h"
+#include "pg/text/text_catalog.h"
+
+PG_FUNCTION_INFO_V1(corpq_model_create);
+PG_FUNCTION_INFO_V1(corpq_model_import);
+PG_FUNCTION_INFO_V1(corpq_model_export);
+PG_FUNCTION_INFO_V1(corpq_model_export_pinned);
+PG_FUNCTION_INFO_V1(corpq_model_drop);
+
+/* Keys a model_create configuration may set (vocabulary sizes come from the vocabularies). */
+static const char *const config_keys =
+"{preset,d_model,heads,encoder_layers,decoder_layers,ffn_dim,activation,dropout,"
+"attention_dropout,activation_dropout,max_positions,positions,tie_output,share_embeddings}";
+
+static void
+check_model_name(const char *name)
+{
+	if (strchr(name, '@') != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model name \"%s\" contains @", name),
+				 errhint("The @ separates a model name from a version number (name@N).")));
+	corpq_check_new_name("model", "corpq.model_catalog", "corpq.model_drop", name);
+}
+
+/* The size of vocabulary name (ERROR listing the existing ones if unknown). */
+static int
+vocab_size(const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	bool		isnull;
+	int			size;
+
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT size FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.vocabularies");
+	if (SPI_processed == 0)
+		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
+	size = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return size;
+}
+
+/*
+ * The configuration of model_create: the preset's keys, then the given ones,
+ * then the vocabulary sizes; unknown keys are errors (the core would ignore
+ * a misspelt one).
+ */
+static cq_model_config
+merge_config(Jsonb *config, int src_size, int tgt_size)
+{
+	Oid			argtypes[3] = {JSONBOID, TEXTOID, TEXTOID};
+	Datum		values[3];
+	bool		isnull;
+	char	   *preset = NULL;
+	char		base[1024] = "{}";
+	char	   *merged;
+	cq_model_config cfg;
+	cq_nn_error err = {0};
+	cq_nn_status s;
+	MemoryContext caller = CurrentMemoryContext;
+
+	values[0] = PointerGetDatum(config);
+	values[2] = CStringGetTextDatum(config_keys);
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT pg_catalog.jsonb_typeof($1), $1 OPERATOR(pg_catalog.->>) 'preset', "
+							"(SELECT pg_catalog.string_agg(k, ', ' ORDER BY k) "
+							"FROM pg_catalog.jsonb_object_keys(CASE WHEN pg_catalog.jsonb_typeof($1) "
+							"OPERATOR(pg_catalog.=) 'object' THEN $1 ELSE '{}' END) k "
+							"WHERE k OPERATOR(pg_catalog.<>) ALL ($3::pg_catalog.text[]))",
+							3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the model configuration");
+	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "object") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model configuration must be a JSON object"),
+				 errhint("Pass for example '{\"preset\": \"tiny\", \"dropout\": 0.2}'.")));
+	if (SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3) != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("unknown model configuration keys: %s",
+						SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3)),
+				 errdetail("Valid keys: %s; the vocabulary sizes are taken from the vocabularies.",
+						   config_keys)));
+	preset = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	if (preset != NULL)
+	{
+		s = cq_config_preset(preset, src_size, tgt_size, &cfg, &err);
+		if (s != CQ_NN_OK)
+			corpq_nn_error_report(s, "invalid model configuration", err.message);
+		cq_config_to_json(&cfg, base, sizeof(base));
+	}
+	values[1] = CStringGetTextDatum(base);
+	values[2] = CStringGetTextDatum(psprintf("{\"src_vocab_size\": %d, \"tgt_vocab_size\": %d}",
+											 src_size, tgt_size));
+	if (corpq_sql_as_caller("SELECT ($2::pg_catalog.jsonb OPERATOR(pg_catalog.||) "
+							"($1 OPERATOR(pg_catalog.-) 'preset'::pg_catalog.text) "
+							"OPERATOR(pg_catalog.||) $3::pg_catalog.jsonb)::pg_catalog.text",
+							3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not merge the model configuration");
+	merged = MemoryContextStrdup(caller,
+								 TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
+																   SPI_tuptable->tupdesc, 1,
+																   &isnull)));
+	SPI_finish();
+	s = cq_config_from_json(merged, strlen(merged), &cfg, &err);
+	if (s != CQ_NN_OK)
+		corpq_nn_error_report(s, "invalid model configuration", err.message);
+	return cfg;
+}
+
+/*
+ * ERROR when a model of bytes (its parameter block, or its image) exceeds
+ * corpq.max_model_mb: checked before the model is allocated, so one call
+ * cannot take the server's memory for seconds before failing.
+ */
+static void
+check_model_bytes(double bytes, const char *what)
+{
+	if (bytes > (double) corpq_max_model_mb * 1024 * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s of %.0f MB exceeds corpq.max_model_mb (%d MB)",
+						what, ceil(bytes / (1024 * 1024)), corpq_max_model_mb),
+				 errhint("Use a smaller configuration, or ask a superuser to raise corpq.max_model_mb.")));
+}
+
+/* Insert the catalog row of a new model; returns its id. */
+static int64
+insert_model(const char *name, const cq_model_config *cfg, int64 parameters,
+			 const char *src_vocab, const char *tgt_vocab)
+{
+	Oid			argtypes[6] = {TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, OIDOID};
+	Datum		values[6];
+	char		json[1024];
+	bool		isnull;
+	int64		id;
+
+	cq_config_to_json(cfg, json, sizeof(json));
+	values[0] = CStringGetTextDatum(name);
+	values[1] = CStringGetTextDatum(json);
+	values[2] = Int64GetDatum(parameters);
+	values[3] = CStringGetTextDatum(src_vocab);
+	values[4] = CStringGetTextDatum(tgt_vocab);
+	values[5] = ObjectIdGetDatum(GetUserId());
+	SPI_connect();
+	if (corpq_sql_as_owner("INSERT INTO corpq.model_catalog (name, config, parameters, src_vocab, tgt_vocab, owner) "
+						   "VALUES ($1, $2::pg_catalog.jsonb, $3, $4, $5, $6::pg_catalog.regrole) RETURNING id",
+						   6, argtypes, values, NULL, 0) != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "could not insert into corpq.model_catalog");
+	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return id;
+}
+
+/* The weight image of m as a bytea in CurrentMemoryContext. */
+static bytea *
+model_image(const cq_model *m)
+{
+	size_t		size = cq_modelfile_size(m);
+	bytea	   *b;
+	cq_nn_error err = {0};
+	cq_nn_status s;
+
+	if (size > MaxAllocHugeSize - VARHDRSZ || size + VARHDRSZ > 0x3FFFFFFF)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("model weight image of %zu bytes exceeds the 1 GB limit of a bytea", size)));
+	b = palloc(size + VARHDRSZ);
+	SET_VARSIZE(b, size + VARHDRSZ);
+	s = cq_modelfile_write(m, VARDATA(b), size, &err);
+	if (s != CQ_NN_OK)
+		corpq_nn_error_report(s, "could not write the model weight image", err.message);
+	return b;
+}
+
+Datum
+corpq_model_create(PG_FUNCTION_ARGS)
+{
+	char	   *name,
+			   *src_vocab,
+			   *tgt_vocab;
+	cq_model_config cfg;
+	cq_model   *m = NULL;
+	cq_nn_error err = {0};
+	cq_nn_status s;
+	bytea	   *image;
+	int64		id,
+				parameters;
+
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "config");
+	corpq_require_arg(fcinfo, 2, "src_vocab");
+	corpq_require_arg(fcinfo, 3, "tgt_vocab");
+	corpq_require_arg(fcinfo, 4, "seed");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	src_vocab = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	tgt_vocab = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	check_model_name(name);
+	cfg = merge_config(PG_GETARG_JSONB_P(1), vocab_size(src_vocab), vocab_size(tgt_vocab));
+	{
+		size_t		floats,
+					params;
+
+		cq_model_size_for(&cfg, &floats, &params);
+		check_model_bytes((double) floats * sizeof(float), "a model");
+	}
+
+	s = cq_model_new(&cfg, &m, &err);
+	if (s != CQ_NN_OK)
+		corpq_nn_error_report(s, "could not create the model", err.message);
+	cq_model_init_random(m, (uint64) PG_GETARG_INT64(4));
+	parameters = (int64) cq_model_param_count(m);
+	image = model_image(m);
+	cq_model_free(m);
+
+	id = insert_model(name, &cfg, parameters, src_vocab, tgt_vocab);
+	PG_RETURN_INT32(corpq_model_write_version(id, image, "create", -1, NULL, false));
+}
+
+/* The model named name: id, config and vocabularies; false if absent. */
+static bool
+find_model(const char *name, int64 *id, cq_model_config *cfg, char **src_vocab, char **tgt_vocab)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	MemoryContext caller = CurrentMemoryContext;
+	bool		isnull;
+	char	   *json;
+	cq_nn_error err = {0};
+
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT id, config::pg_catalog.text, src_vocab, tgt_vocab "
+							"FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.model_catalog");
+	if (SPI_processed == 0)
+	{
+		SPI_finish();
+		return false;
+	}
+	*id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	json = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	if (cq_config_from_json(json, strlen(json), cfg, &err) != CQ_NN_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("model \"%s\" has an invalid configuration in corpq.model_catalog", name),
+				 errdetail("%s.", err.message)));
+	*src_vocab = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
+	*tgt_vocab = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4));
+	SPI_finish();
+	return true;
+}
+
+static void
+check_vocab_arg(FunctionCallInfo fcinfo, int i, const char *model, const char *have)
+{
+	char	   *given;
+
+	if (PG_ARGISNULL(i))
+		return;
+	given = text_to_cstring(PG_GETARG_TEXT_PP(i));
+	if (strcmp(given, have) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model \"%s\" uses %s vocabulary \"%s\", not \"%s\"", model,
+						i == 2 ? "source" : "target", have, given),
+				 errhint("Leave the vocabularies NULL to add a version, or import under a new name.")));
+}
+
+Datum
+corpq_model_import(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	bytea	   *image;
+	cq_model   *m = NULL;
+	cq_model_config have;
+	cq_nn_error err = {0};
+	cq_nn_status s;
+	int64		id;
+	char	   *src_vocab,
+			   *tgt_vocab;
+	char		json_a[1024],
+				json_b[1024];
+	int64		parameters;
+
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "weights");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	image = PG_GETARG_BYTEA_PP(1);
+
+	/* the loader allocates no more than the image holds (models/FORMAT.md) */
+	check_model_bytes((double) VARSIZE_ANY_EXHDR(image), "a weight image");
+	/* every byte is checked before anything is written */
+	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
+	if (s != CQ_NN_OK)
+		corpq_nn_error_report(s, "invalid model weights", err.message);
+	parameters = (int64) cq_model_param_count(m);
+
+	if (find_model(name, &id, &have, &src_vocab, &tgt_vocab))
+	{
+		check_vocab_arg(fcinfo, 2, name, src_vocab);
+		check_vocab_arg(fcinfo, 3, name, tgt_vocab);
+		if (!cq_config_equal(&have, &m->cfg))
+		{
+			cq_config_to_json(&have, json_a, sizeof(json_a));
+			cq_config_to_json(&m->cfg, json_b, sizeof(json_b));
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("weights do not match the configuration of model \"%s\"", name),
+					 errdetail("The model has %s; the weights have %s.", json_a, json_b),
+					 errhint("Versions of a model share one configuration; import under a new name.")));
+		}
+	}
+	else
+	{
+		if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_OBJECT),
+					 errmsg("model \"%s\" does not exist", name),
+					 errhint("Pass src_vocab and tgt_vocab to create it from the weights.")));
+		check_model_name(name);
+		src_vocab = text_to_cstring(PG_GETARG_TEXT_PP(2));
+		tgt_vocab = text_to_cstring(PG_GETARG_TEXT_PP(3));
+		if (vocab_size(src_vocab) != m->cfg.src_vocab_size ||
+			vocab_size(tgt_vocab) != m->cfg.tgt_vocab_size)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("weights do not fit the vocabularies"),
+					 errdetail("The weights have vocabulary sizes %d and %d; \"%s\" has %d tokens and \"%s\" %d.",
+							   m->cfg.src_vocab_size, m->cfg.tgt_vocab_size,
+							   src_vocab, vocab_size(src_vocab), tgt_vocab, vocab_size(tgt_vocab))));
+		id = insert_model(name, &m->cfg, parameters, src_vocab, tgt_vocab);
+	}
+	cq_model_free(m);
+	PG_RETURN_INT32(corpq_model_write_version(id, image, "import", -1, NULL, false));
+}
+
+static bytea *
+export_spec(const char *spec, bool pinned)
+{
+	CorpqModelRef ref;
+	Oid			argtypes[2] = {INT8OID, INT4OID};
+	Datum		values[2];
+	MemoryContext caller = CurrentMemoryContext;
+	bool		isnull;
+	bytea	   *out;
+
+	corpq_model_resolve(spec, pinned, &ref);
+	values[0] = Int64GetDatum(ref.id);
+	values[1] = Int32GetDatum(ref.version);
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT weights FROM corpq.model_versions "
+							"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2",
+							2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not read corpq.model_versions");
+	MemoryContextSwitchTo(caller);
+	out = DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return out;
+}
+
+Datum
+corpq_model_export(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BYTEA_P(export_spec(text_to_cstring(PG_GETARG_TEXT_PP(0)), false));
+}
+
+Datum
+corpq_model_export_pinned(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BYTEA_P(export_spec(text_to_cstring(PG_GETARG_TEXT_PP(0)), true));
+}
+
+Datum
+corpq_model_drop(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+	bool		isnull;
+
+	corpq_require_arg(fcinfo, 0, "name");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	values[0] = CStringGetTextDatum(name);
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT owner::pg_catalog.oid FROM corpq.model_catalog "
+							"WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.model_catalog");
+	if (SPI_processed == 0)
+		corpq_undefined_name("model", "corpq.model_catalog", name);
+	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 1, &isnull))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to drop model \"%s\"", name),
+				 errhint("Only members of the model's owner role can drop it.")));
+	if (corpq_sql_as_owner("DELETE FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) $1",
+						   1, argtypes, values, NULL, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not delete from corpq.model_catalog");
+	SPI_finish();
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,81 @@
+/*
+ * Writing a new version of a catalog model (model_catalog.h).
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+
+#include "pg/base/internal_sql.h"
+#include "pg/base/base.h"
+#include "pg/model/model_catalog.h"
+#include "pg/text/text_catalog.h"
+
+int32
+corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
+						  int64 step, Jsonb *metrics, bool best)
+{
+	Oid			argtypes[7] = {INT8OID, BYTEAOID, INT8OID, TEXTOID, INT8OID, JSONBOID, BOOLOID};
+	Datum		values[7];
+	char		nulls[7] = "       ";
+	Size		len = VARSIZE_ANY_EXHDR(weights);
+	const unsigned char *p = (const unsigned char *) VARDATA_ANY(weights);
+	uint32		crc;
+	bool		isnull;
+	int32		version;
+	char	   *name;
+
+	if (len < 4)
+		elog(ERROR, "model weight image too short");
+	crc = (uint32) p[len - 4] | (uint32) p[len - 3] << 8 |
+		(uint32) p[len - 2] << 16 | (uint32) p[len - 1] << 24;
+	values[0] = Int64GetDatum(model_id);
+	values[1] = PointerGetDatum(weights);
+	values[2] = Int64GetDatum((int64) crc);
+	values[3] = CStringGetTextDatum(source);
+	values[4] = Int64GetDatum(step);
+	values[5] = PointerGetDatum(metrics);
+	values[6] = BoolGetDatum(best);
+	if (step < 0)
+		nulls[4] = 'n';
+	if (metrics == NULL)
+		nulls[5] = 'n';
+
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT name, owner::pg_catalog.oid FROM corpq.model_catalog "
+							"WHERE id OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "model %lld does not exist", (long long) model_id);
+	name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 2, &isnull))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to write a version of model \"%s\"", name),
+				 errhint("Only members of the model's owner role can write versions.")));
+	/* Locks the model row: versions are numbered under it. */
+	if (corpq_sql_as_owner("UPDATE corpq.model_catalog SET updated = pg_catalog.now() "
+						   "WHERE id OPERATOR(pg_catalog.=) $1 RETURNING name",
+						   1, argtypes, values, NULL, 0) != SPI_OK_UPDATE_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not update corpq.model_catalog");
+	if (best &&
+		corpq_sql_as_owner("UPDATE corpq.model_versions SET best = false "
+						   "WHERE model OPERATOR(pg_catalog.=) $1 AND best",
+						   1, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update corpq.model_versions");
+	if (corpq_sql_as_owner("INSERT INTO corpq.model_versions "
+						   "(model, version, weights, bytes, checksum, source, step, metrics, best) "
+						   "SELECT $1, COALESCE(pg_catalog.max(version), 0) OPERATOR(pg_catalog.+) 1, "
+						   "$2, pg_catalog.length($2), $3, $4, $5, $6, $7 "
+						   "FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1 "
+						   "RETURNING version",
+						   7, argtypes, values, nulls, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not insert into corpq.model_versions");
+	version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	return version;
+}

@@ -1,0 +1,226 @@
+/*
+ * corpq.score(model, corpus, what, ...): score a whole corpus query (id,
+ * src, tgt) in batches.  Rows are read in chunks (base/corpus_query.h); a
+ * chunk is encoded, ordered by length so that a batch holds sentences of
+ * similar length (smaller attention blocks), scored batch by batch, and
+ * returned in the query's order.  A pair's result does not depend on its
+ * batch (the forward packs pairs without padding, and dropout masks are keyed
+ * by the pair's content), so score() returns exactly what the per-row
+ * functions return.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/plancache.h"
+#include "utils/tuplestore.h"
+
+#include "pg/base/errors.h"
+#include "pg/base/base.h"
+#include "pg/base/corpus_query.h"
+#include "pg/model/model_score.h"
+
+PG_FUNCTION_INFO_V1(corpq_score);
+
+typedef enum ScoreWhat
+{
+	SCORE_SENT_PROB,
+	SCORE_SENT_LOGPROB,
+	SCORE_UNCERTAINTY
+} ScoreWhat;
+
+typedef struct ChunkRow
+{
+	int64		id;
+	bool		id_null;
+	bool		pair_null;		/* src or tgt NULL: score NULL */
+	cq_pair		pair;
+	double		score;
+} ChunkRow;
+
+typedef struct ScoreArgs
+{
+	ScoreWhat	what;
+	int			batch_size;
+	cq_uncertainty measure;
+	int			passes;
+	uint64		seed;
+} ScoreArgs;
+
+/* corpq.score()'s arguments, in order (75_scoring.sql). */
+static const char *const arg_names[] = {"model", "corpus", "what", "batch_size", "measure", "passes", "seed"};
+
+static ScoreWhat
+parse_what(const char *what)
+{
+	if (strcmp(what, "sent_prob") == 0)
+		return SCORE_SENT_PROB;
+	if (strcmp(what, "sent_logprob") == 0)
+		return SCORE_SENT_LOGPROB;
+	if (strcmp(what, "uncertainty") == 0)
+		return SCORE_UNCERTAINTY;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unknown score \"%s\"", what),
+			 errdetail("Valid scores: sent_prob, sent_logprob, uncertainty.")));
+	pg_unreachable();
+}
+
+static const CorpqColumn corpus_columns[] = {
+	{"id", CORPQ_COLUMN_INTEGER}, {"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}
+};
+
+static const CorpqQuerySpec corpus_spec = {
+	.what = "corpus", .columns = corpus_columns, .min_columns = 3, .max_columns = 3,
+	.example = "SELECT id, src, tgt FROM my_corpus"
+};
+
+static int	cmp_length(const void *a, const void *b);
+
+static int
+cmp_length(const void *a, const void *b)
+{
+	const ChunkRow *x = *(ChunkRow *const *) a;
+	const ChunkRow *y = *(ChunkRow *const *) b;
+	int			lx = x->pair.src_len + x->pair.tgt_len;
+	int			ly = y->pair.src_len + y->pair.tgt_len;
+
+	return lx != ly ? (lx < ly ? -1 : 1) : (x < y ? -1 : x > y);
+}
+
+/* Score the non-NULL rows of a chunk, batch_size pairs at a time in length order. */
+static void
+score_chunk(CorpqScorer *s, const ScoreArgs *a, ChunkRow *rows, int n)
+{
+	ChunkRow  **order = palloc(n * sizeof(ChunkRow *));
+	int			cap = Min(a->batch_size, Max(n, 1));	/* a batch never exceeds the chunk */
+	cq_pair    *pairs = palloc(cap * sizeof(cq_pair));
+	double	   *res = palloc(cap * sizeof(double));
+	int			m = 0;
+
+	for (int i = 0; i < n; i++)
+		if (!rows[i].pair_null)
+			order[m++] = &rows[i];
+	qsort(order, m, sizeof(ChunkRow *), cmp_length);
+	for (int b = 0, nb; b < m; b += nb)
+	{
+		long		src_pos = 0,
+					tgt_pos = 0;
+
+		/* up to batch_size pairs, within the core's positions per batch */
+		for (nb = 0; b + nb < m && nb < a->batch_size; nb++)
+		{
+			src_pos += order[b + nb]->pair.src_len + 1;
+			tgt_pos += order[b + nb]->pair.tgt_len + 1;
+			if (nb > 0 && (src_pos > CQ_MAX_BATCH_POSITIONS || tgt_pos > CQ_MAX_BATCH_POSITIONS))
+				break;
+		}
+
+		for (int i = 0; i < nb; i++)
+			pairs[i] = order[b + i]->pair;
+		if (a->what == SCORE_UNCERTAINTY)
+			corpq_scorer_uncertainty(s, pairs, nb, a->measure, a->passes, a->seed, res);
+		else
+		{
+			corpq_scorer_forward(s, pairs, nb, NULL);
+			for (int i = 0; i < nb; i++)
+				res[i] = a->what == SCORE_SENT_PROB
+					? exp(s->out.sent_logp[i] / s->out.sent_count[i])
+					: s->out.sent_logp[i];
+		}
+		for (int i = 0; i < nb; i++)
+			order[b + i]->score = res[i];
+	}
+}
+
+/* What the batch function needs: the scorer, the arguments, the result. */
+typedef struct ScoreRun
+{
+	CorpqScorer *s;
+	const ScoreArgs *a;
+	ChunkRow   *rows;			/* [chunk] */
+	ReturnSetInfo *rsinfo;
+} ScoreRun;
+
+/* Encode a chunk of the corpus (in the batch context), score it, return it. */
+static void
+score_batch(void *arg, const CorpqBatch *batch)
+{
+	ScoreRun   *r = arg;
+	ChunkRow   *rows = r->rows;
+	int			n = (int) batch->n;
+
+	for (int i = 0; i < n; i++)
+	{
+		const char *src,
+				   *tgt;
+		int			src_len,
+					tgt_len;
+
+		rows[i].id_null = !corpq_batch_int64(batch, i, 1, &rows[i].id);
+		if (rows[i].id_null)
+			rows[i].id = 0;
+		rows[i].pair_null = !corpq_batch_text(batch, i, 2, &src, &src_len) ||
+			!corpq_batch_text(batch, i, 3, &tgt, &tgt_len);
+		if (!rows[i].pair_null)
+			corpq_scorer_encode(r->s, src, src_len, tgt, tgt_len, &rows[i].pair);
+	}
+	score_chunk(r->s, r->a, rows, n);
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[2] = {Int64GetDatum(rows[i].id), Float8GetDatum(rows[i].score)};
+		bool		nulls[2] = {rows[i].id_null, rows[i].pair_null};
+
+		tuplestore_putvalues(r->rsinfo->setResult, r->rsinfo->setDesc, values, nulls);
+	}
+}
+
+Datum
+corpq_score(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	char	   *model;
+	char	   *query;
+	ScoreArgs	a;
+	CorpqScorer *s;
+	ScoreRun	run;
+	int			chunk;
+
+	/* not STRICT: a NULL argument is an error, not an empty result */
+	for (int i = 0; i < PG_NARGS(); i++)
+		corpq_require_arg(fcinfo, i, arg_names[i]);
+	model = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	a.what = parse_what(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	a.batch_size = PG_GETARG_INT32(3);
+	if (a.batch_size < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("batch_size must be at least 1, got %d", a.batch_size)));
+	a.measure = corpq_measure_from_name(text_to_cstring(PG_GETARG_TEXT_PP(4)));
+	a.passes = PG_GETARG_INT32(5);
+	if (a.what == SCORE_UNCERTAINTY)
+		corpq_check_passes(a.passes);
+	a.seed = (uint64) PG_GETARG_INT64(6);
+	corpq_require_utf8();
+
+	InitMaterializedSRF(fcinfo, 0);
+	s = corpq_scorer_create(CurrentMemoryContext);
+	corpq_scorer_use(s, model, false);
+	/* whole batches per chunk, and at least 1024 rows to sort by length */
+	chunk = Max(1024, Min(a.batch_size, 1 << 16) * 8);
+	run.s = s;
+	run.a = &a;
+	run.rows = MemoryContextAllocHuge(s->cxt, (Size) chunk * sizeof(ChunkRow));
+	run.rsinfo = rsinfo;
+	(void) corpq_query_stream(query, &corpus_spec, chunk, score_batch, &run);
+	return (Datum) 0;
+}

@@ -1,0 +1,345 @@
+/*
+ * SQL functions for BPE models: corpq.bpe_learn, bpe_import, bpe_export,
+ * bpe_apply, bpe_tokens, bpe_drop.  Models live in corpq.bpe_models and
+ * corpq.bpe_merges; everything is written in the caller's transaction.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "pg/base/errors.h"
+#include "pg/base/internal_sql.h"
+#include "pg/base/base.h"
+#include "pg/text/text_catalog.h"
+#include "text/bpe_learn.h"
+
+PG_FUNCTION_INFO_V1(corpq_bpe_learn);
+PG_FUNCTION_INFO_V1(corpq_bpe_import);
+PG_FUNCTION_INFO_V1(corpq_bpe_export);
+PG_FUNCTION_INFO_V1(corpq_bpe_apply);
+PG_FUNCTION_INFO_V1(corpq_bpe_tokens);
+PG_FUNCTION_INFO_V1(corpq_bpe_drop);
+
+/* The name argument of a function that creates a model. */
+static char *
+new_model_name(FunctionCallInfo fcinfo)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	if (strcmp(name, CORPQ_WHITESPACE) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_RESERVED_NAME),
+				 errmsg("BPE name \"%s\" is reserved", CORPQ_WHITESPACE),
+				 errdetail("It selects whitespace segmentation.")));
+	corpq_check_new_name("BPE model", "corpq.bpe_models", "corpq.bpe_drop", name);
+	return name;
+}
+
+/* One side (left or right) of every merge as a text[]. */
+static ArrayType *
+merge_side_array(const cq_bpe *bpe, const int32_t *side)
+{
+	Datum	   *d;
+
+	if (bpe->n_merges == 0)
+		return construct_empty_array(TEXTOID);
+	d = palloc(bpe->n_merges * sizeof(Datum));
+	for (int32 i = 0; i < bpe->n_merges; i++)
+	{
+		size_t		n;
+		const char *s = cq_strmap_key(&bpe->syms, side[i], &n);
+
+		d[i] = PointerGetDatum(cstring_to_text_with_len(s, (int) n));
+	}
+	return construct_array(d, bpe->n_merges, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+/* Insert the model row and its merges (min_frequency 0 = NULL: imported). */
+static void
+store_model(const char *name, const cq_bpe *bpe, int32 min_frequency)
+{
+	Oid			m_types[5] = {TEXTOID, TEXTOID, INT4OID, INT4OID, OIDOID};
+	Datum		m_vals[5];
+	char		m_nulls[5] = {' ', ' ', ' ', min_frequency > 0 ? ' ' : 'n', ' '};
+	Oid			r_types[3] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID};
+	Datum		r_vals[3];
+	int			rc;
+
+	m_vals[0] = CStringGetTextDatum(name);
+	m_vals[1] = CStringGetTextDatum(bpe->version == 1 ? "0.1" : "0.2");
+	m_vals[2] = Int32GetDatum(bpe->n_merges);
+	m_vals[3] = Int32GetDatum(min_frequency);
+	m_vals[4] = ObjectIdGetDatum(GetUserId());
+	r_vals[0] = m_vals[0];
+	r_vals[1] = PointerGetDatum(merge_side_array(bpe, bpe->left));
+	r_vals[2] = PointerGetDatum(merge_side_array(bpe, bpe->right));
+
+	SPI_connect();
+	rc = corpq_sql_as_owner("INSERT INTO corpq.bpe_models (name, version, n_merges, min_frequency, owner) "
+							"VALUES ($1, $2, $3, $4, $5::pg_catalog.regrole)",
+							5, m_types, m_vals, m_nulls, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	rc = corpq_sql_as_owner("INSERT INTO corpq.bpe_merges (model, rank, left_symbol, right_symbol) "
+							"SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.l, u.r "
+							"FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) WITH ORDINALITY AS u(l, r, o)",
+							3, r_types, r_vals, NULL, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	SPI_finish();
+}
+
+typedef struct LearnState
+{
+	MemoryContext cxt;
+	cq_strmap	counts;
+} LearnState;
+
+static void
+count_row(void *arg, const char *text, int len)
+{
+	LearnState *st = arg;
+	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+	int			rc = cq_count_words(&st->counts, text, len);
+
+	MemoryContextSwitchTo(old);
+	if (rc != CQ_TEXT_OK)
+		corpq_text_error(rc, "could not count corpus words", NULL);
+}
+
+/* corpq.bpe_learn(name, corpus, merges, min_frequency) -> merges learned */
+Datum
+corpq_bpe_learn(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	char	   *query;
+	int32		merges;
+	int32		min_frequency;
+	LearnState	st;
+	MemoryContext old;
+	cq_bpe_learner *learner;
+	cq_bpe		bpe;
+	cq_text_err err = {0};
+	int			rc;
+	int32		learned;
+
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "corpus");
+	corpq_require_arg(fcinfo, 2, "merges");
+	corpq_require_arg(fcinfo, 3, "min_frequency");
+	merges = PG_GETARG_INT32(2);
+	min_frequency = PG_GETARG_INT32(3);
+	if (merges < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("merges must be at least 0")));
+	if (min_frequency < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("min_frequency must be at least 1")));
+	corpq_require_utf8();
+	name = new_model_name(fcinfo);
+	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	st.cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq bpe_learn",
+								   ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(st.cxt);
+	rc = cq_strmap_init(&st.counts, 1 << 16);
+	MemoryContextSwitchTo(old);
+	if (rc != CQ_TEXT_OK)
+		corpq_text_error(rc, "out of memory", NULL);
+	corpq_scan_corpus(query, count_row, &st);
+	if (st.counts.n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("corpus contains no words"),
+				 errdetail("Every row is NULL, empty or whitespace.")));
+
+	old = MemoryContextSwitchTo(st.cxt);
+	learner = cq_bpe_learner_new(&st.counts, min_frequency);
+	MemoryContextSwitchTo(old);
+	if (learner == NULL)
+		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+	while (cq_bpe_learner_n_merges(learner) < merges)
+	{
+		CHECK_FOR_INTERRUPTS();
+		old = MemoryContextSwitchTo(st.cxt);
+		rc = cq_bpe_learner_step(learner);
+		MemoryContextSwitchTo(old);
+		if (rc < 0)
+			corpq_text_error(rc, "BPE learning failed", NULL);
+		if (rc == 0)
+			break;
+	}
+
+	old = MemoryContextSwitchTo(st.cxt);
+	rc = cq_bpe_learner_model(learner, &bpe, &err);
+	MemoryContextSwitchTo(old);
+	if (rc != CQ_TEXT_OK)
+		corpq_text_error(rc, "BPE learning failed", err.msg);
+	learned = bpe.n_merges;
+	store_model(name, &bpe, min_frequency);
+	MemoryContextDelete(st.cxt);
+	PG_RETURN_INT32(learned);
+}
+
+/* corpq.bpe_import(name, codes) -> merges imported */
+Datum
+corpq_bpe_import(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	text	   *codes;
+	cq_bpe		bpe;
+	cq_text_err err = {0};
+	int			rc;
+	int32		n;
+
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "codes");
+	corpq_require_utf8();
+	name = new_model_name(fcinfo);
+	codes = PG_GETARG_TEXT_PP(1);
+	rc = cq_bpe_parse_codes(&bpe, VARDATA_ANY(codes), VARSIZE_ANY_EXHDR(codes), &err);
+	if (rc == CQ_TEXT_EINVAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("invalid BPE codes"),
+				 errdetail("%s", err.msg),
+				 errhint("Codes are subword-nmt's format: an optional first line \"#version: 0.2\", then one merge \"left right\" per line.")));
+	if (rc != CQ_TEXT_OK)
+		corpq_text_error(rc, "invalid BPE codes", err.msg);
+	n = bpe.n_merges;
+	store_model(name, &bpe, 0);
+	cq_bpe_free(&bpe);
+	PG_RETURN_INT32(n);
+}
+
+/* corpq.bpe_export(name) -> the subword-nmt codes file */
+Datum
+corpq_bpe_export(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	CorpqSegmenter *seg;
+	char	   *codes;
+	size_t		len;
+
+	if (strcmp(name, CORPQ_WHITESPACE) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("whitespace segmentation has no BPE codes")));
+	seg = corpq_segmenter_cached(fcinfo, name);
+	codes = cq_bpe_write_codes(seg->bpe, &len);
+	if (codes == NULL)
+		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+	PG_RETURN_TEXT_P(cstring_to_text_with_len(codes, (int) len));
+}
+
+/* corpq.bpe_apply(name, sentence) -> "sub@@ word" */
+Datum
+corpq_bpe_apply(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	text	   *sentence = PG_GETARG_TEXT_PP(1);
+	CorpqSegmenter *seg = corpq_segmenter_cached(fcinfo, name);
+	const cq_tokens *t = corpq_segment(seg, VARDATA_ANY(sentence),
+									   VARSIZE_ANY_EXHDR(sentence));
+	size_t		total = 0;
+	text	   *out;
+	char	   *p;
+
+	for (size_t i = 0; i < t->n; i++)
+		total += t->len[i] + (i > 0);
+	out = palloc(VARHDRSZ + total);
+	SET_VARSIZE(out, VARHDRSZ + total);
+	p = VARDATA(out);
+	for (size_t i = 0; i < t->n; i++)
+	{
+		if (i > 0)
+			*p++ = ' ';
+		memcpy(p, t->buf + t->off[i], t->len[i]);
+		p += t->len[i];
+	}
+	PG_RETURN_TEXT_P(out);
+}
+
+/* corpq.bpe_tokens(name, sentence) -> text[] of subwords */
+Datum
+corpq_bpe_tokens(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	text	   *sentence = PG_GETARG_TEXT_PP(1);
+	CorpqSegmenter *seg = corpq_segmenter_cached(fcinfo, name);
+	const cq_tokens *t = corpq_segment(seg, VARDATA_ANY(sentence),
+									   VARSIZE_ANY_EXHDR(sentence));
+	Datum	   *d;
+
+	if (t->n == 0)
+		PG_RETURN_ARRAYTYPE_P(construct_empty_array(TEXTOID));
+	d = palloc(t->n * sizeof(Datum));
+	for (size_t i = 0; i < t->n; i++)
+		d[i] = PointerGetDatum(cstring_to_text_with_len(t->buf + t->off[i], t->len[i]));
+	PG_RETURN_ARRAYTYPE_P(construct_array(d, (int) t->n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+/* corpq.bpe_drop(name) */
+Datum
+corpq_bpe_drop(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+	int			rc;
+	char	   *owner;
+	char	   *users;
+	bool		isnull;
+
+	corpq_require_arg(fcinfo, 0, "name");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (strcmp(name, CORPQ_WHITESPACE) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_RESERVED_NAME),
+				 errmsg("BPE name \"%s\" is reserved and cannot be dropped", CORPQ_WHITESPACE)));
+	values[0] = CStringGetTextDatum(name);
+	SPI_connect();
+	rc = corpq_sql_as_caller("SELECT owner::pg_catalog.text, owner::pg_catalog.oid FROM corpq.bpe_models "
+							 "WHERE name OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		corpq_undefined_name("BPE model", "corpq.bpe_models", name);
+	owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 2, &isnull))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to drop BPE model \"%s\"", name),
+				 errdetail("The model is owned by role %s.", owner),
+				 errhint("Only members of the owning role can drop or replace a model.")));
+
+	rc = corpq_sql_as_caller("SELECT pg_catalog.string_agg(name, ', ' ORDER BY name) "
+							 "FROM corpq.vocabularies WHERE bpe OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	users = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (users != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop BPE model \"%s\" because vocabularies use it", name),
+				 errdetail("Vocabularies using it: %s.", users),
+				 errhint("Drop those vocabularies first with corpq.vocab_drop().")));
+
+	rc = corpq_sql_as_owner("DELETE FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, 0);
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	SPI_finish();
+	PG_RETURN_VOID();
+}

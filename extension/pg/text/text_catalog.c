@@ -1,0 +1,260 @@
+/*
+ * Loading named BPE models and vocabularies from the corpq catalog, and the
+ * checks of the names they are created under.
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "pg/base/internal_sql.h"
+#include "pg/base/base.h"
+#include "pg/text/text_catalog.h"
+
+/* Words kept in a segmenter's cache before it is emptied. */
+#define SEGMENT_CACHE_WORDS 100000
+
+/* ---- name checks ---- */
+
+void
+corpq_check_new_name(const char *kind, const char *table,
+					 const char *drop_fn, const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+	int			rc;
+
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s name must not be empty", kind)));
+	values[0] = CStringGetTextDatum(name);
+	SPI_connect();
+	rc = corpq_sql_as_caller(psprintf("SELECT 1 FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
+									  table),
+							 1, argtypes, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("%s \"%s\" already exists", kind, name),
+				 errhint("Drop it first with SELECT %s(%s).", drop_fn,
+						 quote_literal_cstr(name))));
+	SPI_finish();
+}
+
+void
+corpq_undefined_name(const char *kind, const char *table, const char *name)
+{
+	char	   *list = NULL;
+	int64		total = 0;
+	int			rc;
+	bool		isnull;
+	bool		is_bpe = strcmp(table, "corpq.bpe_models") == 0;
+
+	SPI_connect();
+	rc = corpq_sql_as_caller(psprintf("SELECT pg_catalog.string_agg(name, ', ' ORDER BY name) "
+									  "FILTER (WHERE n OPERATOR(pg_catalog.<=) 10), pg_catalog.count(*) "
+									  "FROM (SELECT name, pg_catalog.row_number() OVER (ORDER BY name) AS n FROM %s) s",
+									  table),
+							 0, NULL, NULL, NULL, true, 0);
+	if (rc == SPI_OK_SELECT && SPI_processed == 1)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			list = TextDatumGetCString(d);
+		total = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("%s \"%s\" does not exist", kind, name),
+			 list == NULL ? errdetail("No %s exists yet.", kind)
+			 : total > 10 ? errdetail("Existing %s names (first 10 of %lld): %s.", kind, (long long) total, list)
+			 : errdetail("Existing %s names: %s.", kind, list),
+			 is_bpe ? errhint("The name \"%s\" selects whitespace segmentation.", CORPQ_WHITESPACE) : 0));
+	pg_unreachable();
+}
+
+/* ---- BPE models ---- */
+
+static bool
+is_whitespace_name(const char *name)
+{
+	return name == NULL || strcmp(name, CORPQ_WHITESPACE) == 0;
+}
+
+/* Read the merges of name into seg->bpe (allocated in seg->cxt). */
+static void
+load_bpe_rows(CorpqSegmenter *seg, const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+	int			rc;
+	int			version;
+	bool		isnull;
+	char	   *vtext;
+	MemoryContext old;
+	cq_text_err err = {0};
+
+	values[0] = CStringGetTextDatum(name);
+	SPI_connect();
+	rc = corpq_sql_as_caller("SELECT version FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		corpq_undefined_name("BPE model", "corpq.bpe_models", name);
+	vtext = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	version = (vtext && strcmp(vtext, "0.1") == 0) ? 1 : 2;
+
+	rc = corpq_sql_as_caller("SELECT left_symbol, right_symbol FROM corpq.bpe_merges "
+							 "WHERE model OPERATOR(pg_catalog.=) $1 ORDER BY rank",
+							 1, argtypes, values, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+
+	old = MemoryContextSwitchTo(seg->cxt);
+	seg->bpe = palloc0(sizeof(cq_bpe));
+	if (cq_bpe_init(seg->bpe, version) != CQ_TEXT_OK)
+		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+	MemoryContextSwitchTo(old);
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		text	   *l = DatumGetTextPP(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+		text	   *r = DatumGetTextPP(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+
+		old = MemoryContextSwitchTo(seg->cxt);
+		rc = cq_bpe_add_merge(seg->bpe, VARDATA_ANY(l), VARSIZE_ANY_EXHDR(l),
+							  VARDATA_ANY(r), VARSIZE_ANY_EXHDR(r), &err);
+		MemoryContextSwitchTo(old);
+		if (rc != CQ_TEXT_OK)
+			corpq_text_error(rc, psprintf("BPE model \"%s\" has an invalid merge", name), err.msg);
+	}
+	SPI_finish();
+}
+
+CorpqSegmenter *
+corpq_segmenter_load(const char *name, MemoryContext parent)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "corpq segmenter",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	CorpqSegmenter *seg = palloc0(sizeof(CorpqSegmenter));
+
+	corpq_require_utf8();
+	seg->cxt = cxt;
+	seg->name = pstrdup(is_whitespace_name(name) ? CORPQ_WHITESPACE : name);
+	cq_tokens_init(&seg->tokens);
+	if (cq_bpe_cache_init(&seg->cache, SEGMENT_CACHE_WORDS) != CQ_TEXT_OK)
+		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+	MemoryContextSwitchTo(old);
+	if (!is_whitespace_name(name))
+		load_bpe_rows(seg, name);
+	return seg;
+}
+
+void
+corpq_segmenter_free(CorpqSegmenter *seg)
+{
+	if (seg)
+		MemoryContextDelete(seg->cxt);
+}
+
+const cq_tokens *
+corpq_segment(CorpqSegmenter *seg, const char *text, int len)
+{
+	MemoryContext old = MemoryContextSwitchTo(seg->cxt);
+	int			rc = cq_bpe_tokenize(seg->bpe, &seg->cache, text, len, &seg->tokens);
+
+	MemoryContextSwitchTo(old);
+	if (rc != CQ_TEXT_OK)
+		corpq_text_error(rc, "could not segment text", NULL);
+	return &seg->tokens;
+}
+
+/* ---- vocabularies ---- */
+
+CorpqVocab *
+corpq_vocab_load(const char *name, MemoryContext parent)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "corpq vocabulary",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old;
+	CorpqVocab *v = MemoryContextAllocZero(cxt, sizeof(CorpqVocab));
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+	int			rc;
+	bool		isnull;
+	char	   *bpe_name = NULL;
+	cq_text_err err = {0};
+
+	v->cxt = cxt;
+	v->name = MemoryContextStrdup(cxt, name);
+	values[0] = CStringGetTextDatum(name);
+	SPI_connect();
+	rc = corpq_sql_as_caller("SELECT bpe FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			bpe_name = MemoryContextStrdup(cxt, TextDatumGetCString(d));
+	}
+	rc = corpq_sql_as_caller("SELECT id, token FROM corpq.vocabulary_tokens "
+							 "WHERE vocabulary OPERATOR(pg_catalog.=) $1 ORDER BY id",
+							 1, argtypes, values, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+
+	old = MemoryContextSwitchTo(cxt);
+	if (cq_vocabulary_init(&v->vocab) != CQ_TEXT_OK)
+		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+	MemoryContextSwitchTo(old);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		int32		id = DatumGetInt32(SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull));
+		text	   *t = DatumGetTextPP(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
+
+		if (id != (int32) i)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("vocabulary \"%s\" has no token with id %d", name, (int) i)));
+		old = MemoryContextSwitchTo(cxt);
+		rc = cq_vocabulary_add(&v->vocab, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &err);
+		MemoryContextSwitchTo(old);
+		if (rc != CQ_TEXT_OK)
+			corpq_text_error(rc, psprintf("vocabulary \"%s\" is invalid", name), err.msg);
+	}
+	SPI_finish();
+	v->seg = corpq_segmenter_load(bpe_name, cxt);
+	return v;
+}
+
+void
+corpq_vocab_free(CorpqVocab *v)
+{
+	if (v)
+		MemoryContextDelete(v->cxt);
+}
+
+int32 *
+corpq_vocab_encode_text(CorpqVocab *v, const char *text, int len, int *n_ids)
+{
+	const cq_tokens *t = corpq_segment(v->seg, text, len);
+	int32	   *ids = palloc((t->n ? t->n : 1) * sizeof(int32));
+
+	cq_vocabulary_encode(&v->vocab, t, ids);
+	*n_ids = (int) t->n;
+	return ids;
+}

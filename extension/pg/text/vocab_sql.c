@@ -1,0 +1,473 @@
+/*
+ * SQL functions for vocabularies: corpq.vocab_build, vocab_encode,
+ * vocab_decode, vocab_drop, and vocab_export / vocab_import for copies
+ * between servers.  Vocabularies live in corpq.vocabularies and
+ * corpq.vocabulary_tokens (one row per id, the catalog's token listing).
+ */
+#include "postgres.h"
+
+#include <errno.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+
+#include "pg/base/errors.h"
+#include "pg/base/internal_sql.h"
+#include "pg/base/base.h"
+#include "pg/text/text_catalog.h"
+
+PG_FUNCTION_INFO_V1(corpq_vocab_build);
+PG_FUNCTION_INFO_V1(corpq_vocab_encode);
+PG_FUNCTION_INFO_V1(corpq_vocab_decode);
+PG_FUNCTION_INFO_V1(corpq_vocab_drop);
+
+typedef struct CountState
+{
+	MemoryContext cxt;
+	CorpqSegmenter *seg;
+	cq_strmap	counts;
+} CountState;
+
+static void
+count_row(void *arg, const char *text, int len)
+{
+	CountState *st = arg;
+	const cq_tokens *t = corpq_segment(st->seg, text, len);
+	MemoryContext old = MemoryContextSwitchTo(st->cxt);
+	int			rc = cq_count_tokens(&st->counts, t);
+
+	MemoryContextSwitchTo(old);
+	if (rc != CQ_TEXT_OK)
+		corpq_text_error(rc, "could not count corpus tokens", NULL);
+}
+
+/* Insert the vocabulary row and one row per token id (counts[id]). */
+static void
+store_vocab(const char *name, const char *bpe, const cq_vocabulary *v,
+			const int64 *counts, int32 max_size, int32 min_count)
+{
+	int32		n = cq_vocabulary_size(v);
+	Datum	   *toks = palloc(n * sizeof(Datum));
+	Datum	   *cnts = palloc(n * sizeof(Datum));
+	Oid			v_types[6] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, OIDOID};
+	Datum		v_vals[6];
+	char		v_nulls[6] = {' ', bpe ? ' ' : 'n', ' ', ' ', ' ', ' '};
+	Oid			t_types[3] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID};
+	Datum		t_vals[3];
+	int			rc;
+
+	for (int32 i = 0; i < n; i++)
+	{
+		size_t		len;
+		const char *tok = cq_strmap_key(&v->map, i, &len);
+
+		toks[i] = PointerGetDatum(cstring_to_text_with_len(tok, (int) len));
+		cnts[i] = Int64GetDatum(counts[i]);
+	}
+	v_vals[0] = CStringGetTextDatum(name);
+	v_vals[1] = bpe ? CStringGetTextDatum(bpe) : (Datum) 0;
+	v_vals[2] = Int32GetDatum(n);
+	v_vals[3] = Int32GetDatum(max_size);
+	v_vals[4] = Int32GetDatum(min_count);
+	v_vals[5] = ObjectIdGetDatum(GetUserId());
+	t_vals[0] = v_vals[0];
+	t_vals[1] = PointerGetDatum(construct_array(toks, n, TEXTOID, -1, false, TYPALIGN_INT));
+	t_vals[2] = PointerGetDatum(construct_array(cnts, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+
+	SPI_connect();
+	rc = corpq_sql_as_owner("INSERT INTO corpq.vocabularies (name, bpe, size, max_size, min_count, owner) "
+							"VALUES ($1, $2, $3, $4, $5, $6::pg_catalog.regrole)",
+							6, v_types, v_vals, v_nulls, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	rc = corpq_sql_as_owner("INSERT INTO corpq.vocabulary_tokens (vocabulary, id, token, count) "
+							"SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.t, u.c "
+							"FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) WITH ORDINALITY AS u(t, c, o)",
+							3, t_types, t_vals, NULL, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	SPI_finish();
+}
+
+/* corpq.vocab_build(name, corpus, bpe, max_size, min_count) -> size */
+Datum
+corpq_vocab_build(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	char	   *query;
+	char	   *bpe = NULL;
+	int32		max_size;
+	int32		min_count;
+	CountState	st;
+	MemoryContext old;
+	cq_vocabulary	v;
+	cq_text_err err = {0};
+	int			rc;
+	int32		size;
+	int64	   *counts;
+
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "corpus");
+	corpq_require_arg(fcinfo, 3, "max_size");
+	corpq_require_arg(fcinfo, 4, "min_count");
+	max_size = PG_GETARG_INT32(3);
+	min_count = PG_GETARG_INT32(4);
+	if (max_size < CQ_VOCAB_N_SPECIAL + 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("max_size must be at least %d", CQ_VOCAB_N_SPECIAL + 1),
+				 errdetail("The size includes the four reserved tokens <s>, <pad>, </s> and <unk>.")));
+	if (min_count < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("min_count must be at least 1")));
+	if (!PG_ARGISNULL(2))
+	{
+		bpe = text_to_cstring(PG_GETARG_TEXT_PP(2));
+		if (strcmp(bpe, CORPQ_WHITESPACE) == 0)
+			bpe = NULL;			/* stored as NULL: whitespace segmentation */
+	}
+	corpq_require_utf8();
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	corpq_check_new_name("vocabulary", "corpq.vocabularies", "corpq.vocab_drop", name);
+	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	st.cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq vocab_build",
+								   ALLOCSET_DEFAULT_SIZES);
+	st.seg = corpq_segmenter_load(bpe, st.cxt);
+	old = MemoryContextSwitchTo(st.cxt);
+	rc = cq_strmap_init(&st.counts, 1 << 16);
+	MemoryContextSwitchTo(old);
+	if (rc != CQ_TEXT_OK)
+		corpq_text_error(rc, "out of memory", NULL);
+	corpq_scan_corpus(query, count_row, &st);
+	if (st.counts.n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("corpus contains no words"),
+				 errdetail("Every row is NULL, empty or whitespace.")));
+
+	old = MemoryContextSwitchTo(st.cxt);
+	rc = cq_vocabulary_build(&v, &st.counts, max_size, min_count, &err);
+	MemoryContextSwitchTo(old);
+	if (rc != CQ_TEXT_OK)
+		corpq_text_error(rc, "could not build the vocabulary", err.msg);
+	size = cq_vocabulary_size(&v);
+	counts = palloc(sizeof(int64) * size);
+	for (int32 i = 0; i < size; i++)
+	{
+		size_t		len;
+		const char *tok = cq_strmap_key(&v.map, i, &len);
+		int64_t		e = cq_strmap_find(&st.counts, tok, len);
+
+		counts[i] = i < CQ_VOCAB_N_SPECIAL || e < 0 ? 0 : st.counts.vals[e];
+	}
+	store_vocab(name, bpe, &v, counts, max_size, min_count);
+	MemoryContextDelete(st.cxt);
+	PG_RETURN_INT32(size);
+}
+
+/* corpq.vocab_encode(vocab, sentence) -> int4[] */
+Datum
+corpq_vocab_encode(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	text	   *sentence = PG_GETARG_TEXT_PP(1);
+	CorpqVocab *v = corpq_vocab_cached(fcinfo, name);
+	int			n;
+	int32	   *ids = corpq_vocab_encode_text(v, VARDATA_ANY(sentence),
+											  VARSIZE_ANY_EXHDR(sentence), &n);
+	Datum	   *d;
+
+	if (n == 0)
+		PG_RETURN_ARRAYTYPE_P(construct_empty_array(INT4OID));
+	d = palloc(n * sizeof(Datum));
+	for (int i = 0; i < n; i++)
+		d[i] = Int32GetDatum(ids[i]);
+	PG_RETURN_ARRAYTYPE_P(construct_array(d, n, INT4OID, 4, true, TYPALIGN_INT));
+}
+
+/* corpq.vocab_decode(vocab, ids) -> detokenised text */
+Datum
+corpq_vocab_decode(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	ArrayType  *arr = PG_GETARG_ARRAYTYPE_P(1);
+	CorpqVocab *v = corpq_vocab_cached(fcinfo, name);
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int32	   *ids;
+	char	   *out;
+	size_t		len;
+	cq_text_err err = {0};
+	int			rc;
+
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+				 errmsg("ids must be a one-dimensional array")));
+	deconstruct_array(arr, INT4OID, 4, true, TYPALIGN_INT, &elems, &nulls, &n);
+	ids = palloc((n ? n : 1) * sizeof(int32));
+	for (int i = 0; i < n; i++)
+	{
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("ids must not contain nulls")));
+		ids[i] = DatumGetInt32(elems[i]);
+	}
+	rc = cq_vocabulary_decode(&v->vocab, ids, n, &out, &len, &err);
+	if (rc == CQ_TEXT_ERANGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("token id out of range for vocabulary \"%s\"", name),
+				 errdetail("%s", err.msg)));
+	if (rc != CQ_TEXT_OK)
+		corpq_text_error(rc, "could not decode ids", err.msg);
+	PG_RETURN_TEXT_P(cstring_to_text_with_len(out, (int) len));
+}
+
+/* corpq.vocab_drop(name) */
+Datum
+corpq_vocab_drop(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+	int			rc;
+	char	   *owner;
+	char	   *users;
+	bool		isnull;
+
+	corpq_require_arg(fcinfo, 0, "name");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	values[0] = CStringGetTextDatum(name);
+	SPI_connect();
+	rc = corpq_sql_as_caller("SELECT owner::pg_catalog.text, owner::pg_catalog.oid FROM corpq.vocabularies "
+							 "WHERE name OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
+	owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 2, &isnull))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to drop vocabulary \"%s\"", name),
+				 errdetail("The vocabulary is owned by role %s.", owner),
+				 errhint("Only members of the owning role can drop or replace a vocabulary.")));
+
+	/* any role's model may use it: name them rather than fail on the foreign key */
+	rc = corpq_sql_as_caller("SELECT pg_catalog.string_agg(name OPERATOR(pg_catalog.||) "
+							 "CASE WHEN pg_catalog.pg_has_role(current_user, owner, 'MEMBER') THEN '' "
+							 "ELSE pg_catalog.format(' (owned by %s)', owner) END, ', ' ORDER BY name) "
+							 "FROM corpq.model_catalog "
+							 "WHERE src_vocab OPERATOR(pg_catalog.=) $1 OR tgt_vocab OPERATOR(pg_catalog.=) $1",
+							 1, argtypes, values, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	users = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (users != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop vocabulary \"%s\" because models use it", name),
+				 errdetail("Models using it: %s.", users),
+				 errhint("Drop those models first with corpq.model_drop(), or ask their owners to.")));
+
+	rc = corpq_sql_as_owner("DELETE FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, 0);
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* ---- copies between servers: vocab_export / vocab_import ---- */
+
+PG_FUNCTION_INFO_V1(corpq_vocab_export);
+PG_FUNCTION_INFO_V1(corpq_vocab_import);
+
+/* corpq.vocab_export(name) -> {"bpe", "max_size", "min_count", "tokens", "counts"} */
+Datum
+corpq_vocab_export(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	bool		isnull;
+	Jsonb	   *out;
+	MemoryContext caller = CurrentMemoryContext;
+
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT pg_catalog.jsonb_build_object("
+							"'bpe', v.bpe, 'max_size', v.max_size, 'min_count', v.min_count, "
+							"'tokens', (SELECT pg_catalog.jsonb_agg(t.token ORDER BY t.id) FROM corpq.vocabulary_tokens t "
+							"  WHERE t.vocabulary OPERATOR(pg_catalog.=) v.name), "
+							"'counts', (SELECT pg_catalog.jsonb_agg(t.count ORDER BY t.id) FROM corpq.vocabulary_tokens t "
+							"  WHERE t.vocabulary OPERATOR(pg_catalog.=) v.name)) "
+							"FROM corpq.vocabularies v WHERE v.name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.vocabularies");
+	if (SPI_processed == 0)
+		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
+	MemoryContextSwitchTo(caller);
+	out = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_finish();
+	PG_RETURN_JSONB_P(out);
+}
+
+static void
+bad_document(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid vocabulary document: %s", what),
+			 errhint("Pass what corpq.vocab_export() returned on the source server.")));
+}
+
+/* The value of key in object doc, NULL when absent or JSON null. */
+static JsonbValue *
+doc_key(Jsonb *doc, const char *key)
+{
+	JsonbValue	k;
+	JsonbValue *v;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	v = findJsonbValueFromContainer(&doc->root, JB_FOBJECT, &k);
+	return v == NULL || v->type == jbvNull ? NULL : v;
+}
+
+/* A JSON integer in [lo, hi]. */
+static int64
+doc_int(JsonbValue *v, int64 lo, int64 hi, const char *what)
+{
+	char	   *text;
+	char	   *end;
+	long long	x;
+
+	if (v == NULL || v->type != jbvNumeric)
+		bad_document(what);
+	text = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(v->val.numeric)));
+	errno = 0;
+	x = strtoll(text, &end, 10);
+	if (errno != 0 || *end != '\0' || x < lo || x > hi)
+		bad_document(what);
+	return (int64) x;
+}
+
+/* The array under key: its container and length. */
+static JsonbContainer *
+doc_array(Jsonb *doc, const char *key, int *n, const char *what)
+{
+	JsonbValue *v = doc_key(doc, key);
+
+	if (v == NULL || v->type != jbvBinary || !JsonContainerIsArray(v->val.binary.data))
+		bad_document(what);
+	*n = (int) JsonContainerSize(v->val.binary.data);
+	return v->val.binary.data;
+}
+
+/*
+ * corpq.vocab_import(name, vocabulary jsonb) -> size: store a vocabulary
+ * exported from another server with the same ids (rebuilding it from a shard
+ * would give other ids), owned by the caller.  The tokens must start with the
+ * four reserved ones and appear once each; the BPE model must exist here.
+ */
+Datum
+corpq_vocab_import(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	Jsonb	   *doc;
+	JsonbValue *bpe_v;
+	char	   *bpe = NULL;
+	JsonbContainer *tokens,
+			   *counts_c = NULL;
+	int			n,
+				n_counts = 0;
+	int64	   *counts;
+	int32		max_size,
+				min_count;
+	cq_vocabulary v;
+	cq_text_err err = {0};
+	MemoryContext cxt,
+				old;
+
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "vocabulary");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	doc = PG_GETARG_JSONB_P(1);
+	corpq_require_utf8();
+	if (!JB_ROOT_IS_OBJECT(doc))
+		bad_document("it must be a JSON object");
+	corpq_check_new_name("vocabulary", "corpq.vocabularies", "corpq.vocab_drop", name);
+
+	bpe_v = doc_key(doc, "bpe");
+	if (bpe_v != NULL)
+	{
+		if (bpe_v->type != jbvString)
+			bad_document("\"bpe\" must be a BPE model name or null");
+		bpe = pnstrdup(bpe_v->val.string.val, bpe_v->val.string.len);
+		if (strcmp(bpe, CORPQ_WHITESPACE) == 0)
+			bpe = NULL;
+		else					/* an unknown name errors, listing the existing ones */
+			corpq_segmenter_free(corpq_segmenter_load(bpe, CurrentMemoryContext));
+	}
+	tokens = doc_array(doc, "tokens", &n, "\"tokens\" must be an array of strings");
+	if (n < CQ_VOCAB_N_SPECIAL + 1)
+		bad_document("\"tokens\" must hold the four reserved tokens and at least one more");
+	if (doc_key(doc, "counts") != NULL)
+	{
+		counts_c = doc_array(doc, "counts", &n_counts, "\"counts\" must be an array of integers >= 0");
+		if (n_counts != n)
+			bad_document("\"counts\" must have one entry per token");
+	}
+	max_size = (int32) (doc_key(doc, "max_size") ? doc_int(doc_key(doc, "max_size"), n, PG_INT32_MAX,
+																  "\"max_size\" must be an integer >= the number of tokens")
+						: n);
+	min_count = (int32) (doc_key(doc, "min_count") ? doc_int(doc_key(doc, "min_count"), 1, PG_INT32_MAX,
+																	"\"min_count\" must be an integer >= 1")
+						 : 1);
+
+	cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq vocab_import", ALLOCSET_DEFAULT_SIZES);
+	counts = palloc0(sizeof(int64) * n);
+	old = MemoryContextSwitchTo(cxt);
+	if (cq_vocabulary_init(&v) != CQ_TEXT_OK)
+		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < n; i++)
+	{
+		JsonbValue *t = getIthJsonbValueFromContainer(tokens, i);
+		int			rc;
+
+		if (t == NULL || t->type != jbvString || t->val.string.len == 0)
+			bad_document("\"tokens\" must be an array of non-empty strings");
+		if (i < CQ_VOCAB_N_SPECIAL &&
+			(t->val.string.len != (int) strlen(cq_vocabulary_specials[i]) ||
+			 memcmp(t->val.string.val, cq_vocabulary_specials[i], t->val.string.len) != 0))
+			bad_document("\"tokens\" must start with <s>, <pad>, </s>, <unk>");
+		old = MemoryContextSwitchTo(cxt);
+		rc = cq_vocabulary_add(&v, t->val.string.val, t->val.string.len, &err);
+		MemoryContextSwitchTo(old);
+		if (rc != CQ_TEXT_OK)
+			corpq_text_error(rc, "invalid vocabulary document", err.msg);
+		if (counts_c)
+			counts[i] = doc_int(getIthJsonbValueFromContainer(counts_c, i), 0, PG_INT64_MAX,
+								"\"counts\" must be an array of integers >= 0");
+		if ((i & 1023) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	store_vocab(name, bpe, &v, counts, max_size, min_count);
+	MemoryContextDelete(cxt);
+	PG_RETURN_INT32(n);
+}

@@ -1,0 +1,115 @@
+/*
+ * Validation of a training job: every dev pair scored teacher-forced with
+ * dropout off (cq_forward, the scoring functions' pass), summed -log p per
+ * target position (</s> included) per corpus label.  The dev loss is that
+ * nll per token, not the label-smoothed training loss, so exp(loss) is the
+ * perplexity sent_prob implies.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "miscadmin.h"
+#include "utils/memutils.h"
+
+#include "nn/forward.h"
+#include "pg/model/model_catalog.h"
+#include "pg/train/train.h"
+
+/* Pairs [from, to) of dev fitting about max_tokens padded positions. */
+static long
+chunk_end(const TrainCorpus *dev, long from, int max_tokens)
+{
+	int			longest = 0;
+	long		i;
+
+	for (i = from; i < dev->n_pairs; i++)
+	{
+		int			len = Max(dev->src_len[i], dev->tgt_len[i]) + 1;
+		int			l = Max(longest, len);
+
+		if (i > from && (long) l * (i - from + 1) > max_tokens)
+			break;
+		longest = l;
+	}
+	return i;
+}
+
+void
+train_validate(CorpqJob *job, const cq_model *m, const TrainCorpus *dev,
+			   int max_tokens, TrainDevFigures *f)
+{
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq train validation",
+											  ALLOCSET_DEFAULT_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	cq_dropout off = {CQ_DROPOUT_OFF, 0, 0};
+	void	   *ws = NULL;
+	size_t		ws_bytes = 0;
+	long		to;
+
+	f->all_nll = 0;
+	f->all_tokens = 0;
+	memset(f->nll, 0, sizeof(double) * f->n_labels);
+	memset(f->tokens, 0, sizeof(long) * f->n_labels);
+	for (long from = 0; from < dev->n_pairs; from = to)
+	{
+		int			n;
+		cq_pair    *pairs;
+		cq_batch_shape shape;
+		cq_forward_out out;
+		cq_nn_error err = {0};
+		cq_nn_status s;
+		size_t		need;
+
+		to = chunk_end(dev, from, max_tokens);
+		n = (int) (to - from);
+		pairs = palloc(sizeof(cq_pair) * n);
+		for (int i = 0; i < n; i++)
+			train_corpus_pair(dev, from + i, &pairs[i]);
+		if ((s = cq_batch_shape_of(m, pairs, n, &shape, &err)) != CQ_NN_OK)
+			corpq_nn_error_report(s, "could not score the dev pairs", err.message);
+		need = cq_forward_workspace_bytes(&m->cfg, &shape);
+		if (need > ws_bytes)
+		{
+			if (ws)
+				pfree(ws);
+			ws = MemoryContextAllocHuge(cxt, need);
+			ws_bytes = need;
+		}
+		out.logp = palloc(sizeof(float) * shape.tgt_positions);
+		out.p_max = palloc(sizeof(float) * shape.tgt_positions);
+		out.entropy = palloc(sizeof(float) * shape.tgt_positions);
+		out.argmax = NULL;
+		out.sent_logp = palloc(sizeof(double) * n);
+		out.sent_count = palloc(sizeof(int) * n);
+		if ((s = cq_forward(m, pairs, n, &off, ws, ws_bytes, &out, &err)) != CQ_NN_OK)
+			corpq_nn_error_report(s, "could not score the dev pairs", err.message);
+		for (int i = 0; i < n; i++)
+		{
+			int			l = dev->label[from + i];
+
+			f->nll[l] -= out.sent_logp[i];
+			f->tokens[l] += out.sent_count[i];
+			f->all_nll -= out.sent_logp[i];
+			f->all_tokens += out.sent_count[i];
+		}
+		pfree(out.logp);
+		pfree(out.p_max);
+		pfree(out.entropy);
+		pfree(out.sent_logp);
+		pfree(out.sent_count);
+		pfree(pairs);
+		/* no progress report: a phase change would restart the training rate */
+		CHECK_FOR_INTERRUPTS();
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+}
+
+double
+train_dev_loss(const TrainDevFigures *f, int label)
+{
+	if (label < 0)
+		return f->all_tokens > 0 ? f->all_nll / f->all_tokens : NAN;
+	return f->tokens[label] > 0 ? f->nll[label] / f->tokens[label] : NAN;
+}
