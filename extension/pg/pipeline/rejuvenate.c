@@ -262,7 +262,7 @@ stage_identify(Pipeline *p, void *arg)
 	corpq_job_xact_commit(p->cxt);
 }
 
-/* Stage 2: the lowest ratio of the pairs are inactive; probability bins. */
+/* Stage 2: the round(ratio * n) (at least 1) least probable pairs are inactive; probability bins. */
 static void
 stage_select(Pipeline *p, void *arg)
 {
@@ -272,7 +272,7 @@ stage_select(Pipeline *p, void *arg)
 	corpq_job_xact_begin(p->cxt);
 	pipeline_exec(psprintf("UPDATE %s p SET inactive = s.rank <= s.k FROM ("
 						   "SELECT id, row_number() OVER (ORDER BY prob, id) AS rank, "
-						   "ceil(%.17g * count(*) OVER ()) AS k FROM %s WHERE prob IS NOT NULL) s "
+						   "greatest(1, round(%.17g::float8 * count(*) OVER ())) AS k FROM %s WHERE prob IS NOT NULL) s "
 						   "WHERE p.id = s.id", r->pairs, r->o.ratio, r->pairs));
 	pipeline_exec(psprintf("CREATE TABLE %s AS "
 						   "SELECT least(width_bucket(prob, 0, 1, 10), 10) AS bin, "

@@ -238,8 +238,8 @@ sampling_key(SelfTrain *s, const char *u_max)
 			/* weight 1 for every row: a uniform sample */
 			return psprintf("corpq.uncsamp(1, 1, 0, id, %lld)", (long long) s->o.seed);
 		case SAMPLING_DWF:
-			/* weight WR(x)^beta, no penalty (u_max infinite) */
-			return psprintf("corpq.uncsamp(corpq.word_rarity(%s, src), 'Infinity', %.17g, id, %lld)",
+			/* weight WR(x)^beta, no penalty: u_max above any rarity (at most ln of the token count) */
+			return psprintf("corpq.uncsamp(corpq.word_rarity(%s, src), 1e300, %.17g, id, %lld)",
 							s->lexicon, s->o.beta, (long long) s->o.seed);
 	}
 	return NULL;
