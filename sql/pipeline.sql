@@ -220,6 +220,7 @@ SELECT count(*) AS rejuvenated_kept FROM plf_rejuvenated;
 -- ---- errors at submission ----
 \set c '''SELECT id, src, tgt FROM pl_train'''
 SELECT corpq.rejuvenate(:c, NULL, '{"ratio": 0.1}');
+SELECT corpq.rejuvenate(:c, NULL, jsonb_build_object('name', repeat('n', 49)));
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "ratio": 0}');
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "ratio": 1}');
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "ratio": "a tenth"}');

@@ -133,8 +133,10 @@ WITH t AS (
   SELECT s.domain, h.system, h.hyp, b.hyp AS base_hyp, s.tgt
     FROM test_set s JOIN hyps h USING (id) JOIN hyps b ON b.id = s.id AND b.system = 'baseline')
 SELECT domain, system, round(corpq.bleu(hyp, tgt)::numeric, 2) AS bleu, round(corpq.chrf(hyp, tgt)::numeric, 2) AS chrf,
-       round(((corpq.paired_bootstrap(base_hyp, hyp, tgt, 1000, 1)).p_value)::numeric, 4) AS p_bleu,
-       round(((corpq.paired_bootstrap(base_hyp, hyp, tgt, 1000, 1, '{"metric": "chrf"}')).p_value)::numeric, 4) AS p_chrf
+       CASE WHEN system <> 'baseline'
+            THEN round(((corpq.paired_bootstrap(base_hyp, hyp, tgt, 1000, 1)).p_value)::numeric, 4) END AS p_bleu,
+       CASE WHEN system <> 'baseline'
+            THEN round(((corpq.paired_bootstrap(base_hyp, hyp, tgt, 1000, 1, '{"metric": "chrf"}')).p_value)::numeric, 4) END AS p_chrf
   FROM t GROUP BY domain, system ORDER BY domain, system;
 SQL
 echo; say "macro average over the domains:"

@@ -93,10 +93,18 @@ int64		pipeline_submit(const char *kind, const char *name, const char *schema,
 							const char *args_json, const char *const *tables,
 							const char *const *models);
 
+/*
+ * The .valid check of a "name" option: 1 to PIPELINE_NAME_MAX bytes, so that
+ * every table name_<suffix> fits in NAMEDATALEN.
+ */
+#define PIPELINE_NAME_MAX 48
+bool		pipeline_name_valid(const void *field);
+#define PIPELINE_NAME_EXPECTED "a non-empty string of at most 48 bytes"
+
 /* ERROR unless the named model / vocabulary / lexicon exists and is readable. */
-void		pipeline_check_model(const char *option, const char *name);
-void		pipeline_check_vocab(const char *option, const char *name);
-void		pipeline_check_lexicon(const char *option, const char *name);
+void		pipeline_check_model(const char *name);
+void		pipeline_check_vocab(const char *name);
+void		pipeline_check_lexicon(const char *name);
 
 /* ERROR unless the caller may create tables in the current schema; its name. */
 char	   *pipeline_check_schema(void);

@@ -15,6 +15,14 @@
 #include "pg/pipeline/pipeline.h"
 #include "pg/text_catalog.h"
 
+bool
+pipeline_name_valid(const void *field)
+{
+	const char *name = *(char *const *) field;
+
+	return name != NULL && name[0] != '\0' && strlen(name) <= PIPELINE_NAME_MAX;
+}
+
 /* Whether the caller sees a row of table with this name (SPI connected). */
 static bool
 name_visible(const char *table, const char *name)
@@ -41,23 +49,20 @@ check_named(const char *kind, const char *table, const char *name)
 }
 
 void
-pipeline_check_model(const char *option, const char *name)
+pipeline_check_model(const char *name)
 {
-	(void) option;
 	check_named("model", "corpq.model_catalog", name);
 }
 
 void
-pipeline_check_vocab(const char *option, const char *name)
+pipeline_check_vocab(const char *name)
 {
-	(void) option;
 	check_named("vocabulary", "corpq.vocabularies", name);
 }
 
 void
-pipeline_check_lexicon(const char *option, const char *name)
+pipeline_check_lexicon(const char *name)
 {
-	(void) option;
 	check_named("lexicon", "corpq.lexicons", name);
 }
 

@@ -32,7 +32,7 @@ typedef struct RejuvOptions
 
 static const CorpqOption rejuv_rows[] = {
 	{.key = "name", CORPQ_OPT_FIELD(RejuvOptions, name), .type = CORPQ_OPT_STRING,
-	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
+	.valid = pipeline_name_valid, .expected = PIPELINE_NAME_EXPECTED, .flags = CORPQ_OPT_UNSET},
 	{.key = "ratio", CORPQ_OPT_FIELD(RejuvOptions, ratio), .type = CORPQ_OPT_NUMBER,
 	.range = CORPQ_RANGE_OPEN, .lo = 0, .hi = 1, .def = 0.1},
 	{.key = "identifier", CORPQ_OPT_FIELD(RejuvOptions, identifier), .type = CORPQ_OPT_STRING,
@@ -111,11 +111,11 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 	if (dev)
 		train_check_query(dev, "dev");
 	if (o.identifier)
-		pipeline_check_model("identifier", o.identifier);
+		pipeline_check_model(o.identifier);
 	else
 		models[n_models++] = "identifier";
 	if (o.rejuvenator)
-		pipeline_check_model("rejuvenator", o.rejuvenator);
+		pipeline_check_model(o.rejuvenator);
 	else
 		models[n_models++] = "rejuvenator";
 	if (o.train_final)
@@ -126,9 +126,9 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("rejuvenate options \"src_vocab\" and \"tgt_vocab\" are required when the pipeline trains a model")));
 	if (o.src_vocab)
-		pipeline_check_vocab("src_vocab", o.src_vocab);
+		pipeline_check_vocab(o.src_vocab);
 	if (o.tgt_vocab)
-		pipeline_check_vocab("tgt_vocab", o.tgt_vocab);
+		pipeline_check_vocab(o.tgt_vocab);
 	schema = pipeline_check_schema();
 
 	initStringInfo(&args);

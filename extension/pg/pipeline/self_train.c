@@ -44,7 +44,7 @@ typedef struct SelfTrainOptions
 
 static const CorpqOption st_rows[] = {
 	{.key = "name", CORPQ_OPT_FIELD(SelfTrainOptions, name), .type = CORPQ_OPT_STRING,
-	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
+	.valid = pipeline_name_valid, .expected = PIPELINE_NAME_EXPECTED, .flags = CORPQ_OPT_UNSET},
 	{.key = "k", CORPQ_OPT_FIELD(SelfTrainOptions, k), .type = CORPQ_OPT_INT64,
 	.min = 1, .max = PG_INT64_MAX, .flags = CORPQ_OPT_UNSET},
 	{.key = "sampling", CORPQ_OPT_FIELD(SelfTrainOptions, sampling), .type = CORPQ_OPT_ENUM,
@@ -160,11 +160,11 @@ corpq_self_train(PG_FUNCTION_ARGS)
 	(void) corpq_query_check(mono, &mono_spec);
 	if (o.dev)
 		train_check_query(o.dev, "dev");
-	pipeline_check_model("teacher", teacher);
-	pipeline_check_lexicon("lexicon", lexicon);
+	pipeline_check_model(teacher);
+	pipeline_check_lexicon(lexicon);
 	teacher_vocabs(teacher, &o);
-	pipeline_check_vocab("src_vocab", o.src_vocab);
-	pipeline_check_vocab("tgt_vocab", o.tgt_vocab);
+	pipeline_check_vocab(o.src_vocab);
+	pipeline_check_vocab(o.tgt_vocab);
 	schema = pipeline_check_schema();
 
 	initStringInfo(&args);
@@ -331,13 +331,11 @@ stage_student(Pipeline *p, void *arg)
 	int64		subjob;
 	char	   *version;
 
+	/* the synthetic sources tagged (tag and a space prepended) when asked */
 	query = psprintf("SELECT src, tgt FROM (%s) p UNION ALL SELECT %s src, tgt FROM %s WHERE kept",
 					 s->parallel,
-					 s->o.tag_synthetic ? quote_literal_cstr(psprintf("%s ", s->o.tag)) : "",
+					 s->o.tag_synthetic ? psprintf("%s ||", quote_literal_cstr(psprintf("%s ", s->o.tag))) : "",
 					 s->synthetic);
-	if (s->o.tag_synthetic)
-		query = psprintf("SELECT src, tgt FROM (%s) p UNION ALL SELECT %s || src, tgt FROM %s WHERE kept",
-						 s->parallel, quote_literal_cstr(psprintf("%s ", s->o.tag)), s->synthetic);
 	subjob = pipeline_subjob(p,
 							 psprintf("SELECT corpq.model_create(%s, %s, %s, %s, %lld) "
 									  "WHERE NOT EXISTS (SELECT FROM corpq.models WHERE name = %s)",
