@@ -232,6 +232,8 @@ SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "identifier": "nope"}');
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "src_vocab": "nope", "tgt_vocab": "pl_tv"}');
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "e"}');
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv", "train": 5}');
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv", "model": {"preset": "tiny", "dmodel": 8}}');
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv", "model": {"preset": "huge"}}');
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv", "train": {"stpes": 5}}');
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv", "translate": {"beam": 0}}');
 SELECT corpq.rejuvenate('SELECT src, tgt FROM pl_train', NULL, '{"name": "e"}');
@@ -244,6 +246,7 @@ SELECT corpq.rejuvenate(:c, NULL, '{"name": "ple", "src_vocab": "pl_sv", "tgt_vo
 \set p '''plr_final'', ''pl_lex'', ''SELECT src, tgt FROM pl_train'', ''SELECT id, src FROM pl_mono'''
 SELECT corpq.self_train(:p, '{"name": "e"}');
 SELECT corpq.self_train(:p, '{"name": "e", "k": 0}');
+SELECT corpq.self_train(:p, '{"name": "e", "k": 1, "model": {"d_model": 8}}');
 SELECT corpq.self_train(:p, '{"name": "e", "k": 10, "sampling": "dfw"}');
 SELECT corpq.self_train(:p, '{"name": "e", "k": 10, "r": 0}');
 SELECT corpq.self_train(:p, '{"name": "e", "k": 10, "dev": "SELECT 1"}');

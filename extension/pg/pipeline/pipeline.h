@@ -112,8 +112,10 @@ char	   *pipeline_check_schema(void);
 /*
  * Options given as JSON objects pass through to another function ("model",
  * "train", "translate"): remove them from options into *objects (JSON text
- * of each, "{}" when absent), so the option table parses the rest.
+ * of each; when absent "{}", for "model" PIPELINE_MODEL_DEFAULT), so the
+ * option table parses the rest.
  */
+#define PIPELINE_MODEL_DEFAULT "{\"preset\": \"small\"}"
 Jsonb	   *pipeline_take_objects(Jsonb *options, const char *const *keys, char **objects);
 
 #endif

@@ -103,7 +103,7 @@ pipeline_take_objects(Jsonb *options, const char *const *keys, char **objects)
 		JsonbValue	k;
 		JsonbValue *v = NULL;
 
-		objects[i] = "{}";
+		objects[i] = strcmp(keys[i], "model") == 0 ? PIPELINE_MODEL_DEFAULT : "{}";
 		if (options == NULL || !JB_ROOT_IS_OBJECT(options))
 			continue;
 		k.type = jbvString;

@@ -12,6 +12,7 @@
 #include "pg/base/corpus_query.h"
 #include "pg/base/options.h"
 #include "pg/model/translate.h"
+#include "pg/model_catalog.h"
 #include "pg/pipeline/pipeline.h"
 #include "pg/pipeline/pipeline_kinds.h"
 #include "pg/train.h"
@@ -129,6 +130,10 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 		pipeline_check_vocab(o.src_vocab);
 	if (o.tgt_vocab)
 		pipeline_check_vocab(o.tgt_vocab);
+	if (n_models > 0)
+		corpq_model_config_check(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																	 CStringGetDatum(objects[OBJ_MODEL]))),
+									 o.src_vocab, o.tgt_vocab);
 	schema = pipeline_check_schema();
 
 	initStringInfo(&args);

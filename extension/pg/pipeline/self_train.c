@@ -13,6 +13,7 @@
 #include "pg/base/corpus_query.h"
 #include "pg/base/options.h"
 #include "pg/model/translate.h"
+#include "pg/model_catalog.h"
 #include "pg/pipeline/pipeline.h"
 #include "pg/pipeline/pipeline_kinds.h"
 #include "pg/train.h"
@@ -165,6 +166,9 @@ corpq_self_train(PG_FUNCTION_ARGS)
 	teacher_vocabs(teacher, &o);
 	pipeline_check_vocab(o.src_vocab);
 	pipeline_check_vocab(o.tgt_vocab);
+	corpq_model_config_check(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																 CStringGetDatum(objects[OBJ_MODEL]))),
+								 o.src_vocab, o.tgt_vocab);
 	schema = pipeline_check_schema();
 
 	initStringInfo(&args);
