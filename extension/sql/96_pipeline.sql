@@ -51,7 +51,7 @@ CREATE FUNCTION corpq.rejuvenate(corpus text, dev text, options jsonb DEFAULT '{
     AS 'MODULE_PATHNAME', 'corpq_rejuvenate'
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.rejuvenate(text, text, jsonb) IS
-    'data rejuvenation (thesis ch. 5) as a background job: corpus is a SELECT returning (id, src, tgt), dev a SELECT returning (src, tgt) or NULL; options: name (required), ratio (0.1), identifier, rejuvenator, train_final (true), beam (5), bins (10), seed, src_vocab, tgt_vocab, model (model_create config), train (train() options), translate (translate_job() options); returns the job id at once';
+    'data rejuvenation (thesis ch. 5) as a background job: corpus is a SELECT returning (id, src, tgt), dev a SELECT returning (src, tgt) or NULL; options: name (required), ratio (0.1), identifier, rejuvenator, train_final (true), beam (5), bins (10), seed, src_vocab, tgt_vocab, model (model_create config, default {"preset": "small"}), train (train() options), translate (translate_job() options); returns the job id at once';
 
 CREATE FUNCTION corpq.self_train(teacher text, lexicon text, parallel text, mono text,
                                  options jsonb DEFAULT '{}')
@@ -59,7 +59,7 @@ CREATE FUNCTION corpq.self_train(teacher text, lexicon text, parallel text, mono
     AS 'MODULE_PATHNAME', 'corpq_self_train'
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.self_train(text, text, text, text, jsonb) IS
-    'UncSamp self-training (thesis ch. 6) as a background job: parallel is a SELECT returning (src, tgt), mono a SELECT returning (id, src); options: name (required), k (required), sampling (uncsamp, random, dwf), r (90), beta (2), seed, beam (5), max_words (250), max_ratio (1.5), tag_synthetic (false), tag, dev, src_vocab, tgt_vocab, model, train, translate; returns the job id at once';
+    'UncSamp self-training (thesis ch. 6) as a background job: parallel is a SELECT returning (src, tgt), mono a SELECT returning (id, src); options: name (required), k (required), sampling (uncsamp, random, dwf), r (90), beta (2), seed, beam (5), max_words (250), max_ratio (1.5), tag_synthetic (false), tag, dev, src_vocab, tgt_vocab (default: the teacher''s), model (default {"preset": "small"}), train, translate; returns the job id at once';
 
 CREATE FUNCTION corpq.pipeline_drop(name text) RETURNS boolean
     AS 'MODULE_PATHNAME', 'corpq_pipeline_drop'
