@@ -10,11 +10,14 @@
 #include "pg/jobs/jobs.h"
 #include "pg/lexicon/lexicon_catalog.h"
 #include "pg/model/translate.h"
+#include "pg/pipeline/pipeline_kinds.h"
 #include "pg/train/train_job.h"
 
 static const CorpqJobKind kinds[] = {
 	{"antap_train", antap_train_job, true},
 	{"lexicon_train", lexicon_train_job, true},
+	{"rejuvenate", rejuvenate_job, true},
+	{"self_train", self_train_job, true},
 	{"train", train_job, true},
 	{"translate", translate_job, true},
 	{NULL, NULL, false}

@@ -85,6 +85,14 @@ uint64		corpq_model_cache_evictions(void);
 int32		corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
 									  int64 step, Jsonb *metrics, bool best);
 
+/*
+ * ERROR unless config is a configuration model_create accepts with these
+ * vocabularies (checked as model_create does, nothing written): for callers
+ * that create models later, in a job.
+ */
+void		corpq_model_config_check(Jsonb *config, const char *src_vocab,
+									 const char *tgt_vocab);
+
 /* Raise a core status as an ERROR with context what ("could not load model"). */
 void		corpq_nn_error_report(int code, const char *what,
 								  const char *message) pg_attribute_noreturn();

@@ -132,6 +132,12 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	return cfg;
 }
 
+void
+corpq_model_config_check(Jsonb *config, const char *src_vocab, const char *tgt_vocab)
+{
+	(void) merge_config(config, vocab_size(src_vocab), vocab_size(tgt_vocab));
+}
+
 /*
  * ERROR when a model of bytes (its parameter block, or its image) exceeds
  * corpq.max_model_mb: checked before the model is allocated, so one call

@@ -1,0 +1,121 @@
+/*
+ * Pipelines: multi-stage jobs (data rejuvenation, UncSamp self-training)
+ * that compose corpq's own SQL functions.
+ *
+ * A pipeline has a name (corpq.pipelines) and numbered stages
+ * (corpq.pipeline_stages).  Each stage runs the SQL statements the README
+ * lists for it, as the job owner with the submitter's search_path, and
+ * records itself finished in the same transaction as its writes: a stage is
+ * done entirely or not at all.  A stage that trains or translates submits a
+ * train() or translate_job() sub-job (recorded on its row in the submitting
+ * transaction) and waits for it, publishing the sub-job's progress as its
+ * own; a resumed pipeline waits for the same sub-job, or submits it again
+ * when it ended without success.  An error fails the job with the stage
+ * named and cancels a running sub-job; finished stages stay.
+ */
+#ifndef CORPQ_PIPELINE_H
+#define CORPQ_PIPELINE_H
+
+#include "postgres.h"
+
+#include "lib/stringinfo.h"
+#include "utils/jsonb.h"
+
+#include "pg/jobs/jobs.h"
+
+typedef struct Pipeline
+{
+	CorpqJob   *job;
+	const char *name;			/* the pipeline's name */
+	const char *schema;			/* the schema of its tables */
+	int			n_stages;
+	int			stage;			/* running stage, 1-based (0: none) */
+	const char *stage_name;
+	int64		subjob;			/* the running stage's sub-job, 0 when none */
+	MemoryContext cxt;			/* the job's context */
+	StringInfoData result;		/* "stages": {...} of the job's result */
+} Pipeline;
+
+/* A stage: runs in the worker with no transaction open. */
+typedef void (*PipelineStageFn) (Pipeline *p, void *arg);
+
+/*
+ * Run stage number n unless it is finished already (then load its output
+ * into the result), naming errors after it.
+ */
+void		pipeline_stage(Pipeline *p, int n, const char *name,
+						   PipelineStageFn fn, void *arg);
+
+/* The output (jsonb text) of a finished stage, or NULL. */
+char	   *pipeline_stage_output(Pipeline *p, int n);
+
+/*
+ * In a stage: submit the sub-job unless the stage has one that is queued,
+ * running or succeeded, then wait for it; ERROR when it fails.  prepare_sql
+ * (NULL: none) runs in the submitting transaction first, e.g. to empty a
+ * target table a failed attempt left half-filled.  submit_sql returns the
+ * job id.  Returns the sub-job id.
+ */
+int64		pipeline_subjob(Pipeline *p, const char *prepare_sql, const char *submit_sql);
+
+/* In a stage, in a transaction (corpq_job_xact_begin): mark it finished. */
+void		pipeline_stage_done(Pipeline *p, const char *output_json);
+
+/* In a transaction: run a user-level statement (owner's rights). */
+void		pipeline_exec(const char *sql);
+
+/* In a transaction: the first column of the first row of sql, or NULL. */
+char	   *pipeline_value(const char *sql);
+
+/* Publish stage progress (done of total unit) with the stage in the phase. */
+void		pipeline_progress(Pipeline *p, const char *what, double done,
+							  double total, const char *unit);
+
+/* The pipeline's table name_suffix, quoted and schema-qualified. */
+char	   *pipeline_table(Pipeline *p, const char *suffix);
+
+/* Set up p from the job's args ("name", "schema"); n_stages stages. */
+void		pipeline_init(Pipeline *p, CorpqJob *job, int n_stages);
+
+/* Final transaction: the job's result from the stages' outputs. */
+void		pipeline_finish(Pipeline *p);
+
+/* --- submission (in the calling backend) --- */
+
+/*
+ * Check the name (free, or a pipeline of this kind the caller may resume
+ * with the same args, not running), then record it and submit the job.
+ * args_json is the resolved arguments, "name" and "schema" included.  A new
+ * pipeline also checks that its tables schema.name_<suffix> and its models
+ * name_<suffix> (NULL-ended lists) do not exist.  Returns the job id.
+ */
+int64		pipeline_submit(const char *kind, const char *name, const char *schema,
+							const char *args_json, const char *const *tables,
+							const char *const *models);
+
+/*
+ * The .valid check of a "name" option: 1 to PIPELINE_NAME_MAX bytes, so that
+ * every table name_<suffix> fits in NAMEDATALEN.
+ */
+#define PIPELINE_NAME_MAX 48
+bool		pipeline_name_valid(const void *field);
+#define PIPELINE_NAME_EXPECTED "a non-empty string of at most 48 bytes"
+
+/* ERROR unless the named model / vocabulary / lexicon exists and is readable. */
+void		pipeline_check_model(const char *name);
+void		pipeline_check_vocab(const char *name);
+void		pipeline_check_lexicon(const char *name);
+
+/* ERROR unless the caller may create tables in the current schema; its name. */
+char	   *pipeline_check_schema(void);
+
+/*
+ * Options given as JSON objects pass through to another function ("model",
+ * "train", "translate"): remove them from options into *objects (JSON text
+ * of each; when absent "{}", for "model" PIPELINE_MODEL_DEFAULT), so the
+ * option table parses the rest.
+ */
+#define PIPELINE_MODEL_DEFAULT "{\"preset\": \"small\"}"
+Jsonb	   *pipeline_take_objects(Jsonb *options, const char *const *keys, char **objects);
+
+#endif

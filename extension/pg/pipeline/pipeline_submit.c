@@ -1,0 +1,287 @@
+/*
+ * Submitting a pipeline (in the calling backend): the checks every pipeline
+ * shares, the corpq.pipelines row, and corpq.pipeline_drop().
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "pg/base/internal_sql.h"
+#include "pg/pipeline/pipeline.h"
+#include "pg/text/text_catalog.h"
+
+bool
+pipeline_name_valid(const void *field)
+{
+	const char *name = *(char *const *) field;
+
+	return name != NULL && name[0] != '\0' && strlen(name) <= PIPELINE_NAME_MAX;
+}
+
+/* Whether the caller sees a row of table with this name (SPI connected). */
+static bool
+name_visible(const char *table, const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+
+	if (corpq_sql_as_caller(psprintf("SELECT 1 FROM %s WHERE name OPERATOR(pg_catalog.=) $1", table),
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read %s", table);
+	return SPI_processed > 0;
+}
+
+static void
+check_named(const char *kind, const char *table, const char *name)
+{
+	bool		found;
+
+	SPI_connect();
+	found = name_visible(table, name);
+	SPI_finish();
+	if (!found)
+		corpq_undefined_name(kind, table, name);
+}
+
+void
+pipeline_check_model(const char *name)
+{
+	check_named("model", "corpq.model_catalog", name);
+}
+
+void
+pipeline_check_vocab(const char *name)
+{
+	check_named("vocabulary", "corpq.vocabularies", name);
+}
+
+void
+pipeline_check_lexicon(const char *name)
+{
+	check_named("lexicon", "corpq.lexicons", name);
+}
+
+char *
+pipeline_check_schema(void)
+{
+	char	   *schema;
+	bool		may_create;
+
+	SPI_connect();
+	if (SPI_execute("SELECT pg_catalog.current_schema(), "
+					"pg_catalog.has_schema_privilege(pg_catalog.current_schema(), 'CREATE')",
+					true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the current schema");
+	schema = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (schema == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_SCHEMA_NAME),
+				 errmsg("no schema has been selected to create the pipeline's tables in"),
+				 errhint("Set search_path to a schema you may create tables in.")));
+	may_create = strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2), "t") == 0;
+	schema = SPI_palloc(strlen(schema) + 1);
+	strcpy(schema, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+	SPI_finish();
+	if (!may_create)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to create the pipeline's tables in schema %s", schema),
+				 errhint("Set search_path to a schema you may create tables in.")));
+	return schema;
+}
+
+Jsonb *
+pipeline_take_objects(Jsonb *options, const char *const *keys, char **objects)
+{
+	for (int i = 0; keys[i]; i++)
+	{
+		JsonbValue	k;
+		JsonbValue *v = NULL;
+
+		objects[i] = strcmp(keys[i], "model") == 0 ? PIPELINE_MODEL_DEFAULT : "{}";
+		if (options == NULL || !JB_ROOT_IS_OBJECT(options))
+			continue;
+		k.type = jbvString;
+		k.val.string.val = (char *) keys[i];
+		k.val.string.len = strlen(keys[i]);
+		v = findJsonbValueFromContainer(&options->root, JB_FOBJECT, &k);
+		if (v == NULL)
+			continue;
+		if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("option \"%s\" must be a JSON object", keys[i])));
+		objects[i] = JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
+		options = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(options),
+													 CStringGetTextDatum(keys[i])));
+	}
+	return options;
+}
+
+/* A new pipeline's tables and models must not exist yet (SPI connected). */
+static void
+check_outputs_free(const char *name, const char *schema,
+				   const char *const *tables, const char *const *models)
+{
+	for (int i = 0; tables[i]; i++)
+	{
+		char	   *t = quote_qualified_identifier(schema, psprintf("%s_%s", name, tables[i]));
+		Oid			argtypes[1] = {TEXTOID};
+		Datum		values[1] = {CStringGetTextDatum(t)};
+
+		if (SPI_execute_with_args("SELECT pg_catalog.to_regclass($1) IS NOT NULL",
+								  1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not look up %s", t);
+		if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "t") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_TABLE),
+					 errmsg("relation %s already exists", t),
+					 errhint("Pipeline \"%s\" writes the tables %s_*; choose another name or drop them.",
+							 name, name)));
+	}
+	for (int i = 0; models[i]; i++)
+	{
+		char	   *m = psprintf("%s_%s", name, models[i]);
+
+		if (name_visible("corpq.model_catalog", m))
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("model \"%s\" already exists", m),
+					 errhint("Pipeline \"%s\" creates the models %s_*; choose another name or drop it with SELECT corpq.model_drop(%s).",
+							 name, name, quote_literal_cstr(m))));
+	}
+}
+
+/*
+ * The pipeline's row: NULL when it is new; otherwise ERROR unless the caller
+ * may resume it with these arguments.  Returns its last job's id as text.
+ */
+static bool
+check_existing(const char *kind, const char *name, const char *args_json, int64 *last_job)
+{
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[3] = {CStringGetTextDatum(name), CStringGetTextDatum(kind),
+	CStringGetTextDatum(args_json)};
+	bool		isnull;
+	Oid			owner;
+	char	   *job;
+
+	/* every role's rows: a name belongs to one pipeline */
+	if (corpq_sql_as_owner("SELECT owner::pg_catalog.oid, kind OPERATOR(pg_catalog.=) $2 "
+						   "AND args OPERATOR(pg_catalog.=) $3::pg_catalog.jsonb, job "
+						   "FROM corpq.pipelines WHERE name OPERATOR(pg_catalog.=) $1",
+						   3, argtypes, values, NULL, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.pipelines");
+	if (SPI_processed == 0)
+		return false;
+	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (!corpq_caller_is_member(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("pipeline \"%s\" belongs to another role", name),
+				 errhint("Choose another name.")));
+	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("pipeline \"%s\" already exists with other arguments", name),
+				 errhint("Submit it with the same arguments to resume it, or forget it with SELECT corpq.pipeline_drop(%s).",
+						 quote_literal_cstr(name))));
+	job = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+	*last_job = job ? strtoll(job, NULL, 10) : 0;
+	return true;
+}
+
+/* ERROR when the pipeline's last job is still queued or running. */
+static void
+check_not_running(const char *name, int64 last_job)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(last_job)};
+
+	if (corpq_sql_as_caller("SELECT 1 FROM corpq.jobs WHERE id OPERATOR(pg_catalog.=) $1 "
+							"AND state IN ('" CORPQ_JOB_QUEUED_NAME "', '" CORPQ_JOB_RUNNING_NAME "')",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.jobs");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("pipeline \"%s\" is running in job " INT64_FORMAT, name, last_job),
+				 errhint("Wait for it with SELECT corpq.job_wait(" INT64_FORMAT "), or cancel it.",
+						 last_job)));
+}
+
+int64
+pipeline_submit(const char *kind, const char *name, const char *schema,
+				const char *args_json, const char *const *tables,
+				const char *const *models)
+{
+	Oid			argtypes[5] = {TEXTOID, TEXTOID, TEXTOID, OIDOID, INT8OID};
+	Datum		values[5];
+	int64		last_job = 0,
+				id;
+	bool		exists;
+
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("pipeline name must not be empty")));
+	SPI_connect();
+	exists = check_existing(kind, name, args_json, &last_job);
+	if (!exists)
+		check_outputs_free(name, schema, tables, models);
+	SPI_finish();
+
+	/* submitting reaps jobs whose worker died, so the check below sees them ended */
+	id = corpq_job_submit(kind, args_json);
+	SPI_connect();
+	if (exists)
+		check_not_running(name, last_job);
+	values[0] = CStringGetTextDatum(name);
+	values[1] = CStringGetTextDatum(kind);
+	values[2] = CStringGetTextDatum(args_json);
+	values[3] = ObjectIdGetDatum(GetUserId());
+	values[4] = Int64GetDatum(id);
+	if (corpq_sql_as_owner("INSERT INTO corpq.pipelines (name, kind, args, owner, job) "
+						   "VALUES ($1, $2, $3::pg_catalog.jsonb, $4::pg_catalog.regrole, $5) "
+						   "ON CONFLICT (name) DO UPDATE SET job = excluded.job",
+						   5, argtypes, values, NULL, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record pipeline \"%s\"", name);
+	SPI_finish();
+	return id;
+}
+
+PG_FUNCTION_INFO_V1(corpq_pipeline_drop);
+
+Datum
+corpq_pipeline_drop(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	int64		last_job = 0;
+	bool		exists;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+
+	SPI_connect();
+	/* RLS: only members of the owner see the row */
+	if (corpq_sql_as_caller("SELECT job FROM corpq.pipelines WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.pipelines");
+	exists = SPI_processed > 0;
+	if (exists)
+	{
+		char	   *job = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		last_job = job ? strtoll(job, NULL, 10) : 0;
+		check_not_running(name, last_job);
+		if (corpq_sql_as_owner("DELETE FROM corpq.pipelines WHERE name OPERATOR(pg_catalog.=) $1",
+							   1, argtypes, values, NULL, 0) != SPI_OK_DELETE)
+			elog(ERROR, "could not drop pipeline \"%s\"", name);
+	}
+	SPI_finish();
+	PG_RETURN_BOOL(exists);
+}

@@ -1,0 +1,394 @@
+/*
+ * corpq.rejuvenate(): data rejuvenation (thesis ch. 5) as a pipeline job.
+ * The stages are the SQL of the README's "Data rejuvenation" section.
+ */
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+
+#include "pg/base/corpus_query.h"
+#include "pg/base/options.h"
+#include "pg/model/translate.h"
+#include "pg/model/model_catalog.h"
+#include "pg/pipeline/pipeline.h"
+#include "pg/pipeline/pipeline_kinds.h"
+#include "pg/train/train.h"
+
+typedef struct RejuvOptions
+{
+	char	   *name;
+	double		ratio;
+	char	   *identifier;
+	char	   *rejuvenator;
+	bool		train_final;
+	int			beam;
+	int64		seed;
+	int			score_rows;
+	char	   *src_vocab;
+	char	   *tgt_vocab;
+} RejuvOptions;
+
+static const CorpqOption rejuv_rows[] = {
+	{.key = "name", CORPQ_OPT_FIELD(RejuvOptions, name), .type = CORPQ_OPT_STRING,
+	.valid = pipeline_name_valid, .expected = PIPELINE_NAME_EXPECTED, .flags = CORPQ_OPT_UNSET},
+	{.key = "ratio", CORPQ_OPT_FIELD(RejuvOptions, ratio), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_OPEN, .lo = 0, .hi = 1, .def = 0.1},
+	{.key = "identifier", CORPQ_OPT_FIELD(RejuvOptions, identifier), .type = CORPQ_OPT_STRING,
+	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
+	{.key = "rejuvenator", CORPQ_OPT_FIELD(RejuvOptions, rejuvenator), .type = CORPQ_OPT_STRING,
+	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
+	{.key = "train_final", CORPQ_OPT_FIELD(RejuvOptions, train_final), .type = CORPQ_OPT_BOOL,
+	.def = 1},
+	{.key = "beam", CORPQ_OPT_FIELD(RejuvOptions, beam), .type = CORPQ_OPT_INT,
+	.min = 1, .max = 64, .def = 5},
+	{.key = "seed", CORPQ_OPT_FIELD(RejuvOptions, seed), .type = CORPQ_OPT_INT64,
+	.min = 0, .max = PG_INT64_MAX, .def = 1},
+	{.key = "score_rows", CORPQ_OPT_FIELD(RejuvOptions, score_rows), .type = CORPQ_OPT_INT,
+	.min = 1, .max = 1000000, .def = 2000},
+	{.key = "src_vocab", CORPQ_OPT_FIELD(RejuvOptions, src_vocab), .type = CORPQ_OPT_STRING,
+	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
+	{.key = "tgt_vocab", CORPQ_OPT_FIELD(RejuvOptions, tgt_vocab), .type = CORPQ_OPT_STRING,
+	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
+	{.key = NULL}
+};
+
+static const CorpqOptionTable rejuv_table = {"rejuvenate", rejuv_rows};
+
+/* Options that are JSON objects passed on: to model_create, train, translate_job. */
+static const char *const object_keys[] = {"model", "train", "translate", NULL};
+enum
+{
+	OBJ_MODEL, OBJ_TRAIN, OBJ_TRANSLATE, N_OBJ
+};
+
+static const CorpqColumn corpus_columns[] = {
+	{"id", CORPQ_COLUMN_INTEGER}, {"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}
+};
+static const CorpqQuerySpec corpus_spec = {
+	"corpus", corpus_columns, 3, 3, "SELECT id, src, tgt FROM pairs", true
+};
+
+static const char *const rejuv_tables[] = {"pairs", "bins", "translations", "rejuvenated", NULL};
+
+PG_FUNCTION_INFO_V1(corpq_rejuvenate);
+
+Datum
+corpq_rejuvenate(PG_FUNCTION_ARGS)
+{
+	char	   *corpus,
+			   *dev = NULL,
+			   *schema;
+	char	   *objects[N_OBJ];
+	Jsonb	   *options = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
+	RejuvOptions o;
+	TrainOptions to;
+	CorpqTranslateOptions tro;
+	const char *models[4];
+	int			n_models = 0;
+	StringInfoData args;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("corpus must not be null")));
+	corpus = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	if (!PG_ARGISNULL(1))
+		dev = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	options = pipeline_take_objects(options, object_keys, objects);
+	corpq_options_parse(&rejuv_table, options, &o);
+	if (o.name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rejuvenate option \"name\" is required"),
+				 errhint("The pipeline's tables and models are named after it.")));
+	train_options_parse(DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(objects[OBJ_TRAIN]))), &to);
+	corpq_translate_options_parse(CORPQ_TRANSLATE_JOB,
+								  DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(objects[OBJ_TRANSLATE]))),
+								  &tro);
+	(void) corpq_query_check(corpus, &corpus_spec);
+	if (dev)
+		train_check_query(dev, "dev");
+	if (o.identifier)
+		pipeline_check_model(o.identifier);
+	else
+		models[n_models++] = "identifier";
+	if (o.rejuvenator)
+		pipeline_check_model(o.rejuvenator);
+	else
+		models[n_models++] = "rejuvenator";
+	if (o.train_final)
+		models[n_models++] = "final";
+	models[n_models] = NULL;
+	if (n_models > 0 && (o.src_vocab == NULL || o.tgt_vocab == NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rejuvenate options \"src_vocab\" and \"tgt_vocab\" are required when the pipeline trains a model")));
+	if (o.src_vocab)
+		pipeline_check_vocab(o.src_vocab);
+	if (o.tgt_vocab)
+		pipeline_check_vocab(o.tgt_vocab);
+	if (n_models > 0)
+		corpq_model_config_check(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																	 CStringGetDatum(objects[OBJ_MODEL]))),
+									 o.src_vocab, o.tgt_vocab);
+	schema = pipeline_check_schema();
+
+	initStringInfo(&args);
+	appendStringInfoString(&args, "{\"name\": ");
+	escape_json(&args, o.name);
+	appendStringInfoString(&args, ", \"schema\": ");
+	escape_json(&args, schema);
+	appendStringInfoString(&args, ", \"corpus\": ");
+	escape_json(&args, corpus);
+	appendStringInfoString(&args, ", \"dev\": ");
+	if (dev)
+		escape_json(&args, dev);
+	else
+		appendStringInfoString(&args, "null");
+	appendStringInfo(&args, ", \"options\": %s, \"model\": %s, \"train\": %s, \"translate\": %s}",
+					 corpq_options_json(&rejuv_table, &o), objects[OBJ_MODEL],
+					 objects[OBJ_TRAIN], objects[OBJ_TRANSLATE]);
+	PG_RETURN_INT64(pipeline_submit("rejuvenate", o.name, schema, args.data,
+									rejuv_tables, models));
+}
+
+/* ---- the job ---- */
+
+typedef struct Rejuv
+{
+	RejuvOptions o;
+	const char *corpus;			/* the user's query, columns renamed (id, src, tgt) */
+	const char *dev;			/* SQL literal or NULL */
+	const char *model;			/* model_create config, SQL literal */
+	const char *train;			/* train() options, SQL literal */
+	const char *translate;		/* translate_job() options, SQL literal */
+	char	   *pairs,
+			   *bins,
+			   *translations,
+			   *rejuvenated;	/* the tables, quoted */
+	char	   *identifier,
+			   *rejuvenator;	/* model names used */
+} Rejuv;
+
+/* name@latest of a model (in a transaction), as a JSON string. */
+static char *
+model_version_json(const char *model)
+{
+	char	   *v = pipeline_value(psprintf("SELECT name || '@' || latest_version FROM corpq.models "
+											"WHERE name = %s", quote_literal_cstr(model)));
+	StringInfoData b;
+
+	initStringInfo(&b);
+	escape_json(&b, v ? v : model);
+	return b.data;
+}
+
+/*
+ * Create the pipeline's model unless it exists, and train it on query: a
+ * train() sub-job.  Returns the output JSON.
+ */
+static char *
+train_stage(Pipeline *p, Rejuv *r, const char *model, const char *query)
+{
+	char	   *prepare,
+			   *submit,
+			   *out;
+	int64		subjob;
+
+	prepare = psprintf("SELECT corpq.model_create(%s, %s, %s, %s, %lld) "
+					   "WHERE NOT EXISTS (SELECT FROM corpq.models WHERE name = %s)",
+					   quote_literal_cstr(model), r->model, quote_literal_cstr(r->o.src_vocab),
+					   quote_literal_cstr(r->o.tgt_vocab), (long long) r->o.seed,
+					   quote_literal_cstr(model));
+	submit = psprintf("SELECT corpq.train(%s, %s, %s, %s)", quote_literal_cstr(model),
+					  quote_literal_cstr(query), r->dev ? r->dev : "NULL", r->train);
+	subjob = pipeline_subjob(p, prepare, submit);
+	corpq_job_xact_begin(p->cxt);
+	out = psprintf("{\"model\": %s, \"train_job\": " INT64_FORMAT "}",
+				   model_version_json(model), subjob);
+	pipeline_stage_done(p, out);
+	corpq_job_xact_commit(p->cxt);
+	return out;
+}
+
+/* Stage 1: the identification model, then sent_prob of every pair. */
+static void
+stage_identify(Pipeline *p, void *arg)
+{
+	Rejuv	   *r = arg;
+	int64		subjob = 0;
+	char	   *last = "-9223372036854775808";
+	long		n,
+				done = 0;
+
+	if (r->o.identifier == NULL)
+		subjob = pipeline_subjob(p, psprintf("SELECT corpq.model_create(%s, %s, %s, %s, %lld) "
+											 "WHERE NOT EXISTS (SELECT FROM corpq.models WHERE name = %s)",
+											 quote_literal_cstr(r->identifier), r->model,
+											 quote_literal_cstr(r->o.src_vocab),
+											 quote_literal_cstr(r->o.tgt_vocab), (long long) r->o.seed,
+											 quote_literal_cstr(r->identifier)),
+								 psprintf("SELECT corpq.train(%s, %s, %s, %s)",
+										  quote_literal_cstr(r->identifier),
+										  quote_literal_cstr(psprintf("SELECT src, tgt FROM (%s) c", r->corpus)),
+										  r->dev ? r->dev : "NULL", r->train));
+	corpq_job_xact_begin(p->cxt);
+	pipeline_exec(psprintf("CREATE TABLE %s (id bigint PRIMARY KEY, src text, tgt text, "
+						   "prob float8, inactive boolean)", r->pairs));
+	pipeline_exec(psprintf("INSERT INTO %s (id, src, tgt) SELECT id, src, tgt FROM (%s) c",
+						   r->pairs, r->corpus));
+	n = SPI_processed;
+	/* in chunks, so progress shows; all in this stage's one transaction */
+	while (done < n)
+	{
+		char	   *next = pipeline_value(psprintf("SELECT max(id) FROM (SELECT id FROM %s WHERE id > %s "
+												   "ORDER BY id LIMIT %d) s",
+												   r->pairs, last, r->o.score_rows));
+		char	   *chunk;
+
+		if (next == NULL)
+			break;
+		chunk = psprintf("SELECT id, src, tgt FROM %s WHERE id > %s AND id <= %s", r->pairs, last, next);
+		pipeline_exec(psprintf("UPDATE %s p SET prob = s.score FROM corpq.score(%s, %s, 'sent_prob') s "
+							   "WHERE p.id = s.id", r->pairs, quote_literal_cstr(r->identifier),
+							   quote_literal_cstr(chunk)));
+		done += SPI_processed;
+		last = pstrdup(next);
+		pipeline_progress(p, "scoring", done, n, "pairs");
+	}
+	pipeline_stage_done(p, psprintf("{\"identifier\": %s, \"train_job\": %s, \"pairs\": %s, \"rows\": %ld}",
+									model_version_json(r->identifier),
+									subjob ? psprintf(INT64_FORMAT, subjob) : "null",
+									pipeline_value(psprintf("SELECT to_json(%s::text)", quote_literal_cstr(r->pairs))),
+									n));
+	corpq_job_xact_commit(p->cxt);
+}
+
+/* Stage 2: the round(ratio * n) (at least 1) least probable pairs are inactive; probability bins. */
+static void
+stage_select(Pipeline *p, void *arg)
+{
+	Rejuv	   *r = arg;
+	char	   *out;
+
+	corpq_job_xact_begin(p->cxt);
+	pipeline_exec(psprintf("UPDATE %s p SET inactive = s.rank <= s.k FROM ("
+						   "SELECT id, row_number() OVER (ORDER BY prob, id) AS rank, "
+						   "greatest(1, round(%.17g::float8 * count(*) OVER ())) AS k FROM %s WHERE prob IS NOT NULL) s "
+						   "WHERE p.id = s.id", r->pairs, r->o.ratio, r->pairs));
+	pipeline_exec(psprintf("CREATE TABLE %s AS "
+						   "SELECT least(width_bucket(prob, 0, 1, 10), 10) AS bin, "
+						   "count(*) AS pairs, count(*) FILTER (WHERE inactive) AS inactive, "
+						   "min(prob) AS min_prob, max(prob) AS max_prob, avg(prob) AS mean_prob "
+						   "FROM %s WHERE prob IS NOT NULL GROUP BY 1 ORDER BY 1",
+						   r->bins, r->pairs));
+	out = pipeline_value(psprintf("SELECT json_build_object('inactive', count(*) FILTER (WHERE inactive), "
+								  "'active', count(*) FILTER (WHERE NOT inactive), "
+								  "'threshold', max(prob) FILTER (WHERE inactive), 'bins', %s::text)::text FROM %s",
+								  quote_literal_cstr(r->bins), r->pairs));
+	pipeline_stage_done(p, out);
+	corpq_job_xact_commit(p->cxt);
+}
+
+/* Stage 3: the rejuvenation model, trained on the active pairs. */
+static void
+stage_rejuvenator(Pipeline *p, void *arg)
+{
+	Rejuv	   *r = arg;
+
+	if (r->o.rejuvenator)
+	{
+		corpq_job_xact_begin(p->cxt);
+		pipeline_stage_done(p, psprintf("{\"model\": %s, \"given\": true}",
+										model_version_json(r->rejuvenator)));
+		corpq_job_xact_commit(p->cxt);
+		return;
+	}
+	(void) train_stage(p, r, r->rejuvenator,
+					   psprintf("SELECT src, tgt FROM %s WHERE NOT inactive ORDER BY id", r->pairs));
+}
+
+/* Stage 4: forward-translate the inactive sources. */
+static void
+stage_translate(Pipeline *p, void *arg)
+{
+	Rejuv	   *r = arg;
+	int64		subjob;
+
+	subjob = pipeline_subjob(p,
+							 psprintf("CREATE TABLE IF NOT EXISTS %s (id bigint, hyp text, score float8); "
+									  "TRUNCATE %s", r->translations, r->translations),
+							 psprintf("SELECT corpq.translate_job(%s, %s, %s, %s::jsonb || '{\"beam\": %d}')",
+									  quote_literal_cstr(r->rejuvenator),
+									  quote_literal_cstr(psprintf("SELECT id, src FROM %s WHERE inactive ORDER BY id",
+																  r->pairs)),
+									  quote_literal_cstr(r->translations), r->translate, r->o.beam));
+	corpq_job_xact_begin(p->cxt);
+	pipeline_exec(psprintf("CREATE TABLE %s AS SELECT p.id, p.src, p.tgt AS tgt_old, t.hyp AS tgt_new, t.score "
+						   "FROM %s p JOIN %s t USING (id); ALTER TABLE %s ADD PRIMARY KEY (id)",
+						   r->rejuvenated, r->pairs, r->translations, r->rejuvenated));
+	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('model', %s::json, "
+												   "'translate_job', " INT64_FORMAT ", "
+												   "'rejuvenated', %s::text, 'rows', count(*))::text FROM %s",
+												   quote_literal_cstr(model_version_json(r->rejuvenator)),
+												   subjob, quote_literal_cstr(r->rejuvenated),
+												   r->rejuvenated)));
+	corpq_job_xact_commit(p->cxt);
+}
+
+/* Stage 5: the final model on active + rejuvenated pairs. */
+static void
+stage_final(Pipeline *p, void *arg)
+{
+	Rejuv	   *r = arg;
+
+	if (!r->o.train_final)
+	{
+		corpq_job_xact_begin(p->cxt);
+		pipeline_stage_done(p, "{\"skipped\": true}");
+		corpq_job_xact_commit(p->cxt);
+		return;
+	}
+	(void) train_stage(p, r, psprintf("%s_final", r->o.name),
+					   psprintf("SELECT src, tgt FROM (SELECT id, src, tgt FROM %s WHERE NOT inactive "
+								"UNION ALL SELECT id, src, tgt_new FROM %s) s ORDER BY id",
+								r->pairs, r->rejuvenated));
+}
+
+static const char *
+literal_or_null(const char *s)
+{
+	return s ? quote_literal_cstr(s) : NULL;
+}
+
+void
+rejuvenate_job(CorpqJob *job)
+{
+	Pipeline	p;
+	Rejuv		r;
+
+	pipeline_init(&p, job, 5);
+	memset(&r, 0, sizeof(r));
+	corpq_options_parse_text(&rejuv_table, corpq_job_arg(job, "options"), &r.o);
+	r.corpus = psprintf("SELECT * FROM (%s) c0(id, src, tgt)", corpq_job_arg(job, "corpus"));
+	r.dev = literal_or_null(corpq_job_arg(job, "dev"));
+	r.model = quote_literal_cstr(corpq_job_arg(job, "model"));
+	r.train = quote_literal_cstr(corpq_job_arg(job, "train"));
+	r.translate = quote_literal_cstr(corpq_job_arg(job, "translate"));
+	r.pairs = pipeline_table(&p, "pairs");
+	r.bins = pipeline_table(&p, "bins");
+	r.translations = pipeline_table(&p, "translations");
+	r.rejuvenated = pipeline_table(&p, "rejuvenated");
+	r.identifier = r.o.identifier ? r.o.identifier : psprintf("%s_identifier", r.o.name);
+	r.rejuvenator = r.o.rejuvenator ? r.o.rejuvenator : psprintf("%s_rejuvenator", r.o.name);
+
+	pipeline_stage(&p, 1, "identification", stage_identify, &r);
+	pipeline_stage(&p, 2, "select", stage_select, &r);
+	pipeline_stage(&p, 3, "rejuvenation model", stage_rejuvenator, &r);
+	pipeline_stage(&p, 4, "forward translation", stage_translate, &r);
+	pipeline_stage(&p, 5, "final model", stage_final, &r);
+	pipeline_finish(&p);
+}

@@ -1,0 +1,386 @@
+/*
+ * corpq.self_train(): UncSamp self-training (thesis ch. 6) as a pipeline
+ * job, with random and word-rarity sampling as the baselines.  The stages
+ * are the SQL of the README's "UncSamp self-training" section.
+ */
+#include "postgres.h"
+
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+
+#include "pg/base/corpus_query.h"
+#include "pg/base/options.h"
+#include "pg/model/translate.h"
+#include "pg/model/model_catalog.h"
+#include "pg/pipeline/pipeline.h"
+#include "pg/pipeline/pipeline_kinds.h"
+#include "pg/train/train.h"
+
+typedef enum SelfTrainSampling
+{
+	SAMPLING_UNCSAMP, SAMPLING_RANDOM, SAMPLING_DWF
+} SelfTrainSampling;
+
+static const char *const sampling_names[] = {"uncsamp", "random", "dwf", NULL};
+
+typedef struct SelfTrainOptions
+{
+	char	   *name;
+	int64		k;
+	int			sampling;
+	double		r;
+	double		beta;
+	int64		seed;
+	int			beam;
+	int			max_words;
+	double		max_ratio;
+	bool		tag_synthetic;
+	char	   *tag;
+	char	   *dev;
+	char	   *src_vocab;
+	char	   *tgt_vocab;
+} SelfTrainOptions;
+
+static const CorpqOption st_rows[] = {
+	{.key = "name", CORPQ_OPT_FIELD(SelfTrainOptions, name), .type = CORPQ_OPT_STRING,
+	.valid = pipeline_name_valid, .expected = PIPELINE_NAME_EXPECTED, .flags = CORPQ_OPT_UNSET},
+	{.key = "k", CORPQ_OPT_FIELD(SelfTrainOptions, k), .type = CORPQ_OPT_INT64,
+	.min = 1, .max = PG_INT64_MAX, .flags = CORPQ_OPT_UNSET},
+	{.key = "sampling", CORPQ_OPT_FIELD(SelfTrainOptions, sampling), .type = CORPQ_OPT_ENUM,
+	.names = sampling_names, .def = SAMPLING_UNCSAMP},
+	{.key = "r", CORPQ_OPT_FIELD(SelfTrainOptions, r), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_OPEN_LO, .lo = 0, .hi = 100, .def = 90},
+	{.key = "beta", CORPQ_OPT_FIELD(SelfTrainOptions, beta), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 100, .def = 2},
+	{.key = "seed", CORPQ_OPT_FIELD(SelfTrainOptions, seed), .type = CORPQ_OPT_INT64,
+	.min = 0, .max = PG_INT64_MAX, .def = 1},
+	{.key = "beam", CORPQ_OPT_FIELD(SelfTrainOptions, beam), .type = CORPQ_OPT_INT,
+	.min = 1, .max = 64, .def = 5},
+	{.key = "max_words", CORPQ_OPT_FIELD(SelfTrainOptions, max_words), .type = CORPQ_OPT_INT,
+	.min = 1, .max = 1000000, .def = 250},
+	{.key = "max_ratio", CORPQ_OPT_FIELD(SelfTrainOptions, max_ratio), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_CLOSED, .lo = 1, .hi = 1000, .def = 1.5},
+	{.key = "tag_synthetic", CORPQ_OPT_FIELD(SelfTrainOptions, tag_synthetic), .type = CORPQ_OPT_BOOL,
+	.def = 0},
+	{.key = "tag", CORPQ_OPT_FIELD(SelfTrainOptions, tag), .type = CORPQ_OPT_STRING,
+	.valid = corpq_option_nonempty, .def_string = "<syn>"},
+	{.key = "dev", CORPQ_OPT_FIELD(SelfTrainOptions, dev), .type = CORPQ_OPT_STRING,
+	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
+	{.key = "src_vocab", CORPQ_OPT_FIELD(SelfTrainOptions, src_vocab), .type = CORPQ_OPT_STRING,
+	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
+	{.key = "tgt_vocab", CORPQ_OPT_FIELD(SelfTrainOptions, tgt_vocab), .type = CORPQ_OPT_STRING,
+	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
+	{.key = NULL}
+};
+
+static const CorpqOptionTable st_table = {"self_train", st_rows};
+
+static const char *const object_keys[] = {"model", "train", "translate", NULL};
+enum
+{
+	OBJ_MODEL, OBJ_TRAIN, OBJ_TRANSLATE, N_OBJ
+};
+
+static const CorpqColumn pair_columns[] = {
+	{"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}
+};
+static const CorpqQuerySpec parallel_spec = {
+	"parallel", pair_columns, 2, 2, "SELECT src, tgt FROM pairs", true
+};
+static const CorpqColumn mono_columns[] = {
+	{"id", CORPQ_COLUMN_INTEGER}, {"src", CORPQ_COLUMN_TEXT}
+};
+static const CorpqQuerySpec mono_spec = {
+	"mono", mono_columns, 2, 2, "SELECT id, src FROM mono", true
+};
+
+static const char *const st_tables[] = {"sample", "translations", "synthetic", NULL};
+static const char *const st_models[] = {"student", NULL};
+
+/* The teacher's vocabularies: the student's defaults. */
+static void
+teacher_vocabs(const char *teacher, SelfTrainOptions *o)
+{
+	SPI_connect();
+	if (SPI_execute(psprintf("SELECT src_vocab, tgt_vocab FROM corpq.model_catalog WHERE name = %s",
+							 quote_literal_cstr(teacher)), true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.model_catalog");
+	if (SPI_processed == 1)
+	{
+		char	   *s = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		char	   *t = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+
+		if (o->src_vocab == NULL && s)
+			o->src_vocab = SPI_palloc(strlen(s) + 1), strcpy(o->src_vocab, s);
+		if (o->tgt_vocab == NULL && t)
+			o->tgt_vocab = SPI_palloc(strlen(t) + 1), strcpy(o->tgt_vocab, t);
+	}
+	SPI_finish();
+}
+
+PG_FUNCTION_INFO_V1(corpq_self_train);
+
+Datum
+corpq_self_train(PG_FUNCTION_ARGS)
+{
+	char	   *teacher,
+			   *lexicon,
+			   *parallel,
+			   *mono,
+			   *schema;
+	char	   *objects[N_OBJ];
+	Jsonb	   *options = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
+	SelfTrainOptions o;
+	TrainOptions to;
+	CorpqTranslateOptions tro;
+	StringInfoData args;
+
+	for (int i = 0; i < 4; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("teacher, lexicon, parallel and mono must not be null")));
+	teacher = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	lexicon = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	parallel = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	mono = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	options = pipeline_take_objects(options, object_keys, objects);
+	corpq_options_parse(&st_table, options, &o);
+	if (o.name == NULL || o.k == CORPQ_OPT_UNSET_VALUE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("self_train options \"name\" and \"k\" are required"),
+				 errhint("k is the number of monolingual sentences to translate.")));
+	train_options_parse(DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(objects[OBJ_TRAIN]))), &to);
+	corpq_translate_options_parse(CORPQ_TRANSLATE_JOB,
+								  DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(objects[OBJ_TRANSLATE]))),
+								  &tro);
+	(void) corpq_query_check(parallel, &parallel_spec);
+	(void) corpq_query_check(mono, &mono_spec);
+	if (o.dev)
+		train_check_query(o.dev, "dev");
+	pipeline_check_model(teacher);
+	pipeline_check_lexicon(lexicon);
+	teacher_vocabs(teacher, &o);
+	pipeline_check_vocab(o.src_vocab);
+	pipeline_check_vocab(o.tgt_vocab);
+	corpq_model_config_check(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+																 CStringGetDatum(objects[OBJ_MODEL]))),
+								 o.src_vocab, o.tgt_vocab);
+	schema = pipeline_check_schema();
+
+	initStringInfo(&args);
+	appendStringInfoString(&args, "{\"name\": ");
+	escape_json(&args, o.name);
+	appendStringInfoString(&args, ", \"schema\": ");
+	escape_json(&args, schema);
+	appendStringInfoString(&args, ", \"teacher\": ");
+	escape_json(&args, teacher);
+	appendStringInfoString(&args, ", \"lexicon\": ");
+	escape_json(&args, lexicon);
+	appendStringInfoString(&args, ", \"parallel\": ");
+	escape_json(&args, parallel);
+	appendStringInfoString(&args, ", \"mono\": ");
+	escape_json(&args, mono);
+	appendStringInfo(&args, ", \"options\": %s, \"model\": %s, \"train\": %s, \"translate\": %s}",
+					 corpq_options_json(&st_table, &o), objects[OBJ_MODEL],
+					 objects[OBJ_TRAIN], objects[OBJ_TRANSLATE]);
+	PG_RETURN_INT64(pipeline_submit("self_train", o.name, schema, args.data,
+									st_tables, st_models));
+}
+
+/* ---- the job ---- */
+
+typedef struct SelfTrain
+{
+	SelfTrainOptions o;
+	const char *teacher;		/* SQL literals */
+	const char *lexicon;
+	const char *parallel;		/* the user's queries, columns renamed */
+	const char *mono;
+	const char *model;
+	const char *train;
+	const char *translate;
+	char	   *sample,
+			   *translations,
+			   *synthetic;
+	char	   *u_max;			/* stage 1's result */
+} SelfTrain;
+
+/* Stage 1: U_max, the r-th percentile of the parallel sources' uncertainty. */
+static void
+stage_umax(Pipeline *p, void *arg)
+{
+	SelfTrain  *s = arg;
+	char	   *u;
+
+	corpq_job_xact_begin(p->cxt);
+	pipeline_progress(p, "uncertainty of the parallel sources", 0, 0, NULL);
+	u = pipeline_value(psprintf("SELECT percentile_cont(%.17g) WITHIN GROUP "
+								"(ORDER BY corpq.mono_uncertainty(%s, src)) FROM (%s) p",
+								s->o.r / 100, s->lexicon, s->parallel));
+	if (u == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_EXCEPTION),
+				 errmsg("no parallel source has an uncertainty")));
+	pipeline_stage_done(p, psprintf("{\"u_max\": %s, \"r\": %.17g}", u, s->o.r));
+	corpq_job_xact_commit(p->cxt);
+}
+
+/* The sampling key of a mono row u (uncertainty), id, src. */
+static char *
+sampling_key(SelfTrain *s, const char *u_max)
+{
+	switch ((SelfTrainSampling) s->o.sampling)
+	{
+		case SAMPLING_UNCSAMP:
+			return psprintf("corpq.uncsamp(u, %s, %.17g, id, %lld)", u_max, s->o.beta,
+							(long long) s->o.seed);
+		case SAMPLING_RANDOM:
+			/* weight 1 for every row: a uniform sample */
+			return psprintf("corpq.uncsamp(1, 1, 0, id, %lld)", (long long) s->o.seed);
+		case SAMPLING_DWF:
+			/* weight WR(x)^beta, no penalty: u_max above any rarity (at most ln of the token count) */
+			return psprintf("corpq.uncsamp(corpq.word_rarity(%s, src), 1e300, %.17g, id, %lld)",
+							s->lexicon, s->o.beta, (long long) s->o.seed);
+	}
+	return NULL;
+}
+
+/* Stage 2: draw k monolingual sentences. */
+static void
+stage_sample(Pipeline *p, void *arg)
+{
+	SelfTrain  *s = arg;
+	char	   *u_max = pipeline_stage_output(p, 1);
+
+	corpq_job_xact_begin(p->cxt);
+	u_max = pipeline_value(psprintf("SELECT (%s::jsonb ->> 'u_max')", quote_literal_cstr(u_max)));
+	pipeline_progress(p, "uncertainty of the monolingual sentences", 0, 0, NULL);
+	pipeline_exec(psprintf("CREATE TABLE %s (id bigint PRIMARY KEY, src text, u float8, key float8)",
+						   s->sample));
+	pipeline_exec(psprintf("INSERT INTO %s SELECT id, src, u, key FROM ("
+						   "SELECT id, src, u, %s AS key FROM ("
+						   "SELECT id, src, corpq.mono_uncertainty(%s, src) AS u FROM (%s) m "
+						   "WHERE src IS NOT NULL) m) m WHERE key >= 0 "
+						   "ORDER BY key DESC, id LIMIT %lld",
+						   s->sample, sampling_key(s, u_max), s->lexicon, s->mono,
+						   (long long) s->o.k));
+	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('sample', %s::text, "
+												   "'rows', count(*), 'k', %lld, 'mean_u', avg(u))::text FROM %s",
+												   quote_literal_cstr(s->sample), (long long) s->o.k,
+												   s->sample)));
+	corpq_job_xact_commit(p->cxt);
+}
+
+/* Stage 3: the teacher translates the sample. */
+static void
+stage_translate(Pipeline *p, void *arg)
+{
+	SelfTrain  *s = arg;
+	int64		subjob;
+
+	subjob = pipeline_subjob(p,
+							 psprintf("CREATE TABLE IF NOT EXISTS %s (id bigint, hyp text, score float8); "
+									  "TRUNCATE %s", s->translations, s->translations),
+							 psprintf("SELECT corpq.translate_job(%s, %s, %s, %s::jsonb || '{\"beam\": %d}')",
+									  s->teacher,
+									  quote_literal_cstr(psprintf("SELECT id, src FROM %s ORDER BY id", s->sample)),
+									  quote_literal_cstr(s->translations), s->translate, s->o.beam));
+	corpq_job_xact_begin(p->cxt);
+	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('translate_job', " INT64_FORMAT
+												   ", 'translations', %s::text, 'rows', count(*))::text FROM %s",
+												   subjob, quote_literal_cstr(s->translations),
+												   s->translations)));
+	corpq_job_xact_commit(p->cxt);
+}
+
+/* Words of a text column, 0 when blank. */
+#define WORDS(col) \
+	"CASE WHEN btrim(" col ") = '' THEN 0 ELSE array_length(regexp_split_to_array(btrim(" col "), '\\s+'), 1) END"
+
+/* Stage 4: drop long sources and pairs whose length ratio exceeds max_ratio. */
+static void
+stage_filter(Pipeline *p, void *arg)
+{
+	SelfTrain  *s = arg;
+
+	corpq_job_xact_begin(p->cxt);
+	pipeline_exec(psprintf("CREATE TABLE %s AS SELECT s.id, s.src, t.hyp AS tgt, s.u, t.score, "
+						   "n.ns AS src_words, n.nt AS tgt_words, "
+						   "n.ns <= %d AND n.ns > 0 AND n.nt > 0 AND greatest(n.ns, n.nt) <= %.17g * least(n.ns, n.nt) AS kept "
+						   "FROM %s s JOIN %s t USING (id), "
+						   "LATERAL (SELECT " WORDS("s.src") " AS ns, " WORDS("coalesce(t.hyp, '')") " AS nt) n; "
+						   "ALTER TABLE %s ADD PRIMARY KEY (id)",
+						   s->synthetic, s->o.max_words, s->o.max_ratio, s->sample, s->translations,
+						   s->synthetic));
+	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('synthetic', %s::text, "
+												   "'kept', count(*) FILTER (WHERE kept), "
+												   "'dropped_long', count(*) FILTER (WHERE src_words > %d), "
+												   "'dropped', count(*) FILTER (WHERE NOT kept))::text FROM %s",
+												   quote_literal_cstr(s->synthetic), s->o.max_words,
+												   s->synthetic)));
+	corpq_job_xact_commit(p->cxt);
+}
+
+/* Stage 5: the student on parallel + kept synthetic pairs. */
+static void
+stage_student(Pipeline *p, void *arg)
+{
+	SelfTrain  *s = arg;
+	char	   *student = psprintf("%s_student", s->o.name);
+	char	   *query;
+	int64		subjob;
+	char	   *version;
+
+	/* the synthetic sources tagged (tag and a space prepended) when asked */
+	query = psprintf("SELECT src, tgt FROM (%s) p UNION ALL SELECT %s src, tgt FROM %s WHERE kept",
+					 s->parallel,
+					 s->o.tag_synthetic ? psprintf("%s ||", quote_literal_cstr(psprintf("%s ", s->o.tag))) : "",
+					 s->synthetic);
+	subjob = pipeline_subjob(p,
+							 psprintf("SELECT corpq.model_create(%s, %s, %s, %s, %lld) "
+									  "WHERE NOT EXISTS (SELECT FROM corpq.models WHERE name = %s)",
+									  quote_literal_cstr(student), s->model,
+									  quote_literal_cstr(s->o.src_vocab), quote_literal_cstr(s->o.tgt_vocab),
+									  (long long) s->o.seed, quote_literal_cstr(student)),
+							 psprintf("SELECT corpq.train(%s, %s, %s, %s)", quote_literal_cstr(student),
+									  quote_literal_cstr(query),
+									  s->o.dev ? quote_literal_cstr(s->o.dev) : "NULL", s->train));
+	corpq_job_xact_begin(p->cxt);
+	version = pipeline_value(psprintf("SELECT to_json(name || '@' || latest_version)::text FROM corpq.models "
+									  "WHERE name = %s", quote_literal_cstr(student)));
+	pipeline_stage_done(p, psprintf("{\"model\": %s, \"train_job\": " INT64_FORMAT "}",
+									version ? version : "null", subjob));
+	corpq_job_xact_commit(p->cxt);
+}
+
+void
+self_train_job(CorpqJob *job)
+{
+	Pipeline	p;
+	SelfTrain	s;
+
+	pipeline_init(&p, job, 5);
+	memset(&s, 0, sizeof(s));
+	corpq_options_parse_text(&st_table, corpq_job_arg(job, "options"), &s.o);
+	s.teacher = quote_literal_cstr(corpq_job_arg(job, "teacher"));
+	s.lexicon = quote_literal_cstr(corpq_job_arg(job, "lexicon"));
+	s.parallel = psprintf("SELECT * FROM (%s) p0(src, tgt)", corpq_job_arg(job, "parallel"));
+	s.mono = psprintf("SELECT * FROM (%s) m0(id, src)", corpq_job_arg(job, "mono"));
+	s.model = quote_literal_cstr(corpq_job_arg(job, "model"));
+	s.train = quote_literal_cstr(corpq_job_arg(job, "train"));
+	s.translate = quote_literal_cstr(corpq_job_arg(job, "translate"));
+	s.sample = pipeline_table(&p, "sample");
+	s.translations = pipeline_table(&p, "translations");
+	s.synthetic = pipeline_table(&p, "synthetic");
+
+	pipeline_stage(&p, 1, "U_max", stage_umax, &s);
+	pipeline_stage(&p, 2, "sample", stage_sample, &s);
+	pipeline_stage(&p, 3, "teacher translation", stage_translate, &s);
+	pipeline_stage(&p, 4, "filter", stage_filter, &s);
+	pipeline_stage(&p, 5, "student", stage_student, &s);
+	pipeline_finish(&p);
+}

@@ -1,0 +1,303 @@
+-- Pipelines: corpq.rejuvenate() and corpq.self_train() end to end on a
+-- generated word-translation task with 10% of the targets shuffled (noise),
+-- tiny models and a few seconds of training.  Each stage's tables are checked
+-- against the per-row functions they compose (sent_prob, translate_rows,
+-- mono_uncertainty, uncsamp); then resume after the worker is killed between
+-- stages (no row twice, the running sub-job reused), cancel (the sub-job is
+-- cancelled too), a failing stage (named; finished stages stay), errors at
+-- submission, and privileges.
+SET client_min_messages = warning;
+
+-- Source: 3..7 words of 30; target: each word's fixed translation, in order.
+CREATE TABLE pl_pairs AS
+SELECT g::bigint AS id,
+       (SELECT string_agg('w' || ((g * 7919 + k * 104729 + (g % 13) * k * k) % 30), ' ' ORDER BY k)
+          FROM generate_series(1, 3 + g % 5) k) AS src
+  FROM generate_series(1, 800) g;
+ALTER TABLE pl_pairs ADD COLUMN tgt text, ADD COLUMN noisy boolean NOT NULL DEFAULT false;
+UPDATE pl_pairs SET tgt = (SELECT string_agg('v' || ((substr(w, 2)::int * 7 + 3) % 30), ' ' ORDER BY o)
+                             FROM regexp_split_to_table(src, ' ') WITH ORDINALITY t(w, o));
+-- noise: every tenth target belongs to another pair
+UPDATE pl_pairs p SET tgt = q.tgt, noisy = true FROM pl_pairs q
+ WHERE p.id % 10 = 3 AND q.id = (p.id * 37) % 800 + 1 AND q.tgt <> p.tgt;
+CREATE TABLE pl_mono AS
+SELECT g::bigint AS id,
+       (SELECT string_agg('w' || ((g * 104729 + k * 7919) % 30), ' ' ORDER BY k)
+          FROM generate_series(1, 2 + g % 7) k) AS src
+  FROM generate_series(1, 300) g;
+SELECT corpq.vocab_build('pl_sv', 'SELECT src FROM pl_pairs');
+SELECT corpq.vocab_build('pl_tv', 'SELECT tgt FROM pl_pairs');
+CREATE VIEW pl_train AS SELECT id, src, tgt FROM pl_pairs WHERE id % 20 <> 5;
+CREATE VIEW pl_dev AS SELECT src, tgt FROM pl_pairs WHERE id % 20 = 5 AND NOT noisy;
+
+-- the options every run shares: tiny models, short training, small chunks
+\set common '{"model": {"preset": "tiny", "max_positions": 32}, "translate": {"batch": 16, "threads": 1, "chunk_rows": 16}, "train": {"steps": 120, "max_tokens": 1024, "lr": 0.003, "warmup": 20, "seed": 3, "threads": 1}}'
+\set short '{"train": {"steps": 20, "max_tokens": 1024, "lr": 0.003, "warmup": 5, "seed": 3, "threads": 1}}'
+
+-- ---- data rejuvenation ----
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train', 'SELECT src, tgt FROM pl_dev',
+                        :'common'::jsonb || '{"name": "plr", "ratio": 0.1, "src_vocab": "pl_sv",
+                                             "tgt_vocab": "pl_tv", "seed": 7}') AS job \gset
+SELECT corpq.job_wait(:job, '900 s');
+SELECT state, error, result ->> 'pipeline' AS pipeline,
+       jsonb_path_query_array(result, '$.stages[*].name') AS stages
+  FROM corpq.jobs WHERE id = :job;
+-- every stage finished by this job; sub-jobs of kinds train and translate, all succeeded
+SELECT s.stage, s.name, s.job = :job AS this_job, j.kind AS subjob_kind, j.state AS subjob_state,
+       s.finished >= s.started AS timed
+  FROM corpq.pipeline_stages s LEFT JOIN corpq.jobs j ON j.id = s.subjob
+ WHERE s.pipeline = 'plr' ORDER BY s.stage;
+-- stage 1: every pair, scored with the identification model's sent_prob
+SELECT count(*) AS pairs, count(*) = (SELECT count(*) FROM pl_train) AS all_pairs,
+       count(*) FILTER (WHERE prob IS DISTINCT FROM corpq.sent_prob('plr_identifier', src, tgt)) AS other_prob
+  FROM plr_pairs;
+-- stage 2: the round(10%) least probable are inactive; the bins count every pair
+SELECT count(*) FILTER (WHERE inactive) AS inactive,
+       count(*) FILTER (WHERE inactive) = round(0.1 * count(*)) AS ratio_ok,
+       max(prob) FILTER (WHERE inactive) <= min(prob) FILTER (WHERE NOT inactive) AS lowest,
+       (SELECT sum(pairs) FROM plr_bins) = count(*) AS bins_count_all,
+       (SELECT sum(inactive) FROM plr_bins) = count(*) FILTER (WHERE inactive) AS bins_count_inactive
+  FROM plr_pairs;
+-- the identification model finds the noise: far above the 10% of a random pick
+SELECT (count(*) FILTER (WHERE p.inactive AND o.noisy))::float8
+       / count(*) FILTER (WHERE p.inactive) > 0.5 AS inactive_mostly_noise
+  FROM plr_pairs p JOIN pl_pairs o USING (id);
+-- stage 4: the rejuvenated pairs are translate_rows() of the rejuvenator, beam 5
+SELECT count(*) AS rejuvenated,
+       count(*) = (SELECT count(*) FROM plr_pairs WHERE inactive) AS every_inactive,
+       count(*) FILTER (WHERE r.tgt_new IS DISTINCT FROM t.hyp OR r.score IS DISTINCT FROM t.score) AS differ,
+       count(*) FILTER (WHERE r.tgt_old IS DISTINCT FROM p.tgt) AS other_old
+  FROM plr_rejuvenated r
+  JOIN corpq.translate_rows('plr_rejuvenator', 'SELECT id, src FROM plr_pairs WHERE inactive ORDER BY id',
+                            '{"beam": 5}') t USING (id)
+  JOIN plr_pairs p USING (id);
+-- stage 3 trained on the active pairs, stage 5 on active + rejuvenated
+SELECT s.stage, (j.result ->> 'pairs')::int AS trained_pairs,
+       (j.result ->> 'pairs')::int = CASE s.stage
+           WHEN 3 THEN (SELECT count(*) FROM plr_pairs WHERE NOT inactive)
+           ELSE (SELECT count(*) FROM plr_pairs WHERE NOT inactive) + (SELECT count(*) FROM plr_rejuvenated) END AS right_pairs
+  FROM corpq.pipeline_stages s JOIN corpq.jobs j ON j.id = s.subjob
+ WHERE s.pipeline = 'plr' AND s.stage IN (3, 5) ORDER BY s.stage;
+-- the result names every table and model version
+SELECT jsonb_path_query(result, '$.stages[*].output.keyvalue() ? (@.key like_regex "^(pairs|bins|rejuvenated|model|identifier)$").value')
+  #>> '{}' ~ '^(public\.plr_(pairs|bins|rejuvenated)|plr_(identifier|rejuvenator|final)@[0-9]+)$' AS named
+  FROM corpq.jobs WHERE id = :job;
+
+-- ---- UncSamp self-training: the rejuvenation's final model teaches ----
+SELECT corpq.lexicon_train('pl_lex', 'SELECT src, tgt FROM pl_train') AS lexjob \gset
+SELECT corpq.job_wait(:lexjob, '300 s');
+SELECT corpq.self_train('plr_final', 'pl_lex', 'SELECT src, tgt FROM pl_train',
+                        'SELECT id, src FROM pl_mono',
+                        :'common'::jsonb || :'short' || '{"name": "pls", "k": 60, "seed": 5,
+                                                         "dev": "SELECT src, tgt FROM pl_dev"}') AS sjob \gset
+SELECT corpq.job_wait(:sjob, '900 s');
+SELECT state, error, jsonb_path_query_array(result, '$.stages[*].name') AS stages
+  FROM corpq.jobs WHERE id = :sjob;
+-- stage 1: U_max at the 90% point of the parallel sources' uncertainty
+SELECT (output ->> 'u_max')::float8 = (SELECT percentile_cont(0.9) WITHIN GROUP
+                                         (ORDER BY corpq.mono_uncertainty('pl_lex', src)) FROM pl_train) AS u_max_ok
+  FROM corpq.pipeline_stages WHERE pipeline = 'pls' AND stage = 1;
+-- stage 2: the k rows of highest uncsamp key (beta 2, seed 5)
+SELECT count(*) AS sampled,
+       count(*) FILTER (WHERE s.id IS NULL OR e.id IS NULL) AS other_rows
+  FROM pls_sample s
+  FULL JOIN (SELECT id FROM pl_mono
+              ORDER BY corpq.uncsamp(corpq.mono_uncertainty('pl_lex', src),
+                                     (SELECT (output ->> 'u_max')::float8 FROM corpq.pipeline_stages
+                                       WHERE pipeline = 'pls' AND stage = 1), 2, id, 5) DESC, id
+              LIMIT 60) e USING (id);
+-- stage 3: the teacher's beam-5 translations
+SELECT count(*) AS translated,
+       count(*) FILTER (WHERE t.hyp IS DISTINCT FROM r.hyp) AS differ
+  FROM pls_translations t
+  JOIN corpq.translate_rows('plr_final', 'SELECT id, src FROM pls_sample ORDER BY id', '{"beam": 5}') r USING (id);
+-- stage 4: kept = at most 250 source words and a length ratio up to 1.5
+SELECT count(*) FILTER (WHERE kept IS DISTINCT FROM
+           (ns <= 250 AND ns > 0 AND nt > 0 AND greatest(ns, nt) <= 1.5 * least(ns, nt))) AS misfiltered
+  FROM (SELECT kept, cardinality(string_to_array(src, ' ')) AS ns,
+               cardinality(string_to_array(nullif(tgt, ''), ' ')) AS nt FROM pls_synthetic) s;
+-- stage 5: the student trained on parallel + kept synthetic pairs
+SELECT (j.result ->> 'pairs')::int = (SELECT count(*) FROM pl_train)
+           + (SELECT count(*) FROM pls_synthetic WHERE kept) AS student_pairs,
+       (SELECT owner FROM corpq.models WHERE name = 'pls_student')::text = current_user AS student_owned
+  FROM corpq.pipeline_stages s JOIN corpq.jobs j ON j.id = s.subjob
+ WHERE s.pipeline = 'pls' AND s.stage = 5;
+
+-- the baselines: one option away (random: uniform; dwf: word rarity)
+SELECT corpq.self_train('plr_final', 'pl_lex', 'SELECT src, tgt FROM pl_train', 'SELECT id, src FROM pl_mono',
+                        :'common'::jsonb || :'short' || '{"name": "pls_random", "k": 60, "seed": 5,
+                                                         "sampling": "random", "tag_synthetic": true}') AS rjob \gset
+SELECT corpq.job_wait(:rjob, '900 s');
+SELECT state, error FROM corpq.jobs WHERE id = :rjob;
+SELECT count(*) AS sampled, count(*) FILTER (WHERE id IN (SELECT id FROM pls_sample)) < 60 AS other_sample
+  FROM pls_random_sample;
+SELECT corpq.self_train('plr_final', 'pl_lex', 'SELECT src, tgt FROM pl_train', 'SELECT id, src FROM pl_mono',
+                        :'common'::jsonb || '{"name": "pls_dwf", "k": 60, "sampling": "dwf",
+                                              "train": {"steps": 1}}') AS djob \gset
+SELECT corpq.job_wait(:djob, '900 s');
+SELECT state, error FROM corpq.jobs WHERE id = :djob;
+-- dwf draws by word rarity: its sample is rarer than the uniform one
+SELECT avg(corpq.word_rarity('pl_lex', d.src)) > (SELECT avg(corpq.word_rarity('pl_lex', src)) FROM pls_random_sample)
+       AS rarer
+  FROM pls_dwf_sample d;
+
+-- ---- resume after the worker is killed between stages ----
+-- errors whose text holds a job id: the id replaced by N
+CREATE FUNCTION pl_try(q text) RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    EXECUTE q;
+    RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+    RETURN regexp_replace(SQLERRM, '[0-9]+', 'N', 'g');
+END $$;
+-- until stage n of pipeline p has a sub-job
+CREATE PROCEDURE pl_wait_stage(p text, n int) LANGUAGE plpgsql AS $$
+BEGIN
+    FOR i IN 1 .. 6000 LOOP
+        PERFORM FROM corpq.pipeline_stages WHERE pipeline = p AND stage = n AND subjob IS NOT NULL;
+        IF FOUND THEN RETURN; END IF;
+        PERFORM pg_sleep(0.05);
+        COMMIT;
+    END LOOP;
+    RAISE EXCEPTION 'stage % of % never started', n, p;
+END $$;
+-- (stage 3 trains 250 updates, so the kill lands while its sub-job runs)
+\set resumable '{"name": "plk", "identifier": "plr_identifier", "train_final": false, "src_vocab": "pl_sv", "tgt_vocab": "pl_tv", "train": {"steps": 250, "max_tokens": 1024, "lr": 0.003, "warmup": 20, "seed": 3, "threads": 1}}'
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train', NULL, :'common'::jsonb || :'resumable') AS kjob \gset
+-- the same pipeline cannot run twice at once
+SELECT pl_try(format('SELECT corpq.rejuvenate(%L, NULL, %L)', 'SELECT id, src, tgt FROM pl_train',
+                     :'common'::jsonb || :'resumable'));
+CALL pl_wait_stage('plk', 3);
+SELECT pg_terminate_backend(worker_pid) FROM corpq.jobs WHERE id = :kjob;
+SELECT corpq.job_wait(:kjob, '60 s') AS killed;
+SELECT stage, name, finished IS NOT NULL AS finished FROM corpq.pipeline_stages
+ WHERE pipeline = 'plk' ORDER BY stage;
+SELECT subjob AS kept_subjob FROM corpq.pipeline_stages WHERE pipeline = 'plk' AND stage = 3 \gset
+-- the same call resumes: stages 1 and 2 stay, stage 3 waits for the same sub-job
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train', NULL, :'common'::jsonb || :'resumable') AS kjob2 \gset
+SELECT corpq.job_wait(:kjob2, '900 s') AS resumed;
+SELECT stage, name, CASE job WHEN :kjob THEN 'killed job' WHEN :kjob2 THEN 'resumed job' END AS finished_by,
+       subjob IS NOT DISTINCT FROM CASE WHEN stage = 3 THEN :kept_subjob END
+           OR stage = 4 AS same_subjob
+  FROM corpq.pipeline_stages WHERE pipeline = 'plk' ORDER BY stage;
+-- no row twice
+SELECT (SELECT count(*) FROM plk_pairs) AS pairs,
+       (SELECT count(*) - count(DISTINCT id) FROM plk_translations) AS duplicated_translations,
+       (SELECT count(*) FROM plk_rejuvenated) = (SELECT count(*) FROM plk_pairs WHERE inactive) AS rejuvenated_all,
+       (SELECT count(*) FROM plk_pairs p JOIN plr_pairs q USING (id)
+         WHERE p.prob IS DISTINCT FROM q.prob) AS other_prob;
+-- a finished pipeline resubmitted: nothing to do, nothing written twice
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train', NULL, :'common'::jsonb || :'resumable') AS kjob3 \gset
+SELECT corpq.job_wait(:kjob3, '60 s') AS again;
+SELECT count(*) AS stage_rows, count(*) FILTER (WHERE job = :kjob3) AS by_third_job
+  FROM corpq.pipeline_stages WHERE pipeline = 'plk';
+
+-- ---- cancel: the running sub-job is cancelled too; finished stages stay ----
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train', NULL,
+                        :'common'::jsonb || '{"name": "plc", "identifier": "plr_identifier", "train_final": false,
+                                              "src_vocab": "pl_sv", "tgt_vocab": "pl_tv",
+                                              "train": {"steps": 100000, "threads": 1}}') AS cjob \gset
+CALL pl_wait_stage('plc', 3);
+SELECT subjob AS csub FROM corpq.pipeline_stages WHERE pipeline = 'plc' AND stage = 3 \gset
+SELECT corpq.job_cancel(:cjob) IN ('running', 'queued') AS cancel_sent;
+SELECT corpq.job_wait(:cjob, '60 s') AS pipeline_state, corpq.job_wait(:csub, '60 s') AS subjob_state;
+SELECT stage, name, finished IS NOT NULL AS finished FROM corpq.pipeline_stages
+ WHERE pipeline = 'plc' ORDER BY stage;
+SELECT count(*) AS pairs_kept FROM plc_pairs;
+
+-- ---- a failing stage is named; the finished stages' outputs stay ----
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train',
+                        'SELECT src, tgt FROM pl_dev WHERE 1 / (length(src) - length(src)) = 0',
+                        :'common'::jsonb || '{"name": "plf", "identifier": "plr_identifier",
+                                              "rejuvenator": "plr_rejuvenator",
+                                              "src_vocab": "pl_sv", "tgt_vocab": "pl_tv"}') AS fjob \gset
+SELECT corpq.job_wait(:fjob, '900 s');
+SELECT state, regexp_replace(error, '[0-9]+', 'N', 'g') AS error FROM corpq.jobs WHERE id = :fjob;
+SELECT stage, name, finished IS NOT NULL AS finished FROM corpq.pipeline_stages
+ WHERE pipeline = 'plf' ORDER BY stage;
+SELECT count(*) AS rejuvenated_kept FROM plf_rejuvenated;
+
+-- ---- errors at submission ----
+\set c '''SELECT id, src, tgt FROM pl_train'''
+SELECT corpq.rejuvenate(:c, NULL, '{"ratio": 0.1}');
+SELECT corpq.rejuvenate(:c, NULL, jsonb_build_object('name', repeat('n', 49)));
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "ratio": 0}');
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "ratio": 1}');
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "ratio": "a tenth"}');
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "ratoi": 0.1}');
+-- (terse: the detail lists every model of the database)
+\set VERBOSITY terse
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "identifier": "nope"}');
+\set VERBOSITY default
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "src_vocab": "nope", "tgt_vocab": "pl_tv"}');
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e"}');
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv", "train": 5}');
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv", "model": {"preset": "tiny", "dmodel": 8}}');
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv", "model": {"preset": "huge"}}');
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv", "train": {"stpes": 5}}');
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv", "translate": {"beam": 0}}');
+SELECT corpq.rejuvenate('SELECT src, tgt FROM pl_train', NULL, '{"name": "e"}');
+SELECT corpq.rejuvenate('DELETE FROM pl_pairs', NULL, '{"name": "e"}');
+SELECT corpq.rejuvenate(:c, 'SELECT src FROM pl_dev', '{"name": "e"}');
+SELECT corpq.rejuvenate(NULL, NULL, '{"name": "e"}');
+SELECT corpq.rejuvenate(:c, NULL, :'common'::jsonb || '{"name": "plr", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv"}');
+CREATE TABLE ple_pairs ();
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "ple", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv"}');
+\set p '''plr_final'', ''pl_lex'', ''SELECT src, tgt FROM pl_train'', ''SELECT id, src FROM pl_mono'''
+SELECT corpq.self_train(:p, '{"name": "e"}');
+SELECT corpq.self_train(:p, '{"name": "e", "k": 0}');
+SELECT corpq.self_train(:p, '{"name": "e", "k": 1, "model": {"d_model": 8}}');
+SELECT corpq.self_train(:p, '{"name": "e", "k": 10, "sampling": "dfw"}');
+SELECT corpq.self_train(:p, '{"name": "e", "k": 10, "r": 0}');
+SELECT corpq.self_train(:p, '{"name": "e", "k": 10, "dev": "SELECT 1"}');
+\set VERBOSITY terse
+SELECT corpq.self_train('nope', 'pl_lex', 'SELECT src, tgt FROM pl_train', 'SELECT id, src FROM pl_mono', '{"name": "e", "k": 1}');
+\set VERBOSITY default
+SELECT corpq.self_train('plr_final', 'nope', 'SELECT src, tgt FROM pl_train', 'SELECT id, src FROM pl_mono', '{"name": "e", "k": 1}');
+SELECT corpq.self_train('plr_final', 'pl_lex', 'SELECT id, src, tgt FROM pl_train', 'SELECT id, src FROM pl_mono', '{"name": "e", "k": 1}');
+SELECT corpq.self_train('plr_final', 'pl_lex', 'SELECT src, tgt FROM pl_train', 'SELECT src FROM pl_mono', '{"name": "e", "k": 1}');
+SELECT corpq.self_train(:p, '{"name": "plr", "k": 1}');
+SELECT count(*) AS pipelines FROM corpq.pipelines;
+
+-- ---- privileges: others neither see nor take a pipeline ----
+SELECT tableowner = current_user AS tables_owned FROM pg_tables WHERE tablename = 'plr_pairs';
+CREATE ROLE regress_pl_other;
+GRANT SELECT ON pl_train TO regress_pl_other;
+SET ROLE regress_pl_other;
+\set given '{"identifier": "plr_identifier", "rejuvenator": "plr_rejuvenator", "train_final": false}'
+SELECT count(*) AS visible_pipelines FROM corpq.pipelines;
+SELECT count(*) AS visible_stages FROM corpq.pipeline_stages;
+SELECT corpq.pipeline_drop('plr') AS dropped_others;
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train', NULL, :'given'::jsonb || '{"name": "plo"}');
+RESET ROLE;
+CREATE SCHEMA regress_pl_schema AUTHORIZATION regress_pl_other;
+SET ROLE regress_pl_other;
+SET search_path = regress_pl_schema, public;
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train', NULL, :'given'::jsonb || '{"name": "plr"}');
+INSERT INTO corpq.pipeline_stages (pipeline, stage, name, job, owner) VALUES ('plr', 9, 'x', 1, 'regress_pl_other');
+RESET search_path;
+RESET ROLE;
+DROP SCHEMA regress_pl_schema;
+-- (jobs started by other login roles, reading and writing as them:
+-- test/integration/pipeline_resume.sh)
+SELECT corpq.pipeline_drop('plc') AS dropped, corpq.pipeline_drop('plc') AS dropped_again;
+SELECT count(*) AS plc_stages FROM corpq.pipeline_stages WHERE pipeline = 'plc';
+REVOKE ALL ON pl_train FROM regress_pl_other;
+DROP ROLE regress_pl_other;
+
+-- ---- clean up: later tests list the catalog's models ----
+SELECT count(corpq.pipeline_drop(name)) AS pipelines_dropped FROM corpq.pipelines;
+SELECT count(*) AS models_dropped
+  FROM (SELECT corpq.model_drop(name) FROM corpq.models
+         WHERE name ~ '^pl[a-z_]*_(identifier|rejuvenator|final|student)$') d;
+SELECT corpq.lexicon_drop('pl_lex');
+SELECT corpq.vocab_drop('pl_sv');
+SELECT corpq.vocab_drop('pl_tv');
+DROP TABLE plr_pairs, plr_bins, plr_translations, plr_rejuvenated, plk_pairs, plk_bins, plk_translations,
+           plk_rejuvenated, plc_pairs, plc_bins, plf_pairs, plf_bins, plf_translations, plf_rejuvenated,
+           pls_sample, pls_translations, pls_synthetic, pls_random_sample, pls_random_translations,
+           pls_random_synthetic, pls_dwf_sample, pls_dwf_translations, pls_dwf_synthetic, ple_pairs;
+DROP VIEW pl_train, pl_dev;
+DROP TABLE pl_pairs, pl_mono;
+DROP FUNCTION pl_try(text);
+DROP PROCEDURE pl_wait_stage(text, int);

@@ -1,0 +1,198 @@
+#!/usr/bin/env bash
+# Report of issue 14 (README: Pipelines; figures in test/bench/README.md):
+# what data rejuvenation and UncSamp self-training bring on the en-es corpora
+# test/lib.sh finds (the shared corpora: bible, l10n, ddtp, and mono/en.txt).
+#
+# Data: per domain a fixed held-out split by md5(id): BENCH_TEST test pairs,
+# BENCH_DEV dev pairs, the rest (at most BENCH_PAIRS per domain) to train;
+# BPE (BENCH_MERGES merges per side) and vocabularies on the training pairs;
+# BENCH_MONO lines of mono/en.txt.  Every model: preset BENCH_PRESET, the same
+# budget of BENCH_STEPS updates (max_tokens BENCH_TOKENS), one thread.
+# Systems, each decoded on every test set with beam 5:
+#   baseline             corpq.train() on the training pairs;
+#   + rejuvenation       corpq.rejuvenate() (its final model);
+#   + UncSamp            corpq.self_train(), teacher = baseline, k = BENCH_K;
+#   + random sampling    the same with "sampling": "random".
+# Reports: test BLEU and chrF per domain and macro-averaged, with the
+# paired-bootstrap p-value of each system against the baseline (corpq.
+# paired_bootstrap, 1000 resamples); the mechanism figures: overlap of the
+# inactive sets of two identification models with different seeds (per
+# probability bin of the first), the inactive share per domain, the
+# teacher's BLEU per source-uncertainty bin (quintiles of the test sources)
+# and where the UncSamp and random samples fall in those bins; the pipelines'
+# stage times against the baseline's training time (thesis Table 5.7) and
+# the share of pipeline time outside the train/translate sub-jobs.
+# Asserts nothing on time or quality.  A real run takes hours; the tiny run:
+#   BENCH_PRESET=tiny BENCH_STEPS=30 BENCH_PAIRS=300 BENCH_TEST=40 BENCH_DEV=40 \
+#   BENCH_MONO=2000 BENCH_K=100 BENCH_MERGES=500 bash test/bench/bench_pipeline.sh
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+corpq_corpora
+corpq_in_cluster -o max_worker_processes=16 -o shared_buffers=512MB -o max_wal_size=4GB -- "$@"
+preset=${BENCH_PRESET:-small}
+steps=${BENCH_STEPS:-6000}
+tokens=${BENCH_TOKENS:-4096}
+npairs=${BENCH_PAIRS:-1000000}
+ntest=${BENCH_TEST:-500}
+ndev=${BENCH_DEV:-300}
+nmono=${BENCH_MONO:-100000}
+k=${BENCH_K:-20000}
+merges=${BENCH_MERGES:-8000}
+threads=${BENCH_THREADS:-1}
+t0=$(date +%s)
+say() { echo "bench_pipeline: $*"; }
+wait_job() {
+	local st
+	st=$(q -c "SELECT corpq.job_wait($1, '100 hours')")
+	[ "$st" = succeeded ] || { say "job $1 $st: $(q -c "SELECT error FROM corpq.jobs WHERE id = $1")"; exit 1; }
+}
+
+say "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); preset $preset, $steps updates of $tokens tokens, $threads thread(s)"
+q >/dev/null <<SQL
+CREATE EXTENSION corpq;
+CREATE TABLE raw (id text, domain text, src text, tgt text);
+$(corpq_copy_parallel raw)
+CREATE TABLE pairs AS
+SELECT row_number() OVER (ORDER BY id)::bigint AS id, domain, src, tgt, r
+  FROM (SELECT id, split_part(domain, '/', 1) AS domain, src, tgt,
+               row_number() OVER (PARTITION BY split_part(domain, '/', 1) ORDER BY md5(id)) AS r
+          FROM raw
+         WHERE array_length(regexp_split_to_array(src, '\s+'), 1) <= 80
+           AND array_length(regexp_split_to_array(tgt, '\s+'), 1) <= 80) s
+ WHERE r <= $ntest + $ndev + $npairs;
+CREATE VIEW test_set AS SELECT id, domain, src, tgt FROM pairs WHERE r <= $ntest;
+CREATE VIEW dev_set AS SELECT src, tgt FROM pairs WHERE r > $ntest AND r <= $ntest + $ndev;
+CREATE VIEW train_set AS SELECT id, src, tgt FROM pairs WHERE r > $ntest + $ndev;
+CREATE TABLE mono_line (line text);
+\copy mono_line FROM '$CORPQ_CORPORA/mono/en.txt' WITH (FORMAT csv, DELIMITER E'\t', QUOTE E'\b')
+CREATE TABLE mono AS SELECT row_number() OVER ()::bigint AS id, line AS src FROM (SELECT line FROM mono_line LIMIT $nmono) l;
+SELECT corpq.bpe_learn('pb_en', 'SELECT src FROM train_set', $merges);
+SELECT corpq.bpe_learn('pb_es', 'SELECT tgt FROM train_set', $merges);
+SELECT corpq.vocab_build('pv_en', 'SELECT src FROM train_set', 'pb_en');
+SELECT corpq.vocab_build('pv_es', 'SELECT tgt FROM train_set', 'pb_es');
+SQL
+say "data, BPE and vocabularies in $(( $(date +%s) - t0 )) s; pairs per domain (train / dev / test), mono:"
+q -c "SELECT domain, count(*) FILTER (WHERE r > $ntest + $ndev), count(*) FILTER (WHERE r > $ntest AND r <= $ntest + $ndev),
+             count(*) FILTER (WHERE r <= $ntest) FROM pairs GROUP BY 1 ORDER BY 1"
+q -c "SELECT 'mono', count(*) FROM mono"
+
+model="{\"preset\": \"$preset\", \"max_positions\": 256}"
+train="{\"steps\": $steps, \"max_tokens\": $tokens, \"seed\": 1, \"threads\": $threads, \"checkpoint_every\": $steps, \"validate_every\": $steps}"
+translate="{\"threads\": $threads, \"batch\": 32}"
+common="{\"model\": $model, \"train\": $train, \"translate\": $translate, \"src_vocab\": \"pv_en\", \"tgt_vocab\": \"pv_es\"}"
+
+# ---- baseline ----
+q -c "SELECT corpq.model_create('base', '$model', 'pv_en', 'pv_es', 1)" >/dev/null
+job=$(q -c "SELECT corpq.train('base', 'SELECT src, tgt FROM train_set ORDER BY id', 'SELECT src, tgt FROM dev_set', '$train')")
+wait_job "$job"
+q -c "CREATE TABLE bench_runs AS SELECT 'baseline'::text AS name, $job::bigint AS job"
+say "baseline trained at $(( $(date +%s) - t0 )) s"
+
+# ---- the pipelines: rejuvenation, and the two self-trainings from the baseline ----
+job=$(q -c "SELECT corpq.lexicon_train('plex', 'SELECT src, tgt FROM train_set')")
+wait_job "$job"
+rj=$(q -c "SELECT corpq.rejuvenate('SELECT id, src, tgt FROM train_set', 'SELECT src, tgt FROM dev_set', '$common'::jsonb || '{\"name\": \"rj\"}')")
+wait_job "$rj"
+say "rejuvenation done at $(( $(date +%s) - t0 )) s"
+for s in uncsamp random; do
+	id=$(q -c "SELECT corpq.self_train('base', 'plex', 'SELECT src, tgt FROM train_set', 'SELECT id, src FROM mono',
+	                                   '$common'::jsonb || '{\"name\": \"st_$s\", \"k\": $k, \"sampling\": \"$s\",
+	                                                         \"dev\": \"SELECT src, tgt FROM dev_set\"}')")
+	wait_job "$id"
+	q -c "INSERT INTO bench_runs VALUES ('st_$s', $id)"
+	say "self-training ($s) done at $(( $(date +%s) - t0 )) s"
+done
+q -c "INSERT INTO bench_runs VALUES ('rejuvenation', $rj)"
+
+# ---- a second identification model (seed 2) for the overlap: stage 1 and 2 by hand ----
+q -c "SELECT corpq.model_create('ident2', '$model', 'pv_en', 'pv_es', 2)" >/dev/null
+job=$(q -c "SELECT corpq.train('ident2', 'SELECT src, tgt FROM train_set', 'SELECT src, tgt FROM dev_set',
+                               '$train'::jsonb || '{\"seed\": 2}')")
+wait_job "$job"
+q >/dev/null <<SQL
+CREATE TABLE ident2 AS
+SELECT s.id, s.score AS prob, row_number() OVER (ORDER BY s.score, s.id) <= round(0.1 * count(*) OVER ()) AS inactive
+  FROM corpq.score('ident2', 'SELECT id, src, tgt FROM train_set', 'sent_prob') s;
+SQL
+
+# ---- decode every test set with every system ----
+systems=("baseline|base" "rejuvenation|rj_final" "uncsamp|st_uncsamp_student" "random|st_random_student")
+q -c "CREATE TABLE hyps (system text, id bigint, hyp text, score float8)"
+for sys in "${systems[@]}"; do
+	name=${sys%%|*}; m=${sys#*|}
+	q -c "CREATE TABLE hyp_$name (id bigint, hyp text, score float8)"
+	id=$(q -c "SELECT corpq.translate_job('$m', 'SELECT id, src FROM test_set ORDER BY id', 'hyp_$name', '{\"beam\": 5, \"threads\": $threads}')")
+	wait_job "$id"
+	q -c "INSERT INTO hyps SELECT '$name', id, hyp, score FROM hyp_$name"
+done
+say "decoded at $(( $(date +%s) - t0 )) s"
+
+echo; say "test BLEU / chrF per domain (sacreBLEU defaults), p = paired bootstrap against the baseline (1000 resamples, seed 1):"
+q -F ' | ' <<'SQL'
+WITH t AS (
+  SELECT s.domain, h.system, h.hyp, b.hyp AS base_hyp, s.tgt
+    FROM test_set s JOIN hyps h USING (id) JOIN hyps b ON b.id = s.id AND b.system = 'baseline')
+SELECT domain, system, round(corpq.bleu(hyp, tgt)::numeric, 2) AS bleu, round(corpq.chrf(hyp, tgt)::numeric, 2) AS chrf,
+       CASE WHEN system <> 'baseline'
+            THEN round(((corpq.paired_bootstrap(base_hyp, hyp, tgt, 1000, 1)).p_value)::numeric, 4) END AS p_bleu,
+       CASE WHEN system <> 'baseline'
+            THEN round(((corpq.paired_bootstrap(base_hyp, hyp, tgt, 1000, 1, '{"metric": "chrf"}')).p_value)::numeric, 4) END AS p_chrf
+  FROM t GROUP BY domain, system ORDER BY domain, system;
+SQL
+echo; say "macro average over the domains:"
+q -F ' | ' <<'SQL'
+SELECT system, round(avg(bleu)::numeric, 2) AS bleu, round(avg(chrf)::numeric, 2) AS chrf
+  FROM (SELECT s.domain, h.system, corpq.bleu(h.hyp, s.tgt) AS bleu, corpq.chrf(h.hyp, s.tgt) AS chrf
+          FROM test_set s JOIN hyps h USING (id) GROUP BY 1, 2) d
+ GROUP BY system ORDER BY system;
+SQL
+
+echo; say "mechanism: overlap of the inactive sets of identification models with seeds 1 and 2, per probability bin of the first:"
+q -F ' | ' <<'SQL'
+SELECT least(width_bucket(p.prob, 0, 1, 10), 10) AS bin, count(*) AS pairs,
+       count(*) FILTER (WHERE p.inactive) AS inactive_seed1,
+       round((100.0 * count(*) FILTER (WHERE p.inactive AND i.inactive) / nullif(count(*) FILTER (WHERE p.inactive), 0))::numeric, 1) AS overlap_pct
+  FROM rj_pairs p JOIN ident2 i USING (id) GROUP BY 1 ORDER BY 1;
+SELECT 'all' AS bin, round((100.0 * count(*) FILTER (WHERE p.inactive AND i.inactive) / count(*) FILTER (WHERE p.inactive))::numeric, 1) AS overlap_pct,
+       round(corr(p.prob, i.prob)::numeric, 3) AS prob_correlation
+  FROM rj_pairs p JOIN ident2 i USING (id);
+SQL
+echo; say "mechanism: inactive share per domain:"
+q -F ' | ' -c "SELECT d.domain, count(*) AS pairs, round((100.0 * count(*) FILTER (WHERE p.inactive) / count(*))::numeric, 1) AS inactive_pct
+                 FROM rj_pairs p JOIN pairs d USING (id) GROUP BY 1 ORDER BY 1"
+echo; say "mechanism: the teacher's (baseline's) test BLEU per source-uncertainty quintile, and the samples' shares of those bins:"
+q -F ' | ' <<'SQL'
+CREATE TEMP TABLE ubins AS
+SELECT id, u, ntile(5) OVER (ORDER BY u, id) AS bin
+  FROM (SELECT id, corpq.mono_uncertainty('plex', src) AS u FROM test_set) t WHERE u IS NOT NULL;
+CREATE TEMP TABLE edges AS SELECT bin, min(u) AS lo, max(u) AS hi FROM ubins GROUP BY bin;
+SELECT e.bin, round(e.lo::numeric, 3) AS u_from, round(e.hi::numeric, 3) AS u_to,
+       round(corpq.bleu(h.hyp, s.tgt)::numeric, 2) AS teacher_bleu,
+       (SELECT round((100.0 * count(*) FILTER (WHERE (e.bin = 1 OR u >= e.lo) AND (u < n.lo OR n.lo IS NULL))
+                      / count(*))::numeric, 1) FROM st_uncsamp_sample) AS uncsamp_pct,
+       (SELECT round((100.0 * count(*) FILTER (WHERE (e.bin = 1 OR u >= e.lo) AND (u < n.lo OR n.lo IS NULL))
+                      / count(*))::numeric, 1) FROM st_random_sample) AS random_pct
+  FROM edges e LEFT JOIN edges n ON n.bin = e.bin + 1
+  JOIN ubins b ON b.bin = e.bin JOIN test_set s ON s.id = b.id JOIN hyps h ON h.id = s.id AND h.system = 'baseline'
+ GROUP BY e.bin, e.lo, e.hi, n.lo ORDER BY e.bin;
+SQL
+
+echo; say "time: each stage (wall) and its sub-job, against the baseline's training (thesis Table 5.7 proportions):"
+q -F ' | ' <<'SQL'
+WITH base AS (SELECT extract(epoch FROM finished - started) AS s FROM corpq.jobs WHERE id = (SELECT job FROM bench_runs WHERE name = 'baseline'))
+SELECT st.pipeline, st.stage, st.name, round(extract(epoch FROM st.finished - st.started)::numeric, 1) AS stage_s,
+       round(extract(epoch FROM j.finished - j.started)::numeric, 1) AS subjob_s,
+       round((extract(epoch FROM st.finished - st.started) / (SELECT s FROM base))::numeric, 3) AS x_baseline_training
+  FROM corpq.pipeline_stages st LEFT JOIN corpq.jobs j ON j.id = st.subjob
+ ORDER BY st.pipeline, st.stage;
+SQL
+echo; say "glue: pipeline time outside its sub-jobs (stage bookkeeping, table writes, and the in-worker scoring / uncertainty):"
+q -F ' | ' <<'SQL'
+SELECT p.name, round(extract(epoch FROM j.finished - j.started)::numeric, 1) AS pipeline_s,
+       round(sum(extract(epoch FROM s.finished - s.started))::numeric, 1) AS subjobs_s,
+       round((100 * (1 - sum(extract(epoch FROM s.finished - s.started)) / extract(epoch FROM j.finished - j.started)))::numeric, 2) AS outside_pct
+  FROM corpq.pipelines p JOIN corpq.jobs j ON j.id = p.job
+  JOIN corpq.pipeline_stages st ON st.pipeline = p.name JOIN corpq.jobs s ON s.id = st.subjob
+ GROUP BY p.name, j.finished, j.started ORDER BY 1;
+SQL
+say "total $(( $(date +%s) - t0 )) s"
