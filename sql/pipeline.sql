@@ -240,6 +240,7 @@ SELECT corpq.rejuvenate('SELECT src, tgt FROM pl_train', NULL, '{"name": "e"}');
 SELECT corpq.rejuvenate('DELETE FROM pl_pairs', NULL, '{"name": "e"}');
 SELECT corpq.rejuvenate(:c, 'SELECT src FROM pl_dev', '{"name": "e"}');
 SELECT corpq.rejuvenate(NULL, NULL, '{"name": "e"}');
+SELECT corpq.self_train('t', 'l', 'SELECT src, tgt FROM pl_train', NULL, '{"name": "e"}');
 SELECT corpq.rejuvenate(:c, NULL, :'common'::jsonb || '{"name": "plr", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv"}');
 CREATE TABLE ple_pairs ();
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "ple", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv"}');

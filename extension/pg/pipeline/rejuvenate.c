@@ -10,6 +10,7 @@
 #include "utils/json.h"
 
 #include "pg/base/corpus_query.h"
+#include "pg/base/errors.h"
 #include "pg/base/options.h"
 #include "pg/model/translate.h"
 #include "pg/model/model_catalog.h"
@@ -90,10 +91,7 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 	int			n_models = 0;
 	StringInfoData args;
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("corpus must not be null")));
+	corpq_require_arg(fcinfo, 0, "corpus");
 	corpus = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	if (!PG_ARGISNULL(1))
 		dev = text_to_cstring(PG_GETARG_TEXT_PP(1));

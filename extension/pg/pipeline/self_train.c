@@ -11,6 +11,7 @@
 #include "utils/json.h"
 
 #include "pg/base/corpus_query.h"
+#include "pg/base/errors.h"
 #include "pg/base/options.h"
 #include "pg/model/translate.h"
 #include "pg/model/model_catalog.h"
@@ -137,11 +138,10 @@ corpq_self_train(PG_FUNCTION_ARGS)
 	CorpqTranslateOptions tro;
 	StringInfoData args;
 
-	for (int i = 0; i < 4; i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("teacher, lexicon, parallel and mono must not be null")));
+	corpq_require_arg(fcinfo, 0, "teacher");
+	corpq_require_arg(fcinfo, 1, "lexicon");
+	corpq_require_arg(fcinfo, 2, "parallel");
+	corpq_require_arg(fcinfo, 3, "mono");
 	teacher = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	lexicon = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	parallel = text_to_cstring(PG_GETARG_TEXT_PP(2));
