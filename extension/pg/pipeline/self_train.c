@@ -225,7 +225,7 @@ stage_umax(Pipeline *p, void *arg)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
 				 errmsg("no parallel source has an uncertainty")));
-	pipeline_stage_done(p, psprintf("{\"u_max\": %s, \"r\": %.17g}", u, s->o.r));
+	pipeline_stage_done(p, psprintf("{\"u_max\": %s, \"r\": %s}", u, corpq_json_number_text(s->o.r)));
 	corpq_job_xact_commit(p->cxt);
 }
 

@@ -14,6 +14,7 @@
 #include "utils/numeric.h"
 
 #include "nn/schedule.h"
+#include "pg/base/options.h"
 #include "pg/train/train_schedule.h"
 
 static char *
@@ -79,8 +80,10 @@ train_schedule_plan(const TrainOptions *o, int d_model, int64 epoch_updates, dou
 	s->validate_every = o->validate_every > 0 ? o->validate_every : s->checkpoint_every;
 
 	initStringInfo(&b);
-	appendStringInfo(&b, "{\"lr\": %.17g, \"lr_from\": \"%s\", \"expected_updates\": ",
-					 s->lr, o->lr > 0 ? "option" : "d_model");
+	appendStringInfoString(&b, "{\"lr\": ");
+	corpq_json_number(&b, s->lr);
+	appendStringInfo(&b, ", \"lr_from\": \"%s\", \"expected_updates\": ",
+					 o->lr > 0 ? "option" : "d_model");
 	if (s->expected > 0)
 		appendStringInfo(&b, INT64_FORMAT ", \"expected_from\": \"%s\"", s->expected, from);
 	else
