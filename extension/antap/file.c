@@ -8,54 +8,11 @@
 
 #include "antap/model.h"
 #include "common/crc32.h"
+#include "common/le.h"
 #include "common/mem.h"
 
 #define HEADER 40
 #define CONFIG_MAX 4096
-
-static uint32_t
-get_u32(const unsigned char *p)
-{
-	return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
-}
-
-static uint64_t
-get_u64(const unsigned char *p)
-{
-	return (uint64_t) get_u32(p) | (uint64_t) get_u32(p + 4) << 32;
-}
-
-static void
-put_u32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char) (v >> (8 * i));
-}
-
-static void
-put_u64(unsigned char *p, uint64_t v)
-{
-	put_u32(p, (uint32_t) v);
-	put_u32(p + 4, (uint32_t) (v >> 32));
-}
-
-/* Little-endian float32 in both directions. */
-static void
-copy_le_floats(void *dst, const void *src, size_t n)
-{
-	const unsigned char *s = src;
-	unsigned char *d = dst;
-	const uint32_t one = 1;
-
-	if (*(const unsigned char *) &one == 1)
-	{
-		memcpy(dst, src, n * 4);
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		for (int b = 0; b < 4; b++)
-			d[4 * i + b] = s[4 * i + 3 - b];
-}
 
 static size_t
 table_bytes(const cq_antap_model *m)
@@ -97,11 +54,11 @@ cq_antap_file_write(const cq_antap_model *m, void *buf, size_t size, cq_error *e
 					   size, off + dsize + 4);
 	memset(p, 0, off);
 	memcpy(p, CQ_ANTAP_FILE_MAGIC, 8);
-	put_u32(p + 8, CQ_ANTAP_FILE_VERSION);
-	put_u32(p + 12, (uint32_t) clen);
-	put_u32(p + 16, (uint32_t) m->n_tensors);
-	put_u64(p + 24, off);
-	put_u64(p + 32, dsize);
+	cq_le_put_u32(p + 8, CQ_ANTAP_FILE_VERSION);
+	cq_le_put_u32(p + 12, (uint32_t) clen);
+	cq_le_put_u32(p + 16, (uint32_t) m->n_tensors);
+	cq_le_put_u64(p + 24, off);
+	cq_le_put_u64(p + 32, dsize);
 	memcpy(p + HEADER, cfg, clen);
 	for (int i = 0; i < m->n_tensors; i++)
 	{
@@ -115,12 +72,12 @@ cq_antap_file_write(const cq_antap_model *m, void *buf, size_t size, cq_error *e
 		p[pos++] = (unsigned char) t->ndim;
 		p[pos++] = 0;
 		for (int k = 0; k < t->ndim; k++, pos += 4)
-			put_u32(p + pos, (uint32_t) t->dims[k]);
-		put_u64(p + pos, t->offset * sizeof(float));
+			cq_le_put_u32(p + pos, (uint32_t) t->dims[k]);
+		cq_le_put_u64(p + pos, t->offset * sizeof(float));
 		pos += 8;
 	}
-	copy_le_floats(p + off, m->params, m->n_floats);
-	put_u32(p + off + dsize, cq_crc32(0, p, off + dsize));
+	cq_le_copy_floats(p + off, m->params, m->n_floats);
+	cq_le_put_u32(p + off + dsize, cq_crc32(0, p, off + dsize));
 	return CQ_OK;
 }
 
@@ -139,14 +96,14 @@ read_header(const unsigned char *p, size_t len, header *h, cq_error *err)
 		return cq_fail(err, CQ_EFORMAT, "not an ANTAP weight file (bad magic)");
 	if (len < HEADER)
 		return cq_fail(err, CQ_EFORMAT, "ANTAP weight file is truncated: %zu bytes", len);
-	if (get_u32(p + 8) != CQ_ANTAP_FILE_VERSION)
+	if (cq_le_get_u32(p + 8) != CQ_ANTAP_FILE_VERSION)
 		return cq_fail(err, CQ_EFORMAT, "ANTAP weight file version %u is not supported (this build reads %d)",
-					   get_u32(p + 8), CQ_ANTAP_FILE_VERSION);
-	h->config_len = get_u32(p + 12);
-	h->n_tensors = get_u32(p + 16);
-	h->data_off = get_u64(p + 24);
-	h->data_size = get_u64(p + 32);
-	if (get_u32(p + 20) != 0 || h->config_len > CONFIG_MAX || h->n_tensors > 1000 ||
+					   cq_le_get_u32(p + 8), CQ_ANTAP_FILE_VERSION);
+	h->config_len = cq_le_get_u32(p + 12);
+	h->n_tensors = cq_le_get_u32(p + 16);
+	h->data_off = cq_le_get_u64(p + 24);
+	h->data_size = cq_le_get_u64(p + 32);
+	if (cq_le_get_u32(p + 20) != 0 || h->config_len > CONFIG_MAX || h->n_tensors > 1000 ||
 		h->data_off % 64 != 0 || h->data_off < HEADER + (uint64_t) h->config_len ||
 		h->data_size % 4 != 0 || h->data_off > ((uint64_t) 1 << 40) ||
 		h->data_size > ((uint64_t) 1 << 40))
@@ -154,7 +111,7 @@ read_header(const unsigned char *p, size_t len, header *h, cq_error *err)
 	if (len != h->data_off + h->data_size + 4)
 		return cq_fail(err, CQ_EFORMAT, "ANTAP weight file has %zu bytes, its header says %llu",
 					   len, (unsigned long long) (h->data_off + h->data_size + 4));
-	if (cq_crc32(0, p, h->data_off + h->data_size) != get_u32(p + h->data_off + h->data_size))
+	if (cq_crc32(0, p, h->data_off + h->data_size) != cq_le_get_u32(p + h->data_off + h->data_size))
 		return cq_fail(err, CQ_EFORMAT, "ANTAP weight file checksum does not match");
 	return CQ_OK;
 }
@@ -183,8 +140,8 @@ read_tensor(const unsigned char *p, size_t *pos, size_t end, const header *h,
 		return cq_fail(err, CQ_EFORMAT, "ANTAP weight file tensor table is malformed at \"%s\"", name);
 	q += 2;
 	for (unsigned k = 0; k < ndim; k++, q += 4)
-		dims[k] = get_u32(p + q);
-	off = get_u64(p + q);
+		dims[k] = cq_le_get_u32(p + q);
+	off = cq_le_get_u64(p + q);
 	*pos = q + 8;
 	if (!(t = cq_antap_tensor(m, name)))
 		return cq_fail(err, CQ_EFORMAT, "ANTAP weight file has an unknown tensor \"%s\"", name);
@@ -195,7 +152,7 @@ read_tensor(const unsigned char *p, size_t *pos, size_t end, const header *h,
 		return cq_fail(err, CQ_EFORMAT, "tensor \"%s\" has the wrong shape for the configuration", name);
 	if (off % 64 != 0 || off > h->data_size || h->data_size - off < t->numel * 4)
 		return cq_fail(err, CQ_EFORMAT, "tensor \"%s\" lies outside the data section", name);
-	copy_le_floats(m->params + t->offset, p + h->data_off + off, t->numel);
+	cq_le_copy_floats(m->params + t->offset, p + h->data_off + off, t->numel);
 	for (size_t i = 0; i < t->numel; i++)
 		if (!isfinite(m->params[t->offset + i]))
 			return cq_fail(err, CQ_EFORMAT, "tensor \"%s\" has a non-finite value at index %zu",

@@ -5,53 +5,10 @@
 #include <string.h>
 
 #include "common/crc32.h"
+#include "common/le.h"
 #include "common/mem.h"
 
 #define CONFIG_MAX 65536
-
-static uint32_t
-get_u32(const unsigned char *p)
-{
-	return (uint32_t) p[0] | (uint32_t) p[1] << 8 | (uint32_t) p[2] << 16 | (uint32_t) p[3] << 24;
-}
-
-static uint64_t
-get_u64(const unsigned char *p)
-{
-	return (uint64_t) get_u32(p) | (uint64_t) get_u32(p + 4) << 32;
-}
-
-static void
-put_u32(unsigned char *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (unsigned char) (v >> (8 * i));
-}
-
-static void
-put_u64(unsigned char *p, uint64_t v)
-{
-	put_u32(p, (uint32_t) v);
-	put_u32(p + 4, (uint32_t) (v >> 32));
-}
-
-/* Little-endian float32 in both directions (a no-op swap on x86). */
-static void
-copy_le_floats(void *dst, const void *src, size_t n)
-{
-	const unsigned char *s = src;
-	unsigned char *d = dst;
-	const uint32_t one = 1;
-
-	if (*(const unsigned char *) &one == 1)
-	{
-		memcpy(dst, src, n * 4);
-		return;
-	}
-	for (size_t i = 0; i < n; i++)
-		for (int b = 0; b < 4; b++)
-			d[4 * i + b] = s[4 * i + 3 - b];
-}
 
 /* Bytes of the tensor table for m's tensors. */
 static size_t
@@ -94,11 +51,11 @@ cq_modelfile_write(const cq_model *m, void *buf, size_t size, cq_nn_error *err)
 						  size, data_off + data_size + 4);
 	memset(p, 0, data_off);
 	memcpy(p, CQ_MODELFILE_MAGIC, 8);
-	put_u32(p + 8, CQ_MODELFILE_VERSION);
-	put_u32(p + 12, (uint32_t) clen);
-	put_u32(p + 16, (uint32_t) m->n_tensors);
-	put_u64(p + 24, data_off);
-	put_u64(p + 32, data_size);
+	cq_le_put_u32(p + 8, CQ_MODELFILE_VERSION);
+	cq_le_put_u32(p + 12, (uint32_t) clen);
+	cq_le_put_u32(p + 16, (uint32_t) m->n_tensors);
+	cq_le_put_u64(p + 24, data_off);
+	cq_le_put_u64(p + 32, data_size);
 	memcpy(p + CQ_MODELFILE_HEADER, cfg, clen);
 	pos = CQ_MODELFILE_HEADER + clen;
 	for (int i = 0; i < m->n_tensors; i++)
@@ -113,12 +70,12 @@ cq_modelfile_write(const cq_model *m, void *buf, size_t size, cq_nn_error *err)
 		p[pos++] = (unsigned char) t->ndim;
 		p[pos++] = 0;
 		for (int k = 0; k < t->ndim; k++, pos += 4)
-			put_u32(p + pos, (uint32_t) t->dims[k]);
-		put_u64(p + pos, t->offset * sizeof(float));
+			cq_le_put_u32(p + pos, (uint32_t) t->dims[k]);
+		cq_le_put_u64(p + pos, t->offset * sizeof(float));
 		pos += 8;
 	}
-	copy_le_floats(p + data_off, m->params, m->n_floats);
-	put_u32(p + data_off + data_size, cq_crc32(0, p, data_off + data_size));
+	cq_le_copy_floats(p + data_off, m->params, m->n_floats);
+	cq_le_put_u32(p + data_off + data_size, cq_crc32(0, p, data_off + data_size));
 	return CQ_NN_OK;
 }
 
@@ -140,15 +97,15 @@ read_header(const unsigned char *p, size_t len, header *h, cq_nn_error *err)
 		return cq_nn_fail(err, CQ_NN_EMAGIC, "not a corpq weight file (bad magic)");
 	if (len < CQ_MODELFILE_HEADER)
 		return cq_nn_fail(err, CQ_NN_ETRUNCATED, "weight file is truncated: %zu bytes", len);
-	version = get_u32(p + 8);
+	version = cq_le_get_u32(p + 8);
 	if (version != CQ_MODELFILE_VERSION)
 		return cq_nn_fail(err, CQ_NN_EVERSION, "weight file format version %u is not supported (this build reads %d)",
 						  version, CQ_MODELFILE_VERSION);
-	h->config_len = get_u32(p + 12);
-	h->n_tensors = get_u32(p + 16);
-	h->data_off = get_u64(p + 24);
-	h->data_size = get_u64(p + 32);
-	if (get_u32(p + 20) != 0)
+	h->config_len = cq_le_get_u32(p + 12);
+	h->n_tensors = cq_le_get_u32(p + 16);
+	h->data_off = cq_le_get_u64(p + 24);
+	h->data_size = cq_le_get_u64(p + 32);
+	if (cq_le_get_u32(p + 20) != 0)
 		return cq_nn_fail(err, CQ_NN_EFORMAT, "weight file header: reserved field is not zero");
 	if (h->config_len > CONFIG_MAX || h->n_tensors > 100000 || h->data_off % 64 != 0 ||
 		h->data_off < CQ_MODELFILE_HEADER + (uint64_t) h->config_len ||
@@ -161,7 +118,7 @@ read_header(const unsigned char *p, size_t len, header *h, cq_nn_error *err)
 	if (len > h->data_off + h->data_size + 4)
 		return cq_nn_fail(err, CQ_NN_EFORMAT, "weight file has %llu bytes after its checksum",
 						  (unsigned long long) (len - h->data_off - h->data_size - 4));
-	if (cq_crc32(0, p, h->data_off + h->data_size) != get_u32(p + h->data_off + h->data_size))
+	if (cq_crc32(0, p, h->data_off + h->data_size) != cq_le_get_u32(p + h->data_off + h->data_size))
 		return cq_nn_fail(err, CQ_NN_ECHECKSUM, "weight file checksum does not match (corrupted file)");
 	return CQ_NN_OK;
 }
@@ -190,8 +147,8 @@ read_tensor(const unsigned char *p, size_t *pos, size_t end, const header *h,
 		return cq_nn_fail(err, CQ_NN_EFORMAT, "weight file tensor table is malformed at \"%s\"", name);
 	q += 2;
 	for (unsigned k = 0; k < ndim; k++, q += 4)
-		dims[k] = get_u32(p + q);
-	off = get_u64(p + q);
+		dims[k] = cq_le_get_u32(p + q);
+	off = cq_le_get_u64(p + q);
 	*pos = q + 8;
 	t = cq_model_tensor(m, name);
 	if (!t)
@@ -205,7 +162,7 @@ read_tensor(const unsigned char *p, size_t *pos, size_t end, const header *h,
 						  t->dims[0], t->ndim == 2 ? ", " : "", t->ndim == 2 ? t->dims[1] : 0);
 	if (off % 64 != 0 || off > h->data_size || h->data_size - off < t->numel * 4)
 		return cq_nn_fail(err, CQ_NN_EFORMAT, "tensor \"%s\" lies outside the data section", name);
-	copy_le_floats(m->params + t->offset, p + h->data_off + off, t->numel);
+	cq_le_copy_floats(m->params + t->offset, p + h->data_off + off, t->numel);
 	for (size_t i = 0; i < t->numel; i++)
 		if (!isfinite(m->params[t->offset + i]))
 			return cq_nn_fail(err, CQ_NN_ETENSOR, "tensor \"%s\" has a non-finite value (%g) at index %zu",
