@@ -30,16 +30,26 @@ q -c "CREATE TABLE narrow AS SELECT g AS id, 's' || (g % 100) AS src,
       FROM generate_series(1, 400000) g"
 
 # ---- the cap: work_mem 1MB -> 256 MB per state ----
+# The session prints its pid and idles for a second before accumulating, so
+# the baseline is read before the state exists (reading it once the query was
+# seen active raced the fill on a busy machine and hid half of the growth).
 out=$(mktemp)
-PGAPPNAME=cavcap psql -X -Atq -c "SET max_parallel_workers_per_gather = 0" -c "SET work_mem = '1MB'" \
+psql -X -Atq -c "SELECT pg_backend_pid()" -c "SELECT pg_sleep(1)" \
+	-c "SET max_parallel_workers_per_gather = 0" -c "SET work_mem = '1MB'" \
 	-c "SELECT corpq.cav_accumulate(src, tgt, 64) IS NULL FROM wide" -c "SELECT pg_sleep(1)" >"$out" 2>&1 &
 bg=$!
-pid=$(pid_of cavcap)
-[ -n "$pid" ] || fail "could not find the accumulating backend"
+pid=
+for _ in $(seq 100); do
+	pid=$(head -1 "$out")
+	[ -n "$pid" ] && break
+	sleep 0.02
+done
+[[ "$pid" =~ ^[0-9]+$ ]] || fail "could not find the accumulating backend: $(cat "$out")"
 base=$(rss_kb "$pid") peak=0
 while kill -0 $bg 2>/dev/null; do
 	r=$(hwm_kb "$pid")
-	[ "$r" -gt "$peak" ] && peak=$r
+	# an exiting backend's status file has no VmHWM line: empty, not 0
+	[ "${r:-0}" -gt "$peak" ] && peak=$r
 	sleep 0.05
 done
 wait $bg || true
