@@ -7,10 +7,13 @@
 # BENCH_DEV dev pairs, the rest (at most BENCH_PAIRS per domain) to train;
 # BPE (BENCH_MERGES merges per side) and vocabularies on the training pairs;
 # BENCH_MONO lines of mono/en.txt.  Every model: preset BENCH_PRESET, the same
-# budget of BENCH_STEPS updates (max_tokens BENCH_TOKENS), one thread.
+# budget of BENCH_STEPS updates (max_tokens BENCH_TOKENS), BENCH_THREADS
+# threads, a checkpoint every BENCH_CHECKPOINT updates.
 # Systems, each decoded on every test set with beam 5:
 #   baseline             corpq.train() on the training pairs;
-#   + rejuvenation       corpq.rejuvenate() (its final model);
+#   + rejuvenation       corpq.rejuvenate() (its final model), the baseline as
+#                        its identification model (the thesis trains that one
+#                        on all the training pairs, as the baseline is);
 #   + UncSamp            corpq.self_train(), teacher = baseline, k = BENCH_K;
 #   + random sampling    the same with "sampling": "random".
 # Reports: test BLEU and chrF per domain and macro-averaged, with the
@@ -22,13 +25,26 @@
 # and where the UncSamp and random samples fall in those bins; the pipelines'
 # stage times against the baseline's training time (thesis Table 5.7) and
 # the share of pipeline time outside the train/translate sub-jobs.
-# Asserts nothing on time or quality.  A real run takes hours; the tiny run:
+# Asserts nothing on time or quality.
+#
+# A real run takes hours, so it can span several sittings: with BENCH_DIR set
+# the cluster lives in that directory (created on first use, corpq preloaded
+# so that the recovery worker requeues an interrupted job) instead of a
+# throw-away one.  Every step is recorded in the table bench_steps when it
+# ends (a job step when it is submitted, in the same statement), so running
+# the script again skips the finished steps and waits for the recorded jobs,
+# which resume from their last checkpoint.  Interrupting the script stops
+# the server at once (pg_ctl -m immediate, as a crash would); BENCH_DIR's
+# server is stopped when the script ends.  Start again with the same
+# variables; delete BENCH_DIR to start over.
+#
+# The tiny run (proves the script, not the methods; about a minute):
 #   BENCH_PRESET=tiny BENCH_STEPS=30 BENCH_PAIRS=300 BENCH_TEST=40 BENCH_DEV=40 \
 #   BENCH_MONO=2000 BENCH_K=100 BENCH_MERGES=500 bash test/bench/bench_pipeline.sh
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 corpq_corpora
-corpq_in_cluster -o max_worker_processes=16 -o shared_buffers=512MB -o max_wal_size=4GB -- "$@"
+server_opts=(-o max_worker_processes=16 -o shared_buffers=512MB -o max_wal_size=4GB)
 preset=${BENCH_PRESET:-small}
 steps=${BENCH_STEPS:-6000}
 tokens=${BENCH_TOKENS:-4096}
@@ -39,16 +55,67 @@ nmono=${BENCH_MONO:-100000}
 k=${BENCH_K:-20000}
 merges=${BENCH_MERGES:-8000}
 threads=${BENCH_THREADS:-1}
+ckpt=${BENCH_CHECKPOINT:-100}
+[ "$ckpt" -le "$steps" ] || ckpt=$steps
 t0=$(date +%s)
 say() { echo "bench_pipeline: $*"; }
+
+# BENCH_DIR's cluster: initdb on first use, start, and stop when the script
+# ends (at once when interrupted, so that the jobs resume as after a crash).
+bench_as=()
+bench_pg_ctl() { "${bench_as[@]}" "$(pg_config --bindir)/pg_ctl" -D "$BENCH_DIR/data" "$@"; }
+bench_cluster_up() {
+	local dir=$BENCH_DIR o
+	mkdir -p "$dir"
+	if [ "$(id -u)" = 0 ]; then
+		chown postgres: "$dir"
+		bench_as=(runuser -u postgres --)
+	fi
+	if [ ! -f "$dir/data/PG_VERSION" ]; then
+		"${bench_as[@]}" "$(pg_config --bindir)/initdb" -A trust -U postgres -D "$dir/data" >/dev/null
+		for o in "${server_opts[@]}"; do
+			[ "$o" = -o ] || echo "$o" >>"$dir/data/postgresql.conf"
+		done
+		cat >>"$dir/data/postgresql.conf" <<CONF
+shared_preload_libraries = 'corpq'
+listen_addresses = ''
+unix_socket_directories = '$dir'
+port = 5499
+CONF
+	fi
+	export PGHOST=$dir PGPORT=5499 PGUSER=postgres PGDATABASE=postgres
+	bench_pg_ctl status >/dev/null 2>&1 || bench_pg_ctl -l "$dir/server.log" -w start >/dev/null
+	trap 'bench_pg_ctl -m immediate stop >/dev/null 2>&1 || true; exit 130' INT TERM
+	trap 'bench_pg_ctl -m fast stop >/dev/null 2>&1 || true' EXIT
+	say "cluster in $dir (resumable)"
+}
+if [ -n "${BENCH_DIR:-}" ]; then
+	bench_cluster_up
+else
+	corpq_in_cluster "${server_opts[@]}" -- "$@"
+fi
+
+# A step runs once: done NAME tells whether it ended; mark NAME records it.
+done_step() { [ -n "$(q -c "SELECT 1 FROM bench_steps WHERE name = '$1'")" ]; }
+mark() { q -c "INSERT INTO bench_steps VALUES ('$1', NULL)"; }
 wait_job() {
 	local st
 	st=$(q -c "SELECT corpq.job_wait($1, '100 hours')")
 	[ "$st" = succeeded ] || { say "job $1 $st: $(q -c "SELECT error FROM corpq.jobs WHERE id = $1")"; exit 1; }
 }
+# job NAME SQL: submit the job SQL returns, recording its id in the same
+# statement, unless NAME's job is recorded already; then wait for it.
+job() {
+	local id
+	id=$(q -c "SELECT job FROM bench_steps WHERE name = '$1'")
+	[ -n "$id" ] || id=$(q -c "INSERT INTO bench_steps SELECT '$1', ($2) RETURNING job")
+	wait_job "$id"
+}
+job_id() { q -c "SELECT job FROM bench_steps WHERE name = '$1'"; }
 
 say "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); preset $preset, $steps updates of $tokens tokens, $threads thread(s)"
-q >/dev/null <<SQL
+if [ -z "$(q -c "SELECT to_regclass('bench_steps')")" ]; then
+	q -1 >/dev/null <<SQL
 CREATE EXTENSION corpq;
 CREATE TABLE raw (id text, domain text, src text, tgt text);
 $(corpq_copy_parallel raw)
@@ -70,61 +137,66 @@ SELECT corpq.bpe_learn('pb_en', 'SELECT src FROM train_set', $merges);
 SELECT corpq.bpe_learn('pb_es', 'SELECT tgt FROM train_set', $merges);
 SELECT corpq.vocab_build('pv_en', 'SELECT src FROM train_set', 'pb_en');
 SELECT corpq.vocab_build('pv_es', 'SELECT tgt FROM train_set', 'pb_es');
+CREATE TABLE hyps (system text, id bigint, hyp text, score float8);
+CREATE TABLE bench_steps (name text PRIMARY KEY, job bigint);
 SQL
-say "data, BPE and vocabularies in $(( $(date +%s) - t0 )) s; pairs per domain (train / dev / test), mono:"
+	say "data, BPE and vocabularies in $(( $(date +%s) - t0 )) s"
+fi
+say "pairs per domain (train / dev / test), mono:"
 q -c "SELECT domain, count(*) FILTER (WHERE r > $ntest + $ndev), count(*) FILTER (WHERE r > $ntest AND r <= $ntest + $ndev),
              count(*) FILTER (WHERE r <= $ntest) FROM pairs GROUP BY 1 ORDER BY 1"
 q -c "SELECT 'mono', count(*) FROM mono"
 
 model="{\"preset\": \"$preset\", \"max_positions\": 256}"
-train="{\"steps\": $steps, \"max_tokens\": $tokens, \"seed\": 1, \"threads\": $threads, \"checkpoint_every\": $steps, \"validate_every\": $steps}"
+train="{\"steps\": $steps, \"max_tokens\": $tokens, \"seed\": 1, \"threads\": $threads, \"checkpoint_every\": $ckpt, \"validate_every\": $steps}"
 translate="{\"threads\": $threads, \"batch\": 32}"
 common="{\"model\": $model, \"train\": $train, \"translate\": $translate, \"src_vocab\": \"pv_en\", \"tgt_vocab\": \"pv_es\"}"
 
-# ---- baseline ----
-q -c "SELECT corpq.model_create('base', '$model', 'pv_en', 'pv_es', 1)" >/dev/null
-job=$(q -c "SELECT corpq.train('base', 'SELECT src, tgt FROM train_set ORDER BY id', 'SELECT src, tgt FROM dev_set', '$train')")
-wait_job "$job"
-q -c "CREATE TABLE bench_runs AS SELECT 'baseline'::text AS name, $job::bigint AS job"
+# decode NAME MODEL: the system's beam-5 translations of every test set into hyps
+decode() {
+	q -c "SET client_min_messages = warning; CREATE TABLE IF NOT EXISTS hyp_$1 (id bigint, hyp text, score float8)"
+	job "decode_$1" "SELECT corpq.translate_job('$2', 'SELECT id, src FROM test_set ORDER BY id', 'hyp_$1', '{\"beam\": 5, \"threads\": $threads}')"
+	if ! done_step "hyps_$1"; then
+		q -1 -c "INSERT INTO hyps SELECT '$1', id, hyp, score FROM hyp_$1; INSERT INTO bench_steps VALUES ('hyps_$1', NULL)"
+	fi
+}
+
+# ---- baseline, and its test BLEU at once (is the budget large enough?) ----
+done_step model_base || { q -c "SELECT corpq.model_create('base', '$model', 'pv_en', 'pv_es', 1)" >/dev/null; mark model_base; }
+job baseline "SELECT corpq.train('base', 'SELECT src, tgt FROM train_set ORDER BY id', 'SELECT src, tgt FROM dev_set', '$train')"
 say "baseline trained at $(( $(date +%s) - t0 )) s"
+decode baseline base
+say "baseline test BLEU / chrF, all domains pooled: $(q -c "SELECT round(corpq.bleu(h.hyp, s.tgt)::numeric, 2) || ' / ' || round(corpq.chrf(h.hyp, s.tgt)::numeric, 2)
+                                                    FROM test_set s JOIN hyps h USING (id) WHERE h.system = 'baseline'")"
 
 # ---- the pipelines: rejuvenation, and the two self-trainings from the baseline ----
-job=$(q -c "SELECT corpq.lexicon_train('plex', 'SELECT src, tgt FROM train_set')")
-wait_job "$job"
-rj=$(q -c "SELECT corpq.rejuvenate('SELECT id, src, tgt FROM train_set', 'SELECT src, tgt FROM dev_set', '$common'::jsonb || '{\"name\": \"rj\"}')")
-wait_job "$rj"
+job lexicon "SELECT corpq.lexicon_train('plex', 'SELECT src, tgt FROM train_set')"
+job rejuvenation "SELECT corpq.rejuvenate('SELECT id, src, tgt FROM train_set', 'SELECT src, tgt FROM dev_set',
+                                          '$common'::jsonb || '{\"name\": \"rj\", \"identifier\": \"base\"}')"
 say "rejuvenation done at $(( $(date +%s) - t0 )) s"
 for s in uncsamp random; do
-	id=$(q -c "SELECT corpq.self_train('base', 'plex', 'SELECT src, tgt FROM train_set', 'SELECT id, src FROM mono',
-	                                   '$common'::jsonb || '{\"name\": \"st_$s\", \"k\": $k, \"sampling\": \"$s\",
-	                                                         \"dev\": \"SELECT src, tgt FROM dev_set\"}')")
-	wait_job "$id"
-	q -c "INSERT INTO bench_runs VALUES ('st_$s', $id)"
+	job "st_$s" "SELECT corpq.self_train('base', 'plex', 'SELECT src, tgt FROM train_set', 'SELECT id, src FROM mono',
+	                                     '$common'::jsonb || '{\"name\": \"st_$s\", \"k\": $k, \"sampling\": \"$s\",
+	                                                           \"dev\": \"SELECT src, tgt FROM dev_set\"}')"
 	say "self-training ($s) done at $(( $(date +%s) - t0 )) s"
 done
-q -c "INSERT INTO bench_runs VALUES ('rejuvenation', $rj)"
 
-# ---- a second identification model (seed 2) for the overlap: stage 1 and 2 by hand ----
-q -c "SELECT corpq.model_create('ident2', '$model', 'pv_en', 'pv_es', 2)" >/dev/null
-job=$(q -c "SELECT corpq.train('ident2', 'SELECT src, tgt FROM train_set', 'SELECT src, tgt FROM dev_set',
-                               '$train'::jsonb || '{\"seed\": 2}')")
-wait_job "$job"
-q >/dev/null <<SQL
+# ---- a second identification model (seed 2) for the overlap: stages 1 and 2 by hand ----
+done_step model_ident2 || { q -c "SELECT corpq.model_create('ident2', '$model', 'pv_en', 'pv_es', 2)" >/dev/null; mark model_ident2; }
+job ident2 "SELECT corpq.train('ident2', 'SELECT src, tgt FROM train_set', 'SELECT src, tgt FROM dev_set', '$train'::jsonb || '{\"seed\": 2}')"
+if ! done_step ident2_scores; then
+	q -1 >/dev/null <<SQL
 CREATE TABLE ident2 AS
 SELECT s.id, s.score AS prob, row_number() OVER (ORDER BY s.score, s.id) <= round(0.1 * count(*) OVER ()) AS inactive
   FROM corpq.score('ident2', 'SELECT id, src, tgt FROM train_set', 'sent_prob') s;
+INSERT INTO bench_steps VALUES ('ident2_scores', NULL);
 SQL
+fi
 
-# ---- decode every test set with every system ----
-systems=("baseline|base" "rejuvenation|rj_final" "uncsamp|st_uncsamp_student" "random|st_random_student")
-q -c "CREATE TABLE hyps (system text, id bigint, hyp text, score float8)"
-for sys in "${systems[@]}"; do
-	name=${sys%%|*}; m=${sys#*|}
-	q -c "CREATE TABLE hyp_$name (id bigint, hyp text, score float8)"
-	id=$(q -c "SELECT corpq.translate_job('$m', 'SELECT id, src FROM test_set ORDER BY id', 'hyp_$name', '{\"beam\": 5, \"threads\": $threads}')")
-	wait_job "$id"
-	q -c "INSERT INTO hyps SELECT '$name', id, hyp, score FROM hyp_$name"
-done
+# ---- decode every test set with the other systems ----
+decode rejuvenation rj_final
+decode uncsamp st_uncsamp_student
+decode random st_random_student
 say "decoded at $(( $(date +%s) - t0 )) s"
 
 echo; say "test BLEU / chrF per domain (sacreBLEU defaults), p = paired bootstrap against the baseline (1000 resamples, seed 1):"
@@ -177,12 +249,14 @@ SELECT e.bin, round(e.lo::numeric, 3) AS u_from, round(e.hi::numeric, 3) AS u_to
  GROUP BY e.bin, e.lo, e.hi, n.lo ORDER BY e.bin;
 SQL
 
-echo; say "time: each stage (wall) and its sub-job, against the baseline's training (thesis Table 5.7 proportions):"
+echo; say "time: each stage (wall) and its sub-job, against the baseline's training (thesis Table 5.7 proportions);"
+say "a job's time covers its last attempt only (attempts > 1: it resumed after an interruption, and its stage's wall time spans the gap):"
 q -F ' | ' <<'SQL'
-WITH base AS (SELECT extract(epoch FROM finished - started) AS s FROM corpq.jobs WHERE id = (SELECT job FROM bench_runs WHERE name = 'baseline'))
+WITH base AS (SELECT extract(epoch FROM finished - started) AS s FROM corpq.jobs WHERE id = (SELECT job FROM bench_steps WHERE name = 'baseline'))
 SELECT st.pipeline, st.stage, st.name, round(extract(epoch FROM st.finished - st.started)::numeric, 1) AS stage_s,
        round(extract(epoch FROM j.finished - j.started)::numeric, 1) AS subjob_s,
-       round((extract(epoch FROM st.finished - st.started) / (SELECT s FROM base))::numeric, 3) AS x_baseline_training
+       round((extract(epoch FROM st.finished - st.started) / (SELECT s FROM base))::numeric, 3) AS x_baseline_training,
+       j.attempts AS subjob_attempts
   FROM corpq.pipeline_stages st LEFT JOIN corpq.jobs j ON j.id = st.subjob
  ORDER BY st.pipeline, st.stage;
 SQL
@@ -190,9 +264,10 @@ echo; say "glue: pipeline time outside its sub-jobs (stage bookkeeping, table wr
 q -F ' | ' <<'SQL'
 SELECT p.name, round(extract(epoch FROM j.finished - j.started)::numeric, 1) AS pipeline_s,
        round(sum(extract(epoch FROM s.finished - s.started))::numeric, 1) AS subjobs_s,
-       round((100 * (1 - sum(extract(epoch FROM s.finished - s.started)) / extract(epoch FROM j.finished - j.started)))::numeric, 2) AS outside_pct
+       round((100 * (1 - sum(extract(epoch FROM s.finished - s.started)) / extract(epoch FROM j.finished - j.started)))::numeric, 2) AS outside_pct,
+       j.attempts AS pipeline_attempts, max(s.attempts) AS subjob_attempts
   FROM corpq.pipelines p JOIN corpq.jobs j ON j.id = p.job
   JOIN corpq.pipeline_stages st ON st.pipeline = p.name JOIN corpq.jobs s ON s.id = st.subjob
- GROUP BY p.name, j.finished, j.started ORDER BY 1;
+ GROUP BY p.name, j.finished, j.started, j.attempts ORDER BY 1;
 SQL
 say "total $(( $(date +%s) - t0 )) s"
