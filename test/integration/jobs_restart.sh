@@ -8,6 +8,10 @@
 #     job, it runs again (attempts = 2) and succeeds;
 #   - kill -9 of the job's worker (a crash-restart, same postmaster start
 #     time): the job is requeued again and succeeds;
+#   - kill -9 of the postmaster: the orphaned worker exits at its next
+#     progress report (not at its end, which would keep the old shared memory
+#     in use and the server from starting), the server starts again at once,
+#     and the job is requeued and succeeds;
 #   - job_cancel of a running job: 'cancelled', nothing written.
 # Without preload:
 #   - a restart mid-job leaves it failed with the reason, once anyone looks.
@@ -127,6 +131,30 @@ cluster_ready
 [ "$(q -c "SELECT corpq.job_wait($job, '600 s')")" = succeeded ] || fail "job $job: $(state_of "$job")"
 [ "$(q -c "SELECT attempts FROM corpq.jobs WHERE id = $job")" = 2 ] || fail "job $job: $(state_of "$job")"
 log "crash-restart: $(state_of "$job")"
+
+# 3. kill -9 of the postmaster: the worker must not outlive it by more than a
+# progress report (its job has about 10 s of EM left)
+job=$(submit orphaned "$iters")
+wait_em "$job"
+pid=$(q -c "SELECT worker_pid FROM corpq.jobs WHERE id = $job")
+pm=$(head -1 "$(q -c "SHOW data_directory")/postmaster.pid")
+log "kill -9 of the postmaster $pm while worker $pid runs job $job"
+kill -9 "$pm"
+t0=$(date +%s.%N)
+for _ in $(seq 100); do
+	kill -0 "$pid" 2>/dev/null || break
+	sleep 0.05
+done
+! kill -0 "$pid" 2>/dev/null || fail "worker $pid still runs 5 s after the postmaster died"
+took=$(echo "$(date +%s.%N) - $t0" | bc)
+for _ in $(seq 50); do
+	pg_ctlcluster "$PGVERSION" regress start 2>/dev/null && break
+	sleep 0.2
+done
+cluster_ready
+[ "$(q -c "SELECT corpq.job_wait($job, '600 s')")" = succeeded ] || fail "job $job: $(state_of "$job")"
+[ "$(q -c "SELECT attempts FROM corpq.jobs WHERE id = $job")" = 2 ] || fail "job $job: $(state_of "$job")"
+log "postmaster killed: the worker exited after $(printf %.2f "$took") s; $(state_of "$job")"
 
 # the restarted run equals an uninterrupted one (training is deterministic)
 job=$(submit fresh "$iters")

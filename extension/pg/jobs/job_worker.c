@@ -13,6 +13,7 @@
 #include "postmaster/bgworker.h"
 #include "storage/ipc.h"
 #include "storage/lmgr.h"
+#include "storage/pmsignal.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
@@ -244,6 +245,17 @@ corpq_job_progress(CorpqJob *job, const char *phase, double done,
 	double		elapsed;
 
 	CHECK_FOR_INTERRUPTS();
+
+	/*
+	 * A worker computing for hours never waits on a latch, where PostgreSQL's
+	 * processes notice that the postmaster died.  Orphaned by a kill -9 of
+	 * the postmaster it would go on to its end holding the old shared
+	 * memory, and the server could not start again until then.  Exit as the
+	 * latch wait does; the job's row stays running and the restarted
+	 * server's launcher settles it.
+	 */
+	if (!PostmasterIsAlive())
+		proc_exit(1);
 	if (strncmp(job->phase, phase, sizeof(job->phase)) != 0)
 	{
 		strlcpy(job->phase, phase, sizeof(job->phase));
