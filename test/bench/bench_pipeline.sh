@@ -35,8 +35,9 @@
 # the script again skips the finished steps and waits for the recorded jobs,
 # which resume from their last checkpoint.  Interrupting the script stops
 # the server at once (pg_ctl -m immediate, as a crash would); BENCH_DIR's
-# server is stopped when the script ends.  Start again with the same
-# variables; delete BENCH_DIR to start over.
+# server is stopped when the script ends; BENCH_UNTIL=STEP ends a sitting
+# at a step boundary (see until_step).  Start again with the same variables;
+# delete BENCH_DIR to start over.
 #
 # The tiny run (proves the script, not the methods; about a minute):
 #   BENCH_PRESET=tiny BENCH_STEPS=30 BENCH_PAIRS=300 BENCH_TEST=40 BENCH_DEV=40 \
@@ -95,6 +96,14 @@ else
 	corpq_in_cluster "${server_opts[@]}" -- "$@"
 fi
 
+# BENCH_UNTIL=NAME ends the sitting once step NAME is done (the server stops
+# with no job running: baseline, ident2, lexicon, st_random, st_uncsamp,
+# rejuvenation).
+until_step() {
+	[ "${BENCH_UNTIL:-}" = "$1" ] || return 0
+	say "stopping after step $1 (BENCH_UNTIL) at $(( $(date +%s) - t0 )) s; run again to go on"
+	exit 0
+}
 # A step runs once: done NAME tells whether it ended; mark NAME records it.
 done_step() { [ -n "$(q -c "SELECT 1 FROM bench_steps WHERE name = '$1'")" ]; }
 mark() { q -c "INSERT INTO bench_steps VALUES ('$1', NULL)"; }
@@ -168,18 +177,7 @@ say "baseline trained at $(( $(date +%s) - t0 )) s"
 decode baseline base
 say "baseline test BLEU / chrF, all domains pooled: $(q -c "SELECT round(corpq.bleu(h.hyp, s.tgt)::numeric, 2) || ' / ' || round(corpq.chrf(h.hyp, s.tgt)::numeric, 2)
                                                     FROM test_set s JOIN hyps h USING (id) WHERE h.system = 'baseline'")"
-
-# ---- the pipelines: rejuvenation, and the two self-trainings from the baseline ----
-job lexicon "SELECT corpq.lexicon_train('plex', 'SELECT src, tgt FROM train_set')"
-job rejuvenation "SELECT corpq.rejuvenate('SELECT id, src, tgt FROM train_set', 'SELECT src, tgt FROM dev_set',
-                                          '$common'::jsonb || '{\"name\": \"rj\", \"identifier\": \"base\"}')"
-say "rejuvenation done at $(( $(date +%s) - t0 )) s"
-for s in uncsamp random; do
-	job "st_$s" "SELECT corpq.self_train('base', 'plex', 'SELECT src, tgt FROM train_set', 'SELECT id, src FROM mono',
-	                                     '$common'::jsonb || '{\"name\": \"st_$s\", \"k\": $k, \"sampling\": \"$s\",
-	                                                           \"dev\": \"SELECT src, tgt FROM dev_set\"}')"
-	say "self-training ($s) done at $(( $(date +%s) - t0 )) s"
-done
+until_step baseline
 
 # ---- a second identification model (seed 2) for the overlap: stages 1 and 2 by hand ----
 done_step model_ident2 || { q -c "SELECT corpq.model_create('ident2', '$model', 'pv_en', 'pv_es', 2)" >/dev/null; mark model_ident2; }
@@ -192,6 +190,25 @@ SELECT s.id, s.score AS prob, row_number() OVER (ORDER BY s.score, s.id) <= roun
 INSERT INTO bench_steps VALUES ('ident2_scores', NULL);
 SQL
 fi
+say "second identification model trained and scored at $(( $(date +%s) - t0 )) s"
+until_step ident2
+
+# ---- the pipelines: the two self-trainings from the baseline, and rejuvenation ----
+# (in the order of their weight in the report: the timed pipelines, UncSamp and
+# rejuvenation, last, so that a sitting is more likely to end before them)
+job lexicon "SELECT corpq.lexicon_train('plex', 'SELECT src, tgt FROM train_set')"
+until_step lexicon
+for s in random uncsamp; do
+	job "st_$s" "SELECT corpq.self_train('base', 'plex', 'SELECT src, tgt FROM train_set', 'SELECT id, src FROM mono',
+	                                     '$common'::jsonb || '{\"name\": \"st_$s\", \"k\": $k, \"sampling\": \"$s\",
+	                                                           \"dev\": \"SELECT src, tgt FROM dev_set\"}')"
+	say "self-training ($s) done at $(( $(date +%s) - t0 )) s"
+	until_step "st_$s"
+done
+job rejuvenation "SELECT corpq.rejuvenate('SELECT id, src, tgt FROM train_set', 'SELECT src, tgt FROM dev_set',
+                                          '$common'::jsonb || '{\"name\": \"rj\", \"identifier\": \"base\"}')"
+say "rejuvenation done at $(( $(date +%s) - t0 )) s"
+until_step rejuvenation
 
 # ---- decode every test set with the other systems ----
 decode rejuvenation rj_final
@@ -260,14 +277,38 @@ SELECT st.pipeline, st.stage, st.name, round(extract(epoch FROM st.finished - st
   FROM corpq.pipeline_stages st LEFT JOIN corpq.jobs j ON j.id = st.subjob
  ORDER BY st.pipeline, st.stage;
 SQL
-echo; say "glue: pipeline time outside its sub-jobs (stage bookkeeping, table writes, and the in-worker scoring / uncertainty):"
+echo; say "time: every training (its last attempt's s/update; minutes = s/update x $steps updates, what an uninterrupted run takes):"
 q -F ' | ' <<'SQL'
-SELECT p.name, round(extract(epoch FROM j.finished - j.started)::numeric, 1) AS pipeline_s,
-       round(sum(extract(epoch FROM s.finished - s.started))::numeric, 1) AS subjobs_s,
-       round((100 * (1 - sum(extract(epoch FROM s.finished - s.started)) / extract(epoch FROM j.finished - j.started)))::numeric, 2) AS outside_pct,
-       j.attempts AS pipeline_attempts, max(s.attempts) AS subjob_attempts
-  FROM corpq.pipelines p JOIN corpq.jobs j ON j.id = p.job
-  JOIN corpq.pipeline_stages st ON st.pipeline = p.name JOIN corpq.jobs s ON s.id = st.subjob
- GROUP BY p.name, j.finished, j.started, j.attempts ORDER BY 1;
+SELECT j.args->>'model' AS model, j.attempts, (j.result->>'steps')::int AS steps,
+       coalesce((j.result->>'resumed_from_step')::int, 0) AS resumed_from,
+       round((j.result->>'training_seconds')::numeric, 1) AS training_s,
+       round(((j.result->>'training_seconds')::numeric
+              / ((j.result->>'steps')::int - coalesce((j.result->>'resumed_from_step')::int, 0))), 3) AS s_per_update,
+       round(((j.result->>'training_seconds')::numeric * (j.result->>'steps')::int
+              / ((j.result->>'steps')::int - coalesce((j.result->>'resumed_from_step')::int, 0)) / 60), 1) AS minutes,
+       (j.result->>'trained_pairs')::bigint AS pairs, round((j.result->>'epochs')::numeric, 2) AS epochs,
+       round((j.result#>>'{dev,final_ppl}')::numeric, 1) AS dev_ppl
+  FROM corpq.jobs j WHERE j.kind = 'train' AND j.state = 'succeeded' ORDER BY j.id;
+SQL
+echo; say "glue: each pipeline's wall time outside its model work (the train/translate sub-jobs, and the stages that score or"
+say "compute uncertainties in the worker: identification without a sub-job, U_max, sample), as a share of that model work:"
+q -F ' | ' <<'SQL'
+WITH s AS (
+  SELECT st.pipeline, st.name, extract(epoch FROM st.finished - st.started) AS wall,
+         extract(epoch FROM j.finished - j.started) AS sub, j.attempts
+    FROM corpq.pipeline_stages st LEFT JOIN corpq.jobs j ON j.id = st.subjob),
+m AS (
+  SELECT p.name, extract(epoch FROM pj.finished - pj.started) AS pipeline_s, pj.attempts,
+         sum(coalesce(s.sub, 0)) AS subjobs_s,
+         sum(CASE WHEN s.sub IS NULL AND s.name IN ('identification', 'U_max', 'sample') THEN s.wall ELSE 0 END) AS in_worker_s,
+         max(s.attempts) AS subjob_attempts
+    FROM corpq.pipelines p JOIN corpq.jobs pj ON pj.id = p.job JOIN s ON s.pipeline = p.name
+   GROUP BY p.name, pj.finished, pj.started, pj.attempts)
+SELECT name, round(pipeline_s::numeric, 1) AS pipeline_s, round(subjobs_s::numeric, 1) AS subjobs_s,
+       round(in_worker_s::numeric, 1) AS in_worker_model_s,
+       round((pipeline_s - subjobs_s - in_worker_s)::numeric, 1) AS glue_s,
+       round((100 * (pipeline_s - subjobs_s - in_worker_s) / (subjobs_s + in_worker_s))::numeric, 2) AS glue_pct,
+       attempts AS pipeline_attempts, subjob_attempts
+  FROM m ORDER BY name;
 SQL
 say "total $(( $(date +%s) - t0 )) s"
