@@ -259,6 +259,22 @@ SELECT chunk, rows_done, translated FROM corpq.translate_chunks WHERE job = :tjo
 -- the resolved options and the pinned version are stored with the job
 SELECT args ->> 'model' AS model, args -> 'options' ->> 'beam' AS beam, args -> 'options' ->> 'chunk_rows' AS chunk_rows
   FROM corpq.jobs WHERE id = :tjob;
+-- a source over the model's length fails the job, unless skip_too_long
+-- writes its row with NULLs (monolingual text for self-training holds such)
+CREATE TABLE tr_long (id bigint, hyp text, score double precision);
+SELECT corpq.translate_job('tr_m', $$SELECT g, CASE WHEN g = 2 THEN repeat('w1 ', 40) ELSE 'w1 w2' END
+                                     FROM generate_series(1, 3) g ORDER BY g$$, 'tr_long') AS ljob \gset
+SELECT corpq.job_wait(:ljob, '600 s');
+SELECT state, error FROM corpq.jobs WHERE id = :ljob;
+SELECT corpq.translate_job('tr_m', $$SELECT g, CASE WHEN g = 2 THEN repeat('w1 ', 40) ELSE 'w1 w2' END
+                                     FROM generate_series(1, 3) g ORDER BY g$$, 'tr_long',
+                           '{"skip_too_long": true}') AS ljob \gset
+SELECT corpq.job_wait(:ljob, '600 s');
+SELECT state, (result ->> 'rows')::int AS rows, (result ->> 'translated')::int AS translated,
+       (result ->> 'skipped_too_long')::int AS skipped_too_long
+  FROM corpq.jobs WHERE id = :ljob;
+SELECT id, hyp IS NULL AS no_hyp, score IS NULL AS no_score FROM tr_long ORDER BY id;
+SELECT corpq.translate_job('tr_m', 'SELECT 1, ''w1''', 'tr_long', '{"skip_too_long": 1}');
 -- a query that fails: the job fails before writing anything
 SELECT corpq.translate_job('tr_m', 'SELECT id, src || (1 / (id - 107))::text FROM tr_dev ORDER BY id', 'tr_target',
                            '{"chunk_rows": 2}') AS fjob \gset

@@ -113,11 +113,21 @@ wait_job() {
 	[ "$st" = succeeded ] || { say "job $1 $st: $(q -c "SELECT error FROM corpq.jobs WHERE id = $1")"; exit 1; }
 }
 # job NAME SQL: submit the job SQL returns, recording its id in the same
-# statement, unless NAME's job is recorded already; then wait for it.
+# statement, unless NAME's job is recorded already; then wait for it.  A
+# recorded job that failed or was cancelled is submitted again (a pipeline
+# then resumes at its failed stage, once the cause is fixed).
 job() {
-	local id
+	local id st
 	id=$(q -c "SELECT job FROM bench_steps WHERE name = '$1'")
-	[ -n "$id" ] || id=$(q -c "INSERT INTO bench_steps SELECT '$1', ($2) RETURNING job")
+	if [ -z "$id" ]; then
+		id=$(q -c "INSERT INTO bench_steps SELECT '$1', ($2) RETURNING job")
+	else
+		st=$(q -c "SELECT state FROM corpq.jobs WHERE id = $id")
+		if [ "$st" = failed ] || [ "$st" = cancelled ]; then
+			say "step $1: job $id $st ($(q -c "SELECT error FROM corpq.jobs WHERE id = $id")); submitting it again"
+			id=$(q -c "UPDATE bench_steps SET job = ($2) WHERE name = '$1' RETURNING job")
+		fi
+	fi
 	wait_job "$id"
 }
 job_id() { q -c "SELECT job FROM bench_steps WHERE name = '$1'"; }

@@ -46,6 +46,7 @@ typedef struct CorpqTranslateOptions
 	int			batch;			/* sentences decoded together */
 	int			chunk_rows;		/* a job commits at least this many rows at once */
 	int			threads;		/* OpenBLAS threads of a job's worker */
+	bool		skip_too_long;	/* a job's source over the model's length: a NULL row */
 } CorpqTranslateOptions;
 
 /*
@@ -83,6 +84,7 @@ typedef struct CorpqTranslateStats
 	int64		tokens;			/* of the best hypotheses, </s> included */
 	double		step_seconds;	/* inside cq_translator_step */
 	int			rebuilds;		/* translators rebuilt after an eviction */
+	int64		skipped_too_long;	/* sources over the model's length, as NULL */
 } CorpqTranslateStats;
 
 typedef struct CorpqTranslateEngine CorpqTranslateEngine;

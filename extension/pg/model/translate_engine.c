@@ -134,6 +134,7 @@ corpq_translate_engine_use(CorpqTranslateEngine *e, const char *spec, bool pinne
 
 	Assert(e->lo == e->hi);
 	corpq_scorer_use(e->scorer, spec, pinned);
+	e->o.skip_too_long = o->skip_too_long;	/* needs no new translator */
 	if (e->ready && before == e->scorer->cur && e->batch == batch &&
 		same_search(&e->o.core, &o->core))
 		return;
@@ -275,8 +276,18 @@ corpq_translate_add_row(CorpqTranslateEngine *e, const CorpqBatch *b, uint64 i, 
 		corpq_translate_add(e, id, 0, NULL, 0, mark);
 		return;
 	}
-	ids = corpq_translate_encode(e, src, len, &n);
-	corpq_translate_add(e, id, (uint64) id, ids, n, mark);
+	ids = corpq_vocab_encode_text(e->scorer->src_vocab, src, len, &n);
+	if (e->o.skip_too_long && n > e->scorer->cfg.max_positions - 1)
+	{
+		/* written as a NULL source's row: no hypothesis */
+		e->stats.skipped_too_long++;
+		corpq_translate_add(e, id, 0, NULL, 0, mark);
+	}
+	else
+	{
+		corpq_scorer_check_length(e->scorer, "source", n);
+		corpq_translate_add(e, id, (uint64) id, ids, n, mark);
+	}
 	pfree(ids);
 }
 

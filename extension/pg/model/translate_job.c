@@ -453,12 +453,12 @@ result_json(JobRun *r)
 					 ", \"tokens\": " INT64_FORMAT ", \"chunks\": %d, \"seconds\": %.3f"
 					 ", \"cpu_seconds\": %.3f, \"decode_seconds\": %.3f, \"step_seconds\": %.3f"
 					 ", \"sentences_per_s\": %s, \"tokens_per_s\": %s, \"attempts\": %d"
-					 ", \"resumed_from_row\": %s, \"rebuilds\": %d}",
+					 ", \"resumed_from_row\": %s, \"rebuilds\": %d, \"skipped_too_long\": " INT64_FORMAT "}",
 					 r->rows_done, r->translated_done, r->tokens_done, r->chunk, total_s,
 					 cpu_seconds(), decode_s, st->step_seconds, num(st->sentences / decode_s),
 					 num(st->tokens / decode_s), r->job->attempts,
 					 r->resumed_from >= 0 ? psprintf(INT64_FORMAT, r->resumed_from) : "null",
-					 st->rebuilds);
+					 st->rebuilds, st->skipped_too_long);
 	return b.data;
 }
 

@@ -56,6 +56,8 @@ static const CorpqOption job_rows[] = {
 	/* unset: the submitting session's corpq.threads */
 	{.key = "threads", OPT(threads), .type = CORPQ_OPT_INT, .min = 1, .max = 256,
 	.flags = CORPQ_OPT_UNSET},
+	/* hours into a corpus, one overlong sentence should not fail the job */
+	{.key = "skip_too_long", OPT(skip_too_long), .type = CORPQ_OPT_BOOL},
 	{0}
 };
 
@@ -72,7 +74,10 @@ fill(CorpqTranslateCall call, CorpqTranslateOptions *o)
 	if (call == CORPQ_TRANSLATE_ONE)
 		o->batch = 1;
 	if (call != CORPQ_TRANSLATE_JOB)
+	{
 		o->chunk_rows = 0;
+		o->skip_too_long = false;
+	}
 	if (call != CORPQ_TRANSLATE_JOB || o->threads == CORPQ_OPT_UNSET_VALUE)
 		o->threads = corpq_threads;
 }

@@ -275,7 +275,11 @@ stage_sample(Pipeline *p, void *arg)
 	corpq_job_xact_commit(p->cxt);
 }
 
-/* Stage 3: the teacher translates the sample. */
+/*
+ * Stage 3: the teacher translates the sample.  Monolingual text holds
+ * sentences longer than the teacher takes; they get no translation (a NULL
+ * row) and stage 4 drops them, rather than failing the pipeline.
+ */
 static void
 stage_translate(Pipeline *p, void *arg)
 {
@@ -285,7 +289,8 @@ stage_translate(Pipeline *p, void *arg)
 	subjob = pipeline_subjob(p,
 							 psprintf("CREATE TABLE IF NOT EXISTS %s (id bigint, hyp text, score float8); "
 									  "TRUNCATE %s", s->translations, s->translations),
-							 psprintf("SELECT corpq.translate_job(%s, %s, %s, %s::jsonb || '{\"beam\": %d}')",
+							 psprintf("SELECT corpq.translate_job(%s, %s, %s, %s::jsonb || "
+									  "'{\"beam\": %d, \"skip_too_long\": true}')",
 									  s->teacher,
 									  quote_literal_cstr(psprintf("SELECT id, src FROM %s ORDER BY id", s->sample)),
 									  quote_literal_cstr(s->translations), s->translate, s->o.beam));
@@ -319,6 +324,7 @@ stage_filter(Pipeline *p, void *arg)
 	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('synthetic', %s::text, "
 												   "'kept', count(*) FILTER (WHERE kept), "
 												   "'dropped_long', count(*) FILTER (WHERE src_words > %d), "
+												   "'untranslated', count(*) FILTER (WHERE tgt IS NULL), "
 												   "'dropped', count(*) FILTER (WHERE NOT kept))::text FROM %s",
 												   quote_literal_cstr(s->synthetic), s->o.max_words,
 												   s->synthetic)));
