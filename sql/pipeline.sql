@@ -141,6 +141,24 @@ SELECT avg(corpq.word_rarity('pl_lex', d.src)) > (SELECT avg(corpq.word_rarity('
        AS rarer
   FROM pls_dwf_sample d;
 
+-- a monolingual line longer than the teacher's positions (max_positions 32)
+-- gets no translation: stage 3 writes its row with a NULL hyp, stage 4 drops
+-- it as untranslated, and the pipeline goes on (before, stage 3 failed)
+CREATE TABLE pl_mono_long AS
+SELECT id, src FROM pl_mono WHERE id <= 20
+UNION ALL SELECT 1000, (SELECT string_agg('w' || (k % 30), ' ') FROM generate_series(1, 40) k);
+SELECT corpq.self_train('plr_final', 'pl_lex', 'SELECT src, tgt FROM pl_train', 'SELECT id, src FROM pl_mono_long',
+                        :'common'::jsonb || '{"name": "pll", "k": 21, "sampling": "random",
+                                              "train": {"steps": 1}}') AS ljob \gset
+SELECT corpq.job_wait(:ljob, '900 s');
+SELECT state, error FROM corpq.jobs WHERE id = :ljob;
+SELECT (SELECT (j.result ->> 'skipped_too_long')::int FROM corpq.pipeline_stages s JOIN corpq.jobs j ON j.id = s.subjob
+         WHERE s.pipeline = 'pll' AND s.stage = 3) AS skipped_too_long,
+       (SELECT (output ->> 'untranslated')::int FROM corpq.pipeline_stages WHERE pipeline = 'pll' AND stage = 4) AS untranslated,
+       (SELECT count(*) FROM pll_sample) AS sampled,
+       (SELECT string_agg(id::text, ',') FROM pll_translations WHERE hyp IS NULL) AS null_hyp_ids,
+       (SELECT string_agg(id::text, ',') FROM pll_synthetic WHERE tgt IS NULL AND NOT kept) AS dropped_untranslated;
+
 -- ---- resume after the worker is killed between stages ----
 -- errors whose text holds a job id: the id replaced by N
 CREATE FUNCTION pl_try(q text) RETURNS text LANGUAGE plpgsql AS $$
@@ -297,8 +315,9 @@ SELECT corpq.vocab_drop('pl_tv');
 DROP TABLE plr_pairs, plr_bins, plr_translations, plr_rejuvenated, plk_pairs, plk_bins, plk_translations,
            plk_rejuvenated, plc_pairs, plc_bins, plf_pairs, plf_bins, plf_translations, plf_rejuvenated,
            pls_sample, pls_translations, pls_synthetic, pls_random_sample, pls_random_translations,
-           pls_random_synthetic, pls_dwf_sample, pls_dwf_translations, pls_dwf_synthetic, ple_pairs;
+           pls_random_synthetic, pls_dwf_sample, pls_dwf_translations, pls_dwf_synthetic, ple_pairs,
+           pll_sample, pll_translations, pll_synthetic;
 DROP VIEW pl_train, pl_dev;
-DROP TABLE pl_pairs, pl_mono;
+DROP TABLE pl_pairs, pl_mono, pl_mono_long;
 DROP FUNCTION pl_try(text);
 DROP PROCEDURE pl_wait_stage(text, int);
