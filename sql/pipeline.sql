@@ -58,6 +58,13 @@ SELECT count(*) FILTER (WHERE inactive) AS inactive,
        (SELECT sum(pairs) FROM plr_bins) = count(*) AS bins_count_all,
        (SELECT sum(inactive) FROM plr_bins) = count(*) FILTER (WHERE inactive) AS bins_count_inactive
   FROM plr_pairs;
+-- the bins are 10 equal bins by probability rank (the thesis's): sizes differ by
+-- at most 1, in probability order, and with ratio 0.1 bin 1 is the inactive set
+SELECT count(*) AS bins, max(pairs) - min(pairs) <= 1 AS equal,
+       bool_and(max_prob <= next_min OR next_min IS NULL) AS ordered,
+       bool_or(bin = 1 AND inactive = pairs) AS bin1_inactive,
+       sum(inactive) FILTER (WHERE bin > 1) AS inactive_elsewhere
+  FROM (SELECT *, lead(min_prob) OVER (ORDER BY bin) AS next_min FROM plr_bins) b;
 -- the identification model finds the noise: far above the 10% of a random pick
 SELECT (count(*) FILTER (WHERE p.inactive AND o.noisy))::float8
        / count(*) FILTER (WHERE p.inactive) > 0.5 AS inactive_mostly_noise

@@ -51,7 +51,7 @@ CREATE FUNCTION corpq.rejuvenate(corpus text, dev text, options jsonb DEFAULT '{
     AS 'MODULE_PATHNAME', 'corpq_rejuvenate'
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.rejuvenate(text, text, jsonb) IS
-    'data rejuvenation (thesis ch. 5) as a background job: corpus is a SELECT returning (id, src, tgt), dev a SELECT returning (src, tgt) or NULL; options: name (required), ratio (0.1), identifier, rejuvenator, train_final (true), beam (5), bins (10), seed, src_vocab, tgt_vocab, model (model_create config, default {"preset": "small"}), train (train() options), translate (translate_job() options); returns the job id at once';
+    'data rejuvenation (thesis ch. 5) as a background job: corpus is a SELECT returning (id, src, tgt), dev a SELECT returning (src, tgt) or NULL; options: name (required), ratio (0.1), identifier, rejuvenator, train_final (true), beam (5), seed, score_rows (2000), src_vocab, tgt_vocab, model (model_create config, default {"preset": "small"}), train (train() options), translate (translate_job() options); returns the job id at once';
 
 CREATE FUNCTION corpq.self_train(teacher text, lexicon text, parallel text, mono text,
                                  options jsonb DEFAULT '{}')

@@ -265,7 +265,13 @@ stage_identify(Pipeline *p, void *arg)
 	corpq_job_xact_commit(p->cxt);
 }
 
-/* Stage 2: the round(ratio * n) (at least 1) least probable pairs are inactive; probability bins. */
+/*
+ * Stage 2: the round(ratio * n) (at least 1) least probable pairs are
+ * inactive.  The bins are the thesis's (after Wang et al.): 10 equal bins by
+ * the rank of the probability, so bin 1 is the least probable 10% whatever
+ * the probabilities' spread (equal-width bins of [0, 1] put most pairs of a
+ * small model in the first).
+ */
 static void
 stage_select(Pipeline *p, void *arg)
 {
@@ -278,10 +284,10 @@ stage_select(Pipeline *p, void *arg)
 						   "greatest(1, round(%.17g::float8 * count(*) OVER ())) AS k FROM %s WHERE prob IS NOT NULL) s "
 						   "WHERE p.id = s.id", r->pairs, r->o.ratio, r->pairs));
 	pipeline_exec(psprintf("CREATE TABLE %s AS "
-						   "SELECT least(width_bucket(prob, 0, 1, 10), 10) AS bin, "
-						   "count(*) AS pairs, count(*) FILTER (WHERE inactive) AS inactive, "
+						   "SELECT bin, count(*) AS pairs, count(*) FILTER (WHERE inactive) AS inactive, "
 						   "min(prob) AS min_prob, max(prob) AS max_prob, avg(prob) AS mean_prob "
-						   "FROM %s WHERE prob IS NOT NULL GROUP BY 1 ORDER BY 1",
+						   "FROM (SELECT ntile(10) OVER (ORDER BY prob, id) AS bin, prob, inactive "
+						   "FROM %s WHERE prob IS NOT NULL) b GROUP BY 1 ORDER BY 1",
 						   r->bins, r->pairs));
 	out = pipeline_value(psprintf("SELECT json_build_object('inactive', count(*) FILTER (WHERE inactive), "
 								  "'active', count(*) FILTER (WHERE NOT inactive), "
