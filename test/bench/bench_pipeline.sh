@@ -246,15 +246,21 @@ SELECT system, round(avg(bleu)::numeric, 2) AS bleu, round(avg(chrf)::numeric, 2
  GROUP BY system ORDER BY system;
 SQL
 
-echo; say "mechanism: overlap of the inactive sets of identification models with seeds 1 and 2, per probability bin of the first:"
+echo; say "mechanism: overlap of identification models with seeds 1 and 2 per data bin (the thesis's Figure 5.4: 10 equal bins"
+say "by probability rank; the share of the seed-1 model's bin that the seed-2 model puts in the same bin; bin 1 = the inactive 10%):"
 q -F ' | ' <<'SQL'
-SELECT least(width_bucket(p.prob, 0, 1, 10), 10) AS bin, count(*) AS pairs,
-       count(*) FILTER (WHERE p.inactive) AS inactive_seed1,
-       round((100.0 * count(*) FILTER (WHERE p.inactive AND i.inactive) / nullif(count(*) FILTER (WHERE p.inactive), 0))::numeric, 1) AS overlap_pct
-  FROM rj_pairs p JOIN ident2 i USING (id) GROUP BY 1 ORDER BY 1;
-SELECT 'all' AS bin, round((100.0 * count(*) FILTER (WHERE p.inactive AND i.inactive) / count(*) FILTER (WHERE p.inactive))::numeric, 1) AS overlap_pct,
-       round(corr(p.prob, i.prob)::numeric, 3) AS prob_correlation
-  FROM rj_pairs p JOIN ident2 i USING (id);
+CREATE TEMP TABLE ranks AS
+SELECT p.id, p.prob AS p1, i.prob AS p2, p.inactive AS in1, i.inactive AS in2,
+       ntile(10) OVER (ORDER BY p.prob, p.id) AS b1, row_number() OVER (ORDER BY p.prob, p.id) AS r1
+  FROM rj_pairs p JOIN ident2 i USING (id) WHERE p.prob IS NOT NULL AND i.prob IS NOT NULL;
+CREATE TEMP TABLE ranks2 AS
+SELECT id, ntile(10) OVER (ORDER BY p2, id) AS b2, row_number() OVER (ORDER BY p2, id) AS r2 FROM ranks;
+SELECT b1 AS bin, count(*) AS pairs, round(avg(p1)::numeric, 4) AS mean_prob,
+       round((100.0 * count(*) FILTER (WHERE b1 = b2) / count(*))::numeric, 1) AS overlap_pct
+  FROM ranks JOIN ranks2 USING (id) GROUP BY 1 ORDER BY 1;
+SELECT round((100.0 * count(*) FILTER (WHERE in1 AND in2) / count(*) FILTER (WHERE in1))::numeric, 1) AS inactive_overlap_pct,
+       round(corr(p1, p2)::numeric, 3) AS prob_correlation, round(corr(r1, r2)::numeric, 3) AS rank_correlation
+  FROM ranks JOIN ranks2 USING (id);
 SQL
 echo; say "mechanism: inactive share per domain:"
 q -F ' | ' -c "SELECT d.domain, count(*) AS pairs, round((100.0 * count(*) FILTER (WHERE p.inactive) / count(*))::numeric, 1) AS inactive_pct
