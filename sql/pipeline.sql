@@ -241,6 +241,15 @@ SELECT state, regexp_replace(error, '[0-9]+', 'N', 'g') AS error FROM corpq.jobs
 SELECT stage, name, finished IS NOT NULL AS finished FROM corpq.pipeline_stages
  WHERE pipeline = 'plf' ORDER BY stage;
 SELECT count(*) AS rejuvenated_kept FROM plf_rejuvenated;
+-- a stage is timed from its own start, also one that computes in the worker
+-- (stage 1 scores with the given identifier): its row goes in before the work,
+-- so it holds the job's time up to its end (its row was once written at the
+-- end only, with started = finished); the stages' starts are in order
+SELECT s.finished - s.started > s.started - j.started AS stage1_timed,
+       (SELECT bool_and(started >= prev) FROM (SELECT started, lag(finished) OVER (ORDER BY stage) AS prev
+                                                FROM corpq.pipeline_stages WHERE pipeline = 'plf') o) AS in_order
+  FROM corpq.pipeline_stages s JOIN corpq.jobs j ON j.id = s.job
+ WHERE s.pipeline = 'plf' AND s.stage = 1;
 
 -- ---- errors at submission ----
 \set c '''SELECT id, src, tgt FROM pl_train'''

@@ -125,7 +125,12 @@ pipeline_stage_output(Pipeline *p, int n)
 	return output;
 }
 
-/* Insert or update the stage's row (as corpq: users only read it). */
+/*
+ * Insert or update the stage's row (as corpq: users only read it).  A stage's
+ * start stays when the same job writes the row again (its sub-job submitted,
+ * or the job requeued after a crash); a new job resuming a failed or
+ * cancelled stage starts it afresh.
+ */
 static void
 write_stage(Pipeline *p, const char *output_json)
 {
@@ -152,8 +157,9 @@ write_stage(Pipeline *p, const char *output_json)
 						   "ON CONFLICT (pipeline, stage) DO UPDATE SET job = excluded.job, "
 						   "subjob = COALESCE(excluded.subjob, corpq.pipeline_stages.subjob), "
 						   "output = excluded.output, finished = excluded.finished, "
-						   "started = CASE WHEN excluded.finished IS NULL THEN excluded.started "
-						   "ELSE corpq.pipeline_stages.started END",
+						   "started = CASE WHEN excluded.finished IS NULL "
+						   "AND corpq.pipeline_stages.job IS DISTINCT FROM excluded.job "
+						   "THEN excluded.started ELSE corpq.pipeline_stages.started END",
 						   7, argtypes, values, nulls, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record pipeline stage");
 }
@@ -225,6 +231,15 @@ pipeline_stage(Pipeline *p, int n, const char *name, PipelineStageFn fn, void *a
 		return;
 	}
 	pipeline_progress(p, NULL, 0, 0, NULL);
+
+	/*
+	 * The row goes in before the work, in its own transaction: a stage that
+	 * computes in this worker (scoring, uncertainties) is timed from here,
+	 * and a stage that fails before its sub-job shows as started.
+	 */
+	corpq_job_xact_begin(p->cxt);
+	write_stage(p, NULL);
+	corpq_job_xact_commit(p->cxt);
 	PG_TRY();
 	{
 		fn(p, arg);
