@@ -282,15 +282,24 @@ SELECT e.bin, round(e.lo::numeric, 3) AS u_from, round(e.hi::numeric, 3) AS u_to
  GROUP BY e.bin, e.lo, e.hi, n.lo ORDER BY e.bin;
 SQL
 
+# A stage's wall time runs from the previous stage's end (the job's start for
+# stage 1) to its own: stages run one after another in the pipeline's worker.
+# (Rows written before the stage-start fix had started = finished for stages
+# without a sub-job, so their own started column cannot be trusted.)
+q -c "CREATE OR REPLACE VIEW stage_walls AS
+      SELECT st.pipeline, st.stage, st.name, st.subjob,
+             extract(epoch FROM st.finished - least(st.started, coalesce(lag(st.finished) OVER w, pj.started))) AS wall
+        FROM corpq.pipeline_stages st JOIN corpq.jobs pj ON pj.id = st.job
+      WINDOW w AS (PARTITION BY st.pipeline ORDER BY st.stage)" >/dev/null
 echo; say "time: each stage (wall) and its sub-job, against the baseline's training (thesis Table 5.7 proportions);"
 say "a job's time covers its last attempt only (attempts > 1: it resumed after an interruption, and its stage's wall time spans the gap):"
 q -F ' | ' <<'SQL'
 WITH base AS (SELECT extract(epoch FROM finished - started) AS s FROM corpq.jobs WHERE id = (SELECT job FROM bench_steps WHERE name = 'baseline'))
-SELECT st.pipeline, st.stage, st.name, round(extract(epoch FROM st.finished - st.started)::numeric, 1) AS stage_s,
+SELECT st.pipeline, st.stage, st.name, round(st.wall::numeric, 1) AS stage_s,
        round(extract(epoch FROM j.finished - j.started)::numeric, 1) AS subjob_s,
-       round((extract(epoch FROM st.finished - st.started) / (SELECT s FROM base))::numeric, 3) AS x_baseline_training,
+       round((st.wall / (SELECT s FROM base))::numeric, 3) AS x_baseline_training,
        j.attempts AS subjob_attempts
-  FROM corpq.pipeline_stages st LEFT JOIN corpq.jobs j ON j.id = st.subjob
+  FROM stage_walls st LEFT JOIN corpq.jobs j ON j.id = st.subjob
  ORDER BY st.pipeline, st.stage;
 SQL
 echo; say "time: every training (its last attempt's s/update; minutes = s/update x $steps updates, what an uninterrupted run takes):"
@@ -310,9 +319,8 @@ echo; say "glue: each pipeline's wall time outside its model work (the train/tra
 say "compute uncertainties in the worker: identification without a sub-job, U_max, sample), as a share of that model work:"
 q -F ' | ' <<'SQL'
 WITH s AS (
-  SELECT st.pipeline, st.name, extract(epoch FROM st.finished - st.started) AS wall,
-         extract(epoch FROM j.finished - j.started) AS sub, j.attempts
-    FROM corpq.pipeline_stages st LEFT JOIN corpq.jobs j ON j.id = st.subjob),
+  SELECT st.pipeline, st.name, st.wall, extract(epoch FROM j.finished - j.started) AS sub, j.attempts
+    FROM stage_walls st LEFT JOIN corpq.jobs j ON j.id = st.subjob),
 m AS (
   SELECT p.name, extract(epoch FROM pj.finished - pj.started) AS pipeline_s, pj.attempts,
          sum(coalesce(s.sub, 0)) AS subjobs_s,
