@@ -280,6 +280,13 @@ SELECT e.bin, round(e.lo::numeric, 3) AS u_from, round(e.hi::numeric, 3) AS u_to
   FROM edges e LEFT JOIN edges n ON n.bin = e.bin + 1
   JOIN ubins b ON b.bin = e.bin JOIN test_set s ON s.id = b.id JOIN hyps h ON h.id = s.id AND h.system = 'baseline'
  GROUP BY e.bin, e.lo, e.hi, n.lo ORDER BY e.bin;
+-- every system per quintile (the thesis's Table 6.5 groups by the same uncertainty)
+SELECT b.bin,
+       round((corpq.bleu(h.hyp, s.tgt) FILTER (WHERE h.system = 'baseline'))::numeric, 2) AS baseline,
+       round((corpq.bleu(h.hyp, s.tgt) FILTER (WHERE h.system = 'random'))::numeric, 2) AS random,
+       round((corpq.bleu(h.hyp, s.tgt) FILTER (WHERE h.system = 'uncsamp'))::numeric, 2) AS uncsamp,
+       round((corpq.bleu(h.hyp, s.tgt) FILTER (WHERE h.system = 'rejuvenation'))::numeric, 2) AS rejuvenation
+  FROM ubins b JOIN test_set s ON s.id = b.id JOIN hyps h ON h.id = s.id GROUP BY 1 ORDER BY 1;
 SQL
 
 # A stage's wall time runs from the previous stage's end (the job's start for
