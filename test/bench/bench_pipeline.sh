@@ -309,15 +309,13 @@ SELECT st.pipeline, st.stage, st.name, round(st.wall::numeric, 1) AS stage_s,
   FROM stage_walls st LEFT JOIN corpq.jobs j ON j.id = st.subjob
  ORDER BY st.pipeline, st.stage;
 SQL
-echo; say "time: every training (its last attempt's s/update; minutes = s/update x $steps updates, what an uninterrupted run takes):"
+echo; say "time: every training (training_seconds counts the updates of every attempt, so s/update and minutes exclude any gap):"
 q -F ' | ' <<'SQL'
 SELECT j.args->>'model' AS model, j.attempts, (j.result->>'steps')::int AS steps,
        coalesce((j.result->>'resumed_from_step')::int, 0) AS resumed_from,
        round((j.result->>'training_seconds')::numeric, 1) AS training_s,
-       round(((j.result->>'training_seconds')::numeric
-              / ((j.result->>'steps')::int - coalesce((j.result->>'resumed_from_step')::int, 0))), 3) AS s_per_update,
-       round(((j.result->>'training_seconds')::numeric * (j.result->>'steps')::int
-              / ((j.result->>'steps')::int - coalesce((j.result->>'resumed_from_step')::int, 0)) / 60), 1) AS minutes,
+       round(((j.result->>'training_seconds')::numeric / (j.result->>'steps')::int), 3) AS s_per_update,
+       round(((j.result->>'training_seconds')::numeric / 60), 1) AS minutes,
        (j.result->>'trained_pairs')::bigint AS pairs, round((j.result->>'epochs')::numeric, 2) AS epochs,
        round((j.result#>>'{dev,final_ppl}')::numeric, 1) AS dev_ppl
   FROM corpq.jobs j WHERE j.kind = 'train' AND j.state = 'succeeded' ORDER BY j.id;
