@@ -320,6 +320,69 @@ SELECT count(*) AS plc_stages FROM corpq.pipeline_stages WHERE pipeline = 'plc';
 REVOKE ALL ON pl_train FROM regress_pl_other;
 DROP ROLE regress_pl_other;
 
+-- ---- a planted table, a planted operator, a squatted model name (issue 31) ----
+-- Another role with CREATE in the same schema must neither take a pipeline's
+-- table (its triggers would run as the pipeline's owner), nor have its
+-- operators called by the pipeline's statements, nor take the name of a
+-- model the pipeline will create.
+CREATE ROLE regress_pl_planter;
+CREATE SCHEMA pl_shared;
+GRANT USAGE, CREATE ON SCHEMA pl_shared TO PUBLIC;
+CREATE SEQUENCE pl_shared.evil_calls;
+GRANT USAGE, SELECT, UPDATE ON SEQUENCE pl_shared.evil_calls TO PUBLIC;
+CREATE VIEW pl_slow AS SELECT id, src, tgt FROM pl_train WHERE pg_sleep(0.01) IS NOT NULL;
+GRANT SELECT ON pl_train, pl_slow, pl_pairs TO regress_pl_planter;
+SET ROLE regress_pl_planter;
+-- an exact-match float8 * bigint: stage 2's "ratio * count(*)" would take it
+CREATE FUNCTION pl_shared.evil_mul(float8, bigint) RETURNS float8 LANGUAGE sql
+    AS 'SELECT nextval(''pl_shared.evil_calls'')::float8 * 0 + $1 * $2';
+CREATE OPERATOR pl_shared.* (LEFTARG = float8, RIGHTARG = bigint, FUNCTION = pl_shared.evil_mul);
+RESET ROLE;
+SET search_path = pl_shared, public;
+\set planted '{"name": "plt", "identifier": "plr_identifier", "rejuvenator": "plr_rejuvenator", "train_final": false}'
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_slow', NULL, :'common'::jsonb || :'planted') AS tjob \gset
+-- the tables exist from submission, owned by the submitter: the names are taken
+SELECT tablename, tableowner = current_user AS own FROM pg_tables
+ WHERE schemaname = 'pl_shared' ORDER BY tablename;
+SELECT corpq.job_cancel(:tjob) IN ('running', 'queued') AS cancel_sent;
+SELECT corpq.job_wait(:tjob, '60 s') AS first_attempt;
+SET ROLE regress_pl_planter;
+CREATE TABLE pl_shared.plt_translations (id bigint, hyp text, score float8);
+RESET ROLE;
+-- model names a pipeline will create are reserved at submission
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train', NULL,
+                        :'common'::jsonb || '{"name": "plq", "identifier": "plr_identifier", "src_vocab": "pl_sv",
+                                              "tgt_vocab": "pl_tv", "train": {"steps": 100000, "threads": 1}}') AS qjob \gset
+SELECT corpq.job_cancel(:qjob) IN ('running', 'queued') AS cancel_sent;
+SELECT corpq.job_wait(:qjob, '60 s') IN ('cancelled', 'failed') AS q_stopped;
+SELECT reserved FROM corpq.pipelines WHERE name = 'plq';
+SET ROLE regress_pl_planter;
+SELECT corpq.model_create('plq_rejuvenator', '{"preset": "tiny"}', 'pl_sv', 'pl_tv');
+SELECT corpq.model_create('plq_final', '{"preset": "tiny"}', 'pl_sv', 'pl_tv');
+RESET ROLE;
+-- alice drops her translations table; the planter plants one with a trigger
+DROP TABLE pl_shared.plt_translations;
+SET ROLE regress_pl_planter;
+CREATE TABLE pl_shared.plt_translations (id bigint, hyp text, score float8);
+CREATE FUNCTION pl_shared.evil_trigger() RETURNS trigger LANGUAGE plpgsql AS
+$$BEGIN PERFORM nextval('pl_shared.evil_calls'); RETURN NEW; END$$;
+CREATE TRIGGER evil BEFORE INSERT OR UPDATE ON pl_shared.plt_translations
+    FOR EACH ROW EXECUTE FUNCTION pl_shared.evil_trigger();
+GRANT ALL ON pl_shared.plt_translations TO PUBLIC;
+RESET ROLE;
+-- resumed: stage 4 refuses the planted table, naming it; nothing of the planter's ran
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_slow', NULL, :'common'::jsonb || :'planted') AS tjob2 \gset
+SELECT corpq.job_wait(:tjob2, '300 s') AS resumed_attempt;
+SELECT error FROM corpq.jobs WHERE id = :tjob2;
+SELECT stage, name, finished IS NOT NULL AS finished FROM corpq.pipeline_stages
+ WHERE pipeline = 'plt' ORDER BY stage;
+SELECT is_called AS evil_code_ran FROM pl_shared.evil_calls;
+RESET search_path;
+SELECT corpq.pipeline_drop('plt') AS dropped_plt, corpq.pipeline_drop('plq') AS dropped_plq;
+DROP SCHEMA pl_shared CASCADE;
+REVOKE ALL ON pl_train, pl_slow, pl_pairs FROM regress_pl_planter;
+DROP VIEW pl_slow;
+
 -- ---- clean up: later tests list the catalog's models ----
 SELECT count(corpq.pipeline_drop(name)) AS pipelines_dropped FROM corpq.pipelines;
 SELECT count(*) AS models_dropped
@@ -328,12 +391,19 @@ SELECT count(*) AS models_dropped
 SELECT corpq.lexicon_drop('pl_lex');
 SELECT corpq.vocab_drop('pl_sv');
 SELECT corpq.vocab_drop('pl_tv');
-DROP TABLE plr_pairs, plr_bins, plr_translations, plr_rejuvenated, plk_pairs, plk_bins, plk_translations,
-           plk_rejuvenated, plc_pairs, plc_bins, plf_pairs, plf_bins, plf_translations, plf_rejuvenated,
-           pls_sample, pls_translations, pls_synthetic, pls_random_sample, pls_random_translations,
-           pls_random_synthetic, pls_dwf_sample, pls_dwf_translations, pls_dwf_synthetic, ple_pairs,
-           pll_sample, pll_translations, pll_synthetic;
+-- (every pipeline's tables exist from its submission, the failed ones' too)
+DO $$
+DECLARE t text;
+BEGIN
+    FOR t IN SELECT tablename FROM pg_tables WHERE schemaname = current_schema()
+              AND tablename ~ '^pl[a-z]+(_[a-z]+)?_(pairs|bins|translations|rejuvenated|sample|synthetic)$' LOOP
+        EXECUTE format('DROP TABLE %I', t);
+    END LOOP;
+END $$;
+SELECT count(*) AS pipeline_tables_left FROM pg_tables
+ WHERE tablename ~ '^pl[a-z]+(_[a-z]+)?_(pairs|bins|translations|rejuvenated|sample|synthetic)$';
 DROP VIEW pl_train, pl_dev;
 DROP TABLE pl_pairs, pl_mono, pl_mono_long;
 DROP FUNCTION pl_try(text);
+DROP ROLE regress_pl_planter;
 DROP PROCEDURE pl_wait_stage(text, int);

@@ -2,6 +2,8 @@
 
 #include <stddef.h>
 
+#include "common/interrupt.h"
+
 static cq_sgemm_fn bound = NULL;
 
 cq_sgemm_fn
@@ -48,6 +50,8 @@ cq_sgemm(bool trans_a, bool trans_b, int m, int n, int k,
 		 const float *b, int ldb,
 		 float beta, float *c, int ldc)
 {
+	/* a cancel point before each product, never inside the library's threads */
+	cq_poll();
 	(bound ? bound : cq_sgemm_reference) (trans_a, trans_b, m, n, k, alpha,
 										  a, lda, b, ldb, beta, c, ldc);
 }

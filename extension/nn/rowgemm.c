@@ -14,6 +14,8 @@
  */
 #include "nn/rowgemm.h"
 
+#include "common/interrupt.h"
+
 #include <string.h>
 
 #include "nn/rowgemm_block.h"
@@ -163,6 +165,9 @@ run(const product *pr)
 			for (int m0 = 0; m0 < pr->rows; m0 += mc_max)
 			{
 				int			mc = pr->rows - m0 < mc_max ? pr->rows - m0 : mc_max;
+
+				/* a cancel point every MC rows of an L2 block: milliseconds apart */
+				cq_poll();
 
 				for (int p = p0; p < p1; p++)
 				{

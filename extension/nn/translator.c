@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "common/interrupt.h"
 #include "nn/decode.h"
 
 /* Carves 64-byte aligned pieces from base (or only counts when base is NULL). */
@@ -269,6 +270,7 @@ cq_translator_step(cq_translator *t, cq_nn_error *err)
 {
 	int			active = 0;
 
+	cq_poll();
 	cq_decode_encode(t);
 	for (int i = 0; i < t->B; i++)
 		active += t->slots[i].state == SLOT_LIVE;

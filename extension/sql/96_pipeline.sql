@@ -16,10 +16,11 @@ CREATE TABLE corpq.pipelines (
     args     jsonb NOT NULL,
     owner    regrole NOT NULL,
     job      bigint,
-    created  timestamptz NOT NULL DEFAULT now()
+    created  timestamptz NOT NULL DEFAULT now(),
+    reserved text[] NOT NULL DEFAULT '{}'
 );
 COMMENT ON TABLE corpq.pipelines IS
-    'one row per named pipeline: its kind and resolved arguments (a resubmission must repeat them), owner, the job that ran it last';
+    'one row per named pipeline: its kind and resolved arguments (a resubmission must repeat them), owner, the job that ran it last, the model names it reserved at submission (model_create refuses them to other roles)';
 
 CREATE TABLE corpq.pipeline_stages (
     pipeline text NOT NULL REFERENCES corpq.pipelines (name) ON DELETE CASCADE,

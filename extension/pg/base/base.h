@@ -35,7 +35,10 @@ extern char *corpq_blas_core;
  */
 void		corpq_base_init(void);
 
-/* Route the core's allocations to palloc in CurrentMemoryContext. */
+/*
+ * Route the core's allocations to palloc in CurrentMemoryContext and its
+ * interrupt polls to CHECK_FOR_INTERRUPTS() (allocator.c).
+ */
 void		corpq_install_allocator(void);
 
 #endif

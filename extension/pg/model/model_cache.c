@@ -65,6 +65,33 @@ corpq_model_init(void)
 							1024, 1, INT_MAX / 2,
 							PGC_SUSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("corpq.max_batch_mb",
+							"Largest work space one scoring or translation batch may take, in megabytes.",
+							"Batches are cut to fit, which does not change any result; a single sentence "
+							"pair that needs more is an error.",
+							&corpq_max_batch_mb,
+							256, 1, INT_MAX / 2,
+							PGC_SUSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
+}
+
+int			corpq_max_batch_mb = 256;
+
+Size
+corpq_batch_bytes_limit(void)
+{
+	return (Size) corpq_max_batch_mb * 1024 * 1024;
+}
+
+void
+corpq_batch_too_large(int n, const char *what, Size need)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("a batch of %d %s%s needs %zu MB of work space, more than corpq.max_batch_mb (%d MB)",
+					n, what, n == 1 ? "" : "s", (need + 1024 * 1024 - 1) / (1024 * 1024),
+					corpq_max_batch_mb),
+			 errhint("A superuser can raise corpq.max_batch_mb, or GRANT SET ON PARAMETER corpq.max_batch_mb to a role.")));
 }
 
 /* Entries evicted so far in this backend (corpq_model_cache_evictions). */

@@ -36,7 +36,24 @@ extern int	corpq_model_cache_mb;
 /* GUC corpq.max_model_mb: largest parameter block model_create / model_import accept. */
 extern int	corpq_max_model_mb;
 
-/* _PG_init's call for model/: define corpq.model_cache_mb and corpq.max_model_mb. */
+/*
+ * GUC corpq.max_batch_mb: largest work space one scoring or translation batch
+ * may take.  Batches are cut to fit (a pair's result does not depend on its
+ * batch); a single pair or sentence that needs more is an error.
+ */
+extern int	corpq_max_batch_mb;
+
+/* corpq.max_batch_mb in bytes. */
+Size		corpq_batch_bytes_limit(void);
+
+/*
+ * ERROR (program_limit_exceeded) for a batch of n items (what: "sentence
+ * pair", "sentence"; plural with an s) that needs need bytes, more than
+ * corpq.max_batch_mb.
+ */
+void		corpq_batch_too_large(int n, const char *what, Size need) pg_attribute_noreturn();
+
+/* _PG_init's call for model/: define corpq.model_cache_mb, corpq.max_model_mb, corpq.max_batch_mb. */
 void		corpq_model_init(void);
 
 /*

@@ -33,6 +33,40 @@ static const char *const config_keys =
 "{preset,d_model,heads,encoder_layers,decoder_layers,ffn_dim,activation,dropout,"
 "attention_dropout,activation_dropout,max_positions,positions,tie_output,share_embeddings}";
 
+/*
+ * A pipeline reserves the names of the models it will create when it is
+ * submitted (corpq.pipelines.reserved): another role may not take them
+ * meanwhile and make a stage fail.
+ */
+static void
+check_not_reserved(const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	Oid			owner = InvalidOid;
+	char	   *pipeline = NULL;
+
+	SPI_connect();
+	if (corpq_sql_as_owner("SELECT name, owner::pg_catalog.oid FROM corpq.pipelines "
+						   "WHERE $1 OPERATOR(pg_catalog.=) ANY (reserved)",
+						   1, argtypes, values, NULL, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.pipelines");
+	if (SPI_processed > 0)
+	{
+		bool		isnull;
+
+		pipeline = SPI_palloc(NAMEDATALEN * 2);
+		strlcpy(pipeline, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), NAMEDATALEN * 2);
+		owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	SPI_finish();
+	if (pipeline && !corpq_caller_is_member(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("model name \"%s\" is reserved by pipeline \"%s\" of another role", name, pipeline),
+				 errhint("Choose another model name.")));
+}
+
 static void
 check_model_name(const char *name)
 {
@@ -42,6 +76,7 @@ check_model_name(const char *name)
 				 errmsg("model name \"%s\" contains @", name),
 				 errhint("The @ separates a model name from a version number (name@N).")));
 	corpq_check_new_name("model", "corpq.model_catalog", "corpq.model_drop", name);
+	check_not_reserved(name);
 }
 
 /* The size of vocabulary name (ERROR listing the existing ones if unknown). */

@@ -26,6 +26,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/base.h"
 #include "pg/base/corpus_query.h"
+#include "pg/model/model_catalog.h"
 #include "pg/model/model_score.h"
 
 PG_FUNCTION_INFO_V1(corpq_score);
@@ -96,6 +97,60 @@ cmp_length(const void *a, const void *b)
 	return lx != ly ? (lx < ly ? -1 : 1) : (x < y ? -1 : x > y);
 }
 
+/*
+ * Bytes a batch of this shape needs: the forward's workspace, the output
+ * arrays, and for uncertainty the K passes' buffers (model_score.h).
+ */
+static Size
+batch_bytes(const CorpqScorer *s, const ScoreArgs *a, const cq_batch_shape *shape)
+{
+	Size		bytes = cq_forward_workspace_bytes(&s->cfg, shape);
+
+	bytes += (Size) shape->tgt_positions * (3 * sizeof(float) + sizeof(int32));
+	bytes += (Size) shape->n_pairs * (sizeof(double) + sizeof(int));
+	if (a->what == SCORE_UNCERTAINTY)
+		bytes += (Size) a->passes * shape->tgt_positions * 2 * sizeof(float);
+	return bytes;
+}
+
+/*
+ * How many of the m pairs from order[b] go in the next batch: at most
+ * batch_size, within the core's positions per batch and corpq.max_batch_mb.
+ * A pair's result does not depend on its batch, so cutting a batch short
+ * changes no score; one pair that does not fit alone is an error.
+ */
+static int
+next_batch(const CorpqScorer *s, const ScoreArgs *a, ChunkRow **order, int b, int m)
+{
+	Size		limit = corpq_batch_bytes_limit();
+	cq_batch_shape shape = {0};
+	int			nb;
+
+	for (nb = 0; b + nb < m && nb < a->batch_size; nb++)
+	{
+		const cq_pair *p = &order[b + nb]->pair;
+		cq_batch_shape next = shape;
+		Size		bytes;
+
+		next.n_pairs++;
+		next.src_positions += p->src_len + 1;
+		next.tgt_positions += p->tgt_len + 1;
+		next.max_src = Max(next.max_src, p->src_len + 1);
+		next.max_tgt = Max(next.max_tgt, p->tgt_len + 1);
+		if (next.src_positions > CQ_MAX_BATCH_POSITIONS || next.tgt_positions > CQ_MAX_BATCH_POSITIONS)
+			break;
+		bytes = batch_bytes(s, a, &next);
+		if (bytes > limit)
+		{
+			if (nb == 0)
+				corpq_batch_too_large(1, "sentence pair", bytes);
+			break;
+		}
+		shape = next;
+	}
+	return Max(nb, 1);
+}
+
 /* Score the non-NULL rows of a chunk, batch_size pairs at a time in length order. */
 static void
 score_chunk(CorpqScorer *s, const ScoreArgs *a, ChunkRow *rows, int n)
@@ -112,18 +167,7 @@ score_chunk(CorpqScorer *s, const ScoreArgs *a, ChunkRow *rows, int n)
 	qsort(order, m, sizeof(ChunkRow *), cmp_length);
 	for (int b = 0, nb; b < m; b += nb)
 	{
-		long		src_pos = 0,
-					tgt_pos = 0;
-
-		/* up to batch_size pairs, within the core's positions per batch */
-		for (nb = 0; b + nb < m && nb < a->batch_size; nb++)
-		{
-			src_pos += order[b + nb]->pair.src_len + 1;
-			tgt_pos += order[b + nb]->pair.tgt_len + 1;
-			if (nb > 0 && (src_pos > CQ_MAX_BATCH_POSITIONS || tgt_pos > CQ_MAX_BATCH_POSITIONS))
-				break;
-		}
-
+		nb = next_batch(s, a, order, b, m);
 		for (int i = 0; i < nb; i++)
 			pairs[i] = order[b + i]->pair;
 		if (a->what == SCORE_UNCERTAINTY)
@@ -215,8 +259,11 @@ corpq_score(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 	s = corpq_scorer_create(CurrentMemoryContext);
 	corpq_scorer_use(s, model, false);
-	/* whole batches per chunk, and at least 1024 rows to sort by length */
-	chunk = Max(1024, Min(a.batch_size, 1 << 16) * 8);
+	/*
+	 * Whole batches per chunk, and at least 1024 rows to sort by length; at
+	 * most 32768 rows of text held at once, whatever batch_size says.
+	 */
+	chunk = Min(Max(1024, Min(a.batch_size, 1 << 16) * 8), 32768);
 	run.s = s;
 	run.a = &a;
 	run.rows = MemoryContextAllocHuge(s->cxt, (Size) chunk * sizeof(ChunkRow));

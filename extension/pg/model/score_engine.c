@@ -172,6 +172,9 @@ corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropo
 	if (st != CQ_NN_OK)
 		corpq_nn_error_report(st, "could not score sentence pairs", err.message);
 	bytes = cq_forward_workspace_bytes(&m->cfg, &shape);
+	/* batched callers cut their batches to fit first (score_batch.c) */
+	if (bytes > corpq_batch_bytes_limit())
+		corpq_batch_too_large(n, "sentence pair", bytes);
 	if (bytes > s->ws_bytes)
 	{
 		if (s->ws)

@@ -36,7 +36,8 @@ struct CorpqTranslateEngine
 	void	   *arg;
 	CorpqScorer *scorer;
 	CorpqTranslateOptions o;
-	int			batch;
+	int			batch;			/* as asked */
+	int			slots;			/* as built: batch, halved to fit corpq.max_batch_mb */
 	bool		ready;			/* corpq_translate_engine_use was called */
 
 	/* the translator, built lazily: sized for sources of max_src tokens */
@@ -315,13 +316,22 @@ build(CorpqTranslateEngine *e, int max_src)
 
 	corpq_blas_ensure();
 	m = corpq_model_get(&e->scorer->cur->ref);
-	bytes = cq_translator_bytes(m, &e->o.core, e->batch, max_src);
+	e->slots = e->batch;
+	bytes = cq_translator_bytes(m, &e->o.core, e->slots, max_src);
 	if (bytes == 0)
 	{
 		/* invalid sizes: init says why */
-		st = cq_translator_init(m, &e->o.core, e->batch, max_src, NULL, 0, &e->tr, &err);
+		st = cq_translator_init(m, &e->o.core, e->slots, max_src, NULL, 0, &e->tr, &err);
 		core_error(e, st, &err);
 	}
+	/* fewer sentences at once changes no translation, only the pace */
+	while (bytes > corpq_batch_bytes_limit() && e->slots > 1)
+	{
+		e->slots = (e->slots + 1) / 2;
+		bytes = cq_translator_bytes(m, &e->o.core, e->slots, max_src);
+	}
+	if (bytes > corpq_batch_bytes_limit())
+		corpq_batch_too_large(1, "sentence", bytes);
 	if (bytes > e->ws_bytes)
 	{
 		if (e->ws)
@@ -332,7 +342,7 @@ build(CorpqTranslateEngine *e, int max_src)
 		e->ws_bytes = bytes;
 	}
 	e->tr = NULL;
-	st = cq_translator_init(m, &e->o.core, e->batch, max_src, e->ws, e->ws_bytes, &e->tr, &err);
+	st = cq_translator_init(m, &e->o.core, e->slots, max_src, e->ws, e->ws_bytes, &e->tr, &err);
 	if (st != CQ_NN_OK)
 		core_error(e, st, &err);
 	e->model = m;

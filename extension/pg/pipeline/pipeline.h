@@ -36,6 +36,17 @@ typedef struct Pipeline
 	StringInfoData result;		/* "stages": {...} of the job's result */
 } Pipeline;
 
+/*
+ * A table a pipeline writes: schema.<name>_<suffix>, created at submission
+ * with these columns (so no other role can take the name meanwhile) and
+ * claimed (pipeline_claim_table) by the stage that fills it.
+ */
+typedef struct PipelineTable
+{
+	const char *suffix;
+	const char *columns;		/* schema-qualified types */
+} PipelineTable;
+
 /* A stage: runs in the worker with no transaction open. */
 typedef void (*PipelineStageFn) (Pipeline *p, void *arg);
 
@@ -51,21 +62,51 @@ char	   *pipeline_stage_output(Pipeline *p, int n);
 
 /*
  * In a stage: submit the sub-job unless the stage has one that is queued,
- * running or succeeded, then wait for it; ERROR when it fails.  prepare_sql
- * (NULL: none) runs in the submitting transaction first, e.g. to empty a
- * target table a failed attempt left half-filled.  submit_sql returns the
- * job id.  Returns the sub-job id.
+ * running or succeeded, then wait for it; ERROR when it fails.  In the
+ * submitting transaction, first the target table (NULL: none) is claimed
+ * and emptied (a failed attempt may have left it half-filled), then
+ * prepare_sql (NULL: none) runs as pipeline_exec.  submit_sql returns the
+ * job id and runs as pipeline_exec_user.  Returns the sub-job id.
  */
-int64		pipeline_subjob(Pipeline *p, const char *prepare_sql, const char *submit_sql);
+int64		pipeline_subjob(Pipeline *p, const PipelineTable *target,
+							const char *prepare_sql, const char *submit_sql);
 
 /* In a stage, in a transaction (corpq_job_xact_begin): mark it finished. */
 void		pipeline_stage_done(Pipeline *p, const char *output_json);
 
-/* In a transaction: run a user-level statement (owner's rights). */
+/*
+ * In a transaction: run one of the pipeline's own statements with the
+ * owner's rights and search_path = pg_catalog, pg_temp, so that no other
+ * role's function or operator can stand in for one it names.
+ */
 void		pipeline_exec(const char *sql);
 
-/* In a transaction: the first column of the first row of sql, or NULL. */
+/*
+ * In a transaction: run a statement that embeds the user's query text, with
+ * the search_path recorded at submission (the user wrote the query for it).
+ * Everything else in the statement is schema-qualified (OPERATOR(pg_catalog.=),
+ * pg_catalog.count, ::pg_catalog.float8), so it means the same under any
+ * search_path.
+ */
+void		pipeline_exec_user(const char *sql);
+
+/* In a transaction: the first column of the first row of sql, or NULL (as pipeline_exec). */
 char	   *pipeline_value(const char *sql);
+
+/* The same, as pipeline_exec_user. */
+char	   *pipeline_value_user(const char *sql);
+
+/*
+ * In a transaction: make table (quoted, qualified) ready to be written from
+ * scratch: create it with columns when missing; ERROR naming it unless it is
+ * a plain table owned by the job's owner with no trigger, rule or
+ * inheritance (a table another role planted, or one it could run code
+ * through); then empty it.
+ */
+void		pipeline_claim_table(Pipeline *p, const char *table, const char *columns);
+
+/* The same check without creating or emptying (a table written by an earlier stage). */
+void		pipeline_check_table(Pipeline *p, const char *table);
 
 /* Publish stage progress (done of total unit) with the stage in the phase. */
 void		pipeline_progress(Pipeline *p, const char *what, double done,
@@ -87,10 +128,12 @@ void		pipeline_finish(Pipeline *p);
  * with the same args, not running), then record it and submit the job.
  * args_json is the resolved arguments, "name" and "schema" included.  A new
  * pipeline also checks that its tables schema.name_<suffix> and its models
- * name_<suffix> (NULL-ended lists) do not exist.  Returns the job id.
+ * name_<suffix> (lists ended by a NULL suffix) do not exist, creates the
+ * tables as the caller, and reserves the model names for the caller's role
+ * (model_create refuses them to others).  Returns the job id.
  */
 int64		pipeline_submit(const char *kind, const char *name, const char *schema,
-							const char *args_json, const char *const *tables,
+							const char *args_json, const PipelineTable *tables,
 							const char *const *models);
 
 /*

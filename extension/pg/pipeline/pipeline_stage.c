@@ -42,6 +42,15 @@ pipeline_table(Pipeline *p, const char *suffix)
 void
 pipeline_exec(const char *sql)
 {
+	int			rc = corpq_sql_as_caller(sql, 0, NULL, NULL, NULL, false, 0);
+
+	if (rc < 0)
+		elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(rc));
+}
+
+void
+pipeline_exec_user(const char *sql)
+{
 	int			rc = SPI_execute(sql, false, 0);
 
 	if (rc < 0)
@@ -51,13 +60,83 @@ pipeline_exec(const char *sql)
 char *
 pipeline_value(const char *sql)
 {
-	int			rc = SPI_execute(sql, false, 0);
-
-	if (rc < 0)
-		elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(rc));
+	pipeline_exec(sql);
 	if (SPI_tuptable == NULL || SPI_processed == 0)
 		return NULL;
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+char *
+pipeline_value_user(const char *sql)
+{
+	pipeline_exec_user(sql);
+	if (SPI_tuptable == NULL || SPI_processed == 0)
+		return NULL;
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * Why table (quoted, qualified) is not a table this job may write, or NULL.
+ * A pipeline writes only plain tables its owner owns, with no trigger or
+ * rule (another role granted TRIGGER could run code as the owner), no
+ * inheritance child and not a partition.  Missing: created here.
+ */
+static const char *
+table_refusal(Pipeline *p, const char *table, const char *columns)
+{
+	Oid			argtypes[2] = {TEXTOID, OIDOID};
+	Datum		values[2] = {CStringGetTextDatum(table), ObjectIdGetDatum(p->job->owner)};
+	const char *why;
+
+	if (corpq_sql_as_caller("SELECT CASE "
+							"WHEN c.relkind OPERATOR(pg_catalog.<>) 'r' THEN 'it is not a plain table' "
+							"WHEN c.relowner OPERATOR(pg_catalog.<>) $2 THEN "
+							"'it is owned by role ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(o.rolname) "
+							"OPERATOR(pg_catalog.||) ', not by the job''s owner' "
+							"WHEN c.relhasrules THEN 'it has rules' "
+							"WHEN EXISTS (SELECT FROM pg_catalog.pg_trigger t "
+							"WHERE t.tgrelid OPERATOR(pg_catalog.=) c.oid) THEN 'it has triggers' "
+							"WHEN c.relhassubclass OR c.relispartition OR EXISTS (SELECT FROM pg_catalog.pg_inherits i "
+							"WHERE i.inhrelid OPERATOR(pg_catalog.=) c.oid) THEN 'it takes part in inheritance' "
+							"ELSE '' END "
+							"FROM pg_catalog.pg_class c JOIN pg_catalog.pg_roles o ON o.oid OPERATOR(pg_catalog.=) c.relowner "
+							"WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)",
+							2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look up %s", table);
+	if (SPI_processed == 0)
+	{
+		if (columns == NULL)
+			return "it does not exist";
+		pipeline_exec(psprintf("CREATE TABLE %s (%s)", table, columns));
+		return NULL;
+	}
+	why = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	return why[0] ? why : NULL;
+}
+
+void
+pipeline_check_table(Pipeline *p, const char *table)
+{
+	const char *why = table_refusal(p, table, NULL);
+
+	if (why)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("pipeline \"%s\" will not write table %s: %s", p->name, table, why),
+				 errhint("A pipeline writes only the tables it created for its owner; drop or rename that table and submit the pipeline again.")));
+}
+
+void
+pipeline_claim_table(Pipeline *p, const char *table, const char *columns)
+{
+	const char *why = table_refusal(p, table, columns);
+
+	if (why)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("pipeline \"%s\" will not write table %s: %s", p->name, table, why),
+				 errhint("A pipeline writes only the tables it created for its owner; drop or rename that table and submit the pipeline again.")));
+	pipeline_exec(psprintf("TRUNCATE %s", table));
 }
 
 void
@@ -252,16 +331,25 @@ pipeline_stage(Pipeline *p, int n, const char *name, PipelineStageFn fn, void *a
 	p->subjob = 0;
 }
 
-/* Submit the stage's sub-job (prepare_sql first) in one transaction. */
+/*
+ * Submit the stage's sub-job (prepare_sql first) in one transaction.  The
+ * submission runs with the submitter's search_path, which the sub-job
+ * records for the user's queries it may carry (a dev set); its own text is
+ * schema-qualified.
+ */
 static int64
-submit_subjob(Pipeline *p, const char *prepare_sql, const char *submit_sql)
+submit_subjob(Pipeline *p, const PipelineTable *target, const char *prepare_sql,
+			  const char *submit_sql)
 {
 	char	   *id;
 
 	corpq_job_xact_begin(p->cxt);
+	if (target)
+		pipeline_claim_table(p, pipeline_table(p, target->suffix), target->columns);
 	if (prepare_sql)
 		pipeline_exec(prepare_sql);
-	id = pipeline_value(submit_sql);
+	pipeline_exec_user(submit_sql);
+	id = SPI_processed > 0 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : NULL;
 	if (id == NULL)
 		elog(ERROR, "pipeline sub-job submission returned no job id");
 	p->subjob = strtoll(id, NULL, 10);
@@ -317,7 +405,8 @@ poll_subjob(Pipeline *p)
 }
 
 int64
-pipeline_subjob(Pipeline *p, const char *prepare_sql, const char *submit_sql)
+pipeline_subjob(Pipeline *p, const PipelineTable *target, const char *prepare_sql,
+				const char *submit_sql)
 {
 	char	   *output,
 			   *state;
@@ -332,7 +421,7 @@ pipeline_subjob(Pipeline *p, const char *prepare_sql, const char *submit_sql)
 		corpq_job_state_parse(state) != CORPQ_JOB_CANCELLED)
 		p->subjob = subjob;
 	else
-		submit_subjob(p, prepare_sql, submit_sql);
+		submit_subjob(p, target, prepare_sql, submit_sql);
 
 	while (!poll_subjob(p))
 	{

@@ -8,6 +8,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
@@ -126,11 +127,11 @@ pipeline_take_objects(Jsonb *options, const char *const *keys, char **objects)
 /* A new pipeline's tables and models must not exist yet (SPI connected). */
 static void
 check_outputs_free(const char *name, const char *schema,
-				   const char *const *tables, const char *const *models)
+				   const PipelineTable *tables, const char *const *models)
 {
-	for (int i = 0; tables[i]; i++)
+	for (int i = 0; tables[i].suffix; i++)
 	{
-		char	   *t = quote_qualified_identifier(schema, psprintf("%s_%s", name, tables[i]));
+		char	   *t = quote_qualified_identifier(schema, psprintf("%s_%s", name, tables[i].suffix));
 		Oid			argtypes[1] = {TEXTOID};
 		Datum		values[1] = {CStringGetTextDatum(t)};
 
@@ -147,7 +148,20 @@ check_outputs_free(const char *name, const char *schema,
 	for (int i = 0; models[i]; i++)
 	{
 		char	   *m = psprintf("%s_%s", name, models[i]);
+		Oid			argtypes[1] = {TEXTOID};
+		Datum		values[1] = {CStringGetTextDatum(m)};
 
+		/* every role's pipelines: a name reserved by one is taken */
+		if (corpq_sql_as_owner("SELECT name FROM corpq.pipelines "
+							   "WHERE $1 OPERATOR(pg_catalog.=) ANY (reserved)",
+							   1, argtypes, values, NULL, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read corpq.pipelines");
+		if (SPI_processed > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DUPLICATE_OBJECT),
+					 errmsg("model name \"%s\" is reserved by pipeline \"%s\"", m,
+							SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
+					 errhint("Choose another pipeline name.")));
 		if (name_visible("corpq.model_catalog", m))
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
@@ -215,13 +229,56 @@ check_not_running(const char *name, int64 last_job)
 						 last_job)));
 }
 
+/*
+ * Create a new pipeline's tables now, as the caller, so that no other role
+ * can plant a table of the same name before a stage writes it (SPI
+ * connected).  The stages claim them (pipeline_claim_table).
+ */
+static void
+create_tables(const char *name, const char *schema, const PipelineTable *tables)
+{
+	for (int i = 0; tables[i].suffix; i++)
+		if (corpq_sql_as_caller(psprintf("CREATE TABLE %s (%s)",
+										 quote_qualified_identifier(schema, psprintf("%s_%s", name, tables[i].suffix)),
+										 tables[i].columns),
+								0, NULL, NULL, NULL, false, 0) != SPI_OK_UTILITY)
+			elog(ERROR, "could not create the tables of pipeline \"%s\"", name);
+}
+
+/* The names of the models a new pipeline creates, as a text[] literal. */
+static char *
+reserved_array(const char *name, const char *const *models)
+{
+	StringInfoData a;
+
+	initStringInfo(&a);
+	appendStringInfoChar(&a, '{');
+	for (int i = 0; models[i]; i++)
+	{
+		char	   *m = psprintf("%s_%s", name, models[i]);
+
+		if (i > 0)
+			appendStringInfoChar(&a, ',');
+		appendStringInfoChar(&a, '"');
+		for (const char *c = m; *c; c++)
+		{
+			if (*c == '"' || *c == '\\')
+				appendStringInfoChar(&a, '\\');
+			appendStringInfoChar(&a, *c);
+		}
+		appendStringInfoChar(&a, '"');
+	}
+	appendStringInfoChar(&a, '}');
+	return a.data;
+}
+
 int64
 pipeline_submit(const char *kind, const char *name, const char *schema,
-				const char *args_json, const char *const *tables,
+				const char *args_json, const PipelineTable *tables,
 				const char *const *models)
 {
-	Oid			argtypes[5] = {TEXTOID, TEXTOID, TEXTOID, OIDOID, INT8OID};
-	Datum		values[5];
+	Oid			argtypes[6] = {TEXTOID, TEXTOID, TEXTOID, OIDOID, INT8OID, TEXTOID};
+	Datum		values[6];
 	int64		last_job = 0,
 				id;
 	bool		exists;
@@ -233,7 +290,10 @@ pipeline_submit(const char *kind, const char *name, const char *schema,
 	SPI_connect();
 	exists = check_existing(kind, name, args_json, &last_job);
 	if (!exists)
+	{
 		check_outputs_free(name, schema, tables, models);
+		create_tables(name, schema, tables);
+	}
 	SPI_finish();
 
 	/* submitting reaps jobs whose worker died, so the check below sees them ended */
@@ -246,10 +306,11 @@ pipeline_submit(const char *kind, const char *name, const char *schema,
 	values[2] = CStringGetTextDatum(args_json);
 	values[3] = ObjectIdGetDatum(GetUserId());
 	values[4] = Int64GetDatum(id);
-	if (corpq_sql_as_owner("INSERT INTO corpq.pipelines (name, kind, args, owner, job) "
-						   "VALUES ($1, $2, $3::pg_catalog.jsonb, $4::pg_catalog.regrole, $5) "
+	values[5] = CStringGetTextDatum(reserved_array(name, models));
+	if (corpq_sql_as_owner("INSERT INTO corpq.pipelines (name, kind, args, owner, job, reserved) "
+						   "VALUES ($1, $2, $3::pg_catalog.jsonb, $4::pg_catalog.regrole, $5, $6::pg_catalog.text[]) "
 						   "ON CONFLICT (name) DO UPDATE SET job = excluded.job",
-						   5, argtypes, values, NULL, 0) != SPI_OK_INSERT)
+						   6, argtypes, values, NULL, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not record pipeline \"%s\"", name);
 	SPI_finish();
 	return id;

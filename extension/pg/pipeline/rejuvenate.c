@@ -72,7 +72,21 @@ static const CorpqQuerySpec corpus_spec = {
 	"corpus", corpus_columns, 3, 3, "SELECT id, src, tgt FROM pairs", true
 };
 
-static const char *const rejuv_tables[] = {"pairs", "bins", "translations", "rejuvenated", NULL};
+/* The pipeline's tables (created at submission, claimed by their stage). */
+enum
+{
+	T_PAIRS, T_BINS, T_TRANSLATIONS, T_REJUVENATED
+};
+static const PipelineTable rejuv_tables[] = {
+	{"pairs", "id pg_catalog.int8 PRIMARY KEY, src pg_catalog.text, tgt pg_catalog.text, "
+	"prob pg_catalog.float8, inactive pg_catalog.bool"},
+	{"bins", "bin pg_catalog.int4, pairs pg_catalog.int8, inactive pg_catalog.int8, "
+	"min_prob pg_catalog.float8, max_prob pg_catalog.float8, mean_prob pg_catalog.float8"},
+	{"translations", "id pg_catalog.int8, hyp pg_catalog.text, score pg_catalog.float8"},
+	{"rejuvenated", "id pg_catalog.int8 PRIMARY KEY, src pg_catalog.text, tgt_old pg_catalog.text, "
+	"tgt_new pg_catalog.text, score pg_catalog.float8"},
+	{NULL}
+};
 
 PG_FUNCTION_INFO_V1(corpq_rejuvenate);
 
@@ -175,8 +189,9 @@ typedef struct Rejuv
 static char *
 model_version_json(const char *model)
 {
-	char	   *v = pipeline_value(psprintf("SELECT name || '@' || latest_version FROM corpq.models "
-											"WHERE name = %s", quote_literal_cstr(model)));
+	char	   *v = pipeline_value(psprintf("SELECT name OPERATOR(pg_catalog.||) '@' OPERATOR(pg_catalog.||) latest_version "
+											"FROM corpq.models WHERE name OPERATOR(pg_catalog.=) %s",
+											quote_literal_cstr(model)));
 	StringInfoData b;
 
 	initStringInfo(&b);
@@ -197,13 +212,13 @@ train_stage(Pipeline *p, Rejuv *r, const char *model, const char *query)
 	int64		subjob;
 
 	prepare = psprintf("SELECT corpq.model_create(%s, %s, %s, %s, %lld) "
-					   "WHERE NOT EXISTS (SELECT FROM corpq.models WHERE name = %s)",
+					   "WHERE NOT EXISTS (SELECT FROM corpq.models WHERE name OPERATOR(pg_catalog.=) %s)",
 					   quote_literal_cstr(model), r->model, quote_literal_cstr(r->o.src_vocab),
 					   quote_literal_cstr(r->o.tgt_vocab), (long long) r->o.seed,
 					   quote_literal_cstr(model));
 	submit = psprintf("SELECT corpq.train(%s, %s, %s, %s)", quote_literal_cstr(model),
 					  quote_literal_cstr(query), r->dev ? r->dev : "NULL", r->train);
-	subjob = pipeline_subjob(p, prepare, submit);
+	subjob = pipeline_subjob(p, NULL, prepare, submit);
 	corpq_job_xact_begin(p->cxt);
 	out = psprintf("{\"model\": %s, \"train_job\": " INT64_FORMAT "}",
 				   model_version_json(model), subjob);
@@ -223,8 +238,9 @@ stage_identify(Pipeline *p, void *arg)
 				done = 0;
 
 	if (r->o.identifier == NULL)
-		subjob = pipeline_subjob(p, psprintf("SELECT corpq.model_create(%s, %s, %s, %s, %lld) "
-											 "WHERE NOT EXISTS (SELECT FROM corpq.models WHERE name = %s)",
+		subjob = pipeline_subjob(p, NULL,
+								 psprintf("SELECT corpq.model_create(%s, %s, %s, %s, %lld) "
+										  "WHERE NOT EXISTS (SELECT FROM corpq.models WHERE name OPERATOR(pg_catalog.=) %s)",
 											 quote_literal_cstr(r->identifier), r->model,
 											 quote_literal_cstr(r->o.src_vocab),
 											 quote_literal_cstr(r->o.tgt_vocab), (long long) r->o.seed,
@@ -234,24 +250,27 @@ stage_identify(Pipeline *p, void *arg)
 										  quote_literal_cstr(psprintf("SELECT src, tgt FROM (%s) c", r->corpus)),
 										  r->dev ? r->dev : "NULL", r->train));
 	corpq_job_xact_begin(p->cxt);
-	pipeline_exec(psprintf("CREATE TABLE %s (id bigint PRIMARY KEY, src text, tgt text, "
-						   "prob float8, inactive boolean)", r->pairs));
-	pipeline_exec(psprintf("INSERT INTO %s (id, src, tgt) SELECT id, src, tgt FROM (%s) c",
-						   r->pairs, r->corpus));
+	pipeline_claim_table(p, r->pairs, rejuv_tables[T_PAIRS].columns);
+	/* the user's query, with their search_path; nothing else in the statement resolves a name */
+	pipeline_exec_user(psprintf("INSERT INTO %s (id, src, tgt) SELECT id, src, tgt FROM (%s) c",
+								r->pairs, r->corpus));
 	n = SPI_processed;
 	/* in chunks, so progress shows; all in this stage's one transaction */
 	while (done < n)
 	{
-		char	   *next = pipeline_value(psprintf("SELECT max(id) FROM (SELECT id FROM %s WHERE id > %s "
+		char	   *next = pipeline_value(psprintf("SELECT pg_catalog.max(id) FROM (SELECT id FROM %s "
+												   "WHERE id OPERATOR(pg_catalog.>) '%s'::pg_catalog.int8 "
 												   "ORDER BY id LIMIT %d) s",
 												   r->pairs, last, r->o.score_rows));
 		char	   *chunk;
 
 		if (next == NULL)
 			break;
-		chunk = psprintf("SELECT id, src, tgt FROM %s WHERE id > %s AND id <= %s", r->pairs, last, next);
+		/* corpq.score reads it with this statement's fixed search_path */
+		chunk = psprintf("SELECT id, src, tgt FROM %s WHERE id OPERATOR(pg_catalog.>) '%s'::pg_catalog.int8 "
+						 "AND id OPERATOR(pg_catalog.<=) '%s'::pg_catalog.int8", r->pairs, last, next);
 		pipeline_exec(psprintf("UPDATE %s p SET prob = s.score FROM corpq.score(%s, %s, 'sent_prob') s "
-							   "WHERE p.id = s.id", r->pairs, quote_literal_cstr(r->identifier),
+							   "WHERE p.id OPERATOR(pg_catalog.=) s.id", r->pairs, quote_literal_cstr(r->identifier),
 							   quote_literal_cstr(chunk)));
 		done += SPI_processed;
 		last = pstrdup(next);
@@ -279,11 +298,13 @@ stage_select(Pipeline *p, void *arg)
 	char	   *out;
 
 	corpq_job_xact_begin(p->cxt);
+	pipeline_check_table(p, r->pairs);
+	pipeline_claim_table(p, r->bins, rejuv_tables[T_BINS].columns);
 	pipeline_exec(psprintf("UPDATE %s p SET inactive = s.rank <= s.k FROM ("
 						   "SELECT id, row_number() OVER (ORDER BY prob, id) AS rank, "
 						   "greatest(1, round(%.17g::float8 * count(*) OVER ())) AS k FROM %s WHERE prob IS NOT NULL) s "
 						   "WHERE p.id = s.id", r->pairs, r->o.ratio, r->pairs));
-	pipeline_exec(psprintf("CREATE TABLE %s AS "
+	pipeline_exec(psprintf("INSERT INTO %s (bin, pairs, inactive, min_prob, max_prob, mean_prob) "
 						   "SELECT bin, count(*) AS pairs, count(*) FILTER (WHERE inactive) AS inactive, "
 						   "min(prob) AS min_prob, max(prob) AS max_prob, avg(prob) AS mean_prob "
 						   "FROM (SELECT ntile(10) OVER (ORDER BY prob, id) AS bin, prob, inactive "
@@ -322,18 +343,20 @@ stage_translate(Pipeline *p, void *arg)
 	Rejuv	   *r = arg;
 	int64		subjob;
 
-	subjob = pipeline_subjob(p,
-							 psprintf("CREATE TABLE IF NOT EXISTS %s (id bigint, hyp text, score float8); "
-									  "TRUNCATE %s", r->translations, r->translations),
-							 psprintf("SELECT corpq.translate_job(%s, %s, %s, %s::jsonb || '{\"beam\": %d}')",
+	subjob = pipeline_subjob(p, &rejuv_tables[T_TRANSLATIONS], NULL,
+							 psprintf("SELECT corpq.translate_job(%s, %s, %s, %s::pg_catalog.jsonb "
+									  "OPERATOR(pg_catalog.||) '{\"beam\": %d}')",
 									  quote_literal_cstr(r->rejuvenator),
 									  quote_literal_cstr(psprintf("SELECT id, src FROM %s WHERE inactive ORDER BY id",
 																  r->pairs)),
 									  quote_literal_cstr(r->translations), r->translate, r->o.beam));
 	corpq_job_xact_begin(p->cxt);
-	pipeline_exec(psprintf("CREATE TABLE %s AS SELECT p.id, p.src, p.tgt AS tgt_old, t.hyp AS tgt_new, t.score "
-						   "FROM %s p JOIN %s t USING (id); ALTER TABLE %s ADD PRIMARY KEY (id)",
-						   r->rejuvenated, r->pairs, r->translations, r->rejuvenated));
+	pipeline_check_table(p, r->translations);
+	pipeline_claim_table(p, r->rejuvenated, rejuv_tables[T_REJUVENATED].columns);
+	pipeline_exec(psprintf("INSERT INTO %s (id, src, tgt_old, tgt_new, score) "
+						   "SELECT p.id, p.src, p.tgt, t.hyp, t.score "
+						   "FROM %s p JOIN %s t ON t.id OPERATOR(pg_catalog.=) p.id",
+						   r->rejuvenated, r->pairs, r->translations));
 	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('model', %s::json, "
 												   "'translate_job', " INT64_FORMAT ", "
 												   "'rejuvenated', %s::text, 'rows', count(*))::text FROM %s",

@@ -97,7 +97,18 @@ static const CorpqQuerySpec mono_spec = {
 	"mono", mono_columns, 2, 2, "SELECT id, src FROM mono", true
 };
 
-static const char *const st_tables[] = {"sample", "translations", "synthetic", NULL};
+/* The pipeline's tables (created at submission, claimed by their stage). */
+enum
+{
+	T_SAMPLE, T_TRANSLATIONS, T_SYNTHETIC
+};
+static const PipelineTable st_tables[] = {
+	{"sample", "id pg_catalog.int8 PRIMARY KEY, src pg_catalog.text, u pg_catalog.float8, key pg_catalog.float8"},
+	{"translations", "id pg_catalog.int8, hyp pg_catalog.text, score pg_catalog.float8"},
+	{"synthetic", "id pg_catalog.int8 PRIMARY KEY, src pg_catalog.text, tgt pg_catalog.text, u pg_catalog.float8, "
+	"score pg_catalog.float8, src_words pg_catalog.int4, tgt_words pg_catalog.int4, kept pg_catalog.bool"},
+	{NULL}
+};
 static const char *const st_models[] = {"student", NULL};
 
 /* The teacher's vocabularies: the student's defaults. */
@@ -105,7 +116,7 @@ static void
 teacher_vocabs(const char *teacher, SelfTrainOptions *o)
 {
 	SPI_connect();
-	if (SPI_execute(psprintf("SELECT src_vocab, tgt_vocab FROM corpq.model_catalog WHERE name = %s",
+	if (SPI_execute(psprintf("SELECT src_vocab, tgt_vocab FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) %s",
 							 quote_literal_cstr(teacher)), true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq.model_catalog");
 	if (SPI_processed == 1)
@@ -218,9 +229,9 @@ stage_umax(Pipeline *p, void *arg)
 
 	corpq_job_xact_begin(p->cxt);
 	pipeline_progress(p, "uncertainty of the parallel sources", 0, 0, NULL);
-	u = pipeline_value(psprintf("SELECT percentile_cont(%.17g) WITHIN GROUP "
-								"(ORDER BY corpq.mono_uncertainty(%s, src)) FROM (%s) p",
-								s->o.r / 100, s->lexicon, s->parallel));
+	u = pipeline_value_user(psprintf("SELECT pg_catalog.percentile_cont(%.17g::pg_catalog.float8) WITHIN GROUP "
+									 "(ORDER BY corpq.mono_uncertainty(%s, src)) FROM (%s) p",
+									 s->o.r / 100, s->lexicon, s->parallel));
 	if (u == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_EXCEPTION),
@@ -236,14 +247,16 @@ sampling_key(SelfTrain *s, const char *u_max)
 	switch ((SelfTrainSampling) s->o.sampling)
 	{
 		case SAMPLING_UNCSAMP:
-			return psprintf("corpq.uncsamp(u, %s, %.17g, id, %lld)", u_max, s->o.beta,
-							(long long) s->o.seed);
+			return psprintf("corpq.uncsamp(u, %s::pg_catalog.float8, %.17g::pg_catalog.float8, id, %lld::pg_catalog.int8)",
+							u_max, s->o.beta, (long long) s->o.seed);
 		case SAMPLING_RANDOM:
 			/* weight 1 for every row: a uniform sample */
-			return psprintf("corpq.uncsamp(1, 1, 0, id, %lld)", (long long) s->o.seed);
+			return psprintf("corpq.uncsamp(1::pg_catalog.float8, 1::pg_catalog.float8, 0::pg_catalog.float8, id, "
+							"%lld::pg_catalog.int8)", (long long) s->o.seed);
 		case SAMPLING_DWF:
 			/* weight WR(x)^beta, no penalty: u_max above any rarity (at most ln of the token count) */
-			return psprintf("corpq.uncsamp(corpq.word_rarity(%s, src), 1e300, %.17g, id, %lld)",
+			return psprintf("corpq.uncsamp(corpq.word_rarity(%s, src), 1e300::pg_catalog.float8, "
+							"%.17g::pg_catalog.float8, id, %lld::pg_catalog.int8)",
 							s->lexicon, s->o.beta, (long long) s->o.seed);
 	}
 	return NULL;
@@ -259,15 +272,15 @@ stage_sample(Pipeline *p, void *arg)
 	corpq_job_xact_begin(p->cxt);
 	u_max = pipeline_value(psprintf("SELECT (%s::jsonb ->> 'u_max')", quote_literal_cstr(u_max)));
 	pipeline_progress(p, "uncertainty of the monolingual sentences", 0, 0, NULL);
-	pipeline_exec(psprintf("CREATE TABLE %s (id bigint PRIMARY KEY, src text, u float8, key float8)",
-						   s->sample));
-	pipeline_exec(psprintf("INSERT INTO %s SELECT id, src, u, key FROM ("
-						   "SELECT id, src, u, %s AS key FROM ("
-						   "SELECT id, src, corpq.mono_uncertainty(%s, src) AS u FROM (%s) m "
-						   "WHERE src IS NOT NULL) m) m WHERE key >= 0 "
-						   "ORDER BY key DESC, id LIMIT %lld",
-						   s->sample, sampling_key(s, u_max), s->lexicon, s->mono,
-						   (long long) s->o.k));
+	pipeline_claim_table(p, s->sample, st_tables[T_SAMPLE].columns);
+	/* the user's query with their search_path; every other name is qualified */
+	pipeline_exec_user(psprintf("INSERT INTO %s (id, src, u, key) SELECT id, src, u, key FROM ("
+								"SELECT id, src, u, %s AS key FROM ("
+								"SELECT id, src, corpq.mono_uncertainty(%s, src) AS u FROM (%s) m "
+								"WHERE src IS NOT NULL) m) m WHERE key OPERATOR(pg_catalog.>=) 0::pg_catalog.float8 "
+								"ORDER BY key DESC, id LIMIT %lld",
+								s->sample, sampling_key(s, u_max), s->lexicon, s->mono,
+								(long long) s->o.k));
 	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('sample', %s::text, "
 												   "'rows', count(*), 'k', %lld, 'mean_u', avg(u))::text FROM %s",
 												   quote_literal_cstr(s->sample), (long long) s->o.k,
@@ -286,11 +299,9 @@ stage_translate(Pipeline *p, void *arg)
 	SelfTrain  *s = arg;
 	int64		subjob;
 
-	subjob = pipeline_subjob(p,
-							 psprintf("CREATE TABLE IF NOT EXISTS %s (id bigint, hyp text, score float8); "
-									  "TRUNCATE %s", s->translations, s->translations),
-							 psprintf("SELECT corpq.translate_job(%s, %s, %s, %s::jsonb || "
-									  "'{\"beam\": %d, \"skip_too_long\": true}')",
+	subjob = pipeline_subjob(p, &st_tables[T_TRANSLATIONS], NULL,
+							 psprintf("SELECT corpq.translate_job(%s, %s, %s, %s::pg_catalog.jsonb "
+									  "OPERATOR(pg_catalog.||) '{\"beam\": %d, \"skip_too_long\": true}')",
 									  s->teacher,
 									  quote_literal_cstr(psprintf("SELECT id, src FROM %s ORDER BY id", s->sample)),
 									  quote_literal_cstr(s->translations), s->translate, s->o.beam));
@@ -313,14 +324,15 @@ stage_filter(Pipeline *p, void *arg)
 	SelfTrain  *s = arg;
 
 	corpq_job_xact_begin(p->cxt);
-	pipeline_exec(psprintf("CREATE TABLE %s AS SELECT s.id, s.src, t.hyp AS tgt, s.u, t.score, "
-						   "n.ns AS src_words, n.nt AS tgt_words, "
-						   "n.ns <= %d AND n.ns > 0 AND n.nt > 0 AND greatest(n.ns, n.nt) <= %.17g * least(n.ns, n.nt) AS kept "
+	pipeline_check_table(p, s->sample);
+	pipeline_check_table(p, s->translations);
+	pipeline_claim_table(p, s->synthetic, st_tables[T_SYNTHETIC].columns);
+	pipeline_exec(psprintf("INSERT INTO %s (id, src, tgt, u, score, src_words, tgt_words, kept) "
+						   "SELECT s.id, s.src, t.hyp, s.u, t.score, n.ns, n.nt, "
+						   "n.ns <= %d AND n.ns > 0 AND n.nt > 0 AND greatest(n.ns, n.nt) <= %.17g * least(n.ns, n.nt) "
 						   "FROM %s s JOIN %s t USING (id), "
-						   "LATERAL (SELECT " WORDS("s.src") " AS ns, " WORDS("coalesce(t.hyp, '')") " AS nt) n; "
-						   "ALTER TABLE %s ADD PRIMARY KEY (id)",
-						   s->synthetic, s->o.max_words, s->o.max_ratio, s->sample, s->translations,
-						   s->synthetic));
+						   "LATERAL (SELECT " WORDS("s.src") " AS ns, " WORDS("coalesce(t.hyp, '')") " AS nt) n",
+						   s->synthetic, s->o.max_words, s->o.max_ratio, s->sample, s->translations));
 	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('synthetic', %s::text, "
 												   "'kept', count(*) FILTER (WHERE kept), "
 												   "'dropped_long', count(*) FILTER (WHERE src_words > %d), "
@@ -344,11 +356,12 @@ stage_student(Pipeline *p, void *arg)
 	/* the synthetic sources tagged (tag and a space prepended) when asked */
 	query = psprintf("SELECT src, tgt FROM (%s) p UNION ALL SELECT %s src, tgt FROM %s WHERE kept",
 					 s->parallel,
-					 s->o.tag_synthetic ? psprintf("%s ||", quote_literal_cstr(psprintf("%s ", s->o.tag))) : "",
+					 s->o.tag_synthetic ? psprintf("%s::pg_catalog.text OPERATOR(pg_catalog.||)",
+												   quote_literal_cstr(psprintf("%s ", s->o.tag))) : "",
 					 s->synthetic);
-	subjob = pipeline_subjob(p,
+	subjob = pipeline_subjob(p, NULL,
 							 psprintf("SELECT corpq.model_create(%s, %s, %s, %s, %lld) "
-									  "WHERE NOT EXISTS (SELECT FROM corpq.models WHERE name = %s)",
+									  "WHERE NOT EXISTS (SELECT FROM corpq.models WHERE name OPERATOR(pg_catalog.=) %s)",
 									  quote_literal_cstr(student), s->model,
 									  quote_literal_cstr(s->o.src_vocab), quote_literal_cstr(s->o.tgt_vocab),
 									  (long long) s->o.seed, quote_literal_cstr(student)),
@@ -356,8 +369,9 @@ stage_student(Pipeline *p, void *arg)
 									  quote_literal_cstr(query),
 									  s->o.dev ? quote_literal_cstr(s->o.dev) : "NULL", s->train));
 	corpq_job_xact_begin(p->cxt);
-	version = pipeline_value(psprintf("SELECT to_json(name || '@' || latest_version)::text FROM corpq.models "
-									  "WHERE name = %s", quote_literal_cstr(student)));
+	version = pipeline_value(psprintf("SELECT pg_catalog.to_json(name OPERATOR(pg_catalog.||) '@' "
+									  "OPERATOR(pg_catalog.||) latest_version)::pg_catalog.text FROM corpq.models "
+									  "WHERE name OPERATOR(pg_catalog.=) %s", quote_literal_cstr(student)));
 	pipeline_stage_done(p, psprintf("{\"model\": %s, \"train_job\": " INT64_FORMAT "}",
 									version ? version : "null", subjob));
 	corpq_job_xact_commit(p->cxt);
