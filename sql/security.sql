@@ -172,6 +172,29 @@ SELECT corpq.train('sec_m', 'SELECT src, tgt FROM sec_data.pairs');
 \set VERBOSITY default
 RESET ROLE;
 
+-- ---- a login with CREATEROLE under SET ROLE lends nothing to the role's job:
+-- the job runs as the role and cannot RESET ROLE back to the login (issue 31)
+CREATE ROLE corpq_sec_admin LOGIN CREATEROLE PASSWORD :'regress_password';
+GRANT corpq_sec_bob TO corpq_sec_admin;
+CREATE SCHEMA sec_bob AUTHORIZATION corpq_sec_bob;
+\c - corpq_sec_admin
+SET ROLE corpq_sec_bob;
+CREATE FUNCTION sec_bob.esc() RETURNS TABLE (src text, tgt text) LANGUAGE plpgsql AS $$
+BEGIN
+    RESET ROLE;
+    ALTER ROLE corpq_sec_bob CREATEROLE;
+    RETURN QUERY SELECT 'a b'::text, 'c d'::text;
+END $$;
+SELECT corpq.lexicon_train('sec_esc', 'SELECT * FROM sec_bob.esc()') AS esc_job \gset
+SELECT corpq.job_wait(:esc_job, '60 s') AS esc_state;
+SELECT error FROM corpq.jobs WHERE id = :esc_job;
+RESET ROLE;
+\c - :su
+SET client_min_messages = warning;
+SELECT rolcreaterole AS bob_gained_createrole FROM pg_roles WHERE rolname = 'corpq_sec_bob';
+DROP SCHEMA sec_bob CASCADE;
+DROP ROLE corpq_sec_admin;
+
 -- ---- (2) corpq's own statements ignore a hostile search_path: here every
 -- operator, function and view they could resolve unqualified raises
 CREATE SCHEMA sec_evil;

@@ -65,15 +65,19 @@ end_work(void)
 	corpq_job_xact_commit(TopMemoryContext);
 }
 
-/* Take the role the job runs as, as SET ROLE did in the submitting session. */
+/*
+ * Take the role the job runs as (the current role at submission) for the
+ * worker's whole life, and keep it: with SECURITY_LOCAL_USERID_CHANGE, as
+ * inside a SECURITY DEFINER function, SET ROLE and RESET ROLE are refused,
+ * so the job's code (a corpus query's functions) cannot go back to the
+ * login role's rights.  A CREATEROLE login that submitted under SET ROLE
+ * does not lend them to the role's code.  Set outside any transaction, it is
+ * what every transaction starts from and what an abort restores.
+ */
 static void
 assume_owner(const CorpqJobLaunchInfo *info)
 {
-	if (info->owner == info->session_role)
-		return;
-	StartTransactionCommand();
-	SetCurrentRoleId(info->owner, superuser_arg(info->owner));
-	CommitTransactionCommand();
+	SetUserIdAndSecContext(info->owner, SECURITY_LOCAL_USERID_CHANGE);
 }
 
 /*
