@@ -6,7 +6,7 @@
         [--lexicon NAME] [--filters JSON] [--job ID]
         [--cav "SELECT label, cav FROM cavs"] [--tokens a,b]
 
-It reads the views and functions of README "Quality views" through psql
+It reads the views and functions of docs/filters.md "Quality views" through psql
 (libpq's environment applies: PGHOST, PGPORT, PGUSER, ...) and draws them
 with Vega-Lite.  Vega, Vega-Lite and vega-embed come from npm (pinned in
 report/package.json, installed into report/node_modules by `make report`)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the dynamic corpus strategies of corpq.train() (README: Dynamic corpus balancing; figures in test/bench/README.md)
+# Benchmark of the dynamic corpus strategies of corpq.train() (docs/training.md: Dynamic corpus balancing; figures in docs/benchmarks.md)
 # on the en-es domains of the corpora test/lib.sh finds (bible, l10n, ddtp in
 # the shared corpora: unequal sizes): preset tiny, BPE vocabularies of 4000 per side, equal
 # budgets (BENCH_STEPS updates, default 800, max_tokens 2048, one thread per

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Coordinator overhead of Citus, against one node and against postgres_fdw in
-# the same run (figures in test/bench/README.md).  First bench_fdw.sh runs with
+# the same run (figures in docs/benchmarks.md).  First bench_fdw.sh runs with
 # the same ROWS (its own three servers), then a Citus coordinator and two
 # workers (test/citus/cluster.sh) with the same pairs: real en-es pairs from
 # the corpora test/lib.sh finds, cut to 20 tokens per side, preset tiny

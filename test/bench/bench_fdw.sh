@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Coordinator overhead of postgres_fdw scale-out (figures in test/bench/README.md).  Three
+# Coordinator overhead of postgres_fdw scale-out (figures in docs/benchmarks.md).  Three
 # local servers (test/integration/scaleout_fdw.sh's helpers); real en-es
 # pairs from the corpora test/lib.sh finds, cut to 20 tokens per side, preset tiny (untrained; speed does not depend on weights).
 #   1. one node holds all pairs; the coordinator reads them through one

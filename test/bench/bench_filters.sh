@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Rule filters (README: Rule filters; figures in test/bench/README.md).
+# Rule filters (docs/filters.md: Rule filters; figures in docs/benchmarks.md).
 # corpq.filter_report() with the default filter set (corpq.filter_defaults())
 # over the first BENCH_ROWS pairs (default: all, ~80k) of the corpora
 # test/lib.sh finds:

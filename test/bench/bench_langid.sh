@@ -5,8 +5,8 @@
 # specifiers, placeholders, command-line options, accelerators).  For each:
 # pairs, the share identified as the expected language, as "un" (unknown),
 # as another language, the share CLD2 calls reliable and the accuracy among
-# those.  Figures and the conclusions in README.md (Language identification)
-# and test/bench/README.md.  Not a timing: bench_filters.sh times lang_is.
+# those.  Figures and the conclusions in docs/filters.md (Language identification)
+# and docs/benchmarks.md.  Not a timing: bench_filters.sh times lang_is.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 corpq_corpora

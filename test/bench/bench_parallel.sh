@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Parallel query with corpq (figures in test/bench/README.md): for every scoring function and
+# Parallel query with corpq (figures in docs/benchmarks.md): for every scoring function and
 # aggregate, the execution time of the plan with 0, 1 and 2 workers
 # (max_parallel_workers_per_gather, leader participating), the speed-ups over
 # 0 workers, and the plan shape (Gather, Partial Aggregate, workers

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Report of issue 14 (README: Pipelines; figures in test/bench/README.md):
+# Report of issue 14 (docs/pipelines.md; figures in docs/benchmarks.md):
 # what data rejuvenation and UncSamp self-training bring on the en-es corpora
 # test/lib.sh finds (the shared corpora: bible, l10n, ddtp, and mono/en.txt).
 #

@@ -15,7 +15,7 @@
 #   citus_workers       the workers' "host:port", one a line, as Citus names them
 #   citus_copy_catalog  the coordinator's catalog (but lexicons) to every
 #                       worker through corpq's export and import functions
-#                       (README, Citus)
+#                       (docs/scaling.md, Citus)
 
 CORPQ_SCALEOUT_LIB=1 source "$CORPQ_ROOT/test/integration/scaleout_fdw.sh"
 
@@ -62,7 +62,7 @@ citus_workers() {
 # and version), so the copy can run again after a failure, for new versions
 # or for a new worker; what the workers hold is checked by catalog_check(),
 # not here.  A worker that lacks an earlier version would number the next one
-# differently, and the result says so.  README, Citus, shows this block with
+# differently, and the result says so.  docs/scaling.md, Citus, shows this block with
 # the objects chosen by name.
 citus_copy_catalog() {
 	qn "$citus_coordinator" -U "$citus_user" >/dev/null <<'SQL'

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# corpq on a Citus cluster (README, Scaling out: Citus): a coordinator and two
+# corpq on a Citus cluster (docs/scaling.md, Citus): a coordinator and two
 # workers on loopback (test/citus/cluster.sh), Citus from an installed package
 # or built from ../shared/vendor/citus-13.2.2.tar.gz (test/citus/build.sh);
 # skipped, with one line saying so, when there is neither.  Checked:

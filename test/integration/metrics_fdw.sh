@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bleu(), chrf() and paired_bootstrap() over a corpus sharded on two servers
-# with postgres_fdw (README, Evaluation and Scaling out).  A coordinator and
+# with postgres_fdw (docs/metrics.md and docs/scaling.md).  A coordinator and
 # two nodes on loopback ports (the cluster helpers of scaleout_fdw.sh).
 # Checked:
 #   - grouped by the partition key (domain), bleu() and chrf() are pushed down

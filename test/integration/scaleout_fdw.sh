@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A corpus sharded over three PostgreSQL servers with postgres_fdw
-# (README, Scaling out).  A coordinator and two nodes run on loopback ports, each
+# (docs/scaling.md).  A coordinator and two nodes run on loopback ports, each
 # with corpq; the coordinator's corpus is partitioned by hash of id (and, in a
 # second table, by domain) into foreign tables on the nodes.  Checked:
 #   - the catalog reaches the nodes by export/import and row copies, and
@@ -83,7 +83,7 @@ qn() {
 # copy_catalog FROM TO: BPE models (bpe_export -> bpe_import), vocabularies
 # (vocab_export -> vocab_import: the same ids) and every model version
 # (model_export -> model_import, in version order) of FROM -- the functions
-# any role can use on the rows it owns (README, Scaling out)
+# any role can use on the rows it owns (docs/scaling.md)
 copy_catalog() {
 	local from=$1 to=$2 m v
 	qn "$from" -c "\\copy (SELECT name, corpq.bpe_export(name) FROM corpq.bpe_models ORDER BY name) TO '$so_tmp/bpe.tsv'"
@@ -203,7 +203,7 @@ echo "$p" | grep -q "Remote SQL: SELECT id, src, tgt FROM public.corpus_shard \(
 # PostgreSQL 15's postgres_fdw computes a base scan's target list locally
 p=$(plan "SELECT id, $pinned FROM corpus")
 echo "$p" | grep -q "Remote SQL: SELECT id, src, tgt FROM public.corpus_shard" ||
-	fail "select-list expressions are shipped now: update the README (Scaling out): $p"
+	fail "select-list expressions are shipped now: update docs/scaling.md: $p"
 p=$(plan "SELECT domain, avg($pinned), count(*) FROM corpus_dom GROUP BY domain")
 echo "$p" | grep -q "Remote SQL: SELECT domain, avg(corpq.sent_prob('m@1'::corpq.pinned_model, src, tgt)), count(\*) FROM public.corpus_dom_shard GROUP BY 1" ||
 	fail "per-domain avg not pushed down whole: $p"

@@ -122,7 +122,7 @@ core = tt.Core()
 m = core.load(blob)
 
 # determinism contract: the server's per-row functions and the core scoring
-# all 120 pairs in ONE batch give the same bits (README "Determinism")
+# all 120 pairs in ONE batch give the same bits (docs/models.md "Determinism")
 whole = core.score(m, pairs)
 not_same = 0
 for r, w in zip(rows, whole):

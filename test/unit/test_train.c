@@ -251,7 +251,7 @@ TEST(train_schedule_by_hand)
 	CHECK_NEAR(cq_inverse_sqrt_lr(1e-3, 0.0, 0, 4), 5e-4, 1e-15);
 }
 
-/* The plan from the expected updates: the README's rule worked by hand. */
+/* The plan from the expected updates: the rule of docs/training.md worked by hand. */
 TEST(train_schedule_plan_by_hand)
 {
 	/* 1 / sqrt(4000 d): Vaswani et al.'s d^-0.5 4000^-0.5 */

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every SQL example of README.md and docs/*.md runs (test/docs/examples.py says
+# how a block is checked): the markers are checked first, without a server; then
+# each block to run runs with psql, stopping at its first error, in its own
+# copy of the fixture database (test/docs/fixture.sql), and a block that shows
+# psql output must print exactly that.
+set -euo pipefail
+. "$(dirname "$0")/../lib.sh"
+if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
+	# the markers fail fast, before a cluster starts
+	out=$(mktemp -d)
+	trap 'rm -rf "$out"' EXIT
+	python3 test/docs/examples.py check "$out"
+fi
+corpq_in_cluster -t 600 -o shared_preload_libraries=corpq -o max_worker_processes=16
+
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+python3 test/docs/examples.py check "$out" > /dev/null
+
+createdb docs_fixture
+q -d docs_fixture -f test/docs/fixture.sql > /dev/null || fail "the fixture does not load"
+failed=0 n=0
+while IFS=$'\t' read -r name where; do
+	n=$((n + 1))
+	db="docs_$name"
+	createdb -T docs_fixture "$db"
+	start=$(date +%s.%N)
+	if ! got=$(psql -X -v ON_ERROR_STOP=1 -P footer=off -d "$db" -f "$out/$name.sql" 2>&1); then
+		echo "$got" | tail -20 >&2
+		echo "docs_examples: FAIL: $where: the example does not run" >&2
+		failed=$((failed + 1))
+	elif [ -f "$out/$name.out" ] &&
+		! diff -u "$out/$name.out" <(printf '%s\n' "$got" | sed 's/[[:space:]]*$//' | awk 'NF { last = NR } { l[NR] = $0 } END { for (i = 1; i <= last; i++) print l[i] }' | tail -n "$(wc -l < "$out/$name.out")") >&2; then
+		echo "docs_examples: FAIL: $where: the output differs from the one shown" >&2
+		failed=$((failed + 1))
+	else
+		log "$where ran ($(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s)"
+	fi
+	dropdb "$db"
+done < "$out/index"
+[ "$failed" = 0 ] || fail "$failed of $n examples failed"
+log "ok: $n examples ran"
