@@ -69,6 +69,14 @@ UPDATE pairs SET tgt = (SELECT string_agg('v' || ((substr(w, 2)::int * 7 + 3) % 
                           FROM regexp_split_to_table(src, ' ') WITH ORDINALITY t(w, o));
 GRANT SELECT ON pairs TO alice, bob;
 SQL
+# part 4's jobs (run now, while slots are free; orphaned before the restart)
+q -c "CREATE ROLE carol LOGIN PASSWORD '$PGPASSWORD'" -c "CREATE ROLE dave LOGIN PASSWORD '$PGPASSWORD'" \
+	-c "CREATE TABLE cd_pairs AS SELECT 'a b'::text AS src, 'x y'::text AS tgt FROM generate_series(1, 50)" \
+	-c "GRANT SELECT ON cd_pairs TO carol, dave"
+carol_job=$(psql -X -Atq -U carol -c "SELECT corpq.lexicon_train('carol_lex', 'SELECT src, tgt FROM public.cd_pairs', '{\"iterations\": 1}')")
+dave_job=$(psql -X -Atq -U dave -c "SELECT corpq.lexicon_train('dave_lex', 'SELECT src, tgt FROM public.cd_pairs', '{\"iterations\": 1}')")
+wait_final "$carol_job" >/dev/null
+wait_final "$dave_job" >/dev/null
 qa >/dev/null <<'SQL'
 SELECT corpq.vocab_build('a_src', 'SELECT src FROM pairs');
 SELECT corpq.vocab_build('a_tgt', 'SELECT tgt FROM pairs');
@@ -192,6 +200,20 @@ UPDATE corpq.jobs SET state = 'running', finished = NULL, result = NULL, worker_
 SQL
 log "part 3: bob cannot plant checkpoints or log rows; planted rows under $a1, $a2, $a3"
 
+# ---- part 4: jobs of a dropped role and of a role that can no longer log in ----
+# (issue 31) their workers would die at connection and the jobs stay queued
+# for ever, holding corpq.max_jobs slots: recovery must fail them, saying why
+q <<SQL
+-- orphaned, as if the server had stopped during them
+UPDATE corpq.jobs SET state = 'running', finished = NULL, result = NULL, worker_pid = 0,
+                      server_start = '2000-01-01', attempts = 1
+ WHERE id IN ($carol_job, $dave_job);
+REVOKE ALL ON cd_pairs FROM carol, dave;
+DROP ROLE carol;
+ALTER ROLE dave NOLOGIN;
+SQL
+log "part 4: carol (dropped) job $carol_job, dave (NOLOGIN) job $dave_job orphaned"
+
 # ---- the restart ----
 start1=$(q -c "SELECT pg_postmaster_start_time()")
 log "restarting (immediate) with bobdb job $bobdb_job running"
@@ -204,6 +226,14 @@ done
 cluster_ready
 start2=$(q -c "SELECT pg_postmaster_start_time()")
 [ "$start2" != "$start1" ] || fail "the server did not restart"
+
+# part 4: both jobs failed with the reason, none stays queued
+for j in "$carol_job" "$dave_job"; do
+	[ "$(wait_final "$j")" = failed ] || fail "job $j: $(state_of "$j")"
+done
+case "$(state_of "$carol_job")" in *"role was dropped"*) ;; *) fail "carol's job: $(state_of "$carol_job")" ;; esac
+case "$(state_of "$dave_job")" in *"can no longer log in"*) ;; *) fail "dave's job: $(state_of "$dave_job")" ;; esac
+log "part 4: $(state_of "$carol_job"); $(state_of "$dave_job")"
 
 # part 1: the forged job is refused by its worker, bob stays ordinary
 [ "$(wait_final "$forged")" = failed ] || fail "forged job: $(state_of "$forged")"

@@ -126,6 +126,32 @@ settle_orphans(void)
 
 	(void) corpq_jobs_dead_workers(&values[0], &values[1]);
 	initStringInfo(&q);
+
+	/*
+	 * A job whose role was dropped, or whose login role can no longer log
+	 * in, would get a worker that dies at connection (FATAL) and stay queued
+	 * for ever, holding a corpq.max_jobs slot: fail it now, saying why.
+	 */
+	appendStringInfo(&q,
+					 "UPDATE corpq.jobs j SET state = '" CORPQ_JOB_FAILED_NAME "', finished = pg_catalog.now(), "
+					 "error = CASE WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_authid a "
+					 "  WHERE a.oid OPERATOR(pg_catalog.=) j.owner::pg_catalog.oid) "
+					 "  THEN 'the job''s role was dropped; the job cannot run again' "
+					 "  WHEN NOT EXISTS (SELECT FROM pg_catalog.pg_authid a "
+					 "  WHERE a.oid OPERATOR(pg_catalog.=) j.session_role::pg_catalog.oid) "
+					 "  THEN 'the role the job logs in as was dropped; the job cannot run again' "
+					 "  ELSE 'the role the job logs in as can no longer log in; the job cannot run again' END "
+					 "WHERE (%s) AND NOT EXISTS (SELECT FROM pg_catalog.pg_authid a, pg_catalog.pg_authid b "
+					 "  WHERE a.oid OPERATOR(pg_catalog.=) j.session_role::pg_catalog.oid AND a.rolcanlogin "
+					 "  AND b.oid OPERATOR(pg_catalog.=) j.owner::pg_catalog.oid)",
+					 orphaned);
+	if (corpq_sql_as_owner(q.data, 2, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not fail corpq jobs of dropped roles");
+	if (SPI_processed > 0)
+		elog(LOG, "corpq: " UINT64_FORMAT " orphaned job(s) failed: their role was dropped or cannot log in",
+			 (uint64) SPI_processed);
+
+	resetStringInfo(&q);
 	appendStringInfo(&q,
 					 "UPDATE corpq.jobs j SET state = '" CORPQ_JOB_QUEUED_NAME "', worker_pid = NULL, "
 					 "server_start = pg_catalog.pg_postmaster_start_time() "
