@@ -135,7 +135,9 @@ SELECT corpq.bpe_drop('bob_codes');
 RESET ROLE;
 SELECT name FROM corpq.bpe_models ORDER BY name;
 SELECT count(*) FROM corpq.bpe_merges WHERE model IN ('alice_codes', 'bob_codes');
+REVOKE ALL ON corpq.object_owners FROM corpq_bpe_alice;
 DROP ROLE corpq_bpe_alice;
+REVOKE ALL ON corpq.object_owners FROM corpq_bpe_bob;
 DROP ROLE corpq_bpe_bob;
 
 -- many models: the error lists the first ten names

@@ -17,5 +17,7 @@ SELECT corpq.job_cancel(id) FROM corpq.jobs;
 RESET ROLE;
 SELECT owner, kind, state FROM corpq.jobs WHERE owner::text IN ('corpq_jobs_a', 'corpq_jobs_b');
 DELETE FROM corpq.jobs WHERE owner::text IN ('corpq_jobs_a', 'corpq_jobs_b');
+REVOKE ALL ON corpq.object_owners FROM corpq_jobs_a;
 DROP ROLE corpq_jobs_a;
+REVOKE ALL ON corpq.object_owners FROM corpq_jobs_b;
 DROP ROLE corpq_jobs_b;

@@ -265,5 +265,7 @@ SELECT count(*) AS left_rows FROM corpq.lexicon_translations;
 SELECT corpq.bpe_drop('lex_bpe');
 DELETE FROM corpq.jobs;
 DROP TABLE lex_bitext, lex_big;
+REVOKE ALL ON corpq.object_owners FROM corpq_lex_a;
 DROP ROLE corpq_lex_a;
+REVOKE ALL ON corpq.object_owners FROM corpq_lex_b;
 DROP ROLE corpq_lex_b;

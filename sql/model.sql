@@ -178,6 +178,7 @@ RESET ROLE;
 SELECT count(*) AS owned_versions_left FROM corpq.model_versions v
   LEFT JOIN corpq.model_catalog c ON c.id = v.model WHERE c.id IS NULL;
 DROP OWNED BY regress_model_owner, regress_model_other;
+REVOKE ALL ON corpq.object_owners FROM regress_model_owner, regress_model_other;
 DROP ROLE regress_model_owner, regress_model_other;
 
 -- the backend cache: keyed by version, LRU-bounded by corpq.model_cache_mb

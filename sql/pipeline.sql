@@ -318,6 +318,7 @@ DROP SCHEMA regress_pl_schema;
 SELECT corpq.pipeline_drop('plc') AS dropped, corpq.pipeline_drop('plc') AS dropped_again;
 SELECT count(*) AS plc_stages FROM corpq.pipeline_stages WHERE pipeline = 'plc';
 REVOKE ALL ON pl_train FROM regress_pl_other;
+REVOKE ALL ON corpq.object_owners FROM regress_pl_other;
 DROP ROLE regress_pl_other;
 
 -- ---- a planted table, a planted operator, a squatted model name (issue 31) ----
@@ -405,5 +406,6 @@ SELECT count(*) AS pipeline_tables_left FROM pg_tables
 DROP VIEW pl_train, pl_dev;
 DROP TABLE pl_pairs, pl_mono, pl_mono_long;
 DROP FUNCTION pl_try(text);
+REVOKE ALL ON corpq.object_owners FROM regress_pl_planter;
 DROP ROLE regress_pl_planter;
 DROP PROCEDURE pl_wait_stage(text, int);

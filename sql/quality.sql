@@ -124,6 +124,7 @@ SELECT (SELECT count(*) FROM corpq.train_curve) AS curve_rows, (SELECT count(*) 
        (SELECT count(*) FROM corpq.lexicon_uncertain_words WHERE lexicon = 'qlex') > 0 AS lexicons_are_public;
 RESET ROLE;
 REVOKE SELECT ON q_pairs FROM q_outsider;
+REVOKE ALL ON corpq.object_owners FROM q_outsider;
 DROP ROLE q_outsider;
 
 -- leave the catalog as found

@@ -193,7 +193,19 @@ RESET ROLE;
 SET client_min_messages = warning;
 SELECT rolcreaterole AS bob_gained_createrole FROM pg_roles WHERE rolname = 'corpq_sec_bob';
 DROP SCHEMA sec_bob CASCADE;
+REVOKE ALL ON corpq.object_owners FROM corpq_sec_admin;
 DROP ROLE corpq_sec_admin;
+
+-- ---- a role that owns corpq objects or jobs cannot be dropped by accident
+-- (issue 31): its rows would be left to a dangling OID
+CREATE ROLE corpq_sec_carol;
+SET ROLE corpq_sec_carol;
+SELECT corpq.vocab_build('sec_carol', 'SELECT ''a b c''') AS carol_vocab;
+RESET ROLE;
+DROP ROLE corpq_sec_carol;
+SELECT corpq.vocab_drop('sec_carol');
+REVOKE ALL ON corpq.object_owners FROM corpq_sec_carol;
+DROP ROLE corpq_sec_carol;
 
 -- ---- (2) corpq's own statements ignore a hostile search_path: here every
 -- operator, function and view they could resolve unqualified raises
@@ -329,5 +341,7 @@ DELETE FROM corpq.jobs;
 DROP EXTENSION dblink;
 DROP SCHEMA sec_data CASCADE;
 ALTER ROLE corpq_sec_bob RESET corpq.max_jobs;
+REVOKE ALL ON corpq.object_owners FROM corpq_sec_alice;
 DROP ROLE corpq_sec_alice;
+REVOKE ALL ON corpq.object_owners FROM corpq_sec_bob;
 DROP ROLE corpq_sec_bob;

@@ -243,6 +243,7 @@ SELECT count(*) AS visible_log_rows FROM corpq.train_log;
 SELECT count(*) AS visible_checkpoints FROM corpq.train_checkpoints;
 RESET ROLE;
 DROP OWNED BY regress_train_other;
+REVOKE ALL ON corpq.object_owners FROM regress_train_other;
 DROP ROLE regress_train_other;
 
 -- dropping the model drops its checkpoints' state rows with its versions

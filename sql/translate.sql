@@ -296,6 +296,7 @@ CREATE ROLE corpq_tr_user;
 SET ROLE corpq_tr_user;
 SELECT corpq.translate_job('tr_m', 'SELECT 1, ''w1''', 'tr_target');
 RESET ROLE;
+REVOKE ALL ON corpq.object_owners FROM corpq_tr_user;
 DROP ROLE corpq_tr_user;
 SELECT count(*) AS jobs_submitted FROM corpq.jobs WHERE kind = 'translate';
 

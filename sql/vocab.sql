@@ -89,7 +89,9 @@ SELECT count(*) AS alice_tokens FROM corpq.vocabulary_tokens WHERE vocabulary = 
 SET ROLE corpq_vocab_alice;
 SELECT corpq.vocab_drop('alice_v');
 RESET ROLE;
+REVOKE ALL ON corpq.object_owners FROM corpq_vocab_alice;
 DROP ROLE corpq_vocab_alice;
+REVOKE ALL ON corpq.object_owners FROM corpq_vocab_bob;
 DROP ROLE corpq_vocab_bob;
 
 -- drop: tokens go with the vocabulary, then the BPE model can go

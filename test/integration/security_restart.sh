@@ -209,6 +209,8 @@ UPDATE corpq.jobs SET state = 'running', finished = NULL, result = NULL, worker_
                       server_start = '2000-01-01', attempts = 1
  WHERE id IN ($carol_job, $dave_job);
 REVOKE ALL ON cd_pairs FROM carol, dave;
+-- (owning corpq objects locks the role: the DBA unlocks it on purpose)
+REVOKE ALL ON corpq.object_owners FROM carol;
 DROP ROLE carol;
 ALTER ROLE dave NOLOGIN;
 SQL
