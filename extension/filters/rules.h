@@ -1,5 +1,5 @@
 /*
- * OpusFilter's rule filters, one score function each (README.md, "Rule
+ * OpusFilter's rule filters, one score function each (docs/filters.md, "Rule
  * filters", names the correspondence).  Each returns the score
  * OpusFilter's filter of the same purpose computes for a segment or a pair,
  * on the code points of the text (utext.h); the threshold comparison that

@@ -8,7 +8,7 @@
  * init = warmup_init_lr (fairseq's default 0 in newer releases, 1e-7 in the
  * transformer recipes; ours defaults to 1e-7).  W = 0: peak / sqrt(max(u,1)).
  *
- * The plan (README "How a budgeted run is scheduled"): a run expects E
+ * The plan (docs/training.md, "How a budgeted run is scheduled"): a run expects E
  * updates -- its step budget, its epochs in batches, or, with only a time
  * budget, the time left divided by the seconds per update measured on a few
  * gradient passes before the first update (a calibration: the passes are
@@ -31,7 +31,7 @@ double		cq_inverse_sqrt_lr(double peak, double warmup_init_lr, int64_t warmup,
  * (d_model^-0.5 min(u^-0.5, u 4000^-1.5), "Attention is all you need", 5.3)
  * for its 4000 warm-up updates, 1 / sqrt(4000 d_model): tiny (d 64) 1.98e-3,
  * small (d 256) 9.9e-4, base (d 512) 7.0e-4.  A narrower model takes a larger
- * rate (test/bench/README.md, "Minutes to a useful model", has the
+ * rate (docs/benchmarks.md, "Minutes to a useful model", has the
  * measurements).
  */
 double		cq_schedule_default_lr(int d_model);

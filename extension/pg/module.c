@@ -1,7 +1,7 @@
 /*
  * corpq module entry: the wiring.  _PG_init calls one init function per
  * subsystem that has GUCs or process-level set-up; the job kinds are wired in
- * job_kinds.c.  Subsystems live in extension/pg/<subsystem>/ (README, Layout).
+ * job_kinds.c.  Subsystems live in extension/pg/<subsystem>/ (docs/architecture.md).
  */
 #include "postgres.h"
 

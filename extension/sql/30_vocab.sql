@@ -66,7 +66,7 @@ CREATE FUNCTION corpq.vocab_drop(name text) RETURNS void
 COMMENT ON FUNCTION corpq.vocab_drop(text) IS
     'drop a vocabulary you own';
 
--- Copies between servers (README, Scaling out): the same ids everywhere.
+-- Copies between servers (docs/scaling.md): the same ids everywhere.
 CREATE FUNCTION corpq.vocab_export(name text) RETURNS jsonb
     AS 'MODULE_PATHNAME', 'corpq_vocab_export'
     LANGUAGE C STABLE STRICT PARALLEL SAFE;

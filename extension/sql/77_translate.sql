@@ -1,6 +1,6 @@
 
 -- ---------------------------------------------------------------------------
--- Translation with a catalog model (README, Translation in SQL): beam search,
+-- Translation with a catalog model (docs/translation.md): beam search,
 -- greedy decoding and sampling on the core's incremental decoder.
 -- translate() and translate_nbest() come twice, like the scoring functions:
 -- on a model name (STABLE) and on a pinned version (IMMUTABLE).  A sentence's

@@ -1,6 +1,6 @@
 
 -- ---------------------------------------------------------------------------
--- Scale-out over several servers (README, Scaling out).  Shards of a corpus can
+-- Scale-out over several servers (docs/scaling.md).  Shards of a corpus can
 -- live on other servers (postgres_fdw foreign partitions, or Citus); scoring
 -- there is only correct if every node holds the same models.  Each node
 -- describes its catalog by fingerprints; a coordinator reads the nodes'
@@ -149,7 +149,7 @@ BEGIN
         RAISE EXCEPTION '% has a different corpq catalog: % differs', label, msg
             USING ERRCODE = 'data_exception',
                   DETAIL = format('%s object(s) differ:%s', n, lines),
-                  HINT = 'Copy the models with corpq.model_export/model_import, BPE models with bpe_export/bpe_import and vocabularies with vocab_export/vocab_import (README, Scaling out).';
+                  HINT = 'Copy the models with corpq.model_export/model_import, BPE models with bpe_export/bpe_import and vocabularies with vocab_export/vocab_import (docs/scaling.md).';
     END IF;
 END
 $$;
@@ -181,7 +181,7 @@ BEGIN
                 GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
                 RAISE EXCEPTION 'corpq is not installed on %', label
                     USING ERRCODE = 'undefined_object', DETAIL = msg,
-                          HINT = 'Run CREATE EXTENSION corpq on every node, then copy the catalog (README, Scaling out).';
+                          HINT = 'Run CREATE EXTENSION corpq on every node, then copy the catalog (docs/scaling.md).';
             WHEN sqlclient_unable_to_establish_sqlconnection OR connection_exception THEN
                 GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE;
                 RAISE EXCEPTION 'could not read the corpq catalog of %', label
@@ -213,7 +213,7 @@ BEGIN
     IF to_regproc('pg_catalog.run_command_on_workers') IS NULL THEN
         RAISE EXCEPTION 'corpq.catalog_check() without arguments checks the workers of a Citus coordinator, and Citus is not installed in this database'
             USING ERRCODE = 'undefined_function',
-                  HINT = 'Pass the nodes: foreign tables on each node''s corpq.catalog_fingerprints (README, Scaling out).';
+                  HINT = 'Pass the nodes: foreign tables on each node''s corpq.catalog_fingerprints (docs/scaling.md).';
     END IF;
     FOR w IN EXECUTE
         $q$SELECT nodename, nodeport, success, result
@@ -226,7 +226,7 @@ BEGIN
             IF w.result ~ '"corpq(\.catalog_fingerprints)?" does not exist' THEN
                 RAISE EXCEPTION 'corpq is not installed on %', label
                     USING ERRCODE = 'undefined_object', DETAIL = w.result,
-                          HINT = 'Run CREATE EXTENSION corpq on the worker (Citus propagates it from the coordinator when the worker is added), then copy the catalog (README, Scaling out).';
+                          HINT = 'Run CREATE EXTENSION corpq on the worker (Citus propagates it from the coordinator when the worker is added), then copy the catalog (docs/scaling.md).';
             END IF;
             RAISE EXCEPTION 'could not read the corpq catalog of %', label
                 USING ERRCODE = 'connection_failure', DETAIL = w.result;

@@ -1,7 +1,7 @@
 
 -- ---------------------------------------------------------------------------
 -- Rule filters and language identification (OpusFilter's filters of the same
--- purpose; README "Rule filters"), one scan that reports what each filter of
+-- purpose; docs/filters.md), one scan that reports what each filter of
 -- a spec discards, the pairs each rejects, and the same spec as a SQL
 -- predicate.  The score functions are IMMUTABLE (they depend on the text and
 -- the Unicode / CLD2 tables of the installed libraries) and PARALLEL SAFE.

@@ -1,6 +1,6 @@
 
 -- ---------------------------------------------------------------------------
--- Quality views: the BI contract (README "Quality views" documents every
+-- Quality views: the BI contract (docs/filters.md, "Quality views", documents every
 -- column).  Long format, typed columns, no JSON to unpack, so that Grafana,
 -- Metabase or Superset chart them as they are.  What needs no model, corpus
 -- or lexicon is a view (security_invoker: each role sees the rows corpq's

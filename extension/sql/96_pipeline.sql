@@ -1,8 +1,8 @@
 
 -- ---------------------------------------------------------------------------
--- Pipelines (README, Pipelines): data rejuvenation (thesis ch. 5) and UncSamp
+-- Pipelines (docs/pipelines.md): data rejuvenation (thesis ch. 5) and UncSamp
 -- self-training (ch. 6) as jobs of kinds 'rejuvenate' and 'self_train'.  A
--- pipeline is named; its stages are the SQL calls the README lists (train()
+-- pipeline is named; its stages are the SQL calls docs/pipelines.md lists (train()
 -- and translate_job() run as sub-jobs), each a committed unit recorded in
 -- corpq.pipeline_stages.  A job that stops (crash, kill, cancel, error)
 -- resumes after its last finished stage: the server restart requeues it, or

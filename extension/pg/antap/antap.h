@@ -1,5 +1,5 @@
 /*
- * ANTAP in SQL (README, "Predicting token accuracy from CAVs: ANTAP"): the
+ * ANTAP in SQL (docs/cav.md, "Predicting token accuracy from CAVs: ANTAP"): the
  * glue of extension/antap.
  *
  *   antap_options.c  antap_train()'s options: one table, architecture and training

@@ -3,7 +3,7 @@
  * that compose corpq's own SQL functions.
  *
  * A pipeline has a name (corpq.pipelines) and numbered stages
- * (corpq.pipeline_stages).  Each stage runs the SQL statements the README
+ * (corpq.pipeline_stages).  Each stage runs the SQL statements docs/pipelines.md
  * lists for it, as the job owner with the submitter's search_path, and
  * records itself finished in the same transaction as its writes: a stage is
  * done entirely or not at all.  A stage that trains or translates submits a

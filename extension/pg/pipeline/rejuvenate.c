@@ -1,6 +1,6 @@
 /*
  * corpq.rejuvenate(): data rejuvenation (thesis ch. 5) as a pipeline job.
- * The stages are the SQL of the README's "Data rejuvenation" section.
+ * The stages are the SQL of docs/pipelines.md's "Data rejuvenation" section.
  */
 #include "postgres.h"
 

@@ -1,7 +1,7 @@
 /*
  * corpq.self_train(): UncSamp self-training (thesis ch. 6) as a pipeline
  * job, with random and word-rarity sampling as the baselines.  The stages
- * are the SQL of the README's "UncSamp self-training" section.
+ * are the SQL of docs/pipelines.md's "UncSamp self-training" section.
  */
 #include "postgres.h"
 

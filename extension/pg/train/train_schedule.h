@@ -1,5 +1,5 @@
 /*
- * The schedule a train job fixes before its first update (README "How a
+ * The schedule a train job fixes before its first update (docs/training.md, "How a
  * budgeted run is scheduled"): the updates it expects and which budget says
  * so, the warm-up and the checkpoint and validation cadence derived from
  * them (the rules are nn/schedule.h's), and a time budget's calibration.
