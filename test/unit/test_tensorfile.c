@@ -295,3 +295,62 @@ TEST(tensorfile_antap_rejects_broken_images)
 	free(orig);
 	cq_antap_free(m);
 }
+
+/* A model file whose config JSON has a leading-zero number or a key that
+ * is not UTF-8 (checksum recomputed) fails as a configuration error. */
+TEST(tensorfile_model_config_strict_json)
+{
+	cq_model_config c = {
+		.d_model = 16, .heads = 2, .encoder_layers = 1, .decoder_layers = 1,
+		.ffn_dim = 24, .activation = CQ_ACT_RELU, .max_positions = 12,
+		.positions = CQ_POS_SINUSOIDAL, .src_vocab_size = 20, .tgt_vocab_size = 23,
+	};
+	cq_model   *m = NULL;
+	cq_nn_error err;
+	size_t		len;
+	unsigned char *orig;
+
+	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
+	cq_model_init_random(m, 7);
+	len = cq_modelfile_size(m);
+	orig = malloc(len);
+	CHECK_INT_EQ(cq_modelfile_write(m, orig, len, &err), CQ_NN_OK);
+	for (int kind = 0; kind < 2; kind++)
+	{
+		unsigned char *p = malloc(len);
+		char	   *key = NULL;
+		cq_model   *back = NULL;
+
+		memcpy(p, orig, len);
+		for (size_t i = 40; i + 15 <= 40 + cq_le_get_u32(p + 12) && !key; i++)
+			if (memcmp(p + i, "\"max_positions\"", 15) == 0)
+				key = (char *) p + i;
+		CHECK(key != NULL);
+		if (!key)
+		{
+			free(p);
+			continue;
+		}
+		if (kind == 0)
+		{
+			char	   *v = key + 15;
+
+			while (*v == ':' || *v == ' ')
+				v++;
+			CHECK(v[0] == '1' && v[1] == '2');
+			v[0] = '0';			/* "02" */
+		}
+		else
+			key[1] = (char) 0xff;
+		fix_crc(p, len);
+		err.message[0] = '\0';
+		CHECK_INT_EQ(cq_modelfile_load(p, len, &back, &err), CQ_NN_ECONFIG);
+		if (!strstr(err.message, kind == 0 ? "leading zero" : "UTF-8"))
+			unit_fail(__FILE__, __LINE__, "message \"%s\"", err.message);
+		if (back)
+			cq_model_free(back);
+		free(p);
+	}
+	free(orig);
+	cq_model_free(m);
+}
