@@ -227,6 +227,11 @@ SELECT corpq.translate('tr_m', 'w1', '{"search": "sample", "topk": 3, "topp": 0.
 SELECT corpq.translate('tr_m', 'w1', '{"topk": 3}');
 SELECT corpq.translate('tr_m', 'w1', '{"search": "greedy"}');
 SELECT corpq.translate('tr_m', 'w1', '{"temperature": 0}');
+-- below the documented minimum (1e-3) the scaled logits overflow float32
+SELECT corpq.translate('tr_m', 'w1', '{"temperature": 1e-300}');
+SELECT corpq.translate('tr_m', 'w1', '{"search": "sample", "temperature": 1e-45}');
+SELECT corpq.translate('tr_m', 'w1', '{"temperature": 0.0009}');
+SELECT corpq.translate('tr_m', 'w1', '{"temperature": 0.001}') IS NOT NULL AS at_minimum;
 SELECT corpq.translate('tr_m', 'w1', '{"seed": -1}');
 SELECT corpq.translate('nope', 'w1');
 SELECT corpq.translate('tr_m@9'::corpq.pinned_model, 'w1');

@@ -1,5 +1,6 @@
 #include "common/json.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -51,6 +52,47 @@ expect(parser *p, char c)
 }
 
 /* A string literal at p->pos into a fresh allocation. */
+/*
+ * Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no
+ * overlong form, no surrogate, nothing above U+10FFFF), 0 if there is none.
+ */
+static size_t
+utf8_sequence(const unsigned char *s, size_t n)
+{
+	size_t		len;
+	unsigned	lo = 0x80,
+				hi = 0xbf;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		len = 2;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+	{
+		len = 3;
+		if (s[0] == 0xe0)
+			lo = 0xa0;
+		else if (s[0] == 0xed)
+			hi = 0x9f;
+	}
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+	{
+		len = 4;
+		if (s[0] == 0xf0)
+			lo = 0x90;
+		else if (s[0] == 0xf4)
+			hi = 0x8f;
+	}
+	else
+		return 0;
+	if (n < len || s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < len; i++)
+		if (s[i] < 0x80 || s[i] > 0xbf)
+			return 0;
+	return len;
+}
+
 static bool
 parse_string(parser *p, char **out)
 {
@@ -73,6 +115,22 @@ parse_string(parser *p, char **out)
 			cq_free(buf);
 			return fail(p, "control character in string");
 		}
+		if (c >= 0x80)
+		{
+			size_t		len = utf8_sequence((const unsigned char *) p->s + p->pos - 1,
+											p->len - p->pos + 1);
+
+			if (len == 0)
+			{
+				cq_free(buf);
+				p->pos--;
+				return fail(p, "invalid UTF-8 in string");
+			}
+			memcpy(buf + n, p->s + p->pos - 1, len);
+			n += len;
+			p->pos += len - 1;
+			continue;
+		}
 		if (c == '\\')
 		{
 			const char *from = "\"\\/bfnrt",
@@ -86,6 +144,10 @@ parse_string(parser *p, char **out)
 			if (c != 'u' && (hit = strchr(from, c)) != NULL && c)
 				c = to[hit - from];
 			else if (c == 'u' && p->pos + 4 <= p->len &&
+					 isxdigit((unsigned char) p->s[p->pos]) &&
+					 isxdigit((unsigned char) p->s[p->pos + 1]) &&
+					 isxdigit((unsigned char) p->s[p->pos + 2]) &&
+					 isxdigit((unsigned char) p->s[p->pos + 3]) &&
 					 sscanf(p->s + p->pos, "%4x", &code) == 1 && code < 0x80 && code > 0)
 			{
 				p->pos += 4;
@@ -110,6 +172,39 @@ parse_string(parser *p, char **out)
 	return true;
 }
 
+/* Whether s is a number as RFC 8259 writes one: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static bool
+rfc_number(const char *s)
+{
+	if (*s == '-')
+		s++;
+	if (*s == '0')
+		s++;
+	else if (*s >= '1' && *s <= '9')
+		while (isdigit((unsigned char) *s))
+			s++;
+	else
+		return false;
+	if (*s == '.')
+	{
+		if (!isdigit((unsigned char) *++s))
+			return false;
+		while (isdigit((unsigned char) *s))
+			s++;
+	}
+	if (*s == 'e' || *s == 'E')
+	{
+		s++;
+		if (*s == '+' || *s == '-')
+			s++;
+		if (!isdigit((unsigned char) *s))
+			return false;
+		while (isdigit((unsigned char) *s))
+			s++;
+	}
+	return *s == '\0';
+}
+
 static bool
 parse_number(parser *p, double *out)
 {
@@ -124,6 +219,8 @@ parse_number(parser *p, double *out)
 		n++;
 	}
 	tmp[n] = '\0';
+	if (!rfc_number(tmp))
+		return fail(p, "bad number \"%s\" (JSON numbers have no leading zero, plus sign or bare point)", tmp);
 	errno = 0;
 	*out = strtod(tmp, &end);
 	if (n == 0 || end != tmp + n || errno == ERANGE)

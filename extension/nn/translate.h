@@ -78,11 +78,22 @@ typedef struct cq_translate_options
 	int			min_len;		/* tokens before </s> may come, >= 0 */
 	int			no_repeat_ngram_size;	/* 0 = off */
 	double		unk_penalty;	/* subtracted from <unk>'s log-probability */
-	double		temperature;	/* > 0; logits are divided by it */
+	double		temperature;	/* in [CQ_TEMPERATURE_MIN, CQ_TEMPERATURE_MAX];
+								 * logits are divided by it */
 	int			topk;			/* sampling: 0 = off, else 1 .. vocabulary */
 	double		topp;			/* sampling: 0 = off, else (0, 1] */
 	uint64_t	seed;			/* sampling */
 } cq_translate_options;
+
+/*
+ * The temperature's bounds.  Below 1e-3 the scaled logits (float32) can
+ * overflow (a logit difference d becomes d / temperature; 1e-300 or a
+ * subnormal turns every finite logit into +-inf and the search finds
+ * nothing), and nothing is lost: at 1e-3 a logit gap of 0.05 is already a
+ * probability ratio of e^50, which is greedy search.
+ */
+#define CQ_TEMPERATURE_MIN 1e-3
+#define CQ_TEMPERATURE_MAX 1000.0
 
 /* fairseq's defaults: beam 5, nbest 1, lenpen 1, max_len 0 |src| + 200, min_len 1. */
 void		cq_translate_options_default(cq_translate_options *o);

@@ -50,8 +50,9 @@ cq_translate_options_check(const cq_translate_options *o,
 						  o->no_repeat_ngram_size);
 	if (!isfinite(o->unk_penalty))
 		return cq_nn_fail(err, CQ_NN_EINVAL, "unk_penalty must be finite");
-	if (!isfinite(o->temperature) || o->temperature <= 0.0)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "temperature must be positive and finite");
+	if (!(o->temperature >= CQ_TEMPERATURE_MIN && o->temperature <= CQ_TEMPERATURE_MAX))
+		return cq_nn_fail(err, CQ_NN_EINVAL, "temperature must be between %g and %g, not %g",
+						  CQ_TEMPERATURE_MIN, CQ_TEMPERATURE_MAX, o->temperature);
 	if (o->topk < 0 || o->topk > v)
 		return cq_nn_fail(err, CQ_NN_EINVAL,
 						  "topk must be between 0 (off) and the target vocabulary size %d, not %d",

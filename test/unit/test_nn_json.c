@@ -140,3 +140,41 @@ TEST(config_json_round_trip_and_errors)
 		}
 	}
 }
+
+/*
+ * Numbers RFC 8259 does not allow (leading zero, plus sign, bare point,
+ * empty exponent) and strings or keys that are not well-formed UTF-8 are
+ * rejected (issue 31); well-formed ones still parse.
+ */
+TEST(json_rfc8259_numbers_and_utf8)
+{
+	const char *bad[] = {"{\"a\":034}", "{\"a\":00}", "{\"a\":-01}", "{\"a\":1.}", "{\"a\":.5}",
+		"{\"a\":+1}", "{\"a\":1e}", "{\"a\":1e+}", "{\"a\":1.e5}", "{\"a\":--1}", "{\"a\":1-2}",
+		"{\"\xff\":1}", "{\"a\":\"\xc3\"}", "{\"a\":\"\xc0\xaf\"}", "{\"a\":\"\xed\xa0\x80\"}",
+		"{\"a\":\"\xf4\x90\x80\x80\"}", "{\"\xe2\x82\":1}", "{\"a\":\"\\u+041\"}"};
+	const char *good = "{\"a\":0, \"b\":-0.5, \"c\":1E+2, \"d\":10e-1, \"\xc3\xa9t\xc3\xa9\":\"\xe2\x82\xac\xf0\x9f\x98\x80\"}";
+	char		err[160];
+	cq_json_object o;
+
+	for (int i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
+	{
+		err[0] = '\0';
+		if (cq_json_parse_object(bad[i], strlen(bad[i]), &o, err, sizeof(err)))
+		{
+			unit_fail(__FILE__, __LINE__, "accepted %s", bad[i]);
+			cq_json_free(&o);
+		}
+		else
+			CHECK(strncmp(err, "at byte", 7) == 0);
+	}
+	CHECK(!cq_json_parse_object(bad[0], strlen(bad[0]), &o, err, sizeof(err)) &&
+		  strstr(err, "leading zero") != NULL);
+	CHECK(!cq_json_parse_object(bad[11], strlen(bad[11]), &o, err, sizeof(err)) &&
+		  strstr(err, "UTF-8") != NULL);
+	CHECK(cq_json_parse_object(good, strlen(good), &o, err, sizeof(err)));
+	CHECK_INT_EQ(o.n, 5);
+	CHECK_NEAR(cq_json_get(&o, "b")->number, -0.5, 0);
+	CHECK_NEAR(cq_json_get(&o, "c")->number, 100.0, 0);
+	CHECK_STR_EQ(cq_json_get(&o, "\xc3\xa9t\xc3\xa9")->string, "\xe2\x82\xac\xf0\x9f\x98\x80");
+	cq_json_free(&o);
+}

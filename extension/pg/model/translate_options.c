@@ -35,7 +35,7 @@ static const int search_values[] = {CQ_SEARCH_BEAM, CQ_SEARCH_SAMPLE};
 	{.key = "unk_penalty", OPT(core.unk_penalty), .type = CORPQ_OPT_NUMBER, \
 	 .range = CORPQ_RANGE_CLOSED, .lo = -1000, .hi = 1000, .def = 0}, \
 	{.key = "temperature", OPT(core.temperature), .type = CORPQ_OPT_NUMBER, \
-	 .range = CORPQ_RANGE_POSITIVE, .hi = 1000, .def = 1}, \
+	 .range = CORPQ_RANGE_CLOSED, .lo = CQ_TEMPERATURE_MIN, .hi = CQ_TEMPERATURE_MAX, .def = 1}, \
 	{.key = "topk", OPT(core.topk), .type = CORPQ_OPT_INT, .min = 0, .max = 1000000, .def = 0, \
 	 .expected = "an integer from 0 (off) to the target vocabulary's size"}, \
 	{.key = "topp", OPT(core.topp), .type = CORPQ_OPT_NUMBER, \
