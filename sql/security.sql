@@ -253,6 +253,17 @@ SELECT corpq.model_create('sec_huge', '{"preset": "tiny", "d_model": 2048, "head
 SET corpq.max_model_mb = 1;
 SELECT corpq.model_import('sec_big', decode(repeat('00', 2 * 1024 * 1024), 'hex'), 'sec_src', 'sec_tgt');
 RESET corpq.max_model_mb;
+-- a per-role bound a DBA sets (issue 31): corpq.max_model_mb is a superuser
+-- setting, so ALTER ROLE ... SET binds the role and the role cannot raise it
+ALTER ROLE corpq_sec_bob SET corpq.max_model_mb = 1;
+\c - corpq_sec_bob
+SHOW corpq.max_model_mb;
+SELECT corpq.model_create('sec_bob_2mb', '{"preset": "tiny", "d_model": 64, "heads": 2, "ffn_dim": 2048}',
+                          'sec_src', 'sec_tgt');
+SET corpq.max_model_mb = 2048;
+\c - :su
+SET client_min_messages = warning;
+ALTER ROLE corpq_sec_bob RESET corpq.max_model_mb;
 -- Monte Carlo dropout passes
 SELECT corpq.uncertainty('sec_m', 'the dog', 'el perro', 'enteos', passes => 2147483647);
 SELECT corpq.uncertainty('sec_m', 'the dog', 'el perro', 'enteos', passes => 1000) > 0 AS thousand_passes_ok;
