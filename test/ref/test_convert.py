@@ -290,7 +290,42 @@ def test_fairseq(tmp, rng):
             doc = json.load(f)
         check(doc["counts"][4] == 1000 and doc["bpe"] is None and "spm" not in doc,
               name + ": vocabulary document counts and segmenter")
+        if name == "fairseq pre sinusoidal":
+            legacy_fairseq(tmp, ck, sp, tp, args, sd, out)
     return cases
+
+
+def legacy_fairseq(tmp, ck, sp, tp, args, sd, out):
+    """Older fairseq layouts give the same image: in_proj_weight/bias (before
+    0.7), layer_norms.N, embed_out, in torch's legacy (pre-1.6) format."""
+    old = {}
+    for k, v in sd.items():
+        for att in ("self_attn", "encoder_attn"):
+            if ".%s.q_proj." % att in k:
+                base, kind = k.split(".%s.q_proj." % att)
+                pre = base + "." + att
+                qkv = [sd["%s.%s_proj.%s" % (pre, x, kind)] for x in "qkv"]
+                old["%s.in_proj_%s" % (pre, kind)] = torch.cat(qkv)
+        if any(".%s_proj." % x in k for x in "qkv"):
+            continue
+        for j, nm in enumerate(["self_attn_layer_norm", "encoder_attn_layer_norm", "final_layer_norm"]):
+            if k.startswith("decoder.layers.") and "." + nm + "." in k:
+                k = k.replace(nm, "layer_norms.%d" % j)
+        if k.startswith("encoder.layers.") and ".self_attn_layer_norm." in k:
+            k = k.replace("self_attn_layer_norm", "layer_norms.0")
+        if k.startswith("encoder.layers.") and ".final_layer_norm." in k:
+            k = k.replace("final_layer_norm", "layer_norms.1")
+        if k == "decoder.output_projection.weight":
+            k = "decoder.embed_out"
+        old[k] = v
+    p = os.path.join(tmp, "legacy.pt")
+    torch.save({"model": old, "args": args}, p, _use_new_zipfile_serialization=False)
+    out2 = os.path.join(tmp, "legacy.out")
+    rc, err = run(["fairseq", "--checkpoint", p, "--src-dict", sp, "--tgt-dict", tp, "--output", out2])
+    same = rc == 0 and open(os.path.join(out, "model.corpq"), "rb").read() == \
+        open(os.path.join(out2, "model.corpq"), "rb").read()
+    check(same, "legacy fairseq names and torch format give the same image (%s)" % err.strip())
+    print("  legacy names (in_proj, layer_norms.N, embed_out), legacy torch format: same image")
 
 
 # ---- Marian -----------------------------------------------------------------------
@@ -457,6 +492,24 @@ def hf_model(tmp, tag, g, V=58, d=40, heads=8, ffn=64, layers=2, M=128, store_po
     return md, c, sd, words
 
 
+def write_safetensors(path, sd):
+    """The safetensors layout: u64 header length, JSON header, raw data;
+    tied tensors stored once, as transformers does."""
+    head, blobs, off, seen = {}, [], 0, {}
+    for k, v in sd.items():
+        key = v.data_ptr()
+        if key in seen:
+            continue
+        seen[key] = k
+        raw = v.contiguous().numpy().astype("<f4").tobytes()
+        head[k] = {"dtype": "F32", "shape": list(v.shape), "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    h = json.dumps(head).encode()
+    with open(path, "wb") as f:
+        f.write(len(h).to_bytes(8, "little") + h + b"".join(blobs))
+
+
 def test_hf(tmp, rng):
     print("Hugging Face Marian:")
     g = torch.Generator().manual_seed(13)
@@ -469,6 +522,19 @@ def test_hf(tmp, rng):
         check(cfg["positions"] == "sinusoidal" and cfg["sinusoid_denominator"] == "half"
               and cfg["decoder_start_id"] == 1 and not cfg["encoder_final_norm"],
               "HF configuration keys")
+        # the same weights as model.safetensors give the same image
+        md3 = os.path.join(tmp, "hf_st")
+        os.mkdir(md3)
+        for f in os.listdir(md):
+            if f != "pytorch_model.bin":
+                with open(os.path.join(md, f), "rb") as a, open(os.path.join(md3, f), "wb") as b:
+                    b.write(a.read())
+        write_safetensors(os.path.join(md3, "model.safetensors"), sd)
+        out3 = os.path.join(tmp, "hf_st.out")
+        rc, err = run(["hf-marian", "--model-dir", md3, "--output", out3])
+        check(rc == 0 and open(os.path.join(out, "model.corpq"), "rb").read()
+              == open(os.path.join(out3, "model.corpq"), "rb").read(),
+              "HF model.safetensors gives the same image (%s)" % err.strip())
     # positions not stored (transformers' _keys_to_ignore_on_save), unscaled, gelu
     md2, c2, sd2, words2 = hf_model(tmp, "hf_nopos", g, store_pos=False, scale_embedding=False,
                                     activation_function="gelu")
@@ -549,6 +615,11 @@ def test_bad(tmp, rng, fairseq_cases, marian, hf):
     expect_fail(bad, "fairseq checkpoint calling os.system",
                 ["fairseq", "--checkpoint", evil, "--src-dict", sp, "--tgt-dict", tp,
                  "--output", os.path.join(bad, "o_evil")], 1, "refusing to load")
+    evil2 = os.path.join(bad, "evil_legacy.pt")
+    torch.save({"model": {}, "args": Evil()}, evil2, _use_new_zipfile_serialization=False)
+    expect_fail(bad, "legacy-format checkpoint calling os.system",
+                ["fairseq", "--checkpoint", evil2, "--src-dict", sp, "--tgt-dict", tp,
+                 "--output", os.path.join(bad, "o_evil2")], 1, "refusing to load")
     check(not os.path.exists(os.path.join(bad, "pwned")), "the restricted unpickler ran nothing")
 
     fs("fairseq missing tensor", 1, "missing tensor decoder.layers.1.fc2.bias",
@@ -678,7 +749,7 @@ def test_bad(tmp, rng, fairseq_cases, marian, hf):
     check(p.returncode == 2 and "unsupported model" in p.stderr and "bart" in p.stderr
           and not os.path.exists(os.path.join(bad, "cli")),
           "command line: exit 2, message on stderr (%d, %r)" % (p.returncode, p.stderr))
-    print("  %d bad inputs rejected with their messages, nothing left behind" % (n + 3))
+    print("  %d bad inputs rejected with their messages, nothing left behind" % (n + 4))
 
 
 def main():
