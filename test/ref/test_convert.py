@@ -146,6 +146,14 @@ def compare(name, ref, ref_src_tokens, ref_tgt_tokens, out, rng, n_pairs=6, max_
         if absent:
             added = max(added, float(a[:, absent].max()))
     check(worst <= TOL, "%s: log-probabilities over the vocabulary, max rel diff %.2e" % (name, worst))
+    # the functional training reference (ref_loss) follows the same keys
+    cq_pairs = [([s_of[x] for x in s], [t_of[x] for x in t]) for s, t in pairs]
+    P = {k: torch.from_numpy(np.array(v)).double() for k, v in w.items()}
+    loss, ntok = tt.ref_loss(cfg, P, cq_pairs, 0.0)
+    nll = -sum(float(lp[torch.arange(len(t) + 1), torch.tensor(list(t) + [tt.EOS])].sum())
+               for (_, t), lp in zip(cq_pairs, cq_lp))
+    check(abs(float(loss) - nll) <= 1e-9 * abs(nll) and ntok == sum(len(t) + 1 for _, t in pairs),
+          "%s: ref_loss = the reference's summed NLL (%.12g vs %.12g)" % (name, float(loss), nll))
     if absent:
         check(added < -1000, "%s: reserved tokens the toolkit lacks take no probability (%g)"
               % (name, added))

@@ -706,7 +706,7 @@ def ref_loss(cfg, P, pairs, eps, dtype=torch.float64, dropout=0.0):
     dh = d // H
     B = len(pairs)
     srcs = [list(s) + [EOS] for s, _ in pairs]
-    dins = [[EOS] + list(t) for _, t in pairs]
+    dins = [[variant(cfg, "decoder_start_id")] + list(t) for _, t in pairs]
     golds = [list(t) + [EOS] for _, t in pairs]
     S, T = max(map(len, srcs)), max(map(len, dins))
     src = torch.full((B, S), PAD, dtype=torch.long)
@@ -722,10 +722,24 @@ def ref_loss(cfg, P, pairs, eps, dtype=torch.float64, dropout=0.0):
     if cfg["positions"] == "learned":
         spos, tpos = P["encoder.embed_positions"], P["decoder.embed_positions"]
     else:
-        spos = tpos = sinusoids(cfg["max_positions"], d).to(dtype)
+        spos = tpos = sinusoids(cfg["max_positions"], d, variant(cfg, "sinusoid_denominator"),
+                                variant(cfg, "position_offset")).to(dtype)
+    eps_ln = variant(cfg, "layer_norm_eps")
+    post = variant(cfg, "norm_position") == "post"
+    scale = math.sqrt(d) if variant(cfg, "scale_embeddings") else 1.0
 
     def ln(x, p):
-        return F.layer_norm(x, (d,), P[p + ".weight"], P[p + ".bias"], 1e-5)
+        return F.layer_norm(x, (d,), P[p + ".weight"], P[p + ".bias"], eps_ln)
+
+    def embed(toks, table, pos, side):
+        x = table[toks] * scale + pos[:toks.shape[1]][None]
+        if variant(cfg, "layernorm_embedding"):
+            x = ln(x, side + ".layernorm_embedding")
+        return drop(x)
+
+    def sublayer(x, p, f):
+        """Pre-norm x + Drop(f(LN(x))) or post-norm LN(x + Drop(f(x)))."""
+        return ln(x + drop(f(x)), p) if post else x + drop(f(ln(x, p)))
 
     def lin(x, p):
         return F.linear(x, P[p + ".weight"], P[p + ".bias"])
@@ -740,30 +754,42 @@ def ref_loss(cfg, P, pairs, eps, dtype=torch.float64, dropout=0.0):
         return o.transpose(1, 2).reshape(B, q.shape[1], d)
 
     def ffn(x, p):
-        h = lin(x, p + "fc1")
-        h = torch.relu(h) if cfg["activation"] == "relu" else F.gelu(h)
+        h = activate(lin(x, p + "fc1"), cfg["activation"])
         return lin(drop(h), p + "fc2")
 
-    x = drop(src_tab[src] * math.sqrt(d) + spos[:S][None])
+    def self_attn(p, mask):
+        def f(h):
+            q, k, v = lin(h, p + "self_attn.qkv").split(d, -1)
+            return lin(attend(q, k, v, mask), p + "self_attn.out_proj")
+        return f
+
+    def cross_attn(p):
+        def f(h):
+            q = lin(h, p + "encoder_attn.q")
+            k, v = lin(enc, p + "encoder_attn.kv").split(d, -1)
+            return lin(attend(q, k, v, cmask), p + "encoder_attn.out_proj")
+        return f
+
+    x = embed(src, src_tab, spos, "encoder")
     emask = src_ok[:, None, :].expand(B, S, S)
     for i in range(cfg["encoder_layers"]):
         p = "encoder.layers.%d." % i
-        q, k, v = lin(ln(x, p + "self_attn_layer_norm"), p + "self_attn.qkv").split(d, -1)
-        x = x + drop(lin(attend(q, k, v, emask), p + "self_attn.out_proj"))
-        x = x + drop(ffn(ln(x, p + "final_layer_norm"), p))
-    enc = ln(x, "encoder.layer_norm")
-    y = drop(tgt_tab[din] * math.sqrt(d) + tpos[:T][None])
+        x = sublayer(x, p + "self_attn_layer_norm", self_attn(p, emask))
+        x = sublayer(x, p + "final_layer_norm", lambda h: ffn(h, p))
+    enc = ln(x, "encoder.layer_norm") if variant(cfg, "encoder_final_norm") else x
+    y = embed(din, tgt_tab, tpos, "decoder")
     smask = causal[None].expand(B, T, T)
     cmask = src_ok[:, None, :].expand(B, T, S)
     for i in range(cfg["decoder_layers"]):
         p = "decoder.layers.%d." % i
-        q, k, v = lin(ln(y, p + "self_attn_layer_norm"), p + "self_attn.qkv").split(d, -1)
-        y = y + drop(lin(attend(q, k, v, smask), p + "self_attn.out_proj"))
-        q = lin(ln(y, p + "encoder_attn_layer_norm"), p + "encoder_attn.q")
-        k, v = lin(enc, p + "encoder_attn.kv").split(d, -1)
-        y = y + drop(lin(attend(q, k, v, cmask), p + "encoder_attn.out_proj"))
-        y = y + drop(ffn(ln(y, p + "final_layer_norm"), p))
-    logits = ln(y, "decoder.layer_norm") @ out_w.T
+        y = sublayer(y, p + "self_attn_layer_norm", self_attn(p, smask))
+        y = sublayer(y, p + "encoder_attn_layer_norm", cross_attn(p))
+        y = sublayer(y, p + "final_layer_norm", lambda h: ffn(h, p))
+    if variant(cfg, "decoder_final_norm"):
+        y = ln(y, "decoder.layer_norm")
+    logits = y @ out_w.T
+    if variant(cfg, "output_bias"):
+        logits = logits + P["decoder.output_projection.bias"]
     valid = torch.stack([torch.arange(T) < len(t) for t in dins])
     gold_pad = torch.full((B, T), PAD, dtype=torch.long)
     for b in range(B):
