@@ -85,10 +85,10 @@ class RefTranslator:
         for b, s in enumerate(seqs):
             src[b, :len(s)] = torch.tensor(s)
         ok = torch.stack([torch.arange(S) < len(s) for s in seqs])
-        x = m._embed(src, m.src_embed, m.src_pos)
+        x = m._embed(src, m.src_embed, m.src_pos, "encoder")
         for L in m.enc:
             x = L(x, ok[:, None, :].expand(B, S, S))
-        enc = m.enc_ln(x)
+        enc = m.enc_final(x)
         cross = [(self._heads(L.cross.k(enc)), self._heads(L.cross.v(enc))) for L in m.dec]
         return cross, ok
 
@@ -96,22 +96,29 @@ class RefTranslator:
         """Log-probabilities [R, V] of the rows' next token; appends the rows'
         keys/values at `pos` to cache."""
         m, d = self.m, self.d
-        y = (m.tgt_embed[tok] * math.sqrt(d) + m.tgt_pos[pos])[:, None, :]
+        y = m._embed(tok[:, None], m.tgt_embed, m.tgt_pos, "decoder", pos)
+        post = tt.variant(self.c, "norm_position") == "post"
         for i, L in enumerate(m.dec):
-            h = L.ln1(y)
+            h = y if post else L.ln1(y)
             q = self._heads(L.self_attn.q(h))
             k = torch.cat([cache[i][0], self._heads(L.self_attn.k(h))], dim=2)
             v = torch.cat([cache[i][1], self._heads(L.self_attn.v(h))], dim=2)
             cache[i] = (k, v)
             a = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(self.dh), dim=-1) @ v
             y = y + L.self_attn.out(a.transpose(1, 2).reshape(-1, 1, d))
-            q = self._heads(L.cross.q(L.ln2(y)))
+            if post:
+                y = L.ln1(y)
+            q = self._heads(L.cross.q(y if post else L.ln2(y)))
             s = q @ cross[i][0].transpose(-1, -2) / math.sqrt(self.dh)
             s = s.masked_fill(~ok[:, None, None, :], float("-inf"))
             a = torch.softmax(s, dim=-1) @ cross[i][1]
             y = y + L.cross.out(a.transpose(1, 2).reshape(-1, 1, d))
-            y = y + L.ffn(L.ln3(y))
-        logits = m.dec_ln(y[:, 0]) @ m.out_proj.T
+            if post:
+                y = L.ln2(y)
+                y = L.ln3(y + L.ffn(y))
+            else:
+                y = y + L.ffn(L.ln3(y))
+        logits = m.logits(y[:, 0])
         return torch.log_softmax(logits / temperature, dim=-1)
 
     # ---- the search --------------------------------------------------------
@@ -193,7 +200,7 @@ class RefTranslator:
         cum = torch.zeros(len(rows), dtype=self.dt)
         ignore = torch.zeros(len(srcs), K, dtype=torch.bool)
         for step in range(max(maxl) + 1):
-            last = torch.tensor([EOS if step == 0 else t[-1] for t in toks])
+            last = torch.tensor([self.m.start if step == 0 else t[-1] for t in toks])
             lp = self.step(last, step, cache, cross, ok, o["temperature"])
             rmax = torch.tensor(maxl)[alive].repeat_interleave(K)
             rmin = torch.tensor(minl)[alive].repeat_interleave(K)

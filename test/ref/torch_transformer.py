@@ -29,6 +29,18 @@ PRESETS = {
 }
 
 
+# Architecture variants (models/FORMAT.md, "Architecture variants"): every key
+# optional, the default is the original pre-norm architecture.
+VARIANT_DEFAULTS = dict(norm_position="pre", encoder_final_norm=True, decoder_final_norm=True,
+                        scale_embeddings=True, layernorm_embedding=False, position_offset=0,
+                        sinusoid_denominator="half_minus_one", layer_norm_eps=1e-5,
+                        output_bias=False, decoder_start_id=EOS)
+
+
+def variant(cfg, key):
+    return cfg.get(key, VARIANT_DEFAULTS[key])
+
+
 def make_config(preset, src_vocab, tgt_vocab, **over):
     cfg = dict(PRESETS[preset], activation="relu", dropout=0.1,
                attention_dropout=0.1, activation_dropout=0.1,
@@ -55,6 +67,9 @@ def tensor_shapes(cfg):
     def lin(p, o, i):
         s[p + ".weight"] = (o, i)
         s[p + ".bias"] = (o,)
+    if variant(cfg, "layernorm_embedding"):
+        ln("encoder.layernorm_embedding")
+        ln("decoder.layernorm_embedding")
     for i in range(cfg["encoder_layers"]):
         p = "encoder.layers.%d." % i
         ln(p + "self_attn_layer_norm")
@@ -63,7 +78,8 @@ def tensor_shapes(cfg):
         ln(p + "final_layer_norm")
         lin(p + "fc1", f, d)
         lin(p + "fc2", d, f)
-    ln("encoder.layer_norm")
+    if variant(cfg, "encoder_final_norm"):
+        ln("encoder.layer_norm")
     for i in range(cfg["decoder_layers"]):
         p = "decoder.layers.%d." % i
         ln(p + "self_attn_layer_norm")
@@ -76,9 +92,12 @@ def tensor_shapes(cfg):
         ln(p + "final_layer_norm")
         lin(p + "fc1", f, d)
         lin(p + "fc2", d, f)
-    ln("decoder.layer_norm")
+    if variant(cfg, "decoder_final_norm"):
+        ln("decoder.layer_norm")
     if not cfg["tie_output"]:
         s["decoder.output_projection.weight"] = (cfg["tgt_vocab_size"], d)
+    if variant(cfg, "output_bias"):
+        s["decoder.output_projection.bias"] = (cfg["tgt_vocab_size"],)
     return s
 
 
@@ -87,7 +106,7 @@ def random_weights(cfg, seed):
     g = torch.Generator().manual_seed(seed)
     w = {}
     for name, shape in tensor_shapes(cfg).items():
-        if name.endswith("layer_norm.weight"):
+        if name.endswith("layer_norm.weight") or name.endswith("layernorm_embedding.weight"):
             t = 1.0 + 0.2 * torch.randn(shape, generator=g)
         elif name.endswith(".bias"):
             t = 0.1 * torch.randn(shape, generator=g)
@@ -264,12 +283,26 @@ def read_corpq(blob):
 
 
 # ---- the reference model ----------------------------------------------------
-def sinusoids(n, d):
+def sinusoids(n, d, denominator="half_minus_one", offset=0):
+    """Rows offset .. offset + n - 1 of the [sin | cos] table, in double:
+    f_i = exp(-i ln(10000) / (h - 1)) ("half_minus_one", f_0 = 1 if h = 1) or
+    exp(-i ln(10000) / h) ("half"), h = d / 2."""
     h = d // 2
-    step = math.log(10000.0) / (h - 1) if h > 1 else 0.0
+    if denominator == "half":
+        step = math.log(10000.0) / h
+    else:
+        step = math.log(10000.0) / (h - 1) if h > 1 else 0.0
     freq = torch.exp(-step * torch.arange(h, dtype=torch.float64))
-    ang = torch.arange(n, dtype=torch.float64)[:, None] * freq[None, :]
+    ang = torch.arange(offset, offset + n, dtype=torch.float64)[:, None] * freq[None, :]
     return torch.cat([torch.sin(ang), torch.cos(ang)], dim=1)
+
+
+def activate(h, act):
+    if act == "relu":
+        return torch.relu(h)
+    if act == "swish":
+        return h * torch.sigmoid(h)
+    return F.gelu(h)  # exact erf GELU
 
 
 class Attention(torch.nn.Module):
@@ -304,8 +337,7 @@ class FFN(torch.nn.Module):
         self.act = act
 
     def forward(self, x, adrop=None):
-        h = self.fc1(x)
-        h = torch.relu(h) if self.act == "relu" else F.gelu(h)  # exact erf GELU
+        h = activate(self.fc1(x), self.act)
         if adrop is not None:
             h = adrop(h)
         return self.fc2(h)
@@ -314,12 +346,16 @@ class FFN(torch.nn.Module):
 class EncoderLayer(torch.nn.Module):
     def __init__(self, c):
         super().__init__()
-        d = c["d_model"]
-        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        d, eps = c["d_model"], variant(c, "layer_norm_eps")
+        self.post = variant(c, "norm_position") == "post"
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d, eps=eps), torch.nn.LayerNorm(d, eps=eps)
         self.attn = Attention(d, c["heads"])
         self.ffn = FFN(d, c["ffn_dim"], c["activation"])
 
     def forward(self, x, mask, dr=NO_DROP):
+        if self.post:   # x = LN(x + Drop(sublayer(x)))
+            x = self.ln1(x + dr["resid_attn"](self.attn(x, x, mask, dr["attn"])))
+            return self.ln2(x + dr["resid_ffn"](self.ffn(x, dr["act"])))
         h = self.ln1(x)
         x = x + dr["resid_attn"](self.attn(h, h, mask, dr["attn"]))
         return x + dr["resid_ffn"](self.ffn(self.ln2(x), dr["act"]))
@@ -328,13 +364,18 @@ class EncoderLayer(torch.nn.Module):
 class DecoderLayer(torch.nn.Module):
     def __init__(self, c):
         super().__init__()
-        d = c["d_model"]
-        self.ln1, self.ln2, self.ln3 = (torch.nn.LayerNorm(d) for _ in range(3))
+        d, eps = c["d_model"], variant(c, "layer_norm_eps")
+        self.post = variant(c, "norm_position") == "post"
+        self.ln1, self.ln2, self.ln3 = (torch.nn.LayerNorm(d, eps=eps) for _ in range(3))
         self.self_attn = Attention(d, c["heads"])
         self.cross = Attention(d, c["heads"])
         self.ffn = FFN(d, c["ffn_dim"], c["activation"])
 
     def forward(self, y, enc, self_mask, cross_mask, dr=NO_DROP):
+        if self.post:
+            y = self.ln1(y + dr["resid_attn"](self.self_attn(y, y, self_mask, dr["attn"])))
+            y = self.ln2(y + dr["resid_cross"](self.cross(y, enc, cross_mask, dr["cross"])))
+            return self.ln3(y + dr["resid_ffn"](self.ffn(y, dr["act"])))
         h = self.ln1(y)
         y = y + dr["resid_attn"](self.self_attn(h, h, self_mask, dr["attn"]))
         y = y + dr["resid_cross"](self.cross(self.ln2(y), enc, cross_mask, dr["cross"]))
@@ -349,8 +390,13 @@ class Transformer(torch.nn.Module):
         d = c["d_model"]
         self.enc = torch.nn.ModuleList(EncoderLayer(c) for _ in range(c["encoder_layers"]))
         self.dec = torch.nn.ModuleList(DecoderLayer(c) for _ in range(c["decoder_layers"]))
-        self.enc_ln, self.dec_ln = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        eps = variant(c, "layer_norm_eps")
+        self.enc_ln, self.dec_ln = torch.nn.LayerNorm(d, eps=eps), torch.nn.LayerNorm(d, eps=eps)
+        self.emb_ln = {s: torch.nn.LayerNorm(d, eps=eps) for s in ("encoder", "decoder")}
+        self.start = variant(c, "decoder_start_id")
         self.to(dtype)
+        for m in self.emb_ln.values():
+            m.to(dtype)
         self._load(weights)
 
     def _load(self, w):
@@ -359,10 +405,13 @@ class Transformer(torch.nn.Module):
         self.src_embed = t["encoder.embed_tokens"]
         self.tgt_embed = self.src_embed if c["share_embeddings"] else t["decoder.embed_tokens"]
         self.out_proj = self.tgt_embed if c["tie_output"] else t["decoder.output_projection.weight"]
+        self.out_bias = t.get("decoder.output_projection.bias") if variant(c, "output_bias") else None
         if c["positions"] == "learned":
             self.src_pos, self.tgt_pos = t["encoder.embed_positions"], t["decoder.embed_positions"]
         else:
-            self.src_pos = self.tgt_pos = sinusoids(c["max_positions"], d).to(self.dtype)
+            self.src_pos = self.tgt_pos = sinusoids(
+                c["max_positions"], d, variant(c, "sinusoid_denominator"),
+                variant(c, "position_offset")).to(self.dtype)
 
         def lin(m, p, rows=None):
             W, b = t[p + ".weight"], t[p + ".bias"]
@@ -380,7 +429,11 @@ class Transformer(torch.nn.Module):
                 lin(L.ln2, p + "final_layer_norm")
                 lin(L.ffn.fc1, p + "fc1")
                 lin(L.ffn.fc2, p + "fc2")
-            lin(self.enc_ln, "encoder.layer_norm")
+            if variant(c, "encoder_final_norm"):
+                lin(self.enc_ln, "encoder.layer_norm")
+            if variant(c, "layernorm_embedding"):
+                for side, m in self.emb_ln.items():
+                    lin(m, side + ".layernorm_embedding")
             for i, L in enumerate(self.dec):
                 p = "decoder.layers.%d." % i
                 lin(L.ln1, p + "self_attn_layer_norm")
@@ -395,11 +448,28 @@ class Transformer(torch.nn.Module):
                 lin(L.ln3, p + "final_layer_norm")
                 lin(L.ffn.fc1, p + "fc1")
                 lin(L.ffn.fc2, p + "fc2")
-            lin(self.dec_ln, "decoder.layer_norm")
+            if variant(c, "decoder_final_norm"):
+                lin(self.dec_ln, "decoder.layer_norm")
 
-    def _embed(self, toks, table, pos):
+    def _embed(self, toks, table, pos, side=None, first=0):
+        """Token embedding (scaled) plus positions first.., then the
+        embedding layer norm if configured (side: "encoder"/"decoder")."""
         d = self.c["d_model"]
-        return table[toks] * math.sqrt(d) + pos[: toks.shape[1]][None]
+        scale = math.sqrt(d) if variant(self.c, "scale_embeddings") else 1.0
+        x = table[toks] * scale + pos[first: first + toks.shape[1]][None]
+        if side is not None and variant(self.c, "layernorm_embedding"):
+            x = self.emb_ln[side](x)
+        return x
+
+    def enc_final(self, x):
+        return self.enc_ln(x) if variant(self.c, "encoder_final_norm") else x
+
+    def logits(self, y):
+        """Output logits of decoder states y [..., d]."""
+        if variant(self.c, "decoder_final_norm"):
+            y = self.dec_ln(y)
+        z = y @ self.out_proj.T
+        return z if self.out_bias is None else z + self.out_bias
 
     @torch.no_grad()
     def log_probs(self, pairs, mc=None, keys=None):
@@ -407,7 +477,7 @@ class Transformer(torch.nn.Module):
         mc = (seed, pass): Monte Carlo dropout with PhiloxDropout masks."""
         B = len(pairs)
         srcs = [list(s) + [EOS] for s, _ in pairs]
-        dins = [[EOS] + list(t) for _, t in pairs]
+        dins = [[self.start] + list(t) for _, t in pairs]
         S, T = max(map(len, srcs)), max(map(len, dins))
         src = torch.full((B, S), PAD, dtype=torch.long)
         din = torch.full((B, T), PAD, dtype=torch.long)
@@ -419,21 +489,20 @@ class Transformer(torch.nn.Module):
         if mc is not None:
             drop = PhiloxDropout(self.c, mc[0], mc[1], keys or [0] * B,
                                  [len(s) for s in srcs], [len(t) for t in dins], self.dtype)
-        x = self._embed(src, self.src_embed, self.src_pos)
+        x = self._embed(src, self.src_embed, self.src_pos, "encoder")
         if drop:
             x = drop.rows(x, KIND["enc_embed"], 0, False, self.c["dropout"])
         for i, L in enumerate(self.enc):
             x = L(x, src_ok[:, None, :].expand(B, S, S), drop.encoder(i) if drop else NO_DROP)
-        enc = self.enc_ln(x)
+        enc = self.enc_final(x)
         causal = torch.tril(torch.ones(T, T, dtype=torch.bool))
-        y = self._embed(din, self.tgt_embed, self.tgt_pos)
+        y = self._embed(din, self.tgt_embed, self.tgt_pos, "decoder")
         if drop:
             y = drop.rows(y, KIND["dec_embed"], 0, True, self.c["dropout"])
         for i, L in enumerate(self.dec):
             y = L(y, enc, causal[None].expand(B, T, T), src_ok[:, None, :].expand(B, T, S),
                   drop.decoder(i) if drop else NO_DROP)
-        logits = self.dec_ln(y) @ self.out_proj.T
-        lp = torch.log_softmax(logits, dim=-1)
+        lp = torch.log_softmax(self.logits(y), dim=-1)
         return [lp[b, : len(dins[b])] for b in range(B)]
 
     @torch.no_grad()
@@ -637,7 +706,7 @@ def ref_loss(cfg, P, pairs, eps, dtype=torch.float64, dropout=0.0):
     dh = d // H
     B = len(pairs)
     srcs = [list(s) + [EOS] for s, _ in pairs]
-    dins = [[EOS] + list(t) for _, t in pairs]
+    dins = [[variant(cfg, "decoder_start_id")] + list(t) for _, t in pairs]
     golds = [list(t) + [EOS] for _, t in pairs]
     S, T = max(map(len, srcs)), max(map(len, dins))
     src = torch.full((B, S), PAD, dtype=torch.long)
@@ -653,10 +722,24 @@ def ref_loss(cfg, P, pairs, eps, dtype=torch.float64, dropout=0.0):
     if cfg["positions"] == "learned":
         spos, tpos = P["encoder.embed_positions"], P["decoder.embed_positions"]
     else:
-        spos = tpos = sinusoids(cfg["max_positions"], d).to(dtype)
+        spos = tpos = sinusoids(cfg["max_positions"], d, variant(cfg, "sinusoid_denominator"),
+                                variant(cfg, "position_offset")).to(dtype)
+    eps_ln = variant(cfg, "layer_norm_eps")
+    post = variant(cfg, "norm_position") == "post"
+    scale = math.sqrt(d) if variant(cfg, "scale_embeddings") else 1.0
 
     def ln(x, p):
-        return F.layer_norm(x, (d,), P[p + ".weight"], P[p + ".bias"], 1e-5)
+        return F.layer_norm(x, (d,), P[p + ".weight"], P[p + ".bias"], eps_ln)
+
+    def embed(toks, table, pos, side):
+        x = table[toks] * scale + pos[:toks.shape[1]][None]
+        if variant(cfg, "layernorm_embedding"):
+            x = ln(x, side + ".layernorm_embedding")
+        return drop(x)
+
+    def sublayer(x, p, f):
+        """Pre-norm x + Drop(f(LN(x))) or post-norm LN(x + Drop(f(x)))."""
+        return ln(x + drop(f(x)), p) if post else x + drop(f(ln(x, p)))
 
     def lin(x, p):
         return F.linear(x, P[p + ".weight"], P[p + ".bias"])
@@ -671,30 +754,42 @@ def ref_loss(cfg, P, pairs, eps, dtype=torch.float64, dropout=0.0):
         return o.transpose(1, 2).reshape(B, q.shape[1], d)
 
     def ffn(x, p):
-        h = lin(x, p + "fc1")
-        h = torch.relu(h) if cfg["activation"] == "relu" else F.gelu(h)
+        h = activate(lin(x, p + "fc1"), cfg["activation"])
         return lin(drop(h), p + "fc2")
 
-    x = drop(src_tab[src] * math.sqrt(d) + spos[:S][None])
+    def self_attn(p, mask):
+        def f(h):
+            q, k, v = lin(h, p + "self_attn.qkv").split(d, -1)
+            return lin(attend(q, k, v, mask), p + "self_attn.out_proj")
+        return f
+
+    def cross_attn(p):
+        def f(h):
+            q = lin(h, p + "encoder_attn.q")
+            k, v = lin(enc, p + "encoder_attn.kv").split(d, -1)
+            return lin(attend(q, k, v, cmask), p + "encoder_attn.out_proj")
+        return f
+
+    x = embed(src, src_tab, spos, "encoder")
     emask = src_ok[:, None, :].expand(B, S, S)
     for i in range(cfg["encoder_layers"]):
         p = "encoder.layers.%d." % i
-        q, k, v = lin(ln(x, p + "self_attn_layer_norm"), p + "self_attn.qkv").split(d, -1)
-        x = x + drop(lin(attend(q, k, v, emask), p + "self_attn.out_proj"))
-        x = x + drop(ffn(ln(x, p + "final_layer_norm"), p))
-    enc = ln(x, "encoder.layer_norm")
-    y = drop(tgt_tab[din] * math.sqrt(d) + tpos[:T][None])
+        x = sublayer(x, p + "self_attn_layer_norm", self_attn(p, emask))
+        x = sublayer(x, p + "final_layer_norm", lambda h: ffn(h, p))
+    enc = ln(x, "encoder.layer_norm") if variant(cfg, "encoder_final_norm") else x
+    y = embed(din, tgt_tab, tpos, "decoder")
     smask = causal[None].expand(B, T, T)
     cmask = src_ok[:, None, :].expand(B, T, S)
     for i in range(cfg["decoder_layers"]):
         p = "decoder.layers.%d." % i
-        q, k, v = lin(ln(y, p + "self_attn_layer_norm"), p + "self_attn.qkv").split(d, -1)
-        y = y + drop(lin(attend(q, k, v, smask), p + "self_attn.out_proj"))
-        q = lin(ln(y, p + "encoder_attn_layer_norm"), p + "encoder_attn.q")
-        k, v = lin(enc, p + "encoder_attn.kv").split(d, -1)
-        y = y + drop(lin(attend(q, k, v, cmask), p + "encoder_attn.out_proj"))
-        y = y + drop(ffn(ln(y, p + "final_layer_norm"), p))
-    logits = ln(y, "decoder.layer_norm") @ out_w.T
+        y = sublayer(y, p + "self_attn_layer_norm", self_attn(p, smask))
+        y = sublayer(y, p + "encoder_attn_layer_norm", cross_attn(p))
+        y = sublayer(y, p + "final_layer_norm", lambda h: ffn(h, p))
+    if variant(cfg, "decoder_final_norm"):
+        y = ln(y, "decoder.layer_norm")
+    logits = y @ out_w.T
+    if variant(cfg, "output_bias"):
+        logits = logits + P["decoder.output_projection.bias"]
     valid = torch.stack([torch.arange(T) < len(t) for t in dins])
     gold_pad = torch.full((B, T), PAD, dtype=torch.long)
     for b in range(B):
