@@ -114,10 +114,11 @@ table_refusal(Pipeline *p, const char *table, const char *columns)
 	return why[0] ? why : NULL;
 }
 
-void
-pipeline_check_table(Pipeline *p, const char *table)
+/* ERROR naming table unless it is one this job may write (created when columns are given). */
+static void
+require_writable(Pipeline *p, const char *table, const char *columns)
 {
-	const char *why = table_refusal(p, table, NULL);
+	const char *why = table_refusal(p, table, columns);
 
 	if (why)
 		ereport(ERROR,
@@ -127,15 +128,15 @@ pipeline_check_table(Pipeline *p, const char *table)
 }
 
 void
+pipeline_check_table(Pipeline *p, const char *table)
+{
+	require_writable(p, table, NULL);
+}
+
+void
 pipeline_claim_table(Pipeline *p, const char *table, const char *columns)
 {
-	const char *why = table_refusal(p, table, columns);
-
-	if (why)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("pipeline \"%s\" will not write table %s: %s", p->name, table, why),
-				 errhint("A pipeline writes only the tables it created for its owner; drop or rename that table and submit the pipeline again.")));
+	require_writable(p, table, columns);
 	pipeline_exec(psprintf("TRUNCATE %s", table));
 }
 
