@@ -13,10 +13,12 @@ MODULE_big  = corpq
 PYTHON     ?= /usr/bin/python3
 
 # The cores (every extension/<dir> but pg: no PostgreSQL headers) and the glue
-# (extension/pg and its subsystem folders); new files and folders are picked up.
-CORE_SRCS = $(sort $(filter-out extension/pg/%,$(wildcard extension/*/*.c)))
+# (extension/pg and its subsystem folders); new files and folders are picked up
+# (a core may have one level of subfolders, as extension/nn's layers).
+CORE_SRCS = $(sort $(filter-out extension/pg/%,$(wildcard extension/*/*.c extension/*/*/*.c)))
 GLUE_SRCS = $(sort $(wildcard extension/pg/*.c extension/pg/*/*.c))
 CORE_OBJS = $(CORE_SRCS:.c=.o)
+CORE_HDRS = $(wildcard extension/*/*.h extension/*/*/*.h)
 # C++ only where a library needs it (the CLD2 shim), behind a C interface.
 CORE_CXX_SRCS = $(sort $(wildcard extension/*/*.cc))
 CORE_CXX_OBJS = $(CORE_CXX_SRCS:.cc=.o)
@@ -35,7 +37,7 @@ CORE_OPT ?= -O3 -march=native
 # Every float expression rounds as written: the compiler may not fuse a*b+c
 # into one FMA in some copies of a loop (vector body) and not in others (its
 # scalar tail), which would make an element's result depend on its position.
-# The inference kernels use explicit FMA intrinsics (nn/rowgemm_*.c).
+# The inference kernels use explicit FMA intrinsics (nn/ops/rowgemm_*.c).
 CORE_FP   = -ffp-contract=off
 ifeq ($(WERROR),1)
 WARN += -Werror
@@ -78,16 +80,16 @@ UNIT_SRCS = $(sort $(wildcard test/unit/*.c))
 UNIT_CC   = $(CC) -std=gnu11 -g $(CORE_OPT) $(CORE_FP) $(WARN) -Iextension -Itest/unit \
 	-I/usr/include/x86_64-linux-gnu/openblas-pthread
 
-test/unit/run_unit: $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) $(wildcard extension/*/*.h test/unit/*.h)
+test/unit/run_unit: $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) $(CORE_HDRS) $(wildcard test/unit/*.h)
 	$(UNIT_CC) -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) -lopenblas -lm $(CORE_LIBS)
 
 # The same tests under AddressSanitizer and UndefinedBehaviorSanitizer.
-test/unit/run_unit_san: $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) $(wildcard extension/*/*.h test/unit/*.h)
+test/unit/run_unit_san: $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) $(CORE_HDRS) $(wildcard test/unit/*.h)
 	$(UNIT_CC) -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		-fno-omit-frame-pointer -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) -lopenblas -lm $(CORE_LIBS)
 
 # The core as a shared library, for the Python reference checks (ctypes).
-test/libcorpqcore.so: $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c $(wildcard extension/*/*.h)
+test/libcorpqcore.so: $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c $(CORE_HDRS)
 	$(UNIT_CC) -shared -fPIC -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c -lopenblas -lm $(CORE_LIBS)
 
 # The OpenBLAS core rule of extension/common/cpu.c as a program, for scripts

@@ -34,7 +34,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
-#include "nn/model.h"
+#include "nn/model/model.h"
 
 /* Layer-norm epsilon of the attention block (PyTorch's default). */
 #define CQ_ANTAP_LN_EPS 1e-5f

@@ -7,9 +7,9 @@
 
 #include "antap/pass.h"
 #include "common/mem.h"
-#include "nn/backward_ops.h"
-#include "nn/blas.h"
-#include "nn/ops.h"
+#include "nn/ops/backward_ops.h"
+#include "nn/ops/blas.h"
+#include "nn/ops/ops.h"
 
 struct cq_antap_pass
 {

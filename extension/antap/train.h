@@ -20,7 +20,7 @@
 
 #include "antap/model.h"
 #include "antap/pass.h"
-#include "nn/adamw.h"
+#include "nn/train/adamw.h"
 
 /* ---- split.c ---- */
 

@@ -3,7 +3,7 @@
  *
  * One rule for every host: the extension's OpenBLAS loader, the unit tests,
  * the reference checks (test/blas_core) and the benchmarks all ask this file,
- * and the packed inference kernel (nn/rowgemm.c) dispatches on the same bits.
+ * and the packed inference kernel (nn/ops/rowgemm.c) dispatches on the same bits.
  *
  * Features count only when the OS saves their registers (XGETBV): a CPU with
  * AVX-512 under a kernel or hypervisor that does not enable ZMM state has no

@@ -2,7 +2,7 @@
 
 Preset `small` (d 256, 3+3 layers, 4 heads, ffn 1024), vocabulary 8000 on
 both sides, 30-token sources and targets, one thread on both sides (the core's
-inference kernel nn/rowgemm.c; its training GEMM and PyTorch use OpenBLAS,
+inference kernel nn/ops/rowgemm.c; its training GEMM and PyTorch use OpenBLAS,
 torch.set_num_threads(1)).  Both compute the same outputs per target position:
 log p(gold), max probability, entropy, argmax.  Prints pairs/s, ratios,
 achieved GFLOP/s against single-thread OpenBLAS sgemm measured in the same
@@ -79,7 +79,7 @@ def gemm_calls(cfg, batch, S, T):
     """(m, n, k, form, count) of every product a forward of `batch` pairs with
     S source and T target positions makes (forward.c, attention.c): "packed"
     for the linear layers and the output projection, "nt" for Q K^T, "nn" for
-    P V (nn/rowgemm.h)."""
+    P V (nn/ops/rowgemm.h)."""
     d, f, v, h = cfg["d_model"], cfg["ffn_dim"], cfg["tgt_vocab_size"], cfg["heads"]
     rs, rt, dh = batch * S, batch * T, d // h
     L_e, L_d = cfg["encoder_layers"], cfg["decoder_layers"]

@@ -10,7 +10,7 @@
 #   - backend RSS after loading the model vs the weight image size
 #   - the OpenBLAS core in use, and per-row / batched rates with the default
 #     core against each forced one (corpq.blas_core per session; scoring runs
-#     the row kernel nn/rowgemm.c, so they should agree within noise)
+#     the row kernel nn/ops/rowgemm.c, so they should agree within noise)
 # Prints figures and ratios measured in this run; asserts nothing on time.
 # Usage: bench_score.sh [--quick]
 set -euo pipefail

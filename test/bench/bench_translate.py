@@ -1,4 +1,4 @@
-"""Benchmark of the translator (extension/nn/translate.h) against the PyTorch
+"""Benchmark of the translator (extension/nn/infer/translate.h) against the PyTorch
 reference decoder (test/ref/torch_search.py: fairseq's search over the same
 network with its own key/value cache, float32), same model, same thread
 count, same run.

@@ -1,4 +1,4 @@
-"""The C training core (extension/nn/train_*) against PyTorch autograd.
+"""The C training core (extension/nn/train) against PyTorch autograd.
 
 1. Gradients: the same float32 weights and batch through the core's
    cq_train_gradients (dropout off, label smoothing 0.1, gradients of the

@@ -1,4 +1,4 @@
-"""The C translator (extension/nn/translate.h) against references.
+"""The C translator (extension/nn/infer/translate.h) against references.
 
 1. Against the PyTorch reference search (torch_search.RefTranslator, float64,
    written from fairseq's algorithm): a random model and a tiny model trained
@@ -15,7 +15,7 @@
 4. In a child process per OPENBLAS_CORETYPE: C = reference again (beam 1,
    beam 5 with lenpen 0.6, sampling with topk), and batch invariance: a
    sentence alone, in batches of 3 and 8, in both orders, gives the same
-   bits (the model is packed for the row-independent kernel, nn/rowgemm.h,
+   bits (the model is packed for the row-independent kernel, nn/ops/rowgemm.h,
    as the extension's model cache packs it).
 """
 import os
@@ -266,7 +266,7 @@ def invariance_child():
 def invariance(core, m, srcs):
     """Models loaded for inference are packed (Core.load, like the extension's
     model cache), so every product runs the row-independent kernel
-    (nn/rowgemm.h) whatever the OpenBLAS core: a sentence must decode to the
+    (nn/ops/rowgemm.h) whatever the OpenBLAS core: a sentence must decode to the
     same bits alone and in any batch, in any order."""
     n, bad = differing_sentences(core, m, srcs, True)
     print("    %d of %d (sentence, batching) cases differ" % (bad, n))

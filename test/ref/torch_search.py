@@ -1,4 +1,4 @@
-"""Reference translation for corpq's translator (extension/nn/translate.h).
+"""Reference translation for corpq's translator (extension/nn/infer/translate.h).
 
 * `RefTranslator`: beam search, greedy decoding and sampling written from
   fairseq's algorithm (SequenceGenerator._generate with BeamSearch and
@@ -23,7 +23,7 @@ import torch
 import torch_transformer as tt
 
 EOS, PAD, UNK = 2, 1, 3
-SAMPLE_STREAM = 0x53414d50      # extension/nn/search.c
+SAMPLE_STREAM = 0x53414d50      # extension/nn/infer/search.c
 M64 = (1 << 64) - 1
 
 DEFAULTS = dict(search="beam", beam=5, nbest=1, lenpen=1.0, max_len_a=0.0, max_len_b=200,

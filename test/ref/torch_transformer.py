@@ -840,7 +840,7 @@ class _TrainStats(ctypes.Structure):
 
 
 class TrainCore(Core):
-    """The C training API (extension/nn/train_state.h) through ctypes."""
+    """The C training API (extension/nn/train/train_state.h) through ctypes."""
 
     def __init__(self, path=None):
         super().__init__(path)

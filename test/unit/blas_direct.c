@@ -1,5 +1,5 @@
 /* Unit tests bind the core's GEMM straight to OpenBLAS (one thread). */
-#include "nn/blas.h"
+#include "nn/ops/blas.h"
 
 #include <cblas.h>
 

@@ -1,5 +1,5 @@
 #include "unit.h"
-#include "nn/blas.h"
+#include "nn/ops/blas.h"
 
 /* A hand-worked product, in every transpose combination, through both paths. */
 TEST(sgemm_hand_worked)

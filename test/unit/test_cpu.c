@@ -1,7 +1,7 @@
 #include "unit.h"
 
 #include "common/cpu.h"
-#include "nn/rowgemm.h"
+#include "nn/ops/rowgemm.h"
 
 #define F(x) CQ_CPU_BIT(CQ_CPU_##x)
 #define SSE_ALL (F(SSE2) | F(SSE3) | F(SSSE3) | F(SSE41) | F(SSE42))

@@ -2,7 +2,7 @@
 
 #include <stdlib.h>
 
-#include "nn/forward.h"
+#include "nn/infer/forward.h"
 
 static cq_model *
 tiny(int vocab)

@@ -1,7 +1,7 @@
 #include "unit.h"
 #include "common/crc32.h"
 #include "common/json.h"
-#include "nn/config.h"
+#include "nn/model/config.h"
 
 TEST(json_flat_object)
 {

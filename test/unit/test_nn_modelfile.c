@@ -4,7 +4,7 @@
 
 #include "common/crc32.h"
 #include "common/mem.h"
-#include "nn/modelfile.h"
+#include "nn/model/modelfile.h"
 
 static cq_model *
 small_model(int d, int heads, int ffn, int vocab, bool tied, bool learned)

@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "common/rng.h"
-#include "nn/ops.h"
+#include "nn/ops/ops.h"
 
 /* A hand-worked row: x = (1, 2, 3, 6): mean 3, var 3.5. */
 TEST(layer_norm_hand_worked)

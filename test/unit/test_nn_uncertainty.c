@@ -1,5 +1,5 @@
 #include "unit.h"
-#include "nn/uncertainty.h"
+#include "nn/infer/uncertainty.h"
 
 /* Two passes over three positions; expected values worked by hand. */
 static const float P[6] = {0.5f, 0.25f, 1.0f, 0.8f, 0.4f, 0.5f};

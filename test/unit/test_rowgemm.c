@@ -1,5 +1,5 @@
 /*
- * The row-independent GEMM (nn/rowgemm.h): its definition (one chain per
+ * The row-independent GEMM (nn/ops/rowgemm.h): its definition (one chain per
  * element), accuracy against float64, and the row-independence property,
  * for every variant this CPU can run.
  */
@@ -10,8 +10,8 @@
 #include <stdlib.h>
 
 #include "common/cpu.h"
-#include "nn/blas.h"
-#include "nn/rowgemm.h"
+#include "nn/ops/blas.h"
+#include "nn/ops/rowgemm.h"
 
 static uint64_t lcg_state = 12345;
 

@@ -13,7 +13,7 @@
 #include "antap/model.h"
 #include "common/crc32.h"
 #include "common/le.h"
-#include "nn/modelfile.h"
+#include "nn/model/modelfile.h"
 
 static void
 golden(const unsigned char *p, size_t len, size_t want_len, uint32_t want_crc)

@@ -9,10 +9,10 @@
 #include <stdlib.h>
 
 #include "common/rng.h"
-#include "nn/batching.h"
-#include "nn/modelfile.h"
-#include "nn/schedule.h"
-#include "nn/train_state.h"
+#include "nn/infer/batching.h"
+#include "nn/model/modelfile.h"
+#include "nn/train/schedule.h"
+#include "nn/train/train_state.h"
 
 static cq_model *
 micro_model(cq_activation act, cq_positions pos, bool tie, bool share, uint64_t seed)

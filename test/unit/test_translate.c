@@ -1,8 +1,8 @@
 /*
- * The translator (nn/translate.h) against the teacher-forced forward.
+ * The translator (nn/infer/translate.h) against the teacher-forced forward.
  *
  * With a packed model (cq_model_pack, as the extension's model cache does)
- * every product runs the row-independent kernel (nn/rowgemm.h), and so does
+ * every product runs the row-independent kernel (nn/ops/rowgemm.h), and so does
  * attention; the incremental decoder then does the forward's arithmetic row
  * for row, so every returned token log-probability must equal the forward's
  * log p(gold) BIT FOR BIT, and a sentence must decode to the same bits in any
@@ -16,10 +16,10 @@
 
 #include <stdlib.h>
 
-#include "nn/blas.h"
-#include "nn/forward.h"
-#include "nn/ops.h"
-#include "nn/translate.h"
+#include "nn/ops/blas.h"
+#include "nn/infer/forward.h"
+#include "nn/ops/ops.h"
+#include "nn/infer/translate.h"
 
 /*
  * |incremental - teacher-forced| per token log-probability under OpenBLAS,

@@ -13,7 +13,7 @@
  * OPENBLAS_CORETYPE in the server's environment.  A chosen core must be one
  * corpq knows and this CPU can execute (never an illegal instruction).
  *
- * Only training multiplies with OpenBLAS; inference runs nn/rowgemm.c, whose
+ * Only training multiplies with OpenBLAS; inference runs nn/ops/rowgemm.c, whose
  * results do not depend on the core.
  */
 #include "postgres.h"
@@ -29,8 +29,8 @@
 #include "utils/guc.h"
 
 #include "common/cpu.h"
-#include "nn/blas.h"
-#include "nn/rowgemm.h"
+#include "nn/ops/blas.h"
+#include "nn/ops/rowgemm.h"
 #include "pg/base/base.h"
 
 /* cblas enums as OpenBLAS defines them; avoids including cblas.h here. */

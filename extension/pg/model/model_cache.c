@@ -18,7 +18,7 @@
 #include "utils/memutils.h"
 #include "utils/tuplestore.h"
 
-#include "nn/modelfile.h"
+#include "nn/model/modelfile.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
 #include "pg/model/model_catalog.h"
@@ -171,7 +171,7 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 	image = DatumGetByteaPP(d);
 	MemoryContextSwitchTo(cxt);
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
-	/* cached models serve inference: pack once for nn/rowgemm.h */
+	/* cached models serve inference: pack once for nn/ops/rowgemm.h */
 	if (s == CQ_NN_OK)
 		s = cq_model_pack(m, &err);
 	MemoryContextSwitchTo(old);

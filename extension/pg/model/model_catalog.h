@@ -17,7 +17,7 @@
 
 #include "utils/jsonb.h"
 
-#include "nn/model.h"
+#include "nn/model/model.h"
 
 /* A model version a name resolved to. */
 typedef struct CorpqModelRef

@@ -15,8 +15,8 @@
 #include "fmgr.h"
 #include "nodes/pg_list.h"
 
-#include "nn/forward.h"
-#include "nn/uncertainty.h"
+#include "nn/infer/forward.h"
+#include "nn/infer/uncertainty.h"
 #include "pg/model/model_catalog.h"
 #include "pg/text/text_catalog.h"
 

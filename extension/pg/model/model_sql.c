@@ -13,9 +13,9 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "nn/config.h"
-#include "nn/model.h"
-#include "nn/modelfile.h"
+#include "nn/model/config.h"
+#include "nn/model/model.h"
+#include "nn/model/modelfile.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"

@@ -5,7 +5,7 @@
  *
  * The engine (translate_engine.c) holds a model resolved once (a
  * CorpqScorer: the query keeps the version it started with), the core's
- * translator (nn/translate.h) in one workspace, and a queue of sentences in
+ * translator (nn/infer/translate.h) in one workspace, and a queue of sentences in
  * the order they were added.  The caller adds sources and runs the engine;
  * the engine admits them into free slots, steps the batch (checking for
  * interrupts at every step), takes finished sentences out, and hands every
@@ -28,7 +28,7 @@
 
 #include "utils/jsonb.h"
 
-#include "nn/translate.h"
+#include "nn/infer/translate.h"
 #include "pg/base/corpus_query.h"
 #include "pg/model/model_score.h"
 

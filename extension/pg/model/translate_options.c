@@ -1,7 +1,7 @@
 /*
  * Options of the translation functions (translate.h): one table per
  * function, sharing the rows of the search, through base/options.h.
- * Defaults are fairseq's (nn/translate.h); the bounds here are what a jsonb
+ * Defaults are fairseq's (nn/infer/translate.h); the bounds here are what a jsonb
  * value may be at all, the core checks the rest against the model.
  */
 #include "postgres.h"

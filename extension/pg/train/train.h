@@ -22,7 +22,7 @@
 
 #include "utils/jsonb.h"
 
-#include "nn/train_state.h"
+#include "nn/train/train_state.h"
 #include "pg/jobs/jobs.h"
 #include "pg/text/text_catalog.h"
 

@@ -25,9 +25,9 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "nn/batching.h"
-#include "nn/modelfile.h"
-#include "nn/schedule.h"
+#include "nn/infer/batching.h"
+#include "nn/model/modelfile.h"
+#include "nn/train/schedule.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"

@@ -12,7 +12,7 @@
 #include "lib/stringinfo.h"
 #include "utils/jsonb.h"
 
-#include "nn/uncertainty.h"
+#include "nn/infer/uncertainty.h"
 #include "pg/base/base.h"
 #include "pg/base/options.h"
 #include "pg/model/model_score.h"

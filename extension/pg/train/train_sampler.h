@@ -19,7 +19,7 @@
 #include "lib/stringinfo.h"
 #include "utils/jsonb.h"
 
-#include "nn/model.h"
+#include "nn/model/model.h"
 #include "pg/train/train.h"
 
 typedef struct TrainSampler TrainSampler;

@@ -17,7 +17,7 @@
 #include "utils/timestamp.h"
 
 #include "common/rng.h"
-#include "nn/train_pass.h"
+#include "nn/train/train_pass.h"
 #include "pg/model/model_catalog.h"
 #include "pg/train/train_scorer.h"
 

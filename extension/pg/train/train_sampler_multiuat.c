@@ -16,8 +16,8 @@
 #include "utils/timestamp.h"
 
 #include "common/rng.h"
-#include "nn/forward.h"
-#include "nn/uncertainty.h"
+#include "nn/infer/forward.h"
+#include "nn/infer/uncertainty.h"
 #include "pg/model/model_catalog.h"
 #include "pg/train/train_scorer.h"
 

@@ -1,7 +1,7 @@
 /*
  * A train job's schedule: which budget fixes the updates it expects, the
  * calibration of a time budget, the derived warm-up and cadences, and their
- * JSON (train_schedule.h).  The arithmetic is the core's (nn/schedule.h).
+ * JSON (train_schedule.h).  The arithmetic is the core's (nn/train/schedule.h).
  */
 #include "postgres.h"
 
@@ -13,7 +13,7 @@
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
-#include "nn/schedule.h"
+#include "nn/train/schedule.h"
 #include "pg/base/options.h"
 #include "pg/train/train_schedule.h"
 

@@ -2,7 +2,7 @@
  * The schedule a train job fixes before its first update (docs/training.md, "How a
  * budgeted run is scheduled"): the updates it expects and which budget says
  * so, the warm-up and the checkpoint and validation cadence derived from
- * them (the rules are nn/schedule.h's), and a time budget's calibration.
+ * them (the rules are nn/train/schedule.h's), and a time budget's calibration.
  * Its JSON goes into every checkpoint's cursor, the first train_log row and
  * the result; a resumed run restores it instead of planning again, so it
  * keeps the same numbers (the warm-up also lives in the core's state image).

@@ -26,7 +26,7 @@
 #include "utils/numeric.h"
 
 #include "common/rng.h"
-#include "nn/uncertainty.h"
+#include "nn/infer/uncertainty.h"
 #include "pg/base/internal_sql.h"
 #include "pg/model/model_score.h"
 #include "pg/train/train_scorer.h"

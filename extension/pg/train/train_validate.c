@@ -12,7 +12,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
-#include "nn/forward.h"
+#include "nn/infer/forward.h"
 #include "pg/model/model_catalog.h"
 #include "pg/train/train.h"
 

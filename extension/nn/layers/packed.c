@@ -1,0 +1,55 @@
+/* Helpers over packed batches (packed.h). */
+#include "nn/layers/packed.h"
+
+#include <math.h>
+
+void
+cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos, float *x)
+{
+	int			d = m->cfg.d_model;
+	const float *e = (target ? m->tgt_embed : m->src_embed) + (long) tok * d,
+			   *pe = cq_position_table(m, target) + (long) pos * d;
+	float		scale = sqrtf((float) d);
+
+	for (int i = 0; i < d; i++)
+		x[i] = e[i] * scale + pe[i];
+}
+
+void
+cq_embed_packed(const cq_model *m, const cq_pair *pairs, int n, bool target,
+				float *x)
+{
+	long		row = 0;
+
+	for (int b = 0; b < n; b++)
+		for (int t = 0; t < cq_side_positions(&pairs[b], target); t++, row++)
+			cq_embed_token(m, target, cq_side_token(&pairs[b], target, t), t,
+						   x + row * m->cfg.d_model);
+}
+
+void
+cq_drop_packed(cq_dropout_stream *ds, const cq_pair *pairs, int n, bool target,
+			   float p, uint32_t site, float *x, int cols)
+{
+	long		row = 0;
+
+	if (!ds->on || p <= 0.0f)
+		return;
+	for (int b = 0; b < n; b++)
+	{
+		int			len = cq_side_positions(&pairs[b], target);
+
+		ds->pair_key = pairs[b].key;
+		for (int t = 0; t < len; t++, row++)
+			cq_dropout_apply(ds, p, site, (uint32_t) t, x + row * cols, cols);
+	}
+}
+
+long
+cq_logit_block_rows(const cq_model_config *c, long rows)
+{
+	long		r = CQ_LOGIT_FLOATS / c->tgt_vocab_size;
+
+	r = r < 64 ? 64 : r;
+	return rows < r ? rows : r;
+}

@@ -1,0 +1,66 @@
+/*
+ * Helpers shared by the passes over a packed batch: the teacher-forced
+ * forward (forward.c), the training pass (train_pass.c) and the incremental
+ * decoder (decode.c).
+ *
+ * A packed batch puts the positions of its sentence pairs back to back, pair
+ * after pair, with fairseq's layout (forward.h): the source side is
+ * [x_1 .. x_S, </s>], the target side -- the decoder's input -- is
+ * [</s>, y_1 .. y_T].  Each side of a pair therefore has its length + 1
+ * positions.
+ */
+#ifndef CQ_NN_PACKED_H
+#define CQ_NN_PACKED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "nn/infer/forward.h"
+#include "nn/ops/ops.h"
+
+/* Positions of one side of a pair: its tokens + 1 (</s>). */
+static inline int
+cq_side_positions(const cq_pair *p, bool target)
+{
+	return (target ? p->tgt_len : p->src_len) + 1;
+}
+
+/* The token at position t of one side (see the layout above). */
+static inline int32_t
+cq_side_token(const cq_pair *p, bool target, int t)
+{
+	if (target)
+		return t == 0 ? CQ_EOS_ID : p->tgt[t - 1];
+	return t < p->src_len ? p->src[t] : CQ_EOS_ID;
+}
+
+/* The position embeddings of a side: the sinusoids or the learned table. */
+static inline const float *
+cq_position_table(const cq_model *m, bool target)
+{
+	return m->sinusoid ? m->sinusoid : (target ? m->tgt_pos : m->src_pos);
+}
+
+/* x[d] = E[tok] sqrt(d) + position(pos), on the source or target side. */
+void		cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos,
+						   float *x);
+
+/* cq_embed_token for every position of one side of n pairs, packed. */
+void		cq_embed_packed(const cq_model *m, const cq_pair *pairs, int n,
+							bool target, float *x);
+
+/*
+ * Inverted dropout over the packed rows x[positions, cols] of one side: row t
+ * of a pair is keyed by (the pair's key, site, t).  Sets ds->pair_key.  A
+ * no-op when ds is off or p <= 0; also its own backward (same mask).
+ */
+void		cq_drop_packed(cq_dropout_stream *ds, const cq_pair *pairs, int n,
+						   bool target, float p, uint32_t site, float *x, int cols);
+
+/*
+ * Rows of logits per output-projection block over `rows` positions: at most
+ * CQ_LOGIT_FLOATS floats (16 MB; V = 8000: 524 rows), at least 64 rows.
+ */
+long		cq_logit_block_rows(const cq_model_config *c, long rows);
+
+#endif

@@ -1,0 +1,282 @@
+#include "nn/model/config.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/json.h"
+
+#define MAX_DIM 16384
+#define MAX_LAYERS 64
+#define MAX_VOCAB (1 << 24)
+#define MAX_POSITIONS 65536
+
+cq_nn_status
+cq_config_preset(const char *name, int src_vocab, int tgt_vocab,
+				 cq_model_config *cfg, cq_nn_error *err)
+{
+	/* d, heads, layers (enc = dec), ffn, max_positions */
+	static const struct
+	{
+		const char *name;
+		int			d,
+					heads,
+					layers,
+					ffn,
+					maxpos;
+	}			presets[] = {
+		{"tiny", 64, 2, 2, 256, 256},
+		{"small", 256, 4, 3, 1024, 256},
+		{"base", 512, 8, 6, 2048, 512},
+	};
+
+	for (int i = 0; i < (int) (sizeof(presets) / sizeof(presets[0])); i++)
+		if (strcmp(name, presets[i].name) == 0)
+		{
+			*cfg = (cq_model_config) {
+				.d_model = presets[i].d,
+				.heads = presets[i].heads,
+				.encoder_layers = presets[i].layers,
+				.decoder_layers = presets[i].layers,
+				.ffn_dim = presets[i].ffn,
+				.activation = CQ_ACT_RELU,
+				.dropout = 0.1f,
+				.attention_dropout = 0.1f,
+				.activation_dropout = 0.1f,
+				.max_positions = presets[i].maxpos,
+				.positions = CQ_POS_SINUSOIDAL,
+				.tie_output = true,
+				.share_embeddings = false,
+				.src_vocab_size = src_vocab,
+				.tgt_vocab_size = tgt_vocab,
+			};
+			return cq_config_validate(cfg, err);
+		}
+	return cq_nn_fail(err, CQ_NN_ECONFIG,
+					  "unknown model preset \"%s\" (valid: tiny, small, base)", name);
+}
+
+static cq_nn_status
+range_int(cq_nn_error *err, const char *key, int v, int lo, int hi)
+{
+	if (v < lo || v > hi)
+		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"%s\" is %d, must be in [%d, %d]",
+						  key, v, lo, hi);
+	return CQ_NN_OK;
+}
+
+static cq_nn_status
+range_prob(cq_nn_error *err, const char *key, float v)
+{
+	if (!(v >= 0.0f && v < 1.0f))
+		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"%s\" is %g, must be in [0, 1)",
+						  key, v);
+	return CQ_NN_OK;
+}
+
+cq_nn_status
+cq_config_validate(const cq_model_config *c, cq_nn_error *err)
+{
+	cq_nn_status s;
+
+	if ((s = range_int(err, "d_model", c->d_model, 2, MAX_DIM)) ||
+		(s = range_int(err, "heads", c->heads, 1, c->d_model < 4095 ? c->d_model : 4095)) ||
+		(s = range_int(err, "encoder_layers", c->encoder_layers, 1, MAX_LAYERS)) ||
+		(s = range_int(err, "decoder_layers", c->decoder_layers, 1, MAX_LAYERS)) ||
+		(s = range_int(err, "ffn_dim", c->ffn_dim, 1, 4 * MAX_DIM)) ||
+		(s = range_int(err, "max_positions", c->max_positions, 1, MAX_POSITIONS)) ||
+		(s = range_int(err, "src_vocab_size", c->src_vocab_size, 4, MAX_VOCAB)) ||
+		(s = range_int(err, "tgt_vocab_size", c->tgt_vocab_size, 4, MAX_VOCAB)) ||
+		(s = range_prob(err, "dropout", c->dropout)) ||
+		(s = range_prob(err, "attention_dropout", c->attention_dropout)) ||
+		(s = range_prob(err, "activation_dropout", c->activation_dropout)))
+		return s;
+	if (c->d_model % c->heads != 0)
+		return cq_nn_fail(err, CQ_NN_ECONFIG, "d_model %d is not a multiple of heads %d",
+						  c->d_model, c->heads);
+	if (c->d_model % 2 != 0)
+		return cq_nn_fail(err, CQ_NN_ECONFIG, "d_model %d must be even", c->d_model);
+	if (c->share_embeddings && c->src_vocab_size != c->tgt_vocab_size)
+		return cq_nn_fail(err, CQ_NN_ECONFIG,
+						  "share_embeddings needs equal vocabulary sizes, got %d and %d",
+						  c->src_vocab_size, c->tgt_vocab_size);
+	if ((unsigned) c->activation > CQ_ACT_GELU || (unsigned) c->positions > CQ_POS_LEARNED)
+		return cq_nn_fail(err, CQ_NN_ECONFIG, "bad activation or positions value");
+	return CQ_NN_OK;
+}
+
+static cq_nn_status
+get_typed(const cq_json_object *o, const char *key, cq_json_type type,
+		  const cq_json_member **m, cq_nn_error *err)
+{
+	static const char *const names[] = {"null", "a boolean", "a number", "a string"};
+
+	*m = cq_json_get(o, key);
+	if (!*m)
+		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"%s\" is missing", key);
+	if ((*m)->type != type)
+		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"%s\" must be %s", key, names[type]);
+	return CQ_NN_OK;
+}
+
+static cq_nn_status
+get_int(const cq_json_object *o, const char *key, int *out, cq_nn_error *err)
+{
+	const cq_json_member *m;
+	cq_nn_status s = get_typed(o, key, CQ_JSON_NUMBER, &m, err);
+
+	if (s)
+		return s;
+	if (m->number != floor(m->number) || fabs(m->number) > 2e9)
+		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"%s\" must be an integer", key);
+	*out = (int) m->number;
+	return CQ_NN_OK;
+}
+
+static cq_nn_status
+get_float(const cq_json_object *o, const char *key, float *out, cq_nn_error *err)
+{
+	const cq_json_member *m;
+	cq_nn_status s = get_typed(o, key, CQ_JSON_NUMBER, &m, err);
+
+	if (!s)
+		*out = (float) m->number;
+	return s;
+}
+
+static cq_nn_status
+get_bool(const cq_json_object *o, const char *key, bool *out, cq_nn_error *err)
+{
+	const cq_json_member *m;
+	cq_nn_status s = get_typed(o, key, CQ_JSON_BOOL, &m, err);
+
+	if (!s)
+		*out = m->boolean;
+	return s;
+}
+
+/* One of two spellings, as enum value 0 or 1. */
+static cq_nn_status
+get_choice(const cq_json_object *o, const char *key, const char *v0,
+		   const char *v1, int *out, cq_nn_error *err)
+{
+	const cq_json_member *m;
+	cq_nn_status s = get_typed(o, key, CQ_JSON_STRING, &m, err);
+
+	if (s)
+		return s;
+	if (strcmp(m->string, v0) == 0)
+		*out = 0;
+	else if (strcmp(m->string, v1) == 0)
+		*out = 1;
+	else
+		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"%s\" must be \"%s\" or \"%s\"",
+						  key, v0, v1);
+	return CQ_NN_OK;
+}
+
+static cq_nn_status
+read_all(const cq_json_object *o, cq_model_config *c, cq_nn_error *err)
+{
+	cq_nn_status s;
+	int			act,
+				pos;
+
+	if ((s = get_int(o, "d_model", &c->d_model, err)) ||
+		(s = get_int(o, "heads", &c->heads, err)) ||
+		(s = get_int(o, "encoder_layers", &c->encoder_layers, err)) ||
+		(s = get_int(o, "decoder_layers", &c->decoder_layers, err)) ||
+		(s = get_int(o, "ffn_dim", &c->ffn_dim, err)) ||
+		(s = get_choice(o, "activation", "relu", "gelu", &act, err)) ||
+		(s = get_float(o, "dropout", &c->dropout, err)) ||
+		(s = get_float(o, "attention_dropout", &c->attention_dropout, err)) ||
+		(s = get_float(o, "activation_dropout", &c->activation_dropout, err)) ||
+		(s = get_int(o, "max_positions", &c->max_positions, err)) ||
+		(s = get_choice(o, "positions", "sinusoidal", "learned", &pos, err)) ||
+		(s = get_bool(o, "tie_output", &c->tie_output, err)) ||
+		(s = get_bool(o, "share_embeddings", &c->share_embeddings, err)))
+		return s;
+	if (c->src_vocab_size > 0 || c->tgt_vocab_size > 0)
+	{
+		/* a preset: the sizes come from the caller */
+		if (cq_json_get(o, "src_vocab_size") || cq_json_get(o, "tgt_vocab_size"))
+			return cq_nn_fail(err, CQ_NN_ECONFIG, "a preset must not set the vocabulary sizes");
+	}
+	else if ((s = get_int(o, "src_vocab_size", &c->src_vocab_size, err)) ||
+			 (s = get_int(o, "tgt_vocab_size", &c->tgt_vocab_size, err)))
+		return s;
+	c->activation = act == 0 ? CQ_ACT_RELU : CQ_ACT_GELU;
+	c->positions = pos == 0 ? CQ_POS_SINUSOIDAL : CQ_POS_LEARNED;
+	return CQ_NN_OK;
+}
+
+static cq_nn_status
+from_json(const char *text, size_t len, int src_vocab, int tgt_vocab,
+		  cq_model_config *cfg, cq_nn_error *err)
+{
+	cq_json_object o;
+	char		msg[160];
+	cq_nn_status s;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->src_vocab_size = src_vocab;
+	cfg->tgt_vocab_size = tgt_vocab;
+	if (!cq_json_parse_object(text, len, &o, msg, sizeof(msg)))
+		return cq_nn_fail(err, CQ_NN_ECONFIG, "config is not valid JSON: %s", msg);
+	s = read_all(&o, cfg, err);
+	cq_json_free(&o);
+	return s ? s : cq_config_validate(cfg, err);
+}
+
+cq_nn_status
+cq_config_from_json(const char *text, size_t len, cq_model_config *cfg,
+					cq_nn_error *err)
+{
+	return from_json(text, len, 0, 0, cfg, err);
+}
+
+cq_nn_status
+cq_config_from_preset_json(const char *text, size_t len, int src_vocab,
+						   int tgt_vocab, cq_model_config *cfg, cq_nn_error *err)
+{
+	if (src_vocab < 1 || tgt_vocab < 1)
+		return cq_nn_fail(err, CQ_NN_ECONFIG, "vocabulary sizes must be positive");
+	return from_json(text, len, src_vocab, tgt_vocab, cfg, err);
+}
+
+size_t
+cq_config_to_json(const cq_model_config *c, char *buf, size_t size)
+{
+	int			n = snprintf(buf, size,
+							 "{\"d_model\": %d, \"heads\": %d, \"encoder_layers\": %d, "
+							 "\"decoder_layers\": %d, \"ffn_dim\": %d, \"activation\": \"%s\", "
+							 "\"dropout\": %.9g, \"attention_dropout\": %.9g, "
+							 "\"activation_dropout\": %.9g, \"max_positions\": %d, "
+							 "\"positions\": \"%s\", \"tie_output\": %s, "
+							 "\"share_embeddings\": %s, \"src_vocab_size\": %d, "
+							 "\"tgt_vocab_size\": %d}",
+							 c->d_model, c->heads, c->encoder_layers, c->decoder_layers,
+							 c->ffn_dim, c->activation == CQ_ACT_GELU ? "gelu" : "relu",
+							 c->dropout, c->attention_dropout, c->activation_dropout,
+							 c->max_positions,
+							 c->positions == CQ_POS_LEARNED ? "learned" : "sinusoidal",
+							 c->tie_output ? "true" : "false",
+							 c->share_embeddings ? "true" : "false",
+							 c->src_vocab_size, c->tgt_vocab_size);
+
+	return n < 0 ? 0 : (size_t) n;
+}
+
+bool
+cq_config_equal(const cq_model_config *a, const cq_model_config *b)
+{
+	return a->d_model == b->d_model && a->heads == b->heads &&
+		a->encoder_layers == b->encoder_layers &&
+		a->decoder_layers == b->decoder_layers && a->ffn_dim == b->ffn_dim &&
+		a->activation == b->activation && a->dropout == b->dropout &&
+		a->attention_dropout == b->attention_dropout &&
+		a->activation_dropout == b->activation_dropout &&
+		a->max_positions == b->max_positions && a->positions == b->positions &&
+		a->tie_output == b->tie_output && a->share_embeddings == b->share_embeddings &&
+		a->src_vocab_size == b->src_vocab_size && a->tgt_vocab_size == b->tgt_vocab_size;
+}

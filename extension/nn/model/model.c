@@ -1,0 +1,225 @@
+#include "nn/model/model.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/mem.h"
+#include "nn/model/positions.h"
+
+/* Appends tensors to the table, or only counts them when table is NULL. */
+typedef struct layout
+{
+	cq_tensor_info *table;
+	float	 ***views;				/* where each tensor's pointer goes */
+	int			n;
+	size_t		floats;				/* padding included */
+	size_t		params;				/* numel only */
+} layout;
+
+static size_t
+aligned(size_t n)
+{
+	return (n + CQ_TENSOR_ALIGN_FLOATS - 1) / CQ_TENSOR_ALIGN_FLOATS * CQ_TENSOR_ALIGN_FLOATS;
+}
+
+static void add(layout *l, float **view, int d0, int d1, const char *fmt, ...)
+			__attribute__((format(printf, 5, 6)));
+
+static void
+add(layout *l, float **view, int d0, int d1, const char *fmt, ...)
+{
+	va_list		ap;
+	size_t		numel = (size_t) d0 * (d1 > 0 ? d1 : 1);
+
+	if (l->table)
+	{
+		cq_tensor_info *t = &l->table[l->n];
+
+		va_start(ap, fmt);
+		vsnprintf(t->name, sizeof(t->name), fmt, ap);
+		va_end(ap);
+		t->ndim = d1 > 0 ? 2 : 1;
+		t->dims[0] = d0;
+		t->dims[1] = d1 > 0 ? d1 : 0;
+		t->offset = l->floats;
+		t->numel = numel;
+		l->views[l->n] = view;
+	}
+	l->n++;
+	l->floats += aligned(numel);
+	l->params += numel;
+}
+
+static void
+add_ln(layout *l, cq_layer_norm *ln, int d, const char *prefix, int i, const char *what)
+{
+	add(l, &ln->w, d, 0, "%s.layers.%d.%s.weight", prefix, i, what);
+	add(l, &ln->b, d, 0, "%s.layers.%d.%s.bias", prefix, i, what);
+}
+
+static void
+add_linear(layout *l, cq_linear *lin, int out, int in, const char *prefix,
+		   int i, const char *what)
+{
+	lin->out = out;
+	lin->in = in;
+	add(l, &lin->w, out, in, "%s.layers.%d.%s.weight", prefix, i, what);
+	add(l, &lin->b, out, 0, "%s.layers.%d.%s.bias", prefix, i, what);
+}
+
+/* The tensor order of the block and of weight files (models/FORMAT.md). */
+static void
+build_layout(cq_model *m, layout *l)
+{
+	const cq_model_config *c = &m->cfg;
+	int			d = c->d_model,
+				f = c->ffn_dim;
+
+	add(l, &m->src_embed, c->src_vocab_size, d, "encoder.embed_tokens");
+	if (!c->share_embeddings)
+		add(l, &m->tgt_embed, c->tgt_vocab_size, d, "decoder.embed_tokens");
+	if (c->positions == CQ_POS_LEARNED)
+	{
+		add(l, &m->src_pos, c->max_positions, d, "encoder.embed_positions");
+		add(l, &m->tgt_pos, c->max_positions, d, "decoder.embed_positions");
+	}
+	for (int i = 0; i < c->encoder_layers; i++)
+	{
+		cq_encoder_layer scratch;
+		cq_encoder_layer *e = m->enc ? &m->enc[i] : &scratch;	/* counting only */
+
+		add_ln(l, &e->attn_ln, d, "encoder", i, "self_attn_layer_norm");
+		add_linear(l, &e->qkv, 3 * d, d, "encoder", i, "self_attn.qkv");
+		add_linear(l, &e->attn_out, d, d, "encoder", i, "self_attn.out_proj");
+		add_ln(l, &e->ffn_ln, d, "encoder", i, "final_layer_norm");
+		add_linear(l, &e->fc1, f, d, "encoder", i, "fc1");
+		add_linear(l, &e->fc2, d, f, "encoder", i, "fc2");
+	}
+	add(l, &m->enc_ln.w, d, 0, "encoder.layer_norm.weight");
+	add(l, &m->enc_ln.b, d, 0, "encoder.layer_norm.bias");
+	for (int i = 0; i < c->decoder_layers; i++)
+	{
+		cq_decoder_layer scratch;
+		cq_decoder_layer *e = m->dec ? &m->dec[i] : &scratch;	/* counting only */
+
+		add_ln(l, &e->self_ln, d, "decoder", i, "self_attn_layer_norm");
+		add_linear(l, &e->self_qkv, 3 * d, d, "decoder", i, "self_attn.qkv");
+		add_linear(l, &e->self_out, d, d, "decoder", i, "self_attn.out_proj");
+		add_ln(l, &e->cross_ln, d, "decoder", i, "encoder_attn_layer_norm");
+		add_linear(l, &e->cross_q, d, d, "decoder", i, "encoder_attn.q");
+		add_linear(l, &e->cross_kv, 2 * d, d, "decoder", i, "encoder_attn.kv");
+		add_linear(l, &e->cross_out, d, d, "decoder", i, "encoder_attn.out_proj");
+		add_ln(l, &e->ffn_ln, d, "decoder", i, "final_layer_norm");
+		add_linear(l, &e->fc1, f, d, "decoder", i, "fc1");
+		add_linear(l, &e->fc2, d, f, "decoder", i, "fc2");
+	}
+	add(l, &m->dec_ln.w, d, 0, "decoder.layer_norm.weight");
+	add(l, &m->dec_ln.b, d, 0, "decoder.layer_norm.bias");
+	if (!c->tie_output)
+		add(l, &m->out_proj, c->tgt_vocab_size, d, "decoder.output_projection.weight");
+}
+
+void
+cq_model_size_for(const cq_model_config *cfg, size_t *floats, size_t *params)
+{
+	cq_model	m;
+	layout		l = {0};
+
+	memset(&m, 0, sizeof(m));
+	m.cfg = *cfg;
+	build_layout(&m, &l);
+	*floats = l.floats;
+	*params = l.params;
+}
+
+cq_nn_status
+cq_model_new(const cq_model_config *cfg, cq_model **out, cq_nn_error *err)
+{
+	cq_nn_status s = cq_config_validate(cfg, err);
+	cq_model   *m;
+	layout		l = {0};
+
+	*out = NULL;
+	if (s)
+		return s;
+	m = cq_alloc0(sizeof(*m));
+	if (!m)
+		return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory for a model");
+	m->cfg = *cfg;
+	m->enc = cq_alloc0(sizeof(*m->enc) * cfg->encoder_layers);
+	m->dec = cq_alloc0(sizeof(*m->dec) * cfg->decoder_layers);
+	if (m->enc && m->dec)
+	{
+		build_layout(m, &l);		/* count */
+		m->n_tensors = l.n;
+		m->n_floats = l.floats;
+		m->tensors = cq_alloc0(sizeof(cq_tensor_info) * l.n);
+		l = (layout) {m->tensors, cq_alloc(sizeof(float **) * m->n_tensors), 0, 0, 0};
+		m->raw = cq_alloc0(m->n_floats * sizeof(float) + 64);
+		if (cfg->positions == CQ_POS_SINUSOIDAL)
+			m->sinusoid = cq_alloc(sizeof(float) * cfg->max_positions * cfg->d_model);
+	}
+	if (!m->enc || !m->dec || !m->tensors || !l.views || !m->raw ||
+		(cfg->positions == CQ_POS_SINUSOIDAL && !m->sinusoid))
+	{
+		cq_free(l.views);
+		cq_model_free(m);
+		return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory for a model of %zu parameters",
+						  l.floats);
+	}
+	m->params = (float *) (((uintptr_t) m->raw + 63) & ~(uintptr_t) 63);
+	build_layout(m, &l);			/* name, place and bind */
+	for (int i = 0; i < m->n_tensors; i++)
+		*l.views[i] = m->params + m->tensors[i].offset;
+	cq_free(l.views);
+	if (cfg->share_embeddings)
+		m->tgt_embed = m->src_embed;
+	if (cfg->tie_output)
+		m->out_proj = m->tgt_embed;
+	m->output = (cq_linear) {m->out_proj, NULL, cfg->tgt_vocab_size, cfg->d_model, NULL};
+	if (m->sinusoid)
+		cq_sinusoid_table(m->sinusoid, cfg->max_positions, cfg->d_model);
+	*out = m;
+	return CQ_NN_OK;
+}
+
+void
+cq_model_free(cq_model *m)
+{
+	if (!m)
+		return;
+	cq_free(m->enc);
+	cq_free(m->dec);
+	cq_free(m->tensors);
+	cq_free(m->raw);
+	cq_free(m->sinusoid);
+	cq_free(m->packed_raw);
+	cq_free(m);
+}
+
+const cq_tensor_info *
+cq_model_tensor(const cq_model *m, const char *name)
+{
+	for (int i = 0; i < m->n_tensors; i++)
+		if (strcmp(m->tensors[i].name, name) == 0)
+			return &m->tensors[i];
+	return NULL;
+}
+
+size_t
+cq_model_param_floats(const cq_model *m)
+{
+	return m->n_floats;
+}
+
+size_t
+cq_model_param_count(const cq_model *m)
+{
+	size_t		n = 0;
+
+	for (int i = 0; i < m->n_tensors; i++)
+		n += m->tensors[i].numel;
+	return n;
+}

@@ -1,0 +1,131 @@
+/*
+ * The in-memory model: a configuration, all parameters in ONE float
+ * allocation, and named views into it.
+ *
+ * The parameter block is laid out by a tensor table (name, shape, offset);
+ * every tensor starts on a 64-byte boundary.  The same layout is the weight
+ * file's data section (models/FORMAT.md), and a gradient or optimizer-state
+ * buffer of cq_model_param_floats() floats can reuse the offsets.
+ * Linear weights are [out, in] (y = x W^T + b), as in PyTorch.
+ */
+#ifndef CQ_NN_MODEL_H
+#define CQ_NN_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nn/model/model.config.h"
+#include "nn/status.h"
+
+#define CQ_TENSOR_NAME_MAX 64
+#define CQ_TENSOR_ALIGN_FLOATS 16	/* 64 bytes */
+
+typedef struct cq_tensor_info
+{
+	char		name[CQ_TENSOR_NAME_MAX];
+	int			ndim;				/* 1 or 2 */
+	int			dims[2];
+	size_t		offset;				/* in floats from the block start */
+	size_t		numel;
+} cq_tensor_info;
+
+typedef struct cq_layer_norm
+{
+	float	   *w;					/* [d] */
+	float	   *b;					/* [d] */
+} cq_layer_norm;
+
+typedef struct cq_linear
+{
+	float	   *w;					/* [out, in] */
+	float	   *b;					/* [out], or NULL (the output projection) */
+	int			out;
+	int			in;
+	float	   *packed;				/* w packed for inference (cq_model_pack), or NULL */
+} cq_linear;
+
+typedef struct cq_encoder_layer
+{
+	cq_layer_norm attn_ln;
+	cq_linear	qkv;				/* [3d, d]: rows q, then k, then v */
+	cq_linear	attn_out;			/* [d, d] */
+	cq_layer_norm ffn_ln;
+	cq_linear	fc1;				/* [ffn, d] */
+	cq_linear	fc2;				/* [d, ffn] */
+} cq_encoder_layer;
+
+typedef struct cq_decoder_layer
+{
+	cq_layer_norm self_ln;
+	cq_linear	self_qkv;			/* [3d, d] */
+	cq_linear	self_out;			/* [d, d] */
+	cq_layer_norm cross_ln;
+	cq_linear	cross_q;			/* [d, d], on the decoder state */
+	cq_linear	cross_kv;			/* [2d, d], on the encoder output: k, then v */
+	cq_linear	cross_out;			/* [d, d] */
+	cq_layer_norm ffn_ln;
+	cq_linear	fc1;
+	cq_linear	fc2;
+} cq_decoder_layer;
+
+typedef struct cq_model
+{
+	cq_model_config cfg;
+
+	float	   *params;				/* the block, 64-byte aligned */
+	size_t		n_floats;			/* its length, padding included */
+	void	   *raw;				/* the allocation behind params */
+
+	int			n_tensors;
+	cq_tensor_info *tensors;
+
+	float	   *src_embed;			/* [src_vocab, d] */
+	float	   *tgt_embed;			/* [tgt_vocab, d]; = src_embed if shared */
+	float	   *src_pos;			/* [max_positions, d] learned, else NULL */
+	float	   *tgt_pos;
+	float	   *out_proj;			/* [tgt_vocab, d]; = tgt_embed if tied */
+	cq_linear	output;				/* out_proj as a linear without bias */
+	cq_encoder_layer *enc;
+	cq_decoder_layer *dec;
+	cq_layer_norm enc_ln;			/* final layer norms */
+	cq_layer_norm dec_ln;
+
+	float	   *sinusoid;			/* [max_positions, d] table, not a parameter */
+	void	   *packed_raw;			/* the allocation behind every linear's packed copy */
+} cq_model;
+
+/* A model with zero parameters (layer norms zero too) for cfg. */
+cq_nn_status cq_model_new(const cq_model_config *cfg, cq_model **out, cq_nn_error *err);
+void		cq_model_free(cq_model *m);
+
+/*
+ * fairseq-style random initialisation from a seed (Philox, so the result is
+ * the same on every machine): Linear weights Xavier-uniform (q/k/v blocks with
+ * gain 1/sqrt 2), biases 0, layer norms 1/0, token embeddings and learned
+ * positions and an untied output projection N(0, 1/d), the <pad> rows 0.
+ */
+void		cq_model_init_random(cq_model *m, uint64_t seed);
+
+/*
+ * Freeze a model for inference: pack every linear weight and the output
+ * projection once, in one allocation (about the size of those weights), for
+ * the row-independent kernel (rowgemm.h) that cq_linear_rows then uses.  A
+ * packed model is read-only; training works on unpacked models (OpenBLAS).
+ * cq_model_unpack frees the packed copies.
+ */
+cq_nn_status cq_model_pack(cq_model *m, cq_nn_error *err);
+void		cq_model_unpack(cq_model *m);
+
+/*
+ * The size of a model of cfg without allocating it, for checks before
+ * cq_model_new: the floats of its parameter block (padding included, as
+ * cq_model_param_floats) and its real parameters (as cq_model_param_count).
+ * cfg must be valid (cq_config_validate).
+ */
+void		cq_model_size_for(const cq_model_config *cfg, size_t *floats, size_t *params);
+
+const cq_tensor_info *cq_model_tensor(const cq_model *m, const char *name);
+size_t		cq_model_param_floats(const cq_model *m);	/* padding included */
+size_t		cq_model_param_count(const cq_model *m);	/* real parameters */
+
+#endif

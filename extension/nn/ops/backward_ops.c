@@ -1,0 +1,125 @@
+/* Row-wise backward kernels (backward_ops.h). */
+#include "nn/ops/backward_ops.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "nn/ops/blas.h"
+
+void
+cq_layer_norm_fwd_save(const float *x, float *y, int rows, int d,
+					   const float *w, const float *b, float eps,
+					   float *mean, float *rstd)
+{
+	for (int r = 0; r < rows; r++)
+	{
+		const float *xr = x + (long) r * d;
+		float	   *yr = y + (long) r * d;
+		double		s = 0.0,
+					ss = 0.0;
+
+		for (int i = 0; i < d; i++)
+			s += xr[i];
+		float		mu = (float) (s / d);
+
+		for (int i = 0; i < d; i++)
+			ss += (double) (xr[i] - mu) * (xr[i] - mu);
+		float		inv = (float) (1.0 / sqrt(ss / d + eps));
+
+		mean[r] = mu;
+		rstd[r] = inv;
+		for (int i = 0; i < d; i++)
+			yr[i] = (xr[i] - mu) * inv * w[i] + b[i];
+	}
+}
+
+void
+cq_layer_norm_backward(const float *x, const float *mean, const float *rstd,
+					   const float *w, const float *dy, float *dx,
+					   float *dw, float *db, int rows, int d)
+{
+	for (int r = 0; r < rows; r++)
+	{
+		const float *xr = x + (long) r * d,
+				   *dyr = dy + (long) r * d;
+		float	   *dxr = dx + (long) r * d;
+		float		mu = mean[r],
+					inv = rstd[r],
+					sg = 0.0f,
+					sgx = 0.0f;
+
+		for (int i = 0; i < d; i++)
+		{
+			float		xh = (xr[i] - mu) * inv,
+						g = dyr[i] * w[i];
+
+			sg += g;
+			sgx += g * xh;
+			dw[i] += dyr[i] * xh;
+			db[i] += dyr[i];
+		}
+		sg /= d;
+		sgx /= d;
+		for (int i = 0; i < d; i++)
+		{
+			float		xh = (xr[i] - mu) * inv;
+
+			dxr[i] += inv * (dyr[i] * w[i] - sg - xh * sgx);
+		}
+	}
+}
+
+void
+cq_linear_backward(const cq_linear *W, cq_linear *G, const float *x, int ldx,
+				   const float *dy, int ldy, float *dx, int lddx,
+				   float dx_beta, long rows)
+{
+	cq_sgemm(true, false, W->out, W->in, (int) rows, 1.0f, dy, ldy, x, ldx,
+			 1.0f, G->w, W->in);
+	for (long r = 0; r < rows; r++)
+	{
+		const float *dr = dy + r * ldy;
+
+		for (int j = 0; j < W->out; j++)
+			G->b[j] += dr[j];
+	}
+	if (dx)
+		cq_sgemm(false, false, (int) rows, W->in, W->out, 1.0f, dy, ldy, W->w,
+				 W->in, dx_beta, dx, lddx);
+}
+
+void
+cq_relu_backward(const float *u, float *du, long n)
+{
+	for (long i = 0; i < n; i++)
+		du[i] = u[i] > 0.0f ? du[i] : 0.0f;
+}
+
+void
+cq_gelu_erf_backward(const float *u, float *du, long n)
+{
+	for (long i = 0; i < n; i++)
+	{
+		float		x = u[i],
+					cdf = 0.5f * (1.0f + erff(x * 0.70710678118654752f)),
+					pdf = 0.39894228040143268f * expf(-0.5f * x * x);
+
+		du[i] *= cdf + x * pdf;
+	}
+}
+
+void
+cq_softmax_backward_rows(const float *p, float *dp, int rows, int cols, float scale)
+{
+	for (int r = 0; r < rows; r++)
+	{
+		const float *pr = p + (long) r * cols;
+		float	   *dr = dp + (long) r * cols;
+		float		dot = 0.0f;
+
+		for (int j = 0; j < cols; j++)
+			dot += pr[j] * dr[j];
+		for (int j = 0; j < cols; j++)
+			dr[j] = scale * pr[j] * (dr[j] - dot);
+	}
+}

@@ -1,0 +1,47 @@
+/*
+ * Backward kernels of the training pass.  Like ops.h they take caller-owned
+ * buffers and allocate nothing; gradients of parameters are ACCUMULATED
+ * (+=), so tied or shared tensors and several micro-batches add up.
+ */
+#ifndef CQ_NN_BACKWARD_OPS_H
+#define CQ_NN_BACKWARD_OPS_H
+
+#include <stdbool.h>
+
+#include "nn/model/model.h"
+#include "nn/ops/ops.h"
+
+/* Layer norm that keeps its row statistics: mean[rows], rstd[rows]. */
+void		cq_layer_norm_fwd_save(const float *x, float *y, int rows, int d,
+								   const float *w, const float *b, float eps,
+								   float *mean, float *rstd);
+
+/*
+ * dx[rows, d] += dL/dx given dy; dw[d] += sum dy * xhat, db[d] += sum dy.
+ * With g = dy w: dx = rstd (g - mean(g) - xhat mean(g xhat)).
+ */
+void		cq_layer_norm_backward(const float *x, const float *mean, const float *rstd,
+								   const float *w, const float *dy, float *dx,
+								   float *dw, float *db, int rows, int d);
+
+/*
+ * y = x W^T + b backward: G->w [out, in] += dy^T x, G->b += column sums of dy,
+ * dx = dy W (dx_beta 0: overwrite, 1: add; dx NULL: skip).
+ */
+void		cq_linear_backward(const cq_linear *W, cq_linear *G, const float *x, int ldx,
+							   const float *dy, int ldy, float *dx, int lddx,
+							   float dx_beta, long rows);
+
+/* du[n] *= act'(u[n]) (ReLU: u > 0; GELU: Phi(u) + u phi(u)). */
+void		cq_relu_backward(const float *u, float *du, long n);
+void		cq_gelu_erf_backward(const float *u, float *du, long n);
+
+/*
+ * Softmax backward of rows of probabilities p[rows, cols] (rows of a causal
+ * block have zeros past the diagonal): ds = scale * p (dp - sum_j dp_j p_j),
+ * written over dp.
+ */
+void		cq_softmax_backward_rows(const float *p, float *dp, int rows, int cols,
+									 float scale);
+
+#endif
