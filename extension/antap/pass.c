@@ -235,35 +235,29 @@ attention_fwd(const cq_antap_config *c, cq_antap_pass *p)
 		}
 }
 
-/* From dctx: dq, dk, dv into dqkv (overwritten); softmax backward as nn's training pass. */
+/* From dctx: dq, dk, dv into dqkv (overwritten), by nn's attention backward. */
 static void
 attention_bwd(const cq_antap_config *c, cq_antap_pass *p)
 {
 	int			S = c->seq_len,
-				D = c->d_model,
-				dh = D / c->heads;
-	float		scale = 1.0f / sqrtf((float) dh);
+				D = c->d_model;
 
 	for (int b = 0; b < p->n; b++)
-		for (int hd = 0; hd < c->heads; hd++)
-		{
-			long		row = (long) b * S;
-			int			col = hd * dh;
-			const float *P = p->probs + ((long) b * c->heads + hd) * S * S,
-					   *q = p->qkv + row * 3 * D + col,
-					   *k = q + D,
-					   *v = q + 2 * D,
-					   *dout = p->dctx + row * D + col;
-			float	   *dq = p->dqkv + row * 3 * D + col;
+	{
+		long		row = (long) b * S;
+		const float *q = p->qkv + row * 3 * D;
+		float	   *dq = p->dqkv + row * 3 * D;
+		cq_attention_args a = {
+			.q = q, .k = q + D, .v = q + 2 * D, .ldq = 3 * D, .ldk = 3 * D, .ldv = 3 * D,
+			.lq = S, .lk = S, .heads = c->heads, .dh = D / c->heads,
+		};
+		cq_attention_grads g = {
+			.dout = p->dctx + row * D, .ldo = D, .dq = dq, .dk = dq + D, .dv = dq + 2 * D,
+			.lddq = 3 * D, .lddk = 3 * D, .lddv = 3 * D, .dp = p->dp,
+		};
 
-			/* dV = P^T dO; dP = dO V^T; dS = softmax'(dP) / sqrt(dh) */
-			cq_sgemm(true, false, S, dh, S, 1.0f, P, S, dout, D, 0.0f, dq + 2 * D, 3 * D);
-			cq_sgemm(false, true, S, S, dh, 1.0f, dout, D, v, 3 * D, 0.0f, p->dp, S);
-			cq_softmax_backward_rows(P, p->dp, S, S, scale);
-			/* dQ = dS K, dK = dS^T Q */
-			cq_sgemm(false, false, S, dh, S, 1.0f, p->dp, S, k, 3 * D, 0.0f, dq, 3 * D);
-			cq_sgemm(true, false, S, dh, S, 1.0f, p->dp, S, q, 3 * D, 0.0f, dq + D, 3 * D);
-		}
+		cq_attention_backward(&a, p->probs + (long) b * c->heads * S * S, &g);
+	}
 }
 
 void

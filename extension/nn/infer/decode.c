@@ -5,99 +5,31 @@
  * self-attention keys and values.
  *
  * The arithmetic per row is that of the teacher-forced forward (forward.c):
- * the same embedding, layer norm, cq_linear_rows, cq_attention (one query
- * row over keys 0 .. step is the causal row `step`), activation and
- * cq_log_softmax_row (whose values are the forward's logp_gold bits).
+ * the same embedding, the same blocks (layers/block.h; only the attend
+ * functions differ: cq_attention of one query row over keys 0 .. step is the
+ * causal row `step`) and cq_log_softmax_row (whose values are the forward's
+ * logp_gold bits).
  * Weight products run over all rows of the batch at once; attention runs per
  * sentence (cross) or per hypothesis (self), never across sentences.
  */
 #include <string.h>
 
 #include "nn/infer/decode.h"
-#include "nn/ops/ops.h"
-#include "nn/layers/packed.h"
+#include "nn/layers/block.h"
 
-/* y = LN(x) row by row (strided rows; per-row calls give the same bits). */
-static void
-ln_rows(const cq_translator *t, const float *x, float *y, long rows,
-		const cq_layer_norm *ln)
+/* A block pass over the translator's row buffers (nothing kept, no dropout). */
+static cq_block_pass
+rows_pass(cq_translator *t, bool target, long rows)
 {
-	int			d = t->m->cfg.d_model;
-
-	for (long r = 0; r < rows; r++)
-		cq_layer_norm_rows(x + r * t->ld_d, y + r * t->ld_d, 1, d, ln->w, ln->b,
-						   CQ_LAYERNORM_EPS);
-}
-
-/* x += y over rows of d. */
-static void
-add_rows(const cq_translator *t, float *x, const float *y, long rows)
-{
-	int			d = t->m->cfg.d_model;
-
-	for (long r = 0; r < rows; r++)
-		for (int i = 0; i < d; i++)
-			x[r * t->ld_d + i] += y[r * t->ld_d + i];
-}
-
-/* x += FFN(LN(x)) over rows. */
-static void
-ffn_block(cq_translator *t, long rows, const cq_layer_norm *ln,
-		  const cq_linear *fc1, const cq_linear *fc2)
-{
-	const cq_model_config *c = &t->m->cfg;
-
-	ln_rows(t, t->x, t->h, rows, ln);
-	cq_linear_rows(fc1, t->h, t->ld_d, t->ffn, t->ld_f, rows);
-	for (long r = 0; r < rows; r++)
-	{
-		if (c->activation == CQ_ACT_GELU)
-			cq_gelu_erf(t->ffn + r * t->ld_f, c->ffn_dim);
-		else
-			cq_relu(t->ffn + r * t->ld_f, c->ffn_dim);
-	}
-	cq_linear_rows(fc2, t->ffn, t->ld_f, t->tmp, t->ld_d, rows);
-	add_rows(t, t->x, t->tmp, rows);
-}
-
-static cq_attention_args
-attention_args(const cq_translator *t)
-{
-	const cq_model_config *c = &t->m->cfg;
-
-	return (cq_attention_args) {
-		.heads = c->heads, .dh = c->d_model / c->heads, .causal = false,
-			.scores = t->scores, .drop = NULL,
+	return (cq_block_pass) {
+		.m = t->m, .target = target, .rows = rows,
+			.ld_d = t->ld_d, .ld_qkv = t->ld_qkv, .ld_f = t->ld_f,
+			.h = t->h, .qkv = t->qkv, .ctx = t->ctx, .tmp = t->tmp, .ffn = t->ffn,
+			.scores = t->scores, .arg = t,
 	};
 }
 
 /* ---- encoder ----------------------------------------------------------- */
-
-/* x += SelfAttn(LN(x)) over the packed sources being encoded. */
-static void
-encoder_attn(cq_translator *t, int n, long rows, const cq_encoder_layer *L)
-{
-	int			d = t->m->cfg.d_model;
-	long		row = 0;
-	cq_attention_args a = attention_args(t);
-
-	ln_rows(t, t->x, t->h, rows, &L->attn_ln);
-	cq_linear_rows(&L->qkv, t->h, t->ld_d, t->qkv, t->ld_qkv, rows);
-	a.ldq = a.ldk = a.ldv = t->ld_qkv;
-	a.ldo = t->ld_d;
-	for (int b = 0; b < n; b++)
-	{
-		a.q = t->qkv + row * t->ld_qkv;
-		a.k = a.q + d;
-		a.v = a.q + 2 * d;
-		a.out = t->ctx + row * t->ld_d;
-		a.lq = a.lk = cq_side_positions(&t->pairs[b], false);
-		cq_attention(&a);
-		row += a.lq;
-	}
-	cq_linear_rows(&L->attn_out, t->ctx, t->ld_d, t->tmp, t->ld_d, rows);
-	add_rows(t, t->x, t->tmp, rows);
-}
 
 void
 cq_decode_encode(cq_translator *t)
@@ -108,6 +40,7 @@ cq_decode_encode(cq_translator *t)
 				d = c->d_model;
 	long		rows = 0,
 				row;
+	cq_block_pass enc;
 
 	for (int i = 0; i < t->B; i++)
 	{
@@ -127,12 +60,12 @@ cq_decode_encode(cq_translator *t)
 		for (int p = 0; p < cq_side_positions(&t->pairs[b], false); p++, row++)
 			cq_embed_token(m, false, cq_side_token(&t->pairs[b], false, p), p,
 						   t->x + row * t->ld_d);
-	for (int i = 0; i < c->encoder_layers; i++)
-	{
-		encoder_attn(t, n, rows, &m->enc[i]);
-		ffn_block(t, rows, &m->enc[i].ffn_ln, &m->enc[i].fc1, &m->enc[i].fc2);
-	}
-	ln_rows(t, t->x, t->h, rows, &m->enc_ln);
+	enc = rows_pass(t, false, rows);
+	enc.pairs = t->pairs;
+	enc.n_pairs = n;
+	enc.self_attend = cq_packed_self_attend;
+	cq_block_stack(&enc, t->x, NULL, t->x);
+	cq_block_norm(&enc, &m->enc_ln, t->x, t->h, NULL, NULL);
 	/* cross-attention keys and values of every decoder layer, once */
 	for (int l = 0; l < c->decoder_layers; l++)
 	{
@@ -176,19 +109,19 @@ gather_rows(cq_translator *t)
 	return rows;
 }
 
-/* x += SelfAttn(LN(x)): each row's k, v go to its cache at `step`. */
+/* Self-attention of each row over its cache, after storing its k, v at `step`. */
 static void
-decoder_self_attn(cq_translator *t, long rows, const cq_decoder_layer *L, int l)
+self_attend(cq_block_pass *bp, int l, const float *qkv, long ldq, float *ctx,
+			cq_attn_keep *keep)
 {
+	cq_translator *t = bp->arg;
 	int			d = t->m->cfg.d_model;
-	cq_attention_args a = attention_args(t);
+	cq_attention_args a = {
+		.heads = t->m->cfg.heads, .dh = d / t->m->cfg.heads, .scores = t->scores,
+		.ldq = (int) ldq, .ldk = (int) t->ld_kv, .ldv = (int) t->ld_kv,
+		.ldo = (int) t->ld_d, .lq = 1,
+	};
 
-	ln_rows(t, t->x, t->h, rows, &L->self_ln);
-	cq_linear_rows(&L->self_qkv, t->h, t->ld_d, t->qkv, t->ld_qkv, rows);
-	a.ldq = t->ld_qkv;
-	a.ldk = a.ldv = t->ld_kv;
-	a.ldo = t->ld_d;
-	a.lq = 1;
 	for (int i = 0; i < t->B; i++)
 	{
 		cq_slot    *s = &t->slots[i];
@@ -200,49 +133,44 @@ decoder_self_attn(cq_translator *t, long rows, const cq_decoder_layer *L, int l)
 			long		r = s->row0 + j;
 			float	   *kv = cq_decode_cache(t, s->cache[j], l);
 
-			memcpy(kv + (long) s->step * t->ld_kv, t->qkv + r * t->ld_qkv + d,
-				   sizeof(float) * 2 * d);
-			a.q = t->qkv + r * t->ld_qkv;
+			memcpy(kv + (long) s->step * t->ld_kv, qkv + r * ldq + d, sizeof(float) * 2 * d);
+			a.q = qkv + r * ldq;
 			a.k = kv;
 			a.v = kv + d;
-			a.out = t->ctx + r * t->ld_d;
+			a.out = ctx + r * t->ld_d;
 			a.lk = s->step + 1;
 			cq_attention(&a);
 		}
 	}
-	cq_linear_rows(&L->self_out, t->ctx, t->ld_d, t->tmp, t->ld_d, rows);
-	add_rows(t, t->x, t->tmp, rows);
 }
 
-/* x += CrossAttn(LN(x)) per sentence over its cached encoder keys/values. */
+/* Cross-attention of each sentence's rows over its cached encoder keys/values. */
 static void
-decoder_cross_attn(cq_translator *t, long rows, const cq_decoder_layer *L, int l)
+cross_attend(cq_block_pass *bp, int l, const float *q, long ldq, float *ctx,
+			 cq_attn_keep *keep)
 {
+	cq_translator *t = bp->arg;
 	int			d = t->m->cfg.d_model;
-	float	   *q = t->qkv;
-	cq_attention_args a = attention_args(t);
+	cq_attention_args a = {
+		.heads = t->m->cfg.heads, .dh = d / t->m->cfg.heads, .scores = t->scores,
+		.ldq = (int) ldq, .ldk = (int) t->ld_kv, .ldv = (int) t->ld_kv,
+		.ldo = (int) t->ld_d,
+	};
 
-	ln_rows(t, t->x, t->h, rows, &L->cross_ln);
-	cq_linear_rows(&L->cross_q, t->h, t->ld_d, q, t->ld_d, rows);
-	a.ldq = t->ld_d;
-	a.ldk = a.ldv = t->ld_kv;
-	a.ldo = t->ld_d;
 	for (int i = 0; i < t->B; i++)
 	{
 		cq_slot    *s = &t->slots[i];
 
 		if (s->state != SLOT_LIVE)
 			continue;
-		a.q = q + (long) s->row0 * t->ld_d;
+		a.q = q + (long) s->row0 * ldq;
 		a.k = s->cross_kv + (long) l * t->S * t->ld_kv;
 		a.v = a.k + d;
-		a.out = t->ctx + (long) s->row0 * t->ld_d;
+		a.out = ctx + (long) s->row0 * t->ld_d;
 		a.lq = s->nrows;
 		a.lk = s->src.len + 1;
 		cq_attention(&a);
 	}
-	cq_linear_rows(&L->cross_out, t->ctx, t->ld_d, t->tmp, t->ld_d, rows);
-	add_rows(t, t->x, t->tmp, rows);
 }
 
 void
@@ -252,16 +180,12 @@ cq_decode_step(cq_translator *t)
 	const cq_model_config *c = &m->cfg;
 	long		rows = gather_rows(t);
 	float		temp = (float) t->o.temperature;
+	cq_block_pass dec = rows_pass(t, true, rows);
 
-	for (int l = 0; l < c->decoder_layers; l++)
-	{
-		const cq_decoder_layer *L = &m->dec[l];
-
-		decoder_self_attn(t, rows, L, l);
-		decoder_cross_attn(t, rows, L, l);
-		ffn_block(t, rows, &L->ffn_ln, &L->fc1, &L->fc2);
-	}
-	ln_rows(t, t->x, t->h, rows, &m->dec_ln);
+	dec.self_attend = self_attend;
+	dec.cross_attend = cross_attend;
+	cq_block_stack(&dec, t->x, NULL, t->x);
+	cq_block_norm(&dec, &m->dec_ln, t->x, t->h, NULL, NULL);
 	cq_linear_rows(&m->output, t->h, t->ld_d, t->logits, t->ld_v, rows);
 	for (long r = 0; r < rows; r++)
 	{

@@ -7,9 +7,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "nn/ops/blas.h"
-#include "nn/ops/ops.h"
-#include "nn/layers/packed.h"
+#include "common/carve.h"
+#include "nn/layers/block.h"
 
 /* The workspace, carved in this order. */
 typedef struct workspace
@@ -48,21 +47,18 @@ carve(const cq_model_config *c, const cq_batch_shape *s, char *base, workspace *
 				n = ns > nt ? ns : nt,
 				l = s->max_src > s->max_tgt ? s->max_src : s->max_tgt,
 				r = cq_logit_block_rows(c, s->tgt_positions);
-	size_t		sizes[9] = {d * ns, d * nt, n * d, 3 * n * d, n * d, n * d,
-		n * c->ffn_dim, l * l, r * c->tgt_vocab_size};
-	float	  **slots[9] = {&w->enc_x, &w->dec_x, &w->h, &w->qkv, &w->ctx, &w->tmp,
-		&w->ffn, &w->scores, &w->logits};
-	size_t		off = 64;			/* room to align the base */
+	cq_carver	cv = cq_carver_start(base);
 
-	if (base)
-		off = 64 - ((uintptr_t) base & 63);
-	for (int i = 0; i < 9; i++)
-	{
-		if (base)
-			*slots[i] = (float *) (base + off);
-		off += (sizes[i] * sizeof(float) + 63) / 64 * 64;
-	}
-	return off + 64;
+	w->enc_x = cq_carve_floats(&cv, d * ns);
+	w->dec_x = cq_carve_floats(&cv, d * nt);
+	w->h = cq_carve_floats(&cv, n * d);
+	w->qkv = cq_carve_floats(&cv, 3 * n * d);
+	w->ctx = cq_carve_floats(&cv, n * d);
+	w->tmp = cq_carve_floats(&cv, n * d);
+	w->ffn = cq_carve_floats(&cv, n * c->ffn_dim);
+	w->scores = cq_carve_floats(&cv, l * l);
+	w->logits = cq_carve_floats(&cv, r * c->tgt_vocab_size);
+	return cq_carver_bytes(&cv);
 }
 
 size_t
@@ -114,11 +110,22 @@ cq_batch_shape_of(const cq_model *m, const cq_pair *pairs, int n,
 	return CQ_NN_OK;
 }
 
-/* Inverted dropout on each row of one side's packed rows. */
-static void
-drop_rows(batch *bt, bool target, float p, uint32_t site, float *x, int cols)
+/* The block pass of one side over the workspace (inference: nothing kept). */
+static cq_block_pass
+side_pass(batch *bt, bool target)
 {
-	cq_drop_packed(&bt->drop, bt->pairs, bt->n, target, p, site, x, cols);
+	workspace  *w = &bt->w;
+
+	return (cq_block_pass) {
+		.m = bt->m, .target = target, .rows = target ? bt->nt : bt->ns,
+			.ld_d = bt->m->cfg.d_model, .ld_qkv = 3 * bt->m->cfg.d_model,
+			.ld_f = bt->m->cfg.ffn_dim,
+			.h = w->h, .qkv = w->qkv, .ctx = w->ctx, .tmp = w->tmp, .ffn = w->ffn,
+			.scores = w->scores,
+			.drop = &bt->drop, .pairs = bt->pairs, .n_pairs = bt->n,
+			.memory = w->enc_x, .memory_rows = bt->ns,
+			.self_attend = cq_packed_self_attend, .cross_attend = cq_packed_cross_attend,
+	};
 }
 
 /* x = Drop(E[token] sqrt(d) + position) over one side. */
@@ -126,160 +133,25 @@ static void
 embed(batch *bt, bool target, float *x)
 {
 	cq_embed_packed(bt->m, bt->pairs, bt->n, target, x);
-	drop_rows(bt, target, bt->m->cfg.dropout,
-			  cq_dropout_site(target ? CQ_DROP_DEC_EMBED : CQ_DROP_ENC_EMBED, 0, 0), x,
-			  bt->m->cfg.d_model);
+	cq_drop_packed(&bt->drop, bt->pairs, bt->n, target, bt->m->cfg.dropout,
+				   cq_dropout_site(target ? CQ_DROP_DEC_EMBED : CQ_DROP_ENC_EMBED, 0, 0), x,
+				   bt->m->cfg.d_model);
 }
 
+/* enc_x = the encoder's output; h = the decoder's, layer-normed. */
 static void
-add_rows(float *x, const float *y, long n)
-{
-	for (long i = 0; i < n; i++)
-		x[i] += y[i];
-}
-
-/* x += Drop(FFN(LN(x))) over rows positions. */
-static void
-ffn_block(batch *bt, bool target, float *x, long rows, const cq_layer_norm *ln,
-		  const cq_linear *fc1, const cq_linear *fc2, int layer)
-{
-	const cq_model_config *c = &bt->m->cfg;
-	workspace  *w = &bt->w;
-	int			d = c->d_model,
-				f = c->ffn_dim;
-
-	cq_layer_norm_rows(x, w->h, rows, d, ln->w, ln->b, CQ_LAYERNORM_EPS);
-	cq_linear_rows(fc1, w->h, d, w->ffn, f, rows);
-	if (c->activation == CQ_ACT_GELU)
-		cq_gelu_erf(w->ffn, rows * f);
-	else
-		cq_relu(w->ffn, rows * f);
-	drop_rows(bt, target, c->activation_dropout,
-			  cq_dropout_site(target ? CQ_DROP_DEC_FFN_ACT : CQ_DROP_ENC_FFN_ACT, layer, 0),
-			  w->ffn, f);
-	cq_linear_rows(fc2, w->ffn, f, w->tmp, d, rows);
-	drop_rows(bt, target, c->dropout,
-			  cq_dropout_site(target ? CQ_DROP_DEC_FFN_RESID : CQ_DROP_ENC_FFN_RESID, layer, 0),
-			  w->tmp, d);
-	add_rows(x, w->tmp, rows * d);
-}
-
-/* x += Drop(SelfAttn(LN(x))); causal in the decoder. */
-static void
-self_attn_block(batch *bt, bool target, float *x, long rows,
-				const cq_layer_norm *ln, const cq_linear *qkv,
-				const cq_linear *out, int layer)
-{
-	const cq_model_config *c = &bt->m->cfg;
-	workspace  *w = &bt->w;
-	int			d = c->d_model;
-	long		row = 0;
-	cq_attention_args a = {
-		.ldq = 3 * d, .ldk = 3 * d, .ldv = 3 * d, .ldo = d,
-		.heads = c->heads, .dh = d / c->heads, .causal = target,
-		.scores = w->scores, .drop = &bt->drop, .drop_p = c->attention_dropout,
-		.drop_kind = target ? CQ_DROP_DEC_SELF_ATTN : CQ_DROP_ENC_SELF_ATTN,
-		.layer = layer,
-	};
-
-	cq_layer_norm_rows(x, w->h, rows, d, ln->w, ln->b, CQ_LAYERNORM_EPS);
-	cq_linear_rows(qkv, w->h, d, w->qkv, 3 * d, rows);
-	for (int b = 0; b < bt->n; b++)
-	{
-		int			len = cq_side_positions(&bt->pairs[b], target);
-
-		bt->drop.pair_key = bt->pairs[b].key;
-		a.q = w->qkv + row * 3 * d;
-		a.k = a.q + d;
-		a.v = a.q + 2 * d;
-		a.out = w->ctx + row * d;
-		a.lq = a.lk = len;
-		cq_attention(&a);
-		row += len;
-	}
-	cq_linear_rows(out, w->ctx, d, w->tmp, d, rows);
-	drop_rows(bt, target, c->dropout,
-			  cq_dropout_site(target ? CQ_DROP_DEC_SELF_RESID : CQ_DROP_ENC_SELF_RESID, layer, 0),
-			  w->tmp, d);
-	add_rows(x, w->tmp, rows * d);
-}
-
-/* y += Drop(CrossAttn(LN(y), encoder output)), per pair over its source. */
-static void
-cross_attn_block(batch *bt, const cq_decoder_layer *L, int layer)
-{
-	const cq_model_config *c = &bt->m->cfg;
-	workspace  *w = &bt->w;
-	int			d = c->d_model;
-	float	   *q = w->qkv,
-			   *kv = w->qkv + bt->nt * d;
-	long		qrow = 0,
-				krow = 0;
-	cq_attention_args a = {
-		.ldq = d, .ldk = 2 * d, .ldv = 2 * d, .ldo = d,
-		.heads = c->heads, .dh = d / c->heads, .causal = false,
-		.scores = w->scores, .drop = &bt->drop, .drop_p = c->attention_dropout,
-		.drop_kind = CQ_DROP_DEC_CROSS_ATTN, .layer = layer,
-	};
-
-	cq_layer_norm_rows(w->dec_x, w->h, bt->nt, d, L->cross_ln.w, L->cross_ln.b,
-					   CQ_LAYERNORM_EPS);
-	cq_linear_rows(&L->cross_q, w->h, d, q, d, bt->nt);
-	cq_linear_rows(&L->cross_kv, w->enc_x, d, kv, 2 * d, bt->ns);
-	for (int b = 0; b < bt->n; b++)
-	{
-		bt->drop.pair_key = bt->pairs[b].key;
-		a.q = q + qrow * d;
-		a.k = kv + krow * 2 * d;
-		a.v = a.k + d;
-		a.out = w->ctx + qrow * d;
-		a.lq = cq_side_positions(&bt->pairs[b], true);
-		a.lk = cq_side_positions(&bt->pairs[b], false);
-		cq_attention(&a);
-		qrow += a.lq;
-		krow += a.lk;
-	}
-	cq_linear_rows(&L->cross_out, w->ctx, d, w->tmp, d, bt->nt);
-	drop_rows(bt, true, c->dropout,
-			  cq_dropout_site(CQ_DROP_DEC_CROSS_RESID, layer, 0), w->tmp, d);
-	add_rows(w->dec_x, w->tmp, bt->nt * d);
-}
-
-static void
-encode(batch *bt)
+encode_decode(batch *bt)
 {
 	const cq_model *m = bt->m;
-	float	   *x = bt->w.enc_x;
+	cq_block_pass enc = side_pass(bt, false),
+				dec = side_pass(bt, true);
 
-	embed(bt, false, x);
-	for (int i = 0; i < m->cfg.encoder_layers; i++)
-	{
-		const cq_encoder_layer *L = &m->enc[i];
-
-		self_attn_block(bt, false, x, bt->ns, &L->attn_ln, &L->qkv, &L->attn_out, i);
-		ffn_block(bt, false, x, bt->ns, &L->ffn_ln, &L->fc1, &L->fc2, i);
-	}
-	cq_layer_norm_rows(x, x, bt->ns, m->cfg.d_model, m->enc_ln.w, m->enc_ln.b,
-					   CQ_LAYERNORM_EPS);
-}
-
-static void
-decode(batch *bt)
-{
-	const cq_model *m = bt->m;
-	float	   *y = bt->w.dec_x;
-
-	embed(bt, true, y);
-	for (int i = 0; i < m->cfg.decoder_layers; i++)
-	{
-		const cq_decoder_layer *L = &m->dec[i];
-
-		self_attn_block(bt, true, y, bt->nt, &L->self_ln, &L->self_qkv, &L->self_out, i);
-		cross_attn_block(bt, L, i);
-		ffn_block(bt, true, y, bt->nt, &L->ffn_ln, &L->fc1, &L->fc2, i);
-	}
-	cq_layer_norm_rows(y, bt->w.h, bt->nt, m->cfg.d_model, m->dec_ln.w, m->dec_ln.b,
-					   CQ_LAYERNORM_EPS);
+	embed(bt, false, bt->w.enc_x);
+	cq_block_stack(&enc, bt->w.enc_x, NULL, bt->w.enc_x);
+	cq_block_norm(&enc, &m->enc_ln, bt->w.enc_x, bt->w.enc_x, NULL, NULL);
+	embed(bt, true, bt->w.dec_x);
+	cq_block_stack(&dec, bt->w.dec_x, NULL, bt->w.dec_x);
+	cq_block_norm(&dec, &m->dec_ln, bt->w.dec_x, bt->w.h, NULL, NULL);
 }
 
 /* logits = LN(y) W_out^T in blocks of cq_logit_block_rows(), reduced row by row. */
@@ -350,8 +222,7 @@ cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
 	carve(&m->cfg, &shape, workspace_mem, &bt.w);
 	bt.ns = shape.src_positions;
 	bt.nt = shape.tgt_positions;
-	encode(&bt);
-	decode(&bt);
+	encode_decode(&bt);
 	score(&bt, out);
 	return CQ_NN_OK;
 }

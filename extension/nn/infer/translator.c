@@ -5,30 +5,9 @@
  */
 #include <string.h>
 
+#include "common/carve.h"
 #include "common/interrupt.h"
 #include "nn/infer/decode.h"
-
-/* Carves 64-byte aligned pieces from base (or only counts when base is NULL). */
-typedef struct carver
-{
-	char	   *base;
-	size_t		off;
-} carver;
-
-static void *
-take(carver *c, size_t bytes)
-{
-	void	   *p = c->base ? c->base + c->off : NULL;
-
-	c->off += (bytes + 63) / 64 * 64;
-	return p;
-}
-
-static float *
-takef(carver *c, long floats)
-{
-	return take(c, sizeof(float) * (size_t) floats);
-}
 
 static long
 ld16(long n)
@@ -52,25 +31,25 @@ longest_output(const cq_translate_options *o, const cq_model_config *c, int max_
 }
 
 static void
-carve_slot(carver *cv, cq_translator *t, cq_slot *s)
+carve_slot(cq_carver *cv, cq_translator *t, cq_slot *s)
 {
 	const cq_model_config *c = &t->m->cfg;
 	int			K = t->K,
 				T = t->T;
 
-	s->src_ids = take(cv, sizeof(int32_t) * t->S);
-	s->cross_kv = takef(cv, (long) c->decoder_layers * t->S * t->ld_kv);
-	s->cache = take(cv, sizeof(int) * K);
-	s->tok = take(cv, sizeof(int32_t) * K * T);
-	s->tok_alt = take(cv, sizeof(int32_t) * K * T);
-	s->lp = takef(cv, (long) K * T);
-	s->lp_alt = takef(cv, (long) K * T);
-	s->cum = take(cv, sizeof(double) * K);
-	s->ignore = take(cv, sizeof(bool) * K);
-	s->cand = take(cv, sizeof(cq_candidate) * 2 * K);
-	s->final_tok = take(cv, sizeof(int32_t) * K * T);
-	s->final_lp = takef(cv, (long) K * T);
-	s->final = take(cv, sizeof(cq_hypothesis) * K);
+	s->src_ids = cq_carve(cv, sizeof(int32_t) * t->S);
+	s->cross_kv = cq_carve_floats(cv, (long) c->decoder_layers * t->S * t->ld_kv);
+	s->cache = cq_carve(cv, sizeof(int) * K);
+	s->tok = cq_carve(cv, sizeof(int32_t) * K * T);
+	s->tok_alt = cq_carve(cv, sizeof(int32_t) * K * T);
+	s->lp = cq_carve_floats(cv, (long) K * T);
+	s->lp_alt = cq_carve_floats(cv, (long) K * T);
+	s->cum = cq_carve(cv, sizeof(double) * K);
+	s->ignore = cq_carve(cv, sizeof(bool) * K);
+	s->cand = cq_carve(cv, sizeof(cq_candidate) * 2 * K);
+	s->final_tok = cq_carve(cv, sizeof(int32_t) * K * T);
+	s->final_lp = cq_carve_floats(cv, (long) K * T);
+	s->final = cq_carve(cv, sizeof(cq_hypothesis) * K);
 }
 
 /* Lays the translator out in base (NULL: only sizes it); returns its bytes. */
@@ -79,7 +58,7 @@ carve(const cq_model *m, const cq_translate_options *o, int batch, int max_src,
 	  char *base, cq_translator **out)
 {
 	const cq_model_config *c = &m->cfg;
-	carver		cv = {base, 0};
+	cq_carver	cv = cq_carver_start(base);
 	cq_translator scratch,
 			   *t;
 	long		d = c->d_model,
@@ -87,9 +66,7 @@ carve(const cq_model *m, const cq_translate_options *o, int batch, int max_src,
 				n,
 				att;
 
-	if (base)
-		cv.off = 64 - ((uintptr_t) base & 63);
-	t = take(&cv, sizeof(cq_translator));
+	t = cq_carve(&cv, sizeof(cq_translator));
 	if (!t)
 		t = &scratch;
 	memset(t, 0, sizeof(*t));
@@ -110,7 +87,7 @@ carve(const cq_model *m, const cq_translate_options *o, int batch, int max_src,
 	att = att > (long) t->K * t->S ? att : (long) t->K * t->S;
 	att = att > t->T ? att : t->T;
 
-	t->slots = take(&cv, sizeof(cq_slot) * t->B);
+	t->slots = cq_carve(&cv, sizeof(cq_slot) * t->B);
 	for (int i = 0; i < t->B; i++)
 	{
 		cq_slot		dummy,
@@ -121,23 +98,23 @@ carve(const cq_model *m, const cq_translate_options *o, int batch, int max_src,
 		carve_slot(&cv, t, s);
 	}
 	t->cache_floats = (long) c->decoder_layers * t->T * t->ld_kv;
-	t->cache = takef(&cv, rows * t->cache_floats);
-	t->x = takef(&cv, n * t->ld_d);
-	t->h = takef(&cv, n * t->ld_d);
-	t->qkv = takef(&cv, n * t->ld_qkv);
-	t->ctx = takef(&cv, n * t->ld_d);
-	t->tmp = takef(&cv, n * t->ld_d);
-	t->ffn = takef(&cv, n * t->ld_f);
-	t->logits = takef(&cv, rows * t->ld_v);
-	t->scores = takef(&cv, att);
-	t->pairs = take(&cv, sizeof(cq_pair) * t->B);
-	t->encoding = take(&cv, sizeof(cq_slot *) * t->B);
-	t->ranked = take(&cv, sizeof(cq_ranked) * c->tgt_vocab_size);
-	t->iscratch = take(&cv, sizeof(int) * 3 * t->K);
-	t->bscratch = take(&cv, sizeof(bool) * 3 * t->K);
+	t->cache = cq_carve_floats(&cv, rows * t->cache_floats);
+	t->x = cq_carve_floats(&cv, n * t->ld_d);
+	t->h = cq_carve_floats(&cv, n * t->ld_d);
+	t->qkv = cq_carve_floats(&cv, n * t->ld_qkv);
+	t->ctx = cq_carve_floats(&cv, n * t->ld_d);
+	t->tmp = cq_carve_floats(&cv, n * t->ld_d);
+	t->ffn = cq_carve_floats(&cv, n * t->ld_f);
+	t->logits = cq_carve_floats(&cv, rows * t->ld_v);
+	t->scores = cq_carve_floats(&cv, att);
+	t->pairs = cq_carve(&cv, sizeof(cq_pair) * t->B);
+	t->encoding = cq_carve(&cv, sizeof(cq_slot *) * t->B);
+	t->ranked = cq_carve(&cv, sizeof(cq_ranked) * c->tgt_vocab_size);
+	t->iscratch = cq_carve(&cv, sizeof(int) * 3 * t->K);
+	t->bscratch = cq_carve(&cv, sizeof(bool) * 3 * t->K);
 	if (base)
 		*out = t;
-	return cv.off + 64;
+	return cq_carver_bytes(&cv);
 }
 
 static cq_nn_status

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nn/model/model.config.h"
+#include "nn/model/config.h"
 #include "nn/status.h"
 
 #define CQ_TENSOR_NAME_MAX 64

@@ -15,3 +15,12 @@ cq_gelu_erf(float *x, long n)
 	for (long i = 0; i < n; i++)
 		x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
 }
+
+void
+cq_activation_apply(cq_activation act, float *x, long n)
+{
+	if (act == CQ_ACT_GELU)
+		cq_gelu_erf(x, n);
+	else
+		cq_relu(x, n);
+}

@@ -96,6 +96,15 @@ cq_relu_backward(const float *u, float *du, long n)
 }
 
 void
+cq_activation_backward(cq_activation act, const float *u, float *du, long n)
+{
+	if (act == CQ_ACT_GELU)
+		cq_gelu_erf_backward(u, du, n);
+	else
+		cq_relu_backward(u, du, n);
+}
+
+void
 cq_gelu_erf_backward(const float *u, float *du, long n)
 {
 	for (long i = 0; i < n; i++)

@@ -36,6 +36,9 @@ void		cq_linear_backward(const cq_linear *W, cq_linear *G, const float *x, int l
 void		cq_relu_backward(const float *u, float *du, long n);
 void		cq_gelu_erf_backward(const float *u, float *du, long n);
 
+/* du[n] *= act'(u[n]) for the model's activation: the backward's one switch. */
+void		cq_activation_backward(cq_activation act, const float *u, float *du, long n);
+
 /*
  * Softmax backward of rows of probabilities p[rows, cols] (rows of a causal
  * block have zeros past the diagonal): ds = scale * p (dp - sum_j dp_j p_j),

@@ -28,6 +28,9 @@ void		cq_linear_rows(const cq_linear *lin, const float *x, int ldx,
 void		cq_relu(float *x, long n);
 void		cq_gelu_erf(float *x, long n);	/* x/2 (1 + erf(x / sqrt 2)) */
 
+/* The model's activation (config.h) in place over n values: the one switch. */
+void		cq_activation_apply(cq_activation act, float *x, long n);
+
 /*
  * Softmax of each row of x[rows, cols] (row stride ld); causal: row i only
  * over its first i + 1 entries, the rest set to 0.
@@ -155,5 +158,35 @@ typedef struct cq_attention_args
 } cq_attention_args;
 
 void		cq_attention(const cq_attention_args *a);
+
+/*
+ * The same attention for training: it keeps each head's softmax in
+ * probs[heads][lq][lk] (before dropout) for cq_attention_backward, and runs
+ * its products through OpenBLAS (cq_sgemm).  pd is an [lq, lk] scratch that
+ * holds a head's dropped probabilities when attention dropout is on.
+ */
+void		cq_attention_keep(const cq_attention_args *a, float *probs, float *pd);
+
+/*
+ * Backward of cq_attention_keep from dout [lq, d] (stride ldo): dq [lq, d],
+ * dk, dv [lk, d] at their strides, overwritten.  dp (and pd when dropout is
+ * on) are [lq, lk] scratch.
+ */
+typedef struct cq_attention_grads
+{
+	const float *dout;
+	int			ldo;
+	float	   *dq,
+			   *dk,
+			   *dv;
+	int			lddq,
+				lddk,
+				lddv;
+	float	   *dp,
+			   *pd;
+} cq_attention_grads;
+
+void		cq_attention_backward(const cq_attention_args *a, const float *probs,
+								  const cq_attention_grads *g);
 
 #endif
