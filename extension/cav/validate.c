@@ -218,43 +218,6 @@ check_matrices(cav_view *v, cq_error *err)
 }
 
 cq_code
-cav_view_open(const void *buf, size_t len, cav_view *v, cq_error *err)
-{
-	size_t		pos = CAV_HEADER_SIZE;
-	cq_code		rc;
-
-	memset(v, 0, sizeof(*v));
-	if (buf == NULL)
-		return BAD("no buffer");
-	v->buf = buf;
-	v->len = len;
-	rc = check_header(v->buf, len, v, err);
-	if (rc == CQ_OK)
-	{
-		v->src_dict = pos;
-		rc = check_dict(v->buf, len, &pos, v->n_src, "source", err);
-	}
-	if (rc == CQ_OK)
-	{
-		v->tgt_dict = pos;
-		rc = check_dict(v->buf, len, &pos, v->n_tgt, "target", err);
-	}
-	if (rc == CQ_OK)
-	{
-		v->res_dict = pos;
-		rc = check_dict(v->buf, len, &pos, v->n_restrict, "restricted", err);
-	}
-	if (rc == CQ_OK)
-	{
-		v->table = pos;
-		rc = check_matrices(v, err);
-	}
-	if (rc)
-		memset(v, 0, sizeof(*v));
-	return rc;
-}
-
-cq_code
 cav_validate(const void *buf, size_t len, cq_error *err)
 {
 	cav_view	v;
@@ -277,8 +240,19 @@ skip_dict(const cav_view *v, size_t *pos, uint32_t n, cq_error *err)
 	return CQ_OK;
 }
 
-cq_code
-cav_view_open_trusted(const void *buf, size_t len, cav_view *v, cq_error *err)
+/* The matrix table's bounds only (trusted bytes). */
+static cq_code
+skip_matrices(cav_view *v, size_t pos, cq_error *err)
+{
+	if ((uint64_t) v->n_mat * CAV_REC_SIZE > v->len - pos)
+		return BAD("matrix table runs past the end");
+	v->entries = pos + (size_t) v->n_mat * CAV_REC_SIZE;
+	return CQ_OK;
+}
+
+/* Opens a view: every check, or (trusted) the section bounds only. */
+static cq_code
+open_view(const void *buf, size_t len, cav_view *v, bool trusted, cq_error *err)
 {
 	size_t		pos = CAV_HEADER_SIZE;
 	cq_code		rc;
@@ -289,16 +263,36 @@ cav_view_open_trusted(const void *buf, size_t len, cav_view *v, cq_error *err)
 	v->buf = buf;
 	v->len = len;
 	rc = check_header(v->buf, len, v, err);
-	if (rc == CQ_OK && (v->src_dict = pos, rc = skip_dict(v, &pos, v->n_src, err)) == CQ_OK &&
-		(v->tgt_dict = pos, rc = skip_dict(v, &pos, v->n_tgt, err)) == CQ_OK &&
-		(v->res_dict = pos, rc = skip_dict(v, &pos, v->n_restrict, err)) == CQ_OK)
+	{
+		size_t	   *start[3] = {&v->src_dict, &v->tgt_dict, &v->res_dict};
+		uint32_t	count[3] = {v->n_src, v->n_tgt, v->n_restrict};
+		const char *what[3] = {"source", "target", "restricted"};
+
+		for (int i = 0; i < 3 && rc == CQ_OK; i++)
+		{
+			*start[i] = pos;
+			rc = trusted ? skip_dict(v, &pos, count[i], err)
+				: check_dict(v->buf, len, &pos, count[i], what[i], err);
+		}
+	}
+	if (rc == CQ_OK)
 	{
 		v->table = pos;
-		if ((uint64_t) v->n_mat * CAV_REC_SIZE > len - pos)
-			rc = BAD("matrix table runs past the end");
-		v->entries = pos + (size_t) v->n_mat * CAV_REC_SIZE;
+		rc = trusted ? skip_matrices(v, pos, err) : check_matrices(v, err);
 	}
 	if (rc)
 		memset(v, 0, sizeof(*v));
 	return rc;
+}
+
+cq_code
+cav_view_open(const void *buf, size_t len, cav_view *v, cq_error *err)
+{
+	return open_view(buf, len, v, false, err);
+}
+
+cq_code
+cav_view_open_trusted(const void *buf, size_t len, cav_view *v, cq_error *err)
+{
+	return open_view(buf, len, v, true, err);
 }

@@ -60,16 +60,13 @@ preprocess(const cq_bleu_options *o, const char *s, size_t len, cq_metrics_work 
 static cq_code
 check_args(const cq_bleu_options *o, size_t hyp_len, const size_t *ref_lens, int nrefs, cq_error *err)
 {
-	if (nrefs < 1 || nrefs > CQ_NGRAM_MAX_REFS)
-		return cq_fail(err, CQ_EINVAL, "the number of references must be between 1 and %d, not %d",
-					   CQ_NGRAM_MAX_REFS, nrefs);
+	cq_code		rc = cq_metrics_check_texts(hyp_len, ref_lens, nrefs, err);
+
+	if (rc)
+		return rc;
 	if (o->max_order < 1 || o->max_order > CQ_BLEU_MAX_ORDER)
 		return cq_fail(err, CQ_EINVAL, "max_order must be between 1 and %d, not %d",
 					   CQ_BLEU_MAX_ORDER, o->max_order);
-	for (int r = -1; r < nrefs; r++)
-		if ((r < 0 ? hyp_len : ref_lens[r]) > CQ_METRICS_MAX_TEXT)
-			return cq_fail(err, CQ_ELIMIT, "a text of %zu bytes is longer than the metrics take (%zu)",
-						   r < 0 ? hyp_len : ref_lens[r], CQ_METRICS_MAX_TEXT);
 	return CQ_OK;
 }
 

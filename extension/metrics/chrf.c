@@ -129,17 +129,14 @@ stats_against(const cq_chrf_options *o, cq_metrics_work *w, int ref, int64_t *st
 static cq_code
 check_args(const cq_chrf_options *o, size_t hyp_len, const size_t *ref_lens, int nrefs, cq_error *err)
 {
-	if (nrefs < 1 || nrefs > CQ_NGRAM_MAX_REFS)
-		return cq_fail(err, CQ_EINVAL, "the number of references must be between 1 and %d, not %d",
-					   CQ_NGRAM_MAX_REFS, nrefs);
+	cq_code		rc = cq_metrics_check_texts(hyp_len, ref_lens, nrefs, err);
+
+	if (rc)
+		return rc;
 	if (o->char_order < 1 || o->char_order > CQ_CHRF_MAX_CHAR_ORDER ||
 		o->word_order < 0 || o->word_order > CQ_CHRF_MAX_WORD_ORDER)
 		return cq_fail(err, CQ_EINVAL, "char_order must be between 1 and %d and word_order between 0 and %d",
 					   CQ_CHRF_MAX_CHAR_ORDER, CQ_CHRF_MAX_WORD_ORDER);
-	for (int r = -1; r < nrefs; r++)
-		if ((r < 0 ? hyp_len : ref_lens[r]) > CQ_METRICS_MAX_TEXT)
-			return cq_fail(err, CQ_ELIMIT, "a text of %zu bytes is longer than the metrics take (%zu)",
-						   r < 0 ? hyp_len : ref_lens[r], CQ_METRICS_MAX_TEXT);
 	return CQ_OK;
 }
 

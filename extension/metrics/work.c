@@ -67,3 +67,16 @@ cq_metrics_decode(cq_metrics_work *w, const char *s, size_t len, bool lowercase)
 		return NULL;
 	return &w->low;
 }
+
+cq_code
+cq_metrics_check_texts(size_t hyp_len, const size_t *ref_lens, int nrefs, cq_error *err)
+{
+	if (nrefs < 1 || nrefs > CQ_NGRAM_MAX_REFS)
+		return cq_fail(err, CQ_EINVAL, "the number of references must be between 1 and %d, not %d",
+					   CQ_NGRAM_MAX_REFS, nrefs);
+	for (int r = -1; r < nrefs; r++)
+		if ((r < 0 ? hyp_len : ref_lens[r]) > CQ_METRICS_MAX_TEXT)
+			return cq_fail(err, CQ_ELIMIT, "a text of %zu bytes is longer than the metrics take (%zu)",
+						   r < 0 ? hyp_len : ref_lens[r], CQ_METRICS_MAX_TEXT);
+	return CQ_OK;
+}

@@ -40,6 +40,13 @@ bool		cq_metrics_work_reserve(cq_metrics_work *w, int nseq);
 #define CQ_METRICS_MAX_TEXT ((size_t) 1 << 28)
 
 /*
+ * The checks every sentence metric makes on its texts: 1 .. CQ_NGRAM_MAX_REFS
+ * references (CQ_EINVAL), none longer than CQ_METRICS_MAX_TEXT (CQ_ELIMIT).
+ */
+cq_code		cq_metrics_check_texts(size_t hyp_len, const size_t *ref_lens, int nrefs,
+								   cq_error *err);
+
+/*
  * Decode s into w->raw and lowercase it (str.lower()) if asked; returns the
  * result (w->raw or w->low), NULL when out of memory.
  */
