@@ -57,6 +57,12 @@ preprocess(const cq_bleu_options *o, const char *s, size_t len, cq_metrics_work 
 	return cq_split_whitespace(w->text[seq].v, w->text[seq].n, &w->spans[seq]);
 }
 
+static bool
+prep(const void *o, const char *s, size_t len, cq_metrics_work *w, int seq)
+{
+	return preprocess(o, s, len, w, seq);
+}
+
 static cq_code
 check_args(const cq_bleu_options *o, size_t hyp_len, const size_t *ref_lens, int nrefs, cq_error *err)
 {
@@ -82,11 +88,9 @@ cq_bleu_sentence_stats(const cq_bleu_options *o, const char *hyp, size_t hyp_len
 
 	if (rc != CQ_OK)
 		return rc;
-	if (!cq_metrics_work_reserve(w, nrefs + 1) || !preprocess(o, hyp, hyp_len, w, 0))
-		return cq_fail(err, CQ_ENOMEM, "out of memory");
-	for (int r = 0; r < nrefs; r++)
-		if (!preprocess(o, refs[r], ref_lens[r], w, r + 1))
-			return cq_fail(err, CQ_ENOMEM, "out of memory");
+	rc = cq_metrics_prepare(w, prep, o, hyp, hyp_len, refs, ref_lens, nrefs, err);
+	if (rc != CQ_OK)
+		return rc;
 	if (!cq_intern_tokens(w->text, w->spans, nrefs + 1, w->ids, &w->intern))
 		return cq_fail(err, CQ_ENOMEM, "out of memory");
 
@@ -208,8 +212,9 @@ cq_bleu_tokenized(const cq_bleu_options *o, const char *s, size_t len,
 	*out = NULL;
 	if (rc != CQ_OK)
 		return rc;
-	if (!cq_metrics_work_reserve(w, 1) || !preprocess(o, s, len, w, 0))
-		return cq_fail(err, CQ_ENOMEM, "out of memory");
+	rc = cq_metrics_prepare(w, prep, o, s, len, NULL, NULL, 0, err);
+	if (rc != CQ_OK)
+		return rc;
 	/* ' '.join(tokens), built in the scratch buffer */
 	joined = &w->tmp;
 	joined->n = 0;

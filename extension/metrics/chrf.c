@@ -83,6 +83,12 @@ preprocess(const cq_chrf_options *o, const char *s, size_t len, cq_metrics_work 
 	return true;
 }
 
+static bool
+prep(const void *o, const char *s, size_t len, cq_metrics_work *w, int seq)
+{
+	return preprocess(o, s, len, w, seq);
+}
+
 static int64_t
 ngrams_of(size_t len, int n)
 {
@@ -152,11 +158,9 @@ cq_chrf_sentence_stats(const cq_chrf_options *o, const char *hyp, size_t hyp_len
 
 	if (rc != CQ_OK)
 		return rc;
-	if (!cq_metrics_work_reserve(w, nrefs + 1) || !preprocess(o, hyp, hyp_len, w, 0))
-		return cq_fail(err, CQ_ENOMEM, "out of memory");
-	for (int r = 0; r < nrefs; r++)
-		if (!preprocess(o, refs[r], ref_lens[r], w, r + 1))
-			return cq_fail(err, CQ_ENOMEM, "out of memory");
+	rc = cq_metrics_prepare(w, prep, o, hyp, hyp_len, refs, ref_lens, nrefs, err);
+	if (rc != CQ_OK)
+		return rc;
 	if (o->word_order > 0 &&
 		!cq_intern_tokens(w->text, w->spans, nrefs + 1, w->ids, &w->intern))
 		return cq_fail(err, CQ_ENOMEM, "out of memory");

@@ -80,3 +80,16 @@ cq_metrics_check_texts(size_t hyp_len, const size_t *ref_lens, int nrefs, cq_err
 						   r < 0 ? hyp_len : ref_lens[r], CQ_METRICS_MAX_TEXT);
 	return CQ_OK;
 }
+
+cq_code
+cq_metrics_prepare(cq_metrics_work *w, cq_metrics_prep_fn prep, const void *opts,
+				   const char *hyp, size_t hyp_len, const char *const *refs,
+				   const size_t *ref_lens, int nrefs, cq_error *err)
+{
+	if (!cq_metrics_work_reserve(w, nrefs + 1) || !prep(opts, hyp, hyp_len, w, 0))
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
+	for (int r = 0; r < nrefs; r++)
+		if (!prep(opts, refs[r], ref_lens[r], w, r + 1))
+			return cq_fail(err, CQ_ENOMEM, "out of memory");
+	return CQ_OK;
+}

@@ -46,6 +46,18 @@ bool		cq_metrics_work_reserve(cq_metrics_work *w, int nseq);
 cq_code		cq_metrics_check_texts(size_t hyp_len, const size_t *ref_lens, int nrefs,
 								   cq_error *err);
 
+/* A metric's preprocessing of one text into sequence seq of w (false: no memory). */
+typedef bool (*cq_metrics_prep_fn) (const void *opts, const char *s, size_t len,
+									cq_metrics_work *w, int seq);
+
+/*
+ * Reserves w for the hypothesis and nrefs references (nrefs may be 0) and
+ * preprocesses them into sequences 0 .. nrefs; CQ_ENOMEM on failure.
+ */
+cq_code		cq_metrics_prepare(cq_metrics_work *w, cq_metrics_prep_fn prep, const void *opts,
+							   const char *hyp, size_t hyp_len, const char *const *refs,
+							   const size_t *ref_lens, int nrefs, cq_error *err);
+
 /*
  * Decode s into w->raw and lowercase it (str.lower()) if asked; returns the
  * result (w->raw or w->low), NULL when out of memory.

@@ -69,6 +69,17 @@ add_linear(layout *l, cq_linear *lin, int out, int in, const char *prefix,
 	add(l, &lin->b, out, 0, "%s.layers.%d.%s.bias", prefix, i, what);
 }
 
+/* A layer's self-attention (ln, qkv, out) or feed-forward (ln, fc1, fc2) tensors. */
+static void
+add_sublayer(layout *l, const char *prefix, int i, cq_layer_norm *ln, const char *ln_name,
+			 cq_linear *a, int a_out, int a_in, const char *a_name,
+			 cq_linear *b, int b_out, int b_in, const char *b_name)
+{
+	add_ln(l, ln, a_in, prefix, i, ln_name);
+	add_linear(l, a, a_out, a_in, prefix, i, a_name);
+	add_linear(l, b, b_out, b_in, prefix, i, b_name);
+}
+
 /* The tensor order of the block and of weight files (models/FORMAT.md). */
 static void
 build_layout(cq_model *m, layout *l)
@@ -90,12 +101,10 @@ build_layout(cq_model *m, layout *l)
 		cq_encoder_layer scratch;
 		cq_encoder_layer *e = m->enc ? &m->enc[i] : &scratch;	/* counting only */
 
-		add_ln(l, &e->attn_ln, d, "encoder", i, "self_attn_layer_norm");
-		add_linear(l, &e->qkv, 3 * d, d, "encoder", i, "self_attn.qkv");
-		add_linear(l, &e->attn_out, d, d, "encoder", i, "self_attn.out_proj");
-		add_ln(l, &e->ffn_ln, d, "encoder", i, "final_layer_norm");
-		add_linear(l, &e->fc1, f, d, "encoder", i, "fc1");
-		add_linear(l, &e->fc2, d, f, "encoder", i, "fc2");
+		add_sublayer(l, "encoder", i, &e->attn_ln, "self_attn_layer_norm",
+					 &e->qkv, 3 * d, d, "self_attn.qkv", &e->attn_out, d, d, "self_attn.out_proj");
+		add_sublayer(l, "encoder", i, &e->ffn_ln, "final_layer_norm",
+					 &e->fc1, f, d, "fc1", &e->fc2, d, f, "fc2");
 	}
 	add(l, &m->enc_ln.w, d, 0, "encoder.layer_norm.weight");
 	add(l, &m->enc_ln.b, d, 0, "encoder.layer_norm.bias");
@@ -104,16 +113,15 @@ build_layout(cq_model *m, layout *l)
 		cq_decoder_layer scratch;
 		cq_decoder_layer *e = m->dec ? &m->dec[i] : &scratch;	/* counting only */
 
-		add_ln(l, &e->self_ln, d, "decoder", i, "self_attn_layer_norm");
-		add_linear(l, &e->self_qkv, 3 * d, d, "decoder", i, "self_attn.qkv");
-		add_linear(l, &e->self_out, d, d, "decoder", i, "self_attn.out_proj");
+		add_sublayer(l, "decoder", i, &e->self_ln, "self_attn_layer_norm",
+					 &e->self_qkv, 3 * d, d, "self_attn.qkv", &e->self_out, d, d,
+					 "self_attn.out_proj");
 		add_ln(l, &e->cross_ln, d, "decoder", i, "encoder_attn_layer_norm");
 		add_linear(l, &e->cross_q, d, d, "decoder", i, "encoder_attn.q");
 		add_linear(l, &e->cross_kv, 2 * d, d, "decoder", i, "encoder_attn.kv");
 		add_linear(l, &e->cross_out, d, d, "decoder", i, "encoder_attn.out_proj");
-		add_ln(l, &e->ffn_ln, d, "decoder", i, "final_layer_norm");
-		add_linear(l, &e->fc1, f, d, "decoder", i, "fc1");
-		add_linear(l, &e->fc2, d, f, "decoder", i, "fc2");
+		add_sublayer(l, "decoder", i, &e->ffn_ln, "final_layer_norm",
+					 &e->fc1, f, d, "fc1", &e->fc2, d, f, "fc2");
 	}
 	add(l, &m->dec_ln.w, d, 0, "decoder.layer_norm.weight");
 	add(l, &m->dec_ln.b, d, 0, "decoder.layer_norm.bias");
