@@ -3,16 +3,25 @@
 
 #include <math.h>
 
+#include "nn/ops/rowgemm.h"
+
 void
 cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos, float *x)
 {
 	int			d = m->cfg.d_model;
-	const float *e = (target ? m->tgt_embed : m->src_embed) + (long) tok * d,
+	const float *table = target ? m->tgt_embed : m->src_embed,
 			   *pe = cq_position_table(m, target) + (long) pos * d;
 	float		scale = sqrtf((float) d);
 
+	if (!table)
+	{
+		/* a compact model's tied embedding is its output projection, packed */
+		for (int i = 0; i < d; i++)
+			x[i] = cq_rowgemm_packed_at(m->output.packed, d, tok, i) * scale + pe[i];
+		return;
+	}
 	for (int i = 0; i < d; i++)
-		x[i] = e[i] * scale + pe[i];
+		x[i] = table[(long) tok * d + i] * scale + pe[i];
 }
 
 void

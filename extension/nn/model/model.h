@@ -11,6 +11,7 @@
 #ifndef CQ_NN_MODEL_H
 #define CQ_NN_MODEL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -92,6 +93,7 @@ typedef struct cq_model
 
 	float	   *sinusoid;			/* [max_positions, d] table, not a parameter */
 	void	   *packed_raw;			/* the allocation behind every linear's packed copy */
+	bool		compact;			/* cq_model_compact: linear weights only packed */
 } cq_model;
 
 /* A model with zero parameters (layer norms zero too) for cfg. */
@@ -115,6 +117,19 @@ void		cq_model_init_random(cq_model *m, uint64_t seed);
  */
 cq_nn_status cq_model_pack(cq_model *m, cq_nn_error *err);
 void		cq_model_unpack(cq_model *m);
+
+/*
+ * After cq_model_pack, keep one copy of each weight: the parameter block is
+ * rebuilt with only the tensors inference reads unpacked (embeddings,
+ * positions, layer norms, biases), and every linear's w becomes NULL (its
+ * packed copy is the weight).  A tied target embedding (and a source
+ * embedding shared with it) goes too: tgt_embed is NULL and lookups read the
+ * output projection's packed copy.  Saves about the size of the linear
+ * weights.
+ * The tensor table then lists what the block holds; a compact model serves
+ * inference only (no training, no weight file, no cq_model_unpack).
+ */
+cq_nn_status cq_model_compact(cq_model *m, cq_nn_error *err);
 
 /*
  * The size of a model of cfg without allocating it, for checks before

@@ -3,7 +3,9 @@
  * the output projection, once, so that no scoring call repacks them and every
  * product runs the row-independent kernel.
  */
+#include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "common/mem.h"
 #include "nn/model/model.h"
@@ -83,7 +85,150 @@ cq_model_pack(cq_model *m, cq_nn_error *err)
 void
 cq_model_unpack(cq_model *m)
 {
+	if (m->compact)
+		return;					/* the packed copies are the only ones */
 	each_linear(m, forget, NULL);
 	cq_free(m->packed_raw);
 	m->packed_raw = NULL;
+}
+
+/* ---- compaction: one copy of each weight ---------------------------------- */
+
+typedef void (*view_fn) (float **view, void *ctx);
+
+/* fn on every pointer of m into its parameter block. */
+static void
+each_view(cq_model *m, view_fn fn, void *ctx)
+{
+	float	  **top[] = {&m->src_embed, &m->tgt_embed, &m->src_pos, &m->tgt_pos, &m->out_proj,
+		&m->output.w, &m->enc_ln.w, &m->enc_ln.b, &m->dec_ln.w, &m->dec_ln.b};
+
+	for (int i = 0; i < (int) (sizeof(top) / sizeof(top[0])); i++)
+		fn(top[i], ctx);
+	for (int i = 0; i < m->cfg.encoder_layers; i++)
+	{
+		cq_encoder_layer *e = &m->enc[i];
+		float	  **v[] = {&e->attn_ln.w, &e->attn_ln.b, &e->qkv.w, &e->qkv.b,
+			&e->attn_out.w, &e->attn_out.b, &e->ffn_ln.w, &e->ffn_ln.b,
+		&e->fc1.w, &e->fc1.b, &e->fc2.w, &e->fc2.b};
+
+		for (int j = 0; j < (int) (sizeof(v) / sizeof(v[0])); j++)
+			fn(v[j], ctx);
+	}
+	for (int i = 0; i < m->cfg.decoder_layers; i++)
+	{
+		cq_decoder_layer *d = &m->dec[i];
+		float	  **v[] = {&d->self_ln.w, &d->self_ln.b, &d->self_qkv.w, &d->self_qkv.b,
+			&d->self_out.w, &d->self_out.b, &d->cross_ln.w, &d->cross_ln.b,
+			&d->cross_q.w, &d->cross_q.b, &d->cross_kv.w, &d->cross_kv.b,
+			&d->cross_out.w, &d->cross_out.b, &d->ffn_ln.w, &d->ffn_ln.b,
+		&d->fc1.w, &d->fc1.b, &d->fc2.w, &d->fc2.b};
+
+		for (int j = 0; j < (int) (sizeof(v) / sizeof(v[0])); j++)
+			fn(v[j], ctx);
+	}
+}
+
+/* The tensors inference still reads once every linear is packed. */
+typedef struct keep_map
+{
+	const cq_model *m;
+	bool	   *keep;			/* [n_tensors] */
+	float	   *base;			/* the new block */
+	size_t	   *offset;			/* [n_tensors] in the new block */
+} keep_map;
+
+static int
+tensor_at(const cq_model *m, const float *p)
+{
+	for (int t = 0; t < m->n_tensors; t++)
+		if (m->params + m->tensors[t].offset == p)
+			return t;
+	return -1;
+}
+
+/*
+ * Every linear's weight is dropped, the output projection's too when it is
+ * the (tied) target embedding: the embedding is then read from the packed
+ * copy (cq_embed_token).
+ */
+static void
+mark_linear(cq_linear *l, void *ctx)
+{
+	keep_map   *k = ctx;
+	int			t = tensor_at(k->m, l->w);
+
+	if (t >= 0)
+		k->keep[t] = false;
+}
+
+static void
+move_view(float **view, void *ctx)
+{
+	keep_map   *k = ctx;
+	int			t;
+
+	if (!*view)
+		return;
+	t = tensor_at(k->m, *view);
+	*view = t >= 0 && k->keep[t] ? k->base + k->offset[t] : NULL;
+}
+
+cq_nn_status
+cq_model_compact(cq_model *m, cq_nn_error *err)
+{
+	keep_map	k = {m};
+	size_t		floats = 0;
+	void	   *raw;
+	int			n = 0;
+
+	if (!m->packed_raw)
+		return cq_nn_fail(err, CQ_NN_EINVAL, "only a packed model can be compacted");
+	k.keep = cq_alloc(sizeof(bool) * m->n_tensors);
+	k.offset = cq_alloc(sizeof(size_t) * m->n_tensors);
+	if (!k.keep || !k.offset)
+	{
+		cq_free(k.keep);
+		cq_free(k.offset);
+		return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory compacting a model");
+	}
+	for (int t = 0; t < m->n_tensors; t++)
+		k.keep[t] = true;
+	each_linear(m, mark_linear, &k);
+	for (int t = 0; t < m->n_tensors; t++)
+		if (k.keep[t])
+		{
+			k.offset[t] = floats;
+			floats += (m->tensors[t].numel + 15) / 16 * 16;
+		}
+	raw = cq_alloc(floats * sizeof(float) + 64);
+	if (!raw)
+	{
+		cq_free(k.keep);
+		cq_free(k.offset);
+		return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory compacting a model (%zu floats)",
+						  floats);
+	}
+	k.base = (float *) (((uintptr_t) raw + 63) & ~(uintptr_t) 63);
+	for (int t = 0; t < m->n_tensors; t++)
+		if (k.keep[t])
+			memcpy(k.base + k.offset[t], m->params + m->tensors[t].offset,
+				   sizeof(float) * m->tensors[t].numel);
+	each_view(m, move_view, &k);
+	/* the table now lists what the block holds, at its new offsets */
+	for (int t = 0; t < m->n_tensors; t++)
+		if (k.keep[t])
+		{
+			m->tensors[n] = m->tensors[t];
+			m->tensors[n++].offset = k.offset[t];
+		}
+	m->n_tensors = n;
+	m->n_floats = floats;
+	cq_free(m->raw);
+	m->raw = raw;
+	m->params = k.base;
+	m->compact = true;
+	cq_free(k.keep);
+	cq_free(k.offset);
+	return CQ_NN_OK;
 }

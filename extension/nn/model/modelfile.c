@@ -73,6 +73,8 @@ cq_modelfile_write(const cq_model *m, void *buf, size_t size, cq_nn_error *err)
 	size_t		clen = cq_config_to_json(&m->cfg, cfg, sizeof(cfg));
 	cq_error	e;
 
+	if (m->compact)
+		return cq_nn_fail(err, CQ_NN_EINVAL, "a compacted model has no weight file");
 	if (cq_tensorfile_write(&model_format, buf, size, cfg, clen, m->n_tensors, get_tensor, m,
 							m->params, m->n_floats, &e) != CQ_OK)
 		return from_tensorfile(&e, CQ_TF_FRAMING, err);

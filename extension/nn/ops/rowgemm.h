@@ -58,6 +58,13 @@ const char *cq_rowgemm_isa_name(cq_rowgemm_isa isa);
 size_t		cq_rowgemm_packed_floats(int n, int k);
 void		cq_rowgemm_pack(const float *w, long ldw, int n, int k, float *packed);
 
+/* W[j][kk] read back from its packed copy (the same bits). */
+static inline float
+cq_rowgemm_packed_at(const float *packed, int k, int j, int kk)
+{
+	return packed[((size_t) (j / CQ_ROWGEMM_NB) * k + kk) * CQ_ROWGEMM_NB + j % CQ_ROWGEMM_NB];
+}
+
 /*
  * y[rows, n] = x[rows, k] W^T + bias, W packed by cq_rowgemm_pack; bias [n]
  * or NULL (zero).  x and y must not overlap.

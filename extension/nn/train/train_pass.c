@@ -315,6 +315,8 @@ cq_train_pass(const cq_model *m, cq_model *grad, const cq_pair *pairs, int n,
 
 	if (s)
 		return s;
+	if (m->compact)
+		return cq_nn_fail(err, CQ_NN_EINVAL, "a compacted model cannot be trained");
 	if (!grad || !cq_config_equal(&m->cfg, &grad->cfg))
 		return cq_nn_fail(err, CQ_NN_EINVAL, "the gradient model does not match the model");
 	need = cq_train_pass_workspace_bytes(&m->cfg, pairs, n);

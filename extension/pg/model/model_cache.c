@@ -171,12 +171,20 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 	image = DatumGetByteaPP(d);
 	MemoryContextSwitchTo(cxt);
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
-	/* cached models serve inference: pack once for nn/ops/rowgemm.h */
-	if (s == CQ_NN_OK)
-		s = cq_model_pack(m, &err);
 	MemoryContextSwitchTo(old);
 	SPI_finish();
+	/* free the image before packing: the peak is image + weights, not more */
 	MemoryContextDelete(tmp);
+	/*
+	 * Cached models serve inference: pack once for nn/ops/rowgemm.h, then keep
+	 * only the packed copy of each weight matrix.
+	 */
+	old = MemoryContextSwitchTo(cxt);
+	if (s == CQ_NN_OK)
+		s = cq_model_pack(m, &err);
+	if (s == CQ_NN_OK)
+		s = cq_model_compact(m, &err);
+	MemoryContextSwitchTo(old);
 	if (s != CQ_NN_OK)
 		corpq_nn_error_report(s, psprintf("could not load model \"%s@%d\"", ref->name, ref->version),
 							  err.message);
