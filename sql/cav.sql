@@ -242,6 +242,29 @@ SELECT pg_column_size(c) < (SELECT bytes FROM corpq.cav_stats(c)) AS compressed,
        (SELECT matrices FROM corpq.cav_stats(c)) AS matrices
 FROM stored;
 
+-- ---- stored values read once per call site ----------------------------------
+-- Two different CAVs stored out of line: each row's value is its own, whether
+-- the call site reuses the value it read before (same toast value) or not.
+CREATE TABLE toasted (i int, v corpq.cav);
+ALTER TABLE toasted ALTER COLUMN v SET STORAGE EXTERNAL;
+INSERT INTO toasted
+SELECT k, corpq.cav_accumulate(s, t, 8)
+FROM (SELECT k, g,
+             'a' || (g % (7 + k)) || ' b' || (g % 5) || ' c' || (g * k % 11) AS s,
+             'x' || (g % 5) || ' y' || (g % (3 + k)) || ' z' || (g % 13) AS t
+      FROM generate_series(1, 2) k, generate_series(1, 400) g) v
+GROUP BY k;
+SELECT i, pg_column_size(v) > 2000 AS out_of_line FROM toasted ORDER BY i;
+-- interleaved rows: 1, 2, 1, 2 ... must give each value's own cosine
+SELECT t.i, count(*) AS calls,
+       count(DISTINCT corpq.cav_cosine(t.v, 'z1', 'z5')) AS values_seen,
+       min(corpq.cav_cosine(t.v, 'z1', 'z5')) =
+         (SELECT corpq.cav_cosine(corpq.cav_from_bytea(corpq.cav_to_bytea(u.v)), 'z1', 'z5')
+          FROM toasted u WHERE u.i = t.i) AS same_as_in_memory
+FROM generate_series(1, 6) n, toasted t GROUP BY t.i ORDER BY t.i;
+SELECT count(DISTINCT c) AS distinct_cosines
+FROM (SELECT corpq.cav_cosine(v, 'z1', 'z5') AS c FROM generate_series(1, 3), toasted) q;
+
 -- ---- errors -------------------------------------------------------------------
 SELECT * FROM corpq.cav_similar((SELECT c FROM ex), 'y', 0);
 SELECT corpq.cav_pool(c, 'y', 0, 3) FROM ex;

@@ -26,6 +26,7 @@
 #include "antap/model.h"
 #include "antap/train.h"
 #include "cav/cav_view.h"
+#include "pg/cav/cav_sql.h"
 #include "pg/jobs/jobs.h"
 
 /* ---- antap_options.c ---- */
@@ -56,12 +57,8 @@ char	   *antap_options_json(const AntapOptions *o);
  */
 typedef struct AntapCavCache
 {
-	MemoryContext cxt;			/* holds copy */
-	bool		valid;
-	Oid			toastrelid;
-	Oid			valueid;
-	struct varlena *copy;
-	cav_view	view;
+	CavValueCache value;		/* the stored cav, read once (cav_sql.h) */
+	MemoryContext cxt;			/* holds cells */
 	double	   *cells;			/* [rows * cols] */
 	int			n_cells;
 } AntapCavCache;

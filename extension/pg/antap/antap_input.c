@@ -4,16 +4,10 @@
  * the one implementation of the pipeline, shared with corpq.cav_pool).
  *
  * A corpus usually has one CAV value for all its tokens, passed row after
- * row (a join of the CAV with cav_tokens(), or a cavs query returning it per
- * token).  Such a stored value reaches us as the same on-disk toast pointer
- * each time; a toast value never changes while it is referenced, so the
- * detoasted, validated copy of the last one is reused while the pointer is
- * the same.  Any other datum is detoasted and validated on each call, as the
- * cav functions do.
+ * row: the cav glue's CavValueCache (cav_sql.h) reads a stored one once.
  */
 #include "postgres.h"
 
-#include "access/detoast.h"
 #include "utils/memutils.h"
 
 #include "pg/antap/antap.h"
@@ -23,52 +17,8 @@ void
 antap_cav_cache_init(AntapCavCache *c, MemoryContext parent)
 {
 	memset(c, 0, sizeof(*c));
+	cavsql_cache_init(&c->value, parent);
 	c->cxt = AllocSetContextCreate(parent, "ANTAP cav input", ALLOCSET_DEFAULT_SIZES);
-}
-
-static void
-open_view(const struct varlena *p, cav_view *v)
-{
-	cq_error	err = {0};
-
-	if (cav_view_open(VARDATA_ANY(p), VARSIZE_ANY_EXHDR(p), v, &err) != CQ_OK)
-	{
-		/* it passed the validator when it entered: now it is corrupted */
-		err.code = CQ_ECORRUPT;
-		corpq_core_error(&err, NULL, "invalid corpq.cav value");
-	}
-}
-
-/* The view of d: the cached one when d is the cached toast value. */
-static const cav_view *
-view_of(AntapCavCache *c, Datum d, cav_view *scratch)
-{
-	struct varlena *raw = (struct varlena *) DatumGetPointer(d);
-	struct varatt_external ext;
-
-	if (VARATT_IS_EXTERNAL_ONDISK(raw))
-	{
-		VARATT_EXTERNAL_GET_POINTER(ext, raw);
-		if (c->valid && c->toastrelid == ext.va_toastrelid && c->valueid == ext.va_valueid)
-			return &c->view;
-		MemoryContextReset(c->cxt);
-		c->valid = false;
-		c->cells = NULL;
-		c->n_cells = 0;
-		{
-			MemoryContext old = MemoryContextSwitchTo(c->cxt);
-
-			c->copy = detoast_attr(raw);
-			MemoryContextSwitchTo(old);
-		}
-		open_view(c->copy, &c->view);
-		c->toastrelid = ext.va_toastrelid;
-		c->valueid = ext.va_valueid;
-		c->valid = true;
-		return &c->view;
-	}
-	open_view(pg_detoast_datum_packed(raw), scratch);
-	return scratch;
 }
 
 bool
@@ -76,7 +26,7 @@ antap_cav_input(AntapCavCache *c, Datum d, const char *token, int len, int rows,
 				float *out)
 {
 	cav_view	scratch;
-	const cav_view *v = view_of(c, d, &scratch);
+	const cav_view *v = cavsql_cached_view(&c->value, d, &scratch);
 	uint32		idx;
 	cq_error	err = {0};
 	int			n = rows * cols;

@@ -55,8 +55,33 @@ size_t		cavsql_byte_limit(void);
 const char *cavsql_hint(const cq_error *err);
 
 /*
- * Detoast a cav argument and validate it with the core's validator (once per
- * call); *v then reads the bytes in place.  ERROR data_corrupted if invalid.
+ * A stored cav read once: a query usually passes one stored CAV value row
+ * after row, and it reaches a function as the same on-disk toast pointer each
+ * time.  A toast value never changes while it is referenced, so the
+ * detoasted, validated copy of the last one is reused while the pointer is
+ * the same.  Any other datum is detoasted and validated on each call.
+ */
+typedef struct CavValueCache
+{
+	MemoryContext cxt;			/* holds copy */
+	bool		valid;
+	Oid			toastrelid;
+	Oid			valueid;
+	struct varlena *copy;
+	cav_view	view;
+} CavValueCache;
+
+void		cavsql_cache_init(CavValueCache *c, MemoryContext parent);
+
+/*
+ * The validated view of d (the cached one, or one in *scratch).  ERROR
+ * data_corrupted if invalid.
+ */
+const cav_view *cavsql_cached_view(CavValueCache *c, Datum d, cav_view *scratch);
+
+/*
+ * The view of a cav argument: arguments 0 and 1 go through a cache kept in
+ * the call site's fn_extra, so a stored CAV is read once per query.
  */
 void		cavsql_open_arg(FunctionCallInfo fcinfo, int argno, cav_view *v);
 

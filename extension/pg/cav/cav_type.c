@@ -12,6 +12,8 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
+
 #include "catalog/pg_type.h"
 #include "funcapi.h"
 #include "libpq/pqformat.h"
@@ -19,6 +21,7 @@
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
+#include "utils/memutils.h"
 
 #include "cav/view_impl.h"
 #include "pg/cav/cav_sql.h"
@@ -50,10 +53,9 @@ cavsql_hint(const cq_error *err)
 	return NULL;
 }
 
-void
-cavsql_open_arg(FunctionCallInfo fcinfo, int argno, cav_view *v)
+static void
+open_bytes(const struct varlena *p, cav_view *v)
 {
-	struct varlena *p = PG_DETOAST_DATUM_PACKED(PG_GETARG_DATUM(argno));
 	cq_error	err = {0};
 
 	if (cav_view_open(VARDATA_ANY(p), VARSIZE_ANY_EXHDR(p), v, &err) != CQ_OK)
@@ -62,6 +64,62 @@ cavsql_open_arg(FunctionCallInfo fcinfo, int argno, cav_view *v)
 		err.code = CQ_ECORRUPT;
 		corpq_core_error(&err, NULL, "invalid corpq.cav value");
 	}
+}
+
+void
+cavsql_cache_init(CavValueCache *c, MemoryContext parent)
+{
+	memset(c, 0, sizeof(*c));
+	c->cxt = AllocSetContextCreate(parent, "corpq cav value", ALLOCSET_DEFAULT_SIZES);
+}
+
+const cav_view *
+cavsql_cached_view(CavValueCache *c, Datum d, cav_view *scratch)
+{
+	struct varlena *raw = (struct varlena *) DatumGetPointer(d);
+	struct varatt_external ext;
+	MemoryContext old;
+
+	if (!VARATT_IS_EXTERNAL_ONDISK(raw))
+	{
+		open_bytes(pg_detoast_datum_packed(raw), scratch);
+		return scratch;
+	}
+	VARATT_EXTERNAL_GET_POINTER(ext, raw);
+	if (c->valid && c->toastrelid == ext.va_toastrelid && c->valueid == ext.va_valueid)
+		return &c->view;
+	MemoryContextReset(c->cxt);
+	c->valid = false;
+	old = MemoryContextSwitchTo(c->cxt);
+	c->copy = detoast_attr(raw);
+	MemoryContextSwitchTo(old);
+	open_bytes(c->copy, &c->view);
+	c->toastrelid = ext.va_toastrelid;
+	c->valueid = ext.va_valueid;
+	c->valid = true;
+	return &c->view;
+}
+
+#define CAV_CACHED_ARGS 2
+
+void
+cavsql_open_arg(FunctionCallInfo fcinfo, int argno, cav_view *v)
+{
+	CavValueCache *c = fcinfo->flinfo->fn_extra;
+
+	if (argno >= CAV_CACHED_ARGS)
+	{
+		open_bytes(PG_DETOAST_DATUM_PACKED(PG_GETARG_DATUM(argno)), v);
+		return;
+	}
+	if (c == NULL)
+	{
+		c = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(CavValueCache) * CAV_CACHED_ARGS);
+		for (int i = 0; i < CAV_CACHED_ARGS; i++)
+			cavsql_cache_init(&c[i], fcinfo->flinfo->fn_mcxt);
+		fcinfo->flinfo->fn_extra = c;
+	}
+	*v = *cavsql_cached_view(&c[argno], PG_GETARG_DATUM(argno), v);
 }
 
 void
