@@ -46,6 +46,27 @@ SELECT corpq.model_create('m_full', '{"d_model": 8, "heads": 2, "encoder_layers"
   'model_src', 'model_tgt');
 SELECT name, architecture, parameters FROM corpq.models WHERE name = 'm_full';
 
+-- the architecture variants of converted models (models/FORMAT.md) can be
+-- chosen too: a post-norm model without final layer norms, SiLU, an output
+-- bias, the decoder started from <pad>; its configuration keeps them, and it
+-- scores and translates
+SELECT corpq.model_create('m_post', '{"preset": "tiny", "norm_position": "post",
+  "encoder_final_norm": false, "decoder_final_norm": false, "activation": "swish",
+  "output_bias": true, "decoder_start_id": 1, "sinusoid_denominator": "half",
+  "layer_norm_eps": 1e-6}', 'model_src', 'model_tgt');
+SELECT config->>'norm_position' AS norm, config->'encoder_final_norm' AS enc_ln,
+       config->>'activation' AS act, config->'output_bias' AS bias,
+       config->'decoder_start_id' AS start, config->'layer_norm_eps' AS eps,
+       config ? 'position_offset' AS default_written
+FROM corpq.model_catalog WHERE name = 'm_post';
+SELECT corpq.sent_prob('m_post', 'a1 b1', 'x1') BETWEEN 0 AND 1 AS scored,
+       corpq.translate('m_post', 'a1 b1 c1') IS NOT NULL AS translated;
+SELECT corpq.model_create('m_bad', '{"preset": "tiny", "norm_position": "middle"}',
+  'model_src', 'model_tgt');
+SELECT corpq.model_create('m_bad', '{"preset": "tiny", "positions": "learned",
+  "position_offset": 2}', 'model_src', 'model_tgt');
+SELECT corpq.model_drop('m_post');
+
 -- errors: names, configurations, vocabularies
 SELECT corpq.model_create('m1', '{"preset": "tiny"}', 'model_src', 'model_tgt');
 SELECT corpq.model_create('bad@name', '{"preset": "tiny"}', 'model_src', 'model_tgt');

@@ -181,9 +181,45 @@ def compare(name, ref, ref_src_tokens, ref_tgt_tokens, out, rng, n_pairs=6, max_
             bw = max(bw, float(((torch.tensor(h["lps"]) - r).abs() / r.abs().clamp(min=1.0)).max()))
             nh += 1
     check(bw <= TOL, "%s: beam hypotheses' log-probs = the toolkit's, max rel diff %.2e" % (name, bw))
-    print("  %-28s lp max rel %.1e, greedy %d/%d identical, beam %d hyps max rel %.1e"
-          % (name, worst, same, len(srcs), nh, bw))
+    cw, csame = c_core_run(out, ref, pairs, cq_pairs, srcs, s_of, inv, max_len)
+    check(cw <= C_TOL, "%s: the C core's log p(gold) = the toolkit's, max abs diff %.2e" % (name, cw))
+    check(csame == len(srcs), "%s: the C core's greedy = the toolkit's (%d of %d)"
+          % (name, csame, len(srcs)))
+    print("  %-28s lp max rel %.1e, greedy %d/%d identical, beam %d hyps max rel %.1e; "
+          "C core: lp max abs %.1e, greedy %d/%d"
+          % (name, worst, same, len(srcs), nh, bw, cw, csame, len(srcs)))
     return cfg
+
+
+# The C core (float32) against the toolkit's reference: per-position
+# log-probabilities within test_nn.py's bound for float32 against float64.
+C_TOL = 1e-4
+_CORE = []
+
+
+def c_core_run(out, ref, pairs, cq_pairs, srcs, s_of, inv, max_len):
+    """Loads the converted image in the C core (as model_import would), scores
+    the pairs and decodes greedily; returns (max |log p| diff, greedy same)."""
+    if not _CORE:
+        _CORE.append(ts.CoreTranslate())
+    core = _CORE[0]
+    with open(os.path.join(out, "model.corpq"), "rb") as f:
+        m = core.load(f.read())
+    try:
+        got = core.score(m, cq_pairs)
+        ref_lp = ref.log_probs(pairs)
+        worst = 0.0
+        for (_, t), g, b in zip(pairs, got, ref_lp):
+            gold = list(t) + [ref_eos(ref)]
+            r = b[torch.arange(len(gold)), torch.tensor(gold)].double().numpy()
+            worst = max(worst, float(np.abs(np.asarray(g["logp"], dtype=np.float64) - r).max()))
+        o = ts.options(beam=1, nbest=1, min_len=0, max_len_a=0.0, max_len_b=max_len)
+        hyps = core.translate(m, [[s_of[x] for x in s] for s in srcs], list(range(len(srcs))), o)
+        same = sum([inv.get(x, -1) for x in h[0]["tokens"]] == ref.greedy(s, max_len)
+                   for s, h in zip(srcs, hyps))
+    finally:
+        core.free(m)
+    return worst, same
 
 
 def ref_eos(ref):

@@ -215,6 +215,21 @@ def main():
                                                        tie_output=False)),
             ("small relu learned tied", tt.make_config("small", 500, 600, positions="learned")),
         ]
+        # architecture variants (models/FORMAT.md): the shapes of converted models
+        post = dict(norm_position="post", encoder_final_norm=False, decoder_final_norm=False)
+        configs += [
+            ("fairseq post-norm, offset 2, LN emb", tt.make_config(
+                "tiny", 300, 350, position_offset=2, layernorm_embedding=True, **post)),
+            ("HF Marian: swish, half, bias, start 1", tt.make_config(
+                "tiny", 320, 320, activation="swish", share_embeddings=True,
+                sinusoid_denominator="half", output_bias=True, decoder_start_id=1, **post)),
+            ("Marian: eps 1e-6, untied, bias", tt.make_config(
+                "tiny", 300, 350, layer_norm_eps=1e-6, tie_output=False, output_bias=True,
+                decoder_start_id=1, **post)),
+            ("pre-norm unscaled, LN emb, 1 final", tt.make_config(
+                "tiny", 300, 350, scale_embeddings=False, layernorm_embedding=True,
+                encoder_final_norm=False, activation="swish", positions="learned")),
+        ]
         for i, (label, cfg) in enumerate(configs):
             run_config(core, tmp, label, cfg, 100 + i)
         check_rejections(core, tmp)

@@ -159,7 +159,21 @@ def main():
     check_gradients(core, "tied+shared, 1+3 layers",
                     small_cfg(share_embeddings=True, tgt_vocab_size=50, encoder_layers=1,
                               decoder_layers=3), 3)
+    # architecture variants (models/FORMAT.md), as converted models have them
+    post = dict(norm_position="post", encoder_final_norm=False, decoder_final_norm=False)
+    check_gradients(core, "fairseq post-norm, LN emb",
+                    small_cfg(position_offset=2, layernorm_embedding=True, **post), 5)
+    check_gradients(core, "HF Marian post, swish, bias",
+                    small_cfg(activation="swish", sinusoid_denominator="half", output_bias=True,
+                              decoder_start_id=1, share_embeddings=True, tgt_vocab_size=50,
+                              **post), 6)
+    check_gradients(core, "pre unscaled, eps, LN emb",
+                    small_cfg(scale_embeddings=False, layer_norm_eps=1e-6, positions="learned",
+                              tie_output=False, output_bias=True, layernorm_embedding=True,
+                              decoder_final_norm=False), 7)
     check_trajectory(core, small_cfg(), 4)
+    check_trajectory(core, small_cfg(activation="swish", output_bias=True, decoder_start_id=1,
+                                     **post), 8)
     if failures:
         print("%d failures" % len(failures))
         sys.exit(1)

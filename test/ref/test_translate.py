@@ -321,6 +321,27 @@ def main():
           "%s: score err %.3g, token log-prob err %.3g" % (G.label, stats["score"], stats["lp"]))
     print("  %-14s C = reference on %d hypotheses: max |dscore| %.2e, max |dlogprob| %.2e"
           % (G.label, stats["hyps"], stats["score"], stats["lp"]))
+    # architecture variants (models/FORMAT.md) of converted models: the
+    # incremental decoder (post-norm caches keys/values of un-normalised
+    # inputs) against the reference and against its own teacher-forced forward
+    post = dict(norm_position="post", encoder_final_norm=False, decoder_final_norm=False)
+    for label, vcfg in (
+            ("fairseq post", tiny_cfg(position_offset=2, layernorm_embedding=True, **post)),
+            ("HF Marian", tiny_cfg(44, 44, activation="swish", share_embeddings=True,
+                                   sinusoid_denominator="half", output_bias=True,
+                                   decoder_start_id=1, **post)),
+            ("Marian eps", tiny_cfg(layer_norm_eps=1e-6, tie_output=False, output_bias=True,
+                                    decoder_start_id=1, **post))):
+        V = Model(core, label, vcfg, tt.random_weights(vcfg, 23))
+        stats = dict(score=0.0, lp=0.0, hyps=0)
+        for o in (ts.options(beam=1, min_len=0, max_len_b=20), ts.options(beam=4, nbest=4),
+                  ts.options(search="sample", beam=2, nbest=2, seed=8, max_len_b=20)):
+            compare(core, V, srcs, o, stats)
+        check(stats["score"] <= TOL_SCORE and stats["lp"] <= TOL_SCORE,
+              "%s: score err %.3g, token log-prob err %.3g" % (label, stats["score"], stats["lp"]))
+        print("  %-14s C = reference on %d hypotheses: max |dscore| %.2e, max |dlogprob| %.2e"
+              % (label, stats["hyps"], stats["score"], stats["lp"]))
+        check_consistency(core, V, srcs)
     check_sampling_frequencies(core, models[0], srcs[3], srcs[4], "plain")
     check_sampling_frequencies(core, models[0], srcs[3], srcs[4], "T 0.8, topk 8",
                                temperature=0.8, topk=8)

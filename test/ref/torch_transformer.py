@@ -553,7 +553,13 @@ class _Config(ctypes.Structure):
                 ("activation_dropout", ctypes.c_float), ("max_positions", ctypes.c_int),
                 ("positions", ctypes.c_int), ("tie_output", ctypes.c_bool),
                 ("share_embeddings", ctypes.c_bool), ("src_vocab_size", ctypes.c_int),
-                ("tgt_vocab_size", ctypes.c_int)]
+                ("tgt_vocab_size", ctypes.c_int),
+                # the architecture variants (models/FORMAT.md)
+                ("post_norm", ctypes.c_bool), ("encoder_final_norm", ctypes.c_bool),
+                ("decoder_final_norm", ctypes.c_bool), ("scale_embeddings", ctypes.c_bool),
+                ("layernorm_embedding", ctypes.c_bool), ("position_offset", ctypes.c_int),
+                ("sinusoid_half", ctypes.c_bool), ("layer_norm_eps", ctypes.c_float),
+                ("output_bias", ctypes.c_bool), ("decoder_start_id", ctypes.c_int)]
 
 
 class _Model(ctypes.Structure):
@@ -584,10 +590,17 @@ class Core:
 
     def create(self, cfg, seed):
         """A randomly initialised model from the core (cq_model_init_random)."""
-        c = _Config(**{k: v for k, v in cfg.items()
-                       if k not in ("activation", "positions")})
-        c.activation = 1 if cfg["activation"] == "gelu" else 0
+        plain = {k: v for k, v in cfg.items() if k in dict(_Config._fields_)
+                 and k not in ("activation", "positions")}
+        c = _Config(**plain)
+        c.activation = ["relu", "gelu", "swish"].index(cfg["activation"])
         c.positions = 1 if cfg["positions"] == "learned" else 0
+        c.post_norm = variant(cfg, "norm_position") == "post"
+        c.sinusoid_half = variant(cfg, "sinusoid_denominator") == "half"
+        for k in ("encoder_final_norm", "decoder_final_norm", "scale_embeddings",
+                  "layernorm_embedding", "position_offset", "layer_norm_eps", "output_bias",
+                  "decoder_start_id"):
+            setattr(c, k, variant(cfg, k))
         m = ctypes.POINTER(_Model)()
         err = _Error()
         self.lib.cq_model_new.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]

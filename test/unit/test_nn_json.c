@@ -117,7 +117,7 @@ TEST(config_json_round_trip_and_errors)
 			{"\"heads\": 4", "\"heads\": 3", "multiple of heads"},
 			{"\"dropout\": 0.1", "\"dropout\": 1", "\"dropout\""},
 			{"\"encoder_layers\": 3", "\"encoder_layers\": 0", "encoder_layers"},
-			{"\"activation\": \"gelu\"", "\"activation\": \"tanh\"", "\"relu\" or \"gelu\""},
+			{"\"activation\": \"gelu\"", "\"activation\": \"tanh\"", "\"gelu\" or \"swish\""},
 			{"\"tie_output\": false", "\"tie_output\": 0", "must be a boolean"},
 			{"\"d_model\": 256", "\"d_model\": 256.5", "must be an integer"},
 			{"\"src_vocab_size\": 500", "\"src_vocab_size\": 3", "src_vocab_size"},
@@ -177,4 +177,79 @@ TEST(json_rfc8259_numbers_and_utf8)
 	CHECK_NEAR(cq_json_get(&o, "c")->number, 100.0, 0);
 	CHECK_STR_EQ(cq_json_get(&o, "\xc3\xa9t\xc3\xa9")->string, "\xe2\x82\xac\xf0\x9f\x98\x80");
 	cq_json_free(&o);
+}
+
+/*
+ * The architecture variants (models/FORMAT.md): absent keys mean corpq's own
+ * architecture and are not written back; every non-default value survives a
+ * round trip; bad values are configuration errors naming the key.
+ */
+TEST(config_json_variants)
+{
+	cq_model_config c,
+				back;
+	cq_nn_error err;
+	char		buf[1100];
+	size_t		n;
+	static const char *base = "{\"d_model\": 64, \"heads\": 4, \"encoder_layers\": 2, "
+		"\"decoder_layers\": 2, \"ffn_dim\": 128, \"activation\": \"swish\", \"dropout\": 0.1, "
+		"\"attention_dropout\": 0, \"activation_dropout\": 0, \"max_positions\": 64, "
+		"\"positions\": \"sinusoidal\", \"tie_output\": true, \"share_embeddings\": true, "
+		"\"src_vocab_size\": 50, \"tgt_vocab_size\": 50%s}";
+	struct
+	{
+		const char *extra,
+				   *msg;
+	}			bad[] = {
+		{", \"norm_position\": \"middle\"", "\"pre\" or \"post\""},
+		{", \"decoder_start_id\": 50", "decoder_start_id"},
+		{", \"position_offset\": -1", "position_offset"},
+		{", \"layer_norm_eps\": 0", "layer_norm_eps"},
+		{", \"sinusoid_denominator\": \"third\"", "\"half_minus_one\" or \"half\""},
+		{", \"output_bias\": 1", "must be a boolean"},
+	};
+
+	snprintf(buf, sizeof(buf), base, "");
+	CHECK_INT_EQ(cq_config_from_json(buf, strlen(buf), &c, &err), CQ_NN_OK);
+	CHECK(c.activation == CQ_ACT_SWISH && !c.post_norm && c.encoder_final_norm &&
+		  c.decoder_final_norm && c.scale_embeddings && !c.layernorm_embedding &&
+		  c.position_offset == 0 && !c.sinusoid_half && c.layer_norm_eps == 1e-5f &&
+		  !c.output_bias && c.decoder_start_id == CQ_EOS_ID);
+	n = cq_config_to_json(&c, buf, sizeof(buf));
+	CHECK(strstr(buf, "norm_position") == NULL && strstr(buf, "decoder_start_id") == NULL);
+	CHECK(strstr(buf, "\"activation\": \"swish\"") != NULL);
+
+	snprintf(buf, sizeof(buf), base,
+			 ", \"norm_position\": \"post\", \"encoder_final_norm\": false, "
+			 "\"decoder_final_norm\": false, \"scale_embeddings\": false, "
+			 "\"layernorm_embedding\": true, \"position_offset\": 2, "
+			 "\"sinusoid_denominator\": \"half\", \"layer_norm_eps\": 1e-6, "
+			 "\"output_bias\": true, \"decoder_start_id\": 1");
+	CHECK_INT_EQ(cq_config_from_json(buf, strlen(buf), &c, &err), CQ_NN_OK);
+	CHECK(c.post_norm && !c.encoder_final_norm && !c.decoder_final_norm &&
+		  !c.scale_embeddings && c.layernorm_embedding && c.position_offset == 2 &&
+		  c.sinusoid_half && c.layer_norm_eps == 1e-6f && c.output_bias &&
+		  c.decoder_start_id == 1);
+	n = cq_config_to_json(&c, buf, sizeof(buf));
+	CHECK_INT_EQ(cq_config_from_json(buf, n, &back, &err), CQ_NN_OK);
+	CHECK(cq_config_equal(&c, &back));
+
+	for (int i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
+	{
+		snprintf(buf, sizeof(buf), base, bad[i].extra);
+		CHECK_INT_EQ(cq_config_from_json(buf, strlen(buf), &c, &err), CQ_NN_ECONFIG);
+		if (!strstr(err.message, bad[i].msg))
+			unit_fail(__FILE__, __LINE__, "bad case %d: message \"%s\"", i, err.message);
+	}
+	/* learned tables are stored from token 0: no offset */
+	snprintf(buf, sizeof(buf), base, ", \"position_offset\": 2");
+	{
+		char	   *at = strstr(buf, "\"sinusoidal\"");
+		char		edited[1100];
+
+		snprintf(edited, sizeof(edited), "%.*s\"learned\"%s", (int) (at - buf), buf,
+				 at + strlen("\"sinusoidal\""));
+		CHECK_INT_EQ(cq_config_from_json(edited, strlen(edited), &c, &err), CQ_NN_ECONFIG);
+		CHECK(strstr(err.message, "sinusoidal positions only") != NULL);
+	}
 }

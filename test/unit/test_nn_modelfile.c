@@ -20,6 +20,7 @@ small_model(int d, int heads, int ffn, int vocab, bool tied, bool learned)
 	cq_model   *m = NULL;
 	cq_nn_error err;
 
+	cq_config_default_variants(&c);
 	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
 	if (m)
 		cq_model_init_random(m, 7);

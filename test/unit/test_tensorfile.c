@@ -45,6 +45,7 @@ TEST(tensorfile_model_bytes_unchanged)
 		size_t		len;
 		unsigned char *p;
 
+		cq_config_default_variants(&c);
 		CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
 		cq_model_init_random(m, 7);
 		len = cq_modelfile_size(m);
@@ -196,6 +197,7 @@ TEST(tensorfile_model_rejects_broken_images)
 	size_t		len;
 	unsigned char *orig;
 
+	cq_config_default_variants(&c);
 	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
 	cq_model_init_random(m, 7);
 	len = cq_modelfile_size(m);
@@ -310,6 +312,7 @@ TEST(tensorfile_model_config_strict_json)
 	size_t		len;
 	unsigned char *orig;
 
+	cq_config_default_variants(&c);
 	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
 	cq_model_init_random(m, 7);
 	len = cq_modelfile_size(m);

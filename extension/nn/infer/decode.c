@@ -58,8 +58,9 @@ cq_decode_encode(cq_translator *t)
 	row = 0;
 	for (int b = 0; b < n; b++)
 		for (int p = 0; p < cq_side_positions(&t->pairs[b], false); p++, row++)
-			cq_embed_token(m, false, cq_side_token(&t->pairs[b], false, p), p,
+			cq_embed_token(m, false, cq_side_token(c, &t->pairs[b], false, p), p,
 						   t->x + row * t->ld_d);
+	cq_embed_norm(m, false, t->x, rows, t->ld_d);
 	enc = rows_pass(t, false, rows);
 	enc.pairs = t->pairs;
 	enc.n_pairs = n;
@@ -101,11 +102,13 @@ gather_rows(cq_translator *t)
 		s->row0 = (int) rows;
 		for (int j = 0; j < s->nrows; j++, rows++)
 		{
-			int32_t		tok = s->step == 0 ? CQ_EOS_ID : s->tok[j * t->T + s->step - 1];
+			int32_t		tok = s->step == 0 ? t->m->cfg.decoder_start_id
+				: s->tok[j * t->T + s->step - 1];
 
 			cq_embed_token(t->m, true, tok, s->step, t->x + rows * t->ld_d);
 		}
 	}
+	cq_embed_norm(t->m, true, t->x, rows, t->ld_d);
 	return rows;
 }
 

@@ -128,11 +128,12 @@ side_pass(batch *bt, bool target)
 	};
 }
 
-/* x = Drop(E[token] sqrt(d) + position) over one side. */
+/* x = Drop(LN_emb(E[token] s + position)) over one side (LN_emb if any). */
 static void
 embed(batch *bt, bool target, float *x)
 {
 	cq_embed_packed(bt->m, bt->pairs, bt->n, target, x);
+	cq_embed_norm(bt->m, target, x, target ? bt->nt : bt->ns, bt->m->cfg.d_model);
 	cq_drop_packed(&bt->drop, bt->pairs, bt->n, target, bt->m->cfg.dropout,
 				   cq_dropout_site(target ? CQ_DROP_DEC_EMBED : CQ_DROP_ENC_EMBED, 0, 0), x,
 				   bt->m->cfg.d_model);

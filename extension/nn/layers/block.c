@@ -26,18 +26,41 @@ void
 cq_block_norm(const cq_block_pass *bp, const cq_layer_norm *ln, const float *x, float *y,
 			  float *mean, float *rstd)
 {
-	int			d = bp->m->cfg.d_model;
+	const cq_model_config *c = &bp->m->cfg;
+	int			d = c->d_model;
 
+	if (!ln->w)
+	{
+		for (long r = 0; x != y && r < bp->rows; r++)
+			memcpy(y + r * bp->ld_d, x + r * bp->ld_d, sizeof(float) * d);
+		return;
+	}
 	if (mean)
 	{
-		cq_layer_norm_fwd_save(x, y, (int) bp->rows, d, ln->w, ln->b, CQ_LAYERNORM_EPS,
+		cq_layer_norm_fwd_save(x, y, (int) bp->rows, d, ln->w, ln->b, c->layer_norm_eps,
 							   mean, rstd);
 		return;
 	}
 	/* row by row: a row's result does not depend on the rows around it */
 	for (long r = 0; r < bp->rows; r++)
 		cq_layer_norm_rows(x + r * bp->ld_d, y + r * bp->ld_d, 1, d, ln->w, ln->b,
-						   CQ_LAYERNORM_EPS);
+						   c->layer_norm_eps);
+}
+
+void
+cq_block_norm_backward(const cq_block_pass *bp, const cq_layer_norm *ln, cq_layer_norm *gln,
+					   const float *x, const float *mean, const float *rstd,
+					   const float *dy, float *dx)
+{
+	int			d = bp->m->cfg.d_model;
+
+	if (!ln->w)
+	{
+		for (long i = 0; i < bp->rows * d; i++)
+			dx[i] += dy[i];
+		return;
+	}
+	cq_layer_norm_backward(x, mean, rstd, ln->w, dy, dx, gln->w, gln->b, (int) bp->rows, d);
 }
 
 /* x_out = x_in + branch over the pass's rows (x_out may be x_in). */
@@ -51,7 +74,46 @@ residual(const cq_block_pass *bp, float *x_out, const float *x_in, const float *
 			x_out[r * bp->ld_d + i] = x_in[r * bp->ld_d + i] + branch[r * bp->ld_d + i];
 }
 
-/* x_out = x_in + Drop(Wo Attend(Wq/kv LN(x_in))): self- or cross-attention. */
+/* What a sublayer keeps, whatever its kind. */
+typedef struct norm_keep
+{
+	float	   *mean,
+			   *rstd,
+			   *h,
+			   *sum;
+} norm_keep;
+
+/*
+ * The input of a sublayer's function F: LN(x_in) in h (pre-norm), or x_in
+ * itself (post-norm).
+ */
+static const float *
+branch_input(cq_block_pass *bp, const cq_layer_norm *ln, const float *x_in, float *h,
+			 const norm_keep *k)
+{
+	if (bp->m->cfg.post_norm)
+		return x_in;
+	cq_block_norm(bp, ln, x_in, h, k ? k->mean : NULL, k ? k->rstd : NULL);
+	return h;
+}
+
+/* x_out from x_in and the dropped branch: x_in + b (pre), LN(x_in + b) (post). */
+static void
+close_sublayer(cq_block_pass *bp, const cq_layer_norm *ln, const float *x_in,
+			   const float *branch, float *x_out, const norm_keep *k)
+{
+	float	   *sum = k ? k->sum : x_out;
+
+	if (!bp->m->cfg.post_norm)
+	{
+		residual(bp, x_out, x_in, branch);
+		return;
+	}
+	residual(bp, sum, x_in, branch);
+	cq_block_norm(bp, ln, sum, x_out, k ? k->mean : NULL, k ? k->rstd : NULL);
+}
+
+/* x_out = x_in + Drop(Wo Attend(Wq/kv h)) (pre) or its post-norm form. */
 static void
 attention_sublayer(cq_block_pass *bp, int layer, bool cross, const float *x_in,
 				   float *x_out, cq_attn_keep *keep)
@@ -62,12 +124,19 @@ attention_sublayer(cq_block_pass *bp, int layer, bool cross, const float *x_in,
 	const cq_layer_norm *ln = cross ? &D->cross_ln : (D ? &D->self_ln : &E->attn_ln);
 	const cq_linear *in = cross ? &D->cross_q : (D ? &D->self_qkv : &E->qkv),
 			   *out = cross ? &D->cross_out : (D ? &D->self_out : &E->attn_out);
-	float	   *h = keep ? keep->h : bp->h,
-			   *q = keep ? keep->q : bp->qkv,
+	norm_keep	k,
+			   *kp = NULL;
+	float	   *q = keep ? keep->q : bp->qkv,
 			   *ctx = keep ? keep->ctx : bp->ctx;
 	long		ldq = cross ? bp->ld_d : bp->ld_qkv;
+	const float *h;
 
-	cq_block_norm(bp, ln, x_in, h, keep ? keep->mean : NULL, keep ? keep->rstd : NULL);
+	if (keep)
+	{
+		k = (norm_keep) {keep->mean, keep->rstd, keep->h, keep->sum};
+		kp = &k;
+	}
+	h = branch_input(bp, ln, x_in, keep ? keep->h : bp->h, kp);
 	cq_linear_rows(in, h, (int) bp->ld_d, q, (int) ldq, (int) bp->rows);
 	(cross ? bp->cross_attend : bp->self_attend) (bp, layer, q, ldq, ctx, keep);
 	cq_linear_rows(out, ctx, (int) bp->ld_d, bp->tmp, (int) bp->ld_d, (int) bp->rows);
@@ -75,10 +144,10 @@ attention_sublayer(cq_block_pass *bp, int layer, bool cross, const float *x_in,
 			  cross ? cq_dropout_site(CQ_DROP_DEC_CROSS_RESID, layer, 0)
 			  : site(bp, CQ_DROP_ENC_SELF_RESID, CQ_DROP_DEC_SELF_RESID, layer),
 			  bp->tmp, c->d_model);
-	residual(bp, x_out, x_in, bp->tmp);
+	close_sublayer(bp, ln, x_in, bp->tmp, x_out, kp);
 }
 
-/* x_out = x_in + Drop(fc2(Drop(act(fc1(LN(x_in)))))) */
+/* x_out = x_in + Drop(fc2(Drop(act(fc1(h))))) (pre) or its post-norm form. */
 static void
 ffn_sublayer(cq_block_pass *bp, int layer, const float *x_in, float *x_out,
 			 cq_ffn_keep *keep)
@@ -87,11 +156,18 @@ ffn_sublayer(cq_block_pass *bp, int layer, const float *x_in, float *x_out,
 	const cq_layer_norm *ln = bp->target ? &bp->m->dec[layer].ffn_ln : &bp->m->enc[layer].ffn_ln;
 	const cq_linear *fc1 = bp->target ? &bp->m->dec[layer].fc1 : &bp->m->enc[layer].fc1,
 			   *fc2 = bp->target ? &bp->m->dec[layer].fc2 : &bp->m->enc[layer].fc2;
-	float	   *h = keep ? keep->h : bp->h,
-			   *u = keep ? keep->u : bp->ffn,
+	norm_keep	k,
+			   *kp = NULL;
+	float	   *u = keep ? keep->u : bp->ffn,
 			   *a = keep ? keep->a : u;
+	const float *h;
 
-	cq_block_norm(bp, ln, x_in, h, keep ? keep->mean : NULL, keep ? keep->rstd : NULL);
+	if (keep)
+	{
+		k = (norm_keep) {keep->mean, keep->rstd, keep->h, keep->sum};
+		kp = &k;
+	}
+	h = branch_input(bp, ln, x_in, keep ? keep->h : bp->h, kp);
 	cq_linear_rows(fc1, h, (int) bp->ld_d, u, (int) bp->ld_f, (int) bp->rows);
 	if (a != u)
 		memcpy(a, u, sizeof(float) * bp->rows * bp->ld_f);
@@ -102,7 +178,7 @@ ffn_sublayer(cq_block_pass *bp, int layer, const float *x_in, float *x_out,
 	cq_linear_rows(fc2, a, (int) bp->ld_f, bp->tmp, (int) bp->ld_d, (int) bp->rows);
 	drop_rows(bp, c->dropout, site(bp, CQ_DROP_ENC_FFN_RESID, CQ_DROP_DEC_FFN_RESID, layer),
 			  bp->tmp, c->d_model);
-	residual(bp, x_out, x_in, bp->tmp);
+	close_sublayer(bp, ln, x_in, bp->tmp, x_out, kp);
 }
 
 void

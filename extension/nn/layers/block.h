@@ -5,9 +5,11 @@
  * backward (block_backward.c).
  *
  * A block works on `rows` rows of the residual stream x[rows, d] (row stride
- * ld_d).  Each sublayer is pre-norm, as fairseq's transformer with
- * normalize_before:
- *   x_out = x_in + Drop(F(LN(x_in)))
+ * ld_d).  Each sublayer is pre-norm (fairseq's normalize_before, corpq's
+ * own models) or post-norm (cfg.post_norm: fairseq's default transformer,
+ * Marian):
+ *   pre:   x_out = x_in + Drop(F(LN(x_in)))
+ *   post:  x_out = LN(x_in + Drop(F(x_in)))
  * with F = self-attention, cross-attention (decoder) or the feed-forward
  * network fc2(Drop(act(fc1(h)))).  Dropout is a no-op unless the pass turns
  * it on (training, Monte Carlo scoring).
@@ -37,7 +39,8 @@ typedef struct cq_attn_keep
 	float	   *x_in,			/* [N, d] residual stream entering */
 			   *mean,
 			   *rstd,			/* [N] layer-norm statistics */
-			   *h,				/* [N, d] layer-norm output */
+			   *h,				/* pre-norm: [N, d] LN(x_in), F's input */
+			   *sum,			/* post-norm: [N, d] x_in + Drop(F(x_in)) */
 			   *q,				/* self [N, 3d] (q, k, v); cross [Nt, d] */
 			   *kv,				/* cross [Ns, 2d]; self NULL */
 			   *probs,			/* per sentence, per head: [lq, lk] softmax */
@@ -51,6 +54,7 @@ typedef struct cq_ffn_keep
 			   *mean,
 			   *rstd,
 			   *h,
+			   *sum,
 			   *u,				/* [N, F] fc1 output, before the activation */
 			   *a;				/* [N, F] after the activation and its dropout */
 } cq_ffn_keep;
@@ -115,9 +119,17 @@ void		cq_encoder_block(cq_block_pass *bp, int layer, float *x_in, float *x_out,
 void		cq_decoder_block(cq_block_pass *bp, int layer, float *x_in, float *x_out,
 							 cq_layer_keep *keep);
 
-/* y = LN(x) over the pass's rows; mean, rstd kept when not NULL (training). */
+/*
+ * y = LN(x) over the pass's rows; mean, rstd kept when not NULL (training).
+ * A norm the model does not have (ln->w NULL: an absent final norm) copies.
+ */
 void		cq_block_norm(const cq_block_pass *bp, const cq_layer_norm *ln, const float *x,
 						  float *y, float *mean, float *rstd);
+
+/* Its backward: dx += d(loss)/dx given dy (gradients of ln into gln). */
+void		cq_block_norm_backward(const cq_block_pass *bp, const cq_layer_norm *ln,
+								   cq_layer_norm *gln, const float *x, const float *mean,
+								   const float *rstd, const float *dy, float *dx);
 
 /* Attention over packed sentence pairs: self (causal on the target side)... */
 void		cq_packed_self_attend(cq_block_pass *bp, int layer, const float *q, long ldq,

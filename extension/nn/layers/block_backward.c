@@ -17,6 +17,46 @@ drop_rows(cq_block_pass *bp, float p, uint32_t s, float *x, int cols)
 	cq_drop_packed(bp->drop, bp->pairs, bp->n_pairs, bp->target, p, s, x, cols);
 }
 
+/*
+ * Start of a sublayer's backward: dx holds d/d(x_out).  The residual path's
+ * share stays in dx and the branch's gradient goes to bp->tmp (before the
+ * branch dropout): pre-norm both are dx; post-norm both are the gradient of
+ * the layer norm's input x_in + branch.
+ */
+static void
+open_backward(cq_block_pass *bp, const cq_layer_norm *ln, cq_layer_norm *gln,
+			  const float *sum, const float *mean, const float *rstd, float *dx)
+{
+	size_t		n = sizeof(float) * bp->rows * bp->m->cfg.d_model;
+
+	if (!bp->m->cfg.post_norm)
+	{
+		memcpy(bp->tmp, dx, n);
+		return;
+	}
+	memset(bp->tmp, 0, n);
+	cq_block_norm_backward(bp, ln, gln, sum, mean, rstd, dx, bp->tmp);
+	memcpy(dx, bp->tmp, n);
+}
+
+/*
+ * End: din = d/d(F's input) (in gr->dh) joins dx: through the pre-norm's
+ * layer norm, or straight (post-norm: F read x_in).
+ */
+static void
+close_backward(cq_block_pass *bp, const cq_layer_norm *ln, cq_layer_norm *gln,
+			   const float *x_in, const float *mean, const float *rstd, const float *din,
+			   float *dx)
+{
+	if (bp->m->cfg.post_norm)
+	{
+		for (long i = 0; i < bp->rows * bp->m->cfg.d_model; i++)
+			dx[i] += din[i];
+		return;
+	}
+	cq_block_norm_backward(bp, ln, gln, x_in, mean, rstd, din, dx);
+}
+
 /* The arguments the forward's attention of sentence b had (q, k, v, sizes). */
 static cq_attention_args
 forward_args(const cq_block_pass *bp, int layer, bool cross, const cq_attn_keep *s,
@@ -103,16 +143,16 @@ attention_backward(cq_block_pass *bp, const cq_block_grads *gr, int layer, bool 
 	uint32_t	resid = cross ? CQ_DROP_DEC_CROSS_RESID
 		: (bp->target ? CQ_DROP_DEC_SELF_RESID : CQ_DROP_ENC_SELF_RESID);
 
-	memcpy(bp->tmp, dx, sizeof(float) * rows * d);
+	open_backward(bp, ln, gln, s->sum, s->mean, s->rstd, dx);
 	drop_rows(bp, c->dropout, cq_dropout_site(resid, layer, 0), bp->tmp, d);
 	cq_linear_backward(out, gout, s->ctx, d, bp->tmp, d, gr->dctx, d, 0.0f, rows);
 	attend_backward(bp, gr, layer, cross, s);
 	if (cross)
 		cq_linear_backward(&D->cross_kv, &GD->cross_kv, bp->memory, d, gr->dkv, 2 * d,
 						   gr->d_memory, d, 1.0f, bp->memory_rows);
-	cq_linear_backward(in, gin, s->h, d, gr->dq, cross ? d : 3 * d, gr->dh, d, 0.0f, rows);
-	cq_layer_norm_backward(s->x_in, s->mean, s->rstd, ln->w, gr->dh, dx, gln->w, gln->b,
-						   (int) rows, d);
+	cq_linear_backward(in, gin, c->post_norm ? s->x_in : s->h, d, gr->dq, cross ? d : 3 * d,
+					   gr->dh, d, 0.0f, rows);
+	close_backward(bp, ln, gln, s->x_in, s->mean, s->rstd, gr->dh, dx);
 }
 
 static void
@@ -130,7 +170,7 @@ ffn_backward(cq_block_pass *bp, const cq_block_grads *gr, int layer, const cq_ff
 	cq_linear  *g1 = bp->target ? &gr->g->dec[layer].fc1 : &gr->g->enc[layer].fc1,
 			   *g2 = bp->target ? &gr->g->dec[layer].fc2 : &gr->g->enc[layer].fc2;
 
-	memcpy(bp->tmp, dx, sizeof(float) * rows * d);
+	open_backward(bp, ln, gln, s->sum, s->mean, s->rstd, dx);
 	drop_rows(bp, c->dropout, cq_dropout_site(bp->target ? CQ_DROP_DEC_FFN_RESID
 											  : CQ_DROP_ENC_FFN_RESID, layer, 0),
 			  bp->tmp, d);
@@ -139,9 +179,9 @@ ffn_backward(cq_block_pass *bp, const cq_block_grads *gr, int layer, const cq_ff
 			  cq_dropout_site(bp->target ? CQ_DROP_DEC_FFN_ACT : CQ_DROP_ENC_FFN_ACT, layer, 0),
 			  gr->du, f);
 	cq_activation_backward(c->activation, s->u, gr->du, rows * f);
-	cq_linear_backward(fc1, g1, s->h, d, gr->du, f, gr->dh, d, 0.0f, rows);
-	cq_layer_norm_backward(s->x_in, s->mean, s->rstd, ln->w, gr->dh, dx, gln->w, gln->b,
-						   (int) rows, d);
+	cq_linear_backward(fc1, g1, c->post_norm ? s->x_in : s->h, d, gr->du, f, gr->dh, d, 0.0f,
+					   rows);
+	close_backward(bp, ln, gln, s->x_in, s->mean, s->rstd, gr->dh, dx);
 }
 
 void

@@ -11,7 +11,7 @@ cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos, float *x)
 	int			d = m->cfg.d_model;
 	const float *table = target ? m->tgt_embed : m->src_embed,
 			   *pe = cq_position_table(m, target) + (long) pos * d;
-	float		scale = sqrtf((float) d);
+	float		scale = cq_embed_scale(&m->cfg);
 
 	if (!table)
 	{
@@ -24,6 +24,22 @@ cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos, float *x)
 		x[i] = table[(long) tok * d + i] * scale + pe[i];
 }
 
+float
+cq_embed_scale(const cq_model_config *c)
+{
+	return c->scale_embeddings ? sqrtf((float) c->d_model) : 1.0f;
+}
+
+void
+cq_embed_norm(const cq_model *m, bool target, float *x, long rows, long ld)
+{
+	const cq_layer_norm *ln = target ? &m->tgt_embed_ln : &m->src_embed_ln;
+
+	for (long r = 0; ln->w && r < rows; r++)
+		cq_layer_norm_rows(x + r * ld, x + r * ld, 1, m->cfg.d_model, ln->w, ln->b,
+						   m->cfg.layer_norm_eps);
+}
+
 void
 cq_embed_packed(const cq_model *m, const cq_pair *pairs, int n, bool target,
 				float *x)
@@ -32,7 +48,7 @@ cq_embed_packed(const cq_model *m, const cq_pair *pairs, int n, bool target,
 
 	for (int b = 0; b < n; b++)
 		for (int t = 0; t < cq_side_positions(&pairs[b], target); t++, row++)
-			cq_embed_token(m, target, cq_side_token(&pairs[b], target, t), t,
+			cq_embed_token(m, target, cq_side_token(&m->cfg, &pairs[b], target, t), t,
 						   x + row * m->cfg.d_model);
 }
 

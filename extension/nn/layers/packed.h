@@ -25,12 +25,16 @@ cq_side_positions(const cq_pair *p, bool target)
 	return (target ? p->tgt_len : p->src_len) + 1;
 }
 
-/* The token at position t of one side (see the layout above). */
+/*
+ * The token at position t of one side (see the layout above); the decoder's
+ * first input is the model's decoder_start_id (</s>, fairseq's, unless a
+ * converted model says otherwise).
+ */
 static inline int32_t
-cq_side_token(const cq_pair *p, bool target, int t)
+cq_side_token(const cq_model_config *c, const cq_pair *p, bool target, int t)
 {
 	if (target)
-		return t == 0 ? CQ_EOS_ID : p->tgt[t - 1];
+		return t == 0 ? c->decoder_start_id : p->tgt[t - 1];
 	return t < p->src_len ? p->src[t] : CQ_EOS_ID;
 }
 
@@ -41,13 +45,25 @@ cq_position_table(const cq_model *m, bool target)
 	return m->sinusoid ? m->sinusoid : (target ? m->tgt_pos : m->src_pos);
 }
 
-/* x[d] = E[tok] sqrt(d) + position(pos), on the source or target side. */
+/*
+ * x[d] = E[tok] s + position(pos), on the source or target side; s = sqrt(d)
+ * (1 without scale_embeddings).  Before the embedding layer norm, if any.
+ */
 void		cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos,
 						   float *x);
+
+/* The scale s of the token embeddings. */
+float		cq_embed_scale(const cq_model_config *c);
 
 /* cq_embed_token for every position of one side of n pairs, packed. */
 void		cq_embed_packed(const cq_model *m, const cq_pair *pairs, int n,
 							bool target, float *x);
+
+/*
+ * layernorm_embedding over rows of embeddings (stride ld), in place; a no-op
+ * for models without it.  Inference only (training keeps the statistics).
+ */
+void		cq_embed_norm(const cq_model *m, bool target, float *x, long rows, long ld);
 
 /*
  * Inverted dropout over the packed rows x[positions, cols] of one side: row t

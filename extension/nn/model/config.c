@@ -1,7 +1,9 @@
 #include "nn/model/config.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/json.h"
@@ -50,10 +52,26 @@ cq_config_preset(const char *name, int src_vocab, int tgt_vocab,
 				.src_vocab_size = src_vocab,
 				.tgt_vocab_size = tgt_vocab,
 			};
+			cq_config_default_variants(cfg);
 			return cq_config_validate(cfg, err);
 		}
 	return cq_nn_fail(err, CQ_NN_ECONFIG,
 					  "unknown model preset \"%s\" (valid: tiny, small, base)", name);
+}
+
+void
+cq_config_default_variants(cq_model_config *c)
+{
+	c->post_norm = false;
+	c->encoder_final_norm = true;
+	c->decoder_final_norm = true;
+	c->scale_embeddings = true;
+	c->layernorm_embedding = false;
+	c->position_offset = 0;
+	c->sinusoid_half = false;
+	c->layer_norm_eps = CQ_LAYERNORM_EPS;
+	c->output_bias = false;
+	c->decoder_start_id = CQ_EOS_ID;
 }
 
 static cq_nn_status
@@ -100,8 +118,17 @@ cq_config_validate(const cq_model_config *c, cq_nn_error *err)
 		return cq_nn_fail(err, CQ_NN_ECONFIG,
 						  "share_embeddings needs equal vocabulary sizes, got %d and %d",
 						  c->src_vocab_size, c->tgt_vocab_size);
-	if ((unsigned) c->activation > CQ_ACT_GELU || (unsigned) c->positions > CQ_POS_LEARNED)
+	if ((unsigned) c->activation > CQ_ACT_SWISH || (unsigned) c->positions > CQ_POS_LEARNED)
 		return cq_nn_fail(err, CQ_NN_ECONFIG, "bad activation or positions value");
+	if ((s = range_int(err, "position_offset", c->position_offset, 0, MAX_POSITIONS)) ||
+		(s = range_int(err, "decoder_start_id", c->decoder_start_id, 0, c->tgt_vocab_size - 1)))
+		return s;
+	if (c->positions == CQ_POS_LEARNED && c->position_offset != 0)
+		return cq_nn_fail(err, CQ_NN_ECONFIG,
+						  "position_offset applies to sinusoidal positions only (a learned table is stored from token 0)");
+	if (!(c->layer_norm_eps > 0.0f && c->layer_norm_eps < 1.0f))
+		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"layer_norm_eps\" is %g, must be in (0, 1)",
+						  c->layer_norm_eps);
 	return CQ_NN_OK;
 }
 
@@ -175,26 +202,86 @@ get_choice(const cq_json_object *o, const char *key, const char *v0,
 	return CQ_NN_OK;
 }
 
+/* An optional key: absent leaves *out as it is. */
+static bool
+present(const cq_json_object *o, const char *key)
+{
+	return cq_json_get(o, key) != NULL;
+}
+
+/* The architecture variants: every key optional, defaults as before. */
+static cq_nn_status
+read_variants(const cq_json_object *o, cq_model_config *c, cq_nn_error *err)
+{
+	cq_nn_status s = CQ_NN_OK;
+	int			v = 0;
+
+	cq_config_default_variants(c);
+	if (present(o, "norm_position") &&
+		!(s = get_choice(o, "norm_position", "pre", "post", &v, err)))
+		c->post_norm = v == 1;
+	if (!s && present(o, "sinusoid_denominator") &&
+		!(s = get_choice(o, "sinusoid_denominator", "half_minus_one", "half", &v, err)))
+		c->sinusoid_half = v == 1;
+	if (!s && present(o, "encoder_final_norm"))
+		s = get_bool(o, "encoder_final_norm", &c->encoder_final_norm, err);
+	if (!s && present(o, "decoder_final_norm"))
+		s = get_bool(o, "decoder_final_norm", &c->decoder_final_norm, err);
+	if (!s && present(o, "scale_embeddings"))
+		s = get_bool(o, "scale_embeddings", &c->scale_embeddings, err);
+	if (!s && present(o, "layernorm_embedding"))
+		s = get_bool(o, "layernorm_embedding", &c->layernorm_embedding, err);
+	if (!s && present(o, "output_bias"))
+		s = get_bool(o, "output_bias", &c->output_bias, err);
+	if (!s && present(o, "position_offset"))
+		s = get_int(o, "position_offset", &c->position_offset, err);
+	if (!s && present(o, "decoder_start_id"))
+		s = get_int(o, "decoder_start_id", &c->decoder_start_id, err);
+	if (!s && present(o, "layer_norm_eps"))
+		s = get_float(o, "layer_norm_eps", &c->layer_norm_eps, err);
+	return s;
+}
+
+/* "relu", "gelu" or "swish" */
+static cq_nn_status
+get_activation(const cq_json_object *o, cq_activation *out, cq_nn_error *err)
+{
+	static const char *const names[] = {"relu", "gelu", "swish"};
+	const cq_json_member *m;
+	cq_nn_status s = get_typed(o, "activation", CQ_JSON_STRING, &m, err);
+
+	if (s)
+		return s;
+	for (int i = 0; i < 3; i++)
+		if (strcmp(m->string, names[i]) == 0)
+		{
+			*out = (cq_activation) i;
+			return CQ_NN_OK;
+		}
+	return cq_nn_fail(err, CQ_NN_ECONFIG,
+					  "config key \"activation\" must be \"relu\", \"gelu\" or \"swish\"");
+}
+
 static cq_nn_status
 read_all(const cq_json_object *o, cq_model_config *c, cq_nn_error *err)
 {
 	cq_nn_status s;
-	int			act,
-				pos;
+	int			pos = 0;
 
 	if ((s = get_int(o, "d_model", &c->d_model, err)) ||
 		(s = get_int(o, "heads", &c->heads, err)) ||
 		(s = get_int(o, "encoder_layers", &c->encoder_layers, err)) ||
 		(s = get_int(o, "decoder_layers", &c->decoder_layers, err)) ||
 		(s = get_int(o, "ffn_dim", &c->ffn_dim, err)) ||
-		(s = get_choice(o, "activation", "relu", "gelu", &act, err)) ||
+		(s = get_activation(o, &c->activation, err)) ||
 		(s = get_float(o, "dropout", &c->dropout, err)) ||
 		(s = get_float(o, "attention_dropout", &c->attention_dropout, err)) ||
 		(s = get_float(o, "activation_dropout", &c->activation_dropout, err)) ||
 		(s = get_int(o, "max_positions", &c->max_positions, err)) ||
 		(s = get_choice(o, "positions", "sinusoidal", "learned", &pos, err)) ||
 		(s = get_bool(o, "tie_output", &c->tie_output, err)) ||
-		(s = get_bool(o, "share_embeddings", &c->share_embeddings, err)))
+		(s = get_bool(o, "share_embeddings", &c->share_embeddings, err)) ||
+		(s = read_variants(o, c, err)))
 		return s;
 	if (c->src_vocab_size > 0 || c->tgt_vocab_size > 0)
 	{
@@ -205,7 +292,6 @@ read_all(const cq_json_object *o, cq_model_config *c, cq_nn_error *err)
 	else if ((s = get_int(o, "src_vocab_size", &c->src_vocab_size, err)) ||
 			 (s = get_int(o, "tgt_vocab_size", &c->tgt_vocab_size, err)))
 		return s;
-	c->activation = act == 0 ? CQ_ACT_RELU : CQ_ACT_GELU;
 	c->positions = pos == 0 ? CQ_POS_SINUSOIDAL : CQ_POS_LEARNED;
 	return CQ_NN_OK;
 }
@@ -244,26 +330,107 @@ cq_config_from_preset_json(const char *text, size_t len, int src_vocab,
 	return from_json(text, len, src_vocab, tgt_vocab, cfg, err);
 }
 
+static const char *
+activation_name(cq_activation a)
+{
+	return a == CQ_ACT_GELU ? "gelu" : a == CQ_ACT_SWISH ? "swish" : "relu";
+}
+
+static void append(char *buf, size_t size, int *n, const char *fmt,...)
+			__attribute__((format(printf, 4, 5)));
+
+/* printf at buf + *n, advancing *n (-1 on a printf error). */
+static void
+append(char *buf, size_t size, int *n, const char *fmt,...)
+{
+	va_list		ap;
+	int			k;
+
+	if (*n < 0)
+		return;
+	va_start(ap, fmt);
+	k = vsnprintf(buf + *n, size > (size_t) *n ? size - *n : 0, fmt, ap);
+	va_end(ap);
+	*n = k < 0 ? -1 : *n + k;
+}
+
+/* The fewest significant digits that read back as the same float (1e-6, not 9.99999997e-07). */
+static int
+shortest_digits(float v)
+{
+	char		tmp[32];
+
+	for (int p = 1; p < 9; p++)
+	{
+		snprintf(tmp, sizeof(tmp), "%.*g", p, v);
+		if (strtof(tmp, NULL) == v)
+			return p;
+	}
+	return 9;
+}
+
+/* The variant keys that differ from the defaults, as ", \"key\": value" pairs. */
+static int
+variants_json(const cq_model_config *c, char *buf, size_t size)
+{
+	cq_model_config d;
+	int			n = 0;
+
+	buf[0] = '\0';
+	cq_config_default_variants(&d);
+	if (c->post_norm)
+		append(buf, size, &n, ", \"norm_position\": \"post\"");
+	if (c->encoder_final_norm != d.encoder_final_norm)
+		append(buf, size, &n, ", \"encoder_final_norm\": false");
+	if (c->decoder_final_norm != d.decoder_final_norm)
+		append(buf, size, &n, ", \"decoder_final_norm\": false");
+	if (c->scale_embeddings != d.scale_embeddings)
+		append(buf, size, &n, ", \"scale_embeddings\": false");
+	if (c->layernorm_embedding)
+		append(buf, size, &n, ", \"layernorm_embedding\": true");
+	if (c->position_offset != d.position_offset)
+		append(buf, size, &n, ", \"position_offset\": %d", c->position_offset);
+	if (c->sinusoid_half)
+		append(buf, size, &n, ", \"sinusoid_denominator\": \"half\"");
+	if (c->layer_norm_eps != d.layer_norm_eps)
+		append(buf, size, &n, ", \"layer_norm_eps\": %.*g", shortest_digits(c->layer_norm_eps),
+			   c->layer_norm_eps);
+	if (c->output_bias)
+		append(buf, size, &n, ", \"output_bias\": true");
+	if (c->decoder_start_id != d.decoder_start_id)
+		append(buf, size, &n, ", \"decoder_start_id\": %d", c->decoder_start_id);
+	return n;
+}
+
+/*
+ * The variant keys are written only where they differ from the defaults, so
+ * a model of corpq's own architecture has the same JSON (and file) as before.
+ */
 size_t
 cq_config_to_json(const cq_model_config *c, char *buf, size_t size)
 {
-	int			n = snprintf(buf, size,
-							 "{\"d_model\": %d, \"heads\": %d, \"encoder_layers\": %d, "
-							 "\"decoder_layers\": %d, \"ffn_dim\": %d, \"activation\": \"%s\", "
-							 "\"dropout\": %.9g, \"attention_dropout\": %.9g, "
-							 "\"activation_dropout\": %.9g, \"max_positions\": %d, "
-							 "\"positions\": \"%s\", \"tie_output\": %s, "
-							 "\"share_embeddings\": %s, \"src_vocab_size\": %d, "
-							 "\"tgt_vocab_size\": %d}",
-							 c->d_model, c->heads, c->encoder_layers, c->decoder_layers,
-							 c->ffn_dim, c->activation == CQ_ACT_GELU ? "gelu" : "relu",
-							 c->dropout, c->attention_dropout, c->activation_dropout,
-							 c->max_positions,
-							 c->positions == CQ_POS_LEARNED ? "learned" : "sinusoidal",
-							 c->tie_output ? "true" : "false",
-							 c->share_embeddings ? "true" : "false",
-							 c->src_vocab_size, c->tgt_vocab_size);
+	char		extra[512];
+	int			k = variants_json(c, extra, sizeof(extra));
+	int			n;
 
+	if (k < 0 || k >= (int) sizeof(extra))
+		return 0;
+	n = snprintf(buf, size,
+				 "{\"d_model\": %d, \"heads\": %d, \"encoder_layers\": %d, "
+				 "\"decoder_layers\": %d, \"ffn_dim\": %d, \"activation\": \"%s\", "
+				 "\"dropout\": %.9g, \"attention_dropout\": %.9g, "
+				 "\"activation_dropout\": %.9g, \"max_positions\": %d, "
+				 "\"positions\": \"%s\", \"tie_output\": %s, "
+				 "\"share_embeddings\": %s, \"src_vocab_size\": %d, "
+				 "\"tgt_vocab_size\": %d%s}",
+				 c->d_model, c->heads, c->encoder_layers, c->decoder_layers,
+				 c->ffn_dim, activation_name(c->activation),
+				 c->dropout, c->attention_dropout, c->activation_dropout,
+				 c->max_positions,
+				 c->positions == CQ_POS_LEARNED ? "learned" : "sinusoidal",
+				 c->tie_output ? "true" : "false",
+				 c->share_embeddings ? "true" : "false",
+				 c->src_vocab_size, c->tgt_vocab_size, extra);
 	return n < 0 ? 0 : (size_t) n;
 }
 
@@ -278,5 +445,12 @@ cq_config_equal(const cq_model_config *a, const cq_model_config *b)
 		a->activation_dropout == b->activation_dropout &&
 		a->max_positions == b->max_positions && a->positions == b->positions &&
 		a->tie_output == b->tie_output && a->share_embeddings == b->share_embeddings &&
-		a->src_vocab_size == b->src_vocab_size && a->tgt_vocab_size == b->tgt_vocab_size;
+		a->src_vocab_size == b->src_vocab_size && a->tgt_vocab_size == b->tgt_vocab_size &&
+		a->post_norm == b->post_norm && a->encoder_final_norm == b->encoder_final_norm &&
+		a->decoder_final_norm == b->decoder_final_norm &&
+		a->scale_embeddings == b->scale_embeddings &&
+		a->layernorm_embedding == b->layernorm_embedding &&
+		a->position_offset == b->position_offset && a->sinusoid_half == b->sinusoid_half &&
+		a->layer_norm_eps == b->layer_norm_eps && a->output_bias == b->output_bias &&
+		a->decoder_start_id == b->decoder_start_id;
 }

@@ -1,6 +1,9 @@
 /*
- * Hyper-parameters of a pre-norm transformer encoder-decoder, as held in the
- * "config" JSON of a weight file and in models/{tiny,small,base}.json.
+ * Hyper-parameters of a transformer encoder-decoder, as held in the "config"
+ * JSON of a weight file and in models/{tiny,small,base}.json.  The
+ * architecture variants (models/FORMAT.md, "Architecture variants") default
+ * to corpq's own pre-norm model; they let the core run fairseq and Marian
+ * models converted by models/corpq-convert.
  */
 #ifndef CQ_NN_CONFIG_H
 #define CQ_NN_CONFIG_H
@@ -16,12 +19,14 @@
 #define CQ_EOS_ID 2
 #define CQ_UNK_ID 3
 
+/* The default layer-norm epsilon (fairseq's, Hugging Face Marian's). */
 #define CQ_LAYERNORM_EPS 1e-5f
 
 typedef enum cq_activation
 {
 	CQ_ACT_RELU,
-	CQ_ACT_GELU					/* exact: x * Phi(x) = x/2 (1 + erf(x / sqrt 2)) */
+	CQ_ACT_GELU,				/* exact: x * Phi(x) = x/2 (1 + erf(x / sqrt 2)) */
+	CQ_ACT_SWISH				/* SiLU: x * sigmoid(x) */
 } cq_activation;
 
 typedef enum cq_positions
@@ -47,7 +52,21 @@ typedef struct cq_model_config
 	bool		share_embeddings;	/* source embedding = target embedding */
 	int			src_vocab_size;
 	int			tgt_vocab_size;
+	/* architecture variants (models/FORMAT.md); defaults in brackets */
+	bool		post_norm;			/* x = LN(x + Drop(F(x))) [pre: x + Drop(F(LN(x)))] */
+	bool		encoder_final_norm; /* encoder.layer_norm present [true] */
+	bool		decoder_final_norm; /* decoder.layer_norm present [true] */
+	bool		scale_embeddings;	/* E[token] * sqrt(d) [true], else * 1 */
+	bool		layernorm_embedding;	/* LN after embedding + position [false] */
+	int			position_offset;	/* sinusoid row of token t: t + offset [0] */
+	bool		sinusoid_half;		/* frequencies 10000^(-i/h) [false: (h - 1)] */
+	float		layer_norm_eps;		/* every layer norm [1e-5] */
+	bool		output_bias;		/* decoder.output_projection.bias [false] */
+	int			decoder_start_id;	/* the decoder's first input [CQ_EOS_ID] */
 } cq_model_config;
+
+/* The variants' defaults: corpq's own architecture. */
+void		cq_config_default_variants(cq_model_config *cfg);
 
 /* "tiny", "small" or "base" with the given vocabulary sizes. */
 cq_nn_status cq_config_preset(const char *name, int src_vocab, int tgt_vocab,

@@ -113,6 +113,14 @@ cq_model_init_random(cq_model *m, uint64_t seed)
 		xavier(&e->fc1, 1, 1.0f, key, &s);
 		xavier(&e->fc2, 1, 1.0f, key, &s);
 	}
-	ones(&m->enc_ln, d);
-	ones(&m->dec_ln, d);
+	/* the optional layer norms and the output bias: identity and 0 */
+	{
+		cq_layer_norm *lns[] = {&m->enc_ln, &m->dec_ln, &m->src_embed_ln, &m->tgt_embed_ln};
+
+		for (int i = 0; i < 4; i++)
+			if (lns[i]->w)
+				ones(lns[i], d);
+	}
+	if (m->out_bias)
+		memset(m->out_bias, 0, sizeof(float) * c->tgt_vocab_size);
 }

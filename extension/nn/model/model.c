@@ -96,6 +96,13 @@ build_layout(cq_model *m, layout *l)
 		add(l, &m->src_pos, c->max_positions, d, "encoder.embed_positions");
 		add(l, &m->tgt_pos, c->max_positions, d, "decoder.embed_positions");
 	}
+	if (c->layernorm_embedding)
+	{
+		add(l, &m->src_embed_ln.w, d, 0, "encoder.layernorm_embedding.weight");
+		add(l, &m->src_embed_ln.b, d, 0, "encoder.layernorm_embedding.bias");
+		add(l, &m->tgt_embed_ln.w, d, 0, "decoder.layernorm_embedding.weight");
+		add(l, &m->tgt_embed_ln.b, d, 0, "decoder.layernorm_embedding.bias");
+	}
 	for (int i = 0; i < c->encoder_layers; i++)
 	{
 		cq_encoder_layer scratch;
@@ -106,8 +113,11 @@ build_layout(cq_model *m, layout *l)
 		add_sublayer(l, "encoder", i, &e->ffn_ln, "final_layer_norm",
 					 &e->fc1, f, d, "fc1", &e->fc2, d, f, "fc2");
 	}
-	add(l, &m->enc_ln.w, d, 0, "encoder.layer_norm.weight");
-	add(l, &m->enc_ln.b, d, 0, "encoder.layer_norm.bias");
+	if (c->encoder_final_norm)
+	{
+		add(l, &m->enc_ln.w, d, 0, "encoder.layer_norm.weight");
+		add(l, &m->enc_ln.b, d, 0, "encoder.layer_norm.bias");
+	}
 	for (int i = 0; i < c->decoder_layers; i++)
 	{
 		cq_decoder_layer scratch;
@@ -123,10 +133,15 @@ build_layout(cq_model *m, layout *l)
 		add_sublayer(l, "decoder", i, &e->ffn_ln, "final_layer_norm",
 					 &e->fc1, f, d, "fc1", &e->fc2, d, f, "fc2");
 	}
-	add(l, &m->dec_ln.w, d, 0, "decoder.layer_norm.weight");
-	add(l, &m->dec_ln.b, d, 0, "decoder.layer_norm.bias");
+	if (c->decoder_final_norm)
+	{
+		add(l, &m->dec_ln.w, d, 0, "decoder.layer_norm.weight");
+		add(l, &m->dec_ln.b, d, 0, "decoder.layer_norm.bias");
+	}
 	if (!c->tie_output)
 		add(l, &m->out_proj, c->tgt_vocab_size, d, "decoder.output_projection.weight");
+	if (c->output_bias)
+		add(l, &m->out_bias, c->tgt_vocab_size, 0, "decoder.output_projection.bias");
 }
 
 void
@@ -186,9 +201,10 @@ cq_model_new(const cq_model_config *cfg, cq_model **out, cq_nn_error *err)
 		m->tgt_embed = m->src_embed;
 	if (cfg->tie_output)
 		m->out_proj = m->tgt_embed;
-	m->output = (cq_linear) {m->out_proj, NULL, cfg->tgt_vocab_size, cfg->d_model, NULL};
+	m->output = (cq_linear) {m->out_proj, m->out_bias, cfg->tgt_vocab_size, cfg->d_model, NULL};
 	if (m->sinusoid)
-		cq_sinusoid_table(m->sinusoid, cfg->max_positions, cfg->d_model);
+		cq_sinusoid_table(m->sinusoid, cfg->max_positions, cfg->d_model,
+						  cfg->position_offset, cfg->sinusoid_half);
 	*out = m;
 	return CQ_NN_OK;
 }

@@ -88,8 +88,11 @@ typedef struct cq_model
 	cq_linear	output;				/* out_proj as a linear without bias */
 	cq_encoder_layer *enc;
 	cq_decoder_layer *dec;
-	cq_layer_norm enc_ln;			/* final layer norms */
+	cq_layer_norm enc_ln;			/* final layer norms (w NULL: absent) */
 	cq_layer_norm dec_ln;
+	cq_layer_norm src_embed_ln;		/* layernorm_embedding (w NULL: absent) */
+	cq_layer_norm tgt_embed_ln;
+	float	   *out_bias;			/* [tgt_vocab] output_bias, else NULL */
 
 	float	   *sinusoid;			/* [max_positions, d] table, not a parameter */
 	void	   *packed_raw;			/* the allocation behind every linear's packed copy */

@@ -101,7 +101,8 @@ static void
 each_view(cq_model *m, view_fn fn, void *ctx)
 {
 	float	  **top[] = {&m->src_embed, &m->tgt_embed, &m->src_pos, &m->tgt_pos, &m->out_proj,
-		&m->output.w, &m->enc_ln.w, &m->enc_ln.b, &m->dec_ln.w, &m->dec_ln.b};
+		&m->output.w, &m->output.b, &m->out_bias, &m->enc_ln.w, &m->enc_ln.b, &m->dec_ln.w,
+	&m->dec_ln.b, &m->src_embed_ln.w, &m->src_embed_ln.b, &m->tgt_embed_ln.w, &m->tgt_embed_ln.b};
 
 	for (int i = 0; i < (int) (sizeof(top) / sizeof(top[0])); i++)
 		fn(top[i], ctx);

@@ -17,10 +17,19 @@ cq_gelu_erf(float *x, long n)
 }
 
 void
+cq_swish(float *x, long n)
+{
+	for (long i = 0; i < n; i++)
+		x[i] = x[i] / (1.0f + expf(-x[i]));
+}
+
+void
 cq_activation_apply(cq_activation act, float *x, long n)
 {
 	if (act == CQ_ACT_GELU)
 		cq_gelu_erf(x, n);
+	else if (act == CQ_ACT_SWISH)
+		cq_swish(x, n);
 	else
 		cq_relu(x, n);
 }

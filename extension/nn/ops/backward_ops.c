@@ -100,8 +100,21 @@ cq_activation_backward(cq_activation act, const float *u, float *du, long n)
 {
 	if (act == CQ_ACT_GELU)
 		cq_gelu_erf_backward(u, du, n);
+	else if (act == CQ_ACT_SWISH)
+		cq_swish_backward(u, du, n);
 	else
 		cq_relu_backward(u, du, n);
+}
+
+void
+cq_swish_backward(const float *u, float *du, long n)
+{
+	for (long i = 0; i < n; i++)
+	{
+		float		s = 1.0f / (1.0f + expf(-u[i]));
+
+		du[i] *= s * (1.0f + u[i] * (1.0f - s));
+	}
 }
 
 void

@@ -35,6 +35,7 @@ void		cq_linear_backward(const cq_linear *W, cq_linear *G, const float *x, int l
 /* du[n] *= act'(u[n]) (ReLU: u > 0; GELU: Phi(u) + u phi(u)). */
 void		cq_relu_backward(const float *u, float *du, long n);
 void		cq_gelu_erf_backward(const float *u, float *du, long n);
+void		cq_swish_backward(const float *u, float *du, long n);	/* s (1 + u (1 - s)) */
 
 /* du[n] *= act'(u[n]) for the model's activation: the backward's one switch. */
 void		cq_activation_backward(cq_activation act, const float *u, float *du, long n);

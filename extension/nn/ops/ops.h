@@ -27,6 +27,7 @@ void		cq_linear_rows(const cq_linear *lin, const float *x, int ldx,
 /* In place over n values. */
 void		cq_relu(float *x, long n);
 void		cq_gelu_erf(float *x, long n);	/* x/2 (1 + erf(x / sqrt 2)) */
+void		cq_swish(float *x, long n); /* x sigmoid(x) = x / (1 + exp(-x)) */
 
 /* The model's activation (config.h) in place over n values: the one switch. */
 void		cq_activation_apply(cq_activation act, float *x, long n);

@@ -47,17 +47,29 @@ typedef struct pass
 			   *pd,				/* [L, L] dropped probabilities */
 			   *dp,				/* [L, L] their gradient */
 			   *logits;			/* [R, V] */
+	float	   *emb_sum[2],		/* layernorm_embedding, [source/target]: */
+			   *emb_mean[2],	/* its input [N, d] and statistics [N] */
+			   *emb_rstd[2];
 	long		rblock;
 } pass;
 
 
+/* Pre-norm keeps F's input LN(x_in), post-norm the layer norm's input. */
 static void
-carve_attn(cq_carver *cv, cq_attn_keep *s, long nq, long nk, int d, long probs, bool cross)
+carve_norm(cq_carver *cv, bool post, long rows, int d, float **h, float **sum)
+{
+	*h = post ? NULL : cq_carve_floats(cv, rows * d);
+	*sum = post ? cq_carve_floats(cv, rows * d) : NULL;
+}
+
+static void
+carve_attn(cq_carver *cv, bool post, cq_attn_keep *s, long nq, long nk, int d, long probs,
+		   bool cross)
 {
 	s->x_in = cq_carve_floats(cv, nq * d);
 	s->mean = cq_carve_floats(cv, nq);
 	s->rstd = cq_carve_floats(cv, nq);
-	s->h = cq_carve_floats(cv, nq * d);
+	carve_norm(cv, post, nq, d, &s->h, &s->sum);
 	s->q = cq_carve_floats(cv, nq * (cross ? d : 3 * d));
 	s->kv = cross ? cq_carve_floats(cv, nk * 2 * d) : NULL;
 	s->probs = cq_carve_floats(cv, probs);
@@ -65,12 +77,12 @@ carve_attn(cq_carver *cv, cq_attn_keep *s, long nq, long nk, int d, long probs, 
 }
 
 static void
-carve_ffn(cq_carver *cv, cq_ffn_keep *s, long rows, int d, int f)
+carve_ffn(cq_carver *cv, bool post, cq_ffn_keep *s, long rows, int d, int f)
 {
 	s->x_in = cq_carve_floats(cv, rows * d);
 	s->mean = cq_carve_floats(cv, rows);
 	s->rstd = cq_carve_floats(cv, rows);
-	s->h = cq_carve_floats(cv, rows * d);
+	carve_norm(cv, post, rows, d, &s->h, &s->sum);
 	s->u = cq_carve_floats(cv, rows * f);
 	s->a = cq_carve_floats(cv, rows * f);
 }
@@ -113,17 +125,17 @@ carve(const cq_model_config *c, const cq_pair *pairs, int n, char *base, pass *p
 		cq_layer_keep dummy,
 				   *L = base ? &w->enc[i] : &dummy;
 
-		carve_attn(&cv, &L->self, ns, ns, d, c->heads * s2, false);
-		carve_ffn(&cv, &L->ffn, ns, d, f);
+		carve_attn(&cv, c->post_norm, &L->self, ns, ns, d, c->heads * s2, false);
+		carve_ffn(&cv, c->post_norm, &L->ffn, ns, d, f);
 	}
 	for (int i = 0; i < c->decoder_layers; i++)
 	{
 		cq_layer_keep dummy,
 				   *L = base ? &w->dec[i] : &dummy;
 
-		carve_attn(&cv, &L->self, nt, nt, d, c->heads * t2, false);
-		carve_attn(&cv, &L->cross, nt, ns, d, c->heads * x2, true);
-		carve_ffn(&cv, &L->ffn, nt, d, f);
+		carve_attn(&cv, c->post_norm, &L->self, nt, nt, d, c->heads * t2, false);
+		carve_attn(&cv, c->post_norm, &L->cross, nt, ns, d, c->heads * x2, true);
+		carve_ffn(&cv, c->post_norm, &L->ffn, nt, d, f);
 	}
 	w->enc_in = cq_carve_floats(&cv, ns * d);
 	w->enc_mean = cq_carve_floats(&cv, ns);
@@ -144,6 +156,17 @@ carve(const cq_model_config *c, const cq_pair *pairs, int n, char *base, pass *p
 	w->du = cq_carve_floats(&cv, nmax * f);
 	w->pd = cq_carve_floats(&cv, l * l);
 	w->dp = cq_carve_floats(&cv, l * l);
+	/* layernorm_embedding: the sums before it and its statistics, per side */
+	{
+		long		e = c->layernorm_embedding ? 1 : 0;
+
+		w->emb_sum[0] = cq_carve_floats(&cv, e * ns * d);
+		w->emb_mean[0] = cq_carve_floats(&cv, e * ns);
+		w->emb_rstd[0] = cq_carve_floats(&cv, e * ns);
+		w->emb_sum[1] = cq_carve_floats(&cv, e * nt * d);
+		w->emb_mean[1] = cq_carve_floats(&cv, e * nt);
+		w->emb_rstd[1] = cq_carve_floats(&cv, e * nt);
+	}
 	w->rblock = cq_logit_block_rows(c, nt);
 	w->logits = cq_carve_floats(&cv, w->rblock * c->tgt_vocab_size);
 	w->ns = ns;
@@ -174,31 +197,56 @@ site(cq_dropout_kind k, int layer)
 
 /* ---- embeddings ---------------------------------------------------------- */
 
-/* x = Drop(E[token] sqrt(d) + position) */
+/* x = Drop(LN_emb(E[token] s + position)), LN_emb if the model has one. */
 static void
 embed_fwd(pass *p, bool target, float *x)
 {
-	cq_embed_packed(p->m, p->pairs, p->n, target, x);
-	drop_rows(p, target, p->m->cfg.dropout,
+	const cq_model *m = p->m;
+	const cq_layer_norm *ln = target ? &m->tgt_embed_ln : &m->src_embed_ln;
+	long		rows = target ? p->nt : p->ns;
+
+	if (ln->w)
+	{
+		cq_embed_packed(m, p->pairs, p->n, target, p->emb_sum[target]);
+		cq_layer_norm_fwd_save(p->emb_sum[target], x, (int) rows, p->d, ln->w, ln->b,
+							   m->cfg.layer_norm_eps, p->emb_mean[target], p->emb_rstd[target]);
+	}
+	else
+		cq_embed_packed(m, p->pairs, p->n, target, x);
+	drop_rows(p, target, m->cfg.dropout,
 			  site(target ? CQ_DROP_DEC_EMBED : CQ_DROP_ENC_EMBED, 0), x, p->d);
 }
 
-/* dE[token] += sqrt(d) dx, dPos[t] += dx (learned positions); dx is consumed. */
+/*
+ * dE[token] += s dsum, dPos[t] += dsum (learned positions), with dsum = dx
+ * through the dropout and LN_emb; dx is consumed.
+ */
 static void
 embed_bwd(pass *p, bool target, float *dx)
 {
 	cq_model   *g = p->g;
+	const cq_layer_norm *ln = target ? &p->m->tgt_embed_ln : &p->m->src_embed_ln;
+	cq_layer_norm *gln = target ? &g->tgt_embed_ln : &g->src_embed_ln;
 	float	   *table = target ? g->tgt_embed : g->src_embed,
 			   *pos = p->m->sinusoid ? NULL : (target ? g->tgt_pos : g->src_pos);
-	float		scale = sqrtf((float) p->d);
-	long		row = 0;
+	float		scale = cq_embed_scale(&p->m->cfg);
+	long		row = 0,
+				rows = target ? p->nt : p->ns;
 
 	drop_rows(p, target, p->m->cfg.dropout,
 			  site(target ? CQ_DROP_DEC_EMBED : CQ_DROP_ENC_EMBED, 0), dx, p->d);
+	if (ln->w)
+	{
+		memset(p->dh, 0, sizeof(float) * rows * p->d);
+		cq_layer_norm_backward(p->emb_sum[target], p->emb_mean[target], p->emb_rstd[target],
+							   ln->w, dx, p->dh, gln->w, gln->b, (int) rows, p->d);
+		dx = p->dh;
+	}
 	for (int b = 0; b < p->n; b++)
 		for (int t = 0; t < cq_side_positions(&p->pairs[b], target); t++, row++)
 		{
-			float	   *e = table + (long) cq_side_token(&p->pairs[b], target, t) * p->d;
+			int32_t		tok = cq_side_token(&p->m->cfg, &p->pairs[b], target, t);
+			float	   *e = table + (long) tok * p->d;
 			const float *dr = dx + row * p->d;
 
 			for (int i = 0; i < p->d; i++)
@@ -260,6 +308,10 @@ loss_and_output_bwd(pass *p, float eps, cq_train_pass_out *out)
 		const float *h = p->dec_h + r0 * d;
 
 		cq_sgemm(false, true, rows, v, d, 1.0f, h, d, m->out_proj, d, 0.0f, p->logits, v);
+		if (m->out_bias)
+			for (int r = 0; r < rows; r++)
+				for (int j = 0; j < v; j++)
+					p->logits[(long) r * v + j] += m->out_bias[j];
 		for (int r = 0; r < rows; r++)
 		{
 			const cq_pair *pr = &p->pairs[b];
@@ -274,6 +326,11 @@ loss_and_output_bwd(pass *p, float eps, cq_train_pass_out *out)
 				t = 0;
 			}
 		}
+		/* the rows now hold d(loss)/d(logits) */
+		if (m->out_bias)
+			for (int r = 0; r < rows; r++)
+				for (int j = 0; j < v; j++)
+					p->g->out_bias[j] += p->logits[(long) r * v + j];
 		cq_sgemm(true, false, v, d, rows, 1.0f, p->logits, v, h, d, 1.0f, p->g->out_proj, d);
 		cq_sgemm(false, false, rows, d, v, 1.0f, p->logits, v, m->out_proj, d, 0.0f,
 				 p->dh + r0 * d, d);
@@ -291,14 +348,14 @@ backward(pass *p)
 	cq_block_grads gr = {g, p->dh, p->dq, p->dkv, p->dctx, p->du, p->dp, p->d_enc_out};
 
 	memset(p->dx_dec, 0, sizeof(float) * p->nt * d);
-	cq_layer_norm_backward(p->dec_in, p->dec_mean, p->dec_rstd, m->dec_ln.w, p->dh,
-						   p->dx_dec, g->dec_ln.w, g->dec_ln.b, p->nt, d);
+	cq_block_norm_backward(&dec, &m->dec_ln, &g->dec_ln, p->dec_in, p->dec_mean, p->dec_rstd,
+						   p->dh, p->dx_dec);
 	memset(p->d_enc_out, 0, sizeof(float) * p->ns * d);
 	cq_block_stack_backward(&dec, &gr, p->dx_dec, p->dec);
 	embed_bwd(p, true, p->dx_dec);
 	memset(p->dx_enc, 0, sizeof(float) * p->ns * d);
-	cq_layer_norm_backward(p->enc_in, p->enc_mean, p->enc_rstd, m->enc_ln.w, p->d_enc_out,
-						   p->dx_enc, g->enc_ln.w, g->enc_ln.b, p->ns, d);
+	cq_block_norm_backward(&enc, &m->enc_ln, &g->enc_ln, p->enc_in, p->enc_mean, p->enc_rstd,
+						   p->d_enc_out, p->dx_enc);
 	cq_block_stack_backward(&enc, &gr, p->dx_enc, p->enc);
 	embed_bwd(p, false, p->dx_enc);
 }

@@ -31,7 +31,9 @@ PG_FUNCTION_INFO_V1(corpq_model_drop);
 /* Keys a model_create configuration may set (vocabulary sizes come from the vocabularies). */
 static const char *const config_keys =
 "{preset,d_model,heads,encoder_layers,decoder_layers,ffn_dim,activation,dropout,"
-"attention_dropout,activation_dropout,max_positions,positions,tie_output,share_embeddings}";
+"attention_dropout,activation_dropout,max_positions,positions,tie_output,share_embeddings,"
+"norm_position,encoder_final_norm,decoder_final_norm,scale_embeddings,layernorm_embedding,"
+"position_offset,sinusoid_denominator,layer_norm_eps,output_bias,decoder_start_id}";
 
 /*
  * A pipeline reserves the names of the models it will create when it is

@@ -412,6 +412,13 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 		bad_document("it must be a JSON object");
 	corpq_check_new_name("vocabulary", "corpq.vocabularies", "corpq.vocab_drop", name);
 
+	/* a converted model's SentencePiece vocabulary: refused, not split on spaces */
+	if (doc_key(doc, "spm") != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("vocabulary \"%s\" is segmented by SentencePiece, which corpq cannot run yet", name),
+				 errhint("Segment the corpus with spm_encode (pieces separated by spaces) and import the "
+						 "document without its \"spm\" key: the pieces are then whitespace tokens.")));
 	bpe_v = doc_key(doc, "bpe");
 	if (bpe_v != NULL)
 	{
