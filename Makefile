@@ -19,7 +19,7 @@ CORE_SRCS = $(sort $(filter-out extension/pg/%,$(wildcard extension/*/*.c extens
 GLUE_SRCS = $(sort $(wildcard extension/pg/*.c extension/pg/*/*.c))
 CORE_OBJS = $(CORE_SRCS:.c=.o)
 CORE_HDRS = $(wildcard extension/*/*.h extension/*/*/*.h)
-# C++ only where a library needs it (the CLD2 shim), behind a C interface.
+# C++ only where a library needs it (the CLD2 and SentencePiece shims), behind a C interface.
 CORE_CXX_SRCS = $(sort $(wildcard extension/*/*.cc))
 CORE_CXX_OBJS = $(CORE_CXX_SRCS:.cc=.o)
 OBJS      = $(CORE_OBJS) $(CORE_CXX_OBJS) $(GLUE_SRCS:.c=.o)
@@ -49,8 +49,9 @@ endif
 PG_CPPFLAGS = -I$(CURDIR)/extension $(PG_CPPFLAGS_CHECKS)
 PG_CFLAGS   = $(WARN)
 # ICU (character properties, case mapping; PostgreSQL links it too), xxHash
-# (duplicate keys), CLD2 (language identification) and its C++ runtime.
-CORE_LIBS   = -licuuc -lxxhash -lcld2 -lstdc++
+# (duplicate keys), CLD2 (language identification), SentencePiece (converted
+# models' segmenter) and their C++ runtime.
+CORE_LIBS   = -licuuc -lxxhash -lcld2 -lsentencepiece -lstdc++
 SHLIB_LINK  = -ldl -lm $(CORE_LIBS)
 EXTRA_CLEAN = $(DATA_built) $(OBJS:.o=.d) test/unit/run_unit test/unit/run_unit_san test/blas_core \
 	test/libcorpqcore.so results regression.diffs regression.out
@@ -70,7 +71,7 @@ override CPPFLAGS += -MMD -MP
 $(CORE_OBJS): CFLAGS += -Wno-declaration-after-statement $(CORE_OPT) $(CORE_FP)
 
 $(CORE_CXX_OBJS): %.o: %.cc
-	$(CXX) -std=c++11 -fPIC -O2 $(WARN) -Iextension -MMD -MP -c -o $@ $<
+	$(CXX) -std=c++17 -fPIC -O2 $(WARN) -Iextension -MMD -MP -c -o $@ $<
 
 $(DATA_built): $(SQL_PARTS)
 	cat $(SQL_PARTS) > $@

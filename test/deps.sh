@@ -12,6 +12,9 @@ need=(
 	# rule filters and language ID: ICU, xxHash, CLD2; OpusFilter's
 	# definitions in Python for the reference checks and the benchmark
 	libicu-dev libxxhash-dev libcld2-dev
+	# SentencePiece (converted Marian / OPUS-MT models), and its command-line
+	# tools as the reference of the shim's test
+	libsentencepiece-dev sentencepiece
 	python3-regex python3-bs4 python3-xxhash
 	# the quality report's page test: headless Chromium, PNG decoding
 	chromium python3-pil

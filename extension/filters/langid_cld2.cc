@@ -1,4 +1,4 @@
-// The CLD2 shim: the only C++ in corpq, behind the C interface of langid.h.
+// The CLD2 shim: C++ behind the C interface of langid.h (as text/spm.cc).
 // CLD2 reports failures through its return values; the catch blocks only
 // stop a C++ exception (std::bad_alloc) from unwinding into C.
 #include "filters/langid.h"

@@ -1,0 +1,165 @@
+// The SentencePiece shim (spm.h): libsentencepiece's processor behind a C
+// interface.  SentencePiece reports failures as util::Status; the catch
+// blocks only stop a C++ exception (std::bad_alloc) from unwinding into C.
+// cq_fail is called after every C++ object of the call is gone.
+#include "text/spm.h"
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <sentencepiece_processor.h>
+
+struct cq_spm
+{
+	sentencepiece::SentencePieceProcessor sp;
+	std::string out;			// the last result
+	std::vector<std::string> pieces;	// piece i, for cq_spm_piece
+};
+
+// Copies a status message into msg (the caller reports it).
+static void
+message(char *msg, size_t size, const char *what, const sentencepiece::util::Status &st)
+{
+	snprintf(msg, size, "%s: %s", what, st.ToString().c_str());
+}
+
+extern "C" cq_code
+cq_spm_load(const void *model, size_t len, cq_spm **out, cq_error *err)
+{
+	char		msg[CQ_ERROR_MESSAGE_SIZE] = "";
+	cq_code		code = CQ_OK;
+
+	*out = nullptr;
+	try
+	{
+		cq_spm	   *m = new cq_spm();
+		auto		st = m->sp.LoadFromSerializedProto(
+			std::string_view(static_cast<const char *>(model), len));
+
+		if (!st.ok())
+		{
+			message(msg, sizeof(msg), "not a SentencePiece model", st);
+			code = CQ_EFORMAT;
+			delete m;
+		}
+		else
+		{
+			m->pieces.reserve(m->sp.GetPieceSize());
+			for (int i = 0; i < m->sp.GetPieceSize(); i++)
+				m->pieces.push_back(m->sp.IdToPiece(i));
+			*out = m;
+		}
+	}
+	catch (...)
+	{
+		snprintf(msg, sizeof(msg), "out of memory loading a SentencePiece model");
+		code = CQ_ENOMEM;
+	}
+	return code == CQ_OK ? CQ_OK : cq_fail(err, code, "%s", msg);
+}
+
+extern "C" void
+cq_spm_free(cq_spm *m)
+{
+	delete m;
+}
+
+extern "C" int
+cq_spm_pieces(const cq_spm *m)
+{
+	return (int) m->pieces.size();
+}
+
+extern "C" const char *
+cq_spm_piece(const cq_spm *m, int i)
+{
+	return m->pieces[i].c_str();
+}
+
+// Joins v with single spaces into m->out.
+static void
+join(cq_spm *m, const std::vector<std::string> &v)
+{
+	m->out.clear();
+	for (size_t i = 0; i < v.size(); i++)
+	{
+		if (i)
+			m->out += ' ';
+		m->out += v[i];
+	}
+}
+
+extern "C" cq_code
+cq_spm_encode(cq_spm *m, const char *text, size_t len, const char **out, size_t *out_len,
+			  cq_error *err)
+{
+	char		msg[CQ_ERROR_MESSAGE_SIZE] = "";
+	cq_code		code = CQ_OK;
+
+	try
+	{
+		std::vector<std::string> v;
+		auto		st = m->sp.Encode(std::string_view(text, len), &v);
+
+		if (!st.ok())
+		{
+			message(msg, sizeof(msg), "SentencePiece could not encode the text", st);
+			code = CQ_EINVAL;
+		}
+		else
+			join(m, v);
+	}
+	catch (...)
+	{
+		snprintf(msg, sizeof(msg), "out of memory in SentencePiece");
+		code = CQ_ENOMEM;
+	}
+	if (code != CQ_OK)
+		return cq_fail(err, code, "%s", msg);
+	*out = m->out.c_str();
+	*out_len = m->out.size();
+	return CQ_OK;
+}
+
+extern "C" cq_code
+cq_spm_decode(cq_spm *m, const char *pieces, size_t len, const char **out, size_t *out_len,
+			  cq_error *err)
+{
+	char		msg[CQ_ERROR_MESSAGE_SIZE] = "";
+	cq_code		code = CQ_OK;
+
+	try
+	{
+		std::vector<std::string> v;
+		size_t		i = 0;
+
+		while (i < len)
+		{
+			size_t		j = i;
+
+			while (j < len && pieces[j] != ' ')
+				j++;
+			if (j > i)
+				v.emplace_back(pieces + i, j - i);
+			i = j + 1;
+		}
+		auto		st = m->sp.Decode(v, &m->out);
+
+		if (!st.ok())
+		{
+			message(msg, sizeof(msg), "SentencePiece could not decode the pieces", st);
+			code = CQ_EINVAL;
+		}
+	}
+	catch (...)
+	{
+		snprintf(msg, sizeof(msg), "out of memory in SentencePiece");
+		code = CQ_ENOMEM;
+	}
+	if (code != CQ_OK)
+		return cq_fail(err, code, "%s", msg);
+	*out = m->out.c_str();
+	*out_len = m->out.size();
+	return CQ_OK;
+}
