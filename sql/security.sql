@@ -255,15 +255,20 @@ SELECT corpq.model_import('sec_big', decode(repeat('00', 2 * 1024 * 1024), 'hex'
 RESET corpq.max_model_mb;
 -- a per-role bound a DBA sets (issue 31): corpq.max_model_mb is a superuser
 -- setting, so ALTER ROLE ... SET binds the role and the role cannot raise it
+SELECT corpq.model_create('sec_mid', '{"preset": "tiny", "d_model": 64, "heads": 2, "ffn_dim": 2048}',
+                          'sec_src', 'sec_tgt') AS created_by_the_superuser;
 ALTER ROLE corpq_sec_bob SET corpq.max_model_mb = 1;
 \c - corpq_sec_bob
 SHOW corpq.max_model_mb;
 SELECT corpq.model_create('sec_bob_2mb', '{"preset": "tiny", "d_model": 64, "heads": 2, "ffn_dim": 2048}',
                           'sec_src', 'sec_tgt');
+-- the bound counts the real peak: loading another role's model to score with it too
+SELECT corpq.sent_prob('sec_mid', 'the dog', 'el perro');
 SET corpq.max_model_mb = 2048;
 \c - :su
 SET client_min_messages = warning;
 ALTER ROLE corpq_sec_bob RESET corpq.max_model_mb;
+SELECT corpq.model_drop('sec_mid');
 -- Monte Carlo dropout passes
 SELECT corpq.uncertainty('sec_m', 'the dog', 'el perro', 'enteos', passes => 2147483647);
 SELECT corpq.uncertainty('sec_m', 'the dog', 'el perro', 'enteos', passes => 1000) > 0 AS thousand_passes_ok;

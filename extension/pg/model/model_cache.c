@@ -7,6 +7,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "access/detoast.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -25,7 +27,7 @@
 
 PG_FUNCTION_INFO_V1(corpq_model_cache);
 
-int			corpq_max_model_mb = 1024;
+int			corpq_max_model_mb = 6 * 1024;
 int			corpq_model_cache_mb = 512;
 
 typedef struct CacheEntry
@@ -59,10 +61,11 @@ corpq_model_init(void)
 							PGC_USERSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("corpq.max_model_mb",
-							"Largest model corpq.model_create and corpq.model_import accept, in megabytes of parameters.",
-							"Checked before anything is allocated; training needs about four times the model.",
+							"Backend memory one model operation may take, in megabytes.",
+							"Checked before anything is allocated: creating or importing a model takes about "
+							"six times its size, loading it for scoring three times.",
 							&corpq_max_model_mb,
-							1024, 1, INT_MAX / 2,
+							6 * 1024, 1, INT_MAX / 2,
 							PGC_SUSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("corpq.max_batch_mb",
@@ -92,6 +95,19 @@ corpq_batch_too_large(int n, const char *what, Size need)
 					n, what, n == 1 ? "" : "s", (need + 1024 * 1024 - 1) / (1024 * 1024),
 					corpq_max_batch_mb),
 			 errhint("A superuser can raise corpq.max_batch_mb, or GRANT SET ON PARAMETER corpq.max_batch_mb to a role.")));
+}
+
+void
+corpq_check_model_memory(double bytes, int factor, const char *what, const char *doing)
+{
+	double		mb = ceil(bytes / (1024 * 1024));
+
+	if (bytes * factor > (double) corpq_max_model_mb * 1024 * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("%s of %.0f MB needs about %.0f MB of backend memory to %s, more than corpq.max_model_mb (%d MB)",
+						what, mb, mb * factor, doing, corpq_max_model_mb),
+				 errhint("Use a smaller model, or ask a superuser to raise corpq.max_model_mb.")));
 }
 
 /* Entries evicted so far in this backend (corpq_model_cache_evictions). */
@@ -166,6 +182,8 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("version %d of model \"%s\" was removed", ref->version, ref->name)));
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	corpq_check_model_memory((double) toast_raw_datum_size(d), CORPQ_LOAD_PEAK,
+							 psprintf("model \"%s@%d\"", ref->name, ref->version), "load");
 	trim(toast_raw_datum_size(d), -1);
 	old = MemoryContextSwitchTo(tmp);
 	image = DatumGetByteaPP(d);

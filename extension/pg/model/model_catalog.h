@@ -33,8 +33,30 @@ typedef struct CorpqModelRef
 /* GUC corpq.model_cache_mb: bound of the backend's model cache. */
 extern int	corpq_model_cache_mb;
 
-/* GUC corpq.max_model_mb: largest parameter block model_create / model_import accept. */
+/*
+ * GUC corpq.max_model_mb: the backend memory one model operation may take.
+ * Checked before anything is allocated, from the model's size and the
+ * measured peak of the operation (docs/models.md, "Memory"):
+ *   writing a model (model_create, model_import): the parsed model and its
+ *     image side by side, then PostgreSQL's insertion of the image (its tuple
+ *     copy and toasting): 5.5 times the image for the base preset (293 MB,
+ *     1.62 GB at the peak), counted as CORPQ_WRITE_PEAK times;
+ *   loading a model for inference (the cache): the image and the parsed
+ *     weights, then the packed copy: 2.5 times (0.74 GB), counted as
+ *     CORPQ_LOAD_PEAK times; the cached model then holds one copy.
+ */
 extern int	corpq_max_model_mb;
+
+#define CORPQ_WRITE_PEAK 6
+#define CORPQ_LOAD_PEAK 3
+
+/*
+ * ERROR (program_limit_exceeded) when `factor` times `bytes` (a model's
+ * parameter block or weight image, named by what) exceeds corpq.max_model_mb;
+ * doing says what would have taken the memory ("create", "import", "load").
+ */
+void		corpq_check_model_memory(double bytes, int factor, const char *what,
+									 const char *doing);
 
 /*
  * GUC corpq.max_batch_mb: largest work space one scoring or translation batch

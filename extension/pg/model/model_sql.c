@@ -175,22 +175,6 @@ corpq_model_config_check(Jsonb *config, const char *src_vocab, const char *tgt_v
 	(void) merge_config(config, vocab_size(src_vocab), vocab_size(tgt_vocab));
 }
 
-/*
- * ERROR when a model of bytes (its parameter block, or its image) exceeds
- * corpq.max_model_mb: checked before the model is allocated, so one call
- * cannot take the server's memory for seconds before failing.
- */
-static void
-check_model_bytes(double bytes, const char *what)
-{
-	if (bytes > (double) corpq_max_model_mb * 1024 * 1024)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("%s of %.0f MB exceeds corpq.max_model_mb (%d MB)",
-						what, ceil(bytes / (1024 * 1024)), corpq_max_model_mb),
-				 errhint("Use a smaller configuration, or ask a superuser to raise corpq.max_model_mb.")));
-}
-
 /* Insert the catalog row of a new model; returns its id. */
 static int64
 insert_model(const char *name, const cq_model_config *cfg, int64 parameters,
@@ -269,7 +253,8 @@ corpq_model_create(PG_FUNCTION_ARGS)
 					params;
 
 		cq_model_size_for(&cfg, &floats, &params);
-		check_model_bytes((double) floats * sizeof(float), "a model");
+		corpq_check_model_memory((double) floats * sizeof(float), CORPQ_WRITE_PEAK,
+								 "a model", "create");
 	}
 
 	s = cq_model_new(&cfg, &m, &err);
@@ -356,7 +341,8 @@ corpq_model_import(PG_FUNCTION_ARGS)
 	image = PG_GETARG_BYTEA_PP(1);
 
 	/* the loader allocates no more than the image holds (models/FORMAT.md) */
-	check_model_bytes((double) VARSIZE_ANY_EXHDR(image), "a weight image");
+	corpq_check_model_memory((double) VARSIZE_ANY_EXHDR(image), CORPQ_WRITE_PEAK,
+							 "a weight image", "import");
 	/* every byte is checked before anything is written */
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
 	if (s != CQ_NN_OK)
