@@ -55,6 +55,14 @@ SELECT count(*) AS hyps,
        count(*) FILTER (WHERE token_logprobs = (SELECT array_agg(logprob ORDER BY pos)
                                                   FROM corpq.token_scores('tr_m', src, hyp))) AS per_token
   FROM nb;
+-- a random model's long hypotheses too: no reserved token without text (<s>,
+-- <pad>) is ever chosen, so every hypothesis's text gives back its tokens
+SELECT count(*) AS hypotheses,
+       count(*) FILTER (WHERE n.score = corpq.sent_logprob('tr_rand', d.src, n.hyp)) AS text_gives_back_tokens,
+       count(*) FILTER (WHERE array_length(n.token_logprobs, 1)
+                              = coalesce(array_length(regexp_split_to_array(nullif(n.hyp, ''), ' '), 1), 0) + 1)
+         AS one_word_per_token
+  FROM tr_dev d, corpq.translate_nbest('tr_rand', d.src, '{"beam": 4, "nbest": 4, "lenpen": 0}') n;
 -- lenpen 1 (the default): score = sent_logprob / (T + 1) = ln(sent_prob)
 SELECT count(*) AS hyps,
        count(*) FILTER (WHERE n.score = corpq.sent_logprob('tr_m', d.src, n.hyp)

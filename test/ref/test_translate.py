@@ -160,7 +160,7 @@ def check_consistency(core, M, srcs):
         y = []
         while len(y) < ts.max_len(o, M.cfg, len(s)):
             a = int(core.score(M.m, [(s, y)])[0]["argmax"][len(y)])
-            check(a != ts.PAD, "%s: the forward's argmax is <pad>" % M.label)
+            check(a not in (ts.PAD, ts.BOS), "%s: the forward's argmax is <pad> or <s>" % M.label)
             if a == ts.EOS:
                 break
             y.append(a)
@@ -202,7 +202,7 @@ def check_sampling_frequencies(core, M, src, other, label, **samp):
     def model_p(s):
         lp = np.array([r["logp"][0] for r in core.score(M.m, [(s, [v]) for v in range(V)])],
                       dtype=np.float64) / o["temperature"]
-        lp[ts.PAD] = -np.inf
+        lp[ts.PAD] = lp[ts.BOS] = -np.inf
         p = np.exp(lp - lp.max())
         order = np.lexsort((np.arange(V), -p))
         if o["topk"]:
@@ -332,7 +332,11 @@ def main():
                                    decoder_start_id=1, **post)),
             ("Marian eps", tiny_cfg(layer_norm_eps=1e-6, tie_output=False, output_bias=True,
                                     decoder_start_id=1, **post))):
-        V = Model(core, label, vcfg, tt.random_weights(vcfg, 23))
+        vw = tt.random_weights(vcfg, 23)
+        if vcfg.get("output_bias"):
+            # as corpq-convert writes them: <s>, which Marian lacks, takes no probability
+            vw["decoder.output_projection.bias"][tt.BOS] = -1e4
+        V = Model(core, label, vcfg, vw)
         stats = dict(score=0.0, lp=0.0, hyps=0)
         for o in (ts.options(beam=1, min_len=0, max_len_b=20), ts.options(beam=4, nbest=4),
                   ts.options(search="sample", beam=2, nbest=2, seed=8, max_len_b=20)):

@@ -22,7 +22,7 @@ import torch
 
 import torch_transformer as tt
 
-EOS, PAD, UNK = 2, 1, 3
+BOS, EOS, PAD, UNK = 0, 2, 1, 3
 SAMPLE_STREAM = 0x53414d50      # extension/nn/infer/search.c
 M64 = (1 << 64) - 1
 
@@ -124,6 +124,7 @@ class RefTranslator:
     # ---- the search --------------------------------------------------------
     def _mask(self, lp, o, step, maxl, minl, toks):
         lp[torch.isnan(lp)] = float("-inf")
+        lp[:, BOS] = float("-inf")   # reserved tokens without text are never chosen
         lp[:, PAD] = float("-inf")
         lp[:, UNK] -= o["unk_penalty"]
         force = step >= maxl

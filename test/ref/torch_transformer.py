@@ -17,7 +17,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-EOS, PAD = 2, 1
+BOS, EOS, PAD = 0, 2, 1
 
 PRESETS = {
     "tiny": dict(d_model=64, heads=2, encoder_layers=2, decoder_layers=2,

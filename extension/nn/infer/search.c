@@ -54,6 +54,8 @@ mask_row(const cq_translator *t, const cq_slot *s, int j)
 
 	for (int i = 0; i < v; i++)
 		lp[i] = lp[i] != lp[i] ? -INFINITY : lp[i];
+	/* the reserved tokens without text: a hypothesis's text gives back its tokens */
+	lp[CQ_BOS_ID] = -INFINITY;
 	lp[CQ_PAD_ID] = -INFINITY;
 	lp[CQ_UNK_ID] -= (float) t->o.unk_penalty;
 	if (s->step >= s->max_len)

@@ -3,9 +3,12 @@
  * decoder, batched over sentences.
  *
  * Search follows fairseq's SequenceGenerator (BeamSearch and Sampling):
- *   - the decoder reads [</s>, y_1 ..]; step s (0-based) predicts y_{s+1};
+ *   - the decoder reads [start, y_1 ..] (start: </s>, or the model's
+ *     decoder_start_id); step s (0-based) predicts y_{s+1};
  *     logits are divided by `temperature`, then log-softmax;
- *   - then, in this order: NaN -> -inf, <pad> -> -inf, <unk> -= unk_penalty;
+ *   - then, in this order: NaN -> -inf, <s> and <pad> -> -inf (fairseq masks
+ *     <pad> only; <s> has no text either, so a hypothesis's text would not
+ *     give back its tokens), <unk> -= unk_penalty;
  *     at step >= max_len every token but </s> -> -inf, else at step < min_len
  *     </s> -> -inf; tokens completing an n-gram (no_repeat_ngram_size) that
  *     the hypothesis already holds -> -inf;
