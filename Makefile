@@ -27,6 +27,8 @@ OBJS      = $(CORE_OBJS) $(CORE_CXX_OBJS) $(GLUE_SRCS:.c=.o)
 # The install script is the concatenation of extension/sql/*.sql in name order.
 SQL_PARTS  = $(sort $(wildcard extension/sql/*.sql))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
+# the converter of fairseq / Marian / Hugging Face Marian models (models/CONVERT.md)
+SCRIPTS    = models/corpq-convert
 
 REGRESS      = $(sort $(basename $(notdir $(wildcard sql/*.sql))))
 REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
