@@ -18,6 +18,14 @@
 extern int	corpq_threads;
 
 /*
+ * GUC corpq.job_threads (superuser): threads of a background job; 0 = the
+ * CPUs available to the server.  corpq_job_threads_for(requested) is what a
+ * job runs with: the job's own "threads" option (<= 0: unset) capped by it.
+ */
+extern int	corpq_job_threads;
+int			corpq_job_threads_for(int requested);
+
+/*
  * Load OpenBLAS on first use in this process and bind the core's GEMM to it.
  * Raises ERROR in the postmaster, which must never start BLAS threads.
  */

@@ -18,6 +18,9 @@
  */
 #include "postgres.h"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <dlfcn.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -242,6 +245,30 @@ check_blas_core(char **newval, void **extra, GucSource source)
 }
 
 int			corpq_threads = 1;
+int			corpq_job_threads = 0;
+
+/* The CPUs this server process may run on (its affinity mask). */
+static int
+available_cores(void)
+{
+	cpu_set_t	set;
+	long		n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int) n : 1;
+}
+
+int
+corpq_job_threads_for(int requested)
+{
+	int			cap = corpq_job_threads > 0 ? corpq_job_threads : available_cores();
+
+	if (requested <= 0 || requested > cap)
+		return cap;
+	return requested;
+}
 
 static void
 assign_threads(int newval, void *extra)
@@ -259,6 +286,13 @@ corpq_base_init(void)
 							1, 1, 256,
 							PGC_USERSET, 0,
 							NULL, assign_threads, NULL);
+	DefineCustomIntVariable("corpq.job_threads",
+							"Threads of a background job (training, translation, lexicon), and the most one may ask for.",
+							"0 (auto): the CPUs available to the server.  A job's \"threads\" option picks fewer.",
+							&corpq_job_threads,
+							0, 0, 256,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
 	DefineCustomStringVariable("corpq.blas_core",
 							   "OpenBLAS kernels (core type) corpq loads in each backend or worker.",
 							   "\"auto\" picks them from the CPU's features unless OPENBLAS_CORETYPE is set; "

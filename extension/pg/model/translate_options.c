@@ -53,7 +53,7 @@ static const CorpqOption job_rows[] = {
 	SEARCH_ROWS, BATCH_ROW,
 	{.key = "chunk_rows", OPT(chunk_rows), .type = CORPQ_OPT_INT, .min = 1, .max = 10000000,
 	.def = 1000},
-	/* unset: the submitting session's corpq.threads */
+	/* unset: corpq.job_threads (the server's CPUs); capped by it */
 	{.key = "threads", OPT(threads), .type = CORPQ_OPT_INT, .min = 1, .max = 256,
 	.flags = CORPQ_OPT_UNSET},
 	/* hours into a corpus, one overlong sentence should not fail the job */
@@ -78,8 +78,10 @@ fill(CorpqTranslateCall call, CorpqTranslateOptions *o)
 		o->chunk_rows = 0;
 		o->skip_too_long = false;
 	}
-	if (call != CORPQ_TRANSLATE_JOB || o->threads == CORPQ_OPT_UNSET_VALUE)
+	if (call != CORPQ_TRANSLATE_JOB)
 		o->threads = corpq_threads;
+	else
+		o->threads = corpq_job_threads_for(o->threads == CORPQ_OPT_UNSET_VALUE ? 0 : o->threads);
 }
 
 void
