@@ -7,7 +7,7 @@
 CREATE TABLE corpq.bpe_models (
     name          text PRIMARY KEY CHECK (name <> '' AND name <> 'whitespace'),
     owner         regrole NOT NULL DEFAULT current_user::regrole,
-    version       text NOT NULL DEFAULT '0.2' CHECK (version IN ('0.1', '0.2')),
+    version       text NOT NULL DEFAULT '0.2' CHECK (version IN ('0.1', '0.2', 'sentencepiece')),
     n_merges      int NOT NULL CHECK (n_merges >= 0),
     min_frequency int CHECK (min_frequency >= 1),
     created       timestamptz NOT NULL DEFAULT now()
@@ -25,8 +25,19 @@ CREATE TABLE corpq.bpe_merges (
 COMMENT ON TABLE corpq.bpe_merges IS
     'the merges of each BPE model in rank order (0 = first learned); symbols keep subword-nmt''s </w> suffix';
 
+-- A SentencePiece model (converted Marian / OPUS-MT models, models/CONVERT.md)
+-- is a segmenter of the same catalog: a corpq.bpe_models row with version
+-- 'sentencepiece' (n_merges: its pieces) and its serialized model here.
+CREATE TABLE corpq.spm_models (
+    model  text PRIMARY KEY REFERENCES corpq.bpe_models (name) ON DELETE CASCADE,
+    proto  bytea NOT NULL
+);
+COMMENT ON TABLE corpq.spm_models IS
+    'the serialized SentencePiece ModelProto of each segmenter whose corpq.bpe_models version is ''sentencepiece''';
+ALTER TABLE corpq.spm_models ALTER COLUMN proto SET STORAGE EXTERNAL;
 SELECT pg_catalog.pg_extension_config_dump('corpq.bpe_models', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.bpe_merges', '');
+SELECT pg_catalog.pg_extension_config_dump('corpq.spm_models', '');
 
 -- Everyone reads; rows change only through corpq's functions, which check
 -- the caller's membership in the owner role and write as the extension's
@@ -35,7 +46,9 @@ ALTER TABLE corpq.bpe_models ENABLE ROW LEVEL SECURITY;
 CREATE POLICY bpe_models_read ON corpq.bpe_models FOR SELECT USING (true);
 ALTER TABLE corpq.bpe_merges ENABLE ROW LEVEL SECURITY;
 CREATE POLICY bpe_merges_read ON corpq.bpe_merges FOR SELECT USING (true);
-GRANT SELECT ON corpq.bpe_models, corpq.bpe_merges TO PUBLIC;
+ALTER TABLE corpq.spm_models ENABLE ROW LEVEL SECURITY;
+CREATE POLICY spm_models_read ON corpq.spm_models FOR SELECT USING (true);
+GRANT SELECT ON corpq.bpe_models, corpq.bpe_merges, corpq.spm_models TO PUBLIC;
 
 CREATE FUNCTION corpq.bpe_learn(name text, corpus text, merges int, min_frequency int DEFAULT 2)
     RETURNS int
@@ -67,6 +80,12 @@ CREATE FUNCTION corpq.bpe_tokens(name text, sentence text) RETURNS text[]
     LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.bpe_tokens(text, text) IS
     'the subwords of a sentence (all but the last of each word end in @@); name ''whitespace'' splits on whitespace';
+
+CREATE FUNCTION corpq.spm_import(name text, model bytea) RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_spm_import'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.spm_import(text, bytea) IS
+    'store a SentencePiece model (the bytes of a .model / .spm file) as segmenter name, usable wherever a BPE name is (vocabularies, bpe_apply, bpe_tokens, CAVs); returns its number of pieces';
 
 CREATE FUNCTION corpq.bpe_drop(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'corpq_bpe_drop'

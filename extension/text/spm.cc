@@ -39,7 +39,8 @@ cq_spm_load(const void *model, size_t len, cq_spm **out, cq_error *err)
 
 		if (!st.ok())
 		{
-			message(msg, sizeof(msg), "not a SentencePiece model", st);
+			/* the library's text names its source lines: not for users */
+			snprintf(msg, sizeof(msg), "not a SentencePiece model (its ModelProto does not parse)");
 			code = CQ_EFORMAT;
 			delete m;
 		}

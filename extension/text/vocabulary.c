@@ -119,8 +119,8 @@ cq_vocabulary_encode(const cq_vocabulary *v, const cq_tokens *t, int32_t *ids)
 }
 
 int
-cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
-				char **out, size_t *out_len, cq_text_err *err)
+cq_vocabulary_join(const cq_vocabulary *v, const int32_t *ids, size_t n,
+				   char **out, size_t *out_len, cq_text_err *err)
 {
 	size_t		total = 1;
 
@@ -138,7 +138,6 @@ cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
 
 	if (!s)
 		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
-	/* the tokens joined by spaces, then the BPE segmentation undone */
 	for (size_t i = 0; i < n; i++)
 	{
 		size_t		len;
@@ -152,9 +151,24 @@ cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
 		memcpy(s + p, tok, len);
 		p += len;
 	}
-	p = cq_bpe_undo_inplace(s, p);
 	s[p] = '\0';
 	*out = s;
+	*out_len = p;
+	return CQ_TEXT_OK;
+}
+
+int
+cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
+					 char **out, size_t *out_len, cq_text_err *err)
+{
+	size_t		p;
+	int			rc = cq_vocabulary_join(v, ids, n, out, &p, err);
+
+	if (rc != CQ_TEXT_OK)
+		return rc;
+	/* the BPE segmentation undone */
+	p = cq_bpe_undo_inplace(*out, p);
+	(*out)[p] = '\0';
 	if (out_len)
 		*out_len = p;
 	return CQ_TEXT_OK;

@@ -65,4 +65,12 @@ void		cq_vocabulary_encode(const cq_vocabulary *v, const cq_tokens *t, int32_t *
 int			cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
 							char **out, size_t *out_len, cq_text_err *err);
 
+/*
+ * The tokens of ids joined by single spaces, the segmentation kept (<s>,
+ * <pad>, </s> skipped): what cq_vocabulary_decode undoes BPE on, and what a
+ * SentencePiece decoder (text/spm.h) takes.  Errors and result as above.
+ */
+int			cq_vocabulary_join(const cq_vocabulary *v, const int32_t *ids, size_t n,
+							   char **out, size_t *out_len, cq_text_err *err);
+
 #endif

@@ -478,15 +478,10 @@ corpq_translate_run(CorpqTranslateEngine *e, bool drain)
 text *
 corpq_translate_text(CorpqTranslateEngine *e, const cq_hypothesis *h)
 {
-	char	   *out;
 	size_t		len;
-	cq_text_err err = {0};
-	int			rc = cq_vocabulary_decode(&e->scorer->tgt_vocab->vocab, h->tokens, h->len,
-										  &out, &len, &err);
+	char	   *out = corpq_vocab_text(e->scorer->tgt_vocab, h->tokens, h->len, &len);
 	text	   *t;
 
-	if (rc != CQ_TEXT_OK)
-		corpq_text_error(rc, "could not detokenise a translation", err.msg);
 	t = cstring_to_text_with_len(out, (int) len);
 	pfree(out);
 	return t;

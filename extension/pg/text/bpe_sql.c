@@ -25,6 +25,7 @@ PG_FUNCTION_INFO_V1(corpq_bpe_export);
 PG_FUNCTION_INFO_V1(corpq_bpe_apply);
 PG_FUNCTION_INFO_V1(corpq_bpe_tokens);
 PG_FUNCTION_INFO_V1(corpq_bpe_drop);
+PG_FUNCTION_INFO_V1(corpq_spm_import);
 
 /* The name argument of a function that creates a model. */
 static char *
@@ -220,6 +221,50 @@ corpq_bpe_import(PG_FUNCTION_ARGS)
 	PG_RETURN_INT32(n);
 }
 
+/*
+ * corpq.spm_import(name, model) -> pieces: a SentencePiece model as a
+ * segmenter (corpq.bpe_models version 'sentencepiece', the bytes in
+ * corpq.spm_models), checked by loading it.
+ */
+Datum
+corpq_spm_import(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	bytea	   *model;
+	cq_spm	   *m = NULL;
+	cq_error	err = {0};
+	int32		pieces;
+	Oid			types[3] = {TEXTOID, INT4OID, OIDOID};
+	Datum		vals[3];
+	Oid			p_types[2] = {TEXTOID, BYTEAOID};
+	Datum		p_vals[2];
+
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "model");
+	corpq_require_utf8();
+	name = new_model_name(fcinfo);
+	model = PG_GETARG_BYTEA_PP(1);
+	if (cq_spm_load(VARDATA_ANY(model), VARSIZE_ANY_EXHDR(model), &m, &err) != CQ_OK)
+		corpq_core_error(&err, "Pass the bytes of a SentencePiece .model file, e.g. pg_read_binary_file('DIR/source.spm').",
+						 "invalid SentencePiece model");
+	pieces = cq_spm_pieces(m);
+	cq_spm_free(m);
+	vals[0] = CStringGetTextDatum(name);
+	vals[1] = Int32GetDatum(pieces);
+	vals[2] = ObjectIdGetDatum(GetUserId());
+	p_vals[0] = vals[0];
+	p_vals[1] = PointerGetDatum(model);
+	SPI_connect();
+	if (corpq_sql_as_owner("INSERT INTO corpq.bpe_models (name, version, n_merges, owner) "
+						   "VALUES ($1, 'sentencepiece', $2, $3::pg_catalog.regrole)",
+						   3, types, vals, NULL, 0) != SPI_OK_INSERT ||
+		corpq_sql_as_owner("INSERT INTO corpq.spm_models (model, proto) VALUES ($1, $2)",
+						   2, p_types, p_vals, NULL, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not store SentencePiece model \"%s\"", name);
+	SPI_finish();
+	PG_RETURN_INT32(pieces);
+}
+
 /* corpq.bpe_export(name) -> the subword-nmt codes file */
 Datum
 corpq_bpe_export(PG_FUNCTION_ARGS)
@@ -234,6 +279,10 @@ corpq_bpe_export(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("whitespace segmentation has no BPE codes")));
 	seg = corpq_segmenter_cached(fcinfo, name);
+	if (seg->spm)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a SentencePiece model, which has no BPE codes", name)));
 	codes = cq_bpe_write_codes(seg->bpe, &len);
 	if (codes == NULL)
 		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);

@@ -11,6 +11,7 @@
 
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
+#include "pg/base/errors.h"
 #include "pg/text/text_catalog.h"
 
 /* Words kept in a segmenter's cache before it is emptied. */
@@ -87,6 +88,44 @@ is_whitespace_name(const char *name)
 	return name == NULL || strcmp(name, CORPQ_WHITESPACE) == 0;
 }
 
+static void
+free_spm(void *arg)
+{
+	cq_spm_free((cq_spm *) arg);
+}
+
+/*
+ * Load the SentencePiece model of name into seg->spm (C++ heap, freed when
+ * seg->cxt is).  Called inside the caller's SPI connection.
+ */
+static void
+load_spm(CorpqSegmenter *seg, const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	bool		isnull;
+	bytea	   *proto;
+	cq_error	err = {0};
+	MemoryContextCallback *cb;
+
+	if (corpq_sql_as_caller("SELECT proto FROM corpq.spm_models WHERE model OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("SentencePiece model \"%s\" has no stored model in corpq.spm_models", name)));
+	proto = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	cb = MemoryContextAlloc(seg->cxt, sizeof(MemoryContextCallback));
+	if (cq_spm_load(VARDATA_ANY(proto), VARSIZE_ANY_EXHDR(proto), &seg->spm, &err) != CQ_OK)
+	{
+		err.code = CQ_ECORRUPT;
+		corpq_core_error(&err, NULL, "SentencePiece model \"%s\" is invalid", name);
+	}
+	cb->func = free_spm;
+	cb->arg = seg->spm;
+	MemoryContextRegisterResetCallback(seg->cxt, cb);
+}
+
 /* Read the merges of name into seg->bpe (allocated in seg->cxt). */
 static void
 load_bpe_rows(CorpqSegmenter *seg, const char *name)
@@ -109,6 +148,12 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 	if (SPI_processed == 0)
 		corpq_undefined_name("BPE model", "corpq.bpe_models", name);
 	vtext = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (vtext && strcmp(vtext, "sentencepiece") == 0)
+	{
+		load_spm(seg, name);
+		SPI_finish();
+		return;
+	}
 	version = (vtext && strcmp(vtext, "0.1") == 0) ? 1 : 2;
 
 	rc = corpq_sql_as_caller("SELECT left_symbol, right_symbol FROM corpq.bpe_merges "
@@ -169,8 +214,24 @@ corpq_segmenter_free(CorpqSegmenter *seg)
 const cq_tokens *
 corpq_segment(CorpqSegmenter *seg, const char *text, int len)
 {
-	MemoryContext old = MemoryContextSwitchTo(seg->cxt);
-	int			rc = cq_bpe_tokenize(seg->bpe, &seg->cache, text, len, &seg->tokens);
+	MemoryContext old;
+	int			rc;
+
+	if (seg->spm)
+	{
+		const char *pieces;
+		size_t		n;
+		cq_error	err = {0};
+
+		/* the pieces, space-joined, are then whitespace tokens */
+		if (cq_spm_encode(seg->spm, text, (size_t) len, &pieces, &n, &err) != CQ_OK)
+			corpq_core_error(&err, NULL, "could not segment text with SentencePiece model \"%s\"",
+							 seg->name);
+		text = pieces;
+		len = (int) n;
+	}
+	old = MemoryContextSwitchTo(seg->cxt);
+	rc = cq_bpe_tokenize(seg->bpe, &seg->cache, text, len, &seg->tokens);
 
 	MemoryContextSwitchTo(old);
 	if (rc != CQ_TEXT_OK)
@@ -257,4 +318,36 @@ corpq_vocab_encode_text(CorpqVocab *v, const char *text, int len, int *n_ids)
 	cq_vocabulary_encode(&v->vocab, t, ids);
 	*n_ids = (int) t->n;
 	return ids;
+}
+
+char *
+corpq_vocab_text(CorpqVocab *v, const int32 *ids, int n, size_t *len)
+{
+	char	   *joined;
+	size_t		jlen;
+	cq_text_err terr = {0};
+	int			rc = cq_vocabulary_join(&v->vocab, ids, (size_t) n, &joined, &jlen, &terr);
+	const char *text;
+	cq_error	err = {0};
+	char	   *out;
+
+	if (rc == CQ_TEXT_ERANGE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("token id out of range for vocabulary \"%s\"", v->name),
+				 errdetail("%s", terr.msg)));
+	if (rc != CQ_TEXT_OK)
+		corpq_text_error(rc, "could not decode ids", terr.msg);
+	if (!v->seg->spm)
+	{
+		*len = cq_bpe_undo_inplace(joined, jlen);
+		joined[*len] = '\0';
+		return joined;
+	}
+	if (cq_spm_decode(v->seg->spm, joined, jlen, &text, len, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "could not detokenise with SentencePiece model \"%s\"",
+						 v->seg->name);
+	out = pnstrdup(text, *len);
+	pfree(joined);
+	return out;
 }

@@ -21,6 +21,7 @@
 #include "fmgr.h"
 
 #include "text/bpe.h"
+#include "text/spm.h"
 #include "text/vocabulary.h"
 
 #define CORPQ_WHITESPACE "whitespace"
@@ -30,6 +31,8 @@ typedef struct CorpqSegmenter
 	MemoryContext cxt;			/* owns everything below */
 	char	   *name;			/* BPE name, or "whitespace" */
 	cq_bpe	   *bpe;			/* NULL for whitespace */
+	cq_spm	   *spm;			/* a SentencePiece model (version 'sentencepiece'),
+								 * freed with cxt; bpe is then NULL */
 	cq_bpe_cache cache;
 	cq_tokens	tokens;			/* result of the last corpq_segment */
 } CorpqSegmenter;
@@ -52,9 +55,17 @@ void		corpq_segmenter_free(CorpqSegmenter *seg);
 
 /*
  * Segment a sentence; the result is owned by seg and valid until the next
- * call.  Tokens carry the "@@" continuation marker.
+ * call.  BPE tokens carry the "@@" continuation marker; SentencePiece
+ * tokens are its pieces ("\u2581" marks a word start).
  */
 const cq_tokens *corpq_segment(CorpqSegmenter *seg, const char *text, int len);
+
+/*
+ * The text of token ids (<s>, <pad>, </s> skipped): the tokens joined, then
+ * the segmentation undone (BPE's "@@ ", or SentencePiece's decoder);
+ * palloc'd in CurrentMemoryContext, *len its length.
+ */
+char	   *corpq_vocab_text(CorpqVocab *v, const int32 *ids, int n, size_t *len);
 
 /* Load a vocabulary (with its BPE) by name into a new child of parent. */
 CorpqVocab *corpq_vocab_load(const char *name, MemoryContext parent);

@@ -206,8 +206,6 @@ corpq_vocab_decode(PG_FUNCTION_ARGS)
 	int32	   *ids;
 	char	   *out;
 	size_t		len;
-	cq_text_err err = {0};
-	int			rc;
 
 	if (ARR_NDIM(arr) > 1)
 		ereport(ERROR,
@@ -223,14 +221,7 @@ corpq_vocab_decode(PG_FUNCTION_ARGS)
 					 errmsg("ids must not contain nulls")));
 		ids[i] = DatumGetInt32(elems[i]);
 	}
-	rc = cq_vocabulary_decode(&v->vocab, ids, n, &out, &len, &err);
-	if (rc == CQ_TEXT_ERANGE)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("token id out of range for vocabulary \"%s\"", name),
-				 errdetail("%s", err.msg)));
-	if (rc != CQ_TEXT_OK)
-		corpq_text_error(rc, "could not decode ids", err.msg);
+	out = corpq_vocab_text(v, ids, n, &len);
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(out, (int) len));
 }
 
@@ -384,12 +375,55 @@ doc_array(Jsonb *doc, const char *key, int *n, const char *what)
  * would give other ids), owned by the caller.  The tokens must start with the
  * four reserved ones and appear once each; the BPE model must exist here.
  */
+/*
+ * The segmenter a vocabulary document's "spm" names: a SentencePiece model
+ * already stored with corpq.spm_import (corpq-convert writes the model's file
+ * name there; the user replaces it with the imported name).
+ */
+static char *
+spm_segmenter(JsonbValue *spm_v, JsonbValue *bpe_v)
+{
+	char	   *name;
+	CorpqSegmenter *seg;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1];
+	bool		found;
+
+	if (spm_v->type != jbvString || spm_v->val.string.len == 0)
+		bad_document("\"spm\" must name a SentencePiece model stored with corpq.spm_import");
+	if (bpe_v != NULL && bpe_v->type != jbvNull)
+		bad_document("a document has \"bpe\" or \"spm\", not both");
+	name = pnstrdup(spm_v->val.string.val, spm_v->val.string.len);
+	values[0] = CStringGetTextDatum(name);
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT 1 FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.bpe_models");
+	found = SPI_processed == 1;
+	SPI_finish();
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("SentencePiece model \"%s\" does not exist", name),
+				 errhint("Store the model file first, e.g. SELECT corpq.spm_import('%s', pg_read_binary_file('DIR/%s')), "
+						 "or set \"spm\" to the name you imported it under.", name, name)));
+	seg = corpq_segmenter_load(name, CurrentMemoryContext);
+	if (seg->spm == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a BPE model, not a SentencePiece model", name),
+				 errhint("Pass it as \"bpe\".")));
+	corpq_segmenter_free(seg);
+	return name;
+}
+
 Datum
 corpq_vocab_import(PG_FUNCTION_ARGS)
 {
 	char	   *name;
 	Jsonb	   *doc;
-	JsonbValue *bpe_v;
+	JsonbValue *spm_v,
+			   *bpe_v;
 	char	   *bpe = NULL;
 	JsonbContainer *tokens,
 			   *counts_c = NULL;
@@ -412,15 +446,12 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 		bad_document("it must be a JSON object");
 	corpq_check_new_name("vocabulary", "corpq.vocabularies", "corpq.vocab_drop", name);
 
-	/* a converted model's SentencePiece vocabulary: refused, not split on spaces */
-	if (doc_key(doc, "spm") != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("vocabulary \"%s\" is segmented by SentencePiece, which corpq cannot run yet", name),
-				 errhint("Segment the corpus with spm_encode (pieces separated by spaces) and import the "
-						 "document without its \"spm\" key: the pieces are then whitespace tokens.")));
+	/* a converted model's SentencePiece vocabulary: "spm" names its segmenter */
+	spm_v = doc_key(doc, "spm");
+	if (spm_v != NULL)
+		bpe = spm_segmenter(spm_v, doc_key(doc, "bpe"));
 	bpe_v = doc_key(doc, "bpe");
-	if (bpe_v != NULL)
+	if (spm_v == NULL && bpe_v != NULL)
 	{
 		if (bpe_v->type != jbvString)
 			bad_document("\"bpe\" must be a BPE model name or null");
