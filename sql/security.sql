@@ -342,7 +342,7 @@ SELECT corpq.vocab_drop($$sec_q'); DROP TABLE sec_data.pairs; --$$);
 SELECT corpq.vocab_import('sec_bad', '{"tokens": ["a", "b", "c", "d", "e"]}');
 SELECT corpq.vocab_import('sec_bad', '{"tokens": ["<s>", "<pad>", "</s>", "<unk>", "x", "x"]}');
 SELECT corpq.vocab_import('sec_bad', '{"tokens": ["<s>", "<pad>", "</s>", "<unk>", "x"], "counts": [0, 0]}');
--- a SentencePiece document (models/corpq-convert) is refused, not split on spaces
+-- a SentencePiece document (models/corpq-convert) must name a stored model
 SELECT corpq.vocab_import('sec_bad', '{"tokens": ["<s>", "<pad>", "</s>", "<unk>", "▁x"], "spm": "source.spm"}');
 \set VERBOSITY terse
 SELECT corpq.vocab_import('sec_bad', '{"tokens": ["<s>", "<pad>", "</s>", "<unk>", "x"], "bpe": "no_such_bpe"}');

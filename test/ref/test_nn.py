@@ -198,7 +198,7 @@ def check_rejections(core, tmp):
         core.score(m, [([4] * 15, [5] * 15)])   # the longest allowed
     finally:
         core.free(m)
-    print("  rejections: ids outside the vocabulary and over-long sentences -> CQ_NN_EINVAL")
+    print("  rejections: ids outside the vocabulary and over-long sentences -> CQ_EINVAL")
 
 
 def main():

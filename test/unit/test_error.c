@@ -1,7 +1,7 @@
 #include "unit.h"
 #include "common/error.h"
 #include "align/status.h"
-#include "nn/status.h"
+#include "common/error.h"
 #include "text/text_err.h"
 
 TEST(error_fail_records_code_and_message)
@@ -39,18 +39,9 @@ TEST(error_every_code_has_its_own_name)
 	CHECK_STR_EQ(cq_code_name((cq_code) 999), "unknown error");
 }
 
-/* The cores' own codes map onto the categories the glue reports (base/errors.h). */
+/* The text and alignment cores' codes map onto the categories the glue reports (base/errors.h). */
 TEST(error_core_categories)
 {
-	CHECK_INT_EQ(cq_nn_category(CQ_NN_OK), CQ_OK);
-	CHECK_INT_EQ(cq_nn_category(CQ_NN_ENOMEM), CQ_ENOMEM);
-	CHECK_INT_EQ(cq_nn_category(CQ_NN_ECONFIG), CQ_EINVAL);
-	CHECK_INT_EQ(cq_nn_category(CQ_NN_ECHECKSUM), CQ_EFORMAT);
-	CHECK_INT_EQ(cq_nn_category(CQ_NN_ETENSOR), CQ_EFORMAT);
-	CHECK_INT_EQ(cq_nn_category(CQ_NN_EIO), CQ_EIO);
-	CHECK_INT_EQ(cq_nn_category(CQ_NN_EWORKSPACE), CQ_EINTERNAL);
-	CHECK_INT_EQ(cq_nn_category(CQ_NN_ETOOLONG), CQ_ELIMIT);
-	CHECK_INT_EQ(cq_nn_category(CQ_NN_ECANCELED), CQ_STOPPED);
 	CHECK_INT_EQ(cq_text_category(CQ_TEXT_EINVAL), CQ_EINVAL);
 	CHECK_INT_EQ(cq_text_category(CQ_TEXT_ERANGE), CQ_ERANGE);
 	CHECK_INT_EQ(cq_text_category(CQ_TEXT_ENOMEM), CQ_ENOMEM);

@@ -39,7 +39,7 @@ emit(void *arg, const cq_translation *t)
 static void
 run(const cq_model *m, const cq_pair *p, outputs *o)
 {
-	cq_nn_error err;
+	cq_error err;
 	cq_batch_shape sh;
 	size_t		bytes;
 	void	   *ws;
@@ -51,7 +51,7 @@ run(const cq_model *m, const cq_pair *p, outputs *o)
 	cq_translate_io io = {emit, NULL, o};
 
 	memset(o, 0, sizeof(*o));
-	CHECK_INT_EQ(cq_batch_shape_of(m, p, NP, &sh, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_batch_shape_of(m, p, NP, &sh, &err), CQ_OK);
 	bytes = cq_forward_workspace_bytes(&m->cfg, &sh);
 	ws = malloc(bytes);
 	for (int pass = 0; pass < 3; pass++)
@@ -59,7 +59,7 @@ run(const cq_model *m, const cq_pair *p, outputs *o)
 		cq_dropout d = {pass ? CQ_DROPOUT_MC : CQ_DROPOUT_OFF, 9, (uint32_t) pass};
 		cq_forward_out fo = {o->logp[pass], pmax, o->entropy[pass], NULL, sl, sc};
 
-		CHECK_INT_EQ(cq_forward(m, p, NP, &d, ws, bytes, &fo, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_forward(m, p, NP, &d, ws, bytes, &fo, &err), CQ_OK);
 	}
 	free(ws);
 	for (int b = 0; b < NP; b++)
@@ -68,7 +68,7 @@ run(const cq_model *m, const cq_pair *p, outputs *o)
 	opt.beam = 3;
 	bytes = cq_translate_bytes(m, &opt, src, NP, 2);
 	ws = aligned_alloc(64, (bytes + 63) / 64 * 64);
-	CHECK_INT_EQ(cq_translate(m, &opt, src, NP, 2, ws, bytes, &io, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_translate(m, &opt, src, NP, 2, ws, bytes, &io, &err), CQ_OK);
 	free(ws);
 }
 
@@ -91,12 +91,12 @@ TEST(nn_compact_keeps_one_copy_and_the_same_bits)
 	{
 		cq_model_config c;
 		cq_model   *m = NULL;
-		cq_nn_error err;
+		cq_error err;
 		outputs    *before = malloc(sizeof(outputs)),
 				   *after = malloc(sizeof(outputs));
 		size_t		floats;
 
-		CHECK_INT_EQ(cq_config_preset("tiny", 34, variant == 2 ? 34 : 36, &c, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_config_preset("tiny", 34, variant == 2 ? 34 : 36, &c, &err), CQ_OK);
 		c.d_model = 32;
 		c.heads = 4;
 		c.ffn_dim = 64;
@@ -105,13 +105,13 @@ TEST(nn_compact_keeps_one_copy_and_the_same_bits)
 		c.share_embeddings = variant == 2;
 		c.positions = variant == 0 ? CQ_POS_SINUSOIDAL : CQ_POS_LEARNED;
 		c.dropout = c.attention_dropout = c.activation_dropout = 0.1f;
-		CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
 		cq_model_init_random(m, 5 + variant);
 		floats = m->n_floats;
-		CHECK_INT_EQ(cq_model_compact(m, &err), CQ_NN_EINVAL);
-		CHECK_INT_EQ(cq_model_pack(m, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_model_compact(m, &err), CQ_EINVAL);
+		CHECK_INT_EQ(cq_model_pack(m, &err), CQ_OK);
 		run(m, p, before);
-		CHECK_INT_EQ(cq_model_compact(m, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_model_compact(m, &err), CQ_OK);
 		run(m, p, after);
 		CHECK(memcmp(before, after, sizeof(outputs)) == 0);
 		CHECK(before->trans_len > 0);
@@ -130,10 +130,10 @@ TEST(nn_compact_keeps_one_copy_and_the_same_bits)
 			cq_model   *g = NULL;
 			cq_train_pass_out to;
 
-			CHECK_INT_EQ(cq_modelfile_write(m, buf, sizeof(buf), &err), CQ_NN_EINVAL);
-			CHECK_INT_EQ(cq_model_new(&c, &g, &err), CQ_NN_OK);
+			CHECK_INT_EQ(cq_modelfile_write(m, buf, sizeof(buf), &err), CQ_EINVAL);
+			CHECK_INT_EQ(cq_model_new(&c, &g, &err), CQ_OK);
 			CHECK_INT_EQ(cq_train_pass(m, g, p, NP, NULL, 0.1f, buf, sizeof(buf), &to, &err),
-						 CQ_NN_EINVAL);
+						 CQ_EINVAL);
 			cq_model_free(g);
 		}
 		cq_model_free(m);

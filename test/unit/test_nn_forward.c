@@ -9,13 +9,13 @@ tiny(int vocab)
 {
 	cq_model_config c;
 	cq_model   *m = NULL;
-	cq_nn_error err;
+	cq_error err;
 
-	CHECK_INT_EQ(cq_config_preset("tiny", vocab, vocab + 5, &c, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_config_preset("tiny", vocab, vocab + 5, &c, &err), CQ_OK);
 	c.max_positions = 10;
-	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
 	cq_model_init_random(m, 3);
-	CHECK_INT_EQ(cq_model_pack(m, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_model_pack(m, &err), CQ_OK);
 	return m;
 }
 
@@ -36,12 +36,12 @@ bind(outputs *o)
 	o->out = (cq_forward_out) {o->logp, o->pmax, o->ent, o->arg, o->sent, o->count};
 }
 
-static cq_nn_status
+static cq_code
 run(cq_model *m, const cq_pair *pairs, int n, const cq_dropout *dr, outputs *o,
-	cq_nn_error *err, long shrink)
+	cq_error *err, long shrink)
 {
 	cq_batch_shape shape;
-	cq_nn_status s = cq_batch_shape_of(m, pairs, n, &shape, err);
+	cq_code s = cq_batch_shape_of(m, pairs, n, &shape, err);
 	size_t		bytes;
 	void	   *ws;
 
@@ -63,10 +63,10 @@ TEST(forward_outputs_are_consistent)
 				s2[] = {39};
 	cq_pair		pairs[3] = {{s1, 3, t1, 2, 1}, {s2, 1, NULL, 0, 2}, {NULL, 0, t1, 1, 3}};
 	outputs		o;
-	cq_nn_error err;
+	cq_error err;
 	long		r = 0;
 
-	CHECK_INT_EQ(run(m, pairs, 3, NULL, &o, &err, 0), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, pairs, 3, NULL, &o, &err, 0), CQ_OK);
 	for (int b = 0; b < 3; b++)
 	{
 		double		sum = 0;
@@ -92,27 +92,27 @@ TEST(forward_rejects_bad_input)
 				neg[1] = {-3},
 				tbig[1] = {45};
 	outputs		o;
-	cq_nn_error err;
+	cq_error err;
 	cq_pair		p;
 
 	p = (cq_pair) {big, 1, ok, 1, 0};
-	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_NN_EINVAL);
-	CHECK(strstr(err.message, "source id 40 is outside the vocabulary of 40") != NULL);
+	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_EINVAL);
+	CHECK(strstr(err.msg, "source id 40 is outside the vocabulary of 40") != NULL);
 	p = (cq_pair) {neg, 1, ok, 1, 0};
-	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_NN_EINVAL);
+	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_EINVAL);
 	p = (cq_pair) {ok, 1, tbig, 1, 0};
-	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_NN_EINVAL);
+	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_EINVAL);
 	p = (cq_pair) {ok, 10, ok, 1, 0};	/* 10 + </s> > max_positions 10 */
-	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_NN_EINVAL);
-	CHECK(strstr(err.message, "at most 9") != NULL);
+	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_EINVAL);
+	CHECK(strstr(err.msg, "at most 9") != NULL);
 	p = (cq_pair) {ok, 9, ok, 10, 0};
-	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_NN_EINVAL);
+	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_EINVAL);
 	p = (cq_pair) {NULL, 2, ok, 1, 0};
-	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_NN_EINVAL);
-	CHECK_INT_EQ(run(m, &p, 0, NULL, &o, &err, 0), CQ_NN_EINVAL);
+	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_EINVAL);
+	CHECK_INT_EQ(run(m, &p, 0, NULL, &o, &err, 0), CQ_EINVAL);
 	p = (cq_pair) {ok, 9, ok, 9, 0};
-	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_NN_OK);
-	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 1), CQ_NN_EWORKSPACE);
+	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 0), CQ_OK);
+	CHECK_INT_EQ(run(m, &p, 1, NULL, &o, &err, 1), CQ_EINTERNAL);
 	cq_model_free(m);
 }
 
@@ -130,19 +130,19 @@ TEST(forward_dropout_modes)
 				b,
 				c,
 				d;
-	cq_nn_error err;
+	cq_error err;
 
-	CHECK_INT_EQ(run(m, &p, 1, NULL, &a, &err, 0), CQ_NN_OK);
-	CHECK_INT_EQ(run(m, &p, 1, &eval_seeded, &b, &err, 0), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &p, 1, NULL, &a, &err, 0), CQ_OK);
+	CHECK_INT_EQ(run(m, &p, 1, &eval_seeded, &b, &err, 0), CQ_OK);
 	CHECK(memcmp(a.logp, b.logp, 5 * sizeof(float)) == 0);
-	CHECK_INT_EQ(run(m, &p, 1, &mc1, &c, &err, 0), CQ_NN_OK);
-	CHECK_INT_EQ(run(m, &p, 1, &mc2, &d, &err, 0), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &p, 1, &mc1, &c, &err, 0), CQ_OK);
+	CHECK_INT_EQ(run(m, &p, 1, &mc2, &d, &err, 0), CQ_OK);
 	CHECK(memcmp(a.logp, c.logp, 5 * sizeof(float)) != 0);
 	CHECK(memcmp(c.logp, d.logp, 5 * sizeof(float)) != 0);
-	CHECK_INT_EQ(run(m, &p, 1, &mc1, &d, &err, 0), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &p, 1, &mc1, &d, &err, 0), CQ_OK);
 	CHECK(memcmp(c.logp, d.logp, 5 * sizeof(float)) == 0);
 	p.key = 78;						/* another pair key, other masks */
-	CHECK_INT_EQ(run(m, &p, 1, &mc1, &d, &err, 0), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &p, 1, &mc1, &d, &err, 0), CQ_OK);
 	CHECK(memcmp(c.logp, d.logp, 5 * sizeof(float)) != 0);
 	cq_model_free(m);
 }

@@ -71,15 +71,15 @@ TEST(config_presets_match_model_files)
 		char	   *text;
 		cq_model_config a,
 					b;
-		cq_nn_error err;
+		cq_error err;
 
 		snprintf(path, sizeof(path), "models/%s.json", names[i]);
 		text = read_text(path, &len);
 		CHECK(text != NULL);
 		if (!text)
 			continue;
-		CHECK_INT_EQ(cq_config_from_preset_json(text, len, 1000, 1200, &a, &err), CQ_NN_OK);
-		CHECK_INT_EQ(cq_config_preset(names[i], 1000, 1200, &b, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_config_from_preset_json(text, len, 1000, 1200, &a, &err), CQ_OK);
+		CHECK_INT_EQ(cq_config_preset(names[i], 1000, 1200, &b, &err), CQ_OK);
 		CHECK(cq_config_equal(&a, &b));
 	}
 }
@@ -88,23 +88,23 @@ TEST(config_json_round_trip_and_errors)
 {
 	cq_model_config c,
 				back;
-	cq_nn_error err;
+	cq_error err;
 	char		buf[1024];
 	size_t		n;
 
-	CHECK_INT_EQ(cq_config_preset("small", 500, 600, &c, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_config_preset("small", 500, 600, &c, &err), CQ_OK);
 	c.activation = CQ_ACT_GELU;
 	c.positions = CQ_POS_LEARNED;
 	c.tie_output = false;
 	c.attention_dropout = 0.25f;
 	n = cq_config_to_json(&c, buf, sizeof(buf));
-	CHECK_INT_EQ(cq_config_from_json(buf, n, &back, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_config_from_json(buf, n, &back, &err), CQ_OK);
 	CHECK(cq_config_equal(&c, &back));
 
-	CHECK_INT_EQ(cq_config_preset("huge", 5, 5, &c, &err), CQ_NN_ECONFIG);
-	CHECK(strstr(err.message, "tiny, small, base") != NULL);
-	CHECK_INT_EQ(cq_config_from_json("{\"d_model\": 64}", 15, &c, &err), CQ_NN_ECONFIG);
-	CHECK(strstr(err.message, "\"heads\" is missing") != NULL);
+	CHECK_INT_EQ(cq_config_preset("huge", 5, 5, &c, &err), CQ_EINVAL);
+	CHECK(strstr(err.msg, "tiny, small, base") != NULL);
+	CHECK_INT_EQ(cq_config_from_json("{\"d_model\": 64}", 15, &c, &err), CQ_EINVAL);
+	CHECK(strstr(err.msg, "\"heads\" is missing") != NULL);
 
 	/* each range rule */
 	{
@@ -134,9 +134,9 @@ TEST(config_json_round_trip_and_errors)
 				continue;
 			snprintf(edited, sizeof(edited), "%.*s%s%s", (int) (at - buf), buf, cases[i].to,
 					 at + strlen(cases[i].from));
-			CHECK_INT_EQ(cq_config_from_json(edited, strlen(edited), &c, &err), CQ_NN_ECONFIG);
-			if (!strstr(err.message, cases[i].msg))
-				unit_fail(__FILE__, __LINE__, "case %d: message \"%s\"", i, err.message);
+			CHECK_INT_EQ(cq_config_from_json(edited, strlen(edited), &c, &err), CQ_EINVAL);
+			if (!strstr(err.msg, cases[i].msg))
+				unit_fail(__FILE__, __LINE__, "case %d: message \"%s\"", i, err.msg);
 		}
 	}
 }
@@ -188,7 +188,7 @@ TEST(config_json_variants)
 {
 	cq_model_config c,
 				back;
-	cq_nn_error err;
+	cq_error err;
 	char		buf[1100];
 	size_t		n;
 	static const char *base = "{\"d_model\": 64, \"heads\": 4, \"encoder_layers\": 2, "
@@ -210,7 +210,7 @@ TEST(config_json_variants)
 	};
 
 	snprintf(buf, sizeof(buf), base, "");
-	CHECK_INT_EQ(cq_config_from_json(buf, strlen(buf), &c, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_config_from_json(buf, strlen(buf), &c, &err), CQ_OK);
 	CHECK(c.activation == CQ_ACT_SWISH && !c.post_norm && c.encoder_final_norm &&
 		  c.decoder_final_norm && c.scale_embeddings && !c.layernorm_embedding &&
 		  c.position_offset == 0 && !c.sinusoid_half && c.layer_norm_eps == 1e-5f &&
@@ -225,21 +225,21 @@ TEST(config_json_variants)
 			 "\"layernorm_embedding\": true, \"position_offset\": 2, "
 			 "\"sinusoid_denominator\": \"half\", \"layer_norm_eps\": 1e-6, "
 			 "\"output_bias\": true, \"decoder_start_id\": 1");
-	CHECK_INT_EQ(cq_config_from_json(buf, strlen(buf), &c, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_config_from_json(buf, strlen(buf), &c, &err), CQ_OK);
 	CHECK(c.post_norm && !c.encoder_final_norm && !c.decoder_final_norm &&
 		  !c.scale_embeddings && c.layernorm_embedding && c.position_offset == 2 &&
 		  c.sinusoid_half && c.layer_norm_eps == 1e-6f && c.output_bias &&
 		  c.decoder_start_id == 1);
 	n = cq_config_to_json(&c, buf, sizeof(buf));
-	CHECK_INT_EQ(cq_config_from_json(buf, n, &back, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_config_from_json(buf, n, &back, &err), CQ_OK);
 	CHECK(cq_config_equal(&c, &back));
 
 	for (int i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
 	{
 		snprintf(buf, sizeof(buf), base, bad[i].extra);
-		CHECK_INT_EQ(cq_config_from_json(buf, strlen(buf), &c, &err), CQ_NN_ECONFIG);
-		if (!strstr(err.message, bad[i].msg))
-			unit_fail(__FILE__, __LINE__, "bad case %d: message \"%s\"", i, err.message);
+		CHECK_INT_EQ(cq_config_from_json(buf, strlen(buf), &c, &err), CQ_EINVAL);
+		if (!strstr(err.msg, bad[i].msg))
+			unit_fail(__FILE__, __LINE__, "bad case %d: message \"%s\"", i, err.msg);
 	}
 	/* learned tables are stored from token 0: no offset */
 	snprintf(buf, sizeof(buf), base, ", \"position_offset\": 2");
@@ -249,7 +249,7 @@ TEST(config_json_variants)
 
 		snprintf(edited, sizeof(edited), "%.*s\"learned\"%s", (int) (at - buf), buf,
 				 at + strlen("\"sinusoidal\""));
-		CHECK_INT_EQ(cq_config_from_json(edited, strlen(edited), &c, &err), CQ_NN_ECONFIG);
-		CHECK(strstr(err.message, "sinusoidal positions only") != NULL);
+		CHECK_INT_EQ(cq_config_from_json(edited, strlen(edited), &c, &err), CQ_EINVAL);
+		CHECK(strstr(err.msg, "sinusoidal positions only") != NULL);
 	}
 }

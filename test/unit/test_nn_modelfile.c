@@ -18,10 +18,10 @@ small_model(int d, int heads, int ffn, int vocab, bool tied, bool learned)
 		.src_vocab_size = vocab, .tgt_vocab_size = vocab + 3,
 	};
 	cq_model   *m = NULL;
-	cq_nn_error err;
+	cq_error err;
 
 	cq_config_default_variants(&c);
-	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
 	if (m)
 		cq_model_init_random(m, 7);
 	return m;
@@ -30,12 +30,12 @@ small_model(int d, int heads, int ffn, int vocab, bool tied, bool learned)
 static unsigned char *
 image(const cq_model *m, size_t *len)
 {
-	cq_nn_error err;
+	cq_error err;
 	unsigned char *buf;
 
 	*len = cq_modelfile_size(m);
 	buf = malloc(*len);
-	CHECK_INT_EQ(cq_modelfile_write(m, buf, *len, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_modelfile_write(m, buf, *len, &err), CQ_OK);
 	return buf;
 }
 
@@ -48,21 +48,21 @@ recrc(unsigned char *p, size_t len)
 		p[len - 4 + i] = (unsigned char) (c >> (8 * i));
 }
 
-static cq_nn_status
+static cq_code
 load_status(const unsigned char *p, size_t len, const char *want_in_msg)
 {
 	cq_model   *m = (cq_model *) 1;
-	cq_nn_error err = {0};
-	cq_nn_status s = cq_modelfile_load(p, len, &m, &err);
+	cq_error err = {0};
+	cq_code s = cq_modelfile_load(p, len, &m, &err);
 
-	if (s == CQ_NN_OK)
+	if (s == CQ_OK)
 		cq_model_free(m);
 	else
 	{
 		CHECK(m == NULL);
-		CHECK(err.code == s && err.message[0] != '\0');
-		if (want_in_msg && !strstr(err.message, want_in_msg))
-			unit_fail(__FILE__, __LINE__, "message \"%s\" lacks \"%s\"", err.message, want_in_msg);
+		CHECK(err.code == s && err.msg[0] != '\0');
+		if (want_in_msg && !strstr(err.msg, want_in_msg))
+			unit_fail(__FILE__, __LINE__, "message \"%s\" lacks \"%s\"", err.msg, want_in_msg);
 	}
 	return s;
 }
@@ -75,21 +75,21 @@ TEST(modelfile_round_trip)
 				   *back = NULL;
 		size_t		len;
 		unsigned char *p = image(m, &len);
-		cq_nn_error err;
+		cq_error err;
 
-		CHECK_INT_EQ(cq_modelfile_load(p, len, &back, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_modelfile_load(p, len, &back, &err), CQ_OK);
 		CHECK(back && cq_config_equal(&back->cfg, &m->cfg));
 		CHECK(back && back->n_floats == m->n_floats &&
 			  memcmp(back->params, m->params, m->n_floats * sizeof(float)) == 0);
 		CHECK(back && (back->out_proj == back->tgt_embed) == (variant == 1));
 		cq_model_free(back);
 		back = NULL;
-		CHECK_INT_EQ(cq_modelfile_save_path(m, "/tmp/cq_unit_model.cqm", &err), CQ_NN_OK);
-		CHECK_INT_EQ(cq_modelfile_load_path("/tmp/cq_unit_model.cqm", &back, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_modelfile_save_path(m, "/tmp/cq_unit_model.cqm", &err), CQ_OK);
+		CHECK_INT_EQ(cq_modelfile_load_path("/tmp/cq_unit_model.cqm", &back, &err), CQ_OK);
 		CHECK(back && memcmp(back->params, m->params, m->n_floats * sizeof(float)) == 0);
 		cq_model_free(back);
 		remove("/tmp/cq_unit_model.cqm");
-		CHECK_INT_EQ(cq_modelfile_load_path("/tmp/no/such/file", &back, &err), CQ_NN_EIO);
+		CHECK_INT_EQ(cq_modelfile_load_path("/tmp/no/such/file", &back, &err), CQ_EIO);
 		free(p);
 		cq_model_free(m);
 	}
@@ -124,37 +124,37 @@ TEST(modelfile_every_corruption)
 
 #define FRESH() memcpy(p, orig, len)
 	FRESH();
-	CHECK_INT_EQ(load_status(p, len, NULL), CQ_NN_OK);
+	CHECK_INT_EQ(load_status(p, len, NULL), CQ_OK);
 
 	FRESH();
 	p[3] = 'X';
-	CHECK_INT_EQ(load_status(p, len, "magic"), CQ_NN_EMAGIC);
-	CHECK_INT_EQ(load_status(p, 5, "magic"), CQ_NN_EMAGIC);
+	CHECK_INT_EQ(load_status(p, len, "magic"), CQ_EFORMAT);
+	CHECK_INT_EQ(load_status(p, 5, "magic"), CQ_EFORMAT);
 	FRESH();
-	CHECK_INT_EQ(load_status(p, 30, "truncated"), CQ_NN_ETRUNCATED);
+	CHECK_INT_EQ(load_status(p, 30, "truncated"), CQ_EFORMAT);
 	put32(p + 8, 2);
-	CHECK_INT_EQ(load_status(p, len, "version 2"), CQ_NN_EVERSION);
+	CHECK_INT_EQ(load_status(p, len, "version 2"), CQ_EFORMAT);
 	FRESH();
-	CHECK_INT_EQ(load_status(p, len - 1, "truncated"), CQ_NN_ETRUNCATED);
-	CHECK_INT_EQ(load_status(p, len / 2, "truncated"), CQ_NN_ETRUNCATED);
+	CHECK_INT_EQ(load_status(p, len - 1, "truncated"), CQ_EFORMAT);
+	CHECK_INT_EQ(load_status(p, len / 2, "truncated"), CQ_EFORMAT);
 	p[len] = 0;
-	CHECK_INT_EQ(load_status(p, len + 1, "after its checksum"), CQ_NN_EFORMAT);
+	CHECK_INT_EQ(load_status(p, len + 1, "after its checksum"), CQ_EFORMAT);
 	FRESH();
 	p[len - 40] ^= 0x10;			/* a data byte */
-	CHECK_INT_EQ(load_status(p, len, "checksum"), CQ_NN_ECHECKSUM);
+	CHECK_INT_EQ(load_status(p, len, "checksum"), CQ_EFORMAT);
 	FRESH();
 	p[len - 1] ^= 1;				/* the checksum itself */
-	CHECK_INT_EQ(load_status(p, len, "checksum"), CQ_NN_ECHECKSUM);
+	CHECK_INT_EQ(load_status(p, len, "checksum"), CQ_EFORMAT);
 	FRESH();
 	put32(p + 20, 1);
-	CHECK_INT_EQ(load_status(p, len, "reserved"), CQ_NN_EFORMAT);
+	CHECK_INT_EQ(load_status(p, len, "reserved"), CQ_EFORMAT);
 	FRESH();
 	p[24] += 4;						/* data_offset not a multiple of 64 */
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "inconsistent"), CQ_NN_EFORMAT);
+	CHECK_INT_EQ(load_status(p, len, "inconsistent"), CQ_EFORMAT);
 	FRESH();
 	put32(p + 12, 70000);			/* config_len */
-	CHECK_INT_EQ(load_status(p, len, "inconsistent"), CQ_NN_EFORMAT);
+	CHECK_INT_EQ(load_status(p, len, "inconsistent"), CQ_EFORMAT);
 
 	/* config: same length, invalid values, valid checksum */
 	FRESH();
@@ -162,62 +162,62 @@ TEST(modelfile_every_corruption)
 	CHECK(at > 0);
 	p[at + 9] = '3';
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "multiple of heads"), CQ_NN_ECONFIG);
+	CHECK_INT_EQ(load_status(p, len, "multiple of heads"), CQ_EINVAL);
 	FRESH();
 	at = find(p, len, "{\"d_model\"");
 	p[at] = '[';
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "not valid JSON"), CQ_NN_ECONFIG);
+	CHECK_INT_EQ(load_status(p, len, "not valid JSON"), CQ_EINVAL);
 	FRESH();
 	at = find(p, len, "\"ffn_dim\"");
 	p[at + 1] = 'g';				/* "ffn_dim" renamed: key missing */
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "\"ffn_dim\" is missing"), CQ_NN_ECONFIG);
+	CHECK_INT_EQ(load_status(p, len, "\"ffn_dim\" is missing"), CQ_EINVAL);
 
 	/* tensor table */
 	FRESH();
 	at = find(p, len, "encoder.layers.1.fc1.weight");
 	p[at + 18] = 'X';				/* fc1 -> fX1: unknown */
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "unknown tensor"), CQ_NN_ETENSOR);
+	CHECK_INT_EQ(load_status(p, len, "unknown tensor"), CQ_EFORMAT);
 	FRESH();
 	at = find(p, len, "encoder.layers.1.fc2.weight");
 	p[at + 19] = '1';				/* fc2 -> fc1: twice */
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "twice"), CQ_NN_ETENSOR);
+	CHECK_INT_EQ(load_status(p, len, "twice"), CQ_EFORMAT);
 	FRESH();
 	at = find(p, len, "encoder.layers.1.fc1.weight");
 	at += strlen("encoder.layers.1.fc1.weight") + 2;
 	put32(p + at, 25);				/* [24, 16] -> [25, 16] */
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "has shape [25, 16]"), CQ_NN_ETENSOR);
+	CHECK_INT_EQ(load_status(p, len, "has shape [25, 16]"), CQ_EFORMAT);
 	FRESH();
 	p[at - 2] = 3;					/* ndim 3 */
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "malformed"), CQ_NN_EFORMAT);
+	CHECK_INT_EQ(load_status(p, len, "malformed"), CQ_EFORMAT);
 	FRESH();
 	put32(p + at + 8, 0x7fffffc0u); /* offset beyond the data */
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "outside the data"), CQ_NN_EFORMAT);
+	CHECK_INT_EQ(load_status(p, len, "outside the data"), CQ_EFORMAT);
 	FRESH();
 	p[at + 8] += 4;					/* offset not 64-aligned */
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "outside the data"), CQ_NN_EFORMAT);
+	CHECK_INT_EQ(load_status(p, len, "outside the data"), CQ_EFORMAT);
 	FRESH();
 	put32(p + 16, (uint32_t) m->n_tensors - 1);	/* the last tensor unlisted */
 	recrc(p, len);
 	CHECK_INT_EQ(load_status(p, len, "lacks tensor \"decoder.output_projection.weight\""),
-				 CQ_NN_ETENSOR);
+				 CQ_EFORMAT);
 	FRESH();
 	put32(p + 16, (uint32_t) m->n_tensors + 1);	/* one record too many */
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "malformed"), CQ_NN_EFORMAT);
+	CHECK_INT_EQ(load_status(p, len, "malformed"), CQ_EFORMAT);
 	FRESH();
 	at = find(p, len, "decoder.output_projection.weight");
 	at += strlen("decoder.output_projection.weight") + 2 + 8 + 8;
 	p[at] = 0x55;					/* a stray byte after the table */
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "stray"), CQ_NN_EFORMAT);
+	CHECK_INT_EQ(load_status(p, len, "stray"), CQ_EFORMAT);
 
 	/* a config bigger than the data: refused before the model is allocated */
 	FRESH();
@@ -226,7 +226,7 @@ TEST(modelfile_every_corruption)
 	p[at + 11] = '3';
 	p[at + 12] = '2';				/* d_model 32: 4x the embedding floats */
 	recrc(p, len);
-	CHECK_INT_EQ(load_status(p, len, "the config's tensors need"), CQ_NN_EFORMAT);
+	CHECK_INT_EQ(load_status(p, len, "the config's tensors need"), CQ_EFORMAT);
 
 	/* non-finite weights, named with their tensor and index */
 	{
@@ -242,8 +242,8 @@ TEST(modelfile_every_corruption)
 			put32(p + data_off + (t->offset + 5) * 4, bits[k]);
 			recrc(p, len);
 			CHECK_INT_EQ(load_status(p, len, "tensor \"encoder.layers.1.fc1.weight\" has a non-finite value"),
-						 CQ_NN_ETENSOR);
-			CHECK_INT_EQ(load_status(p, len, "at index 5"), CQ_NN_ETENSOR);
+						 CQ_EFORMAT);
+			CHECK_INT_EQ(load_status(p, len, "at index 5"), CQ_EFORMAT);
 		}
 	}
 #undef FRESH
@@ -297,7 +297,7 @@ TEST(modelfile_fuzz)
 		}
 		if (it % 2 == 0 && n == len)
 			recrc(p, n);
-		ok += load_status(p, n, NULL) == CQ_NN_OK;
+		ok += load_status(p, n, NULL) == CQ_OK;
 		free(p);
 	}
 	CHECK(ok < 3000);

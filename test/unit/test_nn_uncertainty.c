@@ -9,12 +9,12 @@ static double
 measure(const char *name)
 {
 	cq_uncertainty u;
-	cq_nn_error err;
+	cq_error err;
 	double		v = NAN;
 
-	CHECK_INT_EQ(cq_uncertainty_from_name(name, &u, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_uncertainty_from_name(name, &u, &err), CQ_OK);
 	CHECK_STR_EQ(cq_uncertainty_name(u), name);
-	CHECK_INT_EQ(cq_uncertainty_measure(u, P, H, 2, 3, &v, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_uncertainty_measure(u, P, H, 2, 3, &v, &err), CQ_OK);
 	return v;
 }
 
@@ -90,9 +90,9 @@ TEST(uncertainty_direct_formulas)
 	for (int u = 0; u < CQ_UNC_COUNT; u++)
 	{
 		double		got = NAN;
-		cq_nn_error err;
+		cq_error err;
 
-		CHECK_INT_EQ(cq_uncertainty_measure(u, p, h, K, T, &got, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_uncertainty_measure(u, p, h, K, T, &got, &err), CQ_OK);
 		if (!(fabs(got - want[u]) <= 1e-9 * (1 + fabs(want[u]))))
 			unit_fail(__FILE__, __LINE__, "%s: %.12g, direct %.12g",
 					  cq_uncertainty_name(u), got, want[u]);
@@ -102,25 +102,25 @@ TEST(uncertainty_direct_formulas)
 TEST(uncertainty_errors_and_edges)
 {
 	cq_uncertainty u;
-	cq_nn_error err;
+	cq_error err;
 	double		v;
 	const float one[2] = {1.0f, 1.0f},
 				bad[2] = {0.5f, 0.0f};
 
-	CHECK_INT_EQ(cq_uncertainty_from_name("entropy", &u, &err), CQ_NN_EINVAL);
-	CHECK(strstr(err.message, "valid: pretp, exptp, vartp, comev, entsent, enteos, "
+	CHECK_INT_EQ(cq_uncertainty_from_name("entropy", &u, &err), CQ_EINVAL);
+	CHECK(strstr(err.msg, "valid: pretp, exptp, vartp, comev, entsent, enteos, "
 				 "exptp_geo, vartp_log, comev_log") != NULL);
-	CHECK_INT_EQ(cq_uncertainty_from_name(NULL, &u, &err), CQ_NN_EINVAL);
-	CHECK_INT_EQ(cq_uncertainty_measure(CQ_UNC_PRETP, one, NULL, 0, 2, &v, &err), CQ_NN_EINVAL);
-	CHECK_INT_EQ(cq_uncertainty_measure(CQ_UNC_PRETP, one, NULL, 1, 0, &v, &err), CQ_NN_EINVAL);
-	CHECK_INT_EQ(cq_uncertainty_measure(CQ_UNC_ENTSENT, one, NULL, 1, 2, &v, &err), CQ_NN_EINVAL);
-	CHECK_INT_EQ(cq_uncertainty_measure(CQ_UNC_EXPTP, bad, NULL, 1, 2, &v, &err), CQ_NN_EINVAL);
-	CHECK_INT_EQ(cq_uncertainty_measure(CQ_UNC_COUNT, one, one, 1, 2, &v, &err), CQ_NN_EINVAL);
+	CHECK_INT_EQ(cq_uncertainty_from_name(NULL, &u, &err), CQ_EINVAL);
+	CHECK_INT_EQ(cq_uncertainty_measure(CQ_UNC_PRETP, one, NULL, 0, 2, &v, &err), CQ_EINVAL);
+	CHECK_INT_EQ(cq_uncertainty_measure(CQ_UNC_PRETP, one, NULL, 1, 0, &v, &err), CQ_EINVAL);
+	CHECK_INT_EQ(cq_uncertainty_measure(CQ_UNC_ENTSENT, one, NULL, 1, 2, &v, &err), CQ_EINVAL);
+	CHECK_INT_EQ(cq_uncertainty_measure(CQ_UNC_EXPTP, bad, NULL, 1, 2, &v, &err), CQ_EINVAL);
+	CHECK_INT_EQ(cq_uncertainty_measure(CQ_UNC_COUNT, one, one, 1, 2, &v, &err), CQ_EINVAL);
 	/* a certain model: every measure at its floor */
 	for (int m = 0; m < CQ_UNC_COUNT; m++)
 		if (m != CQ_UNC_ENTSENT && m != CQ_UNC_ENTEOS)
 		{
-			CHECK_INT_EQ(cq_uncertainty_measure(m, one, NULL, 1, 2, &v, &err), CQ_NN_OK);
+			CHECK_INT_EQ(cq_uncertainty_measure(m, one, NULL, 1, 2, &v, &err), CQ_OK);
 			CHECK_NEAR(v, m == CQ_UNC_COMEV_LOG ? 1.0 : 0.0, 1e-12);
 		}
 }
@@ -131,17 +131,17 @@ TEST(uncertainty_strided_matches_copied)
 	/* two passes over a batch of 5 positions; the pair is positions 1..3 */
 	const float pk[10] = {0.9f, 0.5f, 0.25f, 1.0f, 0.3f, 0.7f, 0.8f, 0.4f, 0.5f, 0.6f};
 	const float hk[10] = {0.1f, 1.0f, 2.0f, 0.5f, 3.0f, 0.2f, 1.5f, 1.0f, 0.25f, 0.9f};
-	cq_nn_error err;
+	cq_error err;
 
 	for (int u = 0; u < CQ_UNC_COUNT; u++)
 	{
 		double		a = NAN,
 					b = NAN;
 
-		CHECK_INT_EQ(cq_uncertainty_measure_strided(u, pk + 1, hk + 1, 2, 3, 5, &a, &err), CQ_NN_OK);
-		CHECK_INT_EQ(cq_uncertainty_measure(u, P, H, 2, 3, &b, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_uncertainty_measure_strided(u, pk + 1, hk + 1, 2, 3, 5, &a, &err), CQ_OK);
+		CHECK_INT_EQ(cq_uncertainty_measure(u, P, H, 2, 3, &b, &err), CQ_OK);
 		CHECK_NEAR(a, b, 1e-12);
 	}
 	CHECK_INT_EQ(cq_uncertainty_measure_strided(CQ_UNC_PRETP, pk, hk, 2, 3, 2, NULL, &err),
-				 CQ_NN_EINVAL);
+				 CQ_EINVAL);
 }

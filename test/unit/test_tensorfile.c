@@ -41,16 +41,16 @@ TEST(tensorfile_model_bytes_unchanged)
 		static const size_t want_len[2] = {37252, 34116};
 		static const uint32_t want_crc[2] = {0x8f42c873, 0x4073d0a7};
 		cq_model   *m = NULL;
-		cq_nn_error err;
+		cq_error err;
 		size_t		len;
 		unsigned char *p;
 
 		cq_config_default_variants(&c);
-		CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
 		cq_model_init_random(m, 7);
 		len = cq_modelfile_size(m);
 		p = malloc(len);
-		CHECK_INT_EQ(cq_modelfile_write(m, p, len, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_modelfile_write(m, p, len, &err), CQ_OK);
 		golden(p, len, want_len[variant], want_crc[variant]);
 		free(p);
 		cq_model_free(m);
@@ -193,43 +193,42 @@ TEST(tensorfile_model_rejects_broken_images)
 		.positions = CQ_POS_SINUSOIDAL, .src_vocab_size = 20, .tgt_vocab_size = 23,
 	};
 	cq_model   *m = NULL;
-	cq_nn_error err;
+	cq_error err;
 	size_t		len;
 	unsigned char *orig;
 
 	cq_config_default_variants(&c);
-	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
 	cq_model_init_random(m, 7);
 	len = cq_modelfile_size(m);
 	orig = malloc(len);
-	CHECK_INT_EQ(cq_modelfile_write(m, orig, len, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_modelfile_write(m, orig, len, &err), CQ_OK);
 	for (int kind = 0; kind < 5; kind++)
 	{
 		unsigned char *p = broken(orig, len, kind, "encoder.layers.0.fc1.weight",
 								  "encoder.layers.0.fc1.bias");
 		cq_model   *back = (cq_model *) 1;
-		cq_nn_status s;
+		cq_code s;
 
 		if (!p)
 		{
 			unit_fail(__FILE__, __LINE__, "no padding to append a NUL to a name");
 			continue;
 		}
-		err.message[0] = '\0';
+		err.msg[0] = '\0';
 		s = cq_modelfile_load(p, len, &back, &err);
-		if (s == CQ_NN_OK)
+		if (s == CQ_OK)
 		{
 			unit_fail(__FILE__, __LINE__, "broken image %d loads", kind);
 			cq_model_free(back);
 		}
 		else
 		{
-			CHECK_INT_EQ(s, CQ_NN_EFORMAT);
-			CHECK_INT_EQ(cq_nn_category(s), CQ_EFORMAT);
+			CHECK_INT_EQ(s, CQ_EFORMAT);
 			CHECK(back == NULL);
-			if (!strstr(err.message, want_msg[kind]))
+			if (!strstr(err.msg, want_msg[kind]))
 				unit_fail(__FILE__, __LINE__, "kind %d: message \"%s\" lacks \"%s\"", kind,
-						  err.message, want_msg[kind]);
+						  err.msg, want_msg[kind]);
 		}
 		free(p);
 	}
@@ -308,16 +307,16 @@ TEST(tensorfile_model_config_strict_json)
 		.positions = CQ_POS_SINUSOIDAL, .src_vocab_size = 20, .tgt_vocab_size = 23,
 	};
 	cq_model   *m = NULL;
-	cq_nn_error err;
+	cq_error err;
 	size_t		len;
 	unsigned char *orig;
 
 	cq_config_default_variants(&c);
-	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
 	cq_model_init_random(m, 7);
 	len = cq_modelfile_size(m);
 	orig = malloc(len);
-	CHECK_INT_EQ(cq_modelfile_write(m, orig, len, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_modelfile_write(m, orig, len, &err), CQ_OK);
 	for (int kind = 0; kind < 2; kind++)
 	{
 		unsigned char *p = malloc(len);
@@ -346,10 +345,10 @@ TEST(tensorfile_model_config_strict_json)
 		else
 			key[1] = (char) 0xff;
 		fix_crc(p, len);
-		err.message[0] = '\0';
-		CHECK_INT_EQ(cq_modelfile_load(p, len, &back, &err), CQ_NN_ECONFIG);
-		if (!strstr(err.message, kind == 0 ? "leading zero" : "UTF-8"))
-			unit_fail(__FILE__, __LINE__, "message \"%s\"", err.message);
+		err.msg[0] = '\0';
+		CHECK_INT_EQ(cq_modelfile_load(p, len, &back, &err), CQ_EINVAL);
+		if (!strstr(err.msg, kind == 0 ? "leading zero" : "UTF-8"))
+			unit_fail(__FILE__, __LINE__, "message \"%s\"", err.msg);
 		if (back)
 			cq_model_free(back);
 		free(p);

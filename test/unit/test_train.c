@@ -19,9 +19,9 @@ micro_model(cq_activation act, cq_positions pos, bool tie, bool share, uint64_t 
 {
 	cq_model_config c;
 	cq_model   *m = NULL;
-	cq_nn_error err;
+	cq_error err;
 
-	CHECK_INT_EQ(cq_config_preset("tiny", 24, share ? 24 : 28, &c, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_config_preset("tiny", 24, share ? 24 : 28, &c, &err), CQ_OK);
 	c.d_model = 16;
 	c.heads = 2;
 	c.ffn_dim = 24;
@@ -32,7 +32,7 @@ micro_model(cq_activation act, cq_positions pos, bool tie, bool share, uint64_t 
 	c.tie_output = tie;
 	c.share_embeddings = share;
 	c.dropout = c.attention_dropout = c.activation_dropout = 0.2f;
-	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
 	cq_model_init_random(m, seed);
 	/* non-trivial layer norms and biases, so their gradients are exercised */
 	cq_philox_key key = cq_philox_key_from_seed(seed + 99);
@@ -90,14 +90,14 @@ new_state(cq_model *m, bool dropout, double clip)
 {
 	cq_train_config tc;
 	cq_train_state *st = NULL;
-	cq_nn_error err;
+	cq_error err;
 
 	cq_train_config_default(&tc);
 	tc.dropout = dropout;
 	tc.clip_norm = clip;
 	tc.lr = 1e-3;
 	tc.warmup_updates = 3;
-	CHECK_INT_EQ(cq_train_state_new(m, &tc, &st, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_train_state_new(m, &tc, &st, &err), CQ_OK);
 	return st;
 }
 
@@ -105,9 +105,9 @@ static double
 loss_of(cq_train_state *st, const cq_train_batch *b, int nb)
 {
 	cq_train_stats s;
-	cq_nn_error err;
+	cq_error err;
 
-	CHECK_INT_EQ(cq_train_gradients(st, b, nb, &s, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_train_gradients(st, b, nb, &s, &err), CQ_OK);
 	return s.loss;
 }
 
@@ -359,13 +359,13 @@ TEST(train_accumulation_equals_one_batch)
 				one = {pb.p, 7};
 	cq_train_stats sa,
 				sb;
-	cq_nn_error err;
+	cq_error err;
 	double		worst = 0.0,
 				scale = 0.0;
 
 	make_pairs(&pb, 7, 24, 28, 9, 4);
-	CHECK_INT_EQ(cq_train_gradients(a, two, 2, &sa, &err), CQ_NN_OK);
-	CHECK_INT_EQ(cq_train_gradients(b, &one, 1, &sb, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_train_gradients(a, two, 2, &sa, &err), CQ_OK);
+	CHECK_INT_EQ(cq_train_gradients(b, &one, 1, &sb, &err), CQ_OK);
 	CHECK_INT_EQ(sa.tokens, sb.tokens);
 	CHECK_NEAR(sa.loss, sb.loss, 1e-6 * sb.loss);
 	for (size_t i = 0; i < m->n_floats; i++)
@@ -375,8 +375,8 @@ TEST(train_accumulation_equals_one_batch)
 	}
 	CHECK(worst <= 1e-5 * scale);
 	/* and a full update from each lands on the same weights */
-	CHECK_INT_EQ(cq_train_step(a, two, 2, &sa, &err), CQ_NN_OK);
-	CHECK_INT_EQ(cq_train_step(b, &one, 1, &sb, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_train_step(a, two, 2, &sa, &err), CQ_OK);
+	CHECK_INT_EQ(cq_train_step(b, &one, 1, &sb, &err), CQ_OK);
 	CHECK_NEAR(sa.grad_norm, sb.grad_norm, 1e-5 * sb.grad_norm);
 	cq_train_state_free(a);
 	cq_train_state_free(b);
@@ -392,27 +392,27 @@ TEST(train_checkpoint_resume_is_exact)
 	cq_train_batch bs[3] = {{pb.p, 4}, {pb.p + 4, 4}, {pb.p + 8, 4}};
 	cq_train_stats s,
 				sb;
-	cq_nn_error err;
+	cq_error err;
 	size_t		size;
 	char	   *img;
 
 	make_pairs(&pb, 12, 24, 28, 9, 6);
 	for (int i = 0; i < 3; i++)
-		CHECK_INT_EQ(cq_train_step(a, &bs[i], 1, &s, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_train_step(a, &bs[i], 1, &s, &err), CQ_OK);
 	a->epoch = 2;
 	a->batch_in_epoch = 17;
 	size = cq_train_checkpoint_size(a);
 	img = malloc(size);
-	CHECK_INT_EQ(cq_train_checkpoint_write(a, img, size, &err), CQ_NN_OK);
-	CHECK_INT_EQ(cq_train_checkpoint_load(img, size, &b, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_train_checkpoint_write(a, img, size, &err), CQ_OK);
+	CHECK_INT_EQ(cq_train_checkpoint_load(img, size, &b, &err), CQ_OK);
 	CHECK_INT_EQ(b->step, 3);
 	CHECK_INT_EQ(b->epoch, 2);
 	CHECK_INT_EQ(b->batch_in_epoch, 17);
 	CHECK(b->tc.dropout && b->tc.clip_norm == 1.0 && b->tc.lr == 1e-3);
 	for (int i = 0; i < 3; i++)
 	{
-		CHECK_INT_EQ(cq_train_step(a, &bs[(i + 1) % 2], 2, &s, &err), CQ_NN_OK);
-		CHECK_INT_EQ(cq_train_step(b, &bs[(i + 1) % 2], 2, &sb, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_train_step(a, &bs[(i + 1) % 2], 2, &s, &err), CQ_OK);
+		CHECK_INT_EQ(cq_train_step(b, &bs[(i + 1) % 2], 2, &sb, &err), CQ_OK);
 		CHECK(s.loss == sb.loss && s.grad_norm == sb.grad_norm && s.lr == sb.lr);
 	}
 	CHECK(memcmp(a->model->params, b->model->params, sizeof(float) * m->n_floats) == 0);
@@ -421,11 +421,11 @@ TEST(train_checkpoint_resume_is_exact)
 	b = NULL;
 	/* damaged images are refused */
 	img[size / 2] ^= 1;
-	CHECK_INT_EQ(cq_train_checkpoint_load(img, size, &b, &err), CQ_NN_ECHECKSUM);
+	CHECK_INT_EQ(cq_train_checkpoint_load(img, size, &b, &err), CQ_EFORMAT);
 	img[size / 2] ^= 1;
-	CHECK_INT_EQ(cq_train_checkpoint_load(img, size - 1, &b, &err), CQ_NN_ETRUNCATED);
+	CHECK_INT_EQ(cq_train_checkpoint_load(img, size - 1, &b, &err), CQ_EFORMAT);
 	img[0] = 'X';
-	CHECK_INT_EQ(cq_train_checkpoint_load(img, size, &b, &err), CQ_NN_EMAGIC);
+	CHECK_INT_EQ(cq_train_checkpoint_load(img, size, &b, &err), CQ_EFORMAT);
 	CHECK(b == NULL);
 	free(img);
 	cq_train_state_free(a);
@@ -463,20 +463,20 @@ TEST(train_nonfinite_is_refused)
 	cq_train_state *st = new_state(m, false, 0.0);
 	cq_train_batch bt = {pb.p, 4};
 	cq_train_stats s;
-	cq_nn_error err;
+	cq_error err;
 	float	   *before = malloc(sizeof(float) * m->n_floats);
 
 	make_pairs(&pb, 4, 24, 28, 9, 10);
 	st->model->dec[0].fc1.w[3] = NAN;
 	memcpy(before, st->model->params, sizeof(float) * m->n_floats);
-	CHECK_INT_EQ(cq_train_step(st, &bt, 1, &s, &err), CQ_NN_ENONFINITE);
-	CHECK(strstr(err.message, "not finite") != NULL);
+	CHECK_INT_EQ(cq_train_step(st, &bt, 1, &s, &err), CQ_TRAIN_ENONFINITE);
+	CHECK(strstr(err.msg, "not finite") != NULL);
 	CHECK_INT_EQ(st->step, 0);
 	CHECK(memcmp(before, st->model->params, sizeof(float) * m->n_floats) == 0);
 	/* a huge weight overflowing the logits is caught too */
 	st->model->dec[0].fc1.w[3] = 0.0f;
 	st->model->dec_ln.w[0] = 1e38f;
-	CHECK_INT_EQ(cq_train_step(st, &bt, 1, &s, &err), CQ_NN_ENONFINITE);
+	CHECK_INT_EQ(cq_train_step(st, &bt, 1, &s, &err), CQ_TRAIN_ENONFINITE);
 	CHECK_INT_EQ(st->step, 0);
 	free(before);
 	cq_train_state_free(st);
@@ -494,11 +494,11 @@ TEST(train_bad_batches_are_refused)
 	cq_train_batch b1 = {&p1, 1},
 				b2 = {&p2, 1};
 	cq_train_stats s;
-	cq_nn_error err;
+	cq_error err;
 
-	CHECK_INT_EQ(cq_train_step(st, &b1, 1, &s, &err), CQ_NN_EINVAL);
-	CHECK_INT_EQ(cq_train_step(st, &b2, 1, &s, &err), CQ_NN_EINVAL);
-	CHECK_INT_EQ(cq_train_step(st, &b1, 0, &s, &err), CQ_NN_EINVAL);
+	CHECK_INT_EQ(cq_train_step(st, &b1, 1, &s, &err), CQ_EINVAL);
+	CHECK_INT_EQ(cq_train_step(st, &b2, 1, &s, &err), CQ_EINVAL);
+	CHECK_INT_EQ(cq_train_step(st, &b1, 0, &s, &err), CQ_EINVAL);
 	CHECK_INT_EQ(st->step, 0);
 	cq_train_state_free(st);
 	cq_model_free(m);
@@ -516,7 +516,7 @@ TEST(train_batching_budget_and_determinism)
 				seen[N];
 	cq_batcher *a = NULL,
 			   *b = NULL;
-	cq_nn_error err;
+	cq_error err;
 	long		skipped = 0;
 	cq_philox_key key = cq_philox_key_from_seed(3);
 
@@ -529,8 +529,8 @@ TEST(train_batching_budget_and_determinism)
 		tl[i] = (int) (u[1] * 70);
 		skipped += sl[i] + 1 > 64 || tl[i] + 1 > 64;
 	}
-	CHECK_INT_EQ(cq_batcher_new(sl, tl, N, 200, 64, 42, &a, &err), CQ_NN_OK);
-	CHECK_INT_EQ(cq_batcher_new(sl, tl, N, 200, 64, 42, &b, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_batcher_new(sl, tl, N, 200, 64, 42, &a, &err), CQ_OK);
+	CHECK_INT_EQ(cq_batcher_new(sl, tl, N, 200, 64, 42, &b, &err), CQ_OK);
 	CHECK(skipped > 0);
 	CHECK_INT_EQ(a->n_skipped, skipped);
 	CHECK_INT_EQ(a->n_kept + a->n_skipped, N);
@@ -548,8 +548,8 @@ TEST(train_batching_budget_and_determinism)
 						nb,
 						longest = 0;
 
-			CHECK_INT_EQ(cq_batcher_batch(a, epoch, k, &pa, &na, &err), CQ_NN_OK);
-			CHECK_INT_EQ(cq_batcher_batch(b, epoch, k, &pb, &nb, &err), CQ_NN_OK);
+			CHECK_INT_EQ(cq_batcher_batch(a, epoch, k, &pa, &na, &err), CQ_OK);
+			CHECK_INT_EQ(cq_batcher_batch(b, epoch, k, &pb, &nb, &err), CQ_OK);
 			CHECK(na == nb && memcmp(pa, pb, sizeof(long) * na) == 0);
 			for (int j = 0; j < na; j++)
 			{
@@ -576,14 +576,14 @@ TEST(train_batching_budget_and_determinism)
 	const long *p;
 	int			n;
 
-	CHECK_INT_EQ(cq_batcher_batch(a, 0, a->n_batches, &p, &n, &err), CQ_NN_EINVAL);
+	CHECK_INT_EQ(cq_batcher_batch(a, 0, a->n_batches, &p, &n, &err), CQ_EINVAL);
 	cq_batcher_free(a);
 	cq_batcher_free(b);
 	/* an over-long pair alone exceeds the budget: skipped, not an endless batch */
 	int			s1[2] = {3, 30},
 				t1[2] = {3, 2};
 
-	CHECK_INT_EQ(cq_batcher_new(s1, t1, 2, 16, 64, 1, &a, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_batcher_new(s1, t1, 2, 16, 64, 1, &a, &err), CQ_OK);
 	CHECK_INT_EQ(a->n_skipped, 1);
 	CHECK_INT_EQ(a->n_batches, 1);
 	cq_batcher_free(a);
@@ -602,7 +602,7 @@ TEST(train_learns_reversal)
 	cq_model   *m = NULL;
 	cq_train_state *st = NULL;
 	cq_train_config tc;
-	cq_nn_error err;
+	cq_error err;
 	enum
 	{
 	B = 24, L = 8, V = 16};
@@ -616,15 +616,15 @@ TEST(train_learns_reversal)
 				last = 0.0;
 	cq_philox_key key = cq_philox_key_from_seed(77);
 
-	CHECK_INT_EQ(cq_config_preset("tiny", V, V, &c, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_config_preset("tiny", V, V, &c, &err), CQ_OK);
 	c.max_positions = 16;
-	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
 	cq_model_init_random(m, 1);
 	cq_train_config_default(&tc);
 	tc.lr = 2e-3;
 	tc.warmup_updates = 30;
 	tc.clip_norm = 1.0;
-	CHECK_INT_EQ(cq_train_state_new(m, &tc, &st, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_train_state_new(m, &tc, &st, &err), CQ_OK);
 	printf("  reversal, tiny, %d pairs/update: nll per token at update", B);
 	for (int step = 0; step < 300; step++)
 	{
@@ -649,7 +649,7 @@ TEST(train_learns_reversal)
 			total += len + 1;
 			pairs[i] = (cq_pair) {src[i], len, tgt[i], len, (uint64_t) (step * B + i)};
 		}
-		CHECK_INT_EQ(cq_train_step(st, &bt, 1, &s, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_train_step(st, &bt, 1, &s, &err), CQ_OK);
 		if (step == 0)
 			first = s.nll;
 		if (step >= 290)

@@ -46,9 +46,9 @@ model_of(int vs, int vt, uint64_t seed, bool sharp, bool other)
 {
 	cq_model_config c;
 	cq_model   *m = NULL;
-	cq_nn_error err;
+	cq_error err;
 
-	CHECK_INT_EQ(cq_config_preset("tiny", vs, vt, &c, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_config_preset("tiny", vs, vt, &c, &err), CQ_OK);
 	if (other)
 	{
 		c.activation = CQ_ACT_GELU;
@@ -59,7 +59,7 @@ model_of(int vs, int vt, uint64_t seed, bool sharp, bool other)
 	c.heads = 4;
 	c.ffn_dim = 48;
 	c.max_positions = 24;
-	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
 	cq_model_init_random(m, seed);
 	/* sharper, less uniform distributions than the fairseq init */
 	for (size_t i = 0; sharp && i < m->n_floats; i++)
@@ -77,9 +77,9 @@ model(int vs, int vt, uint64_t seed, bool sharp)
 static cq_model *
 packed(cq_model *m)
 {
-	cq_nn_error err;
+	cq_error err;
 
-	CHECK_INT_EQ(cq_model_pack(m, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_model_pack(m, &err), CQ_OK);
 	return m;
 }
 
@@ -133,14 +133,14 @@ tick(void *arg, const cq_translate_progress *p)
 	return k->cancel_after == 0 || k->ticks < k->cancel_after;
 }
 
-static cq_nn_status
+static cq_code
 run(const cq_model *m, const cq_translate_options *o, const cq_source *srcs, int n,
-	int batch, kept *out, sink *k, cq_nn_error *err)
+	int batch, kept *out, sink *k, cq_error *err)
 {
 	size_t		bytes = cq_translate_bytes(m, o, srcs, n, batch);
 	void	   *ws = bytes ? malloc(bytes) : NULL;
 	cq_translate_io io = {keep, tick, k};
-	cq_nn_status s;
+	cq_code s;
 
 	k->out = out;
 	memset(out, 0, sizeof(kept) * n);
@@ -171,7 +171,7 @@ forward_logps(const cq_model *m, const cq_source *src, const int32_t *hyp, int l
 {
 	cq_pair		p = {src->ids, src->len, hyp, len, 0};
 	cq_batch_shape shape;
-	cq_nn_error err;
+	cq_error err;
 	float		pmax[MAXT],
 				ent[MAXT];
 	int			count;
@@ -179,10 +179,10 @@ forward_logps(const cq_model *m, const cq_source *src, const int32_t *hyp, int l
 	size_t		bytes;
 	void	   *ws;
 
-	CHECK_INT_EQ(cq_batch_shape_of(m, &p, 1, &shape, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_batch_shape_of(m, &p, 1, &shape, &err), CQ_OK);
 	bytes = cq_forward_workspace_bytes(&m->cfg, &shape);
 	ws = malloc(bytes);
-	CHECK_INT_EQ(cq_forward(m, &p, 1, NULL, ws, bytes, &out, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_forward(m, &p, 1, NULL, ws, bytes, &out, &err), CQ_OK);
 	free(ws);
 }
 
@@ -269,7 +269,7 @@ TEST(translate_equals_forward_bitwise_under_reference_gemm)
 	int32_t		ids[6][10];
 	kept		out[6];
 	sink		k = {0};
-	cq_nn_error err;
+	cq_error err;
 	const int	beams[3] = {1, 3, 5};
 
 	sources(srcs, ids, 6, 40, 3);
@@ -279,7 +279,7 @@ TEST(translate_equals_forward_bitwise_under_reference_gemm)
 		{
 			cq_translate_options o = beam_options(beams[b], beams[b], b == 2 ? 0.6 : 1.0);
 
-			CHECK_INT_EQ(run(m, &o, srcs, 6, 4, out, &k, &err), CQ_NN_OK);
+			CHECK_INT_EQ(run(m, &o, srcs, 6, 4, out, &k, &err), CQ_OK);
 			against_forward(m, &o, srcs, out, 6, true);
 		}
 		cq_model_free(m);
@@ -296,7 +296,7 @@ TEST(translate_equals_forward_bitwise_packed)
 	int32_t		ids[6][10];
 	kept		out[6];
 	sink		k = {0};
-	cq_nn_error err;
+	cq_error err;
 	const int	beams[3] = {1, 3, 5};
 
 	sources(srcs, ids, 6, 40, 3);
@@ -306,7 +306,7 @@ TEST(translate_equals_forward_bitwise_packed)
 		{
 			cq_translate_options o = beam_options(beams[b], beams[b], b == 2 ? 0.6 : 1.0);
 
-			CHECK_INT_EQ(run(m, &o, srcs, 6, 4, out, &k, &err), CQ_NN_OK);
+			CHECK_INT_EQ(run(m, &o, srcs, 6, 4, out, &k, &err), CQ_OK);
 			against_forward(m, &o, srcs, out, 6, true);
 		}
 		cq_model_free(m);
@@ -321,12 +321,12 @@ TEST(translate_equals_forward_within_tolerance_under_openblas)
 	int32_t		ids[6][10];
 	kept		out[6];
 	sink		k = {0};
-	cq_nn_error err;
+	cq_error err;
 	cq_translate_options o = beam_options(4, 4, 1.0);
 	double		worst;
 
 	sources(srcs, ids, 6, 40, 4);
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 3, out, &k, &err), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &o, srcs, 6, 3, out, &k, &err), CQ_OK);
 	worst = against_forward(m, &o, srcs, out, 6, false);
 	if (!(worst <= TOL_OPENBLAS))
 		unit_fail(__FILE__, __LINE__, "max |incremental - forward| %.3g > %g", worst, TOL_OPENBLAS);
@@ -342,13 +342,13 @@ TEST(translate_greedy_is_the_forward_argmax_loop)
 	int32_t		ids[4][10];
 	kept		out[4];
 	sink		k = {0};
-	cq_nn_error err;
+	cq_error err;
 	cq_translate_options o = beam_options(1, 1, 1.0);
 	int			v = m->cfg.tgt_vocab_size;
 
 	o.min_len = 2;
 	sources(srcs, ids, 4, 30, 5);
-	CHECK_INT_EQ(run(m, &o, srcs, 4, 2, out, &k, &err), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &o, srcs, 4, 2, out, &k, &err), CQ_OK);
 	for (int i = 1; i < 4; i++)
 	{
 		int32_t		prefix[MAXT + 1];
@@ -413,7 +413,7 @@ check_batch_invariance(const cq_translate_options *o, bool pack)
 				got[8],
 				single;
 	sink		k = {0};
-	cq_nn_error err;
+	cq_error err;
 	const int	batches[3] = {2, 3, 8};
 
 	if (pack)
@@ -423,18 +423,18 @@ check_batch_invariance(const cq_translate_options *o, bool pack)
 	{
 		one = srcs[i];
 		one.tag = 0;
-		CHECK_INT_EQ(run(m, o, &one, 1, 1, &single, &k, &err), CQ_NN_OK);
+		CHECK_INT_EQ(run(m, o, &one, 1, 1, &single, &k, &err), CQ_OK);
 		alone[i] = single;
 		rev[7 - i] = srcs[i];
 		rev[7 - i].tag = 7 - i;
 	}
 	for (int b = 0; b < 3; b++)
 	{
-		CHECK_INT_EQ(run(m, o, srcs, 8, batches[b], got, &k, &err), CQ_NN_OK);
+		CHECK_INT_EQ(run(m, o, srcs, 8, batches[b], got, &k, &err), CQ_OK);
 		for (int i = 0; i < 8; i++)
 			if (!same_kept(&alone[i], &got[i]))
 				unit_fail(__FILE__, __LINE__, "sentence %d differs in a batch of %d", i, batches[b]);
-		CHECK_INT_EQ(run(m, o, rev, 8, batches[b], got, &k, &err), CQ_NN_OK);
+		CHECK_INT_EQ(run(m, o, rev, 8, batches[b], got, &k, &err), CQ_OK);
 		for (int i = 0; i < 8; i++)
 			if (!same_kept(&alone[i], &got[7 - i]))
 				unit_fail(__FILE__, __LINE__, "sentence %d differs reversed in a batch of %d", i,
@@ -476,17 +476,17 @@ TEST(translate_sampling_topk1_is_greedy)
 	kept		greedy[6],
 				sampled[6];
 	sink		k = {0};
-	cq_nn_error err;
+	cq_error err;
 	cq_translate_options o = beam_options(1, 1, 1.0);
 
 	sources(srcs, ids, 6, 40, 7);
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 6, greedy, &k, &err), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &o, srcs, 6, 6, greedy, &k, &err), CQ_OK);
 	o.search = CQ_SEARCH_SAMPLE;
 	o.topk = 1;
 	for (uint64_t seed = 1; seed < 4; seed++)
 	{
 		o.seed = seed;
-		CHECK_INT_EQ(run(m, &o, srcs, 6, 6, sampled, &k, &err), CQ_NN_OK);
+		CHECK_INT_EQ(run(m, &o, srcs, 6, 6, sampled, &k, &err), CQ_OK);
 		for (int i = 0; i < 6; i++)
 			CHECK(same_kept(&greedy[i], &sampled[i]));
 	}
@@ -502,26 +502,26 @@ TEST(translate_sampling_reproduces_and_depends_on_seed_and_id)
 	kept		a[6],
 				b[6];
 	sink		k = {0};
-	cq_nn_error err;
+	cq_error err;
 	cq_translate_options o = beam_options(2, 2, 1.0);
 	int			differ = 0;
 
 	o.search = CQ_SEARCH_SAMPLE;
 	o.seed = 5;
 	sources(srcs, ids, 6, 40, 8);
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 4, a, &k, &err), CQ_NN_OK);
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 4, b, &k, &err), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &o, srcs, 6, 4, a, &k, &err), CQ_OK);
+	CHECK_INT_EQ(run(m, &o, srcs, 6, 4, b, &k, &err), CQ_OK);
 	for (int i = 0; i < 6; i++)
 		CHECK(same_kept(&a[i], &b[i]));
 	o.seed = 6;
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 4, b, &k, &err), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &o, srcs, 6, 4, b, &k, &err), CQ_OK);
 	for (int i = 1; i < 6; i++)
 		differ += !same_kept(&a[i], &b[i]);
 	CHECK(differ >= 3);
 	o.seed = 5;
 	for (int i = 0; i < 6; i++)
 		srcs[i].id += 77;
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 4, b, &k, &err), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &o, srcs, 6, 4, b, &k, &err), CQ_OK);
 	differ = 0;
 	for (int i = 1; i < 6; i++)
 		differ += !same_kept(&a[i], &b[i]);
@@ -536,14 +536,14 @@ TEST(translate_lengths_are_bounded)
 	int32_t		ids[6][10];
 	kept		out[6];
 	sink		k = {0};
-	cq_nn_error err;
+	cq_error err;
 	cq_translate_options o = beam_options(3, 3, 1.0);
 
 	sources(srcs, ids, 6, 40, 9);
 	/* min_len above max_len: </s> only at max_len, every hypothesis that long */
 	o.max_len_b = 3;
 	o.min_len = 50;
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 3, out, &k, &err), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &o, srcs, 6, 3, out, &k, &err), CQ_OK);
 	for (int i = 0; i < 6; i++)
 		for (int h = 0; h < out[i].n_hyps; h++)
 			CHECK_INT_EQ(out[i].len[h], srcs[i].len ? 3 : 0);
@@ -557,7 +557,7 @@ TEST(translate_lengths_are_bounded)
 	o.max_len_b = 200;
 	o.min_len = 0;
 	CHECK_INT_EQ(cq_translate_max_len(&o, &m->cfg, 1), 23);
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 3, out, &k, &err), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &o, srcs, 6, 3, out, &k, &err), CQ_OK);
 	for (int i = 0; i < 6; i++)
 		for (int h = 0; h < out[i].n_hyps; h++)
 			CHECK(out[i].len[h] <= 23);
@@ -570,13 +570,13 @@ TEST(translate_empty_source_gives_eos_only)
 	cq_source	src = {NULL, 0, 1, 0};
 	kept		out;
 	sink		k = {0};
-	cq_nn_error err;
+	cq_error err;
 	cq_translate_options o = beam_options(4, 4, 1.0);
 	float		logp[2];
 	double		sent;
 
 	o.min_len = 3;
-	CHECK_INT_EQ(run(m, &o, &src, 1, 1, &out, &k, &err), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &o, &src, 1, 1, &out, &k, &err), CQ_OK);
 	CHECK_INT_EQ(out.n_hyps, 1);
 	CHECK_INT_EQ(out.len[0], 0);
 	forward_logps(m, &src, NULL, 0, logp, &sent);
@@ -601,13 +601,13 @@ TEST(translate_no_repeat_ngram)
 	int32_t		ids[6][10];
 	kept		out[6];
 	sink		k = {0};
-	cq_nn_error err;
+	cq_error err;
 	cq_translate_options o = beam_options(3, 3, 1.0);
 	int			repeats = 0;
 
 	sources(srcs, ids, 6, 12, 10);
 	o.min_len = 10;
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 6, out, &k, &err), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &o, srcs, 6, 6, out, &k, &err), CQ_OK);
 	for (int i = 0; i < 6; i++)
 		repeats += repeats_ngram(out[i].tok[0], out[i].len[0], 2);
 	CHECK(repeats > 0);			/* the check below can fail */
@@ -616,7 +616,7 @@ TEST(translate_no_repeat_ngram)
 		o.no_repeat_ngram_size = n;
 		o.max_len_b = n == 1 ? 8 : 12;	/* 10 non-special tokens */
 		o.min_len = 0;
-		CHECK_INT_EQ(run(m, &o, srcs, 6, 6, out, &k, &err), CQ_NN_OK);
+		CHECK_INT_EQ(run(m, &o, srcs, 6, 6, out, &k, &err), CQ_OK);
 		for (int i = 0; i < 6; i++)
 			for (int h = 0; h < out[i].n_hyps; h++)
 				CHECK(!repeats_ngram(out[i].tok[h], out[i].len[h], n));
@@ -631,14 +631,14 @@ TEST(translate_keeps_unk)
 	int32_t		ids[4][10];
 	kept		out[4];
 	sink		k = {0};
-	cq_nn_error err;
+	cq_error err;
 	cq_translate_options o = beam_options(2, 1, 1.0);
 	int			unks = 0;
 
 	sources(srcs, ids, 4, 40, 11);
 	o.unk_penalty = -30.0;		/* a bonus: <unk> wins */
 	o.max_len_b = 5;
-	CHECK_INT_EQ(run(m, &o, srcs, 4, 4, out, &k, &err), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &o, srcs, 4, 4, out, &k, &err), CQ_OK);
 	for (int i = 1; i < 4; i++)
 		for (int t = 0; t < out[i].len[0]; t++)
 			unks += out[i].tok[0][t] == CQ_UNK_ID;
@@ -653,7 +653,7 @@ TEST(translate_progress_and_cancel)
 	int32_t		ids[6][10];
 	kept		out[6];
 	sink		k = {0};
-	cq_nn_error err;
+	cq_error err;
 	cq_translate_options o = beam_options(2, 1, 1.0);
 	size_t		bytes;
 	void	   *ws;
@@ -663,20 +663,20 @@ TEST(translate_progress_and_cancel)
 	int			done = 0;
 
 	sources(srcs, ids, 6, 40, 12);
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 2, out, &k, &err), CQ_NN_OK);
+	CHECK_INT_EQ(run(m, &o, srcs, 6, 2, out, &k, &err), CQ_OK);
 	CHECK_INT_EQ(k.emitted, 6);
 	for (int i = 0; i < 6; i++)
 		tokens += out[i].len[0] + 1;
 	/* the step API by hand: progress counts what came out */
 	bytes = cq_translator_bytes(m, &o, 2, 9);
 	ws = malloc(bytes);
-	CHECK_INT_EQ(cq_translator_init(m, &o, 2, 9, ws, bytes, &t, &err), CQ_NN_OK);
+	CHECK_INT_EQ(cq_translator_init(m, &o, 2, 9, ws, bytes, &t, &err), CQ_OK);
 	for (int next = 0; next < 6 || cq_translator_busy(t);)
 	{
 		while (next < 6 && cq_translator_free_slots(t) > 0)
-			CHECK_INT_EQ(cq_translator_admit(t, &srcs[next++], &err), CQ_NN_OK);
+			CHECK_INT_EQ(cq_translator_admit(t, &srcs[next++], &err), CQ_OK);
 		CHECK(cq_translator_progress(t)->active <= 2);
-		CHECK_INT_EQ(cq_translator_step(t, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_translator_step(t, &err), CQ_OK);
 		while (cq_translator_next(t, &tr))
 			done++;
 	}
@@ -685,15 +685,15 @@ TEST(translate_progress_and_cancel)
 	CHECK_INT_EQ(cq_translator_progress(t)->tokens, tokens);
 	CHECK(cq_translator_progress(t)->steps >= 13);
 	/* a full batch refuses another sentence */
-	CHECK_INT_EQ(cq_translator_admit(t, &srcs[1], &err), CQ_NN_OK);
-	CHECK_INT_EQ(cq_translator_admit(t, &srcs[2], &err), CQ_NN_OK);
-	CHECK_INT_EQ(cq_translator_admit(t, &srcs[3], &err), CQ_NN_EINVAL);
+	CHECK_INT_EQ(cq_translator_admit(t, &srcs[1], &err), CQ_OK);
+	CHECK_INT_EQ(cq_translator_admit(t, &srcs[2], &err), CQ_OK);
+	CHECK_INT_EQ(cq_translator_admit(t, &srcs[3], &err), CQ_EINVAL);
 	free(ws);
 	/* cancelled after two steps: nothing more is decoded */
 	k.cancel_after = 2;
 	k.emitted = 0;
 	k.ticks = 0;
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 2, out, &k, &err), CQ_NN_ECANCELED);
+	CHECK_INT_EQ(run(m, &o, srcs, 6, 2, out, &k, &err), CQ_STOPPED);
 	CHECK_INT_EQ(k.ticks, 2);
 	CHECK(k.emitted <= 2);
 	cq_model_free(m);
@@ -730,7 +730,7 @@ TEST(translate_rejects_bad_input)
 {
 	cq_model   *m = model(40, 45, 22, true);
 	cq_translate_options o;
-	cq_nn_error err;
+	cq_error err;
 	int32_t		long_src[30] = {0},
 				bad_id[2] = {5, 40};
 	cq_source	too_long = {long_src, 24, 1, 0},
@@ -745,24 +745,24 @@ TEST(translate_rejects_bad_input)
 
 		cq_translate_options_default(&o);
 		word = set_bad(&o, i);
-		err.message[0] = '\0';
-		CHECK_INT_EQ(cq_translate_options_check(&o, &m->cfg, &err), CQ_NN_EINVAL);
-		if (!strstr(err.message, word))
-			unit_fail(__FILE__, __LINE__, "case %d: \"%s\" does not say %s", i, err.message, word);
-		CHECK_INT_EQ(run(m, &o, &fine, 1, 1, &out, &k, &err), CQ_NN_EINVAL);
+		err.msg[0] = '\0';
+		CHECK_INT_EQ(cq_translate_options_check(&o, &m->cfg, &err), CQ_EINVAL);
+		if (!strstr(err.msg, word))
+			unit_fail(__FILE__, __LINE__, "case %d: \"%s\" does not say %s", i, err.msg, word);
+		CHECK_INT_EQ(run(m, &o, &fine, 1, 1, &out, &k, &err), CQ_EINVAL);
 	}
 	cq_translate_options_default(&o);
-	CHECK_INT_EQ(run(m, &o, &too_long, 1, 1, &out, &k, &err), CQ_NN_ETOOLONG);
-	CHECK(strstr(err.message, "at most 23") != NULL);
-	CHECK_INT_EQ(run(m, &o, &bad, 1, 1, &out, &k, &err), CQ_NN_EINVAL);
-	CHECK(strstr(err.message, "vocabulary") != NULL);
+	CHECK_INT_EQ(run(m, &o, &too_long, 1, 1, &out, &k, &err), CQ_ELIMIT);
+	CHECK(strstr(err.msg, "at most 23") != NULL);
+	CHECK_INT_EQ(run(m, &o, &bad, 1, 1, &out, &k, &err), CQ_EINVAL);
+	CHECK(strstr(err.msg, "vocabulary") != NULL);
 	/* a workspace one byte short */
 	{
 		size_t		bytes = cq_translate_bytes(m, &o, &fine, 1, 1);
 		void	   *ws = malloc(bytes);
 
-		CHECK_INT_EQ(cq_translate(m, &o, &fine, 1, 1, ws, bytes - 1, NULL, &err), CQ_NN_EWORKSPACE);
-		CHECK_INT_EQ(cq_translate(m, &o, &fine, 1, 1, ws, bytes, NULL, &err), CQ_NN_OK);
+		CHECK_INT_EQ(cq_translate(m, &o, &fine, 1, 1, ws, bytes - 1, NULL, &err), CQ_EINTERNAL);
+		CHECK_INT_EQ(cq_translate(m, &o, &fine, 1, 1, ws, bytes, NULL, &err), CQ_OK);
 		free(ws);
 	}
 	cq_model_free(m);

@@ -44,9 +44,9 @@ cq_batcher_free(cq_batcher *b)
 	cq_free(b);
 }
 
-cq_nn_status
+cq_code
 cq_batcher_new(const int *src_len, const int *tgt_len, long n, int max_tokens,
-			   int max_positions, uint64_t seed, cq_batcher **out, cq_nn_error *err)
+			   int max_positions, uint64_t seed, cq_batcher **out, cq_error *err)
 {
 	cq_philox_key key = cq_philox_key_from_seed(cq_mix64(seed ^ 0xBA7C4E5ULL));
 	cq_batcher *b;
@@ -55,7 +55,7 @@ cq_batcher_new(const int *src_len, const int *tgt_len, long n, int max_tokens,
 
 	*out = NULL;
 	if (n < 0 || (n > 0 && (!src_len || !tgt_len)) || max_tokens < 1 || max_positions < 1)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "batching needs lengths, a positive max_tokens and max_positions");
+		return cq_fail(err, CQ_EINVAL, "batching needs lengths, a positive max_tokens and max_positions");
 	b = cq_alloc0(sizeof(*b));
 	e = cq_alloc(sizeof(entry) * (n > 0 ? n : 1));
 	if (!b || !e)
@@ -96,11 +96,11 @@ cq_batcher_new(const int *src_len, const int *tgt_len, long n, int max_tokens,
 	b->perm_epoch = -1;
 	cq_free(e);
 	*out = b;
-	return CQ_NN_OK;
+	return CQ_OK;
 oom:
 	cq_free(e);
 	cq_batcher_free(b);
-	return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory batching %ld pairs", n);
+	return cq_fail(err, CQ_ENOMEM, "out of memory batching %ld pairs", n);
 }
 
 /* Fisher-Yates from Philox keyed by (seed, epoch). */
@@ -123,19 +123,19 @@ shuffle(cq_batcher *b, int64_t epoch)
 	b->perm_epoch = epoch;
 }
 
-cq_nn_status
+cq_code
 cq_batcher_batch(cq_batcher *b, int64_t epoch, long index, const long **pairs, int *n,
-				 cq_nn_error *err)
+				 cq_error *err)
 {
 	long		which;
 
 	if (epoch < 0 || index < 0 || index >= b->n_batches)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "batch %ld of epoch %lld does not exist (%ld batches per epoch)",
+		return cq_fail(err, CQ_EINVAL, "batch %ld of epoch %lld does not exist (%ld batches per epoch)",
 						  index, (long long) epoch, b->n_batches);
 	if (b->perm_epoch != epoch)
 		shuffle(b, epoch);
 	which = b->perm[index];
 	*pairs = b->order + b->starts[which];
 	*n = (int) (b->starts[which + 1] - b->starts[which]);
-	return CQ_NN_OK;
+	return CQ_OK;
 }

@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "nn/status.h"
+#include "common/error.h"
 
 typedef struct cq_batcher
 {
@@ -30,16 +30,16 @@ typedef struct cq_batcher
 	int64_t		perm_epoch;		/* which epoch perm holds, -1 none */
 } cq_batcher;
 
-cq_nn_status cq_batcher_new(const int *src_len, const int *tgt_len, long n,
+cq_code cq_batcher_new(const int *src_len, const int *tgt_len, long n,
 							int max_tokens, int max_positions, uint64_t seed,
-							cq_batcher **out, cq_nn_error *err);
+							cq_batcher **out, cq_error *err);
 void		cq_batcher_free(cq_batcher *b);
 
 /*
  * Batch `index` (0 .. n_batches - 1) of epoch `epoch` (>= 0): *pairs points
  * at its *n pair indices (valid until the batcher is freed).
  */
-cq_nn_status cq_batcher_batch(cq_batcher *b, int64_t epoch, long index,
-							  const long **pairs, int *n, cq_nn_error *err);
+cq_code cq_batcher_batch(cq_batcher *b, int64_t epoch, long index,
+							  const long **pairs, int *n, cq_error *err);
 
 #endif

@@ -67,34 +67,34 @@ cq_forward_workspace_bytes(const cq_model_config *cfg, const cq_batch_shape *sha
 	return carve(cfg, shape, NULL, NULL);
 }
 
-cq_nn_status
+cq_code
 cq_batch_shape_of(const cq_model *m, const cq_pair *pairs, int n,
-				  cq_batch_shape *s, cq_nn_error *err)
+				  cq_batch_shape *s, cq_error *err)
 {
 	const cq_model_config *c = &m->cfg;
 
 	memset(s, 0, sizeof(*s));
 	if (n < 1 || !pairs)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "a batch needs at least one pair");
+		return cq_fail(err, CQ_EINVAL, "a batch needs at least one pair");
 	for (int b = 0; b < n; b++)
 	{
 		const cq_pair *p = &pairs[b];
 
 		if (p->src_len < 0 || p->tgt_len < 0 ||
 			(p->src_len > 0 && !p->src) || (p->tgt_len > 0 && !p->tgt))
-			return cq_nn_fail(err, CQ_NN_EINVAL, "pair %d has a negative length or no ids", b);
+			return cq_fail(err, CQ_EINVAL, "pair %d has a negative length or no ids", b);
 		if (p->src_len + 1 > c->max_positions || p->tgt_len + 1 > c->max_positions)
-			return cq_nn_fail(err, CQ_NN_EINVAL,
+			return cq_fail(err, CQ_EINVAL,
 							  "pair %d has %d source and %d target tokens, the model takes at most %d each",
 							  b, p->src_len, p->tgt_len, c->max_positions - 1);
 		for (int t = 0; t < p->src_len; t++)
 			if (p->src[t] < 0 || p->src[t] >= c->src_vocab_size)
-				return cq_nn_fail(err, CQ_NN_EINVAL,
+				return cq_fail(err, CQ_EINVAL,
 								  "pair %d: source id %d is outside the vocabulary of %d",
 								  b, p->src[t], c->src_vocab_size);
 		for (int t = 0; t < p->tgt_len; t++)
 			if (p->tgt[t] < 0 || p->tgt[t] >= c->tgt_vocab_size)
-				return cq_nn_fail(err, CQ_NN_EINVAL,
+				return cq_fail(err, CQ_EINVAL,
 								  "pair %d: target id %d is outside the vocabulary of %d",
 								  b, p->tgt[t], c->tgt_vocab_size);
 		s->src_positions += p->src_len + 1;
@@ -104,10 +104,10 @@ cq_batch_shape_of(const cq_model *m, const cq_pair *pairs, int n,
 	}
 	/* GEMM dimensions are int: keep rows x (3d or ffn) well inside */
 	if (s->src_positions > CQ_MAX_BATCH_POSITIONS || s->tgt_positions > CQ_MAX_BATCH_POSITIONS)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "a batch of %ld source and %ld target positions is too large (at most %d each)",
+		return cq_fail(err, CQ_EINVAL, "a batch of %ld source and %ld target positions is too large (at most %d each)",
 						  s->src_positions, s->tgt_positions, CQ_MAX_BATCH_POSITIONS);
 	s->n_pairs = n;
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
 /* The block pass of one side over the workspace (inference: nothing kept). */
@@ -198,13 +198,13 @@ score(batch *bt, const cq_forward_out *out)
 	}
 }
 
-cq_nn_status
+cq_code
 cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
 		   const cq_dropout *dropout, void *workspace_mem, size_t ws_bytes,
-		   const cq_forward_out *out, cq_nn_error *err)
+		   const cq_forward_out *out, cq_error *err)
 {
 	cq_batch_shape shape;
-	cq_nn_status s = cq_batch_shape_of(m, pairs, n_pairs, &shape, err);
+	cq_code s = cq_batch_shape_of(m, pairs, n_pairs, &shape, err);
 	size_t		need;
 	batch		bt = {m, pairs, n_pairs};
 
@@ -212,12 +212,12 @@ cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
 		return s;
 	need = cq_forward_workspace_bytes(&m->cfg, &shape);
 	if (!workspace_mem || ws_bytes < need)
-		return cq_nn_fail(err, CQ_NN_EWORKSPACE,
+		return cq_fail(err, CQ_EINTERNAL,
 						  "workspace of %zu bytes is too small, the batch needs %zu",
 						  ws_bytes, need);
 	if (!out || !out->logp || !out->p_max || !out->entropy || !out->sent_logp ||
 		!out->sent_count)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "an output array is missing");
+		return cq_fail(err, CQ_EINVAL, "an output array is missing");
 	if (dropout && dropout->mode == CQ_DROPOUT_MC)
 		bt.drop = (cq_dropout_stream) {true, dropout->seed, dropout->pass, 0};
 	carve(&m->cfg, &shape, workspace_mem, &bt.w);
@@ -225,5 +225,5 @@ cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
 	bt.nt = shape.tgt_positions;
 	encode_decode(&bt);
 	score(&bt, out);
-	return CQ_NN_OK;
+	return CQ_OK;
 }

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "nn/model/model.h"
-#include "nn/status.h"
+#include "common/error.h"
 
 typedef struct cq_pair
 {
@@ -67,8 +67,8 @@ typedef struct cq_forward_out
 #define CQ_MAX_BATCH_POSITIONS (1 << 20)
 
 /* The shape of a batch; checks lengths against max_positions and ids. */
-cq_nn_status cq_batch_shape_of(const cq_model *m, const cq_pair *pairs, int n_pairs,
-							   cq_batch_shape *shape, cq_nn_error *err);
+cq_code cq_batch_shape_of(const cq_model *m, const cq_pair *pairs, int n_pairs,
+							   cq_batch_shape *shape, cq_error *err);
 
 /*
  * Workspace bytes for a batch of this shape.  With d = d_model, F = ffn_dim,
@@ -81,12 +81,12 @@ size_t		cq_forward_workspace_bytes(const cq_model_config *cfg,
 									   const cq_batch_shape *shape);
 
 /*
- * Score n_pairs pairs.  Returns CQ_NN_EINVAL for an id outside the vocabulary
- * or a sentence longer than max_positions - 1 tokens, CQ_NN_EWORKSPACE when
+ * Score n_pairs pairs.  Returns CQ_EINVAL for an id outside the vocabulary
+ * or a sentence longer than max_positions - 1 tokens, CQ_EINTERNAL when
  * ws_bytes is too small; nothing is read out of bounds.
  */
-cq_nn_status cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
+cq_code cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
 						const cq_dropout *dropout, void *workspace, size_t ws_bytes,
-						const cq_forward_out *out, cq_nn_error *err);
+						const cq_forward_out *out, cq_error *err);
 
 #endif

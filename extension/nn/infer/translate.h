@@ -62,7 +62,7 @@
 #include <stdint.h>
 
 #include "nn/model/model.h"
-#include "nn/status.h"
+#include "common/error.h"
 
 typedef enum cq_search
 {
@@ -101,9 +101,9 @@ typedef struct cq_translate_options
 /* fairseq's defaults: beam 5, nbest 1, lenpen 1, max_len 0 |src| + 200, min_len 1. */
 void		cq_translate_options_default(cq_translate_options *o);
 
-/* CQ_NN_EINVAL with a message naming the option when one is out of range. */
-cq_nn_status cq_translate_options_check(const cq_translate_options *o,
-										const cq_model_config *cfg, cq_nn_error *err);
+/* CQ_EINVAL with a message naming the option when one is out of range. */
+cq_code cq_translate_options_check(const cq_translate_options *o,
+										const cq_model_config *cfg, cq_error *err);
 
 /* max_len (output tokens, </s> excluded) for a source of src_len tokens. */
 int			cq_translate_max_len(const cq_translate_options *o,
@@ -159,22 +159,22 @@ size_t		cq_translator_bytes(const cq_model *m, const cq_translate_options *o,
 								int batch, int max_src_len);
 
 /* A translator in ws (at least cq_translator_bytes()); *out points into ws. */
-cq_nn_status cq_translator_init(const cq_model *m, const cq_translate_options *o,
+cq_code cq_translator_init(const cq_model *m, const cq_translate_options *o,
 								int batch, int max_src_len, void *ws, size_t ws_bytes,
-								cq_translator **out, cq_nn_error *err);
+								cq_translator **out, cq_error *err);
 
 /* Slots that cq_translator_admit() can fill now. */
 int			cq_translator_free_slots(const cq_translator *t);
 
 /*
  * Puts a sentence into a free slot (its ids are copied); it is encoded at the
- * next step.  CQ_NN_ETOOLONG when the source exceeds the model's positions
- * (the message names the limit), CQ_NN_EINVAL for an id outside the
+ * next step.  CQ_ELIMIT when the source exceeds the model's positions
+ * (the message names the limit), CQ_EINVAL for an id outside the
  * vocabulary, a source longer than the translator was sized for, or no free
  * slot.
  */
-cq_nn_status cq_translator_admit(cq_translator *t, const cq_source *src,
-								 cq_nn_error *err);
+cq_code cq_translator_admit(cq_translator *t, const cq_source *src,
+								 cq_error *err);
 
 /* True while an admitted sentence has not been returned by _next(). */
 bool		cq_translator_busy(const cq_translator *t);
@@ -184,7 +184,7 @@ bool		cq_translator_busy(const cq_translator *t);
  * admitted first).  Sentences that finish wait for cq_translator_next().
  * Returns between steps, so the caller can check for interrupts.
  */
-cq_nn_status cq_translator_step(cq_translator *t, cq_nn_error *err);
+cq_code cq_translator_step(cq_translator *t, cq_error *err);
 
 /*
  * Takes a finished sentence (in the order they finished) and frees its slot;
@@ -201,7 +201,7 @@ typedef struct cq_translate_io
 {
 	/* each finished sentence (data valid during the call only) */
 	void		(*emit) (void *arg, const cq_translation *t);
-	/* after every step, may be NULL; returning false cancels (CQ_NN_ECANCELED) */
+	/* after every step, may be NULL; returning false cancels (CQ_STOPPED) */
 	bool		(*tick) (void *arg, const cq_translate_progress *p);
 	void	   *arg;
 } cq_translate_io;
@@ -215,9 +215,9 @@ size_t		cq_translate_bytes(const cq_model *m, const cq_translate_options *o,
  * finish.  Every source is checked before any work.  emit() and tick() may
  * longjmp out (the core holds nothing but ws).
  */
-cq_nn_status cq_translate(const cq_model *m, const cq_translate_options *o,
+cq_code cq_translate(const cq_model *m, const cq_translate_options *o,
 						  const cq_source *srcs, int n, int batch,
 						  void *ws, size_t ws_bytes, const cq_translate_io *io,
-						  cq_nn_error *err);
+						  cq_error *err);
 
 #endif

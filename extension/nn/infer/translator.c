@@ -117,25 +117,25 @@ carve(const cq_model *m, const cq_translate_options *o, int batch, int max_src,
 	return cq_carver_bytes(&cv);
 }
 
-static cq_nn_status
+static cq_code
 check_sizes(const cq_model *m, const cq_translate_options *o, int batch, int max_src,
-			cq_nn_error *err)
+			cq_error *err)
 {
-	cq_nn_status s = cq_translate_options_check(o, &m->cfg, err);
+	cq_code s = cq_translate_options_check(o, &m->cfg, err);
 
 	if (s)
 		return s;
 	if (batch < 1)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "a batch needs at least one sentence, not %d", batch);
+		return cq_fail(err, CQ_EINVAL, "a batch needs at least one sentence, not %d", batch);
 	if (max_src < 0 || max_src + 1 > m->cfg.max_positions)
-		return cq_nn_fail(err, CQ_NN_ETOOLONG,
+		return cq_fail(err, CQ_ELIMIT,
 						  "a source of %d tokens is too long, the model takes at most %d",
 						  max_src, m->cfg.max_positions - 1);
 	/* row counts are int in the GEMMs: keep rows x width well inside */
 	if ((long) batch * (max_src + 1) > CQ_MAX_BATCH_POSITIONS ||
 		(long) batch * o->beam > CQ_MAX_BATCH_POSITIONS)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "a batch of %d sentences is too large", batch);
-	return CQ_NN_OK;
+		return cq_fail(err, CQ_EINVAL, "a batch of %d sentences is too large", batch);
+	return CQ_OK;
 }
 
 size_t
@@ -147,23 +147,23 @@ cq_translator_bytes(const cq_model *m, const cq_translate_options *o, int batch,
 	return carve(m, o, batch, max_src_len, NULL, NULL);
 }
 
-cq_nn_status
+cq_code
 cq_translator_init(const cq_model *m, const cq_translate_options *o, int batch,
 				   int max_src_len, void *ws, size_t ws_bytes, cq_translator **out,
-				   cq_nn_error *err)
+				   cq_error *err)
 {
-	cq_nn_status s = check_sizes(m, o, batch, max_src_len, err);
+	cq_code s = check_sizes(m, o, batch, max_src_len, err);
 	size_t		need;
 
 	if (s)
 		return s;
 	need = carve(m, o, batch, max_src_len, NULL, NULL);
 	if (!ws || ws_bytes < need)
-		return cq_nn_fail(err, CQ_NN_EWORKSPACE,
+		return cq_fail(err, CQ_EINTERNAL,
 						  "workspace of %zu bytes is too small, the translator needs %zu",
 						  ws_bytes, need);
 	carve(m, o, batch, max_src_len, ws, out);
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
 int
@@ -186,34 +186,34 @@ cq_translator_busy(const cq_translator *t)
 }
 
 /* The same checks for admit() and for cq_translate()'s sources up front. */
-static cq_nn_status
+static cq_code
 check_source(const cq_model_config *c, const cq_source *src, int max_src,
-			 cq_nn_error *err)
+			 cq_error *err)
 {
 	if (src->len < 0 || (src->len > 0 && !src->ids))
-		return cq_nn_fail(err, CQ_NN_EINVAL, "source %llu has a negative length or no ids",
+		return cq_fail(err, CQ_EINVAL, "source %llu has a negative length or no ids",
 						  (unsigned long long) src->id);
 	if (src->len + 1 > c->max_positions)
-		return cq_nn_fail(err, CQ_NN_ETOOLONG,
+		return cq_fail(err, CQ_ELIMIT,
 						  "source %llu has %d tokens, the model takes at most %d",
 						  (unsigned long long) src->id, src->len, c->max_positions - 1);
 	if (src->len > max_src)
-		return cq_nn_fail(err, CQ_NN_EINVAL,
+		return cq_fail(err, CQ_EINVAL,
 						  "source %llu has %d tokens, the translator was sized for %d",
 						  (unsigned long long) src->id, src->len, max_src);
 	for (int i = 0; i < src->len; i++)
 		if (src->ids[i] < 0 || src->ids[i] >= c->src_vocab_size)
-			return cq_nn_fail(err, CQ_NN_EINVAL,
+			return cq_fail(err, CQ_EINVAL,
 							  "source %llu: id %d is outside the vocabulary of %d",
 							  (unsigned long long) src->id, src->ids[i], c->src_vocab_size);
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
-cq_nn_status
-cq_translator_admit(cq_translator *t, const cq_source *src, cq_nn_error *err)
+cq_code
+cq_translator_admit(cq_translator *t, const cq_source *src, cq_error *err)
 {
 	const cq_model_config *c = &t->m->cfg;
-	cq_nn_status st = check_source(c, src, t->S - 1, err);
+	cq_code st = check_source(c, src, t->S - 1, err);
 	cq_slot    *s = NULL;
 
 	if (st)
@@ -222,7 +222,7 @@ cq_translator_admit(cq_translator *t, const cq_source *src, cq_nn_error *err)
 		if (t->slots[i].state == SLOT_FREE)
 			s = &t->slots[i];
 	if (!s)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "no free slot in the batch");
+		return cq_fail(err, CQ_EINVAL, "no free slot in the batch");
 	if (src->len > 0)
 		memcpy(s->src_ids, src->ids, sizeof(int32_t) * src->len);
 	s->src = *src;
@@ -239,11 +239,11 @@ cq_translator_admit(cq_translator *t, const cq_source *src, cq_nn_error *err)
 		s->ignore[k] = false;
 	}
 	s->state = SLOT_NEW;
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
-cq_nn_status
-cq_translator_step(cq_translator *t, cq_nn_error *err)
+cq_code
+cq_translator_step(cq_translator *t, cq_error *err)
 {
 	int			active = 0;
 
@@ -253,7 +253,7 @@ cq_translator_step(cq_translator *t, cq_nn_error *err)
 		active += t->slots[i].state == SLOT_LIVE;
 	t->progress.active = active;
 	if (!active)
-		return CQ_NN_OK;
+		return CQ_OK;
 	cq_decode_step(t);
 	t->progress.steps++;
 	for (int i = 0; i < t->B; i++)
@@ -262,7 +262,7 @@ cq_translator_step(cq_translator *t, cq_nn_error *err)
 			t->progress.positions += t->slots[i].nrows;
 			cq_search_step(t, &t->slots[i]);
 		}
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
 bool
@@ -311,19 +311,19 @@ cq_translate_bytes(const cq_model *m, const cq_translate_options *o,
 	return cq_translator_bytes(m, o, batch < n ? batch : n, longest_source(srcs, n));
 }
 
-cq_nn_status
+cq_code
 cq_translate(const cq_model *m, const cq_translate_options *o,
 			 const cq_source *srcs, int n, int batch, void *ws, size_t ws_bytes,
-			 const cq_translate_io *io, cq_nn_error *err)
+			 const cq_translate_io *io, cq_error *err)
 {
 	cq_translator *t;
 	cq_translation tr;
-	cq_nn_status s;
+	cq_code s;
 	int			next = 0,
 				max_src;
 
 	if (n < 1 || !srcs)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "nothing to translate");
+		return cq_fail(err, CQ_EINVAL, "nothing to translate");
 	max_src = longest_source(srcs, n);
 	for (int i = 0; i < n; i++)
 		if ((s = check_source(&m->cfg, &srcs[i], max_src, err)))
@@ -342,7 +342,7 @@ cq_translate(const cq_model *m, const cq_translate_options *o,
 			if (io && io->emit)
 				io->emit(io->arg, &tr);
 		if (io && io->tick && !io->tick(io->arg, &t->progress))
-			return cq_nn_fail(err, CQ_NN_ECANCELED, "translation was cancelled");
+			return cq_fail(err, CQ_STOPPED, "translation was cancelled");
 	}
-	return CQ_NN_OK;
+	return CQ_OK;
 }

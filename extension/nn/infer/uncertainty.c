@@ -10,16 +10,16 @@ static const char *const names[CQ_UNC_COUNT] = {
 	"exptp_geo", "vartp_log", "comev_log",
 };
 
-cq_nn_status
-cq_uncertainty_from_name(const char *name, cq_uncertainty *out, cq_nn_error *err)
+cq_code
+cq_uncertainty_from_name(const char *name, cq_uncertainty *out, cq_error *err)
 {
 	for (int i = 0; i < CQ_UNC_COUNT; i++)
 		if (name && strcmp(name, names[i]) == 0)
 		{
 			*out = (cq_uncertainty) i;
-			return CQ_NN_OK;
+			return CQ_OK;
 		}
-	return cq_nn_fail(err, CQ_NN_EINVAL,
+	return cq_fail(err, CQ_EINVAL,
 					  "unknown uncertainty measure \"%s\" (valid: pretp, exptp, vartp, comev, "
 					  "entsent, enteos, exptp_geo, vartp_log, comev_log)", name ? name : "");
 }
@@ -89,37 +89,37 @@ cq_uncertainty_pass(cq_uncertainty u, const float *p, const float *h, int t)
 	}
 }
 
-cq_nn_status
+cq_code
 cq_uncertainty_measure(cq_uncertainty u, const float *p_max, const float *entropy,
-					   int k, int t, double *out, cq_nn_error *err)
+					   int k, int t, double *out, cq_error *err)
 {
 	return cq_uncertainty_measure_strided(u, p_max, entropy, k, t, t, out, err);
 }
 
-cq_nn_status
+cq_code
 cq_uncertainty_measure_strided(cq_uncertainty u, const float *p_max,
 							   const float *entropy, int k, int t, long stride,
-							   double *out, cq_nn_error *err)
+							   double *out, cq_error *err)
 {
 	bool		needs_h = (u == CQ_UNC_ENTSENT || u == CQ_UNC_ENTEOS);
 	double		sum = 0.0;
 
 	if ((unsigned) u >= CQ_UNC_COUNT)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "bad uncertainty measure %d", (int) u);
+		return cq_fail(err, CQ_EINVAL, "bad uncertainty measure %d", (int) u);
 	if (k < 1 || t < 1 || stride < t)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "uncertainty needs at least one pass and one position");
+		return cq_fail(err, CQ_EINVAL, "uncertainty needs at least one pass and one position");
 	if (needs_h ? !entropy : !p_max)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "measure %s needs the %s", names[u],
+		return cq_fail(err, CQ_EINVAL, "measure %s needs the %s", names[u],
 						  needs_h ? "entropies" : "maximum probabilities");
 	if (!needs_h)
 		for (int j = 0; j < k; j++)
 			for (int i = 0; i < t; i++)
 				if (!(p_max[j * stride + i] > 0.0f && p_max[j * stride + i] <= 1.0f))
-					return cq_nn_fail(err, CQ_NN_EINVAL, "maximum probability %g is outside (0, 1]",
+					return cq_fail(err, CQ_EINVAL, "maximum probability %g is outside (0, 1]",
 									  p_max[j * stride + i]);
 	for (int j = 0; j < k; j++)
 		sum += cq_uncertainty_pass(u, p_max ? p_max + j * stride : NULL,
 								   entropy ? entropy + j * stride : NULL, t);
 	*out = sum / k;
-	return CQ_NN_OK;
+	return CQ_OK;
 }

@@ -23,7 +23,7 @@
 #ifndef CQ_NN_UNCERTAINTY_H
 #define CQ_NN_UNCERTAINTY_H
 
-#include "nn/status.h"
+#include "common/error.h"
 
 typedef enum cq_uncertainty
 {
@@ -40,8 +40,8 @@ typedef enum cq_uncertainty
 } cq_uncertainty;
 
 /* "pretp" -> CQ_UNC_PRETP; an unknown name is an error listing the valid ones. */
-cq_nn_status cq_uncertainty_from_name(const char *name, cq_uncertainty *out,
-									  cq_nn_error *err);
+cq_code cq_uncertainty_from_name(const char *name, cq_uncertainty *out,
+									  cq_error *err);
 const char *cq_uncertainty_name(cq_uncertainty u);
 
 /* One pass: p_max[T], entropy[T] (entropy may be NULL for p-based measures). */
@@ -52,18 +52,18 @@ double		cq_uncertainty_pass(cq_uncertainty u, const float *p_max,
  * K passes: p_max and entropy are [K, T] row-major (pass k at k * T).
  * Needs K >= 1, T >= 1, p in (0, 1]; the entropy for entsent / enteos.
  */
-cq_nn_status cq_uncertainty_measure(cq_uncertainty u, const float *p_max,
+cq_code cq_uncertainty_measure(cq_uncertainty u, const float *p_max,
 									const float *entropy, int k, int t,
-									double *out, cq_nn_error *err);
+									double *out, cq_error *err);
 
 /*
  * The same with pass k's positions at p_max + k * stride (and entropy alike):
  * with K forward passes stored as [K, Nt] (Nt = the batch's target
  * positions), pair b's table starts at its offset in pass 0, stride Nt.
  */
-cq_nn_status cq_uncertainty_measure_strided(cq_uncertainty u, const float *p_max,
+cq_code cq_uncertainty_measure_strided(cq_uncertainty u, const float *p_max,
 											const float *entropy, int k, int t,
 											long stride, double *out,
-											cq_nn_error *err);
+											cq_error *err);
 
 #endif

@@ -13,9 +13,9 @@
 #define MAX_VOCAB (1 << 24)
 #define MAX_POSITIONS 65536
 
-cq_nn_status
+cq_code
 cq_config_preset(const char *name, int src_vocab, int tgt_vocab,
-				 cq_model_config *cfg, cq_nn_error *err)
+				 cq_model_config *cfg, cq_error *err)
 {
 	/* d, heads, layers (enc = dec), ffn, max_positions */
 	static const struct
@@ -55,7 +55,7 @@ cq_config_preset(const char *name, int src_vocab, int tgt_vocab,
 			cq_config_default_variants(cfg);
 			return cq_config_validate(cfg, err);
 		}
-	return cq_nn_fail(err, CQ_NN_ECONFIG,
+	return cq_fail(err, CQ_EINVAL,
 					  "unknown model preset \"%s\" (valid: tiny, small, base)", name);
 }
 
@@ -74,28 +74,28 @@ cq_config_default_variants(cq_model_config *c)
 	c->decoder_start_id = CQ_EOS_ID;
 }
 
-static cq_nn_status
-range_int(cq_nn_error *err, const char *key, int v, int lo, int hi)
+static cq_code
+range_int(cq_error *err, const char *key, int v, int lo, int hi)
 {
 	if (v < lo || v > hi)
-		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"%s\" is %d, must be in [%d, %d]",
+		return cq_fail(err, CQ_EINVAL, "config key \"%s\" is %d, must be in [%d, %d]",
 						  key, v, lo, hi);
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
-static cq_nn_status
-range_prob(cq_nn_error *err, const char *key, float v)
+static cq_code
+range_prob(cq_error *err, const char *key, float v)
 {
 	if (!(v >= 0.0f && v < 1.0f))
-		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"%s\" is %g, must be in [0, 1)",
+		return cq_fail(err, CQ_EINVAL, "config key \"%s\" is %g, must be in [0, 1)",
 						  key, v);
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
-cq_nn_status
-cq_config_validate(const cq_model_config *c, cq_nn_error *err)
+cq_code
+cq_config_validate(const cq_model_config *c, cq_error *err)
 {
-	cq_nn_status s;
+	cq_code s;
 
 	if ((s = range_int(err, "d_model", c->d_model, 2, MAX_DIM)) ||
 		(s = range_int(err, "heads", c->heads, 1, c->d_model < 4095 ? c->d_model : 4095)) ||
@@ -110,72 +110,72 @@ cq_config_validate(const cq_model_config *c, cq_nn_error *err)
 		(s = range_prob(err, "activation_dropout", c->activation_dropout)))
 		return s;
 	if (c->d_model % c->heads != 0)
-		return cq_nn_fail(err, CQ_NN_ECONFIG, "d_model %d is not a multiple of heads %d",
+		return cq_fail(err, CQ_EINVAL, "d_model %d is not a multiple of heads %d",
 						  c->d_model, c->heads);
 	if (c->d_model % 2 != 0)
-		return cq_nn_fail(err, CQ_NN_ECONFIG, "d_model %d must be even", c->d_model);
+		return cq_fail(err, CQ_EINVAL, "d_model %d must be even", c->d_model);
 	if (c->share_embeddings && c->src_vocab_size != c->tgt_vocab_size)
-		return cq_nn_fail(err, CQ_NN_ECONFIG,
+		return cq_fail(err, CQ_EINVAL,
 						  "share_embeddings needs equal vocabulary sizes, got %d and %d",
 						  c->src_vocab_size, c->tgt_vocab_size);
 	if ((unsigned) c->activation > CQ_ACT_SWISH || (unsigned) c->positions > CQ_POS_LEARNED)
-		return cq_nn_fail(err, CQ_NN_ECONFIG, "bad activation or positions value");
+		return cq_fail(err, CQ_EINVAL, "bad activation or positions value");
 	if ((s = range_int(err, "position_offset", c->position_offset, 0, MAX_POSITIONS)) ||
 		(s = range_int(err, "decoder_start_id", c->decoder_start_id, 0, c->tgt_vocab_size - 1)))
 		return s;
 	if (c->positions == CQ_POS_LEARNED && c->position_offset != 0)
-		return cq_nn_fail(err, CQ_NN_ECONFIG,
+		return cq_fail(err, CQ_EINVAL,
 						  "position_offset applies to sinusoidal positions only (a learned table is stored from token 0)");
 	if (!(c->layer_norm_eps > 0.0f && c->layer_norm_eps < 1.0f))
-		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"layer_norm_eps\" is %g, must be in (0, 1)",
+		return cq_fail(err, CQ_EINVAL, "config key \"layer_norm_eps\" is %g, must be in (0, 1)",
 						  c->layer_norm_eps);
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
-static cq_nn_status
+static cq_code
 get_typed(const cq_json_object *o, const char *key, cq_json_type type,
-		  const cq_json_member **m, cq_nn_error *err)
+		  const cq_json_member **m, cq_error *err)
 {
 	static const char *const names[] = {"null", "a boolean", "a number", "a string"};
 
 	*m = cq_json_get(o, key);
 	if (!*m)
-		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"%s\" is missing", key);
+		return cq_fail(err, CQ_EINVAL, "config key \"%s\" is missing", key);
 	if ((*m)->type != type)
-		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"%s\" must be %s", key, names[type]);
-	return CQ_NN_OK;
+		return cq_fail(err, CQ_EINVAL, "config key \"%s\" must be %s", key, names[type]);
+	return CQ_OK;
 }
 
-static cq_nn_status
-get_int(const cq_json_object *o, const char *key, int *out, cq_nn_error *err)
+static cq_code
+get_int(const cq_json_object *o, const char *key, int *out, cq_error *err)
 {
 	const cq_json_member *m;
-	cq_nn_status s = get_typed(o, key, CQ_JSON_NUMBER, &m, err);
+	cq_code s = get_typed(o, key, CQ_JSON_NUMBER, &m, err);
 
 	if (s)
 		return s;
 	if (m->number != floor(m->number) || fabs(m->number) > 2e9)
-		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"%s\" must be an integer", key);
+		return cq_fail(err, CQ_EINVAL, "config key \"%s\" must be an integer", key);
 	*out = (int) m->number;
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
-static cq_nn_status
-get_float(const cq_json_object *o, const char *key, float *out, cq_nn_error *err)
+static cq_code
+get_float(const cq_json_object *o, const char *key, float *out, cq_error *err)
 {
 	const cq_json_member *m;
-	cq_nn_status s = get_typed(o, key, CQ_JSON_NUMBER, &m, err);
+	cq_code s = get_typed(o, key, CQ_JSON_NUMBER, &m, err);
 
 	if (!s)
 		*out = (float) m->number;
 	return s;
 }
 
-static cq_nn_status
-get_bool(const cq_json_object *o, const char *key, bool *out, cq_nn_error *err)
+static cq_code
+get_bool(const cq_json_object *o, const char *key, bool *out, cq_error *err)
 {
 	const cq_json_member *m;
-	cq_nn_status s = get_typed(o, key, CQ_JSON_BOOL, &m, err);
+	cq_code s = get_typed(o, key, CQ_JSON_BOOL, &m, err);
 
 	if (!s)
 		*out = m->boolean;
@@ -183,12 +183,12 @@ get_bool(const cq_json_object *o, const char *key, bool *out, cq_nn_error *err)
 }
 
 /* One of two spellings, as enum value 0 or 1. */
-static cq_nn_status
+static cq_code
 get_choice(const cq_json_object *o, const char *key, const char *v0,
-		   const char *v1, int *out, cq_nn_error *err)
+		   const char *v1, int *out, cq_error *err)
 {
 	const cq_json_member *m;
-	cq_nn_status s = get_typed(o, key, CQ_JSON_STRING, &m, err);
+	cq_code s = get_typed(o, key, CQ_JSON_STRING, &m, err);
 
 	if (s)
 		return s;
@@ -197,9 +197,9 @@ get_choice(const cq_json_object *o, const char *key, const char *v0,
 	else if (strcmp(m->string, v1) == 0)
 		*out = 1;
 	else
-		return cq_nn_fail(err, CQ_NN_ECONFIG, "config key \"%s\" must be \"%s\" or \"%s\"",
+		return cq_fail(err, CQ_EINVAL, "config key \"%s\" must be \"%s\" or \"%s\"",
 						  key, v0, v1);
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
 /* An optional key: absent leaves *out as it is. */
@@ -210,10 +210,10 @@ present(const cq_json_object *o, const char *key)
 }
 
 /* The architecture variants: every key optional, defaults as before. */
-static cq_nn_status
-read_variants(const cq_json_object *o, cq_model_config *c, cq_nn_error *err)
+static cq_code
+read_variants(const cq_json_object *o, cq_model_config *c, cq_error *err)
 {
-	cq_nn_status s = CQ_NN_OK;
+	cq_code s = CQ_OK;
 	int			v = 0;
 
 	cq_config_default_variants(c);
@@ -243,12 +243,12 @@ read_variants(const cq_json_object *o, cq_model_config *c, cq_nn_error *err)
 }
 
 /* "relu", "gelu" or "swish" */
-static cq_nn_status
-get_activation(const cq_json_object *o, cq_activation *out, cq_nn_error *err)
+static cq_code
+get_activation(const cq_json_object *o, cq_activation *out, cq_error *err)
 {
 	static const char *const names[] = {"relu", "gelu", "swish"};
 	const cq_json_member *m;
-	cq_nn_status s = get_typed(o, "activation", CQ_JSON_STRING, &m, err);
+	cq_code s = get_typed(o, "activation", CQ_JSON_STRING, &m, err);
 
 	if (s)
 		return s;
@@ -256,16 +256,16 @@ get_activation(const cq_json_object *o, cq_activation *out, cq_nn_error *err)
 		if (strcmp(m->string, names[i]) == 0)
 		{
 			*out = (cq_activation) i;
-			return CQ_NN_OK;
+			return CQ_OK;
 		}
-	return cq_nn_fail(err, CQ_NN_ECONFIG,
+	return cq_fail(err, CQ_EINVAL,
 					  "config key \"activation\" must be \"relu\", \"gelu\" or \"swish\"");
 }
 
-static cq_nn_status
-read_all(const cq_json_object *o, cq_model_config *c, cq_nn_error *err)
+static cq_code
+read_all(const cq_json_object *o, cq_model_config *c, cq_error *err)
 {
-	cq_nn_status s;
+	cq_code s;
 	int			pos = 0;
 
 	if ((s = get_int(o, "d_model", &c->d_model, err)) ||
@@ -287,46 +287,46 @@ read_all(const cq_json_object *o, cq_model_config *c, cq_nn_error *err)
 	{
 		/* a preset: the sizes come from the caller */
 		if (cq_json_get(o, "src_vocab_size") || cq_json_get(o, "tgt_vocab_size"))
-			return cq_nn_fail(err, CQ_NN_ECONFIG, "a preset must not set the vocabulary sizes");
+			return cq_fail(err, CQ_EINVAL, "a preset must not set the vocabulary sizes");
 	}
 	else if ((s = get_int(o, "src_vocab_size", &c->src_vocab_size, err)) ||
 			 (s = get_int(o, "tgt_vocab_size", &c->tgt_vocab_size, err)))
 		return s;
 	c->positions = pos == 0 ? CQ_POS_SINUSOIDAL : CQ_POS_LEARNED;
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
-static cq_nn_status
+static cq_code
 from_json(const char *text, size_t len, int src_vocab, int tgt_vocab,
-		  cq_model_config *cfg, cq_nn_error *err)
+		  cq_model_config *cfg, cq_error *err)
 {
 	cq_json_object o;
 	char		msg[160];
-	cq_nn_status s;
+	cq_code s;
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->src_vocab_size = src_vocab;
 	cfg->tgt_vocab_size = tgt_vocab;
 	if (!cq_json_parse_object(text, len, &o, msg, sizeof(msg)))
-		return cq_nn_fail(err, CQ_NN_ECONFIG, "config is not valid JSON: %s", msg);
+		return cq_fail(err, CQ_EINVAL, "config is not valid JSON: %s", msg);
 	s = read_all(&o, cfg, err);
 	cq_json_free(&o);
 	return s ? s : cq_config_validate(cfg, err);
 }
 
-cq_nn_status
+cq_code
 cq_config_from_json(const char *text, size_t len, cq_model_config *cfg,
-					cq_nn_error *err)
+					cq_error *err)
 {
 	return from_json(text, len, 0, 0, cfg, err);
 }
 
-cq_nn_status
+cq_code
 cq_config_from_preset_json(const char *text, size_t len, int src_vocab,
-						   int tgt_vocab, cq_model_config *cfg, cq_nn_error *err)
+						   int tgt_vocab, cq_model_config *cfg, cq_error *err)
 {
 	if (src_vocab < 1 || tgt_vocab < 1)
-		return cq_nn_fail(err, CQ_NN_ECONFIG, "vocabulary sizes must be positive");
+		return cq_fail(err, CQ_EINVAL, "vocabulary sizes must be positive");
 	return from_json(text, len, src_vocab, tgt_vocab, cfg, err);
 }
 

@@ -11,7 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "nn/status.h"
+#include "common/error.h"
 
 /* fairseq's special ids */
 #define CQ_BOS_ID 0
@@ -69,17 +69,17 @@ typedef struct cq_model_config
 void		cq_config_default_variants(cq_model_config *cfg);
 
 /* "tiny", "small" or "base" with the given vocabulary sizes. */
-cq_nn_status cq_config_preset(const char *name, int src_vocab, int tgt_vocab,
-							  cq_model_config *cfg, cq_nn_error *err);
+cq_code cq_config_preset(const char *name, int src_vocab, int tgt_vocab,
+							  cq_model_config *cfg, cq_error *err);
 
 /* Every key required, every value in range; see models/FORMAT.md. */
-cq_nn_status cq_config_from_json(const char *text, size_t len,
-								 cq_model_config *cfg, cq_nn_error *err);
+cq_code cq_config_from_json(const char *text, size_t len,
+								 cq_model_config *cfg, cq_error *err);
 /* A preset file (models/NAME.json: no vocabulary keys) with these sizes. */
-cq_nn_status cq_config_from_preset_json(const char *text, size_t len, int src_vocab,
+cq_code cq_config_from_preset_json(const char *text, size_t len, int src_vocab,
 										int tgt_vocab, cq_model_config *cfg,
-										cq_nn_error *err);
-cq_nn_status cq_config_validate(const cq_model_config *cfg, cq_nn_error *err);
+										cq_error *err);
+cq_code cq_config_validate(const cq_model_config *cfg, cq_error *err);
 
 /* Field by field (the struct has padding). */
 bool		cq_config_equal(const cq_model_config *a, const cq_model_config *b);

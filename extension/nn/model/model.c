@@ -157,10 +157,10 @@ cq_model_size_for(const cq_model_config *cfg, size_t *floats, size_t *params)
 	*params = l.params;
 }
 
-cq_nn_status
-cq_model_new(const cq_model_config *cfg, cq_model **out, cq_nn_error *err)
+cq_code
+cq_model_new(const cq_model_config *cfg, cq_model **out, cq_error *err)
 {
-	cq_nn_status s = cq_config_validate(cfg, err);
+	cq_code s = cq_config_validate(cfg, err);
 	cq_model   *m;
 	layout		l = {0};
 
@@ -169,7 +169,7 @@ cq_model_new(const cq_model_config *cfg, cq_model **out, cq_nn_error *err)
 		return s;
 	m = cq_alloc0(sizeof(*m));
 	if (!m)
-		return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory for a model");
+		return cq_fail(err, CQ_ENOMEM, "out of memory for a model");
 	m->cfg = *cfg;
 	m->enc = cq_alloc0(sizeof(*m->enc) * cfg->encoder_layers);
 	m->dec = cq_alloc0(sizeof(*m->dec) * cfg->decoder_layers);
@@ -189,7 +189,7 @@ cq_model_new(const cq_model_config *cfg, cq_model **out, cq_nn_error *err)
 	{
 		cq_free(l.views);
 		cq_model_free(m);
-		return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory for a model of %zu parameters",
+		return cq_fail(err, CQ_ENOMEM, "out of memory for a model of %zu parameters",
 						  l.floats);
 	}
 	m->params = (float *) (((uintptr_t) m->raw + 63) & ~(uintptr_t) 63);
@@ -206,7 +206,7 @@ cq_model_new(const cq_model_config *cfg, cq_model **out, cq_nn_error *err)
 		cq_sinusoid_table(m->sinusoid, cfg->max_positions, cfg->d_model,
 						  cfg->position_offset, cfg->sinusoid_half);
 	*out = m;
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
 void

@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "nn/model/config.h"
-#include "nn/status.h"
+#include "common/error.h"
 
 #define CQ_TENSOR_NAME_MAX 64
 #define CQ_TENSOR_ALIGN_FLOATS 16	/* 64 bytes */
@@ -100,7 +100,7 @@ typedef struct cq_model
 } cq_model;
 
 /* A model with zero parameters (layer norms zero too) for cfg. */
-cq_nn_status cq_model_new(const cq_model_config *cfg, cq_model **out, cq_nn_error *err);
+cq_code cq_model_new(const cq_model_config *cfg, cq_model **out, cq_error *err);
 void		cq_model_free(cq_model *m);
 
 /*
@@ -118,7 +118,7 @@ void		cq_model_init_random(cq_model *m, uint64_t seed);
  * packed model is read-only; training works on unpacked models (OpenBLAS).
  * cq_model_unpack frees the packed copies.
  */
-cq_nn_status cq_model_pack(cq_model *m, cq_nn_error *err);
+cq_code cq_model_pack(cq_model *m, cq_error *err);
 void		cq_model_unpack(cq_model *m);
 
 /*
@@ -132,7 +132,7 @@ void		cq_model_unpack(cq_model *m);
  * The tensor table then lists what the block holds; a compact model serves
  * inference only (no training, no weight file, no cq_model_unpack).
  */
-cq_nn_status cq_model_compact(cq_model *m, cq_nn_error *err);
+cq_code cq_model_compact(cq_model *m, cq_error *err);
 
 /*
  * The size of a model of cfg without allocating it, for checks before

@@ -66,8 +66,8 @@ forget(cq_linear *l, void *ctx)
 	l->packed = NULL;
 }
 
-cq_nn_status
-cq_model_pack(cq_model *m, cq_nn_error *err)
+cq_code
+cq_model_pack(cq_model *m, cq_error *err)
 {
 	size_t		total = 0;
 	float	   *next;
@@ -76,10 +76,10 @@ cq_model_pack(cq_model *m, cq_nn_error *err)
 	each_linear(m, count, &total);
 	m->packed_raw = cq_alloc(total * sizeof(float) + 64);
 	if (!m->packed_raw)
-		return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory packing a model (%zu floats)", total);
+		return cq_fail(err, CQ_ENOMEM, "out of memory packing a model (%zu floats)", total);
 	next = (float *) (((uintptr_t) m->packed_raw + 63) & ~(uintptr_t) 63);
 	each_linear(m, pack, &next);
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
 void
@@ -175,8 +175,8 @@ move_view(float **view, void *ctx)
 	*view = t >= 0 && k->keep[t] ? k->base + k->offset[t] : NULL;
 }
 
-cq_nn_status
-cq_model_compact(cq_model *m, cq_nn_error *err)
+cq_code
+cq_model_compact(cq_model *m, cq_error *err)
 {
 	keep_map	k = {m};
 	size_t		floats = 0;
@@ -184,14 +184,14 @@ cq_model_compact(cq_model *m, cq_nn_error *err)
 	int			n = 0;
 
 	if (!m->packed_raw)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "only a packed model can be compacted");
+		return cq_fail(err, CQ_EINVAL, "only a packed model can be compacted");
 	k.keep = cq_alloc(sizeof(bool) * m->n_tensors);
 	k.offset = cq_alloc(sizeof(size_t) * m->n_tensors);
 	if (!k.keep || !k.offset)
 	{
 		cq_free(k.keep);
 		cq_free(k.offset);
-		return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory compacting a model");
+		return cq_fail(err, CQ_ENOMEM, "out of memory compacting a model");
 	}
 	for (int t = 0; t < m->n_tensors; t++)
 		k.keep[t] = true;
@@ -207,7 +207,7 @@ cq_model_compact(cq_model *m, cq_nn_error *err)
 	{
 		cq_free(k.keep);
 		cq_free(k.offset);
-		return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory compacting a model (%zu floats)",
+		return cq_fail(err, CQ_ENOMEM, "out of memory compacting a model (%zu floats)",
 						  floats);
 	}
 	k.base = (float *) (((uintptr_t) raw + 63) & ~(uintptr_t) 63);
@@ -231,5 +231,5 @@ cq_model_compact(cq_model *m, cq_nn_error *err)
 	m->compact = true;
 	cq_free(k.keep);
 	cq_free(k.offset);
-	return CQ_NN_OK;
+	return CQ_OK;
 }

@@ -14,23 +14,23 @@
 #include <stdint.h>
 
 #include "nn/model/model.h"
-#include "nn/status.h"
+#include "common/error.h"
 
 #define CQ_MODELFILE_MAGIC "CORPQNN\0"
 #define CQ_MODELFILE_VERSION 1
 #define CQ_MODELFILE_HEADER 40		/* bytes before the config JSON */
 
 /* A new model from a file image. */
-cq_nn_status cq_modelfile_load(const void *buf, size_t len, cq_model **out,
-							   cq_nn_error *err);
+cq_code cq_modelfile_load(const void *buf, size_t len, cq_model **out,
+							   cq_error *err);
 
 /* Size of m's file image, and the image itself into buf[0..size). */
 size_t		cq_modelfile_size(const cq_model *m);
-cq_nn_status cq_modelfile_write(const cq_model *m, void *buf, size_t size,
-								cq_nn_error *err);
+cq_code cq_modelfile_write(const cq_model *m, void *buf, size_t size,
+								cq_error *err);
 
 /* The same through a file path (stdio). */
-cq_nn_status cq_modelfile_load_path(const char *path, cq_model **out, cq_nn_error *err);
-cq_nn_status cq_modelfile_save_path(const cq_model *m, const char *path, cq_nn_error *err);
+cq_code cq_modelfile_load_path(const char *path, cq_model **out, cq_error *err);
+cq_code cq_modelfile_save_path(const cq_model *m, const char *path, cq_error *err);
 
 #endif

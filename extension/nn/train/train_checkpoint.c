@@ -55,9 +55,9 @@ cq_train_checkpoint_size(const cq_train_state *st)
 		2 * sizeof(float) * st->model->n_floats + 4;
 }
 
-cq_nn_status
+cq_code
 cq_train_checkpoint_write(const cq_train_state *st, void *buf, size_t size,
-						  cq_nn_error *err)
+						  cq_error *err)
 {
 	const cq_train_config *tc = &st->tc;
 	size_t		mb = cq_modelfile_size(st->model),
@@ -71,10 +71,10 @@ cq_train_checkpoint_write(const cq_train_state *st, void *buf, size_t size,
 		tc->lr, tc->warmup_init_lr, tc->clip_norm, tc->adam.beta1, tc->adam.beta2,
 		tc->adam.eps, tc->adam.weight_decay, tc->label_smoothing, tc->warmup_updates,
 	tc->update_freq, tc->max_tokens, tc->dropout, 0};
-	cq_nn_status s;
+	cq_code s;
 
 	if (!buf || size < need)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "checkpoint buffer of %zu bytes, %zu needed", size, need);
+		return cq_fail(err, CQ_EINVAL, "checkpoint buffer of %zu bytes, %zu needed", size, need);
 	memset(out, 0, mo);
 	memcpy(out, CQ_TRAIN_CKPT_MAGIC, 8);
 	memcpy(out + 8, &version, 4);
@@ -85,12 +85,12 @@ cq_train_checkpoint_write(const cq_train_state *st, void *buf, size_t size,
 	memcpy(out + mo + sizeof(float) * nf, st->exp_avg_sq, sizeof(float) * nf);
 	crc = cq_crc32(0, out, need - 4);
 	memcpy(out + need - 4, &crc, 4);
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
-cq_nn_status
+cq_code
 cq_train_checkpoint_load(const void *buf, size_t len, cq_train_state **out,
-						 cq_nn_error *err)
+						 cq_error *err)
 {
 	const char *in = buf;
 	uint32_t	version,
@@ -99,32 +99,32 @@ cq_train_checkpoint_load(const void *buf, size_t len, cq_train_state **out,
 	ckpt_header h;
 	cq_train_config tc;
 	cq_model   *m = NULL;
-	cq_nn_status s;
+	cq_code s;
 	size_t		mo;
 
 	*out = NULL;
 	if (!buf || len < CQ_TRAIN_CKPT_HEADER + 4)
-		return cq_nn_fail(err, CQ_NN_ETRUNCATED, "a training checkpoint has at least %d bytes, this one %zu",
+		return cq_fail(err, CQ_EFORMAT, "a training checkpoint has at least %d bytes, this one %zu",
 						  CQ_TRAIN_CKPT_HEADER + 4, len);
 	if (memcmp(in, CQ_TRAIN_CKPT_MAGIC, 8) != 0)
-		return cq_nn_fail(err, CQ_NN_EMAGIC, "not a corpq training checkpoint");
+		return cq_fail(err, CQ_EFORMAT, "not a corpq training checkpoint");
 	memcpy(&version, in + 8, 4);
 	memcpy(&reserved, in + 12, 4);
 	if (version != CQ_TRAIN_CKPT_VERSION)
-		return cq_nn_fail(err, CQ_NN_EVERSION, "training checkpoint version %u is not supported (only %d)",
+		return cq_fail(err, CQ_EFORMAT, "training checkpoint version %u is not supported (only %d)",
 						  version, CQ_TRAIN_CKPT_VERSION);
 	memcpy(&h, in + 16, sizeof(h));
 	if (h.model_bytes > len || h.n_floats > len / 8)
-		return cq_nn_fail(err, CQ_NN_ETRUNCATED, "the checkpoint is shorter than its header says");
+		return cq_fail(err, CQ_EFORMAT, "the checkpoint is shorter than its header says");
 	mo = moments_offset(h.model_bytes);
 	if (mo + 8 * h.n_floats + 4 != len)
-		return cq_nn_fail(err, CQ_NN_ETRUNCATED, "the checkpoint has %zu bytes, its header says %zu",
+		return cq_fail(err, CQ_EFORMAT, "the checkpoint has %zu bytes, its header says %zu",
 						  len, (size_t) (mo + 8 * h.n_floats + 4));
 	memcpy(&crc, in + len - 4, 4);
 	if (crc != cq_crc32(0, in, len - 4))
-		return cq_nn_fail(err, CQ_NN_ECHECKSUM, "the training checkpoint's checksum does not match");
+		return cq_fail(err, CQ_EFORMAT, "the training checkpoint's checksum does not match");
 	if (reserved != 0 || h.zero != 0 || h.step < 0 || h.epoch < 0 || h.batch_in_epoch < 0)
-		return cq_nn_fail(err, CQ_NN_EFORMAT, "the training checkpoint header has invalid fields");
+		return cq_fail(err, CQ_EFORMAT, "the training checkpoint header has invalid fields");
 	tc = (cq_train_config) {h.lr, h.warmup_init_lr, h.warmup_updates,
 		{h.beta1, h.beta2, h.eps, h.weight_decay}, h.clip_norm, h.label_smoothing,
 	h.update_freq, h.max_tokens, h.seed, h.dropout != 0};
@@ -133,7 +133,7 @@ cq_train_checkpoint_load(const void *buf, size_t len, cq_train_state **out,
 	if (m->n_floats != h.n_floats)
 	{
 		cq_model_free(m);
-		return cq_nn_fail(err, CQ_NN_EFORMAT, "the checkpoint's moments have %zu floats, its model %zu",
+		return cq_fail(err, CQ_EFORMAT, "the checkpoint's moments have %zu floats, its model %zu",
 						  (size_t) h.n_floats, m->n_floats);
 	}
 	s = cq_train_state_new(m, &tc, out, err);
@@ -145,5 +145,5 @@ cq_train_checkpoint_load(const void *buf, size_t len, cq_train_state **out,
 	(*out)->step = h.step;
 	(*out)->epoch = h.epoch;
 	(*out)->batch_in_epoch = h.batch_in_epoch;
-	return CQ_NN_OK;
+	return CQ_OK;
 }

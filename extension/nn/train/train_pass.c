@@ -360,25 +360,25 @@ backward(pass *p)
 	embed_bwd(p, false, p->dx_enc);
 }
 
-cq_nn_status
+cq_code
 cq_train_pass(const cq_model *m, cq_model *grad, const cq_pair *pairs, int n,
 			  const cq_train_dropout *dropout, float eps, void *ws, size_t ws_bytes,
-			  cq_train_pass_out *out, cq_nn_error *err)
+			  cq_train_pass_out *out, cq_error *err)
 {
 	cq_batch_shape shape;
-	cq_nn_status s = cq_batch_shape_of(m, pairs, n, &shape, err);
+	cq_code s = cq_batch_shape_of(m, pairs, n, &shape, err);
 	pass		p = {m, grad, pairs, n};
 	size_t		need;
 
 	if (s)
 		return s;
 	if (m->compact)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "a compacted model cannot be trained");
+		return cq_fail(err, CQ_EINVAL, "a compacted model cannot be trained");
 	if (!grad || !cq_config_equal(&m->cfg, &grad->cfg))
-		return cq_nn_fail(err, CQ_NN_EINVAL, "the gradient model does not match the model");
+		return cq_fail(err, CQ_EINVAL, "the gradient model does not match the model");
 	need = cq_train_pass_workspace_bytes(&m->cfg, pairs, n);
 	if (!ws || ws_bytes < need)
-		return cq_nn_fail(err, CQ_NN_EWORKSPACE,
+		return cq_fail(err, CQ_EINTERNAL,
 						  "workspace of %zu bytes is too small, the batch needs %zu",
 						  ws_bytes, need);
 	carve(&m->cfg, pairs, n, ws, &p);
@@ -389,5 +389,5 @@ cq_train_pass(const cq_model *m, cq_model *grad, const cq_pair *pairs, int n,
 	forward(&p);
 	loss_and_output_bwd(&p, eps, out);
 	backward(&p);
-	return CQ_NN_OK;
+	return CQ_OK;
 }

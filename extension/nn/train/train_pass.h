@@ -20,7 +20,7 @@
 
 #include "nn/infer/forward.h"
 #include "nn/model/model.h"
-#include "nn/status.h"
+#include "common/error.h"
 
 /* Training dropout: on/off, and the key of this pass's masks. */
 typedef struct cq_train_dropout
@@ -51,12 +51,12 @@ size_t		cq_train_pass_workspace_bytes(const cq_model_config *cfg,
 
 /*
  * Forward, loss and backward of n_pairs pairs; grad += d(summed loss)/dθ.
- * Returns CQ_NN_EINVAL for bad pairs (as cq_forward), CQ_NN_EWORKSPACE when
+ * Returns CQ_EINVAL for bad pairs (as cq_forward), CQ_EINTERNAL when
  * ws_bytes is too small.  The loss may be non-finite; the caller checks.
  */
-cq_nn_status cq_train_pass(const cq_model *m, cq_model *grad, const cq_pair *pairs,
+cq_code cq_train_pass(const cq_model *m, cq_model *grad, const cq_pair *pairs,
 						   int n_pairs, const cq_train_dropout *dropout,
 						   float label_smoothing, void *ws, size_t ws_bytes,
-						   cq_train_pass_out *out, cq_nn_error *err);
+						   cq_train_pass_out *out, cq_error *err);
 
 #endif

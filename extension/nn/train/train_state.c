@@ -20,28 +20,28 @@ cq_train_config_default(cq_train_config *tc)
 	};
 }
 
-cq_nn_status
-cq_train_config_validate(const cq_train_config *tc, cq_nn_error *err)
+cq_code
+cq_train_config_validate(const cq_train_config *tc, cq_error *err)
 {
 	const cq_adamw *a = &tc->adam;
 
 	if (!(tc->lr > 0.0 && tc->lr < 1.0) || !(tc->warmup_init_lr >= 0.0) ||
 		tc->warmup_updates < 0)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "lr must be in (0, 1), warmup_init_lr and warmup_updates not negative");
+		return cq_fail(err, CQ_EINVAL, "lr must be in (0, 1), warmup_init_lr and warmup_updates not negative");
 	if (!(a->beta1 >= 0.0f && a->beta1 < 1.0f) || !(a->beta2 >= 0.0f && a->beta2 < 1.0f) ||
 		!(a->eps > 0.0f) || !(a->weight_decay >= 0.0f && tc->lr * a->weight_decay < 1.0))
-		return cq_nn_fail(err, CQ_NN_EINVAL, "adam betas must be in [0, 1), eps positive, weight decay in [0, 1/lr)");
+		return cq_fail(err, CQ_EINVAL, "adam betas must be in [0, 1), eps positive, weight decay in [0, 1/lr)");
 	if (!(tc->clip_norm >= 0.0) || !(tc->label_smoothing >= 0.0f && tc->label_smoothing < 1.0f))
-		return cq_nn_fail(err, CQ_NN_EINVAL, "clip_norm must not be negative, label smoothing in [0, 1)");
+		return cq_fail(err, CQ_EINVAL, "clip_norm must not be negative, label smoothing in [0, 1)");
 	if (tc->update_freq < 1 || tc->max_tokens < 1)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "update_freq and max_tokens must be positive");
-	return CQ_NN_OK;
+		return cq_fail(err, CQ_EINVAL, "update_freq and max_tokens must be positive");
+	return CQ_OK;
 }
 
-static cq_nn_status
-copy_model(const cq_model *src, cq_model **out, cq_nn_error *err)
+static cq_code
+copy_model(const cq_model *src, cq_model **out, cq_error *err)
 {
-	cq_nn_status s = cq_model_new(&src->cfg, out, err);
+	cq_code s = cq_model_new(&src->cfg, out, err);
 
 	if (!s)
 		memcpy((*out)->params, src->params, sizeof(float) * src->n_floats);
@@ -61,19 +61,19 @@ cq_train_state_free(cq_train_state *st)
 	cq_free(st);
 }
 
-cq_nn_status
+cq_code
 cq_train_state_new(const cq_model *init, const cq_train_config *tc,
-				   cq_train_state **out, cq_nn_error *err)
+				   cq_train_state **out, cq_error *err)
 {
 	cq_train_state *st;
-	cq_nn_status s;
+	cq_code s;
 
 	*out = NULL;
 	if ((s = cq_train_config_validate(tc, err)))
 		return s;
 	st = cq_alloc0(sizeof(*st));
 	if (!st)
-		return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory for the training state");
+		return cq_fail(err, CQ_ENOMEM, "out of memory for the training state");
 	st->tc = *tc;
 	if ((s = copy_model(init, &st->model, err)) ||
 		(s = cq_model_new(&init->cfg, &st->grad, err)))
@@ -86,10 +86,10 @@ cq_train_state_new(const cq_model *init, const cq_train_config *tc,
 	if (!st->exp_avg || !st->exp_avg_sq)
 	{
 		cq_train_state_free(st);
-		return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory for the optimizer state");
+		return cq_fail(err, CQ_ENOMEM, "out of memory for the optimizer state");
 	}
 	*out = st;
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
 double
@@ -99,18 +99,18 @@ cq_train_next_lr(const cq_train_state *st)
 							  st->step);
 }
 
-static cq_nn_status
-ensure_workspace(cq_train_state *st, size_t need, cq_nn_error *err)
+static cq_code
+ensure_workspace(cq_train_state *st, size_t need, cq_error *err)
 {
 	if (st->ws_bytes >= need)
-		return CQ_NN_OK;
+		return CQ_OK;
 	cq_free(st->ws);
 	st->ws_bytes = 0;
 	st->ws = cq_alloc(need);
 	if (!st->ws)
-		return cq_nn_fail(err, CQ_NN_ENOMEM, "out of memory for a training workspace of %zu bytes", need);
+		return cq_fail(err, CQ_ENOMEM, "out of memory for a training workspace of %zu bytes", need);
 	st->ws_bytes = need;
-	return CQ_NN_OK;
+	return CQ_OK;
 }
 
 static void
@@ -119,9 +119,9 @@ zero_grad(cq_train_state *st)
 	memset(st->grad->params, 0, sizeof(float) * st->grad->n_floats);
 }
 
-cq_nn_status
+cq_code
 cq_train_gradients(cq_train_state *st, const cq_train_batch *batches, int n_batches,
-				   cq_train_stats *stats, cq_nn_error *err)
+				   cq_train_stats *stats, cq_error *err)
 {
 	cq_model   *g = st->grad;
 	double		loss = 0.0,
@@ -130,11 +130,11 @@ cq_train_gradients(cq_train_state *st, const cq_train_batch *batches, int n_batc
 	long		tokens = 0;
 	int			pairs = 0;
 	cq_train_dropout dr = {st->tc.dropout, cq_mix64(st->tc.seed ^ cq_mix64((uint64_t) st->step)), 0};
-	cq_nn_status s;
+	cq_code s;
 
 	memset(stats, 0, sizeof(*stats));
 	if (n_batches < 1 || !batches)
-		return cq_nn_fail(err, CQ_NN_EINVAL, "an update needs at least one batch");
+		return cq_fail(err, CQ_EINVAL, "an update needs at least one batch");
 	zero_grad(st);
 	for (int i = 0; i < n_batches; i++)
 	{
@@ -167,12 +167,12 @@ cq_train_gradients(cq_train_state *st, const cq_train_batch *batches, int n_batc
 	cq_train_next_lr(st), st->step};
 	if (!isfinite(loss) || !isfinite(sq))
 	{
-		s = cq_nn_fail(err, CQ_NN_ENONFINITE,
+		s = cq_fail(err, CQ_TRAIN_ENONFINITE,
 					   "the loss (%g) or the gradient norm (%g) is not finite at update %lld",
 					   loss / tokens, sqrt(sq), (long long) st->step + 1);
 		goto fail;
 	}
-	return CQ_NN_OK;
+	return CQ_OK;
 fail:
 	zero_grad(st);
 	return s;
@@ -195,12 +195,12 @@ cq_clip_grad_norm(float *g, size_t n, double clip)
 	return norm;
 }
 
-cq_nn_status
+cq_code
 cq_train_step(cq_train_state *st, const cq_train_batch *batches, int n_batches,
-			  cq_train_stats *stats, cq_nn_error *err)
+			  cq_train_stats *stats, cq_error *err)
 {
 	cq_model   *g = st->grad;
-	cq_nn_status s = cq_train_gradients(st, batches, n_batches, stats, err);
+	cq_code s = cq_train_gradients(st, batches, n_batches, stats, err);
 
 	if (s)
 		return s;
@@ -209,5 +209,5 @@ cq_train_step(cq_train_state *st, const cq_train_batch *batches, int n_batches,
 					st->exp_avg, st->exp_avg_sq, g->n_floats);
 	st->step++;
 	stats->step = st->step;
-	return CQ_NN_OK;
+	return CQ_OK;
 }

@@ -27,10 +27,13 @@
 #include "nn/train/adamw.h"
 #include "nn/infer/forward.h"
 #include "nn/model/model.h"
-#include "nn/status.h"
+#include "common/error.h"
 
-/* A step whose loss or gradient is NaN or infinite (weights left unchanged). */
-#define CQ_NN_ENONFINITE ((cq_nn_status) 64)
+/*
+ * A step whose loss or gradient is NaN or infinite (weights left unchanged)
+ * fails with CQ_ERANGE, the only code of that category training returns.
+ */
+#define CQ_TRAIN_ENONFINITE CQ_ERANGE
 
 #define CQ_TRAIN_CKPT_MAGIC "CORPQTR\0"
 #define CQ_TRAIN_CKPT_VERSION 1
@@ -51,7 +54,7 @@ typedef struct cq_train_config
 } cq_train_config;
 
 void		cq_train_config_default(cq_train_config *tc);
-cq_nn_status cq_train_config_validate(const cq_train_config *tc, cq_nn_error *err);
+cq_code cq_train_config_validate(const cq_train_config *tc, cq_error *err);
 
 typedef struct cq_train_state
 {
@@ -68,8 +71,8 @@ typedef struct cq_train_state
 } cq_train_state;
 
 /* A new state training a copy of init (moments zero, step 0). */
-cq_nn_status cq_train_state_new(const cq_model *init, const cq_train_config *tc,
-								cq_train_state **out, cq_nn_error *err);
+cq_code cq_train_state_new(const cq_model *init, const cq_train_config *tc,
+								cq_train_state **out, cq_error *err);
 void		cq_train_state_free(cq_train_state *st);
 
 /* One micro-batch: pairs with their dropout keys (cq_pair.key). */
@@ -96,10 +99,10 @@ typedef struct cq_train_stats
  * divided by their token count (fairseq's sample_size normalisation), so
  * accumulation over micro-batches equals one batch of them all.  Dropout
  * masks are keyed by (tc.seed, st->step, micro-batch index, pair key).
- * CQ_NN_ENONFINITE when the loss or the gradient norm is not finite.
+ * CQ_TRAIN_ENONFINITE when the loss or the gradient norm is not finite.
  */
-cq_nn_status cq_train_gradients(cq_train_state *st, const cq_train_batch *batches,
-								int n_batches, cq_train_stats *stats, cq_nn_error *err);
+cq_code cq_train_gradients(cq_train_state *st, const cq_train_batch *batches,
+								int n_batches, cq_train_stats *stats, cq_error *err);
 
 /*
  * One update over n_batches micro-batches (gradient accumulation): the
@@ -108,8 +111,8 @@ cq_nn_status cq_train_gradients(cq_train_state *st, const cq_train_batch *batche
  * for the updates done so far (schedule.h), step + 1.  On any error the
  * weights, moments and step are left as they were.
  */
-cq_nn_status cq_train_step(cq_train_state *st, const cq_train_batch *batches,
-						   int n_batches, cq_train_stats *stats, cq_nn_error *err);
+cq_code cq_train_step(cq_train_state *st, const cq_train_batch *batches,
+						   int n_batches, cq_train_stats *stats, cq_error *err);
 
 /*
  * Scales g[0..n) by clip / (norm + 1e-6) when that is below 1 (clip > 0);
@@ -122,9 +125,9 @@ double		cq_train_next_lr(const cq_train_state *st);
 
 /* The checkpoint image: size, write into buf[0..size), load a new state. */
 size_t		cq_train_checkpoint_size(const cq_train_state *st);
-cq_nn_status cq_train_checkpoint_write(const cq_train_state *st, void *buf, size_t size,
-									   cq_nn_error *err);
-cq_nn_status cq_train_checkpoint_load(const void *buf, size_t len, cq_train_state **out,
-									  cq_nn_error *err);
+cq_code cq_train_checkpoint_write(const cq_train_state *st, void *buf, size_t size,
+									   cq_error *err);
+cq_code cq_train_checkpoint_load(const void *buf, size_t len, cq_train_state **out,
+									  cq_error *err);
 
 #endif

@@ -79,3 +79,12 @@ corpq_require_arg(FunctionCallInfo fcinfo, int argno, const char *what)
 						get_namespace_name(get_func_namespace(fcinfo->flinfo->fn_oid)),
 						get_func_name(fcinfo->flinfo->fn_oid))));
 }
+
+void
+corpq_core_fail(cq_code code, const char *what, const char *detail)
+{
+	cq_error	err;
+
+	cq_fail(&err, code == CQ_OK ? CQ_EINTERNAL : code, "%s", detail ? detail : "");
+	corpq_core_error(&err, NULL, "%s", what);
+}

@@ -50,4 +50,11 @@ int			corpq_core_sqlstate(cq_code code);
 void		corpq_core_error(const cq_error *err, const char *hint, const char *fmt,...)
 			pg_attribute_printf(3, 4) pg_attribute_noreturn();
 
+/*
+ * The same from a returned code and its message (what: the main message; a
+ * failure reported with CQ_OK is a broken invariant, CQ_EINTERNAL).
+ */
+void		corpq_core_fail(cq_code code, const char *what, const char *detail)
+			pg_attribute_noreturn();
+
 #endif

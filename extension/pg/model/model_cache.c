@@ -21,6 +21,7 @@
 #include "utils/tuplestore.h"
 
 #include "nn/model/modelfile.h"
+#include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
 #include "pg/model/model_catalog.h"
@@ -168,8 +169,8 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 	Datum		d;
 	bytea	   *image;
 	cq_model   *m = NULL;
-	cq_nn_error err = {0};
-	cq_nn_status s;
+	cq_error err = {0};
+	cq_code s;
 
 	SPI_connect();
 	if (corpq_sql_as_caller("SELECT weights FROM corpq.model_versions "
@@ -198,14 +199,14 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 	 * only the packed copy of each weight matrix.
 	 */
 	old = MemoryContextSwitchTo(cxt);
-	if (s == CQ_NN_OK)
+	if (s == CQ_OK)
 		s = cq_model_pack(m, &err);
-	if (s == CQ_NN_OK)
+	if (s == CQ_OK)
 		s = cq_model_compact(m, &err);
 	MemoryContextSwitchTo(old);
-	if (s != CQ_NN_OK)
-		corpq_nn_error_report(s, psprintf("could not load model \"%s@%d\"", ref->name, ref->version),
-							  err.message);
+	if (s != CQ_OK)
+		corpq_core_fail(s, psprintf("could not load model \"%s@%d\"", ref->name, ref->version),
+							  err.msg);
 	return m;
 }
 

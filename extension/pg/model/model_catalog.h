@@ -132,8 +132,5 @@ int32		corpq_model_write_version(int64 model_id, bytea *weights, const char *sou
 void		corpq_model_config_check(Jsonb *config, const char *src_vocab,
 									 const char *tgt_vocab);
 
-/* Raise a core status as an ERROR with context what ("could not load model"). */
-void		corpq_nn_error_report(int code, const char *what,
-								  const char *message) pg_attribute_noreturn();
 
 #endif

@@ -116,8 +116,8 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	char		base[1024] = "{}";
 	char	   *merged;
 	cq_model_config cfg;
-	cq_nn_error err = {0};
-	cq_nn_status s;
+	cq_error err = {0};
+	cq_code s;
 	MemoryContext caller = CurrentMemoryContext;
 
 	values[0] = PointerGetDatum(config);
@@ -146,8 +146,8 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	if (preset != NULL)
 	{
 		s = cq_config_preset(preset, src_size, tgt_size, &cfg, &err);
-		if (s != CQ_NN_OK)
-			corpq_nn_error_report(s, "invalid model configuration", err.message);
+		if (s != CQ_OK)
+			corpq_core_fail(s, "invalid model configuration", err.msg);
 		cq_config_to_json(&cfg, base, sizeof(base));
 	}
 	values[1] = CStringGetTextDatum(base);
@@ -164,8 +164,8 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 																   &isnull)));
 	SPI_finish();
 	s = cq_config_from_json(merged, strlen(merged), &cfg, &err);
-	if (s != CQ_NN_OK)
-		corpq_nn_error_report(s, "invalid model configuration", err.message);
+	if (s != CQ_OK)
+		corpq_core_fail(s, "invalid model configuration", err.msg);
 	return cfg;
 }
 
@@ -209,8 +209,8 @@ model_image(const cq_model *m)
 {
 	size_t		size = cq_modelfile_size(m);
 	bytea	   *b;
-	cq_nn_error err = {0};
-	cq_nn_status s;
+	cq_error err = {0};
+	cq_code s;
 
 	if (size > MaxAllocHugeSize - VARHDRSZ || size + VARHDRSZ > 0x3FFFFFFF)
 		ereport(ERROR,
@@ -219,8 +219,8 @@ model_image(const cq_model *m)
 	b = palloc(size + VARHDRSZ);
 	SET_VARSIZE(b, size + VARHDRSZ);
 	s = cq_modelfile_write(m, VARDATA(b), size, &err);
-	if (s != CQ_NN_OK)
-		corpq_nn_error_report(s, "could not write the model weight image", err.message);
+	if (s != CQ_OK)
+		corpq_core_fail(s, "could not write the model weight image", err.msg);
 	return b;
 }
 
@@ -232,8 +232,8 @@ corpq_model_create(PG_FUNCTION_ARGS)
 			   *tgt_vocab;
 	cq_model_config cfg;
 	cq_model   *m = NULL;
-	cq_nn_error err = {0};
-	cq_nn_status s;
+	cq_error err = {0};
+	cq_code s;
 	bytea	   *image;
 	int64		id,
 				parameters;
@@ -258,8 +258,8 @@ corpq_model_create(PG_FUNCTION_ARGS)
 	}
 
 	s = cq_model_new(&cfg, &m, &err);
-	if (s != CQ_NN_OK)
-		corpq_nn_error_report(s, "could not create the model", err.message);
+	if (s != CQ_OK)
+		corpq_core_fail(s, "could not create the model", err.msg);
 	cq_model_init_random(m, (uint64) PG_GETARG_INT64(4));
 	parameters = (int64) cq_model_param_count(m);
 	image = model_image(m);
@@ -278,7 +278,7 @@ find_model(const char *name, int64 *id, cq_model_config *cfg, char **src_vocab, 
 	MemoryContext caller = CurrentMemoryContext;
 	bool		isnull;
 	char	   *json;
-	cq_nn_error err = {0};
+	cq_error err = {0};
 
 	SPI_connect();
 	if (corpq_sql_as_caller("SELECT id, config::pg_catalog.text, src_vocab, tgt_vocab "
@@ -292,11 +292,11 @@ find_model(const char *name, int64 *id, cq_model_config *cfg, char **src_vocab, 
 	}
 	*id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	json = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	if (cq_config_from_json(json, strlen(json), cfg, &err) != CQ_NN_OK)
+	if (cq_config_from_json(json, strlen(json), cfg, &err) != CQ_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("model \"%s\" has an invalid configuration in corpq.model_catalog", name),
-				 errdetail("%s.", err.message)));
+				 errdetail("%s.", err.msg)));
 	*src_vocab = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
 	*tgt_vocab = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4));
 	SPI_finish();
@@ -326,8 +326,8 @@ corpq_model_import(PG_FUNCTION_ARGS)
 	bytea	   *image;
 	cq_model   *m = NULL;
 	cq_model_config have;
-	cq_nn_error err = {0};
-	cq_nn_status s;
+	cq_error err = {0};
+	cq_code s;
 	int64		id;
 	char	   *src_vocab,
 			   *tgt_vocab;
@@ -345,8 +345,8 @@ corpq_model_import(PG_FUNCTION_ARGS)
 							 "a weight image", "import");
 	/* every byte is checked before anything is written */
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
-	if (s != CQ_NN_OK)
-		corpq_nn_error_report(s, "invalid model weights", err.message);
+	if (s != CQ_OK)
+		corpq_core_fail(s, "invalid model weights", err.msg);
 	parameters = (int64) cq_model_param_count(m);
 
 	if (find_model(name, &id, &have, &src_vocab, &tgt_vocab))

@@ -8,6 +8,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "pg/base/errors.h"
 #include "pg/base/base.h"
 #include "pg/model/model_score.h"
 
@@ -160,8 +161,8 @@ corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropo
 {
 	const cq_model *m;
 	cq_batch_shape shape;
-	cq_nn_error err = {0};
-	cq_nn_status st;
+	cq_error err = {0};
+	cq_code st;
 	Size		bytes;
 
 	CHECK_FOR_INTERRUPTS();
@@ -169,8 +170,8 @@ corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropo
 	/* looked up on every call: anything run since may have evicted it */
 	m = corpq_model_get(&s->cur->ref);
 	st = cq_batch_shape_of(m, pairs, n, &shape, &err);
-	if (st != CQ_NN_OK)
-		corpq_nn_error_report(st, "could not score sentence pairs", err.message);
+	if (st != CQ_OK)
+		corpq_core_fail(st, "could not score sentence pairs", err.msg);
 	bytes = cq_forward_workspace_bytes(&m->cfg, &shape);
 	/* batched callers cut their batches to fit first (score_batch.c) */
 	if (bytes > corpq_batch_bytes_limit())
@@ -185,20 +186,20 @@ corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropo
 	}
 	ensure_outputs(s, shape.tgt_positions, n);
 	st = cq_forward(m, pairs, n, dropout, s->ws, s->ws_bytes, &s->out, &err);
-	if (st != CQ_NN_OK)
-		corpq_nn_error_report(st, "could not score sentence pairs", err.message);
+	if (st != CQ_OK)
+		corpq_core_fail(st, "could not score sentence pairs", err.msg);
 }
 
 cq_uncertainty
 corpq_measure_from_name(const char *name)
 {
 	cq_uncertainty u;
-	cq_nn_error err = {0};
+	cq_error err = {0};
 
-	if (cq_uncertainty_from_name(name, &u, &err) != CQ_NN_OK)
+	if (cq_uncertainty_from_name(name, &u, &err) != CQ_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s", err.message)));
+				 errmsg("%s", err.msg)));
 	return u;
 }
 
@@ -225,7 +226,7 @@ corpq_scorer_uncertainty(CorpqScorer *s, const cq_pair *pairs, int n,
 	long		off;
 	float	   *pmax;
 	float	   *ent;
-	cq_nn_error err = {0};
+	cq_error err = {0};
 
 	for (int i = 0; i < n; i++)
 		nt += pairs[i].tgt_len + 1;
@@ -244,11 +245,11 @@ corpq_scorer_uncertainty(CorpqScorer *s, const cq_pair *pairs, int n,
 	for (int i = 0; i < n; i++)
 	{
 		int			t = pairs[i].tgt_len + 1;
-		cq_nn_status st = cq_uncertainty_measure_strided(measure, pmax + off, ent + off,
+		cq_code st = cq_uncertainty_measure_strided(measure, pmax + off, ent + off,
 														 passes, t, nt, &out[i], &err);
 
-		if (st != CQ_NN_OK)
-			corpq_nn_error_report(st, "could not compute the uncertainty", err.message);
+		if (st != CQ_OK)
+			corpq_core_fail(st, "could not compute the uncertainty", err.msg);
 		off += t;
 	}
 	pfree(pmax);

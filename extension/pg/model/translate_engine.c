@@ -11,6 +11,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "pg/base/errors.h"
 #include "pg/base/base.h"
 #include "pg/model/translate.h"
 #include "text/vocabulary.h"
@@ -107,12 +108,12 @@ corpq_translate_reset(CorpqTranslateEngine *e)
 static void
 check_options(CorpqTranslateEngine *e, const cq_model *m)
 {
-	cq_nn_error err = {0};
-	cq_nn_status st = cq_translate_options_check(&e->o.core, &m->cfg, &err);
+	cq_error err = {0};
+	cq_code st = cq_translate_options_check(&e->o.core, &m->cfg, &err);
 
-	if (st != CQ_NN_OK)
-		corpq_nn_error_report(st, psprintf("invalid translation options for model \"%s\"",
-										   e->scorer->cur->spec), err.message);
+	if (st != CQ_OK)
+		corpq_core_fail(st, psprintf("invalid translation options for model \"%s\"",
+										   e->scorer->cur->spec), err.msg);
 }
 
 /* Field by field: padding bytes may differ between two copies. */
@@ -295,10 +296,10 @@ corpq_translate_add_row(CorpqTranslateEngine *e, const CorpqBatch *b, uint64 i, 
 /* ---- the translator ---- */
 
 static void
-core_error(CorpqTranslateEngine *e, cq_nn_status st, const cq_nn_error *err)
+core_error(CorpqTranslateEngine *e, cq_code st, const cq_error *err)
 {
-	corpq_nn_error_report(st, psprintf("could not translate with model \"%s\"",
-									   e->scorer->cur->spec), err->message);
+	corpq_core_fail(st, psprintf("could not translate with model \"%s\"",
+									   e->scorer->cur->spec), err->msg);
 }
 
 /*
@@ -310,8 +311,8 @@ static void
 build(CorpqTranslateEngine *e, int max_src)
 {
 	const cq_model *m;
-	cq_nn_error err = {0};
-	cq_nn_status st;
+	cq_error err = {0};
+	cq_code st;
 	Size		bytes;
 
 	corpq_blas_ensure();
@@ -343,7 +344,7 @@ build(CorpqTranslateEngine *e, int max_src)
 	}
 	e->tr = NULL;
 	st = cq_translator_init(m, &e->o.core, e->slots, max_src, e->ws, e->ws_bytes, &e->tr, &err);
-	if (st != CQ_NN_OK)
+	if (st != CQ_OK)
 		core_error(e, st, &err);
 	e->model = m;
 	e->max_src = max_src;
@@ -371,13 +372,13 @@ size_for(CorpqTranslateEngine *e)
 static bool
 admit(CorpqTranslateEngine *e)
 {
-	cq_nn_error err = {0};
+	cq_error err = {0};
 
 	while (e->next < e->hi && cq_translator_free_slots(e->tr) > 0)
 	{
 		Queued	   *it = item(e, e->next);
 		cq_source	src = {it->ids, it->n, it->key, e->next};
-		cq_nn_status st;
+		cq_code st;
 
 		if (it->done)
 		{
@@ -387,7 +388,7 @@ admit(CorpqTranslateEngine *e)
 		if (it->n > e->max_src)
 			return false;
 		st = cq_translator_admit(e->tr, &src, &err);
-		if (st != CQ_NN_OK)
+		if (st != CQ_OK)
 			core_error(e, st, &err);
 		e->next++;
 	}
@@ -426,8 +427,8 @@ take_finished(CorpqTranslateEngine *e)
 static void
 step(CorpqTranslateEngine *e)
 {
-	cq_nn_error err = {0};
-	cq_nn_status st;
+	cq_error err = {0};
+	cq_code st;
 	instr_time	t0,
 				t1;
 
@@ -437,7 +438,7 @@ step(CorpqTranslateEngine *e)
 	INSTR_TIME_SET_CURRENT(t1);
 	INSTR_TIME_SUBTRACT(t1, t0);
 	e->stats.step_seconds += INSTR_TIME_GET_DOUBLE(t1);
-	if (st != CQ_NN_OK)
+	if (st != CQ_OK)
 		core_error(e, st, &err);
 	take_finished(e);
 	hand_back(e);

@@ -185,8 +185,8 @@ load_latest(Run *r, CorpqModelRef *ref)
 	bool		isnull;
 	bytea	   *w;
 	cq_model   *m;
-	cq_nn_error err = {0};
-	cq_nn_status s;
+	cq_error err = {0};
+	cq_code s;
 
 	/* the worker checks again: the owner may have changed since submission */
 	if (check_model(r->model_name, ref) != r->model_id)
@@ -205,8 +205,8 @@ load_latest(Run *r, CorpqModelRef *ref)
 	MemoryContextSwitchTo(cxt);
 	s = cq_modelfile_load(VARDATA_ANY(w), VARSIZE_ANY_EXHDR(w), &m, &err);
 	SPI_finish();
-	if (s != CQ_NN_OK)
-		corpq_nn_error_report(s, "could not load model", err.message);
+	if (s != CQ_OK)
+		corpq_core_fail(s, "could not load model", err.msg);
 	return m;
 }
 
@@ -236,8 +236,8 @@ build_streams(Run *r, int max_positions)
 		int		   *sl = palloc(sizeof(int) * Max(s->n, 1));
 		int		   *tl = palloc(sizeof(int) * Max(s->n, 1));
 		long		j = 0;
-		cq_nn_error err = {0};
-		cq_nn_status st;
+		cq_error err = {0};
+		cq_code st;
 
 		s->index = palloc(sizeof(long) * Max(s->n, 1));
 		for (long i = 0; i < c->n_pairs; i++)
@@ -250,8 +250,8 @@ build_streams(Run *r, int max_positions)
 			}
 		st = cq_batcher_new(sl, tl, s->n, r->o.max_tokens, max_positions,
 							(uint64) r->o.seed, &s->b, &err);
-		if (st != CQ_NN_OK)
-			corpq_nn_error_report(st, "could not batch the corpus", err.message);
+		if (st != CQ_OK)
+			corpq_core_fail(st, "could not batch the corpus", err.msg);
 		if (s->b->n_kept == 0)
 			s->b = NULL;
 		else
@@ -323,8 +323,8 @@ calibration_pass(void *arg, int k)
 	cq_train_batch *batches = palloc(sizeof(cq_train_batch) * n);
 	TimestampTz t0 = GetCurrentTimestamp();
 	cq_train_stats stats;
-	cq_nn_error err = {0};
-	cq_nn_status st;
+	cq_error err = {0};
+	cq_code st;
 	double		seconds;
 
 	corpq_job_progress(r->job, "calibrating", k, CQ_SCHEDULE_CALIBRATION_PASSES + 1, "passes",
@@ -341,8 +341,8 @@ calibration_pass(void *arg, int k)
 		cq_pair    *pairs;
 
 		st = cq_batcher_batch(one->b, 0, (long) ((g / live) % one->b->n_batches), &idx, &np, &err);
-		if (st != CQ_NN_OK)
-			corpq_nn_error_report(st, "could not take a calibration batch", err.message);
+		if (st != CQ_OK)
+			corpq_core_fail(st, "could not take a calibration batch", err.msg);
 		pairs = palloc(sizeof(cq_pair) * np);
 		for (int i = 0; i < np; i++)
 			train_corpus_pair(&r->corpus, one->index[idx[i]], &pairs[i]);
@@ -350,8 +350,8 @@ calibration_pass(void *arg, int k)
 		batches[j].n_pairs = np;
 	}
 	st = cq_train_gradients(r->st, batches, n, &stats, &err);
-	if (st != CQ_NN_OK)
-		corpq_nn_error_report(st, "calibration pass failed", err.message);
+	if (st != CQ_OK)
+		corpq_core_fail(st, "calibration pass failed", err.msg);
 	seconds = (double) (GetCurrentTimestamp() - t0) / USECS_PER_SEC;
 	for (int j = 0; j < n; j++)
 		pfree((void *) batches[j].pairs);
@@ -369,8 +369,8 @@ plan_schedule(Run *r)
 {
 	const TrainOptions *o = &r->o;
 	int64		epoch_updates = o->epochs > 0 ? (int64) ceil(o->epochs * r->batches / o->update_freq) : 0;
-	cq_nn_error err = {0};
-	cq_nn_status st;
+	cq_error err = {0};
+	cq_code st;
 
 	train_schedule_plan(o, r->st->model->cfg.d_model, epoch_updates, r->cur.seconds,
 						calibration_pass, r, &r->sched);
@@ -378,8 +378,8 @@ plan_schedule(Run *r)
 	r->cur.schedule = r->sched.json;
 	r->st->tc.lr = r->sched.lr;
 	r->st->tc.warmup_updates = r->sched.warmup;
-	if ((st = cq_train_config_validate(&r->st->tc, &err)) != CQ_NN_OK)
-		corpq_nn_error_report(st, "could not start training", err.message);
+	if ((st = cq_train_config_validate(&r->st->tc, &err)) != CQ_OK)
+		corpq_core_fail(st, "could not start training", err.msg);
 }
 
 /* A resumed distribution: valid, and no mass on a corpus without batches. */
@@ -439,8 +439,8 @@ static void
 start_state(Run *r, const cq_model *init, int32 init_version)
 {
 	cq_train_config tc;
-	cq_nn_error err = {0};
-	cq_nn_status s;
+	cq_error err = {0};
+	cq_code s;
 
 	r->dropout[0] = init->cfg.dropout;
 	r->dropout[1] = init->cfg.attention_dropout;
@@ -469,8 +469,8 @@ start_state(Run *r, const cq_model *init, int32 init_version)
 							r->job->id, r->st->tc.warmup_updates, r->sched.warmup)));
 		return;
 	}
-	if ((s = cq_train_state_new(init, &tc, &r->st, &err)) != CQ_NN_OK)
-		corpq_nn_error_report(s, "could not start training", err.message);
+	if ((s = cq_train_state_new(init, &tc, &r->st, &err)) != CQ_OK)
+		corpq_core_fail(s, "could not start training", err.msg);
 	if (r->o.dropout >= 0)
 		r->st->model->cfg.dropout = (float) r->o.dropout;
 	if (r->o.attention_dropout >= 0)
@@ -511,12 +511,12 @@ next_batches(Run *r)
 		const long *idx;
 		int			np;
 		cq_pair    *pairs;
-		cq_nn_error err = {0};
-		cq_nn_status st;
+		cq_error err = {0};
+		cq_code st;
 
 		st = cq_batcher_batch(s->b, r->cur.epoch[c], (long) r->cur.next[c], &idx, &np, &err);
-		if (st != CQ_NN_OK)
-			corpq_nn_error_report(st, "could not take the next batch", err.message);
+		if (st != CQ_OK)
+			corpq_core_fail(st, "could not take the next batch", err.msg);
 		pairs = palloc(sizeof(cq_pair) * np);
 		for (int i = 0; i < np; i++)
 		{
@@ -580,8 +580,8 @@ version_image(Run *r)
 	float		saved[3] = {cfg->dropout, cfg->attention_dropout, cfg->activation_dropout};
 	size_t		size = cq_modelfile_size(r->st->model);
 	bytea	   *b = MemoryContextAllocHuge(CurrentMemoryContext, size + VARHDRSZ);
-	cq_nn_error err = {0};
-	cq_nn_status s;
+	cq_error err = {0};
+	cq_code s;
 
 	SET_VARSIZE(b, size + VARHDRSZ);
 	cfg->dropout = r->dropout[0];
@@ -591,8 +591,8 @@ version_image(Run *r)
 	cfg->dropout = saved[0];
 	cfg->attention_dropout = saved[1];
 	cfg->activation_dropout = saved[2];
-	if (s != CQ_NN_OK)
-		corpq_nn_error_report(s, "could not write the model weight image", err.message);
+	if (s != CQ_OK)
+		corpq_core_fail(s, "could not write the model weight image", err.msg);
 	return b;
 }
 
@@ -638,11 +638,11 @@ checkpoint(Run *r, bool validated)
 }
 
 static void
-diverged(Run *r, const cq_nn_error *err)
+diverged(Run *r, const cq_error *err)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-			 errmsg("training diverged: %s", err->message),
+			 errmsg("training diverged: %s", err->msg),
 			 r->resumed_from >= 0 || r->cur.best_version > 0
 			 ? errdetail("The job's checkpoints up to this point are kept in corpq.train_checkpoints.")
 			 : 0,
@@ -657,8 +657,8 @@ update(Run *r, MemoryContext upd)
 	TimestampTz t1;
 	cq_train_batch *batches;
 	cq_train_stats stats;
-	cq_nn_error err = {0};
-	cq_nn_status s;
+	cq_error err = {0};
+	cq_code s;
 	double		dt;
 	bool		done,
 				ckpt,
@@ -672,10 +672,10 @@ update(Run *r, MemoryContext upd)
 	MemoryContextSwitchTo(r->cxt);
 	s = cq_train_step(r->st, batches, r->o.update_freq, &stats, &err);
 	MemoryContextSwitchTo(upd);
-	if (s == CQ_NN_ENONFINITE)
+	if (s == CQ_TRAIN_ENONFINITE)
 		diverged(r, &err);
-	if (s != CQ_NN_OK)
-		corpq_nn_error_report(s, "training step failed", err.message);
+	if (s != CQ_OK)
+		corpq_core_fail(s, "training step failed", err.msg);
 	t1 = GetCurrentTimestamp();
 	dt = (double) (t1 - t0) / USECS_PER_SEC;
 	r->cur.seconds += dt;

@@ -26,9 +26,9 @@ static bool
 measure_known(const void *field)
 {
 	cq_uncertainty u;
-	cq_nn_error err = {0};
+	cq_error err = {0};
 
-	return cq_uncertainty_from_name(*(char *const *) field, &u, &err) == CQ_NN_OK;
+	return cq_uncertainty_from_name(*(char *const *) field, &u, &err) == CQ_OK;
 }
 
 /* The options of multiuat and multidds are echoed only with those strategies. */

@@ -18,6 +18,7 @@
 
 #include "common/rng.h"
 #include "nn/train/train_pass.h"
+#include "pg/base/errors.h"
 #include "pg/model/model_catalog.h"
 #include "pg/train/train_scorer.h"
 
@@ -34,15 +35,15 @@ gradient(const cq_model *m, cq_model *grad, const cq_pair *pairs, int n, uint64 
 {
 	cq_train_dropout d = {true, seed, pass};
 	cq_train_pass_out out;
-	cq_nn_error err = {0};
-	cq_nn_status st;
+	cq_error err = {0};
+	cq_code st;
 	size_t		ws_bytes = cq_train_pass_workspace_bytes(&m->cfg, pairs, n);
 	void	   *ws = MemoryContextAllocHuge(CurrentMemoryContext, ws_bytes);
 
 	memset(grad->params, 0, sizeof(float) * grad->n_floats);
 	st = cq_train_pass(m, grad, pairs, n, &d, label_smoothing, ws, ws_bytes, &out, &err);
-	if (st != CQ_NN_OK)
-		corpq_nn_error_report(st, "could not compute a gradient for the sampler", err.message);
+	if (st != CQ_OK)
+		corpq_core_fail(st, "could not compute a gradient for the sampler", err.msg);
 	pfree(ws);
 	CHECK_FOR_INTERRUPTS();
 	return out.tokens > 0 ? out.nll / out.tokens : NAN;
@@ -77,13 +78,13 @@ train_strategy_multidds_update(TrainSampler *s, const TrainSamplerView *view)
 	double	   *dev_loss = palloc(sizeof(double) * s->n);
 	float	  **dev_grad = palloc(sizeof(float *) * s->n);
 	cq_model   *grad;
-	cq_nn_error err = {0};
-	cq_nn_status st;
+	cq_error err = {0};
+	cq_code st;
 	uint64		seed = cq_mix64(s->seed ^ cq_mix64((uint64) view->step ^ UINT64CONST(0x646473)));
 	float		ls = (float) sc->o.label_smoothing;
 
-	if ((st = cq_model_new(&m->cfg, &grad, &err)) != CQ_NN_OK)
-		corpq_nn_error_report(st, "could not allocate a gradient for the sampler", err.message);
+	if ((st = cq_model_new(&m->cfg, &grad, &err)) != CQ_OK)
+		corpq_core_fail(st, "could not allocate a gradient for the sampler", err.msg);
 	for (int i = 0; i < s->n; i++)
 	{
 		cq_pair    *pairs;

@@ -18,6 +18,7 @@
 #include "common/rng.h"
 #include "nn/infer/forward.h"
 #include "nn/infer/uncertainty.h"
+#include "pg/base/errors.h"
 #include "pg/model/model_catalog.h"
 #include "pg/train/train_scorer.h"
 
@@ -34,8 +35,8 @@ batch_reward(const cq_model *m, const cq_pair *pairs, int n, cq_uncertainty u, i
 {
 	cq_batch_shape shape;
 	cq_forward_out out;
-	cq_nn_error err = {0};
-	cq_nn_status st;
+	cq_error err = {0};
+	cq_code st;
 	size_t		ws_bytes;
 	void	   *ws;
 	float	   *p_max,
@@ -46,8 +47,8 @@ batch_reward(const cq_model *m, const cq_pair *pairs, int n, cq_uncertainty u, i
 	double		sum = 0,
 				nll = 0;
 
-	if ((st = cq_batch_shape_of(m, pairs, n, &shape, &err)) != CQ_NN_OK)
-		corpq_nn_error_report(st, "could not score a dev batch for the sampler", err.message);
+	if ((st = cq_batch_shape_of(m, pairs, n, &shape, &err)) != CQ_OK)
+		corpq_core_fail(st, "could not score a dev batch for the sampler", err.msg);
 	nt = shape.tgt_positions;
 	ws_bytes = cq_forward_workspace_bytes(&m->cfg, &shape);
 	ws = MemoryContextAllocHuge(CurrentMemoryContext, ws_bytes);
@@ -65,8 +66,8 @@ batch_reward(const cq_model *m, const cq_pair *pairs, int n, cq_uncertainty u, i
 		out.p_max = p_max + (size_t) k * nt;
 		out.entropy = entropy + (size_t) k * nt;
 		out.logp = logp + (size_t) k * nt;
-		if ((st = cq_forward(m, pairs, n, &mc, ws, ws_bytes, &out, &err)) != CQ_NN_OK)
-			corpq_nn_error_report(st, "could not score a dev batch for the sampler", err.message);
+		if ((st = cq_forward(m, pairs, n, &mc, ws, ws_bytes, &out, &err)) != CQ_OK)
+			corpq_core_fail(st, "could not score a dev batch for the sampler", err.msg);
 		for (int b = 0; b < n; b++)
 			nll -= out.sent_logp[b];
 		CHECK_FOR_INTERRUPTS();
@@ -77,8 +78,8 @@ batch_reward(const cq_model *m, const cq_pair *pairs, int n, cq_uncertainty u, i
 		double		r;
 
 		if ((st = cq_uncertainty_measure_strided(u, p_max + off, entropy + off, passes, t, nt,
-												 &r, &err)) != CQ_NN_OK)
-			corpq_nn_error_report(st, "could not measure the model's uncertainty", err.message);
+												 &r, &err)) != CQ_OK)
+			corpq_core_fail(st, "could not measure the model's uncertainty", err.msg);
 		sum += r;
 		off += t;
 	}
@@ -97,11 +98,11 @@ train_strategy_multiuat_update(TrainSampler *s, const TrainSamplerView *view)
 	double	   *reward = palloc(sizeof(double) * s->n);
 	double	   *dev_loss = palloc(sizeof(double) * s->n);
 	cq_uncertainty u;
-	cq_nn_error err = {0};
+	cq_error err = {0};
 	uint64		seed = cq_mix64(s->seed ^ cq_mix64((uint64) view->step ^ UINT64CONST(0x6d756174)));
 
-	if (cq_uncertainty_from_name(sc->o.measure, &u, &err) != CQ_NN_OK)
-		elog(ERROR, "%s", err.message);
+	if (cq_uncertainty_from_name(sc->o.measure, &u, &err) != CQ_OK)
+		elog(ERROR, "%s", err.msg);
 	for (int i = 0; i < s->n; i++)
 	{
 		cq_pair    *pairs;

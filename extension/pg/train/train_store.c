@@ -18,6 +18,7 @@
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 
+#include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
 #include "pg/model/model_catalog.h"
@@ -96,8 +97,8 @@ state_image(const cq_train_state *st)
 {
 	size_t		size = cq_train_checkpoint_size(st);
 	bytea	   *b;
-	cq_nn_error err = {0};
-	cq_nn_status s;
+	cq_error err = {0};
+	cq_code s;
 
 	if (size + VARHDRSZ > 0x3FFFFFFF)
 		ereport(ERROR,
@@ -106,8 +107,8 @@ state_image(const cq_train_state *st)
 				 errhint("Train a smaller model.")));
 	b = MemoryContextAllocHuge(CurrentMemoryContext, size + VARHDRSZ);
 	SET_VARSIZE(b, size + VARHDRSZ);
-	if ((s = cq_train_checkpoint_write(st, VARDATA(b), size, &err)) != CQ_NN_OK)
-		corpq_nn_error_report(s, "could not write the training checkpoint", err.message);
+	if ((s = cq_train_checkpoint_write(st, VARDATA(b), size, &err)) != CQ_OK)
+		corpq_core_fail(s, "could not write the training checkpoint", err.msg);
 	return b;
 }
 
@@ -322,8 +323,8 @@ train_checkpoint_resume(int64 job, int64 model_id, cq_train_state **st, TrainCur
 	int64		step;
 	bytea	   *state;
 	Datum		cursor;
-	cq_nn_error err = {0};
-	cq_nn_status s;
+	cq_error err = {0};
+	cq_code s;
 
 	SPI_connect();
 	report_foreign_checkpoints(job, argtypes, v);
@@ -352,8 +353,8 @@ train_checkpoint_resume(int64 job, int64 model_id, cq_train_state **st, TrainCur
 		s = cq_train_checkpoint_load(VARDATA_ANY(state), VARSIZE_ANY_EXHDR(state), st, &err);
 		MemoryContextSwitchTo(spi);
 	}
-	if (s != CQ_NN_OK)
-		corpq_nn_error_report(s, "could not load the job's last training checkpoint", err.message);
+	if (s != CQ_OK)
+		corpq_core_fail(s, "could not load the job's last training checkpoint", err.msg);
 	if ((*st)->step != step)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),

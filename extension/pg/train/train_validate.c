@@ -13,6 +13,7 @@
 #include "utils/memutils.h"
 
 #include "nn/infer/forward.h"
+#include "pg/base/errors.h"
 #include "pg/model/model_catalog.h"
 #include "pg/train/train.h"
 
@@ -57,8 +58,8 @@ train_validate(CorpqJob *job, const cq_model *m, const TrainCorpus *dev,
 		cq_pair    *pairs;
 		cq_batch_shape shape;
 		cq_forward_out out;
-		cq_nn_error err = {0};
-		cq_nn_status s;
+		cq_error err = {0};
+		cq_code s;
 		size_t		need;
 
 		to = chunk_end(dev, from, max_tokens);
@@ -66,8 +67,8 @@ train_validate(CorpqJob *job, const cq_model *m, const TrainCorpus *dev,
 		pairs = palloc(sizeof(cq_pair) * n);
 		for (int i = 0; i < n; i++)
 			train_corpus_pair(dev, from + i, &pairs[i]);
-		if ((s = cq_batch_shape_of(m, pairs, n, &shape, &err)) != CQ_NN_OK)
-			corpq_nn_error_report(s, "could not score the dev pairs", err.message);
+		if ((s = cq_batch_shape_of(m, pairs, n, &shape, &err)) != CQ_OK)
+			corpq_core_fail(s, "could not score the dev pairs", err.msg);
 		need = cq_forward_workspace_bytes(&m->cfg, &shape);
 		if (need > ws_bytes)
 		{
@@ -82,8 +83,8 @@ train_validate(CorpqJob *job, const cq_model *m, const TrainCorpus *dev,
 		out.argmax = NULL;
 		out.sent_logp = palloc(sizeof(double) * n);
 		out.sent_count = palloc(sizeof(int) * n);
-		if ((s = cq_forward(m, pairs, n, &off, ws, ws_bytes, &out, &err)) != CQ_NN_OK)
-			corpq_nn_error_report(s, "could not score the dev pairs", err.message);
+		if ((s = cq_forward(m, pairs, n, &off, ws, ws_bytes, &out, &err)) != CQ_OK)
+			corpq_core_fail(s, "could not score the dev pairs", err.msg);
 		for (int i = 0; i < n; i++)
 		{
 			int			l = dev->label[from + i];
