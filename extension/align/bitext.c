@@ -4,36 +4,36 @@
 
 static int
 check_side(const char *name, const int32_t *tok, const int64_t *off,
-		   int64_t n_pairs, int32_t vocab, cq_align_error *err)
+		   int64_t n_pairs, int32_t vocab, cq_error *err)
 {
 	if (off == NULL || (tok == NULL && n_pairs > 0 && off[n_pairs] > 0))
-		return cq_align_fail(err, CQ_ALIGN_EINVAL, "%s arrays are missing", name);
+		return cq_fail(err, CQ_EINVAL, "%s arrays are missing", name);
 	if (off[0] != 0)
-		return cq_align_fail(err, CQ_ALIGN_EINVAL, "%s offsets must start at 0", name);
+		return cq_fail(err, CQ_EINVAL, "%s offsets must start at 0", name);
 	for (int64_t k = 0; k < n_pairs; k++)
 		if (off[k + 1] < off[k])
-			return cq_align_fail(err, CQ_ALIGN_EINVAL,
+			return cq_fail(err, CQ_EINVAL,
 								 "%s offsets decrease at pair %lld", name, (long long) k);
 	for (int64_t p = 0; p < off[n_pairs]; p++)
 		if (tok[p] < 0 || tok[p] >= vocab)
-			return cq_align_fail(err, CQ_ALIGN_EINVAL,
+			return cq_fail(err, CQ_EINVAL,
 								 "%s token %lld has id %d outside vocabulary of %d",
 								 name, (long long) p, tok[p], vocab);
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 }
 
 int
-cq_bitext_validate(const cq_bitext *b, cq_align_error *err)
+cq_bitext_validate(const cq_bitext *b, cq_error *err)
 {
 	int			rc;
 
 	if (b == NULL || b->n_pairs < 0 || b->src_vocab < 0 || b->tgt_vocab < 0)
-		return cq_align_fail(err, CQ_ALIGN_EINVAL, "invalid bitext header");
+		return cq_fail(err, CQ_EINVAL, "invalid bitext header");
 	/* ids must fit the uint32 column type with room for the NULL row */
 	if (b->src_vocab >= INT32_MAX - 1 || b->tgt_vocab >= INT32_MAX - 1)
-		return cq_align_fail(err, CQ_ALIGN_EINVAL, "vocabulary too large");
+		return cq_fail(err, CQ_EINVAL, "vocabulary too large");
 	rc = check_side("source", b->src, b->src_off, b->n_pairs, b->src_vocab, err);
-	if (rc == CQ_ALIGN_OK)
+	if (rc == CQ_OK)
 		rc = check_side("target", b->tgt, b->tgt_off, b->n_pairs, b->tgt_vocab, err);
 	return rc;
 }

@@ -11,7 +11,7 @@
 
 #include <stdint.h>
 
-#include "align/status.h"
+#include "align/progress.h"
 
 typedef struct cq_bitext
 {
@@ -40,7 +40,7 @@ typedef struct cq_bitext_view
 } cq_bitext_view;
 
 /* Checks offsets are monotone from 0 and every id is within its vocabulary. */
-int			cq_bitext_validate(const cq_bitext *b, cq_align_error *err);
+int			cq_bitext_validate(const cq_bitext *b, cq_error *err);
 
 cq_bitext_view cq_bitext_direction(const cq_bitext *b, bool reverse);
 

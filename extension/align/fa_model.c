@@ -37,16 +37,16 @@ model_t(const cq_fa_model *md, int32_t e, int32_t f)
 int
 cq_fa_model_align(const cq_fa_model *md, const int32_t *e, int n,
 				  const int32_t *f, int m, int32_t *a, double *loglik,
-				  cq_align_error *err)
+				  cq_error *err)
 {
 	double		stackbuf[256];
 	double	   *w = stackbuf;
 	double		ll = 0.0;
 
 	if (n < 0 || m < 0)
-		return cq_align_fail(err, CQ_ALIGN_EINVAL, "negative sentence length");
+		return cq_fail(err, CQ_EINVAL, "negative sentence length");
 	if (n > 256 && !(w = cq_alloc((size_t) n * sizeof(double))))
-		return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	for (int j = 0; j < m; j++)
 	{
 		double		p0 = n ? cq_fa_prior(&md->par, j + 1, m, n, w) :
@@ -78,7 +78,7 @@ cq_fa_model_align(const cq_fa_model *md, const int32_t *e, int n,
 		cq_free(w);
 	if (loglik)
 		*loglik = ll;
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 }
 
 void

@@ -67,7 +67,7 @@ cmp_keyed(const void *a, const void *b)
 
 /* Groups the trainable pairs by (m, n). */
 static int
-build_classes(cq_fa_trainer *tr, cq_align_error *err)
+build_classes(cq_fa_trainer *tr, cq_error *err)
 {
 	const cq_bitext_view *v = &tr->v;
 	keyed	   *ks = cq_alloc(((size_t) v->n_pairs + 1) * sizeof(keyed));
@@ -79,7 +79,7 @@ build_classes(cq_fa_trainer *tr, cq_align_error *err)
 	if (!ks || !tr->class_of || !tr->classes)
 	{
 		cq_free(ks);
-		return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	}
 	for (int64_t k = 0; k < v->n_pairs; k++)
 	{
@@ -95,7 +95,7 @@ build_classes(cq_fa_trainer *tr, cq_align_error *err)
 		if (n > INT32_MAX / 2 || m > INT32_MAX / 2)
 		{
 			cq_free(ks);
-			return cq_align_fail(err, CQ_ALIGN_EINVAL, "sentence of pair %lld too long", (long long) k);
+			return cq_fail(err, CQ_EINVAL, "sentence of pair %lld too long", (long long) k);
 		}
 		ks[nk].key = (m << 32) | n;
 		ks[nk++].k = k;
@@ -119,37 +119,37 @@ build_classes(cq_fa_trainer *tr, cq_align_error *err)
 	cq_free(ks);
 	tr->nonnull = cq_alloc(((size_t) w_total + 1) * sizeof(double));
 	if (!tr->nonnull)
-		return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
-	return CQ_ALIGN_OK;
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
+	return CQ_OK;
 }
 
 cq_fa_trainer *
 cq_fa_trainer_create(const cq_bitext *b, const cq_fa_options *o,
-					 cq_align_error *err)
+					 cq_error *err)
 {
 	cq_fa_trainer *tr;
 	int64_t		max_n = 0;
 
-	if (cq_bitext_validate(b, err) != CQ_ALIGN_OK)
+	if (cq_bitext_validate(b, err) != CQ_OK)
 		return NULL;
 	if (!(o->init.p0 >= 0.0 && o->init.p0 < 1.0) || !(o->alpha > 0.0) ||
 		!(o->init.tension > 0.0 && o->init.tension <= CQ_FA_MAX_TENSION) ||
 		o->iterations < 1)
 	{
-		cq_align_fail(err, CQ_ALIGN_EINVAL, "invalid fast_align options");
+		cq_fail(err, CQ_EINVAL, "invalid fast_align options");
 		return NULL;
 	}
 	tr = cq_alloc0(sizeof(*tr));
 	if (!tr)
 	{
-		cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
+		cq_fail(err, CQ_ENOMEM, "out of memory");
 		return NULL;
 	}
 	tr->opt = *o;
 	tr->md.par = o->init;
 	tr->v = cq_bitext_direction(b, o->reverse);
-	if (cq_ttable_build_indexed(&tr->md.tt, &tr->li, &tr->v, o->max_index_bytes, err) != CQ_ALIGN_OK ||
-		build_classes(tr, err) != CQ_ALIGN_OK)
+	if (cq_ttable_build_indexed(&tr->md.tt, &tr->li, &tr->v, o->max_index_bytes, err) != CQ_OK ||
+		build_classes(tr, err) != CQ_OK)
 		goto fail;
 	for (int64_t k = 0; k < b->n_pairs; k++)
 		if (tr->v.e_off[k + 1] - tr->v.e_off[k] > max_n)
@@ -161,7 +161,7 @@ cq_fa_trainer_create(const cq_bitext *b, const cq_fa_options *o,
 						   sizeof(uint32_t));
 	if (!tr->w || !tr->post || !tr->scratch)
 	{
-		cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
+		cq_fail(err, CQ_ENOMEM, "out of memory");
 		goto fail;
 	}
 	return tr;
@@ -283,7 +283,7 @@ mstep(cq_fa_trainer *tr)
 
 int
 cq_fa_iterate(cq_fa_trainer *tr, const cq_align_progress *progress,
-			  cq_align_error *err)
+			  cq_error *err)
 {
 	const cq_bitext_view *v = &tr->v;
 	cq_ttable  *t = &tr->md.tt;
@@ -294,7 +294,7 @@ cq_fa_iterate(cq_fa_trainer *tr, const cq_align_progress *progress,
 		tr->classes[tr->n_classes - 1].m : 0;
 
 	if (tr->taken)
-		return cq_align_fail(err, CQ_ALIGN_EINVAL, "the model was taken from this trainer");
+		return cq_fail(err, CQ_EINVAL, "the model was taken from this trainer");
 	memset(t->count, 0, (size_t) t->nnz * sizeof(double));
 	memset(tr->nonnull, 0, ((size_t) w_total + 1) * sizeof(double));
 	for (int64_t k = 0; k < v->n_pairs; k++)
@@ -302,11 +302,11 @@ cq_fa_iterate(cq_fa_trainer *tr, const cq_align_progress *progress,
 		if (tr->class_of[k] >= 0)
 			estep_pair(tr, k, &ll, &c0, &emp);
 		if (cq_align_progress_stop(progress, k + 1, v->n_pairs))
-			return cq_align_fail(err, CQ_ALIGN_STOPPED, "stopped during pass %d",
+			return cq_fail(err, CQ_STOPPED, "stopped during pass %d",
 								 tr->st.passes + 1);
 	}
 	if (v->n_pairs == 0 && cq_align_progress_stop(progress, 0, 0))
-		return cq_align_fail(err, CQ_ALIGN_STOPPED, "stopped");
+		return cq_fail(err, CQ_STOPPED, "stopped");
 	/* the first pass saw a flat t, so its posteriors say nothing about lambda */
 	if (tr->md.par.favor_diagonal && tr->opt.optimize_tension &&
 		tr->md.probs_ready && tr->st.n_tokens > 0)
@@ -316,21 +316,21 @@ cq_fa_iterate(cq_fa_trainer *tr, const cq_align_progress *progress,
 	tr->st.loglik = ll;
 	tr->st.posterior_p0 = tr->st.n_tokens > 0 ? c0 / tr->st.n_tokens : 0.0;
 	tr->st.emp_feat = tr->st.n_tokens > 0 ? emp / tr->st.n_tokens : 0.0;
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 }
 
 int
 cq_fa_train(cq_fa_trainer *tr, const cq_align_progress *progress,
-			cq_align_error *err)
+			cq_error *err)
 {
 	while (tr->st.passes < tr->opt.iterations - 1)
 	{
 		int			rc = cq_fa_iterate(tr, progress, err);
 
-		if (rc != CQ_ALIGN_OK)
+		if (rc != CQ_OK)
 			return rc;
 	}
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 }
 
 const cq_fa_model *

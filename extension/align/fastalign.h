@@ -35,7 +35,7 @@
 #include <stdint.h>
 
 #include "align/bitext.h"
-#include "align/status.h"
+#include "align/progress.h"
 #include "align/ttable.h"
 
 /*
@@ -90,7 +90,7 @@ typedef struct cq_fa_model
  */
 int			cq_fa_model_align(const cq_fa_model *md, const int32_t *e, int n,
 							  const int32_t *f, int m, int32_t *a,
-							  double *loglik, cq_align_error *err);
+							  double *loglik, cq_error *err);
 
 void		cq_fa_model_free(cq_fa_model *md);
 
@@ -116,15 +116,15 @@ typedef struct cq_fa_trainer cq_fa_trainer;
 
 /* The bitext is borrowed until cq_fa_trainer_free. */
 cq_fa_trainer *cq_fa_trainer_create(const cq_bitext *b, const cq_fa_options *o,
-									cq_align_error *err);
+									cq_error *err);
 
-/* One EM pass; CQ_ALIGN_STOPPED leaves the model as it was. */
+/* One EM pass; CQ_STOPPED leaves the model as it was. */
 int			cq_fa_iterate(cq_fa_trainer *tr, const cq_align_progress *progress,
-						  cq_align_error *err);
+						  cq_error *err);
 
 /* Passes until options.iterations - 1 are done. */
 int			cq_fa_train(cq_fa_trainer *tr, const cq_align_progress *progress,
-						cq_align_error *err);
+						cq_error *err);
 
 const cq_fa_model *cq_fa_trainer_model(const cq_fa_trainer *tr);
 void		cq_fa_trainer_stats(const cq_fa_trainer *tr, cq_fa_stats *out);

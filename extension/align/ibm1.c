@@ -19,22 +19,22 @@ struct cq_ibm1
 
 cq_ibm1 *
 cq_ibm1_create(const cq_bitext *b, bool nltk_repeats, size_t max_index_bytes,
-			   cq_align_error *err)
+			   cq_error *err)
 {
 	cq_ibm1    *m;
 	int64_t		max_m = 0;
 
-	if (cq_bitext_validate(b, err) != CQ_ALIGN_OK)
+	if (cq_bitext_validate(b, err) != CQ_OK)
 		return NULL;
 	m = cq_alloc0(sizeof(*m));
 	if (!m)
 	{
-		cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
+		cq_fail(err, CQ_ENOMEM, "out of memory");
 		return NULL;
 	}
 	m->v = cq_bitext_direction(b, false);
 	m->nltk_repeats = nltk_repeats;
-	if (cq_ttable_build_indexed(&m->tt, &m->li, &m->v, max_index_bytes, err) != CQ_ALIGN_OK)
+	if (cq_ttable_build_indexed(&m->tt, &m->li, &m->v, max_index_bytes, err) != CQ_OK)
 		goto fail;
 	for (int64_t k = 0; k < b->n_pairs; k++)
 		if (m->v.f_off[k + 1] - m->v.f_off[k] > max_m)
@@ -46,7 +46,7 @@ cq_ibm1_create(const cq_bitext *b, bool nltk_repeats, size_t max_index_bytes,
 						   sizeof(uint32_t));
 	if (!m->row_total || !m->z || !m->scratch)
 	{
-		cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
+		cq_fail(err, CQ_ENOMEM, "out of memory");
 		goto fail;
 	}
 	/* uniform over the distinct target words, i.e. the NULL row's length */
@@ -107,7 +107,7 @@ pair_normalisers(const cq_ibm1 *m, const int32_t *f, int64_t n_f, int64_t n_e,
 
 int
 cq_ibm1_iterate(cq_ibm1 *m, const cq_align_progress *progress,
-				cq_align_error *err)
+				cq_error *err)
 {
 	cq_ttable  *t = &m->tt;
 	const cq_bitext_view *v = &m->v;
@@ -133,7 +133,7 @@ cq_ibm1_iterate(cq_ibm1 *m, const cq_align_progress *progress,
 				m->row_total[s == 0 ? t->n_e : e[s - 1]] += c;
 			}
 		if (cq_align_progress_stop(progress, k + 1, v->n_pairs))
-			return cq_align_fail(err, CQ_ALIGN_STOPPED, "stopped during iteration %d",
+			return cq_fail(err, CQ_STOPPED, "stopped during iteration %d",
 								 m->iterations + 1);
 	}
 	for (int32_t r = 0; r <= t->n_e; r++)
@@ -146,7 +146,7 @@ cq_ibm1_iterate(cq_ibm1 *m, const cq_align_progress *progress,
 	if (v->n_pairs == 0)
 		cq_align_progress_stop(progress, 0, 0);
 	m->iterations++;
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 }
 
 int

@@ -24,18 +24,18 @@ struct cq_lexdict_builder
 };
 
 cq_lexdict_builder *
-cq_lexdict_builder_create(int32_t n_src, int32_t n_tgt, cq_align_error *err)
+cq_lexdict_builder_create(int32_t n_src, int32_t n_tgt, cq_error *err)
 {
 	cq_lexdict_builder *b;
 
 	if (n_src < 0 || n_tgt < 0)
 	{
-		cq_align_fail(err, CQ_ALIGN_EINVAL, "negative vocabulary size");
+		cq_fail(err, CQ_EINVAL, "negative vocabulary size");
 		return NULL;
 	}
 	b = cq_alloc0(sizeof(*b));
 	if (!b)
-		cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
+		cq_fail(err, CQ_ENOMEM, "out of memory");
 	else
 	{
 		b->n_src = n_src;
@@ -71,7 +71,7 @@ compact(cq_lexdict_builder *b)
 }
 
 static int
-push(cq_lexdict_builder *b, uint64_t key, cq_align_error *err)
+push(cq_lexdict_builder *b, uint64_t key, cq_error *err)
 {
 	if (b->n == b->cap)
 	{
@@ -83,20 +83,20 @@ push(cq_lexdict_builder *b, uint64_t key, cq_align_error *err)
 			entry	   *ne = cq_realloc(b->e, (size_t) cap * sizeof(entry));
 
 			if (!ne)
-				return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory for link counts");
+				return cq_fail(err, CQ_ENOMEM, "out of memory for link counts");
 			b->e = ne;
 			b->cap = cap;
 		}
 	}
 	b->e[b->n].key = key;
 	b->e[b->n++].count = 1;
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 }
 
 int
 cq_lexdict_builder_add(cq_lexdict_builder *b, const int32_t *src, int n_src,
 					   const int32_t *tgt, int n_tgt, const cq_link *links,
-					   int n_links, cq_align_error *err)
+					   int n_links, cq_error *err)
 {
 	for (int k = 0; k < n_links; k++)
 	{
@@ -105,21 +105,21 @@ cq_lexdict_builder_add(cq_lexdict_builder *b, const int32_t *src, int n_src,
 		int			rc;
 
 		if (links[k].s < 0 || links[k].s >= n_src || links[k].t < 0 || links[k].t >= n_tgt)
-			return cq_align_fail(err, CQ_ALIGN_EINVAL, "link %d-%d outside the pair",
+			return cq_fail(err, CQ_EINVAL, "link %d-%d outside the pair",
 								 links[k].s, links[k].t);
 		x = src[links[k].s];
 		y = tgt[links[k].t];
 		if (x < 0 || x >= b->n_src || y < 0 || y >= b->n_tgt)
-			return cq_align_fail(err, CQ_ALIGN_EINVAL, "word id outside the vocabulary");
-		if ((rc = push(b, ((uint64_t) x << 32) | (uint32_t) y, err)) != CQ_ALIGN_OK)
+			return cq_fail(err, CQ_EINVAL, "word id outside the vocabulary");
+		if ((rc = push(b, ((uint64_t) x << 32) | (uint32_t) y, err)) != CQ_OK)
 			return rc;
 	}
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 }
 
 int
 cq_lexdict_builder_finish(cq_lexdict_builder *b, cq_lexdict *d,
-						  cq_align_error *err)
+						  cq_error *err)
 {
 	memset(d, 0, sizeof(*d));
 	compact(b);
@@ -135,7 +135,7 @@ cq_lexdict_builder_finish(cq_lexdict_builder *b, cq_lexdict *d,
 	if (!d->row_off || !d->col || !d->count || !d->prob || !d->row_links || !d->entropy)
 	{
 		cq_lexdict_free(d);
-		return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory for the dictionary");
+		return cq_fail(err, CQ_ENOMEM, "out of memory for the dictionary");
 	}
 	for (int64_t q = 0; q < b->n; q++)
 	{
@@ -161,7 +161,7 @@ cq_lexdict_builder_finish(cq_lexdict_builder *b, cq_lexdict *d,
 		}
 		d->entropy[x] = h;
 	}
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 }
 
 void

@@ -7,11 +7,11 @@
 
 int
 cq_lexicon_from_trainers(cq_fa_trainer *fwd, cq_fa_trainer *rev,
-						 cq_lexicon *out, cq_align_error *err)
+						 cq_lexicon *out, cq_error *err)
 {
 	memset(out, 0, sizeof(*out));
 	if (cq_fa_trainer_reverse(fwd) || !cq_fa_trainer_reverse(rev))
-		return cq_align_fail(err, CQ_ALIGN_EINVAL, "need a forward and a reverse trainer");
+		return cq_fail(err, CQ_EINVAL, "need a forward and a reverse trainer");
 	cq_fa_trainer_take_model(fwd, &out->fwd);
 	cq_fa_trainer_take_model(rev, &out->rev);
 	out->src_vocab = out->fwd.tt.n_e;
@@ -19,15 +19,15 @@ cq_lexicon_from_trainers(cq_fa_trainer *fwd, cq_fa_trainer *rev,
 	if (out->rev.tt.n_e != out->tgt_vocab || out->rev.tt.n_f != out->src_vocab)
 	{
 		cq_lexicon_free(out);
-		return cq_align_fail(err, CQ_ALIGN_EINVAL, "the trainers saw different vocabularies");
+		return cq_fail(err, CQ_EINVAL, "the trainers saw different vocabularies");
 	}
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 }
 
 int
 cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 					  const int32_t *tgt, int m, cq_sym_mode mode,
-					  cq_link *links, cq_pair_score *out, cq_align_error *err)
+					  cq_link *links, cq_pair_score *out, cq_error *err)
 {
 	int32_t    *a_f = NULL,
 			   *a_r = NULL;
@@ -46,7 +46,7 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 	if (n <= 0 || m <= 0)
 	{
 		out->align_score = out->fwd_score = out->rev_score = out->coverage = NAN;
-		return n < 0 || m < 0 ? cq_align_fail(err, CQ_ALIGN_EINVAL, "negative sentence length") : CQ_ALIGN_OK;
+		return n < 0 || m < 0 ? cq_fail(err, CQ_EINVAL, "negative sentence length") : CQ_OK;
 	}
 	a_f = cq_alloc((size_t) m * sizeof(int32_t));
 	a_r = cq_alloc((size_t) n * sizeof(int32_t));
@@ -56,11 +56,11 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 	work = cq_alloc(cq_symmetrize_work_bytes(n, m));
 	if (!a_f || !a_r || !lf || !lr || !ls || !work)
 	{
-		rc = cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
+		rc = cq_fail(err, CQ_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rc = cq_fa_model_align(&lx->fwd, src, n, tgt, m, a_f, &ll_f, err)) != CQ_ALIGN_OK ||
-		(rc = cq_fa_model_align(&lx->rev, tgt, m, src, n, a_r, &ll_r, err)) != CQ_ALIGN_OK)
+	if ((rc = cq_fa_model_align(&lx->fwd, src, n, tgt, m, a_f, &ll_f, err)) != CQ_OK ||
+		(rc = cq_fa_model_align(&lx->rev, tgt, m, src, n, a_r, &ll_r, err)) != CQ_OK)
 		goto done;
 	nf = cq_links_from_viterbi(a_f, m, true, lf);
 	nr = cq_links_from_viterbi(a_r, n, false, lr);
@@ -85,7 +85,7 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 	}
 	if (links)
 		memcpy(links, ls, (size_t) ns * sizeof(cq_link));
-	rc = CQ_ALIGN_OK;
+	rc = CQ_OK;
 done:
 	cq_free(a_f);
 	cq_free(a_r);
@@ -107,7 +107,7 @@ int
 cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 						 cq_sym_mode mode,
 						 const cq_align_progress *progress, cq_lexdict *out,
-						 cq_align_error *err)
+						 cq_error *err)
 {
 	cq_lexdict_builder *bld;
 	int64_t		max_n = 1,
@@ -119,7 +119,7 @@ cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 			   *lr = NULL,
 			   *ls = NULL;
 	void	   *work = NULL;
-	int			rc = CQ_ALIGN_OK;
+	int			rc = CQ_OK;
 
 	const cq_bitext_view *b = cq_fa_trainer_view(fwd),
 			   *rb = cq_fa_trainer_view(rev);
@@ -128,9 +128,9 @@ cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 	if (cq_fa_trainer_reverse(fwd) || !cq_fa_trainer_reverse(rev) ||
 		b->e != rb->f || b->f != rb->e || b->n_pairs != rb->n_pairs ||
 		b->e_off != rb->f_off || b->f_off != rb->e_off)
-		return cq_align_fail(err, CQ_ALIGN_EINVAL, "need a forward and a reverse trainer of one bitext");
+		return cq_fail(err, CQ_EINVAL, "need a forward and a reverse trainer of one bitext");
 	if (cq_fa_trainer_model(fwd)->tt.row_off == NULL || cq_fa_trainer_model(rev)->tt.row_off == NULL)
-		return cq_align_fail(err, CQ_ALIGN_EINVAL, "a trainer's model was already taken");
+		return cq_fail(err, CQ_EINVAL, "a trainer's model was already taken");
 	for (int64_t k = 0; k < b->n_pairs; k++)
 	{
 		int64_t		n = b->e_off[k + 1] - b->e_off[k],
@@ -143,7 +143,7 @@ cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 			max_work = cq_symmetrize_work_bytes((int) n, (int) m);
 	}
 	if (!(bld = cq_lexdict_builder_create(b->e_vocab, b->f_vocab, err)))
-		return err ? err->code : CQ_ALIGN_ENOMEM;
+		return err ? err->code : CQ_ENOMEM;
 	a_f = cq_alloc((size_t) max_m * sizeof(int32_t));
 	a_r = cq_alloc((size_t) max_n * sizeof(int32_t));
 	lf = cq_alloc((size_t) max_m * sizeof(cq_link));
@@ -151,8 +151,8 @@ cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 	ls = cq_alloc(((size_t) max_n + max_m) * sizeof(cq_link));
 	work = cq_alloc(max_work);
 	if (!a_f || !a_r || !lf || !lr || !ls || !work)
-		rc = cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
-	for (int64_t k = 0; rc == CQ_ALIGN_OK && k < b->n_pairs; k++)
+		rc = cq_fail(err, CQ_ENOMEM, "out of memory");
+	for (int64_t k = 0; rc == CQ_OK && k < b->n_pairs; k++)
 	{
 		const int32_t *src = b->e + b->e_off[k],
 				   *tgt = b->f + b->f_off[k];
@@ -165,10 +165,10 @@ cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 		ns = cq_symmetrize(mode, n, m, lf, cq_links_from_viterbi(a_f, m, true, lf),
 						   lr, cq_links_from_viterbi(a_r, n, false, lr), work, ls, err);
 		rc = ns < 0 ? ns : cq_lexdict_builder_add(bld, src, n, tgt, m, ls, ns, err);
-		if (rc == CQ_ALIGN_OK && cq_align_progress_stop(progress, k + 1, b->n_pairs))
-			rc = cq_align_fail(err, CQ_ALIGN_STOPPED, "stopped while counting links");
+		if (rc == CQ_OK && cq_align_progress_stop(progress, k + 1, b->n_pairs))
+			rc = cq_fail(err, CQ_STOPPED, "stopped while counting links");
 	}
-	if (rc == CQ_ALIGN_OK)
+	if (rc == CQ_OK)
 		rc = cq_lexdict_builder_finish(bld, out, err);
 	cq_lexdict_builder_free(bld);
 	cq_free(a_f);

@@ -30,7 +30,7 @@ typedef struct cq_lexicon
 
 /* Moves the models out of a forward and a reverse trainer of one bitext. */
 int			cq_lexicon_from_trainers(cq_fa_trainer *fwd, cq_fa_trainer *rev,
-									 cq_lexicon *out, cq_align_error *err);
+									 cq_lexicon *out, cq_error *err);
 
 typedef struct cq_pair_score
 {
@@ -48,7 +48,7 @@ typedef struct cq_pair_score
 int			cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 								  const int32_t *tgt, int m, cq_sym_mode mode,
 								  cq_link *links, cq_pair_score *out,
-								  cq_align_error *err);
+								  cq_error *err);
 
 void		cq_lexicon_free(cq_lexicon *lx);
 
@@ -62,6 +62,6 @@ int			cq_lexdict_from_trainers(const cq_fa_trainer *fwd,
 									 const cq_fa_trainer *rev,
 									 cq_sym_mode mode,
 									 const cq_align_progress *progress,
-									 cq_lexdict *out, cq_align_error *err);
+									 cq_lexdict *out, cq_error *err);
 
 #endif

@@ -196,14 +196,14 @@ get_f64(reader *r)
 }
 
 static int
-corrupt(cq_align_error *err, const char *what)
+corrupt(cq_error *err, const char *what)
 {
-	return cq_align_fail(err, CQ_ALIGN_ECORRUPT, "corrupt lexicon: %s", what);
+	return cq_fail(err, CQ_ECORRUPT, "corrupt lexicon: %s", what);
 }
 
 static int
 get_dir(reader *r, cq_fa_model *md, int32_t n_e, int32_t n_f,
-		cq_align_error *err)
+		cq_error *err)
 {
 	uint8_t		fd,
 				un,
@@ -233,7 +233,7 @@ get_dir(reader *r, cq_fa_model *md, int32_t n_e, int32_t n_f,
 	if (((uint64_t) n_e + 2) > r->left / 8 ||
 		nnz > (r->left - ((uint64_t) n_e + 2) * 8) / 12)
 		return corrupt(err, "sizes exceed the data");
-	if ((rc = cq_ttable_alloc(&md->tt, n_e, n_f, (int64_t) nnz, false, err)) != CQ_ALIGN_OK)
+	if ((rc = cq_ttable_alloc(&md->tt, n_e, n_f, (int64_t) nnz, false, err)) != CQ_OK)
 		return rc;
 	for (int64_t r_ = 0; r_ < (int64_t) n_e + 2; r_++)
 	{
@@ -262,12 +262,12 @@ get_dir(reader *r, cq_fa_model *md, int32_t n_e, int32_t n_f,
 			return corrupt(err, "probability outside [0, 1]");
 		md->tt.prob[q] = p;
 	}
-	return r->bad ? corrupt(err, "truncated") : CQ_ALIGN_OK;
+	return r->bad ? corrupt(err, "truncated") : CQ_OK;
 }
 
 int
 cq_lexicon_deserialize(const void *buf, size_t len, cq_lexicon *out,
-					   cq_align_error *err)
+					   cq_error *err)
 {
 	reader		r = {buf, len, false};
 	uint64_t	sum;
@@ -300,8 +300,8 @@ cq_lexicon_deserialize(const void *buf, size_t len, cq_lexicon *out,
 		return corrupt(err, "vocabulary size out of range");
 	out->src_vocab = vs;
 	out->tgt_vocab = vt;
-	if ((rc = get_dir(&r, &out->fwd, vs, vt, err)) != CQ_ALIGN_OK ||
-		(rc = get_dir(&r, &out->rev, vt, vs, err)) != CQ_ALIGN_OK)
+	if ((rc = get_dir(&r, &out->fwd, vs, vt, err)) != CQ_OK ||
+		(rc = get_dir(&r, &out->rev, vt, vs, err)) != CQ_OK)
 	{
 		cq_lexicon_free(out);
 		return rc;
@@ -311,5 +311,5 @@ cq_lexicon_deserialize(const void *buf, size_t len, cq_lexicon *out,
 		cq_lexicon_free(out);
 		return corrupt(err, "trailing bytes");
 	}
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 }

@@ -11,7 +11,7 @@
  * Loading validates everything (checksum, magic, version, shapes against the
  * vocabularies, monotone offsets, sorted in-range columns, probabilities in
  * [0, 1], parameters in range, exact length) before trusting a single size,
- * so a corrupt or hostile blob yields CQ_ALIGN_ECORRUPT, never a crash.
+ * so a corrupt or hostile blob yields CQ_ECORRUPT, never a crash.
  */
 #ifndef CQ_ALIGN_LEXICON_IO_H
 #define CQ_ALIGN_LEXICON_IO_H
@@ -32,7 +32,7 @@ size_t		cq_lexicon_serialize(const cq_lexicon *lx, double min_prob,
 
 /* Rebuilds a lexicon (tables without counts) from a serialised one. */
 int			cq_lexicon_deserialize(const void *buf, size_t len, cq_lexicon *out,
-								   cq_align_error *err);
+								   cq_error *err);
 
 /* The trailer's checksum of len bytes (exported for tests). */
 uint64_t	cq_lexicon_checksum(const void *buf, size_t len);

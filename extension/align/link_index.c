@@ -112,7 +112,7 @@ fill_pair(const cq_ttable *t, const cq_bitext_view *v, int64_t k, uint32_t *out)
 int
 cq_ttable_build_indexed(cq_ttable *t, cq_link_index *li,
 						const cq_bitext_view *v, size_t max_bytes,
-						cq_align_error *err)
+						cq_error *err)
 {
 	int64_t		total = cq_link_index_entries(v);
 	int			rc;
@@ -125,7 +125,7 @@ cq_ttable_build_indexed(cq_ttable *t, cq_link_index *li,
 		if (!li->off || !li->idx)
 		{
 			cq_link_index_free(li);
-			return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory for the link index");
+			return cq_fail(err, CQ_ENOMEM, "out of memory for the link index");
 		}
 		li->off[0] = 0;
 		for (int64_t k = 0; k < v->n_pairs; k++)
@@ -133,9 +133,9 @@ cq_ttable_build_indexed(cq_ttable *t, cq_link_index *li,
 				(v->e_off[k + 1] - v->e_off[k] + 1);
 	}
 	rc = cq_ttable_build(t, v, li->idx, li->off, err);
-	if (rc == CQ_ALIGN_OK && t->nnz >= (int64_t) UINT32_MAX)
-		rc = cq_align_fail(err, CQ_ALIGN_EINVAL, "translation table too large");
-	if (rc != CQ_ALIGN_OK)
+	if (rc == CQ_OK && t->nnz >= (int64_t) UINT32_MAX)
+		rc = cq_fail(err, CQ_EINVAL, "translation table too large");
+	if (rc != CQ_OK)
 	{
 		cq_link_index_free(li);
 		cq_ttable_free(t);

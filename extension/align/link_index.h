@@ -32,7 +32,7 @@ int64_t		cq_link_index_max_pair(const cq_bitext_view *v);
  */
 int			cq_ttable_build_indexed(cq_ttable *t, cq_link_index *li,
 									const cq_bitext_view *v, size_t max_bytes,
-									cq_align_error *err);
+									cq_error *err);
 
 /*
  * The m*(n+1) table positions of pair k: a slice of the index when built,

@@ -100,22 +100,22 @@ final(grid *g, const uint8_t *m, bool both)
 }
 
 static int
-fill(grid *g, uint8_t *m, const cq_link *l, int n, cq_align_error *err)
+fill(grid *g, uint8_t *m, const cq_link *l, int n, cq_error *err)
 {
 	for (int k = 0; k < n; k++)
 	{
 		if (l[k].s < 0 || l[k].t < 0 || l[k].s >= g->ns || l[k].t >= g->nt)
-			return cq_align_fail(err, CQ_ALIGN_EINVAL, "link %d-%d outside a %d x %d pair",
+			return cq_fail(err, CQ_EINVAL, "link %d-%d outside a %d x %d pair",
 								 l[k].s, l[k].t, g->ns, g->nt);
 		m[(size_t) l[k].s * g->nt + l[k].t] = 1;
 	}
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 }
 
 int
 cq_symmetrize(cq_sym_mode mode, int n_src, int n_tgt,
 			  const cq_link *fwd, int n_fwd, const cq_link *rev, int n_rev,
-			  void *work, cq_link *out, cq_align_error *err)
+			  void *work, cq_link *out, cq_error *err)
 {
 	size_t		cells = (size_t) n_src * n_tgt;
 	grid		g;
@@ -123,7 +123,7 @@ cq_symmetrize(cq_sym_mode mode, int n_src, int n_tgt,
 				rc;
 
 	if (n_src < 0 || n_tgt < 0)
-		return cq_align_fail(err, CQ_ALIGN_EINVAL, "negative sentence length");
+		return cq_fail(err, CQ_EINVAL, "negative sentence length");
 	memset(work, 0, cq_symmetrize_work_bytes(n_src, n_tgt));
 	g.ns = n_src;
 	g.nt = n_tgt;
@@ -133,8 +133,8 @@ cq_symmetrize(cq_sym_mode mode, int n_src, int n_tgt,
 	g.cand = g.res + cells;
 	g.s_al = g.cand + cells;
 	g.t_al = g.s_al + n_src;
-	if ((rc = fill(&g, g.a, fwd, n_fwd, err)) != CQ_ALIGN_OK ||
-		(rc = fill(&g, g.b, rev, n_rev, err)) != CQ_ALIGN_OK)
+	if ((rc = fill(&g, g.a, fwd, n_fwd, err)) != CQ_OK ||
+		(rc = fill(&g, g.b, rev, n_rev, err)) != CQ_OK)
 		return rc;
 	for (int s = 0; s < n_src; s++)
 		for (int t = 0; t < n_tgt; t++)

@@ -7,7 +7,7 @@
 
 int
 cq_ttable_alloc(cq_ttable *t, int32_t n_e, int32_t n_f, int64_t nnz,
-				bool with_counts, cq_align_error *err)
+				bool with_counts, cq_error *err)
 {
 	memset(t, 0, sizeof(*t));
 	t->n_e = n_e;
@@ -21,10 +21,10 @@ cq_ttable_alloc(cq_ttable *t, int32_t n_e, int32_t n_f, int64_t nnz,
 	if (!t->row_off || !t->col || !t->prob || (with_counts && !t->count))
 	{
 		cq_ttable_free(t);
-		return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory for a translation table of %lld entries",
+		return cq_fail(err, CQ_ENOMEM, "out of memory for a translation table of %lld entries",
 							 (long long) nnz);
 	}
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 }
 
 static int
@@ -73,12 +73,12 @@ invert(const cq_bitext_view *v, int64_t **inv_off_out, int64_t **inv_out)
 	cq_free(last);
 	*inv_off_out = off;
 	*inv_out = inv;
-	return CQ_ALIGN_OK;
+	return CQ_OK;
 oom:
 	cq_free(off);
 	cq_free(last);
 	cq_free(inv);
-	return CQ_ALIGN_ENOMEM;
+	return CQ_ENOMEM;
 }
 
 /* Appends to a growing column array. */
@@ -136,7 +136,7 @@ index_row(const cq_bitext_view *v, int32_t e, const int64_t *inv, int64_t lo,
 
 int
 cq_ttable_build(cq_ttable *t, const cq_bitext_view *v, uint32_t *idx,
-				const int64_t *idx_off, cq_align_error *err)
+				const int64_t *idx_off, cq_error *err)
 {
 	int64_t    *inv_off = NULL,
 			   *inv = NULL,
@@ -147,8 +147,8 @@ cq_ttable_build(cq_ttable *t, const cq_bitext_view *v, uint32_t *idx,
 	int			rc;
 
 	memset(t, 0, sizeof(*t));
-	if (invert(v, &inv_off, &inv) != CQ_ALIGN_OK)
-		return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory building the co-occurrence index");
+	if (invert(v, &inv_off, &inv) != CQ_OK)
+		return cq_fail(err, CQ_ENOMEM, "out of memory building the co-occurrence index");
 	row_off = cq_alloc0(((size_t) v->e_vocab + 2) * sizeof(int64_t));
 	mark = cq_alloc(((size_t) v->f_vocab + 1) * sizeof(int32_t));
 	if (idx)
@@ -200,7 +200,7 @@ cq_ttable_build(cq_ttable *t, const cq_bitext_view *v, uint32_t *idx,
 		index_row(v, -1, NULL, 0, v->n_pairs, pos, idx, idx_off);
 
 	rc = cq_ttable_alloc(t, v->e_vocab, v->f_vocab, cols.n, true, err);
-	if (rc == CQ_ALIGN_OK)
+	if (rc == CQ_OK)
 	{
 		memcpy(t->row_off, row_off, ((size_t) v->e_vocab + 2) * sizeof(int64_t));
 		if (cols.n)
@@ -220,7 +220,7 @@ oom:
 	cq_free(mark);
 	cq_free(pos);
 	cq_free(cols.v);
-	return cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory building the translation table");
+	return cq_fail(err, CQ_ENOMEM, "out of memory building the translation table");
 }
 
 int64_t

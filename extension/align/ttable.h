@@ -33,11 +33,11 @@ typedef struct cq_ttable
  */
 int			cq_ttable_build(cq_ttable *t, const cq_bitext_view *v,
 							uint32_t *idx, const int64_t *idx_off,
-							cq_align_error *err);
+							cq_error *err);
 
 /* Allocate an empty table of the given shape (row_off zeroed). */
 int			cq_ttable_alloc(cq_ttable *t, int32_t n_e, int32_t n_f, int64_t nnz,
-							bool with_counts, cq_align_error *err);
+							bool with_counts, cq_error *err);
 
 /* Index of (e, f) in col/prob, or -1; e == n_e is the NULL row. */
 int64_t		cq_ttable_find(const cq_ttable *t, int32_t e, int32_t f);

@@ -27,7 +27,7 @@ hash_bytes(const char *s, size_t len)
 }
 
 cq_vocab *
-cq_vocab_create(cq_align_error *err)
+cq_vocab_create(cq_error *err)
 {
 	cq_vocab   *v = cq_alloc0(sizeof(*v));
 
@@ -42,7 +42,7 @@ cq_vocab_create(cq_align_error *err)
 		}
 		cq_free(v);
 	}
-	cq_align_fail(err, CQ_ALIGN_ENOMEM, "out of memory");
+	cq_fail(err, CQ_ENOMEM, "out of memory");
 	return NULL;
 }
 

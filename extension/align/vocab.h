@@ -9,11 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "align/status.h"
+#include "align/progress.h"
 
 typedef struct cq_vocab cq_vocab;
 
-cq_vocab   *cq_vocab_create(cq_align_error *err);
+cq_vocab   *cq_vocab_create(cq_error *err);
 
 /* Id of the token s[0..len), adding it if new; -1 when out of memory. */
 int32_t		cq_vocab_intern(cq_vocab *v, const char *s, size_t len);

@@ -194,7 +194,7 @@ load(corpus *c, char *const *files, int n_files, int64_t max_pairs, FILE *dump)
 }
 
 static void
-die(const cq_align_error *err)
+die(const cq_error *err)
 {
 	fprintf(stderr, "error: %s\n", err->msg);
 	exit(1);
@@ -206,7 +206,7 @@ train(const cq_bitext *b, bool reverse, size_t index_budget, int passes,
 	  cq_fa_tension_rule rule, const char *label, double *pass_seconds)
 {
 	cq_fa_options o;
-	cq_align_error err = {0};
+	cq_error err = {0};
 	cq_fa_trainer *tr;
 	cq_fa_stats st;
 	double		t0 = now(),
@@ -226,7 +226,7 @@ train(const cq_bitext *b, bool reverse, size_t index_budget, int passes,
 					c1 = cpu_now(),
 					dt;
 
-		if (cq_fa_iterate(tr, NULL, &err) != CQ_ALIGN_OK)
+		if (cq_fa_iterate(tr, NULL, &err) != CQ_OK)
 			die(&err);
 		dt = now() - t1;
 		tsum += dt;
@@ -292,7 +292,7 @@ main(int argc, char **argv)
 	cq_bitext	b;
 	cq_fa_trainer *fwd,
 			   *rev;
-	cq_align_error err = {0};
+	cq_error err = {0};
 	double		t0 = now(),
 				fwd_pass,
 				rev_pass,
@@ -346,7 +346,7 @@ main(int argc, char **argv)
 		printf("IBM Model 1 (NLTK-exact) en->es: setup %.2f s\n", now() - t1);
 		t1 = now();
 		for (int it = 0; it < 5; it++)
-			if (cq_ibm1_iterate(m, NULL, &err) != CQ_ALIGN_OK)
+			if (cq_ibm1_iterate(m, NULL, &err) != CQ_OK)
 				die(&err);
 		ibm1_pass = (now() - t1) / 5;
 		printf("  5 iterations: %.0f pairs/s per iteration; memory %.1f MiB\n",
@@ -403,7 +403,7 @@ main(int argc, char **argv)
 		double		cov = 0;
 		int64_t		scored = 0;
 
-		if (cq_lexdict_from_trainers(fwd, rev, CQ_SYM_GROW_DIAG_FINAL_AND, NULL, &d, &err) != CQ_ALIGN_OK)
+		if (cq_lexdict_from_trainers(fwd, rev, CQ_SYM_GROW_DIAG_FINAL_AND, NULL, &d, &err) != CQ_OK)
 			die(&err);
 		printf("UncSamp dictionary (grow-diag-final-and): %lld entries in %.2f s\n",
 			   (long long) d.nnz, now() - t1);
@@ -421,7 +421,7 @@ main(int argc, char **argv)
 		printf("serialised lexicon (entries >= 1e-4): %.1f MiB in %.2f s", sz / 1048576.0, now() - t1);
 		cq_lexicon_free(&lx);
 		t1 = now();
-		if (cq_lexicon_deserialize(buf, sz, &lx, &err) != CQ_ALIGN_OK)
+		if (cq_lexicon_deserialize(buf, sz, &lx, &err) != CQ_OK)
 			die(&err);
 		printf(", loaded and validated in %.2f s\n", now() - t1);
 		t1 = now();

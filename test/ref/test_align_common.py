@@ -20,7 +20,7 @@ class Bitext(C.Structure):
 
 
 class Error(C.Structure):
-    _fields_ = [("code", C.c_int), ("msg", C.c_char * 240)]
+    _fields_ = [("code", C.c_int), ("msg", C.c_char * 256)]     # common/error.h cq_error
 
 
 class TTable(C.Structure):
@@ -177,6 +177,7 @@ if __name__ == "__main__":
     c.tgt_off[1] = 4  # offsets decrease (4 > 3)
     rc2 = bitext_validate(C.byref(c.bt), C.byref(err))
     msg = err.msg.decode()
-    print(f"valid bitext accepted: {ok}; bad id rejected: {rc == -1}; "
-          f"decreasing offsets rejected: {rc2 == -1} ({msg})")
-    sys.exit(0 if ok and rc == -1 and rc2 == -1 and "decrease" in msg else 1)
+    EINVAL = 2      # common/error.h CQ_EINVAL
+    print(f"valid bitext accepted: {ok}; bad id rejected: {rc == EINVAL}; "
+          f"decreasing offsets rejected: {rc2 == EINVAL} ({msg})")
+    sys.exit(0 if ok and rc == EINVAL and rc2 == EINVAL and "decrease" in msg else 1)

@@ -45,7 +45,7 @@ TEST(fastalign_one_pass_hand_worked)
 {
 	cq_bitext	b = hand_bitext();
 	cq_fa_options o;
-	cq_align_error err = {0};
+	cq_error err = {0};
 	cq_fa_trainer *tr;
 	const cq_fa_model *md;
 	cq_fa_stats st;
@@ -58,7 +58,7 @@ TEST(fastalign_one_pass_hand_worked)
 	CHECK(tr != NULL);
 	if (!tr)
 		return;
-	CHECK_INT_EQ(cq_fa_iterate(tr, NULL, &err), CQ_ALIGN_OK);
+	CHECK_INT_EQ(cq_fa_iterate(tr, NULL, &err), CQ_OK);
 	md = cq_fa_trainer_model(tr);
 	CHECK_NEAR(tp(md, 2, 0), 2.0 / 3.0, 1e-12);	/* row 2 is NULL */
 	CHECK_NEAR(tp(md, 2, 1), 1.0 / 3.0, 1e-12);
@@ -114,7 +114,7 @@ TEST(fastalign_progress_can_stop_a_pass)
 {
 	cq_bitext	b = hand_bitext();
 	cq_fa_options o;
-	cq_align_error err = {0};
+	cq_error err = {0};
 	cq_fa_trainer *tr;
 	int			calls = 0;
 	cq_align_progress p = {stop_hook, &calls, 1};
@@ -123,14 +123,14 @@ TEST(fastalign_progress_can_stop_a_pass)
 	cq_fa_options_default(&o);
 	tr = cq_fa_trainer_create(&b, &o, &err);
 	stop_at = 1;
-	CHECK_INT_EQ(cq_fa_iterate(tr, &p, &err), CQ_ALIGN_STOPPED);
+	CHECK_INT_EQ(cq_fa_iterate(tr, &p, &err), CQ_STOPPED);
 	CHECK(strstr(err.msg, "stopped") != NULL);
 	CHECK_INT_EQ(calls, 1);
 	CHECK(!cq_fa_trainer_model(tr)->probs_ready);
 	cq_fa_trainer_stats(tr, &st);
 	CHECK_INT_EQ(st.passes, 0);
 	stop_at = -1;
-	CHECK_INT_EQ(cq_fa_train(tr, &p, &err), CQ_ALIGN_OK);
+	CHECK_INT_EQ(cq_fa_train(tr, &p, &err), CQ_OK);
 	cq_fa_trainer_stats(tr, &st);
 	CHECK_INT_EQ(st.passes, 4);	/* fast_align's -I 5 */
 	CHECK_INT_EQ(calls, 1 + 4 * 2);
@@ -141,7 +141,7 @@ TEST(fastalign_progress_can_stop_a_pass)
 TEST(ibm1_one_iteration_hand_worked)
 {
 	cq_bitext	b = hand_bitext();
-	cq_align_error err = {0};
+	cq_error err = {0};
 	cq_ibm1    *m = cq_ibm1_create(&b, true, 1 << 20, &err);
 	const cq_ttable *t;
 	int32_t		a[2];
@@ -149,7 +149,7 @@ TEST(ibm1_one_iteration_hand_worked)
 	CHECK(m != NULL);
 	if (!m)
 		return;
-	CHECK_INT_EQ(cq_ibm1_iterate(m, NULL, &err), CQ_ALIGN_OK);
+	CHECK_INT_EQ(cq_ibm1_iterate(m, NULL, &err), CQ_OK);
 	t = cq_ibm1_table(m);
 	/*
 	 * pair 1: each target word splits 1/3 over NULL, a, b; pair 2: 1/2 over
@@ -171,25 +171,25 @@ TEST(bitext_rejects_bad_ids)
 {
 	int32_t		src[] = {0, 5};
 	cq_bitext	b = {1, src, (const int64_t[]) {0, 2}, hw_tgt, (const int64_t[]) {0, 1}, 2, 2};
-	cq_align_error err = {0};
+	cq_error err = {0};
 	cq_fa_options o;
 
 	cq_fa_options_default(&o);
 	CHECK(cq_fa_trainer_create(&b, &o, &err) == NULL);
-	CHECK_INT_EQ(err.code, CQ_ALIGN_EINVAL);
+	CHECK_INT_EQ(err.code, CQ_EINVAL);
 	CHECK(strstr(err.msg, "outside vocabulary") != NULL);
 }
 
 TEST(ibm1_stop_keeps_the_table)
 {
 	cq_bitext	b = hand_bitext();
-	cq_align_error err = {0};
+	cq_error err = {0};
 	cq_ibm1    *m = cq_ibm1_create(&b, false, 0, &err);
 	int			calls = 0;
 	cq_align_progress p = {stop_hook, &calls, 1};
 
 	stop_at = 2;
-	CHECK_INT_EQ(cq_ibm1_iterate(m, &p, &err), CQ_ALIGN_STOPPED);
+	CHECK_INT_EQ(cq_ibm1_iterate(m, &p, &err), CQ_STOPPED);
 	CHECK_INT_EQ(cq_ibm1_iterations(m), 0);
 	/* still the uniform start: 1 / (2 distinct target words) */
 	CHECK_NEAR(cq_ttable_prob_or(cq_ibm1_table(m), 0, 0, -1), 0.5, 0);
@@ -225,7 +225,7 @@ TEST(lexicon_score_pair_hand_worked)
 	const int32_t src[] = {0, 1}, tgt[] = {0, 1};
 	cq_pair_score sc;
 	cq_link		links[4];
-	cq_align_error err = {0};
+	cq_error err = {0};
 
 	lx.fwd.par = lx.rev.par = par;
 	lx.fwd.probs_ready = lx.rev.probs_ready = true;
@@ -234,7 +234,7 @@ TEST(lexicon_score_pair_hand_worked)
 	table(&lx.rev.tt, 2, 2, (const int64_t[]) {0, 1, 3, 5}, (const int32_t[]) {0, 0, 1, 0, 1},
 		  (const double[]) {.7, .2, .6, .5, .5}, 5);
 	CHECK_INT_EQ(cq_lexicon_score_pair(&lx, src, 2, tgt, 2, CQ_SYM_GROW_DIAG_FINAL_AND,
-									   links, &sc, &err), CQ_ALIGN_OK);
+									   links, &sc, &err), CQ_OK);
 	CHECK_NEAR(sc.fwd_score, (log((1.4 + 1e-9) / 3) + log(1.4 / 3)) / 2, 1e-14);
 	CHECK_NEAR(sc.rev_score, (log(1.4 / 3) + log((1.1 + 1e-9) / 3)) / 2, 1e-14);
 	CHECK_NEAR(sc.align_score, (sc.fwd_score + sc.rev_score) / 2, 1e-15);
@@ -255,7 +255,7 @@ TEST(fastalign_degenerate_bitexts)
 	cq_bitext	empty = {0, src, zero, tgt, zero, 1, 1};
 	cq_bitext	sides = {2, src, so, tgt, to, 1, 1};	/* "a"->"" and ""->"x" */
 	cq_bitext  *bs[] = {&empty, &sides};
-	cq_align_error err = {0};
+	cq_error err = {0};
 
 	for (int c = 0; c < 2; c++)
 	{
@@ -286,7 +286,7 @@ TEST(fastalign_degenerate_bitexts)
 		CHECK_INT_EQ(d.nnz, 0);
 		cq_lexdict_free(&d);
 		CHECK_INT_EQ(cq_lexicon_from_trainers(f, r, &lx, &err), 0);
-		CHECK_INT_EQ(cq_lexdict_from_trainers(f, r, CQ_SYM_UNION, NULL, &d, &err), CQ_ALIGN_EINVAL);
+		CHECK_INT_EQ(cq_lexdict_from_trainers(f, r, CQ_SYM_UNION, NULL, &d, &err), CQ_EINVAL);
 		cq_lexicon_free(&lx);
 		cq_fa_trainer_free(f);
 		cq_fa_trainer_free(r);

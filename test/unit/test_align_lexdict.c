@@ -16,7 +16,7 @@
  */
 TEST(lexdict_hand_worked_entropy)
 {
-	cq_align_error err = {0};
+	cq_error err = {0};
 	cq_lexdict_builder *b = cq_lexdict_builder_create(3, 3, &err);
 	cq_lexdict	d;
 	const int32_t s1[] = {0, 1}, t1[] = {0, 2}, s2[] = {0}, t2[] = {1},
@@ -27,7 +27,7 @@ TEST(lexdict_hand_worked_entropy)
 	CHECK_INT_EQ(cq_lexdict_builder_add(b, s1, 2, t1, 2, l2, 2, &err), 0);
 	CHECK_INT_EQ(cq_lexdict_builder_add(b, s2, 1, t2, 1, l1, 1, &err), 0);
 	CHECK_INT_EQ(cq_lexdict_builder_add(b, s3, 2, t3, 2, l2, 2, &err), 0);
-	CHECK_INT_EQ(cq_lexdict_builder_add(b, s3, 2, t3, 2, bad, 1, &err), CQ_ALIGN_EINVAL);
+	CHECK_INT_EQ(cq_lexdict_builder_add(b, s3, 2, t3, 2, bad, 1, &err), CQ_EINVAL);
 	CHECK_INT_EQ(cq_lexdict_builder_finish(b, &d, &err), 0);
 	cq_lexdict_builder_free(b);
 	CHECK_INT_EQ(d.nnz, 3);
@@ -50,7 +50,7 @@ TEST(lexdict_counts_survive_compaction)
 {
 	enum {NS = 37, NT = 23, N = 300000};
 	static int64_t want[NS][NT];
-	cq_align_error err = {0};
+	cq_error err = {0};
 	cq_lexdict_builder *b = cq_lexdict_builder_create(NS, NT, &err);
 	cq_lexdict	d;
 	uint32_t	x = 12345;

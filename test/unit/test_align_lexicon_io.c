@@ -19,7 +19,7 @@ train_lexicon(cq_lexicon *lx)
 	cq_fa_options o;
 	cq_fa_trainer *f,
 			   *r;
-	cq_align_error err = {0};
+	cq_error err = {0};
 
 	for (int k = 0; k < NP; k++)
 	{
@@ -42,7 +42,7 @@ train_lexicon(cq_lexicon *lx)
 	r = cq_fa_trainer_create(&b, &o, &err);
 	cq_fa_train(f, NULL, &err);
 	cq_fa_train(r, NULL, &err);
-	CHECK_INT_EQ(cq_lexicon_from_trainers(f, r, lx, &err), CQ_ALIGN_OK);
+	CHECK_INT_EQ(cq_lexicon_from_trainers(f, r, lx, &err), CQ_OK);
 	cq_fa_trainer_free(f);
 	cq_fa_trainer_free(r);
 }
@@ -61,7 +61,7 @@ TEST(lexicon_io_round_trip_and_prune)
 {
 	cq_lexicon	lx,
 				back;
-	cq_align_error err = {0};
+	cq_error err = {0};
 	size_t		len;
 	uint8_t    *buf;
 	const int32_t s[] = {3, 1, 4}, t[] = {(3 * 4 + 1) % 11, (1 * 4 + 1) % 11, (4 * 4 + 1) % 11};
@@ -74,7 +74,7 @@ TEST(lexicon_io_round_trip_and_prune)
 	buf = malloc(len);
 	CHECK_INT_EQ(cq_lexicon_serialize(&lx, 0.0, buf, len - 1), 0);
 	CHECK_INT_EQ(cq_lexicon_serialize(&lx, 0.0, buf, len), len);
-	CHECK_INT_EQ(cq_lexicon_deserialize(buf, len, &back, &err), CQ_ALIGN_OK);
+	CHECK_INT_EQ(cq_lexicon_deserialize(buf, len, &back, &err), CQ_OK);
 	CHECK(same_table(&lx.fwd.tt, &back.fwd.tt));
 	CHECK(same_table(&lx.rev.tt, &back.rev.tt));
 	CHECK_NEAR(back.fwd.par.tension, lx.fwd.par.tension, 0);
@@ -108,7 +108,7 @@ TEST(lexicon_io_round_trip_and_prune)
 		len = cq_lexicon_serialized_size(&lx, 0.01);
 		buf = malloc(len);
 		cq_lexicon_serialize(&lx, 0.01, buf, len);
-		CHECK_INT_EQ(cq_lexicon_deserialize(buf, len, &back, &err), CQ_ALIGN_OK);
+		CHECK_INT_EQ(cq_lexicon_deserialize(buf, len, &back, &err), CQ_OK);
 		CHECK_INT_EQ(back.fwd.tt.nnz, want);
 		CHECK(want < lx.fwd.tt.nnz);
 		cq_lexicon_free(&back);
@@ -130,10 +130,10 @@ static int
 load_code(const uint8_t *buf, size_t len, const char *expect)
 {
 	cq_lexicon	back;
-	cq_align_error err = {0};
+	cq_error err = {0};
 	int			rc = cq_lexicon_deserialize(buf, len, &back, &err);
 
-	if (rc == CQ_ALIGN_OK)
+	if (rc == CQ_OK)
 		cq_lexicon_free(&back);
 	else if (expect && !strstr(err.msg, expect))
 		return -100;
@@ -156,30 +156,30 @@ TEST(lexicon_io_rejects_corruption)
 
 	/* every truncation and every single-byte flip: checksum or length fails */
 	for (size_t cut = 0; cut < len; cut++)
-		CHECK_INT_EQ(load_code(buf, cut, NULL), CQ_ALIGN_ECORRUPT);
+		CHECK_INT_EQ(load_code(buf, cut, NULL), CQ_ECORRUPT);
 	for (size_t i = 0; i < len; i++)
 	{
 		memcpy(m, buf, len);
 		m[i] ^= 0x5a;
-		CHECK_INT_EQ(load_code(m, len, "checksum"), CQ_ALIGN_ECORRUPT);
+		CHECK_INT_EQ(load_code(m, len, "checksum"), CQ_ECORRUPT);
 	}
 	/* resealed structural damage must still be caught */
 	memcpy(m, buf, len);
 	m[8] = 2;					/* version */
 	reseal(m, len);
-	CHECK_INT_EQ(load_code(m, len, "version"), CQ_ALIGN_ECORRUPT);
+	CHECK_INT_EQ(load_code(m, len, "version"), CQ_ECORRUPT);
 	memcpy(m, buf, len);
 	memset(m + fwd_nnz_at, 0xff, 7);	/* nnz near 2^56 */
 	reseal(m, len);
-	CHECK_INT_EQ(load_code(m, len, "exceed"), CQ_ALIGN_ECORRUPT);
+	CHECK_INT_EQ(load_code(m, len, "exceed"), CQ_ECORRUPT);
 	memcpy(m, buf, len);
 	m[24 + 8 + 7] = 0x7f;		/* p0 becomes a huge double */
 	reseal(m, len);
-	CHECK_INT_EQ(load_code(m, len, "range"), CQ_ALIGN_ECORRUPT);
+	CHECK_INT_EQ(load_code(m, len, "range"), CQ_ECORRUPT);
 	memcpy(m, buf, len);
 	memset(m + len - 16, 0xff, 8);	/* last probability: NaN */
 	reseal(m, len);
-	CHECK_INT_EQ(load_code(m, len, "probability"), CQ_ALIGN_ECORRUPT);
+	CHECK_INT_EQ(load_code(m, len, "probability"), CQ_ECORRUPT);
 	{
 		/* first two columns of the forward table swapped: unsorted */
 		size_t		cols = fwd_nnz_at + 8 + ((size_t) lx.fwd.tt.n_e + 2) * 8;
@@ -188,7 +188,7 @@ TEST(lexicon_io_rejects_corruption)
 		memcpy(m + cols, buf + cols + 4, 4);
 		memcpy(m + cols + 4, buf + cols, 4);
 		reseal(m, len);
-		CHECK_INT_EQ(load_code(m, len, "columns"), CQ_ALIGN_ECORRUPT);
+		CHECK_INT_EQ(load_code(m, len, "columns"), CQ_ECORRUPT);
 	}
 
 	/* random resealed mutations: each load fails cleanly or yields a usable lexicon */
@@ -200,7 +200,7 @@ TEST(lexicon_io_rejects_corruption)
 		for (int trial = 0; trial < 4000; trial++)
 		{
 			cq_lexicon	back;
-			cq_align_error err = {0};
+			cq_error err = {0};
 			size_t		l = len;
 			int			rc;
 
@@ -214,7 +214,7 @@ TEST(lexicon_io_rejects_corruption)
 				l = 32 + (x >> 5) % (len - 32);
 			reseal(m, l);
 			rc = cq_lexicon_deserialize(m, l, &back, &err);
-			if (rc == CQ_ALIGN_OK)
+			if (rc == CQ_OK)
 			{
 				const int32_t s[] = {0, 8, 100}, t[] = {10, -1};
 				cq_pair_score sc;
@@ -224,7 +224,7 @@ TEST(lexicon_io_rejects_corruption)
 				cq_lexicon_free(&back);
 			}
 			else
-				bad += rc == CQ_ALIGN_ECORRUPT;
+				bad += rc == CQ_ECORRUPT;
 		}
 		CHECK_INT_EQ(ok + bad, 4000);
 		CHECK(bad > 0);

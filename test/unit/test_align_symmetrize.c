@@ -81,7 +81,7 @@ TEST(symmetrize_viterbi_links_and_errors)
 	int			nf = cq_links_from_viterbi(fwd, 3, true, lf);
 	int			nr = cq_links_from_viterbi(rev, 2, false, lr);
 	const cq_link bad[] = {{2, 0}};
-	cq_align_error err = {0};
+	cq_error err = {0};
 	cq_link		out[4];
 	char		work[64];
 	char		small[8];
@@ -90,7 +90,7 @@ TEST(symmetrize_viterbi_links_and_errors)
 	CHECK_INT_EQ(nr, 2);
 	CHECK_STR_EQ(sym(CQ_SYM_UNION, 2, 3, lf, nf, lr, nr), "0-0 0-2 1-0");
 	CHECK_INT_EQ(cq_symmetrize(CQ_SYM_UNION, 2, 3, bad, 1, lr, nr, work, out, &err),
-				 CQ_ALIGN_EINVAL);
+				 CQ_EINVAL);
 	CHECK(strstr(err.msg, "outside") != NULL);
 	cq_links_format(lf, nf, small, sizeof(small));
 	CHECK_STR_EQ(small, "1-0 0-2");

@@ -1,6 +1,5 @@
 #include "unit.h"
 #include "common/error.h"
-#include "align/status.h"
 #include "common/error.h"
 #include "text/text_err.h"
 
@@ -45,8 +44,4 @@ TEST(error_core_categories)
 	CHECK_INT_EQ(cq_text_category(CQ_TEXT_EINVAL), CQ_EINVAL);
 	CHECK_INT_EQ(cq_text_category(CQ_TEXT_ERANGE), CQ_ERANGE);
 	CHECK_INT_EQ(cq_text_category(CQ_TEXT_ENOMEM), CQ_ENOMEM);
-	CHECK_INT_EQ(cq_align_category(CQ_ALIGN_STOPPED), CQ_STOPPED);
-	CHECK_INT_EQ(cq_align_category(CQ_ALIGN_EINVAL), CQ_EINVAL);
-	CHECK_INT_EQ(cq_align_category(CQ_ALIGN_ECORRUPT), CQ_ECORRUPT);
-	CHECK_INT_EQ(cq_align_category(-99), CQ_EINTERNAL);
 }

@@ -139,7 +139,7 @@ lexicon_read_corpus(CorpqJob *job, const char *query, const LexOptions *o,
 {
 	Reader		r;
 	MemoryContext old;
-	cq_align_error err = {0};
+	cq_error err = {0};
 
 	memset(&r, 0, sizeof(r));
 	memset(c, 0, sizeof(*c));

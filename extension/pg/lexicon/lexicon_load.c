@@ -43,7 +43,7 @@ array_elems(HeapTuple tup, TupleDesc desc, int col, Oid elt, int *n)
 static cq_vocab *
 vocab_from(Datum *words, int n, const char *name)
 {
-	cq_align_error err = {0};
+	cq_error err = {0};
 	cq_vocab   *v = cq_vocab_create(&err);
 
 	if (v == NULL)
@@ -137,7 +137,7 @@ load_model(LexLoaded *lx)
 	bool		isnull;
 	bytea	   *blob;
 	MemoryContext old;
-	cq_align_error err = {0};
+	cq_error err = {0};
 	int			rc;
 
 	SPI_connect();
@@ -151,7 +151,7 @@ load_model(LexLoaded *lx)
 	old = MemoryContextSwitchTo(lx->cxt);
 	rc = cq_lexicon_deserialize(VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob), &lx->model, &err);
 	MemoryContextSwitchTo(old);
-	if (rc != CQ_ALIGN_OK)
+	if (rc != CQ_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("lexicon \"%s\" has an invalid model: %s", lx->name, err.msg)));

@@ -52,7 +52,7 @@ score_pair(FunctionCallInfo fcinfo, PairResult *out)
 				m;
 	int32	   *src = lexicon_encode(lx, true, VARDATA_ANY(s), VARSIZE_ANY_EXHDR(s), &n);
 	int32	   *tgt = lexicon_encode(lx, false, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &m);
-	cq_align_error err = {0};
+	cq_error err = {0};
 
 	out->empty = n == 0 || m == 0;
 	check_pair_size(n, m);
@@ -63,7 +63,7 @@ score_pair(FunctionCallInfo fcinfo, PairResult *out)
 		return;
 	}
 	if (cq_lexicon_score_pair(&lx->model, src, n, tgt, m, lx->opt.symmetrize,
-							  out->links, &out->score, &err) != CQ_ALIGN_OK)
+							  out->links, &out->score, &err) != CQ_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INTERNAL_ERROR),
 				 errmsg("could not align the pair: %s", err.msg)));

@@ -94,15 +94,9 @@ corpq_lexicon_train(PG_FUNCTION_ARGS)
 
 /* A failed alignment core call, through the one reporter (base/errors.h). */
 static void
-align_error(const char *what, const cq_align_error *err)
+align_error(const char *what, const cq_error *err)
 {
-	cq_error	e;
-
-	cq_code		category = cq_align_category(err->code);
-
-	/* a failure without a code is a broken invariant */
-	cq_fail(&e, category == CQ_OK ? CQ_EINTERNAL : category, "%s", err->msg);
-	corpq_core_error(&e, NULL, "%s", what);
+	corpq_core_fail(err->code, what, err->msg);
 }
 
 /* What the core's progress hook reports through corpq_job_progress(). */
@@ -155,17 +149,17 @@ train(CorpqJob *job, cq_fa_trainer *fwd, cq_fa_trainer *rev, const LexOptions *o
 {
 	Progress	p = {job, "em", 0, 2.0 * (o->iterations - 1) * n_pairs, NULL};
 	cq_align_progress prog = {report, &p, PROGRESS_EVERY};
-	cq_align_error err = {0};
+	cq_error err = {0};
 
 	p.figures = psprintf("{\"iteration\": 1, \"tension\": %s}", corpq_json_number_text(o->tension));
 	for (int it = 1; it < o->iterations; it++)
 	{
-		if (cq_fa_iterate(fwd, &prog, &err) != CQ_ALIGN_OK)
+		if (cq_fa_iterate(fwd, &prog, &err) != CQ_OK)
 			align_error("fast_align training failed", &err);
 		p.base += n_pairs;
 		p.figures = pass_figures(it, "src-tgt", fwd);
 		corpq_job_progress(job, "em", p.base, p.total, "pairs", p.figures, true);
-		if (cq_fa_iterate(rev, &prog, &err) != CQ_ALIGN_OK)
+		if (cq_fa_iterate(rev, &prog, &err) != CQ_OK)
 			align_error("fast_align training failed", &err);
 		p.base += n_pairs;
 		p.figures = pass_figures(it, "tgt-src", rev);
@@ -221,7 +215,7 @@ lexicon_train_job(CorpqJob *job)
 				sr;
 	cq_lexdict	dict;
 	cq_lexicon	lx;
-	cq_align_error err = {0};
+	cq_error err = {0};
 	Progress	p = {job, "dictionary", 0, 0, NULL};
 	cq_align_progress prog = {report, &p, PROGRESS_EVERY};
 	LexResult	r;
@@ -246,7 +240,7 @@ lexicon_train_job(CorpqJob *job)
 	phase = GetCurrentTimestamp();
 
 	/* em */
-	if (cq_bitext_validate(&c.bitext, &err) != CQ_ALIGN_OK)
+	if (cq_bitext_validate(&c.bitext, &err) != CQ_OK)
 		align_error("invalid corpus", &err);
 	lexicon_fa_options(&o, false, &fo);
 	if (!(fwd = cq_fa_trainer_create(&c.bitext, &fo, &err)))
@@ -261,11 +255,11 @@ lexicon_train_job(CorpqJob *job)
 	/* dictionary: Viterbi both ways, symmetrise, count links */
 	p.total = (double) c.bitext.n_pairs;
 	corpq_job_progress(job, "dictionary", 0, p.total, "pairs", NULL, true);
-	if (cq_lexdict_from_trainers(fwd, rev, o.symmetrize, &prog, &dict, &err) != CQ_ALIGN_OK)
+	if (cq_lexdict_from_trainers(fwd, rev, o.symmetrize, &prog, &dict, &err) != CQ_OK)
 		align_error("could not build the dictionary", &err);
 	cq_fa_trainer_stats(fwd, &sf);
 	cq_fa_trainer_stats(rev, &sr);
-	if (cq_lexicon_from_trainers(fwd, rev, &lx, &err) != CQ_ALIGN_OK)
+	if (cq_lexicon_from_trainers(fwd, rev, &lx, &err) != CQ_OK)
 		align_error("could not build the lexicon", &err);
 	cq_fa_trainer_free(fwd);
 	cq_fa_trainer_free(rev);
