@@ -18,7 +18,7 @@
 
 #include "text/pairmap.h"
 #include "text/strmap.h"
-#include "text/text_err.h"
+#include "common/error.h"
 #include "text/words.h"
 
 #define CQ_BPE_EOW "</w>"
@@ -42,7 +42,7 @@ void		cq_bpe_free(cq_bpe *bpe);
 
 /* Append the merge (left, right); both non-empty, without spaces. */
 int			cq_bpe_add_merge(cq_bpe *bpe, const char *left, size_t llen,
-							 const char *right, size_t rlen, cq_text_err *err);
+							 const char *right, size_t rlen, cq_error *err);
 
 /*
  * Parse a subword-nmt codes file.  A first line "#version: 0.2" (or 0.1)
@@ -53,7 +53,7 @@ int			cq_bpe_add_merge(cq_bpe *bpe, const char *left, size_t llen,
  * or freed; on failure it is left freed.
  */
 int			cq_bpe_parse_codes(cq_bpe *bpe, const char *codes, size_t len,
-							   cq_text_err *err);
+							   cq_error *err);
 
 /* The codes file (header for version 0.2, then one merge per line); cq_alloc. */
 char	   *cq_bpe_write_codes(const cq_bpe *bpe, size_t *out_len);

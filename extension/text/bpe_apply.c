@@ -43,8 +43,8 @@ cache_put(cq_bpe_cache *c, const char *w, size_t n, const uint32_t *ends, size_t
 		size_t		max = c->max_words;
 
 		cq_bpe_cache_free(c);
-		if (cq_bpe_cache_init(c, max) != CQ_TEXT_OK)
-			return CQ_TEXT_ENOMEM;
+		if (cq_bpe_cache_init(c, max) != CQ_OK)
+			return CQ_ENOMEM;
 	}
 	if (c->segs_len + k + 1 > c->segs_cap)
 	{
@@ -55,19 +55,19 @@ cache_put(cq_bpe_cache *c, const char *w, size_t n, const uint32_t *ends, size_t
 		uint32_t   *s = cq_realloc(c->segs, cap * sizeof(uint32_t));
 
 		if (!s)
-			return CQ_TEXT_ENOMEM;
+			return CQ_ENOMEM;
 		c->segs = s;
 		c->segs_cap = cap;
 	}
 	int64_t		e = cq_strmap_intern(&c->words, w, n, NULL);
 
 	if (e < 0)
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	c->words.vals[e] = (int64_t) c->segs_len;
 	c->segs[c->segs_len] = (uint32_t) k;
 	memcpy(c->segs + c->segs_len + 1, ends, k * sizeof(uint32_t));
 	c->segs_len += k + 1;
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 /* Symbol id of word[s..e) (+ "</w>" if eow), or -1 if the model lacks it. */
@@ -165,17 +165,17 @@ cq_bpe_segment_word(const cq_bpe *bpe, cq_bpe_cache *cache,
 	if (wlen == 0)
 	{
 		*n_out = 0;
-		return CQ_TEXT_OK;
+		return CQ_OK;
 	}
 	if (cq_utf8_char_len(word, word + wlen) == wlen)
 	{
 		/* one character: returned unchanged, as apply_bpe.py does */
 		ends[0] = (uint32_t) wlen;
 		*n_out = 1;
-		return CQ_TEXT_OK;
+		return CQ_OK;
 	}
 	if (cache && cache_get(cache, word, wlen, ends, n_out))
-		return CQ_TEXT_OK;
+		return CQ_OK;
 
 	int32_t		sym_stack[128];
 	uint32_t	end_stack[128];
@@ -190,7 +190,7 @@ cq_bpe_segment_word(const cq_bpe *bpe, cq_bpe_cache *cache,
 		{
 			cq_free(sym);
 			cq_free(end);
-			return CQ_TEXT_ENOMEM;
+			return CQ_ENOMEM;
 		}
 	}
 	size_t		n = segment_uncached(bpe, word, wlen, sym, end);
@@ -202,7 +202,7 @@ cq_bpe_segment_word(const cq_bpe *bpe, cq_bpe_cache *cache,
 		cq_free(sym);
 		cq_free(end);
 	}
-	return cache ? cache_put(cache, word, wlen, ends, n) : CQ_TEXT_OK;
+	return cache ? cache_put(cache, word, wlen, ends, n) : CQ_OK;
 }
 
 int
@@ -219,10 +219,10 @@ cq_bpe_tokenize(const cq_bpe *bpe, cq_bpe_cache *cache,
 				s,
 				wl,
 				k;
-	int			rc = CQ_TEXT_OK;
+	int			rc = CQ_OK;
 
 	cq_tokens_clear(out);
-	while (rc == CQ_TEXT_OK && cq_next_word(text, len, &pos, &s, &wl))
+	while (rc == CQ_OK && cq_next_word(text, len, &pos, &s, &wl))
 	{
 		if (wl > ends_cap)
 		{
@@ -231,10 +231,10 @@ cq_bpe_tokenize(const cq_bpe *bpe, cq_bpe_cache *cache,
 			ends = cq_alloc(wl * sizeof(uint32_t));
 			ends_cap = wl;
 			if (!ends)
-				return CQ_TEXT_ENOMEM;
+				return CQ_ENOMEM;
 		}
 		rc = cq_bpe_segment_word(bpe, cache, text + s, wl, ends, &k);
-		for (size_t i = 0, b = 0; rc == CQ_TEXT_OK && i < k; b = ends[i++])
+		for (size_t i = 0, b = 0; rc == CQ_OK && i < k; b = ends[i++])
 			rc = cq_tokens_push(out, text + s + b, ends[i] - b,
 								i + 1 < k ? CQ_BPE_SEP : NULL);
 	}
@@ -251,7 +251,7 @@ cq_bpe_apply(const cq_bpe *bpe, cq_bpe_cache *cache,
 	char	   *s = NULL;
 
 	cq_tokens_init(&t);
-	if (cq_bpe_tokenize(bpe, cache, text, len, &t) == CQ_TEXT_OK)
+	if (cq_bpe_tokenize(bpe, cache, text, len, &t) == CQ_OK)
 		s = cq_tokens_join(&t, out_len);
 	cq_tokens_free(&t);
 	return s;

@@ -1,6 +1,7 @@
 /* Reading and writing subword-nmt codes files. */
 #include "text/bpe.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "common/mem.h"
@@ -48,7 +49,7 @@ header_version(const char *line, size_t n)
 /* One merge line [s, e) of the codes file. */
 static int
 parse_merge_line(cq_bpe *bpe, const char *s, const char *e, int lineno,
-				 cq_text_err *err)
+				 cq_error *err)
 {
 	while (s < e && strip_char(*s))
 		s++;
@@ -57,18 +58,24 @@ parse_merge_line(cq_bpe *bpe, const char *s, const char *e, int lineno,
 	const char *sp = memchr(s, ' ', e - s);
 
 	if (!sp || sp == s || sp + 1 == e || memchr(sp + 1, ' ', e - sp - 1))
-		return cq_text_fail(err, CQ_TEXT_EINVAL, lineno,
+		return cq_fail(err, CQ_EINVAL,
 							"invalid line %d in BPE codes: expected two symbols separated by one space",
 							lineno);
 	int			rc = cq_bpe_add_merge(bpe, s, sp - s, sp + 1, e - sp - 1, err);
 
-	if (rc != CQ_TEXT_OK && err)
-		err->line = lineno;
+	/* the merge's own message, with the line it came from */
+	if (rc != CQ_OK && err)
+	{
+		char		m[CQ_ERROR_MESSAGE_SIZE];
+
+		snprintf(m, sizeof(m), "line %d: %.200s", lineno, err->msg);
+		memcpy(err->msg, m, sizeof(m));
+	}
 	return rc;
 }
 
 int
-cq_bpe_parse_codes(cq_bpe *bpe, const char *codes, size_t len, cq_text_err *err)
+cq_bpe_parse_codes(cq_bpe *bpe, const char *codes, size_t len, cq_error *err)
 {
 	const char *p = codes,
 			   *end = codes + len;
@@ -79,7 +86,7 @@ cq_bpe_parse_codes(cq_bpe *bpe, const char *codes, size_t len, cq_text_err *err)
 	for (i = 0; i < len && cq_is_space((unsigned char) codes[i]); i++)
 		;
 	if (i == len)
-		return cq_text_fail(err, CQ_TEXT_EINVAL, 0, "BPE codes are empty");
+		return cq_fail(err, CQ_EINVAL, "BPE codes are empty");
 
 	const char *nl = memchr(p, '\n', len);
 	const char *first_end = nl ? nl : end;
@@ -88,13 +95,13 @@ cq_bpe_parse_codes(cq_bpe *bpe, const char *codes, size_t len, cq_text_err *err)
 	{
 		version = header_version(p, first_end - p);
 		if (version == 0)
-			return cq_text_fail(err, CQ_TEXT_EINVAL, 1,
+			return cq_fail(err, CQ_EINVAL,
 								"unsupported BPE codes version in line 1 (expected 0.1 or 0.2)");
 		p = nl ? nl + 1 : end;
 		lineno = 2;
 	}
-	if (cq_bpe_init(bpe, version) != CQ_TEXT_OK)
-		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+	if (cq_bpe_init(bpe, version) != CQ_OK)
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	/* trailing newlines end the file, as apply_bpe.py's rstrip('\n') */
 	while (end > p && end[-1] == '\n')
 		end--;
@@ -106,7 +113,7 @@ cq_bpe_parse_codes(cq_bpe *bpe, const char *codes, size_t len, cq_text_err *err)
 			e = end;
 		int			rc = parse_merge_line(bpe, p, e, lineno, err);
 
-		if (rc != CQ_TEXT_OK)
+		if (rc != CQ_OK)
 		{
 			cq_bpe_free(bpe);
 			return rc;
@@ -114,7 +121,7 @@ cq_bpe_parse_codes(cq_bpe *bpe, const char *codes, size_t len, cq_text_err *err)
 		p = e + 1;
 		lineno++;
 	}
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 char *

@@ -207,12 +207,12 @@ push_i32(int32_t **arr, int32_t *n, int32_t *cap, int32_t v)
 		int32_t    *a = cq_realloc(*arr, c * sizeof(int32_t));
 
 		if (!a)
-			return CQ_TEXT_ENOMEM;
+			return CQ_ENOMEM;
 		*arr = a;
 		*cap = c;
 	}
 	(*arr)[(*n)++] = v;
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 /*
@@ -226,7 +226,7 @@ pair_add(cq_bpe_learner *l, int32_t a, int32_t b, int64_t delta, int32_t word)
 	int32_t		p = pair_get(l, a, b);
 
 	if (p < 0)
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 
 	lpair	   *x = &l->pairs[p];
 
@@ -240,7 +240,7 @@ pair_add(cq_bpe_learner *l, int32_t a, int32_t b, int64_t delta, int32_t word)
 			int32_t    *t = cq_realloc(l->touched, c * sizeof(int32_t));
 
 			if (!t)
-				return CQ_TEXT_ENOMEM;
+				return CQ_ENOMEM;
 			l->touched = t;
 			l->cap_touched = c;
 		}
@@ -248,7 +248,7 @@ pair_add(cq_bpe_learner *l, int32_t a, int32_t b, int64_t delta, int32_t word)
 	}
 	if (word >= 0 && (x->n_words == 0 || x->words[x->n_words - 1] != word))
 		return push_i32(&x->words, &x->n_words, &x->cap_words, word);
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 /* ---- construction ---- */
@@ -300,7 +300,7 @@ alloc_arrays(cq_bpe_learner *l, size_t n_words, size_t total, size_t max_len)
 	if (!l->sym || !l->start || !l->len || !l->freq || !l->stamp ||
 		!l->new_sym || !l->old_mark || !l->new_mark || !l->pairs ||
 		!l->heap || !l->touched)
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	return cq_pairmap_init(&l->index, 4096);
 }
 
@@ -316,9 +316,9 @@ load_words(cq_bpe_learner *l, const cq_strmap *counts)
 		if (counts->key_len[e] > max_len)
 			max_len = counts->key_len[e];
 	}
-	if (alloc_arrays(l, counts->n, total, max_len) != CQ_TEXT_OK ||
-		cq_strmap_init(&l->syms, 1024) != CQ_TEXT_OK)
-		return CQ_TEXT_ENOMEM;
+	if (alloc_arrays(l, counts->n, total, max_len) != CQ_OK ||
+		cq_strmap_init(&l->syms, 1024) != CQ_OK)
+		return CQ_ENOMEM;
 
 	size_t		off = 0;
 
@@ -332,7 +332,7 @@ load_words(cq_bpe_learner *l, const cq_strmap *counts)
 		int64_t		k = word_symbols(l, w, n, l->sym + off);
 
 		if (k < 0)
-			return CQ_TEXT_ENOMEM;
+			return CQ_ENOMEM;
 		l->start[l->n_words] = off;
 		l->len[l->n_words] = (uint32_t) k;
 		l->freq[l->n_words] = counts->vals[e];
@@ -340,7 +340,7 @@ load_words(cq_bpe_learner *l, const cq_strmap *counts)
 		l->n_words++;
 		off += k;
 	}
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 cq_bpe_learner *
@@ -352,14 +352,14 @@ cq_bpe_learner_new(const cq_strmap *counts, int64_t min_frequency)
 		return NULL;
 	l->min_frequency = min_frequency;
 	l->step = -1;
-	if (load_words(l, counts) != CQ_TEXT_OK)
+	if (load_words(l, counts) != CQ_OK)
 		goto fail;
 	for (size_t w = 0; w < l->n_words; w++)
 	{
 		const int32_t *s = l->sym + l->start[w];
 
 		for (uint32_t i = 0; i + 1 < l->len[w]; i++)
-			if (pair_add(l, s[i], s[i + 1], l->freq[w], (int32_t) w) != CQ_TEXT_OK)
+			if (pair_add(l, s[i], s[i + 1], l->freq[w], (int32_t) w) != CQ_OK)
 				goto fail;
 	}
 	for (size_t p = 0; p < l->n_pairs; p++)
@@ -415,7 +415,7 @@ rewrite_word(cq_bpe_learner *l, int32_t w, int32_t a, int32_t b, int32_t s)
 	uint32_t	n = l->len[w],
 				o = 0;
 	int64_t		f = l->freq[w];
-	int			rc = CQ_TEXT_OK;
+	int			rc = CQ_OK;
 
 	for (uint32_t i = 0; i < n; o++)
 	{
@@ -435,11 +435,11 @@ rewrite_word(cq_bpe_learner *l, int32_t w, int32_t a, int32_t b, int32_t s)
 		}
 	}
 	if (o == n)
-		return CQ_TEXT_OK;		/* stale entry: the word no longer has it */
-	for (uint32_t k = 0; rc == CQ_TEXT_OK && k + 1 < n; k++)
+		return CQ_OK;		/* stale entry: the word no longer has it */
+	for (uint32_t k = 0; rc == CQ_OK && k + 1 < n; k++)
 		if (l->old_mark[k] || l->old_mark[k + 1])
 			rc = pair_add(l, sy[k], sy[k + 1], -f, -1);
-	for (uint32_t k = 0; rc == CQ_TEXT_OK && k + 1 < o; k++)
+	for (uint32_t k = 0; rc == CQ_OK && k + 1 < o; k++)
 		if (l->new_mark[k] || l->new_mark[k + 1])
 			rc = pair_add(l, l->new_sym[k], l->new_sym[k + 1], f, w);
 	memcpy(sy, l->new_sym, o * sizeof(int32_t));
@@ -456,18 +456,18 @@ record_merge(cq_bpe_learner *l, int32_t a, int32_t b)
 		int32_t    *x = cq_realloc(l->merge_a, c * sizeof(int32_t));
 
 		if (!x)
-			return CQ_TEXT_ENOMEM;
+			return CQ_ENOMEM;
 		l->merge_a = x;
 		x = cq_realloc(l->merge_b, c * sizeof(int32_t));
 		if (!x)
-			return CQ_TEXT_ENOMEM;
+			return CQ_ENOMEM;
 		l->merge_b = x;
 		l->cap_merges = c;
 	}
 	l->merge_a[l->n_merges] = a;
 	l->merge_b[l->n_merges] = b;
 	l->n_merges++;
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 /* Intern left + right as a symbol; -1 on ENOMEM. */
@@ -506,19 +506,19 @@ cq_bpe_learner_step(cq_bpe_learner *l)
 
 	int32_t		s = concat_symbol(l, a, b);
 
-	if (s < 0 || record_merge(l, a, b) != CQ_TEXT_OK)
-		return CQ_TEXT_ENOMEM;
+	if (s < 0 || record_merge(l, a, b) != CQ_OK)
+		return -1;
 	l->step++;
 	l->n_touched = 0;
 
 	/* take the word list: no new occurrence of (a, b) can arise */
 	int32_t    *words = l->pairs[p].words;
 	int32_t		n_words = l->pairs[p].n_words;
-	int			rc = CQ_TEXT_OK;
+	int			rc = CQ_OK;
 
 	l->pairs[p].words = NULL;
 	l->pairs[p].n_words = l->pairs[p].cap_words = 0;
-	for (int32_t i = 0; rc == CQ_TEXT_OK && i < n_words; i++)
+	for (int32_t i = 0; rc == CQ_OK && i < n_words; i++)
 	{
 		int32_t		w = words[i];
 
@@ -536,7 +536,7 @@ cq_bpe_learner_step(cq_bpe_learner *l)
 		x->pending = 0;
 		heap_fix(l, l->touched[i]);
 	}
-	return rc == CQ_TEXT_OK ? 1 : rc;
+	return rc == CQ_OK ? 1 : -1;
 }
 
 int32_t
@@ -552,10 +552,10 @@ cq_bpe_learner_last_count(const cq_bpe_learner *l)
 }
 
 int
-cq_bpe_learner_model(const cq_bpe_learner *l, cq_bpe *out, cq_text_err *err)
+cq_bpe_learner_model(const cq_bpe_learner *l, cq_bpe *out, cq_error *err)
 {
-	if (cq_bpe_init(out, 2) != CQ_TEXT_OK)
-		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+	if (cq_bpe_init(out, 2) != CQ_OK)
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	for (int32_t i = 0; i < l->n_merges; i++)
 	{
 		size_t		na,
@@ -564,42 +564,42 @@ cq_bpe_learner_model(const cq_bpe_learner *l, cq_bpe *out, cq_text_err *err)
 		const char *sb = cq_strmap_key(&l->syms, l->merge_b[i], &nb);
 		int			rc = cq_bpe_add_merge(out, sa, na, sb, nb, err);
 
-		if (rc != CQ_TEXT_OK)
+		if (rc != CQ_OK)
 		{
 			cq_bpe_free(out);
 			return rc;
 		}
 	}
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 int
 cq_bpe_learn(const cq_strmap *counts, int32_t max_merges, int64_t min_frequency,
 			 int (*keep_going) (void *arg), void *arg,
-			 cq_bpe *out, cq_text_err *err)
+			 cq_bpe *out, cq_error *err)
 {
 	cq_bpe_learner *l = cq_bpe_learner_new(counts, min_frequency);
-	int			rc = CQ_TEXT_OK;
+	int			rc = CQ_OK;
 
 	if (!l)
-		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	while (cq_bpe_learner_n_merges(l) < max_merges)
 	{
 		if (keep_going && !keep_going(arg))
 		{
-			rc = cq_text_fail(err, CQ_TEXT_ERANGE, 0, "BPE learning cancelled");
+			rc = cq_fail(err, CQ_ERANGE, "BPE learning cancelled");
 			break;
 		}
 		rc = cq_bpe_learner_step(l);
 		if (rc <= 0)
 		{
 			if (rc < 0)
-				cq_text_fail(err, rc, 0, "out of memory");
+				rc = cq_fail(err, CQ_ENOMEM, "out of memory");
 			break;
 		}
-		rc = CQ_TEXT_OK;
+		rc = CQ_OK;
 	}
-	if (rc == CQ_TEXT_OK)
+	if (rc == CQ_OK)
 		rc = cq_bpe_learner_model(l, out, err);
 	cq_bpe_learner_free(l);
 	return rc;

@@ -27,8 +27,8 @@ cq_bpe_learner *cq_bpe_learner_new(const cq_strmap *counts, int64_t min_frequenc
 void		cq_bpe_learner_free(cq_bpe_learner *l);
 
 /*
- * Learn one merge: 1 if learned, 0 if no pair reaches min_frequency,
- * CQ_TEXT_ENOMEM on allocation failure.
+ * Learn one merge: 1 if learned, 0 if no pair reaches min_frequency, -1 on
+ * allocation failure.
  */
 int			cq_bpe_learner_step(cq_bpe_learner *l);
 
@@ -39,15 +39,15 @@ int64_t		cq_bpe_learner_last_count(const cq_bpe_learner *l);
 
 /* The merges learned so far as a version 0.2 model (*out uninitialised). */
 int			cq_bpe_learner_model(const cq_bpe_learner *l, cq_bpe *out,
-								 cq_text_err *err);
+								 cq_error *err);
 
 /*
  * Convenience: up to max_merges steps.  keep_going (may be NULL) is called
- * before each step; returning 0 stops with CQ_TEXT_ERANGE ("cancelled").
+ * before each step; returning 0 stops with CQ_ERANGE ("cancelled").
  */
 int			cq_bpe_learn(const cq_strmap *counts, int32_t max_merges,
 						 int64_t min_frequency,
 						 int (*keep_going) (void *arg), void *arg,
-						 cq_bpe *out, cq_text_err *err);
+						 cq_bpe *out, cq_error *err);
 
 #endif

@@ -10,13 +10,13 @@ cq_bpe_init(cq_bpe *bpe, int version)
 {
 	memset(bpe, 0, sizeof(*bpe));
 	bpe->version = version;
-	if (cq_strmap_init(&bpe->syms, 256) != CQ_TEXT_OK ||
-		cq_pairmap_init(&bpe->ranks, 256) != CQ_TEXT_OK)
+	if (cq_strmap_init(&bpe->syms, 256) != CQ_OK ||
+		cq_pairmap_init(&bpe->ranks, 256) != CQ_OK)
 	{
 		cq_bpe_free(bpe);
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	}
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 void
@@ -48,39 +48,39 @@ grow_merges(cq_bpe *bpe)
 	int32_t    *l = cq_realloc(bpe->left, cap * sizeof(int32_t));
 
 	if (!l)
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	bpe->left = l;
 	int32_t    *r = cq_realloc(bpe->right, cap * sizeof(int32_t));
 
 	if (!r)
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	bpe->right = r;
 	int32_t    *m = cq_realloc(bpe->merged, cap * sizeof(int32_t));
 
 	if (!m)
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	bpe->merged = m;
 	bpe->cap_merges = cap;
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 int
 cq_bpe_add_merge(cq_bpe *bpe, const char *left, size_t llen,
-				 const char *right, size_t rlen, cq_text_err *err)
+				 const char *right, size_t rlen, cq_error *err)
 {
 	if (!valid_symbol(left, llen) || !valid_symbol(right, rlen))
-		return cq_text_fail(err, CQ_TEXT_EINVAL, 0,
+		return cq_fail(err, CQ_EINVAL,
 							"merge %d has an empty symbol or one containing a space",
 							bpe->n_merges + 1);
 	if (bpe->n_merges == INT32_MAX - 1)
-		return cq_text_fail(err, CQ_TEXT_ERANGE, 0, "too many merges");
-	if (bpe->n_merges == bpe->cap_merges && grow_merges(bpe) != CQ_TEXT_OK)
-		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+		return cq_fail(err, CQ_ERANGE, "too many merges");
+	if (bpe->n_merges == bpe->cap_merges && grow_merges(bpe) != CQ_OK)
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 
 	char	   *cat = cq_alloc(llen + rlen);
 
 	if (!cat)
-		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	memcpy(cat, left, llen);
 	memcpy(cat + llen, right, rlen);
 	int64_t		l = cq_strmap_intern(&bpe->syms, left, llen, NULL);
@@ -89,13 +89,13 @@ cq_bpe_add_merge(cq_bpe *bpe, const char *left, size_t llen,
 
 	cq_free(cat);
 	if (m < 0 || m > INT32_MAX)
-		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	/* a repeated pair keeps its first (lowest) rank, as in apply_bpe.py */
 	if (cq_pairmap_put_new(&bpe->ranks, (int32_t) l, (int32_t) r, bpe->n_merges) == INT32_MIN)
-		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	bpe->left[bpe->n_merges] = (int32_t) l;
 	bpe->right[bpe->n_merges] = (int32_t) r;
 	bpe->merged[bpe->n_merges] = (int32_t) m;
 	bpe->n_merges++;
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "common/mem.h"
-#include "text/text_err.h"
+#include "common/error.h"
 
 static inline uint64_t
 pair_key(int32_t a, int32_t b)
@@ -29,7 +29,7 @@ cq_pairmap_init(cq_pairmap *m, size_t expected)
 	m->n = 0;
 	m->keys = cq_alloc0(m->cap * sizeof(uint64_t));
 	m->vals = cq_alloc(m->cap * sizeof(int32_t));
-	return (m->keys && m->vals) ? CQ_TEXT_OK : CQ_TEXT_ENOMEM;
+	return (m->keys && m->vals) ? CQ_OK : CQ_ENOMEM;
 }
 
 void
@@ -66,7 +66,7 @@ grow(cq_pairmap *m)
 	{
 		cq_free(keys);
 		cq_free(vals);
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	}
 	for (size_t i = 0; i < m->cap; i++)
 	{
@@ -84,7 +84,7 @@ grow(cq_pairmap *m)
 	m->keys = keys;
 	m->vals = vals;
 	m->cap = cap;
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 int32_t
@@ -92,7 +92,7 @@ cq_pairmap_put_new(cq_pairmap *m, int32_t a, int32_t b, int32_t val)
 {
 	uint64_t	k = pair_key(a, b);
 
-	if ((m->n + 1) * 2 > m->cap && grow(m) != CQ_TEXT_OK)
+	if ((m->n + 1) * 2 > m->cap && grow(m) != CQ_OK)
 		return INT32_MIN;
 
 	size_t		mask = m->cap - 1;

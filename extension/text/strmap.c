@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "common/mem.h"
-#include "text/text_err.h"
+#include "common/error.h"
 
 /* FNV-1a, then a final mix so the low bits used for slots are well spread. */
 static uint64_t
@@ -26,7 +26,7 @@ cq_strmap_init(cq_strmap *m, size_t expected)
 	while (m->cap < expected * 2)
 		m->cap <<= 1;
 	m->slots = cq_alloc0(m->cap * sizeof(uint32_t));
-	return m->slots ? CQ_TEXT_OK : CQ_TEXT_ENOMEM;
+	return m->slots ? CQ_OK : CQ_ENOMEM;
 }
 
 void
@@ -83,7 +83,7 @@ grow_slots(cq_strmap *m)
 	uint32_t   *slots = cq_alloc0(cap * sizeof(uint32_t));
 
 	if (!slots)
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	for (size_t e = 0; e < m->n; e++)
 	{
 		size_t		s = m->hash[e] & (cap - 1);
@@ -95,7 +95,7 @@ grow_slots(cq_strmap *m)
 	cq_free(m->slots);
 	m->slots = slots;
 	m->cap = cap;
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 static int
@@ -105,25 +105,25 @@ grow_entries(cq_strmap *m)
 	size_t	   *ko = cq_realloc(m->key_off, nc * sizeof(size_t));
 
 	if (!ko)
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	m->key_off = ko;
 	uint32_t   *kl = cq_realloc(m->key_len, nc * sizeof(uint32_t));
 
 	if (!kl)
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	m->key_len = kl;
 	uint64_t   *h = cq_realloc(m->hash, nc * sizeof(uint64_t));
 
 	if (!h)
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	m->hash = h;
 	int64_t    *v = cq_realloc(m->vals, nc * sizeof(int64_t));
 
 	if (!v)
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	m->vals = v;
 	m->n_cap = nc;
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 static int
@@ -132,7 +132,7 @@ reserve_arena(cq_strmap *m, size_t extra)
 	size_t		need = m->arena_len + extra;
 
 	if (need <= m->arena_cap)
-		return CQ_TEXT_OK;
+		return CQ_OK;
 	size_t		cap = m->arena_cap ? m->arena_cap : 256;
 
 	while (cap < need)
@@ -140,10 +140,10 @@ reserve_arena(cq_strmap *m, size_t extra)
 	char	   *a = cq_realloc(m->arena, cap);
 
 	if (!a)
-		return CQ_TEXT_ENOMEM;
+		return CQ_ENOMEM;
 	m->arena = a;
 	m->arena_cap = cap;
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 int64_t
@@ -161,13 +161,13 @@ cq_strmap_intern(cq_strmap *m, const char *key, size_t len, int *inserted)
 		return -1;
 	if ((m->n + 1) * 2 > m->cap)
 	{
-		if (grow_slots(m) != CQ_TEXT_OK)
+		if (grow_slots(m) != CQ_OK)
 			return -1;
 		probe(m, key, len, h, &slot);
 	}
-	if (m->n == m->n_cap && grow_entries(m) != CQ_TEXT_OK)
+	if (m->n == m->n_cap && grow_entries(m) != CQ_OK)
 		return -1;
-	if (reserve_arena(m, len + 1) != CQ_TEXT_OK)
+	if (reserve_arena(m, len + 1) != CQ_OK)
 		return -1;
 	e = (int64_t) m->n++;
 	memcpy(m->arena + m->arena_len, key, len);

@@ -22,17 +22,17 @@ cq_vocabulary_free(cq_vocabulary *v)
 }
 
 int
-cq_vocabulary_add(cq_vocabulary *v, const char *tok, size_t len, cq_text_err *err)
+cq_vocabulary_add(cq_vocabulary *v, const char *tok, size_t len, cq_error *err)
 {
 	int			inserted;
 
 	if (cq_strmap_intern(&v->map, tok, len, &inserted) < 0)
-		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	if (!inserted)
-		return cq_text_fail(err, CQ_TEXT_EINVAL, 0,
+		return cq_fail(err, CQ_EINVAL,
 							"token \"%.*s\" appears twice in the vocabulary",
 							len > 64 ? 64 : (int) len, tok);
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 static int
@@ -69,21 +69,21 @@ by_count_then_bytes(const void *x, const void *y)
 
 int
 cq_vocabulary_build(cq_vocabulary *v, const cq_strmap *counts, int32_t max_size,
-			   int64_t min_count, cq_text_err *err)
+			   int64_t min_count, cq_error *err)
 {
 	if (max_size < CQ_VOCAB_N_SPECIAL + 1)
-		return cq_text_fail(err, CQ_TEXT_ERANGE, 0, "max_size must be at least %d",
+		return cq_fail(err, CQ_ERANGE, "max_size must be at least %d",
 							CQ_VOCAB_N_SPECIAL + 1);
-	if (cq_vocabulary_init(v) != CQ_TEXT_OK)
-		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+	if (cq_vocabulary_init(v) != CQ_OK)
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 
 	ranked	   *r = cq_alloc((counts->n ? counts->n : 1) * sizeof(ranked));
 	size_t		n = 0;
-	int			rc = CQ_TEXT_OK;
+	int			rc = CQ_OK;
 
 	if (!r)
-		rc = cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
-	for (size_t e = 0; rc == CQ_TEXT_OK && e < counts->n; e++)
+		rc = cq_fail(err, CQ_ENOMEM, "out of memory");
+	for (size_t e = 0; rc == CQ_OK && e < counts->n; e++)
 	{
 		size_t		len;
 		const char *tok = cq_strmap_key(counts, e, &len);
@@ -91,14 +91,14 @@ cq_vocabulary_build(cq_vocabulary *v, const cq_strmap *counts, int32_t max_size,
 		if (counts->vals[e] >= min_count && !is_special(tok, len))
 			r[n++] = (ranked) {counts->vals[e], tok, (uint32_t) len};
 	}
-	if (rc == CQ_TEXT_OK)
+	if (rc == CQ_OK)
 		qsort(r, n, sizeof(ranked), by_count_then_bytes);
-	for (int i = 0; rc == CQ_TEXT_OK && i < CQ_VOCAB_N_SPECIAL; i++)
+	for (int i = 0; rc == CQ_OK && i < CQ_VOCAB_N_SPECIAL; i++)
 		rc = cq_vocabulary_add(v, cq_vocabulary_specials[i], strlen(cq_vocabulary_specials[i]), err);
-	for (size_t i = 0; rc == CQ_TEXT_OK && i < n && cq_vocabulary_size(v) < max_size; i++)
+	for (size_t i = 0; rc == CQ_OK && i < n && cq_vocabulary_size(v) < max_size; i++)
 		rc = cq_vocabulary_add(v, r[i].tok, r[i].len, err);
 	cq_free(r);
-	if (rc != CQ_TEXT_OK)
+	if (rc != CQ_OK)
 		cq_vocabulary_free(v);
 	return rc;
 }
@@ -120,14 +120,14 @@ cq_vocabulary_encode(const cq_vocabulary *v, const cq_tokens *t, int32_t *ids)
 
 int
 cq_vocabulary_join(const cq_vocabulary *v, const int32_t *ids, size_t n,
-				   char **out, size_t *out_len, cq_text_err *err)
+				   char **out, size_t *out_len, cq_error *err)
 {
 	size_t		total = 1;
 
 	for (size_t i = 0; i < n; i++)
 	{
 		if (ids[i] < 0 || ids[i] >= cq_vocabulary_size(v))
-			return cq_text_fail(err, CQ_TEXT_ERANGE, (int) (i + 1),
+			return cq_fail(err, CQ_ERANGE,
 								"id %d at position %zu is outside the vocabulary (size %d)",
 								ids[i], i + 1, cq_vocabulary_size(v));
 		total += v->map.key_len[ids[i]] + 1;
@@ -137,7 +137,7 @@ cq_vocabulary_join(const cq_vocabulary *v, const int32_t *ids, size_t n,
 	size_t		p = 0;
 
 	if (!s)
-		return cq_text_fail(err, CQ_TEXT_ENOMEM, 0, "out of memory");
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	for (size_t i = 0; i < n; i++)
 	{
 		size_t		len;
@@ -154,22 +154,22 @@ cq_vocabulary_join(const cq_vocabulary *v, const int32_t *ids, size_t n,
 	s[p] = '\0';
 	*out = s;
 	*out_len = p;
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 int
 cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
-					 char **out, size_t *out_len, cq_text_err *err)
+					 char **out, size_t *out_len, cq_error *err)
 {
 	size_t		p;
 	int			rc = cq_vocabulary_join(v, ids, n, out, &p, err);
 
-	if (rc != CQ_TEXT_OK)
+	if (rc != CQ_OK)
 		return rc;
 	/* the BPE segmentation undone */
 	p = cq_bpe_undo_inplace(*out, p);
 	(*out)[p] = '\0';
 	if (out_len)
 		*out_len = p;
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }

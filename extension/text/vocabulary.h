@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "text/strmap.h"
-#include "text/text_err.h"
+#include "common/error.h"
 #include "text/words.h"
 
 #define CQ_VOCAB_BOS 0
@@ -33,7 +33,7 @@ void		cq_vocabulary_free(cq_vocabulary *v);
  * Append a token with the next id; an error if it is already present (a
  * vocabulary holds each token once).
  */
-int			cq_vocabulary_add(cq_vocabulary *v, const char *tok, size_t len, cq_text_err *err);
+int			cq_vocabulary_add(cq_vocabulary *v, const char *tok, size_t len, cq_error *err);
 
 static inline int32_t
 cq_vocabulary_size(const cq_vocabulary *v)
@@ -48,7 +48,7 @@ cq_vocabulary_size(const cq_vocabulary *v)
  * uninitialised.
  */
 int			cq_vocabulary_build(cq_vocabulary *v, const cq_strmap *counts,
-						   int32_t max_size, int64_t min_count, cq_text_err *err);
+						   int32_t max_size, int64_t min_count, cq_error *err);
 
 /* Id of a token, CQ_VOCAB_UNK when absent. */
 int32_t		cq_vocabulary_id(const cq_vocabulary *v, const char *tok, size_t len);
@@ -63,7 +63,7 @@ void		cq_vocabulary_encode(const cq_vocabulary *v, const cq_tokens *t, int32_t *
  * outside the vocabulary.  The result is cq_alloc'd.
  */
 int			cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
-							char **out, size_t *out_len, cq_text_err *err);
+							char **out, size_t *out_len, cq_error *err);
 
 /*
  * The tokens of ids joined by single spaces, the segmentation kept (<s>,
@@ -71,6 +71,6 @@ int			cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
  * SentencePiece decoder (text/spm.h) takes.  Errors and result as above.
  */
 int			cq_vocabulary_join(const cq_vocabulary *v, const int32_t *ids, size_t n,
-							   char **out, size_t *out_len, cq_text_err *err);
+							   char **out, size_t *out_len, cq_error *err);
 
 #endif

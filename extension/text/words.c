@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "common/mem.h"
-#include "text/text_err.h"
+#include "common/error.h"
 
 size_t
 cq_utf8_char_len(const char *s, const char *end)
@@ -62,10 +62,10 @@ cq_count_words(cq_strmap *counts, const char *text, size_t len)
 		int64_t		e = cq_strmap_intern(counts, text + s, n, NULL);
 
 		if (e < 0)
-			return CQ_TEXT_ENOMEM;
+			return CQ_ENOMEM;
 		counts->vals[e]++;
 	}
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 void
@@ -105,7 +105,7 @@ cq_tokens_push(cq_tokens *t, const char *s, size_t n, const char *suffix)
 		char	   *b = cq_realloc(t->buf, cap);
 
 		if (!b)
-			return CQ_TEXT_ENOMEM;
+			return CQ_ENOMEM;
 		t->buf = b;
 		t->buf_cap = cap;
 	}
@@ -115,12 +115,12 @@ cq_tokens_push(cq_tokens *t, const char *s, size_t n, const char *suffix)
 		size_t	   *o = cq_realloc(t->off, nc * sizeof(size_t));
 
 		if (!o)
-			return CQ_TEXT_ENOMEM;
+			return CQ_ENOMEM;
 		t->off = o;
 		uint32_t   *l = cq_realloc(t->len, nc * sizeof(uint32_t));
 
 		if (!l)
-			return CQ_TEXT_ENOMEM;
+			return CQ_ENOMEM;
 		t->len = l;
 		t->n_cap = nc;
 	}
@@ -132,7 +132,7 @@ cq_tokens_push(cq_tokens *t, const char *s, size_t n, const char *suffix)
 	t->len[t->n] = (uint32_t) (n + sl);
 	t->n++;
 	t->buf_len = need;
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 int
@@ -143,10 +143,10 @@ cq_count_tokens(cq_strmap *counts, const cq_tokens *t)
 		int64_t		e = cq_strmap_intern(counts, t->buf + t->off[i], t->len[i], NULL);
 
 		if (e < 0)
-			return CQ_TEXT_ENOMEM;
+			return CQ_ENOMEM;
 		counts->vals[e]++;
 	}
-	return CQ_TEXT_OK;
+	return CQ_OK;
 }
 
 int
@@ -158,9 +158,9 @@ cq_whitespace_tokenize(const char *text, size_t len, cq_tokens *out)
 
 	cq_tokens_clear(out);
 	while (cq_next_word(text, len, &pos, &s, &n))
-		if (cq_tokens_push(out, text + s, n, NULL) != CQ_TEXT_OK)
-			return CQ_TEXT_ENOMEM;
-	return CQ_TEXT_OK;
+		if (cq_tokens_push(out, text + s, n, NULL) != CQ_OK)
+			return CQ_ENOMEM;
+	return CQ_OK;
 }
 
 char *

@@ -33,7 +33,7 @@ lib.cq_bpe_apply.restype = vp
 lib.cq_free.argtypes = [vp]
 
 # opaque storage comfortably larger than the structs (cq_strmap 88 bytes,
-# cq_bpe ~160, cq_bpe_cache ~120, cq_text_err 264)
+# cq_bpe ~160, cq_bpe_cache ~120, cq_error 260)
 def blob():
     return ctypes.create_string_buffer(1024)
 

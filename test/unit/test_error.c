@@ -1,7 +1,5 @@
 #include "unit.h"
 #include "common/error.h"
-#include "common/error.h"
-#include "text/text_err.h"
 
 TEST(error_fail_records_code_and_message)
 {
@@ -36,12 +34,4 @@ TEST(error_every_code_has_its_own_name)
 			CHECK(strcmp(cq_code_name((cq_code) a), cq_code_name((cq_code) b)) != 0);
 	}
 	CHECK_STR_EQ(cq_code_name((cq_code) 999), "unknown error");
-}
-
-/* The text and alignment cores' codes map onto the categories the glue reports (base/errors.h). */
-TEST(error_core_categories)
-{
-	CHECK_INT_EQ(cq_text_category(CQ_TEXT_EINVAL), CQ_EINVAL);
-	CHECK_INT_EQ(cq_text_category(CQ_TEXT_ERANGE), CQ_ERANGE);
-	CHECK_INT_EQ(cq_text_category(CQ_TEXT_ENOMEM), CQ_ENOMEM);
 }

@@ -110,8 +110,8 @@ count_row(void *arg, const char *text, int len)
 	int			rc = cq_count_words(&st->counts, text, len);
 
 	MemoryContextSwitchTo(old);
-	if (rc != CQ_TEXT_OK)
-		corpq_text_error(rc, "could not count corpus words", NULL);
+	if (rc != CQ_OK)
+		corpq_core_fail(rc, "could not count corpus words", NULL);
 }
 
 /* corpq.bpe_learn(name, corpus, merges, min_frequency) -> merges learned */
@@ -126,7 +126,7 @@ corpq_bpe_learn(PG_FUNCTION_ARGS)
 	MemoryContext old;
 	cq_bpe_learner *learner;
 	cq_bpe		bpe;
-	cq_text_err err = {0};
+	cq_error err = {0};
 	int			rc;
 	int32		learned;
 
@@ -153,8 +153,8 @@ corpq_bpe_learn(PG_FUNCTION_ARGS)
 	old = MemoryContextSwitchTo(st.cxt);
 	rc = cq_strmap_init(&st.counts, 1 << 16);
 	MemoryContextSwitchTo(old);
-	if (rc != CQ_TEXT_OK)
-		corpq_text_error(rc, "out of memory", NULL);
+	if (rc != CQ_OK)
+		corpq_core_fail(rc, "out of memory", NULL);
 	corpq_scan_corpus(query, count_row, &st);
 	if (st.counts.n == 0)
 		ereport(ERROR,
@@ -166,7 +166,7 @@ corpq_bpe_learn(PG_FUNCTION_ARGS)
 	learner = cq_bpe_learner_new(&st.counts, min_frequency);
 	MemoryContextSwitchTo(old);
 	if (learner == NULL)
-		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+		corpq_core_fail(CQ_ENOMEM, "out of memory", NULL);
 	while (cq_bpe_learner_n_merges(learner) < merges)
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -174,7 +174,7 @@ corpq_bpe_learn(PG_FUNCTION_ARGS)
 		rc = cq_bpe_learner_step(learner);
 		MemoryContextSwitchTo(old);
 		if (rc < 0)
-			corpq_text_error(rc, "BPE learning failed", NULL);
+			corpq_core_fail(CQ_ENOMEM, "BPE learning failed", "out of memory");
 		if (rc == 0)
 			break;
 	}
@@ -182,8 +182,8 @@ corpq_bpe_learn(PG_FUNCTION_ARGS)
 	old = MemoryContextSwitchTo(st.cxt);
 	rc = cq_bpe_learner_model(learner, &bpe, &err);
 	MemoryContextSwitchTo(old);
-	if (rc != CQ_TEXT_OK)
-		corpq_text_error(rc, "BPE learning failed", err.msg);
+	if (rc != CQ_OK)
+		corpq_core_fail(rc, "BPE learning failed", err.msg);
 	learned = bpe.n_merges;
 	store_model(name, &bpe, min_frequency);
 	MemoryContextDelete(st.cxt);
@@ -197,7 +197,7 @@ corpq_bpe_import(PG_FUNCTION_ARGS)
 	char	   *name;
 	text	   *codes;
 	cq_bpe		bpe;
-	cq_text_err err = {0};
+	cq_error err = {0};
 	int			rc;
 	int32		n;
 
@@ -207,14 +207,14 @@ corpq_bpe_import(PG_FUNCTION_ARGS)
 	name = new_model_name(fcinfo);
 	codes = PG_GETARG_TEXT_PP(1);
 	rc = cq_bpe_parse_codes(&bpe, VARDATA_ANY(codes), VARSIZE_ANY_EXHDR(codes), &err);
-	if (rc == CQ_TEXT_EINVAL)
+	if (rc == CQ_EINVAL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
 				 errmsg("invalid BPE codes"),
 				 errdetail("%s", err.msg),
 				 errhint("Codes are subword-nmt's format: an optional first line \"#version: 0.2\", then one merge \"left right\" per line.")));
-	if (rc != CQ_TEXT_OK)
-		corpq_text_error(rc, "invalid BPE codes", err.msg);
+	if (rc != CQ_OK)
+		corpq_core_fail(rc, "invalid BPE codes", err.msg);
 	n = bpe.n_merges;
 	store_model(name, &bpe, 0);
 	cq_bpe_free(&bpe);
@@ -285,7 +285,7 @@ corpq_bpe_export(PG_FUNCTION_ARGS)
 				 errmsg("\"%s\" is a SentencePiece model, which has no BPE codes", name)));
 	codes = cq_bpe_write_codes(seg->bpe, &len);
 	if (codes == NULL)
-		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+		corpq_core_fail(CQ_ENOMEM, "out of memory", NULL);
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(codes, (int) len));
 }
 

@@ -137,7 +137,7 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 	bool		isnull;
 	char	   *vtext;
 	MemoryContext old;
-	cq_text_err err = {0};
+	cq_error err = {0};
 
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
@@ -164,8 +164,8 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 
 	old = MemoryContextSwitchTo(seg->cxt);
 	seg->bpe = palloc0(sizeof(cq_bpe));
-	if (cq_bpe_init(seg->bpe, version) != CQ_TEXT_OK)
-		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+	if (cq_bpe_init(seg->bpe, version) != CQ_OK)
+		corpq_core_fail(CQ_ENOMEM, "out of memory", NULL);
 	MemoryContextSwitchTo(old);
 
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -178,8 +178,8 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 		rc = cq_bpe_add_merge(seg->bpe, VARDATA_ANY(l), VARSIZE_ANY_EXHDR(l),
 							  VARDATA_ANY(r), VARSIZE_ANY_EXHDR(r), &err);
 		MemoryContextSwitchTo(old);
-		if (rc != CQ_TEXT_OK)
-			corpq_text_error(rc, psprintf("BPE model \"%s\" has an invalid merge", name), err.msg);
+		if (rc != CQ_OK)
+			corpq_core_fail(rc, psprintf("BPE model \"%s\" has an invalid merge", name), err.msg);
 	}
 	SPI_finish();
 }
@@ -196,8 +196,8 @@ corpq_segmenter_load(const char *name, MemoryContext parent)
 	seg->cxt = cxt;
 	seg->name = pstrdup(is_whitespace_name(name) ? CORPQ_WHITESPACE : name);
 	cq_tokens_init(&seg->tokens);
-	if (cq_bpe_cache_init(&seg->cache, SEGMENT_CACHE_WORDS) != CQ_TEXT_OK)
-		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+	if (cq_bpe_cache_init(&seg->cache, SEGMENT_CACHE_WORDS) != CQ_OK)
+		corpq_core_fail(CQ_ENOMEM, "out of memory", NULL);
 	MemoryContextSwitchTo(old);
 	if (!is_whitespace_name(name))
 		load_bpe_rows(seg, name);
@@ -234,8 +234,8 @@ corpq_segment(CorpqSegmenter *seg, const char *text, int len)
 	rc = cq_bpe_tokenize(seg->bpe, &seg->cache, text, len, &seg->tokens);
 
 	MemoryContextSwitchTo(old);
-	if (rc != CQ_TEXT_OK)
-		corpq_text_error(rc, "could not segment text", NULL);
+	if (rc != CQ_OK)
+		corpq_core_fail(rc, "could not segment text", NULL);
 	return &seg->tokens;
 }
 
@@ -253,7 +253,7 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 	int			rc;
 	bool		isnull;
 	char	   *bpe_name = NULL;
-	cq_text_err err = {0};
+	cq_error err = {0};
 
 	v->cxt = cxt;
 	v->name = MemoryContextStrdup(cxt, name);
@@ -278,8 +278,8 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 
 	old = MemoryContextSwitchTo(cxt);
-	if (cq_vocabulary_init(&v->vocab) != CQ_TEXT_OK)
-		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+	if (cq_vocabulary_init(&v->vocab) != CQ_OK)
+		corpq_core_fail(CQ_ENOMEM, "out of memory", NULL);
 	MemoryContextSwitchTo(old);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -294,8 +294,8 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 		old = MemoryContextSwitchTo(cxt);
 		rc = cq_vocabulary_add(&v->vocab, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &err);
 		MemoryContextSwitchTo(old);
-		if (rc != CQ_TEXT_OK)
-			corpq_text_error(rc, psprintf("vocabulary \"%s\" is invalid", name), err.msg);
+		if (rc != CQ_OK)
+			corpq_core_fail(rc, psprintf("vocabulary \"%s\" is invalid", name), err.msg);
 	}
 	SPI_finish();
 	v->seg = corpq_segmenter_load(bpe_name, cxt);
@@ -325,19 +325,19 @@ corpq_vocab_text(CorpqVocab *v, const int32 *ids, int n, size_t *len)
 {
 	char	   *joined;
 	size_t		jlen;
-	cq_text_err terr = {0};
+	cq_error terr = {0};
 	int			rc = cq_vocabulary_join(&v->vocab, ids, (size_t) n, &joined, &jlen, &terr);
 	const char *text;
 	cq_error	err = {0};
 	char	   *out;
 
-	if (rc == CQ_TEXT_ERANGE)
+	if (rc == CQ_ERANGE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("token id out of range for vocabulary \"%s\"", v->name),
 				 errdetail("%s", terr.msg)));
-	if (rc != CQ_TEXT_OK)
-		corpq_text_error(rc, "could not decode ids", terr.msg);
+	if (rc != CQ_OK)
+		corpq_core_fail(rc, "could not decode ids", terr.msg);
 	if (!v->seg->spm)
 	{
 		*len = cq_bpe_undo_inplace(joined, jlen);

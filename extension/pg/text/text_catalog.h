@@ -108,8 +108,5 @@ void		corpq_check_new_name(const char *kind, const char *table,
 void		corpq_undefined_name(const char *kind, const char *table,
 								 const char *name) pg_attribute_noreturn();
 
-/* Report a core error (cq_text_code) as an ERROR with the given message. */
-void		corpq_text_error(int code, const char *what,
-							 const char *detail) pg_attribute_noreturn();
 
 #endif

@@ -21,15 +21,3 @@ corpq_require_utf8(void)
 				 errmsg("corpq text functions need a UTF8 database"),
 				 errdetail("The database encoding is %s.", GetDatabaseEncodingName())));
 }
-
-void
-corpq_text_error(int code, const char *what, const char *detail)
-{
-	cq_error	err;
-
-	cq_code		category = cq_text_category((cq_text_code) code);
-
-	/* a failure without a code is a broken invariant */
-	cq_fail(&err, category == CQ_OK ? CQ_EINTERNAL : category, "%s", detail ? detail : "");
-	corpq_core_error(&err, NULL, "%s", what);
-}

@@ -43,8 +43,8 @@ count_row(void *arg, const char *text, int len)
 	int			rc = cq_count_tokens(&st->counts, t);
 
 	MemoryContextSwitchTo(old);
-	if (rc != CQ_TEXT_OK)
-		corpq_text_error(rc, "could not count corpus tokens", NULL);
+	if (rc != CQ_OK)
+		corpq_core_fail(rc, "could not count corpus tokens", NULL);
 }
 
 /* Insert the vocabulary row and one row per token id (counts[id]). */
@@ -107,7 +107,7 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	CountState	st;
 	MemoryContext old;
 	cq_vocabulary	v;
-	cq_text_err err = {0};
+	cq_error err = {0};
 	int			rc;
 	int32		size;
 	int64	   *counts;
@@ -144,8 +144,8 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	old = MemoryContextSwitchTo(st.cxt);
 	rc = cq_strmap_init(&st.counts, 1 << 16);
 	MemoryContextSwitchTo(old);
-	if (rc != CQ_TEXT_OK)
-		corpq_text_error(rc, "out of memory", NULL);
+	if (rc != CQ_OK)
+		corpq_core_fail(rc, "out of memory", NULL);
 	corpq_scan_corpus(query, count_row, &st);
 	if (st.counts.n == 0)
 		ereport(ERROR,
@@ -156,8 +156,8 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	old = MemoryContextSwitchTo(st.cxt);
 	rc = cq_vocabulary_build(&v, &st.counts, max_size, min_count, &err);
 	MemoryContextSwitchTo(old);
-	if (rc != CQ_TEXT_OK)
-		corpq_text_error(rc, "could not build the vocabulary", err.msg);
+	if (rc != CQ_OK)
+		corpq_core_fail(rc, "could not build the vocabulary", err.msg);
 	size = cq_vocabulary_size(&v);
 	counts = palloc(sizeof(int64) * size);
 	for (int32 i = 0; i < size; i++)
@@ -433,7 +433,7 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 	int32		max_size,
 				min_count;
 	cq_vocabulary v;
-	cq_text_err err = {0};
+	cq_error err = {0};
 	MemoryContext cxt,
 				old;
 
@@ -480,8 +480,8 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 	cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq vocab_import", ALLOCSET_DEFAULT_SIZES);
 	counts = palloc0(sizeof(int64) * n);
 	old = MemoryContextSwitchTo(cxt);
-	if (cq_vocabulary_init(&v) != CQ_TEXT_OK)
-		corpq_text_error(CQ_TEXT_ENOMEM, "out of memory", NULL);
+	if (cq_vocabulary_init(&v) != CQ_OK)
+		corpq_core_fail(CQ_ENOMEM, "out of memory", NULL);
 	MemoryContextSwitchTo(old);
 	for (int i = 0; i < n; i++)
 	{
@@ -497,8 +497,8 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 		old = MemoryContextSwitchTo(cxt);
 		rc = cq_vocabulary_add(&v, t->val.string.val, t->val.string.len, &err);
 		MemoryContextSwitchTo(old);
-		if (rc != CQ_TEXT_OK)
-			corpq_text_error(rc, "invalid vocabulary document", err.msg);
+		if (rc != CQ_OK)
+			corpq_core_fail(rc, "invalid vocabulary document", err.msg);
 		if (counts_c)
 			counts[i] = doc_int(getIthJsonbValueFromContainer(counts_c, i), 0, PG_INT64_MAX,
 								"\"counts\" must be an array of integers >= 0");
