@@ -15,6 +15,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
+#include "pg/base/catalog.h"
 #include "pg/antap/antap.h"
 #include "pg/base/internal_sql.h"
 
@@ -180,28 +181,9 @@ Datum
 corpq_antap_drop(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1] = {CStringGetTextDatum(name)};
-	bool		isnull;
 
 	SPI_connect();
-	if (corpq_sql_as_caller("SELECT owner::pg_catalog.oid FROM corpq.antap_models "
-							"WHERE name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.antap_models");
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("ANTAP model \"%s\" does not exist", name)));
-	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-															   SPI_tuptable->tupdesc, 1, &isnull))))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to drop ANTAP model \"%s\"", name),
-				 errhint("Only members of the model's owner role can drop it.")));
-	if (corpq_sql_as_owner("DELETE FROM corpq.antap_models WHERE name OPERATOR(pg_catalog.=) $1",
-						   1, argtypes, args, NULL, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete ANTAP model \"%s\"", name);
+	corpq_catalog_drop(&corpq_kind_antap, name);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -21,6 +21,7 @@
 #include "utils/memutils.h"
 
 #include "align/lexicon_io.h"
+#include "pg/base/catalog.h"
 #include "pg/base/internal_sql.h"
 #include "pg/lexicon/lexicon_catalog.h"
 
@@ -360,28 +361,9 @@ Datum
 corpq_lexicon_drop(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1] = {CStringGetTextDatum(name)};
-	bool		isnull;
 
 	SPI_connect();
-	if (corpq_sql_as_caller("SELECT owner::pg_catalog.oid FROM corpq.lexicons "
-							"WHERE name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, args, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.lexicons");
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("lexicon \"%s\" does not exist", name)));
-	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-															   SPI_tuptable->tupdesc, 1, &isnull))))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to drop lexicon \"%s\"", name),
-				 errhint("Only members of the lexicon's owner role can drop it.")));
-	if (corpq_sql_as_owner("DELETE FROM corpq.lexicons WHERE name OPERATOR(pg_catalog.=) $1",
-						   1, argtypes, args, NULL, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete lexicon \"%s\"", name);
+	corpq_catalog_drop(&corpq_kind_lexicon, name);
 	SPI_finish();
 	PG_RETURN_BOOL(true);
 }

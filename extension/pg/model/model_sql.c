@@ -16,6 +16,7 @@
 #include "nn/model/config.h"
 #include "nn/model/model.h"
 #include "nn/model/modelfile.h"
+#include "pg/base/catalog.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
@@ -429,29 +430,11 @@ Datum
 corpq_model_drop(PG_FUNCTION_ARGS)
 {
 	char	   *name;
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
-	bool		isnull;
 
 	corpq_require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	if (corpq_sql_as_caller("SELECT owner::pg_catalog.oid FROM corpq.model_catalog "
-							"WHERE name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.model_catalog");
-	if (SPI_processed == 0)
-		corpq_undefined_name("model", "corpq.model_catalog", name);
-	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-															   SPI_tuptable->tupdesc, 1, &isnull))))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to drop model \"%s\"", name),
-				 errhint("Only members of the model's owner role can drop it.")));
-	if (corpq_sql_as_owner("DELETE FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) $1",
-						   1, argtypes, values, NULL, 0) != SPI_OK_DELETE)
-		elog(ERROR, "could not delete from corpq.model_catalog");
+	corpq_catalog_drop(&corpq_kind_model, name);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

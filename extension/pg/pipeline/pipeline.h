@@ -159,6 +159,35 @@ char	   *pipeline_check_schema(void);
  * option table parses the rest.
  */
 #define PIPELINE_MODEL_DEFAULT "{\"preset\": \"small\"}"
-Jsonb	   *pipeline_take_objects(Jsonb *options, const char *const *keys, char **objects);
+
+/* The sub-job options every pipeline passes on, as JSON text. */
+typedef struct PipelineObjects
+{
+	char	   *model;			/* model_create's configuration */
+	char	   *train;			/* train()'s options */
+	char	   *translate;		/* translate_job()'s options */
+} PipelineObjects;
+
+/*
+ * Takes "model", "train" and "translate" out of options (checking the train
+ * and translate options with their own parsers now, so a mistake fails the
+ * submission) and returns the rest for the pipeline's option table.
+ */
+Jsonb	   *pipeline_take_objects(Jsonb *options, PipelineObjects *obj);
+
+/*
+ * The vocabularies of the models a pipeline creates exist, and its model
+ * configuration is valid for them (kind: "rejuvenate" for the message).
+ */
+void		pipeline_check_new_models(const char *kind, const PipelineObjects *obj,
+									  const char *src_vocab, const char *tgt_vocab);
+
+/*
+ * A pipeline's job arguments: {"name", "schema", then the pairs of keys and
+ * values (NULL: null) given as NULL-ended (key, value) arguments, "options",
+ * "model", "train", "translate"}.
+ */
+char	   *pipeline_args(const char *name, const char *schema, const char *options_json,
+						  const PipelineObjects *obj,...);
 
 #endif

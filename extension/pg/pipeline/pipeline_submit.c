@@ -4,17 +4,23 @@
  */
 #include "postgres.h"
 
+#include <stdarg.h>
+
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 #include "utils/jsonb.h"
 
 #include "pg/base/internal_sql.h"
+#include "pg/model/model_catalog.h"
+#include "pg/model/translate.h"
 #include "pg/pipeline/pipeline.h"
 #include "pg/text/text_catalog.h"
+#include "pg/train/train.h"
 
 bool
 pipeline_name_valid(const void *field)
@@ -96,32 +102,93 @@ pipeline_check_schema(void)
 	return schema;
 }
 
-Jsonb *
-pipeline_take_objects(Jsonb *options, const char *const *keys, char **objects)
+/* The JSON object options[key] as text (dflt when absent); key removed. */
+static Jsonb *
+take_object(Jsonb *options, const char *key, const char *dflt, char **out)
 {
-	for (int i = 0; keys[i]; i++)
-	{
-		JsonbValue	k;
-		JsonbValue *v = NULL;
+	JsonbValue	k;
+	JsonbValue *v;
 
-		objects[i] = strcmp(keys[i], "model") == 0 ? PIPELINE_MODEL_DEFAULT : "{}";
-		if (options == NULL || !JB_ROOT_IS_OBJECT(options))
-			continue;
-		k.type = jbvString;
-		k.val.string.val = (char *) keys[i];
-		k.val.string.len = strlen(keys[i]);
-		v = findJsonbValueFromContainer(&options->root, JB_FOBJECT, &k);
-		if (v == NULL)
-			continue;
-		if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("option \"%s\" must be a JSON object", keys[i])));
-		objects[i] = JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
-		options = DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(options),
-													 CStringGetTextDatum(keys[i])));
-	}
+	*out = (char *) dflt;
+	if (options == NULL || !JB_ROOT_IS_OBJECT(options))
+		return options;
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	v = findJsonbValueFromContainer(&options->root, JB_FOBJECT, &k);
+	if (v == NULL)
+		return options;
+	if (v->type != jbvBinary || !JsonContainerIsObject(v->val.binary.data))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("option \"%s\" must be a JSON object", key)));
+	*out = JsonbToCString(NULL, v->val.binary.data, v->val.binary.len);
+	return DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(options),
+											 CStringGetTextDatum(key)));
+}
+
+static Jsonb *
+as_jsonb(const char *text)
+{
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+}
+
+Jsonb *
+pipeline_take_objects(Jsonb *options, PipelineObjects *obj)
+{
+	TrainOptions to;
+	CorpqTranslateOptions tro;
+
+	options = take_object(options, "model", PIPELINE_MODEL_DEFAULT, &obj->model);
+	options = take_object(options, "train", "{}", &obj->train);
+	options = take_object(options, "translate", "{}", &obj->translate);
+	train_options_parse(as_jsonb(obj->train), &to);
+	corpq_translate_options_parse(CORPQ_TRANSLATE_JOB, as_jsonb(obj->translate), &tro);
 	return options;
+}
+
+void
+pipeline_check_new_models(const char *kind, const PipelineObjects *obj,
+						  const char *src_vocab, const char *tgt_vocab)
+{
+	if (src_vocab == NULL || tgt_vocab == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s options \"src_vocab\" and \"tgt_vocab\" are required when the pipeline trains a model",
+						kind)));
+	pipeline_check_vocab(src_vocab);
+	pipeline_check_vocab(tgt_vocab);
+	corpq_model_config_check(as_jsonb(obj->model), src_vocab, tgt_vocab);
+}
+
+char *
+pipeline_args(const char *name, const char *schema, const char *options_json,
+			  const PipelineObjects *obj,...)
+{
+	StringInfoData args;
+	va_list		ap;
+	const char *key;
+
+	initStringInfo(&args);
+	appendStringInfoString(&args, "{\"name\": ");
+	escape_json(&args, name);
+	appendStringInfoString(&args, ", \"schema\": ");
+	escape_json(&args, schema);
+	va_start(ap, obj);
+	while ((key = va_arg(ap, const char *)) != NULL)
+	{
+		const char *value = va_arg(ap, const char *);
+
+		appendStringInfo(&args, ", \"%s\": ", key);
+		if (value)
+			escape_json(&args, value);
+		else
+			appendStringInfoString(&args, "null");
+	}
+	va_end(ap);
+	appendStringInfo(&args, ", \"options\": %s, \"model\": %s, \"train\": %s, \"translate\": %s}",
+					 options_json, obj->model, obj->train, obj->translate);
+	return args.data;
 }
 
 /* A new pipeline's tables and models must not exist yet (SPI connected). */

@@ -58,13 +58,6 @@ static const CorpqOption rejuv_rows[] = {
 
 static const CorpqOptionTable rejuv_table = {"rejuvenate", rejuv_rows};
 
-/* Options that are JSON objects passed on: to model_create, train, translate_job. */
-static const char *const object_keys[] = {"model", "train", "translate", NULL};
-enum
-{
-	OBJ_MODEL, OBJ_TRAIN, OBJ_TRANSLATE, N_OBJ
-};
-
 static const CorpqColumn corpus_columns[] = {
 	{"id", CORPQ_COLUMN_INTEGER}, {"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}
 };
@@ -96,30 +89,24 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 	char	   *corpus,
 			   *dev = NULL,
 			   *schema;
-	char	   *objects[N_OBJ];
+	PipelineObjects obj;
 	Jsonb	   *options = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
 	RejuvOptions o;
-	TrainOptions to;
-	CorpqTranslateOptions tro;
 	const char *models[4];
 	int			n_models = 0;
-	StringInfoData args;
+	char	   *args;
 
 	corpq_require_arg(fcinfo, 0, "corpus");
 	corpus = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	if (!PG_ARGISNULL(1))
 		dev = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	options = pipeline_take_objects(options, object_keys, objects);
+	options = pipeline_take_objects(options, &obj);
 	corpq_options_parse(&rejuv_table, options, &o);
 	if (o.name == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("rejuvenate option \"name\" is required"),
 				 errhint("The pipeline's tables and models are named after it.")));
-	train_options_parse(DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(objects[OBJ_TRAIN]))), &to);
-	corpq_translate_options_parse(CORPQ_TRANSLATE_JOB,
-								  DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(objects[OBJ_TRANSLATE]))),
-								  &tro);
 	(void) corpq_query_check(corpus, &corpus_spec);
 	if (dev)
 		train_check_query(dev, "dev");
@@ -134,36 +121,19 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 	if (o.train_final)
 		models[n_models++] = "final";
 	models[n_models] = NULL;
-	if (n_models > 0 && (o.src_vocab == NULL || o.tgt_vocab == NULL))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("rejuvenate options \"src_vocab\" and \"tgt_vocab\" are required when the pipeline trains a model")));
-	if (o.src_vocab)
-		pipeline_check_vocab(o.src_vocab);
-	if (o.tgt_vocab)
-		pipeline_check_vocab(o.tgt_vocab);
 	if (n_models > 0)
-		corpq_model_config_check(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-																	 CStringGetDatum(objects[OBJ_MODEL]))),
-									 o.src_vocab, o.tgt_vocab);
-	schema = pipeline_check_schema();
-
-	initStringInfo(&args);
-	appendStringInfoString(&args, "{\"name\": ");
-	escape_json(&args, o.name);
-	appendStringInfoString(&args, ", \"schema\": ");
-	escape_json(&args, schema);
-	appendStringInfoString(&args, ", \"corpus\": ");
-	escape_json(&args, corpus);
-	appendStringInfoString(&args, ", \"dev\": ");
-	if (dev)
-		escape_json(&args, dev);
+		pipeline_check_new_models("rejuvenate", &obj, o.src_vocab, o.tgt_vocab);
 	else
-		appendStringInfoString(&args, "null");
-	appendStringInfo(&args, ", \"options\": %s, \"model\": %s, \"train\": %s, \"translate\": %s}",
-					 corpq_options_json(&rejuv_table, &o), objects[OBJ_MODEL],
-					 objects[OBJ_TRAIN], objects[OBJ_TRANSLATE]);
-	PG_RETURN_INT64(pipeline_submit("rejuvenate", o.name, schema, args.data,
+	{
+		if (o.src_vocab)
+			pipeline_check_vocab(o.src_vocab);
+		if (o.tgt_vocab)
+			pipeline_check_vocab(o.tgt_vocab);
+	}
+	schema = pipeline_check_schema();
+	args = pipeline_args(o.name, schema, corpq_options_json(&rejuv_table, &o), &obj,
+						 "corpus", corpus, "dev", dev, NULL);
+	PG_RETURN_INT64(pipeline_submit("rejuvenate", o.name, schema, args,
 									rejuv_tables, models));
 }
 

@@ -78,12 +78,6 @@ static const CorpqOption st_rows[] = {
 
 static const CorpqOptionTable st_table = {"self_train", st_rows};
 
-static const char *const object_keys[] = {"model", "train", "translate", NULL};
-enum
-{
-	OBJ_MODEL, OBJ_TRAIN, OBJ_TRANSLATE, N_OBJ
-};
-
 static const CorpqColumn pair_columns[] = {
 	{"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}
 };
@@ -142,12 +136,10 @@ corpq_self_train(PG_FUNCTION_ARGS)
 			   *parallel,
 			   *mono,
 			   *schema;
-	char	   *objects[N_OBJ];
+	PipelineObjects obj;
 	Jsonb	   *options = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
 	SelfTrainOptions o;
-	TrainOptions to;
-	CorpqTranslateOptions tro;
-	StringInfoData args;
+	char	   *args;
 
 	corpq_require_arg(fcinfo, 0, "teacher");
 	corpq_require_arg(fcinfo, 1, "lexicon");
@@ -157,17 +149,13 @@ corpq_self_train(PG_FUNCTION_ARGS)
 	lexicon = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	parallel = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	mono = text_to_cstring(PG_GETARG_TEXT_PP(3));
-	options = pipeline_take_objects(options, object_keys, objects);
+	options = pipeline_take_objects(options, &obj);
 	corpq_options_parse(&st_table, options, &o);
 	if (o.name == NULL || o.k == CORPQ_OPT_UNSET_VALUE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("self_train options \"name\" and \"k\" are required"),
 				 errhint("k is the number of monolingual sentences to translate.")));
-	train_options_parse(DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(objects[OBJ_TRAIN]))), &to);
-	corpq_translate_options_parse(CORPQ_TRANSLATE_JOB,
-								  DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(objects[OBJ_TRANSLATE]))),
-								  &tro);
 	(void) corpq_query_check(parallel, &parallel_spec);
 	(void) corpq_query_check(mono, &mono_spec);
 	if (o.dev)
@@ -175,30 +163,12 @@ corpq_self_train(PG_FUNCTION_ARGS)
 	pipeline_check_model(teacher);
 	pipeline_check_lexicon(lexicon);
 	teacher_vocabs(teacher, &o);
-	pipeline_check_vocab(o.src_vocab);
-	pipeline_check_vocab(o.tgt_vocab);
-	corpq_model_config_check(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-																 CStringGetDatum(objects[OBJ_MODEL]))),
-								 o.src_vocab, o.tgt_vocab);
+	pipeline_check_new_models("self_train", &obj, o.src_vocab, o.tgt_vocab);
 	schema = pipeline_check_schema();
-
-	initStringInfo(&args);
-	appendStringInfoString(&args, "{\"name\": ");
-	escape_json(&args, o.name);
-	appendStringInfoString(&args, ", \"schema\": ");
-	escape_json(&args, schema);
-	appendStringInfoString(&args, ", \"teacher\": ");
-	escape_json(&args, teacher);
-	appendStringInfoString(&args, ", \"lexicon\": ");
-	escape_json(&args, lexicon);
-	appendStringInfoString(&args, ", \"parallel\": ");
-	escape_json(&args, parallel);
-	appendStringInfoString(&args, ", \"mono\": ");
-	escape_json(&args, mono);
-	appendStringInfo(&args, ", \"options\": %s, \"model\": %s, \"train\": %s, \"translate\": %s}",
-					 corpq_options_json(&st_table, &o), objects[OBJ_MODEL],
-					 objects[OBJ_TRAIN], objects[OBJ_TRANSLATE]);
-	PG_RETURN_INT64(pipeline_submit("self_train", o.name, schema, args.data,
+	args = pipeline_args(o.name, schema, corpq_options_json(&st_table, &o), &obj,
+						 "teacher", teacher, "lexicon", lexicon, "parallel", parallel,
+						 "mono", mono, NULL);
+	PG_RETURN_INT64(pipeline_submit("self_train", o.name, schema, args,
 									st_tables, st_models));
 }
 

@@ -341,12 +341,6 @@ Datum
 corpq_bpe_drop(PG_FUNCTION_ARGS)
 {
 	char	   *name;
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
-	int			rc;
-	char	   *owner;
-	char	   *users;
-	bool		isnull;
 
 	corpq_require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -354,41 +348,8 @@ corpq_bpe_drop(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_RESERVED_NAME),
 				 errmsg("BPE name \"%s\" is reserved and cannot be dropped", CORPQ_WHITESPACE)));
-	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = corpq_sql_as_caller("SELECT owner::pg_catalog.text, owner::pg_catalog.oid FROM corpq.bpe_models "
-							 "WHERE name OPERATOR(pg_catalog.=) $1",
-							 1, argtypes, values, NULL, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		corpq_undefined_name("BPE model", "corpq.bpe_models", name);
-	owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-															   SPI_tuptable->tupdesc, 2, &isnull))))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to drop BPE model \"%s\"", name),
-				 errdetail("The model is owned by role %s.", owner),
-				 errhint("Only members of the owning role can drop or replace a model.")));
-
-	rc = corpq_sql_as_caller("SELECT pg_catalog.string_agg(name, ', ' ORDER BY name) "
-							 "FROM corpq.vocabularies WHERE bpe OPERATOR(pg_catalog.=) $1",
-							 1, argtypes, values, NULL, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	users = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (users != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-				 errmsg("cannot drop BPE model \"%s\" because vocabularies use it", name),
-				 errdetail("Vocabularies using it: %s.", users),
-				 errhint("Drop those vocabularies first with corpq.vocab_drop().")));
-
-	rc = corpq_sql_as_owner("DELETE FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, 0);
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	corpq_catalog_drop(&corpq_kind_bpe, name);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

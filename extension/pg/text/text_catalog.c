@@ -17,69 +17,6 @@
 /* Words kept in a segmenter's cache before it is emptied. */
 #define SEGMENT_CACHE_WORDS 100000
 
-/* ---- name checks ---- */
-
-void
-corpq_check_new_name(const char *kind, const char *table,
-					 const char *drop_fn, const char *name)
-{
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
-	int			rc;
-
-	if (name[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s name must not be empty", kind)));
-	values[0] = CStringGetTextDatum(name);
-	SPI_connect();
-	rc = corpq_sql_as_caller(psprintf("SELECT 1 FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
-									  table),
-							 1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("%s \"%s\" already exists", kind, name),
-				 errhint("Drop it first with SELECT %s(%s).", drop_fn,
-						 quote_literal_cstr(name))));
-	SPI_finish();
-}
-
-void
-corpq_undefined_name(const char *kind, const char *table, const char *name)
-{
-	char	   *list = NULL;
-	int64		total = 0;
-	int			rc;
-	bool		isnull;
-	bool		is_bpe = strcmp(table, "corpq.bpe_models") == 0;
-
-	SPI_connect();
-	rc = corpq_sql_as_caller(psprintf("SELECT pg_catalog.string_agg(name, ', ' ORDER BY name) "
-									  "FILTER (WHERE n OPERATOR(pg_catalog.<=) 10), pg_catalog.count(*) "
-									  "FROM (SELECT name, pg_catalog.row_number() OVER (ORDER BY name) AS n FROM %s) s",
-									  table),
-							 0, NULL, NULL, NULL, true, 0);
-	if (rc == SPI_OK_SELECT && SPI_processed == 1)
-	{
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			list = TextDatumGetCString(d);
-		total = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	}
-	ereport(ERROR,
-			(errcode(ERRCODE_UNDEFINED_OBJECT),
-			 errmsg("%s \"%s\" does not exist", kind, name),
-			 list == NULL ? errdetail("No %s exists yet.", kind)
-			 : total > 10 ? errdetail("Existing %s names (first 10 of %lld): %s.", kind, (long long) total, list)
-			 : errdetail("Existing %s names: %s.", kind, list),
-			 is_bpe ? errhint("The name \"%s\" selects whitespace segmentation.", CORPQ_WHITESPACE) : 0));
-	pg_unreachable();
-}
-
 /* ---- BPE models ---- */
 
 static bool

@@ -20,11 +20,12 @@
 
 #include "fmgr.h"
 
+#include "pg/base/catalog.h"
+
 #include "text/bpe.h"
 #include "text/spm.h"
 #include "text/vocabulary.h"
 
-#define CORPQ_WHITESPACE "whitespace"
 
 typedef struct CorpqSegmenter
 {
@@ -99,14 +100,6 @@ int64		corpq_scan_corpus(const char *query, CorpqRowFn fn, void *arg);
 /* ERROR unless the database encoding is UTF8 or SQL_ASCII (the core reads UTF-8). */
 void		corpq_require_utf8(void);
 
-/*
- * Shared checks for the catalog writers.  kind is "BPE model" or
- * "vocabulary", table the catalog table holding names.
- */
-void		corpq_check_new_name(const char *kind, const char *table,
-								 const char *drop_fn, const char *name);
-void		corpq_undefined_name(const char *kind, const char *table,
-								 const char *name) pg_attribute_noreturn();
 
 
 #endif

@@ -230,54 +230,11 @@ Datum
 corpq_vocab_drop(PG_FUNCTION_ARGS)
 {
 	char	   *name;
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
-	int			rc;
-	char	   *owner;
-	char	   *users;
-	bool		isnull;
 
 	corpq_require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = corpq_sql_as_caller("SELECT owner::pg_catalog.text, owner::pg_catalog.oid FROM corpq.vocabularies "
-							 "WHERE name OPERATOR(pg_catalog.=) $1",
-							 1, argtypes, values, NULL, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
-	owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-															   SPI_tuptable->tupdesc, 2, &isnull))))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to drop vocabulary \"%s\"", name),
-				 errdetail("The vocabulary is owned by role %s.", owner),
-				 errhint("Only members of the owning role can drop or replace a vocabulary.")));
-
-	/* any role's model may use it: name them rather than fail on the foreign key */
-	rc = corpq_sql_as_caller("SELECT pg_catalog.string_agg(name OPERATOR(pg_catalog.||) "
-							 "CASE WHEN pg_catalog.pg_has_role(current_user, owner, 'MEMBER') THEN '' "
-							 "ELSE pg_catalog.format(' (owned by %s)', owner) END, ', ' ORDER BY name) "
-							 "FROM corpq.model_catalog "
-							 "WHERE src_vocab OPERATOR(pg_catalog.=) $1 OR tgt_vocab OPERATOR(pg_catalog.=) $1",
-							 1, argtypes, values, NULL, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	users = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (users != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-				 errmsg("cannot drop vocabulary \"%s\" because models use it", name),
-				 errdetail("Models using it: %s.", users),
-				 errhint("Drop those models first with corpq.model_drop(), or ask their owners to.")));
-
-	rc = corpq_sql_as_owner("DELETE FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, 0);
-	if (rc != SPI_OK_DELETE)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	corpq_catalog_drop(&corpq_kind_vocabulary, name);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
