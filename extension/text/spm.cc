@@ -91,6 +91,19 @@ join(cq_spm *m, const std::vector<std::string> &v)
 	}
 }
 
+// The call's result: m->out, or the failure recorded in msg (no C++
+// object of the call is alive any more).
+static cq_code
+result(cq_spm *m, cq_code code, const char *msg, const char **out, size_t *out_len,
+	   cq_error *err)
+{
+	if (code != CQ_OK)
+		return cq_fail(err, code, "%s", msg);
+	*out = m->out.c_str();
+	*out_len = m->out.size();
+	return CQ_OK;
+}
+
 extern "C" cq_code
 cq_spm_encode(cq_spm *m, const char *text, size_t len, const char **out, size_t *out_len,
 			  cq_error *err)
@@ -116,11 +129,7 @@ cq_spm_encode(cq_spm *m, const char *text, size_t len, const char **out, size_t 
 		snprintf(msg, sizeof(msg), "out of memory in SentencePiece");
 		code = CQ_ENOMEM;
 	}
-	if (code != CQ_OK)
-		return cq_fail(err, code, "%s", msg);
-	*out = m->out.c_str();
-	*out_len = m->out.size();
-	return CQ_OK;
+	return result(m, code, msg, out, out_len, err);
 }
 
 extern "C" cq_code
@@ -158,9 +167,5 @@ cq_spm_decode(cq_spm *m, const char *pieces, size_t len, const char **out, size_
 		snprintf(msg, sizeof(msg), "out of memory in SentencePiece");
 		code = CQ_ENOMEM;
 	}
-	if (code != CQ_OK)
-		return cq_fail(err, code, "%s", msg);
-	*out = m->out.c_str();
-	*out_len = m->out.size();
-	return CQ_OK;
+	return result(m, code, msg, out, out_len, err);
 }

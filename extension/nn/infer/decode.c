@@ -112,6 +112,19 @@ gather_rows(cq_translator *t)
 	return rows;
 }
 
+/* Attention over cached keys and values (stride ld_kv), no dropout. */
+static cq_attention_args
+cached_args(const cq_translator *t, long ldq)
+{
+	int			d = t->m->cfg.d_model;
+
+	return (cq_attention_args) {
+		.heads = t->m->cfg.heads, .dh = d / t->m->cfg.heads, .scores = t->scores,
+			.ldq = (int) ldq, .ldk = (int) t->ld_kv, .ldv = (int) t->ld_kv,
+			.ldo = (int) t->ld_d,
+	};
+}
+
 /* Self-attention of each row over its cache, after storing its k, v at `step`. */
 static void
 self_attend(cq_block_pass *bp, int l, const float *qkv, long ldq, float *ctx,
@@ -119,11 +132,7 @@ self_attend(cq_block_pass *bp, int l, const float *qkv, long ldq, float *ctx,
 {
 	cq_translator *t = bp->arg;
 	int			d = t->m->cfg.d_model;
-	cq_attention_args a = {
-		.heads = t->m->cfg.heads, .dh = d / t->m->cfg.heads, .scores = t->scores,
-		.ldq = (int) ldq, .ldk = (int) t->ld_kv, .ldv = (int) t->ld_kv,
-		.ldo = (int) t->ld_d, .lq = 1,
-	};
+	cq_attention_args a = cached_args(t, ldq);
 
 	for (int i = 0; i < t->B; i++)
 	{
@@ -141,6 +150,7 @@ self_attend(cq_block_pass *bp, int l, const float *qkv, long ldq, float *ctx,
 			a.k = kv;
 			a.v = kv + d;
 			a.out = ctx + r * t->ld_d;
+			a.lq = 1;
 			a.lk = s->step + 1;
 			cq_attention(&a);
 		}
@@ -154,11 +164,7 @@ cross_attend(cq_block_pass *bp, int l, const float *q, long ldq, float *ctx,
 {
 	cq_translator *t = bp->arg;
 	int			d = t->m->cfg.d_model;
-	cq_attention_args a = {
-		.heads = t->m->cfg.heads, .dh = d / t->m->cfg.heads, .scores = t->scores,
-		.ldq = (int) ldq, .ldk = (int) t->ld_kv, .ldv = (int) t->ld_kv,
-		.ldo = (int) t->ld_d,
-	};
+	cq_attention_args a = cached_args(t, ldq);
 
 	for (int i = 0; i < t->B; i++)
 	{
