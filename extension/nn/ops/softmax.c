@@ -33,8 +33,15 @@ cq_softmax_rows(float *x, int rows, int cols, int ld, bool causal)
 typedef float v16f __attribute__((vector_size(64)));
 typedef int32_t v16i __attribute__((vector_size(64)));
 
+/*
+ * GCC warns that a 64-byte vector returned from a function has another ABI
+ * with and without AVX-512. exp_v16 is static and always inlined, so no
+ * such vector crosses a call and the warning does not apply.
+ */
+#pragma GCC diagnostic ignored "-Wpsabi"
+
 /* cq_fast_expf on 16 lanes at once; the same polynomial and clamp. */
-static inline v16f
+static inline __attribute__((always_inline)) v16f
 exp_v16(v16f x)
 {
 	const v16f lo = (v16f) {0} - 87.0f;
