@@ -38,7 +38,8 @@ FROM generate_series(1, 3000) g;
 SELECT corpq.length_ratio(NULL, 'x') IS NULL, corpq.alpha_ratio(NULL) IS NULL,
        corpq.html_tags(NULL) IS NULL, corpq.dedup_key('a', NULL) IS NULL,
        corpq.lang_is(NULL, 'en') IS NULL, (corpq.langid(NULL)).lang IS NULL,
-       corpq.filter_rejects('a', 'b', NULL) IS NULL, corpq.filter_predicate(NULL) IS NULL;
+       corpq.filter_rejects('a', 'b', NULL) IS NULL, corpq.filter_predicate(NULL) IS NULL,
+       corpq.filter_keeps(NULL, 'b') IS NULL;
 
 -- text that is not valid UTF-8 cannot reach the functions
 SELECT corpq.alpha_ratio(convert_from('\xff'::bytea, 'UTF8'));
@@ -133,6 +134,10 @@ SELECT filter, kept, rejected, examples FROM corpq.filter_report('SELECT src, tg
     '[{"name": "langid", "args": {"src": "en", "tgt": "es"}}, {"name": "char_script_ratio", "args": {"src": "Latin", "tgt": "Latin"}}]', 1);
 -- OpusFilter's --removed: what each filter rejects, per row
 SELECT id, corpq.filter_rejects(src, tgt) FROM fc ORDER BY id;
+-- filter_keeps: the pairs no filter rejects
+SELECT count(*) AS rows, count(*) FILTER (WHERE corpq.filter_keeps(src, tgt)) AS kept,
+       bool_and(corpq.filter_keeps(src, tgt) = (cardinality(corpq.filter_rejects(src, tgt)) = 0)) AS agrees
+FROM fc;
 -- bad input to the report: checked before any row is read
 SELECT * FROM corpq.filter_report('SELECT src, tgt FROM fc', '[{"name": "nope"}]');
 SELECT * FROM corpq.filter_report('SELECT src, tgt FROM fc', corpq.filter_defaults(), 101);

@@ -157,6 +157,13 @@ CREATE FUNCTION corpq.filter_rejects(src text, tgt text, filters jsonb DEFAULT c
 COMMENT ON FUNCTION corpq.filter_rejects(text, text, jsonb) IS
     'the labels of the filters of the spec that reject the pair, {} when it passes them all (OpusFilter''s --removed, as a column)';
 
+CREATE FUNCTION corpq.filter_keeps(src text, tgt text, filters jsonb DEFAULT corpq.filter_defaults())
+    RETURNS boolean
+    AS 'MODULE_PATHNAME', 'corpq_filter_keeps'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.filter_keeps(text, text, jsonb) IS
+    'true when every filter of the spec keeps the pair (the decision filter_report counts and filter_predicate writes)';
+
 CREATE FUNCTION corpq.filter_predicate(filters jsonb DEFAULT corpq.filter_defaults(),
                                        src text DEFAULT 'src', tgt text DEFAULT 'tgt')
     RETURNS text

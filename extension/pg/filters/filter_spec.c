@@ -5,6 +5,7 @@
 
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
+#include "utils/json.h"
 
 #include "filters/langid.h"
 #include "pg/base/errors.h"
@@ -356,52 +357,56 @@ filter_list_parse(Jsonb *spec)
 	return list;
 }
 
-static char *
-number(double x)
+/* The rows of table t whose key is (or, with keep_threshold false, is not) "threshold". */
+static CorpqOptionTable
+threshold_rows(const CorpqOptionTable *t, bool threshold)
 {
+	int			n = 0;
+	CorpqOption *rows;
+	CorpqOptionTable out = *t;
+
+	for (const CorpqOption *r = t->rows; r->key; r++)
+		n++;
+	rows = palloc0(sizeof(CorpqOption) * (n + 1));
+	n = 0;
+	for (const CorpqOption *r = t->rows; r->key; r++)
+		if ((strcmp(r->key, "threshold") == 0) == threshold)
+			rows[n++] = *r;
+	out.rows = rows;
+	return out;
+}
+
+/*
+ * Filter s as one spec item with every default written out, e.g.
+ * {"name": "length_ratio", "args": {"unit": "word"}, "threshold": 3}: what a
+ * stored predicate means must not change when a default does.
+ */
+static char *
+filter_item_json(const FilterSpec *s)
+{
+	const FilterKind *k = find_kind(s->name);
+	CorpqOptionTable args = threshold_rows(&k->options, false);
+	CorpqOptionTable thr = threshold_rows(&k->options, true);
+	char	   *t = corpq_options_json(&thr, &s->args);
 	StringInfoData b;
 
 	initStringInfo(&b);
-	appendStringInfoString(&b, "float8 '");
-	corpq_json_number(&b, x);
-	appendStringInfoChar(&b, '\'');
+	appendStringInfoString(&b, "{\"name\": ");
+	escape_json(&b, s->name);
+	appendStringInfo(&b, ", \"args\": %s", corpq_options_json(&args, &s->args));
+	/* t is "{}" or {"threshold": x}: its member joins the item */
+	if (strlen(t) > 2)
+		appendStringInfo(&b, ", %.*s", (int) strlen(t) - 2, t + 1);
+	appendStringInfoChar(&b, '}');
 	return b.data;
 }
 
 char *
 filter_keep_sql(const FilterSpec *s, const char *src, const char *tgt)
 {
-	const FilterArgs *a = &s->args;
-	const char *t = number(a->threshold);
+	char	   *spec = psprintf("[%s]", filter_item_json(s));
 
-	switch (s->filter.kind)
-	{
-		case CQ_FILTER_LENGTH_RATIO:
-			return psprintf("corpq.length_ratio(%s, %s, '%s') < %s",
-							src, tgt, unit_names[a->unit], t);
-		case CQ_FILTER_CHAR_SCRIPT:
-			return psprintf("(corpq.char_script_ratio(%s, %s) >= %s AND corpq.char_script_ratio(%s, %s) >= %s)",
-							src, quote_literal_cstr(a->src), t, tgt, quote_literal_cstr(a->tgt), t);
-		case CQ_FILTER_ALPHA_RATIO:
-			return psprintf("(corpq.alpha_ratio(%s, %s) >= %s AND corpq.alpha_ratio(%s, %s) >= %s)",
-							src, a->exclude_whitespace ? "true" : "false", t,
-							tgt, a->exclude_whitespace ? "true" : "false", t);
-		case CQ_FILTER_TERMINAL_PUNCT:
-			return psprintf("corpq.terminal_punct_score(%s, %s) >= %s", src, tgt, t);
-		case CQ_FILTER_NUMERALS:
-			return psprintf("corpq.numerals_match(%s, %s) >= %s", src, tgt, t);
-		case CQ_FILTER_REPETITION:
-			return psprintf("(corpq.repetition(%s, %d, %d, %d) < %d AND corpq.repetition(%s, %d, %d, %d) < %d)",
-							src, a->max_length, a->ithreshold, a->min_length, a->ithreshold,
-							tgt, a->max_length, a->ithreshold, a->min_length, a->ithreshold);
-		case CQ_FILTER_HTML_TAGS:
-			return psprintf("(NOT corpq.html_tags(%s) AND NOT corpq.html_tags(%s))", src, tgt);
-		case CQ_FILTER_LANGID:
-			return psprintf("(corpq.lang_is(%s, %s, %s) AND corpq.lang_is(%s, %s, %s))",
-							src, quote_literal_cstr(a->src), t, tgt, quote_literal_cstr(a->tgt), t);
-	}
-	elog(ERROR, "unknown filter kind %d", (int) s->filter.kind);
-	pg_unreachable();
+	return psprintf("corpq.filter_keeps(%s, %s, %s)", src, tgt, quote_literal_cstr(spec));
 }
 
 void

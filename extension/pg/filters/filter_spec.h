@@ -55,8 +55,10 @@ FilterList *filter_list_parse(Jsonb *spec);
 
 /*
  * The SQL condition under which filter s keeps a pair, over the column
- * expressions src and tgt (already quoted), e.g.
- * "corpq.length_ratio(src, tgt, 'word') < float8 '3'".
+ * expressions src and tgt (already quoted): a call of corpq.filter_keeps()
+ * with s and its defaults written out, so the predicate and the reports take
+ * their decision in one place, cq_filter_keep(), e.g.
+ * "corpq.filter_keeps(src, tgt, '[{"name": "length_ratio", ...}]')".
  */
 char	   *filter_keep_sql(const FilterSpec *s, const char *src, const char *tgt);
 

@@ -36,6 +36,7 @@ PG_FUNCTION_INFO_V1(corpq_filter_stats_serial);
 PG_FUNCTION_INFO_V1(corpq_filter_stats_deserial);
 PG_FUNCTION_INFO_V1(corpq_filter_stats_final);
 PG_FUNCTION_INFO_V1(corpq_filter_rejects);
+PG_FUNCTION_INFO_V1(corpq_filter_keeps);
 PG_FUNCTION_INFO_V1(corpq_filter_predicate);
 
 typedef struct Example
@@ -435,6 +436,22 @@ corpq_filter_rejects(PG_FUNCTION_ARGS)
 		if (!keep[i])
 			labels[n++] = CStringGetTextDatum(list->items[i].label);
 	PG_RETURN_ARRAYTYPE_P(construct_array(labels, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+Datum
+corpq_filter_keeps(PG_FUNCTION_ARGS)
+{
+	FilterList *list = cached_list(fcinfo, PG_GETARG_JSONB_P(2));
+	cq_pair		p;
+	bool	   *keep = palloc(sizeof(bool) * Max(list->n, 1));
+
+	filter_utext(PG_GETARG_TEXT_PP(0), &p.src);
+	filter_utext(PG_GETARG_TEXT_PP(1), &p.tgt);
+	evaluate(list, &p, keep);
+	for (int i = 0; i < list->n; i++)
+		if (!keep[i])
+			PG_RETURN_BOOL(false);
+	PG_RETURN_BOOL(true);
 }
 
 Datum
