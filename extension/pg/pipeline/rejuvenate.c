@@ -197,7 +197,23 @@ train_stage(Pipeline *p, Rejuv *r, const char *model, const char *query)
 	return out;
 }
 
-/* Stage 1: the identification model, then sent_prob of every pair. */
+/*
+ * The condition under which a pair of the pairs table fits model: both sides
+ * shorter than its max_positions (</s> takes the last position).  Training
+ * skips the pairs that do not fit; identification leaves them unscored
+ * rather than fail on one long pair of an imported model's corpus.
+ */
+static char *
+fits_model(const char *model)
+{
+	return pipeline_value(psprintf("SELECT pg_catalog.format('pg_catalog.cardinality(corpq.vocab_encode(%%L, src)) "
+								   "OPERATOR(pg_catalog.<) %%s AND pg_catalog.cardinality(corpq.vocab_encode(%%L, tgt)) "
+								   "OPERATOR(pg_catalog.<) %%s', src_vocab, config->>'max_positions', tgt_vocab, "
+								   "config->>'max_positions') FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) %s",
+								   quote_literal_cstr(model)));
+}
+
+/* Stage 1: the identification model, then sent_prob of every pair that fits it. */
 static void
 stage_identify(Pipeline *p, void *arg)
 {
@@ -206,6 +222,7 @@ stage_identify(Pipeline *p, void *arg)
 	char	   *last = "-9223372036854775808";
 	long		n,
 				done = 0;
+	char	   *fits;
 
 	if (r->o.identifier == NULL)
 		subjob = pipeline_subjob(p, NULL,
@@ -225,6 +242,7 @@ stage_identify(Pipeline *p, void *arg)
 	pipeline_exec_user(psprintf("INSERT INTO %s (id, src, tgt) SELECT id, src, tgt FROM (%s) c",
 								r->pairs, r->corpus));
 	n = SPI_processed;
+	fits = fits_model(r->identifier);
 	/* in chunks, so progress shows; all in this stage's one transaction */
 	while (done < n)
 	{
@@ -238,19 +256,21 @@ stage_identify(Pipeline *p, void *arg)
 			break;
 		/* corpq.score reads it with this statement's fixed search_path */
 		chunk = psprintf("SELECT id, src, tgt FROM %s WHERE id OPERATOR(pg_catalog.>) '%s'::pg_catalog.int8 "
-						 "AND id OPERATOR(pg_catalog.<=) '%s'::pg_catalog.int8", r->pairs, last, next);
+						 "AND id OPERATOR(pg_catalog.<=) '%s'::pg_catalog.int8 AND %s", r->pairs, last, next, fits);
 		pipeline_exec(psprintf("UPDATE %s p SET prob = s.score FROM corpq.score(%s, %s, 'sent_prob') s "
 							   "WHERE p.id OPERATOR(pg_catalog.=) s.id", r->pairs, quote_literal_cstr(r->identifier),
 							   quote_literal_cstr(chunk)));
-		done += SPI_processed;
+		done = Min(n, done + r->o.score_rows);
 		last = pstrdup(next);
 		pipeline_progress(p, "scoring", done, n, "pairs");
 	}
-	pipeline_stage_done(p, psprintf("{\"identifier\": %s, \"train_job\": %s, \"pairs\": %s, \"rows\": %ld}",
+	pipeline_stage_done(p, psprintf("{\"identifier\": %s, \"train_job\": %s, \"pairs\": %s, \"rows\": %ld, "
+									"\"unscored\": %s}",
 									model_version_json(r->identifier),
 									subjob ? psprintf(INT64_FORMAT, subjob) : "null",
 									pipeline_value(psprintf("SELECT to_json(%s::text)", quote_literal_cstr(r->pairs))),
-									n));
+									n, pipeline_value(psprintf("SELECT pg_catalog.count(*) FROM %s WHERE prob IS NULL",
+															   r->pairs))));
 	corpq_job_xact_commit(p->cxt);
 }
 
@@ -270,6 +290,8 @@ stage_select(Pipeline *p, void *arg)
 	corpq_job_xact_begin(p->cxt);
 	pipeline_check_table(p, r->pairs);
 	pipeline_claim_table(p, r->bins, rejuv_tables[T_BINS].columns);
+	/* unscored pairs (too long for the identifier) stay active: training skips what does not fit */
+	pipeline_exec(psprintf("UPDATE %s SET inactive = false WHERE prob IS NULL", r->pairs));
 	pipeline_exec(psprintf("UPDATE %s p SET inactive = s.rank <= s.k FROM ("
 						   "SELECT id, row_number() OVER (ORDER BY prob, id) AS rank, "
 						   "greatest(1, round(%.17g::float8 * count(*) OVER ())) AS k FROM %s WHERE prob IS NOT NULL) s "
