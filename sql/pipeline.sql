@@ -72,17 +72,31 @@ SELECT (count(*) FILTER (WHERE p.inactive AND o.noisy))::float8
 -- stage 4: the rejuvenated pairs are translate_rows() of the rejuvenator, beam 5
 SELECT count(*) AS rejuvenated,
        count(*) = (SELECT count(*) FROM plr_pairs WHERE inactive) AS every_inactive,
-       count(*) FILTER (WHERE r.tgt_new IS DISTINCT FROM t.hyp OR r.score IS DISTINCT FROM t.score) AS differ,
-       count(*) FILTER (WHERE r.tgt_old IS DISTINCT FROM p.tgt) AS other_old
+       count(*) FILTER (WHERE r.tgt_new IS DISTINCT FROM t.hyp OR r.score IS DISTINCT FROM t.score
+                          OR r.finished IS DISTINCT FROM t.finished) AS differ,
+       count(*) FILTER (WHERE r.tgt_old IS DISTINCT FROM p.tgt) AS other_old,
+       count(*) FILTER (WHERE r.kept IS DISTINCT FROM
+           (r.finished AND r.src_words <= 250 AND r.src_words > 0 AND r.tgt_words > 0
+            AND greatest(r.src_words, r.tgt_words) <= 1.5 * least(r.src_words, r.tgt_words))) AS misfiltered
   FROM plr_rejuvenated r
   JOIN corpq.translate_rows('plr_rejuvenator', 'SELECT id, src FROM plr_pairs WHERE inactive ORDER BY id',
                             '{"beam": 5}') t USING (id)
   JOIN plr_pairs p USING (id);
+-- what each synthetic-pair filter dropped, as the stage records it (the counts
+-- depend on the trained model's translations, so only their consistency shows)
+SELECT jsonb_object_keys(output) AS key FROM corpq.pipeline_stages WHERE pipeline = 'plr' AND stage = 4 ORDER BY 1;
+SELECT (output ->> 'kept')::int = (SELECT count(*) FROM plr_rejuvenated WHERE kept) AS kept_counted,
+       (output ->> 'kept')::int + (output ->> 'dropped')::int = (output ->> 'rows')::int AS all_counted,
+       (output ->> 'dropped_cut')::int = (SELECT count(*) FROM plr_rejuvenated WHERE NOT finished) AS cut_counted,
+       (output ->> 'dropped_ratio')::int = (SELECT count(*) FROM plr_rejuvenated
+                                              WHERE greatest(src_words, tgt_words) > 1.5 * least(src_words, tgt_words)
+                                                 OR least(src_words, tgt_words) = 0) AS ratio_counted
+  FROM corpq.pipeline_stages WHERE pipeline = 'plr' AND stage = 4;
 -- stage 3 trained on the active pairs, stage 5 on active + rejuvenated
-SELECT s.stage, (j.result ->> 'pairs')::int AS trained_pairs,
-       (j.result ->> 'pairs')::int = CASE s.stage
+SELECT s.stage, (j.result ->> 'pairs')::int = CASE s.stage
            WHEN 3 THEN (SELECT count(*) FROM plr_pairs WHERE NOT inactive)
-           ELSE (SELECT count(*) FROM plr_pairs WHERE NOT inactive) + (SELECT count(*) FROM plr_rejuvenated) END AS right_pairs
+           ELSE (SELECT count(*) FROM plr_pairs WHERE NOT inactive)
+                + (SELECT count(*) FROM plr_rejuvenated WHERE kept) END AS right_pairs
   FROM corpq.pipeline_stages s JOIN corpq.jobs j ON j.id = s.subjob
  WHERE s.pipeline = 'plr' AND s.stage IN (3, 5) ORDER BY s.stage;
 -- the result names every table and model version
@@ -118,11 +132,18 @@ SELECT count(*) AS translated,
        count(*) FILTER (WHERE t.hyp IS DISTINCT FROM r.hyp) AS differ
   FROM pls_translations t
   JOIN corpq.translate_rows('plr_final', 'SELECT id, src FROM pls_sample ORDER BY id', '{"beam": 5}') r USING (id);
--- stage 4: kept = at most 250 source words and a length ratio up to 1.5
+-- stage 4: kept = finished (not cut at the length limit), at most 250 source
+-- words and a length ratio up to 1.5; the stage counts what each filter drops
 SELECT count(*) FILTER (WHERE kept IS DISTINCT FROM
-           (ns <= 250 AND ns > 0 AND nt > 0 AND greatest(ns, nt) <= 1.5 * least(ns, nt))) AS misfiltered
-  FROM (SELECT kept, cardinality(string_to_array(src, ' ')) AS ns,
-               cardinality(string_to_array(nullif(tgt, ''), ' ')) AS nt FROM pls_synthetic) s;
+           (s.finished AND ns <= 250 AND ns > 0 AND nt > 0 AND greatest(ns, nt) <= 1.5 * least(ns, nt))) AS misfiltered,
+       count(*) FILTER (WHERE s.finished IS DISTINCT FROM t.finished) AS other_finished
+  FROM (SELECT id, kept, finished, cardinality(string_to_array(src, ' ')) AS ns,
+               cardinality(string_to_array(nullif(tgt, ''), ' ')) AS nt FROM pls_synthetic) s
+  JOIN corpq.translate_rows('plr_final', 'SELECT id, src FROM pls_sample ORDER BY id', '{"beam": 5}') t USING (id);
+SELECT (output ->> 'kept')::int + (output ->> 'dropped')::int = 60 AS all_counted,
+       (output ->> 'dropped_cut')::int = (SELECT count(*) FROM pls_synthetic WHERE NOT finished) AS cut_counted,
+       (output ->> 'dropped')::int >= greatest((output ->> 'dropped_cut')::int, (output ->> 'dropped_ratio')::int) AS dropped_ok
+  FROM corpq.pipeline_stages WHERE pipeline = 'pls' AND stage = 4;
 -- stage 5: the student trained on parallel + kept synthetic pairs
 SELECT (j.result ->> 'pairs')::int = (SELECT count(*) FROM pl_train)
            + (SELECT count(*) FROM pls_synthetic WHERE kept) AS student_pairs,
@@ -140,6 +161,7 @@ SELECT count(*) AS sampled, count(*) FILTER (WHERE id IN (SELECT id FROM pls_sam
   FROM pls_random_sample;
 SELECT corpq.self_train('plr_final', 'pl_lex', 'SELECT src, tgt FROM pl_train', 'SELECT id, src FROM pl_mono',
                         :'common'::jsonb || '{"name": "pls_dwf", "k": 60, "sampling": "dwf",
+                                              "drop_cut": false, "max_xent": 1.5,
                                               "train": {"steps": 1}}') AS djob \gset
 SELECT corpq.job_wait(:djob, '900 s');
 SELECT state, error FROM corpq.jobs WHERE id = :djob;
@@ -147,6 +169,14 @@ SELECT state, error FROM corpq.jobs WHERE id = :djob;
 SELECT avg(corpq.word_rarity('pl_lex', d.src)) > (SELECT avg(corpq.word_rarity('pl_lex', src)) FROM pls_random_sample)
        AS rarer
   FROM pls_dwf_sample d;
+-- max_xent drops hypotheses above 1.5 nats per token; drop_cut false keeps cut ones
+SELECT count(*) FILTER (WHERE kept IS DISTINCT FROM
+           (finished IS NOT NULL AND -score <= 1.5 AND src_words <= 250 AND src_words > 0 AND tgt_words > 0
+            AND greatest(src_words, tgt_words) <= 1.5 * least(src_words, tgt_words))) AS misfiltered,
+       (SELECT (output ->> 'dropped_score')::int = count(*) FILTER (WHERE -score > 1.5)
+               AND (output ->> 'dropped_cut')::int = 0
+          FROM corpq.pipeline_stages WHERE pipeline = 'pls_dwf' AND stage = 4) AS counted
+  FROM pls_dwf_synthetic;
 
 -- a monolingual line longer than the teacher's positions (max_positions 32)
 -- gets no translation: stage 3 writes its row with a NULL hyp, stage 4 drops

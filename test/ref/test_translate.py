@@ -88,6 +88,9 @@ class Model:
         self.ref = ts.RefTranslator(tt.Transformer(cfg, w))
 
 
+CUT = [0, 0]        # cut and finished hypotheses over every model: both must occur
+
+
 def same_hyps(a, b):
     return len(a) == len(b) and all(x["tokens"] == y["tokens"] for x, y in zip(a, b))
 
@@ -96,7 +99,15 @@ def compare(core, M, srcs, o, stats):
     ids = [1000 + i for i in range(len(srcs))]
     got = core.translate(M.m, srcs, ids, o, batch=3)
     ref = M.ref.translate(srcs, ids, o)
-    for i, (g, r) in enumerate(zip(got, ref)):
+    for i, (g, r, src) in enumerate(zip(got, ref, srcs)):
+        limit = ts.max_len(o, M.cfg, len(src))
+        for h in g:
+            # cut: the </s> came at the length limit, where the search forces it
+            want = len(h["tokens"]) < limit or limit == 0
+            if h["finished"] != want:
+                check(False, "%s %s: sentence %d: finished %s for %d tokens, max_len %d" % (
+                    M.label, describe(o), i, h["finished"], len(h["tokens"]), limit))
+            stats["cut"] += not h["finished"]
         if not same_hyps(g, r):
             check(False, "%s %s: sentence %d: C %s != reference %s" % (
                 M.label, describe(o), i, [h["tokens"] for h in g], [h["tokens"] for h in r]))
@@ -114,7 +125,7 @@ def describe(o):
 
 
 def check_against_reference(core, M, srcs):
-    stats = dict(score=0.0, lp=0.0, hyps=0)
+    stats = dict(score=0.0, lp=0.0, hyps=0, cut=0)
     runs = 0
     for beam in range(1, 6):
         for lenpen in (1.0, 0.6):
@@ -135,8 +146,10 @@ def check_against_reference(core, M, srcs):
         runs += 1
     check(stats["score"] <= TOL_SCORE and stats["lp"] <= TOL_SCORE,
           "%s: score err %.3g, token log-prob err %.3g" % (M.label, stats["score"], stats["lp"]))
-    print("  %-14s C = reference on %d runs, %d hypotheses: max |dscore| %.2e, max |dlogprob| %.2e"
-          % (M.label, runs, stats["hyps"], stats["score"], stats["lp"]))
+    CUT[0] += stats["cut"]
+    CUT[1] += stats["hyps"] - stats["cut"]
+    print("  %-14s C = reference on %d runs, %d hypotheses (%d cut): max |dscore| %.2e, "
+          "max |dlogprob| %.2e" % (M.label, runs, stats["hyps"], stats["cut"], stats["score"], stats["lp"]))
 
 
 def check_consistency(core, M, srcs):
@@ -251,7 +264,7 @@ def invariance_child():
     m = core.load(tt.write_corpq("/dev/null", cfg, w))
     srcs = [[]] + random_sources(random.Random(4), 9, 40)
     M = Model(core, "random d64", cfg, w)
-    stats = dict(score=0.0, lp=0.0, hyps=0)
+    stats = dict(score=0.0, lp=0.0, hyps=0, cut=0)
     for o in (ts.options(beam=1, min_len=0, max_len_b=20),
               ts.options(beam=5, nbest=5, lenpen=0.6, max_len_b=20),
               ts.options(search="sample", beam=2, nbest=2, topk=6, seed=2, max_len_b=20)):
@@ -309,11 +322,13 @@ def main():
     for M in models:
         check_against_reference(core, M, srcs)
         check_consistency(core, M, srcs)
+    check(CUT[0] > 0 and CUT[1] > 0, "finished flags: %d cut and %d finished hypotheses, each "
+          "as the length limit says" % tuple(CUT))
     # the other architecture switches: GELU, learned positions, untied output, shared embeddings
     gcfg = tiny_cfg(44, 44, activation="gelu", positions="learned", tie_output=False,
                     share_embeddings=True)
     G = Model(core, "gelu/learned", gcfg, tt.random_weights(gcfg, 22))
-    stats = dict(score=0.0, lp=0.0, hyps=0)
+    stats = dict(score=0.0, lp=0.0, hyps=0, cut=0)
     for o in (ts.options(beam=1, min_len=0, max_len_b=20), ts.options(beam=4, nbest=4),
               ts.options(search="sample", beam=2, nbest=2, seed=8, max_len_b=20)):
         compare(core, G, srcs, o, stats)
@@ -337,7 +352,7 @@ def main():
             # as corpq-convert writes them: <s>, which Marian lacks, takes no probability
             vw["decoder.output_projection.bias"][tt.BOS] = -1e4
         V = Model(core, label, vcfg, vw)
-        stats = dict(score=0.0, lp=0.0, hyps=0)
+        stats = dict(score=0.0, lp=0.0, hyps=0, cut=0)
         for o in (ts.options(beam=1, min_len=0, max_len_b=20), ts.options(beam=4, nbest=4),
                   ts.options(search="sample", beam=2, nbest=2, seed=8, max_len_b=20)):
             compare(core, V, srcs, o, stats)

@@ -262,7 +262,8 @@ class _Source(ctypes.Structure):
 class _Hyp(ctypes.Structure):
     _fields_ = [("tokens", ctypes.POINTER(ctypes.c_int32)), ("len", ctypes.c_int),
                 ("token_logprobs", ctypes.POINTER(ctypes.c_float)),
-                ("logprob", ctypes.c_double), ("score", ctypes.c_double)]
+                ("logprob", ctypes.c_double), ("score", ctypes.c_double),
+                ("finished", ctypes.c_bool)]
 
 
 class _Translation(ctypes.Structure):
@@ -323,7 +324,7 @@ class CoreTranslate(tt.Core):
         def emit(_, t):
             t = t.contents
             out[t.tag] = [dict(tokens=h.tokens[:h.len], lps=h.token_logprobs[:h.len + 1],
-                               logprob=h.logprob, score=h.score)
+                               logprob=h.logprob, score=h.score, finished=h.finished)
                           for h in t.hyps[:t.n_hyps]]
 
         def tick(_, p):

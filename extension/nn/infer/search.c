@@ -315,7 +315,9 @@ finalise(cq_translator *t, cq_slot *s, const cq_candidate *c)
 	memcpy(lp, s->lp + (long) c->row * T, sizeof(float) * s->step);
 	lp[s->step] = c->lp;
 	s->final[f] = (cq_hypothesis) {tok, s->step, lp, c->score,
-	c->score / pow(s->step + 1, t->o.lenpen)};
+		c->score / pow(s->step + 1, t->o.lenpen),
+	/* at max_len </s> is forced; the empty source's is its only choice */
+	s->step < s->max_len || s->max_len == 0};
 }
 
 /* Final hypotheses by descending score; equal scores keep their order. */

@@ -35,6 +35,13 @@
  *     for ever for n = 1);
  *   - ties between equal candidates go to the lower (hypothesis, token) index.
  *
+ * Finished or cut: as in fairseq, the search forces </s> at step max_len (every
+ * other token is -inf there), so every hypothesis ends with </s>.  One whose
+ * </s> came at max_len, where nothing else was allowed, is cut (finished
+ * false): it ran on to the length limit.  Its score is computed as any
+ * other's, the forced </s>'s log-probability included.  An empty source
+ * (max_len 0) gives a finished empty hypothesis.
+ *
  * Scores: a hypothesis's token_logprobs are the per-step search scores
  * (temperature-scaled log-softmax, <unk> penalised); logprob is their sum and
  * score = logprob / (len + 1)^lenpen.  With temperature 1 and unk_penalty 0,
@@ -125,6 +132,7 @@ typedef struct cq_hypothesis
 	const float *token_logprobs;	/* [len + 1]: y_1 .. y_len, then </s> */
 	double		logprob;		/* their sum */
 	double		score;			/* logprob / (len + 1)^lenpen */
+	bool		finished;		/* </s> chosen before max_len; false: cut */
 } cq_hypothesis;
 
 /* A finished sentence: its best hypotheses, best first. */

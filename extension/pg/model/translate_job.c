@@ -118,6 +118,27 @@ check_target(Oid relid)
 	return name;
 }
 
+/*
+ * Whether the target table has the optional column finished (a boolean:
+ * false for a hypothesis cut at the length limit).  Tables made before the
+ * column existed get the three columns as before.  After check_target.
+ */
+static bool
+target_has_finished(Oid relid)
+{
+	AttrNumber	att = get_attnum(relid, "finished");
+
+	if (att == InvalidAttrNumber)
+		return false;
+	if (getBaseType(get_atttype(relid, att)) != BOOLOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("column finished of the target table must be boolean"),
+				 errhint("The job writes false there for a hypothesis cut at the length limit; "
+						 "drop or rename the column, or make it boolean.")));
+	return true;
+}
+
 /* ---- submission ---- */
 
 /*
@@ -163,6 +184,7 @@ corpq_translate_job(PG_FUNCTION_ARGS)
 	spec = pin_model(text_to_cstring(PG_GETARG_TEXT_PP(0)), &o);
 	(void) corpq_query_check(query, &source_spec);
 	target_name = check_target(target);
+	(void) target_has_finished(target);
 
 	initStringInfo(&args);
 	appendStringInfoString(&args, "{\"model\": ");
@@ -210,6 +232,8 @@ typedef struct JobRun
 	Datum	   *hyps;
 	bool	   *hyp_nulls;
 	Datum	   *scores;
+	Datum	   *finished;
+	bool		has_finished;	/* the target table has the optional column */
 	int64		chunk_translated;
 	int64		chunk_tokens;
 	uint64		chunk_hash;
@@ -233,6 +257,7 @@ collect(void *arg, const CorpqTranslated *t)
 		r->ids = r->ids ? repalloc(r->ids, sizeof(Datum) * r->cap) : palloc(sizeof(Datum) * r->cap);
 		r->hyps = r->hyps ? repalloc(r->hyps, sizeof(Datum) * r->cap) : palloc(sizeof(Datum) * r->cap);
 		r->scores = r->scores ? repalloc(r->scores, sizeof(Datum) * r->cap) : palloc(sizeof(Datum) * r->cap);
+		r->finished = r->finished ? repalloc(r->finished, sizeof(Datum) * r->cap) : palloc(sizeof(Datum) * r->cap);
 		r->hyp_nulls = r->hyp_nulls ? repalloc(r->hyp_nulls, sizeof(bool) * r->cap)
 			: palloc(sizeof(bool) * r->cap);
 	}
@@ -242,6 +267,7 @@ collect(void *arg, const CorpqTranslated *t)
 	{
 		r->hyps[r->n] = PointerGetDatum(corpq_translate_text(r->e, &t->hyps[0]));
 		r->scores[r->n] = Float8GetDatum(t->hyps[0].score);
+		r->finished[r->n] = BoolGetDatum(t->hyps[0].finished);
 		r->chunk_tokens += t->hyps[0].len + 1;
 	}
 	r->chunk_translated += !t->null_source;
@@ -360,15 +386,17 @@ array_of(Datum *v, bool *nulls, int n, Oid type)
 static void
 write_chunk(JobRun *r)
 {
-	Oid			types[3] = {INT8ARRAYOID, TEXTARRAYOID, FLOAT8ARRAYOID};
-	Datum		rows[3];
+	Oid			types[4] = {INT8ARRAYOID, TEXTARRAYOID, FLOAT8ARRAYOID, BOOLARRAYOID};
+	Datum		rows[4];
 	Oid			ctypes[7] = {INT8OID, INT4OID, INT8OID, INT8OID, INT8OID, INT8OID, FLOAT8OID};
 	Datum		chunk[7];
 
 	rows[0] = array_of(r->ids, NULL, r->n, INT8OID);
 	rows[1] = array_of(r->hyps, r->hyp_nulls, r->n, TEXTOID);
 	rows[2] = array_of(r->scores, r->hyp_nulls, r->n, FLOAT8OID);
-	if (SPI_execute_with_args(r->insert_sql, 3, types, rows, NULL, false, 0) != SPI_OK_INSERT)
+	rows[3] = array_of(r->finished, r->hyp_nulls, r->n, BOOLOID);
+	if (SPI_execute_with_args(r->insert_sql, r->has_finished ? 4 : 3, types, rows, NULL, false, 0)
+		!= SPI_OK_INSERT)
 		elog(ERROR, "could not insert into the target table");
 
 	r->chunk++;
@@ -392,7 +420,7 @@ write_chunk(JobRun *r)
 
 	MemoryContextReset(r->chunk_cxt);
 	r->n = r->cap = 0;
-	r->ids = r->hyps = r->scores = NULL;
+	r->ids = r->hyps = r->scores = r->finished = NULL;
 	r->hyp_nulls = NULL;
 	r->chunk_translated = r->chunk_tokens = 0;
 }
@@ -478,7 +506,11 @@ translate_job(CorpqJob *job)
 	/* the model, the target, where to resume; the query runs at commit */
 	corpq_job_progress(job, "reading", 0, 0, "rows", NULL, true);
 	corpq_job_xact_begin(cxt);
-	r->insert_sql = MemoryContextStrdup(cxt, psprintf(
+	r->has_finished = target_has_finished(r->target);
+	r->insert_sql = MemoryContextStrdup(cxt, r->has_finished ? psprintf(
+		"INSERT INTO %s (id, hyp, score, finished) SELECT u.i, u.h, u.s, u.f FROM ROWS FROM "
+		"(pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3), pg_catalog.unnest($4)) "
+		"AS u(i, h, s, f)", check_target(r->target)) : psprintf(
 		"INSERT INTO %s (id, hyp, score) SELECT u.i, u.h, u.s FROM ROWS FROM "
 		"(pg_catalog.unnest($1), pg_catalog.unnest($2), pg_catalog.unnest($3)) AS u(i, h, s)",
 		check_target(r->target)));

@@ -39,14 +39,15 @@ static void
 put_row(void *arg, const CorpqTranslated *t)
 {
 	RowsRun    *r = arg;
-	Datum		values[3] = {Int64GetDatum(t->id), 0, 0};
-	bool		nulls[3] = {false, true, true};
+	Datum		values[4] = {Int64GetDatum(t->id), 0, 0, 0};
+	bool		nulls[4] = {false, true, true, true};
 
 	if (t->n_hyps > 0)
 	{
 		values[1] = PointerGetDatum(corpq_translate_text(r->e, &t->hyps[0]));
 		values[2] = Float8GetDatum(t->hyps[0].score);
-		nulls[1] = nulls[2] = false;
+		values[3] = BoolGetDatum(t->hyps[0].finished);
+		nulls[1] = nulls[2] = nulls[3] = false;
 	}
 	tuplestore_putvalues(r->rsinfo->setResult, r->rsinfo->setDesc, values, nulls);
 }

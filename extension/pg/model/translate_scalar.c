@@ -119,7 +119,7 @@ corpq_translate_pinned(PG_FUNCTION_ARGS)
 	return translate_best(fcinfo, true);
 }
 
-/* One row per hypothesis: rank, text, score, per-token log-probabilities. */
+/* One row per hypothesis: rank, text, score, per-token log-probabilities, finished. */
 static void
 take_nbest(void *arg, const CorpqTranslated *t)
 {
@@ -130,8 +130,8 @@ take_nbest(void *arg, const CorpqTranslated *t)
 	{
 		const cq_hypothesis *hyp = &t->hyps[h];
 		Datum	   *lps = palloc(sizeof(Datum) * (hyp->len + 1));
-		Datum		values[4];
-		bool		nulls[4] = {false, false, false, false};
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
 
 		for (int i = 0; i <= hyp->len; i++)
 			lps[i] = Float8GetDatum(hyp->token_logprobs[i]);
@@ -140,6 +140,7 @@ take_nbest(void *arg, const CorpqTranslated *t)
 		values[2] = Float8GetDatum(hyp->score);
 		values[3] = PointerGetDatum(construct_array(lps, hyp->len + 1, FLOAT8OID, 8,
 													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		values[4] = BoolGetDatum(hyp->finished);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 }

@@ -15,6 +15,7 @@
 #include "pg/model/translate.h"
 #include "pg/model/model_catalog.h"
 #include "pg/pipeline/pipeline.h"
+#include "pg/pipeline/pipeline_synthetic.h"
 #include "pg/pipeline/pipeline_kinds.h"
 #include "pg/train/train.h"
 
@@ -30,6 +31,7 @@ typedef struct RejuvOptions
 	int			score_rows;
 	char	   *src_vocab;
 	char	   *tgt_vocab;
+	PipelineSynthetic synthetic;
 } RejuvOptions;
 
 static const CorpqOption rejuv_rows[] = {
@@ -53,6 +55,7 @@ static const CorpqOption rejuv_rows[] = {
 	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
 	{.key = "tgt_vocab", CORPQ_OPT_FIELD(RejuvOptions, tgt_vocab), .type = CORPQ_OPT_STRING,
 	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
+	PIPELINE_SYNTHETIC_OPTIONS(RejuvOptions, synthetic),
 	{.key = NULL}
 };
 
@@ -75,9 +78,9 @@ static const PipelineTable rejuv_tables[] = {
 	"prob pg_catalog.float8, inactive pg_catalog.bool"},
 	{"bins", "bin pg_catalog.int4, pairs pg_catalog.int8, inactive pg_catalog.int8, "
 	"min_prob pg_catalog.float8, max_prob pg_catalog.float8, mean_prob pg_catalog.float8"},
-	{"translations", "id pg_catalog.int8, hyp pg_catalog.text, score pg_catalog.float8"},
+	{"translations", "id pg_catalog.int8, hyp pg_catalog.text, score pg_catalog.float8, finished pg_catalog.bool"},
 	{"rejuvenated", "id pg_catalog.int8 PRIMARY KEY, src pg_catalog.text, tgt_old pg_catalog.text, "
-	"tgt_new pg_catalog.text, score pg_catalog.float8"},
+	"tgt_new pg_catalog.text, " PIPELINE_SYNTHETIC_COLUMNS},
 	{NULL}
 };
 
@@ -328,7 +331,12 @@ stage_rejuvenator(Pipeline *p, void *arg)
 					   psprintf("SELECT src, tgt FROM %s WHERE NOT inactive ORDER BY id", r->pairs));
 }
 
-/* Stage 4: forward-translate the inactive sources. */
+/*
+ * Stage 4: forward-translate the inactive sources; the pipelines' filters
+ * mark which translations the final model may learn from (an inactive pair
+ * whose translation is dropped leaves the training data: its own target is
+ * the one the identifier found least probable).
+ */
 static void
 stage_translate(Pipeline *p, void *arg)
 {
@@ -345,20 +353,23 @@ stage_translate(Pipeline *p, void *arg)
 	corpq_job_xact_begin(p->cxt);
 	pipeline_check_table(p, r->translations);
 	pipeline_claim_table(p, r->rejuvenated, rejuv_tables[T_REJUVENATED].columns);
-	pipeline_exec(psprintf("INSERT INTO %s (id, src, tgt_old, tgt_new, score) "
-						   "SELECT p.id, p.src, p.tgt, t.hyp, t.score "
+	pipeline_exec(psprintf("INSERT INTO %s (id, src, tgt_old, tgt_new, score, finished, src_words, tgt_words) "
+						   "SELECT p.id, p.src, p.tgt, t.hyp, t.score, t.finished, %s, %s "
 						   "FROM %s p JOIN %s t ON t.id OPERATOR(pg_catalog.=) p.id",
-						   r->rejuvenated, r->pairs, r->translations));
+						   r->rejuvenated, pipeline_synthetic_words("p.src"), pipeline_synthetic_words("t.hyp"),
+						   r->pairs, r->translations));
+	pipeline_synthetic_mark(&r->o.synthetic, r->rejuvenated);
 	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('model', %s::json, "
 												   "'translate_job', " INT64_FORMAT ", "
-												   "'rejuvenated', %s::text, 'rows', count(*))::text FROM %s",
+												   "'rejuvenated', %s::text, 'rows', count(*), %s)::text FROM %s",
 												   quote_literal_cstr(model_version_json(r->rejuvenator)),
 												   subjob, quote_literal_cstr(r->rejuvenated),
+												   pipeline_synthetic_counts(&r->o.synthetic),
 												   r->rejuvenated)));
 	corpq_job_xact_commit(p->cxt);
 }
 
-/* Stage 5: the final model on active + rejuvenated pairs. */
+/* Stage 5: the final model on active + kept rejuvenated pairs. */
 static void
 stage_final(Pipeline *p, void *arg)
 {
@@ -373,7 +384,7 @@ stage_final(Pipeline *p, void *arg)
 	}
 	(void) train_stage(p, r, psprintf("%s_final", r->o.name),
 					   psprintf("SELECT src, tgt FROM (SELECT id, src, tgt FROM %s WHERE NOT inactive "
-								"UNION ALL SELECT id, src, tgt_new FROM %s) s ORDER BY id",
+								"UNION ALL SELECT id, src, tgt_new FROM %s WHERE kept) s ORDER BY id",
 								r->pairs, r->rejuvenated));
 }
 

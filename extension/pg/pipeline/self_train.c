@@ -16,6 +16,7 @@
 #include "pg/model/translate.h"
 #include "pg/model/model_catalog.h"
 #include "pg/pipeline/pipeline.h"
+#include "pg/pipeline/pipeline_synthetic.h"
 #include "pg/pipeline/pipeline_kinds.h"
 #include "pg/train/train.h"
 
@@ -35,8 +36,7 @@ typedef struct SelfTrainOptions
 	double		beta;
 	int64		seed;
 	int			beam;
-	int			max_words;
-	double		max_ratio;
+	PipelineSynthetic synthetic;
 	bool		tag_synthetic;
 	char	   *tag;
 	char	   *dev;
@@ -59,10 +59,7 @@ static const CorpqOption st_rows[] = {
 	.min = 0, .max = PG_INT64_MAX, .def = 1},
 	{.key = "beam", CORPQ_OPT_FIELD(SelfTrainOptions, beam), .type = CORPQ_OPT_INT,
 	.min = 1, .max = 64, .def = 5},
-	{.key = "max_words", CORPQ_OPT_FIELD(SelfTrainOptions, max_words), .type = CORPQ_OPT_INT,
-	.min = 1, .max = 1000000, .def = 250},
-	{.key = "max_ratio", CORPQ_OPT_FIELD(SelfTrainOptions, max_ratio), .type = CORPQ_OPT_NUMBER,
-	.range = CORPQ_RANGE_CLOSED, .lo = 1, .hi = 1000, .def = 1.5},
+	PIPELINE_SYNTHETIC_OPTIONS(SelfTrainOptions, synthetic),
 	{.key = "tag_synthetic", CORPQ_OPT_FIELD(SelfTrainOptions, tag_synthetic), .type = CORPQ_OPT_BOOL,
 	.def = 0},
 	{.key = "tag", CORPQ_OPT_FIELD(SelfTrainOptions, tag), .type = CORPQ_OPT_STRING,
@@ -98,9 +95,9 @@ enum
 };
 static const PipelineTable st_tables[] = {
 	{"sample", "id pg_catalog.int8 PRIMARY KEY, src pg_catalog.text, u pg_catalog.float8, key pg_catalog.float8"},
-	{"translations", "id pg_catalog.int8, hyp pg_catalog.text, score pg_catalog.float8"},
+	{"translations", "id pg_catalog.int8, hyp pg_catalog.text, score pg_catalog.float8, finished pg_catalog.bool"},
 	{"synthetic", "id pg_catalog.int8 PRIMARY KEY, src pg_catalog.text, tgt pg_catalog.text, u pg_catalog.float8, "
-	"score pg_catalog.float8, src_words pg_catalog.int4, tgt_words pg_catalog.int4, kept pg_catalog.bool"},
+	PIPELINE_SYNTHETIC_COLUMNS},
 	{NULL}
 };
 static const char *const st_models[] = {"student", NULL};
@@ -283,11 +280,7 @@ stage_translate(Pipeline *p, void *arg)
 	corpq_job_xact_commit(p->cxt);
 }
 
-/* Words of a text column, 0 when blank. */
-#define WORDS(col) \
-	"CASE WHEN btrim(" col ") = '' THEN 0 ELSE array_length(regexp_split_to_array(btrim(" col "), '\\s+'), 1) END"
-
-/* Stage 4: drop long sources and pairs whose length ratio exceeds max_ratio. */
+/* Stage 4: the synthetic pairs, marked kept or not by the pipelines' filters. */
 static void
 stage_filter(Pipeline *p, void *arg)
 {
@@ -297,19 +290,15 @@ stage_filter(Pipeline *p, void *arg)
 	pipeline_check_table(p, s->sample);
 	pipeline_check_table(p, s->translations);
 	pipeline_claim_table(p, s->synthetic, st_tables[T_SYNTHETIC].columns);
-	pipeline_exec(psprintf("INSERT INTO %s (id, src, tgt, u, score, src_words, tgt_words, kept) "
-						   "SELECT s.id, s.src, t.hyp, s.u, t.score, n.ns, n.nt, "
-						   "n.ns <= %d AND n.ns > 0 AND n.nt > 0 AND greatest(n.ns, n.nt) <= %.17g * least(n.ns, n.nt) "
-						   "FROM %s s JOIN %s t USING (id), "
-						   "LATERAL (SELECT " WORDS("s.src") " AS ns, " WORDS("coalesce(t.hyp, '')") " AS nt) n",
-						   s->synthetic, s->o.max_words, s->o.max_ratio, s->sample, s->translations));
-	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('synthetic', %s::text, "
-												   "'kept', count(*) FILTER (WHERE kept), "
-												   "'dropped_long', count(*) FILTER (WHERE src_words > %d), "
-												   "'untranslated', count(*) FILTER (WHERE tgt IS NULL), "
-												   "'dropped', count(*) FILTER (WHERE NOT kept))::text FROM %s",
-												   quote_literal_cstr(s->synthetic), s->o.max_words,
-												   s->synthetic)));
+	pipeline_exec(psprintf("INSERT INTO %s (id, src, tgt, u, score, finished, src_words, tgt_words) "
+						   "SELECT s.id, s.src, t.hyp, s.u, t.score, t.finished, %s, %s "
+						   "FROM %s s JOIN %s t USING (id)",
+						   s->synthetic, pipeline_synthetic_words("s.src"), pipeline_synthetic_words("t.hyp"),
+						   s->sample, s->translations));
+	pipeline_synthetic_mark(&s->o.synthetic, s->synthetic);
+	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('synthetic', %s::text, %s)::text "
+												   "FROM %s", quote_literal_cstr(s->synthetic),
+												   pipeline_synthetic_counts(&s->o.synthetic), s->synthetic)));
 	corpq_job_xact_commit(p->cxt);
 }
 
