@@ -193,6 +193,14 @@ RESET enable_seqscan;
 DROP INDEX tr_pairs_hyp;
 
 -- ---- bounds: output length, empty source, <unk>, too long ----
+-- finished or cut: a hypothesis forced to </s> at the length limit is cut;
+-- the same flag in translate_nbest and translate_rows
+SELECT rank, finished, cardinality(token_logprobs) - 1 AS tokens
+  FROM corpq.translate_nbest('tr_m', 'w1 w2', '{"beam": 2, "nbest": 2, "min_len": 1000, "max_len_b": 5}');
+SELECT bool_and(finished) AS all_finished
+  FROM corpq.translate_nbest('tr_m', 'w1 w2', '{"beam": 4, "nbest": 4}');
+SELECT id, finished FROM corpq.translate_rows('tr_m', $$SELECT 1, 'w1 w2' UNION ALL SELECT 2, NULL
+                                                 UNION ALL SELECT 3, ''$$, '{"max_len_b": 1, "max_len_a": 0}') ORDER BY id;
 -- a model made never to stop: max_len_b tokens, or max_positions - 1 at most
 SELECT array_length(corpq.vocab_encode('tr_tgt', corpq.translate('tr_m', 'w1 w2', '{"min_len": 1000, "max_len_b": 5}')), 1) AS b5,
        array_length(corpq.vocab_encode('tr_tgt', corpq.translate('tr_m', 'w1 w2', '{"min_len": 1000, "max_len_b": 1000000}')), 1) AS capped,
@@ -268,6 +276,17 @@ SELECT state, error, result ->> 'model' AS model, result ->> 'target' AS target,
 SELECT count(*) AS rows, count(*) FILTER (WHERE t.hyp = o.hyp) AS same_hyp,
        count(*) FILTER (WHERE t.score = o.score) AS same_score
   FROM tr_target t JOIN rows_out o ON o.id = t.id AND o.batch = 3;
+-- a target table with the optional column finished gets it written
+CREATE TABLE tr_target_f (id bigint, hyp text, score double precision, finished boolean);
+SELECT corpq.translate_job('tr_m', 'SELECT id, src FROM tr_dev ORDER BY id', 'tr_target_f',
+                           '{"max_len_b": 2, "max_len_a": 0}') AS fjob \gset
+SELECT corpq.job_wait(:fjob, '600 s');
+SELECT count(*) AS rows, count(*) FILTER (WHERE f.finished IS DISTINCT FROM r.finished) AS other_finished,
+       count(*) FILTER (WHERE NOT f.finished) > 0 AS some_cut
+  FROM tr_target_f f JOIN corpq.translate_rows('tr_m', 'SELECT id, src FROM tr_dev ORDER BY id',
+                                               '{"max_len_b": 2, "max_len_a": 0}') r USING (id);
+CREATE TABLE tr_target_badf (id bigint, hyp text, score double precision, finished int);
+SELECT corpq.translate_job('tr_m', 'SELECT id, src FROM tr_dev', 'tr_target_badf');
 SELECT chunk, rows_done, translated FROM corpq.translate_chunks WHERE job = :tjob ORDER BY chunk;
 -- the resolved options and the pinned version are stored with the job
 SELECT args ->> 'model' AS model, args -> 'options' ->> 'beam' AS beam, args -> 'options' ->> 'chunk_rows' AS chunk_rows
