@@ -38,7 +38,7 @@ new_model_name(FunctionCallInfo fcinfo)
 				(errcode(ERRCODE_RESERVED_NAME),
 				 errmsg("BPE name \"%s\" is reserved", CORPQ_WHITESPACE),
 				 errdetail("It selects whitespace segmentation.")));
-	corpq_check_new_name("BPE model", "corpq.bpe_models", "corpq.bpe_drop", name);
+	corpq_check_new_name(&corpq_kind_bpe, name);
 	return name;
 }
 
@@ -348,8 +348,6 @@ corpq_bpe_drop(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_RESERVED_NAME),
 				 errmsg("BPE name \"%s\" is reserved and cannot be dropped", CORPQ_WHITESPACE)));
-	SPI_connect();
 	corpq_catalog_drop(&corpq_kind_bpe, name);
-	SPI_finish();
 	PG_RETURN_VOID();
 }

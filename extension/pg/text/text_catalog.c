@@ -78,13 +78,8 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = corpq_sql_as_caller("SELECT version FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
-							 1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		corpq_undefined_name("BPE model", "corpq.bpe_models", name);
-	vtext = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	vtext = SPI_getvalue(corpq_catalog_select(&corpq_kind_bpe, "c.version", name),
+						 SPI_tuptable->tupdesc, 1);
 	if (vtext && strcmp(vtext, "sentencepiece") == 0)
 	{
 		load_spm(seg, name);
@@ -189,25 +184,17 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 	Datum		values[1];
 	int			rc;
 	bool		isnull;
-	char	   *bpe_name = NULL;
+	char	   *bpe_name;
 	cq_error err = {0};
 
 	v->cxt = cxt;
 	v->name = MemoryContextStrdup(cxt, name);
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = corpq_sql_as_caller("SELECT bpe FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
-							 1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
-	{
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			bpe_name = MemoryContextStrdup(cxt, TextDatumGetCString(d));
-	}
+	bpe_name = SPI_getvalue(corpq_catalog_select(&corpq_kind_vocabulary, "c.bpe", name),
+							SPI_tuptable->tupdesc, 1);
+	if (bpe_name != NULL)
+		bpe_name = MemoryContextStrdup(cxt, bpe_name);
 	rc = corpq_sql_as_caller("SELECT id, token FROM corpq.vocabulary_tokens "
 							 "WHERE vocabulary OPERATOR(pg_catalog.=) $1 ORDER BY id",
 							 1, argtypes, values, NULL, true, 0);

@@ -135,7 +135,7 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	}
 	corpq_require_utf8();
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	corpq_check_new_name("vocabulary", "corpq.vocabularies", "corpq.vocab_drop", name);
+	corpq_check_new_name(&corpq_kind_vocabulary, name);
 	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
 	st.cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq vocab_build",
@@ -233,9 +233,7 @@ corpq_vocab_drop(PG_FUNCTION_ARGS)
 
 	corpq_require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	SPI_connect();
 	corpq_catalog_drop(&corpq_kind_vocabulary, name);
-	SPI_finish();
 	PG_RETURN_VOID();
 }
 
@@ -249,26 +247,22 @@ Datum
 corpq_vocab_export(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(name)};
 	bool		isnull;
+	HeapTuple	row;
 	Jsonb	   *out;
 	MemoryContext caller = CurrentMemoryContext;
 
 	SPI_connect();
-	if (corpq_sql_as_caller("SELECT pg_catalog.jsonb_build_object("
-							"'bpe', v.bpe, 'max_size', v.max_size, 'min_count', v.min_count, "
-							"'tokens', (SELECT pg_catalog.jsonb_agg(t.token ORDER BY t.id) FROM corpq.vocabulary_tokens t "
-							"  WHERE t.vocabulary OPERATOR(pg_catalog.=) v.name), "
-							"'counts', (SELECT pg_catalog.jsonb_agg(t.count ORDER BY t.id) FROM corpq.vocabulary_tokens t "
-							"  WHERE t.vocabulary OPERATOR(pg_catalog.=) v.name)) "
-							"FROM corpq.vocabularies v WHERE v.name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.vocabularies");
-	if (SPI_processed == 0)
-		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
+	row = corpq_catalog_select(&corpq_kind_vocabulary,
+							   "pg_catalog.jsonb_build_object("
+							   "'bpe', c.bpe, 'max_size', c.max_size, 'min_count', c.min_count, "
+							   "'tokens', (SELECT pg_catalog.jsonb_agg(t.token ORDER BY t.id) FROM corpq.vocabulary_tokens t "
+							   "  WHERE t.vocabulary OPERATOR(pg_catalog.=) c.name), "
+							   "'counts', (SELECT pg_catalog.jsonb_agg(t.count ORDER BY t.id) FROM corpq.vocabulary_tokens t "
+							   "  WHERE t.vocabulary OPERATOR(pg_catalog.=) c.name))",
+							   name);
 	MemoryContextSwitchTo(caller);
-	out = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	out = DatumGetJsonbPCopy(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 	PG_RETURN_JSONB_P(out);
 }
@@ -342,23 +336,13 @@ spm_segmenter(JsonbValue *spm_v, JsonbValue *bpe_v)
 {
 	char	   *name;
 	CorpqSegmenter *seg;
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
-	bool		found;
 
 	if (spm_v->type != jbvString || spm_v->val.string.len == 0)
 		bad_document("\"spm\" must name a SentencePiece model stored with corpq.spm_import");
 	if (bpe_v != NULL && bpe_v->type != jbvNull)
 		bad_document("a document has \"bpe\" or \"spm\", not both");
 	name = pnstrdup(spm_v->val.string.val, spm_v->val.string.len);
-	values[0] = CStringGetTextDatum(name);
-	SPI_connect();
-	if (corpq_sql_as_caller("SELECT 1 FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.bpe_models");
-	found = SPI_processed == 1;
-	SPI_finish();
-	if (!found)
+	if (!corpq_catalog_exists(&corpq_kind_bpe, name))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("SentencePiece model \"%s\" does not exist", name),
@@ -401,7 +385,7 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 	corpq_require_utf8();
 	if (!JB_ROOT_IS_OBJECT(doc))
 		bad_document("it must be a JSON object");
-	corpq_check_new_name("vocabulary", "corpq.vocabularies", "corpq.vocab_drop", name);
+	corpq_check_new_name(&corpq_kind_vocabulary, name);
 
 	/* a converted model's SentencePiece vocabulary: "spm" names its segmenter */
 	spm_v = doc_key(doc, "spm");
