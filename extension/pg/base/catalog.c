@@ -250,6 +250,29 @@ corpq_catalog_check_writer(const CorpqCatalogKind *k, const char *name,
 }
 
 void
+corpq_catalog_store(const char *row_sql, int nargs, Oid *argtypes, Datum *values,
+					const char *nulls, const char *items_into, Oid *item_types, Datum *items)
+{
+	Oid			i_types[3] = {argtypes[0], item_types[0], item_types[1]};
+	Datum		i_vals[3] = {values[0], items[0], items[1]};
+	int			rc;
+
+	SPI_connect();
+	rc = corpq_sql_as_owner(row_sql, nargs, argtypes, values, nulls, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	/* both arrays unnested in step: the ordinality is the position */
+	rc = corpq_sql_as_owner(psprintf("INSERT INTO %s "
+									 "SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.a, u.b "
+									 "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) "
+									 "WITH ORDINALITY AS u(a, b, o)", items_into),
+							3, i_types, i_vals, NULL, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	SPI_finish();
+}
+
+void
 corpq_catalog_delete(const CorpqCatalogKind *k, const char *name)
 {
 	Oid			argtypes[1] = {TEXTOID};

@@ -88,6 +88,16 @@ bool		corpq_catalog_check_writer(const CorpqCatalogKind *k, const char *name,
 void		corpq_catalog_require_owner(const CorpqCatalogKind *k, const char *name,
 										const char *action);
 
+/*
+ * Stores a new row and its items as the extension's owner, in one SPI
+ * connection: row_sql (an INSERT, $1 the name, with its parameters), then
+ * one row of items_into ("table (name, position, a, b)") per element of the
+ * arrays items[0] and items[1] (of types item_types), positions from 0.
+ */
+void		corpq_catalog_store(const char *row_sql, int nargs, Oid *argtypes,
+								Datum *values, const char *nulls,
+								const char *items_into, Oid *item_types, Datum *items);
+
 /* Deletes name's row as the extension's owner (after the owner check). */
 void		corpq_catalog_delete(const CorpqCatalogKind *k, const char *name);
 

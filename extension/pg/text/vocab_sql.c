@@ -58,9 +58,8 @@ store_vocab(const char *name, const char *bpe, const cq_vocabulary *v,
 	Oid			v_types[6] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, OIDOID};
 	Datum		v_vals[6];
 	char		v_nulls[6] = {' ', bpe ? ' ' : 'n', ' ', ' ', ' ', ' '};
-	Oid			t_types[3] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID};
-	Datum		t_vals[3];
-	int			rc;
+	Oid			t_types[2] = {TEXTARRAYOID, INT8ARRAYOID};
+	Datum		t_vals[2];
 
 	for (int32 i = 0; i < n; i++)
 	{
@@ -76,23 +75,12 @@ store_vocab(const char *name, const char *bpe, const cq_vocabulary *v,
 	v_vals[3] = Int32GetDatum(max_size);
 	v_vals[4] = Int32GetDatum(min_count);
 	v_vals[5] = ObjectIdGetDatum(GetUserId());
-	t_vals[0] = v_vals[0];
-	t_vals[1] = PointerGetDatum(construct_array(toks, n, TEXTOID, -1, false, TYPALIGN_INT));
-	t_vals[2] = PointerGetDatum(construct_array(cnts, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-
-	SPI_connect();
-	rc = corpq_sql_as_owner("INSERT INTO corpq.vocabularies (name, bpe, size, max_size, min_count, owner) "
-							"VALUES ($1, $2, $3, $4, $5, $6::pg_catalog.regrole)",
-							6, v_types, v_vals, v_nulls, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	rc = corpq_sql_as_owner("INSERT INTO corpq.vocabulary_tokens (vocabulary, id, token, count) "
-							"SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.t, u.c "
-							"FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) WITH ORDINALITY AS u(t, c, o)",
-							3, t_types, t_vals, NULL, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	SPI_finish();
+	t_vals[0] = PointerGetDatum(construct_array(toks, n, TEXTOID, -1, false, TYPALIGN_INT));
+	t_vals[1] = PointerGetDatum(construct_array(cnts, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	corpq_catalog_store("INSERT INTO corpq.vocabularies (name, bpe, size, max_size, min_count, owner) "
+						"VALUES ($1, $2, $3, $4, $5, $6::pg_catalog.regrole)",
+						6, v_types, v_vals, v_nulls,
+						"corpq.vocabulary_tokens (vocabulary, id, token, count)", t_types, t_vals);
 }
 
 /* corpq.vocab_build(name, corpus, bpe, max_size, min_count) -> size */
