@@ -130,12 +130,16 @@ corpq_catalog_row(const CorpqCatalogKind *k, const char *sql, const char *name)
 	return catalog_row(k, sql, name, 1, argtypes, values, NULL);
 }
 
-HeapTuple
-corpq_catalog_select(const CorpqCatalogKind *k, const char *columns, const char *name)
+Datum
+corpq_catalog_value(const CorpqCatalogKind *k, const char *column, const char *name,
+					bool *isnull)
 {
-	return corpq_catalog_row(k, psprintf("SELECT %s FROM %s c WHERE c.name OPERATOR(pg_catalog.=) $1",
-										 columns, k->table),
-							 name);
+	HeapTuple	row = corpq_catalog_row(k, psprintf("SELECT %s FROM %s c "
+													"WHERE c.name OPERATOR(pg_catalog.=) $1",
+													column, k->table),
+										name);
+
+	return SPI_getbinval(row, SPI_tuptable->tupdesc, 1, isnull);
 }
 
 /*

@@ -59,9 +59,12 @@ bool		corpq_catalog_exists(const CorpqCatalogKind *k, const char *name);
 HeapTuple	corpq_catalog_row(const CorpqCatalogKind *k, const char *sql,
 							  const char *name);
 
-/* corpq_catalog_row of "SELECT columns FROM <k's table> c WHERE c.name = $1". */
-HeapTuple	corpq_catalog_select(const CorpqCatalogKind *k, const char *columns,
-								 const char *name);
+/*
+ * The value of column (an expression over c, k's row) for name, or ERROR
+ * undefined_object.  A pass-by-reference value lives until the next SPI call.
+ */
+Datum		corpq_catalog_value(const CorpqCatalogKind *k, const char *column,
+								const char *name, bool *isnull);
 
 /*
  * For a kind with versions: the row (c.id, v.version, then columns: "" or

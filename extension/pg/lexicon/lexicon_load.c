@@ -128,6 +128,7 @@ load(const char *name, MemoryContext parent)
 static void
 load_model(LexLoaded *lx)
 {
+	HeapTuple	row;
 	bool		isnull;
 	bytea	   *blob;
 	MemoryContext old;
@@ -135,11 +136,11 @@ load_model(LexLoaded *lx)
 	int			rc;
 
 	SPI_connect();
-	blob = DatumGetByteaPP(SPI_getbinval(corpq_catalog_row(&corpq_kind_lexicon,
-														   "SELECT model FROM corpq.lexicon_models "
-														   "WHERE lexicon OPERATOR(pg_catalog.=) $1",
-														   lx->name),
-										 SPI_tuptable->tupdesc, 1, &isnull));
+	row = corpq_catalog_row(&corpq_kind_lexicon,
+							"SELECT model FROM corpq.lexicon_models "
+							"WHERE lexicon OPERATOR(pg_catalog.=) $1",
+							lx->name);
+	blob = DatumGetByteaPP(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
 	old = MemoryContextSwitchTo(lx->cxt);
 	rc = cq_lexicon_deserialize(VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob), &lx->model, &err);
 	MemoryContextSwitchTo(old);

@@ -90,8 +90,7 @@ vocab_size(const char *name)
 	int			size;
 
 	SPI_connect();
-	size = DatumGetInt32(SPI_getbinval(corpq_catalog_select(&corpq_kind_vocabulary, "c.size", name),
-									   SPI_tuptable->tupdesc, 1, &isnull));
+	size = DatumGetInt32(corpq_catalog_value(&corpq_kind_vocabulary, "c.size", name, &isnull));
 	SPI_finish();
 	return size;
 }

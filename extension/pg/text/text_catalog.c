@@ -78,15 +78,14 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	vtext = SPI_getvalue(corpq_catalog_select(&corpq_kind_bpe, "c.version", name),
-						 SPI_tuptable->tupdesc, 1);
-	if (vtext && strcmp(vtext, "sentencepiece") == 0)
+	vtext = TextDatumGetCString(corpq_catalog_value(&corpq_kind_bpe, "c.version", name, &isnull));
+	if (strcmp(vtext, "sentencepiece") == 0)
 	{
 		load_spm(seg, name);
 		SPI_finish();
 		return;
 	}
-	version = (vtext && strcmp(vtext, "0.1") == 0) ? 1 : 2;
+	version = strcmp(vtext, "0.1") == 0 ? 1 : 2;
 
 	rc = corpq_sql_as_caller("SELECT left_symbol, right_symbol FROM corpq.bpe_merges "
 							 "WHERE model OPERATOR(pg_catalog.=) $1 ORDER BY rank",
@@ -184,17 +183,19 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 	Datum		values[1];
 	int			rc;
 	bool		isnull;
-	char	   *bpe_name;
+	char	   *bpe_name = NULL;
 	cq_error err = {0};
 
 	v->cxt = cxt;
 	v->name = MemoryContextStrdup(cxt, name);
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	bpe_name = SPI_getvalue(corpq_catalog_select(&corpq_kind_vocabulary, "c.bpe", name),
-							SPI_tuptable->tupdesc, 1);
-	if (bpe_name != NULL)
-		bpe_name = MemoryContextStrdup(cxt, bpe_name);
+	{
+		Datum		d = corpq_catalog_value(&corpq_kind_vocabulary, "c.bpe", name, &isnull);
+
+		if (!isnull)
+			bpe_name = MemoryContextStrdup(cxt, TextDatumGetCString(d));
+	}
 	rc = corpq_sql_as_caller("SELECT id, token FROM corpq.vocabulary_tokens "
 							 "WHERE vocabulary OPERATOR(pg_catalog.=) $1 ORDER BY id",
 							 1, argtypes, values, NULL, true, 0);

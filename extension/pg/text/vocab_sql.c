@@ -236,21 +236,21 @@ corpq_vocab_export(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	bool		isnull;
-	HeapTuple	row;
+	Datum		doc;
 	Jsonb	   *out;
 	MemoryContext caller = CurrentMemoryContext;
 
 	SPI_connect();
-	row = corpq_catalog_select(&corpq_kind_vocabulary,
-							   "pg_catalog.jsonb_build_object("
-							   "'bpe', c.bpe, 'max_size', c.max_size, 'min_count', c.min_count, "
-							   "'tokens', (SELECT pg_catalog.jsonb_agg(t.token ORDER BY t.id) FROM corpq.vocabulary_tokens t "
-							   "  WHERE t.vocabulary OPERATOR(pg_catalog.=) c.name), "
-							   "'counts', (SELECT pg_catalog.jsonb_agg(t.count ORDER BY t.id) FROM corpq.vocabulary_tokens t "
-							   "  WHERE t.vocabulary OPERATOR(pg_catalog.=) c.name))",
-							   name);
+	doc = corpq_catalog_value(&corpq_kind_vocabulary,
+							  "pg_catalog.jsonb_build_object("
+							  "'bpe', c.bpe, 'max_size', c.max_size, 'min_count', c.min_count, "
+							  "'tokens', (SELECT pg_catalog.jsonb_agg(t.token ORDER BY t.id) FROM corpq.vocabulary_tokens t "
+							  "  WHERE t.vocabulary OPERATOR(pg_catalog.=) c.name), "
+							  "'counts', (SELECT pg_catalog.jsonb_agg(t.count ORDER BY t.id) FROM corpq.vocabulary_tokens t "
+							  "  WHERE t.vocabulary OPERATOR(pg_catalog.=) c.name))",
+							  name, &isnull);
 	MemoryContextSwitchTo(caller);
-	out = DatumGetJsonbPCopy(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
+	out = DatumGetJsonbPCopy(doc);
 	SPI_finish();
 	PG_RETURN_JSONB_P(out);
 }
