@@ -138,17 +138,7 @@ corpq_bpe_learn(PG_FUNCTION_ARGS)
 
 	st.cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq bpe_learn",
 								   ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(st.cxt);
-	rc = cq_strmap_init(&st.counts, 1 << 16);
-	MemoryContextSwitchTo(old);
-	if (rc != CQ_OK)
-		corpq_core_fail(rc, "out of memory", NULL);
-	corpq_scan_corpus(query, count_row, &st);
-	if (st.counts.n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("corpus contains no words"),
-				 errdetail("Every row is NULL, empty or whitespace.")));
+	corpq_count_corpus(query, &st.counts, st.cxt, count_row, &st);
 
 	old = MemoryContextSwitchTo(st.cxt);
 	learner = cq_bpe_learner_new(&st.counts, min_frequency);

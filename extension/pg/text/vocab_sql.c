@@ -129,17 +129,7 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	st.cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq vocab_build",
 								   ALLOCSET_DEFAULT_SIZES);
 	st.seg = corpq_segmenter_load(bpe, st.cxt);
-	old = MemoryContextSwitchTo(st.cxt);
-	rc = cq_strmap_init(&st.counts, 1 << 16);
-	MemoryContextSwitchTo(old);
-	if (rc != CQ_OK)
-		corpq_core_fail(rc, "out of memory", NULL);
-	corpq_scan_corpus(query, count_row, &st);
-	if (st.counts.n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("corpus contains no words"),
-				 errdetail("Every row is NULL, empty or whitespace.")));
+	corpq_count_corpus(query, &st.counts, st.cxt, count_row, &st);
 
 	old = MemoryContextSwitchTo(st.cxt);
 	rc = cq_vocabulary_build(&v, &st.counts, max_size, min_count, &err);
