@@ -48,7 +48,7 @@ void		corpq_check_new_name(const CorpqCatalogKind *k, const char *name);
 void		corpq_undefined_name(const CorpqCatalogKind *k,
 								 const char *name) pg_attribute_noreturn();
 
-/* Whether the caller sees a row of k named name. */
+/* Whether the caller sees a row of k named name.  Connects to SPI itself. */
 bool		corpq_catalog_exists(const CorpqCatalogKind *k, const char *name);
 
 /*
@@ -67,10 +67,10 @@ Datum		corpq_catalog_value(const CorpqCatalogKind *k, const char *column,
 								const char *name, bool *isnull);
 
 /*
- * For a kind with versions: the row (c.id, v.version, then columns: "" or
- * more of c, the catalog row, and v, the version) of version N of name, or of
- * its latest version when version is 0.  ERROR undefined_object for an
- * unknown name, or for a missing version listing the existing ones.
+ * For a kind with versions: the row of version N of name, or of its latest
+ * version when version is 0.  Its columns are c.id, v.version, then columns
+ * ("" for none; c is k's row, v the version's).  ERROR undefined_object for
+ * an unknown name, or for a missing version listing the existing ones.
  */
 HeapTuple	corpq_catalog_version(const CorpqCatalogKind *k, const char *columns,
 								  const char *name, int32 version);
@@ -78,7 +78,8 @@ HeapTuple	corpq_catalog_version(const CorpqCatalogKind *k, const char *columns,
 /*
  * Before a training writes name: whether it exists, and when it does ERROR
  * insufficient_privilege ("permission denied to <action> <kind> "name"",
- * hint) unless the caller is a member of its owner role.
+ * hint) unless the caller is a member of its owner role.  Connects to SPI
+ * itself.
  */
 bool		corpq_catalog_check_writer(const CorpqCatalogKind *k, const char *name,
 									   const char *action, const char *hint);
