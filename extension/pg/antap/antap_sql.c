@@ -18,6 +18,7 @@
 
 #include "antap/pass.h"
 #include "pg/antap/antap.h"
+#include "pg/base/catalog.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
@@ -41,43 +42,23 @@ void
 antap_resolve(const char *spec, AntapRef *ref)
 {
 	MemoryContext caller = CurrentMemoryContext;
-	Oid			argtypes[2] = {TEXTOID, INT4OID};
-	Datum		values[2];
-	char		nulls[2] = {' ', 'n'};
 	int			name_len;
 	int32		version = 0;
 	char	   *name;
+	HeapTuple	row;
 	bool		isnull;
 
 	if (corpq_model_split_spec(spec, &name_len, &version))
-	{
 		name = pnstrdup(spec, name_len);
-		nulls[1] = ' ';
-	}
 	else
 	{
 		name = pstrdup(spec);
 		antap_check_name(name);
 	}
-	values[0] = CStringGetTextDatum(name);
-	values[1] = Int32GetDatum(version);
 	SPI_connect();
-	if (corpq_sql_as_caller("SELECT m.id, v.version FROM corpq.antap_models m "
-							"LEFT JOIN corpq.antap_versions v ON v.model OPERATOR(pg_catalog.=) m.id "
-							"AND ($2 IS NULL OR v.version OPERATOR(pg_catalog.=) $2) "
-							"WHERE m.name OPERATOR(pg_catalog.=) $1 "
-							"ORDER BY v.version DESC NULLS LAST LIMIT 1",
-							2, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.antap_models");
-	if (SPI_processed == 0)
-		corpq_undefined_name("ANTAP model", "corpq.antap_models", name);
-	ref->id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	ref->version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
-	if (isnull)
-		corpq_version_missing("ANTAP model",
-							  "SELECT pg_catalog.string_agg(version::pg_catalog.text, ', ' ORDER BY version) "
-							  "FROM corpq.antap_versions WHERE model OPERATOR(pg_catalog.=) $1",
-							  ref->id, name, version);
+	row = corpq_catalog_version(&corpq_kind_antap, "", name, version);
+	ref->id = DatumGetInt64(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
+	ref->version = DatumGetInt32(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
 	ref->name = MemoryContextStrdup(caller, name);
 	SPI_finish();
 }

@@ -182,8 +182,6 @@ corpq_antap_drop(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
-	SPI_connect();
 	corpq_catalog_drop(&corpq_kind_antap, name);
-	SPI_finish();
 	PG_RETURN_VOID();
 }

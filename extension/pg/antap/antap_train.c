@@ -20,33 +20,11 @@
 
 #include "common/rng.h"
 #include "pg/antap/antap.h"
+#include "pg/base/catalog.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
 #include "pg/base/base.h"
-
-/* ERROR unless the caller may add a version to name (or create it). */
-static void
-check_writable(const char *name)
-{
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(name)};
-	bool		isnull;
-
-	SPI_connect();
-	if (corpq_sql_as_caller("SELECT owner::pg_catalog.oid FROM corpq.antap_models "
-							"WHERE name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.antap_models");
-	if (SPI_processed > 0 &&
-		!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-															   SPI_tuptable->tupdesc, 1, &isnull))))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to add a version to ANTAP model \"%s\"", name),
-				 errhint("Only members of the model's owner role can train it.")));
-	SPI_finish();
-}
 
 PG_FUNCTION_INFO_V1(corpq_antap_train);
 
@@ -61,7 +39,9 @@ corpq_antap_train(PG_FUNCTION_ARGS)
 
 	antap_check_name(name);
 	antap_options_parse(PG_GETARG_JSONB_P(3), &o);
-	check_writable(name);
+	/* a new name is created by the job; an existing one must be the caller's */
+	corpq_catalog_check_writer(&corpq_kind_antap, name, "add a version to",
+							   "Only members of the model's owner role can train it.");
 	antap_check_queries(cavs, accuracy);
 
 	initStringInfo(&args);

@@ -31,7 +31,8 @@ const CorpqCatalogKind corpq_kind_vocabulary = {
 };
 const CorpqCatalogKind corpq_kind_model = {
 	"model", "corpq.model_catalog", "corpq.model_drop", true,
-	NULL, "Only members of the model's owner role can drop it."
+	NULL, "Only members of the model's owner role can drop it.",
+	NULL, NULL, NULL, "corpq.model_versions"
 };
 const CorpqCatalogKind corpq_kind_lexicon = {
 	"lexicon", "corpq.lexicons", "corpq.lexicon_drop", false,
@@ -39,51 +40,55 @@ const CorpqCatalogKind corpq_kind_lexicon = {
 };
 const CorpqCatalogKind corpq_kind_antap = {
 	"ANTAP model", "corpq.antap_models", "corpq.antap_drop", false,
-	NULL, "Only members of the model's owner role can drop it."
+	NULL, "Only members of the model's owner role can drop it.",
+	NULL, NULL, NULL, "corpq.antap_versions"
 };
 
-void
-corpq_check_new_name(const char *kind, const char *table,
-					 const char *drop_fn, const char *name)
+bool
+corpq_catalog_exists(const CorpqCatalogKind *k, const char *name)
 {
 	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
-	int			rc;
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	bool		found;
 
-	if (name[0] == '\0')
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s name must not be empty", kind)));
-	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = corpq_sql_as_caller(psprintf("SELECT 1 FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
-									  table),
-							 1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_OBJECT),
-				 errmsg("%s \"%s\" already exists", kind, name),
-				 errhint("Drop it first with SELECT %s(%s).", drop_fn,
-						 quote_literal_cstr(name))));
+	if (corpq_sql_as_caller(psprintf("SELECT 1 FROM %s WHERE name OPERATOR(pg_catalog.=) $1",
+									 k->table),
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read %s", k->table);
+	found = SPI_processed > 0;
 	SPI_finish();
+	return found;
 }
 
 void
-corpq_undefined_name(const char *kind, const char *table, const char *name)
+corpq_check_new_name(const CorpqCatalogKind *k, const char *name)
+{
+	if (name[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s name must not be empty", k->kind)));
+	if (corpq_catalog_exists(k, name))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("%s \"%s\" already exists", k->kind, name),
+				 errhint("Drop it first with SELECT %s(%s).", k->drop_fn,
+						 quote_literal_cstr(name))));
+}
+
+void
+corpq_undefined_name(const CorpqCatalogKind *k, const char *name)
 {
 	char	   *list = NULL;
 	int64		total = 0;
 	int			rc;
 	bool		isnull;
-	bool		is_bpe = strcmp(table, "corpq.bpe_models") == 0;
 
 	SPI_connect();
 	rc = corpq_sql_as_caller(psprintf("SELECT pg_catalog.string_agg(name, ', ' ORDER BY name) "
 									  "FILTER (WHERE n OPERATOR(pg_catalog.<=) 10), pg_catalog.count(*) "
 									  "FROM (SELECT name, pg_catalog.row_number() OVER (ORDER BY name) AS n FROM %s) s",
-									  table),
+									  k->table),
 							 0, NULL, NULL, NULL, true, 0);
 	if (rc == SPI_OK_SELECT && SPI_processed == 1)
 	{
@@ -95,45 +100,180 @@ corpq_undefined_name(const char *kind, const char *table, const char *name)
 	}
 	ereport(ERROR,
 			(errcode(ERRCODE_UNDEFINED_OBJECT),
-			 errmsg("%s \"%s\" does not exist", kind, name),
-			 list == NULL ? errdetail("No %s exists yet.", kind)
-			 : total > 10 ? errdetail("Existing %s names (first 10 of %lld): %s.", kind, (long long) total, list)
-			 : errdetail("Existing %s names: %s.", kind, list),
-			 is_bpe ? errhint("The name \"%s\" selects whitespace segmentation.", CORPQ_WHITESPACE) : 0));
+			 errmsg("%s \"%s\" does not exist", k->kind, name),
+			 list == NULL ? errdetail("No %s exists yet.", k->kind)
+			 : total > 10 ? errdetail("Existing %s names (first 10 of %lld): %s.", k->kind, (long long) total, list)
+			 : errdetail("Existing %s names: %s.", k->kind, list),
+			 k == &corpq_kind_bpe
+			 ? errhint("The name \"%s\" selects whitespace segmentation.", CORPQ_WHITESPACE) : 0));
 	pg_unreachable();
 }
 
+/* corpq_catalog_row with more parameters than the name ($1). */
+static HeapTuple
+catalog_row(const CorpqCatalogKind *k, const char *sql, const char *name,
+			int nargs, Oid *argtypes, Datum *values, const char *nulls)
+{
+	if (corpq_sql_as_caller(sql, nargs, argtypes, values, nulls, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read %s", k->table);
+	if (SPI_processed == 0)
+		corpq_undefined_name(k, name);
+	return SPI_tuptable->vals[0];
+}
 
-void
-corpq_catalog_require_owner(const CorpqCatalogKind *k, const char *name, const char *action)
+HeapTuple
+corpq_catalog_row(const CorpqCatalogKind *k, const char *sql, const char *name)
 {
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
+
+	return catalog_row(k, sql, name, 1, argtypes, values, NULL);
+}
+
+Datum
+corpq_catalog_value(const CorpqCatalogKind *k, const char *column, const char *name,
+					bool *isnull)
+{
+	HeapTuple	row = corpq_catalog_row(k, psprintf("SELECT %s FROM %s c "
+													"WHERE c.name OPERATOR(pg_catalog.=) $1",
+													column, k->table),
+										name);
+
+	return SPI_getbinval(row, SPI_tuptable->tupdesc, 1, isnull);
+}
+
+/*
+ * ERROR (undefined_object) "<kind> "name" has no version N", the DETAIL
+ * listing the versions of the row with this id.
+ */
+static void
+version_missing(const CorpqCatalogKind *k, int64 id, const char *name, int32 version)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(id)};
+	bool		isnull;
+	char	   *list = NULL;
+
+	if (corpq_sql_as_caller(psprintf("SELECT pg_catalog.string_agg(version::pg_catalog.text, ', ' ORDER BY version) "
+									 "FROM %s WHERE model OPERATOR(pg_catalog.=) $1", k->versions),
+							1, argtypes, values, NULL, true, 1) == SPI_OK_SELECT &&
+		SPI_processed == 1)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			list = TextDatumGetCString(d);
+	}
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("%s \"%s\" has no version %d", k->kind, name, version),
+			 list ? errdetail("Its versions are %s.", list)
+			 : errdetail("It has no versions."),
+			 errhint("Write \"%s\" for the latest version or \"%s@N\" for version N.",
+					 name, name)));
+}
+
+HeapTuple
+corpq_catalog_version(const CorpqCatalogKind *k, const char *columns,
+					  const char *name, int32 version)
+{
+	Oid			argtypes[2] = {TEXTOID, INT4OID};
+	Datum		values[2] = {CStringGetTextDatum(name), Int32GetDatum(version)};
+	char		nulls[2] = {' ', version == 0 ? 'n' : ' '};
+	HeapTuple	row;
+	bool		isnull;
+
+	Assert(k->versions != NULL);
+	/* the catalog row with no version still comes back: an unknown version is not an unknown name */
+	row = catalog_row(k, psprintf("SELECT c.id, v.version%s%s FROM %s c "
+								  "LEFT JOIN %s v ON v.model OPERATOR(pg_catalog.=) c.id "
+								  "AND ($2 IS NULL OR v.version OPERATOR(pg_catalog.=) $2) "
+								  "WHERE c.name OPERATOR(pg_catalog.=) $1 "
+								  "ORDER BY v.version DESC NULLS LAST LIMIT 1",
+								  columns[0] ? ", " : "", columns, k->table, k->versions),
+					  name, 2, argtypes, values, nulls);
+	(void) SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull);
+	if (isnull)
+		version_missing(k, DatumGetInt64(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull)),
+						name, version);
+	return row;
+}
+
+/*
+ * Whether name exists in k; when it does, ERROR (hint) unless the caller is
+ * a member of its owner role.
+ */
+static bool
+owner_check(const CorpqCatalogKind *k, const char *name, const char *action,
+			const char *hint, bool read_only)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	HeapTuple	row;
 	bool		isnull;
 
 	if (corpq_sql_as_caller(psprintf("SELECT owner::pg_catalog.text, owner::pg_catalog.oid FROM %s "
 									 "WHERE name OPERATOR(pg_catalog.=) $1", k->table),
-							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+							1, argtypes, values, NULL, read_only, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read %s", k->table);
 	if (SPI_processed == 0)
-	{
-		if (k->list_names)
-			corpq_undefined_name(k->kind, k->table, name);
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("%s \"%s\" does not exist", k->kind, name)));
-	}
-	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-															   SPI_tuptable->tupdesc, 2, &isnull))))
-	{
-		char	   *owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-
+		return false;
+	row = SPI_tuptable->vals[0];
+	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull))))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to %s %s \"%s\"", action, k->kind, name),
-				 k->owner_detail ? errdetail(k->owner_detail, owner) : 0,
-				 errhint("%s", k->owner_hint)));
-	}
+				 k->owner_detail
+				 ? errdetail(k->owner_detail, SPI_getvalue(row, SPI_tuptable->tupdesc, 1)) : 0,
+				 errhint("%s", hint)));
+	return true;
+}
+
+void
+corpq_catalog_require_owner(const CorpqCatalogKind *k, const char *name, const char *action)
+{
+	if (owner_check(k, name, action, k->owner_hint, false))
+		return;
+	if (k->list_names)
+		corpq_undefined_name(k, name);
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("%s \"%s\" does not exist", k->kind, name)));
+}
+
+bool
+corpq_catalog_check_writer(const CorpqCatalogKind *k, const char *name,
+						   const char *action, const char *hint)
+{
+	bool		exists;
+
+	SPI_connect();
+	exists = owner_check(k, name, action, hint, true);
+	SPI_finish();
+	return exists;
+}
+
+void
+corpq_catalog_store(const char *row_sql, int nargs, Oid *argtypes, Datum *values,
+					const char *nulls, const char *items_into, Oid *item_types, Datum *items)
+{
+	Oid			i_types[3] = {argtypes[0], item_types[0], item_types[1]};
+	Datum		i_vals[3] = {values[0], items[0], items[1]};
+	int			rc;
+
+	SPI_connect();
+	rc = corpq_sql_as_owner(row_sql, nargs, argtypes, values, nulls, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	/* both arrays unnested in step: the ordinality is the position */
+	rc = corpq_sql_as_owner(psprintf("INSERT INTO %s "
+									 "SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.a, u.b "
+									 "FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) "
+									 "WITH ORDINALITY AS u(a, b, o)", items_into),
+							3, i_types, i_vals, NULL, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
+	SPI_finish();
 }
 
 void
@@ -147,26 +287,33 @@ corpq_catalog_delete(const CorpqCatalogKind *k, const char *name)
 		elog(ERROR, "could not delete %s \"%s\"", k->kind, name);
 }
 
+/* ERROR (dependent_objects_still_exist) if rows of other kinds use name. */
+static void
+check_unused(const CorpqCatalogKind *k, const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	char	   *users;
+
+	if (corpq_sql_as_caller(k->users_sql, 1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not look for what uses %s \"%s\"", k->kind, name);
+	users = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (users != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop %s \"%s\" because %s use it", k->kind, name, k->users),
+				 errdetail("%c%s using it: %s.", pg_toupper((unsigned char) k->users[0]),
+						   k->users + 1, users),
+				 errhint("%s", k->users_hint)));
+}
+
 void
 corpq_catalog_drop(const CorpqCatalogKind *k, const char *name)
 {
+	SPI_connect();
 	corpq_catalog_require_owner(k, name, "drop");
 	if (k->users_sql)
-	{
-		Oid			argtypes[1] = {TEXTOID};
-		Datum		values[1] = {CStringGetTextDatum(name)};
-		char	   *users;
-
-		if (corpq_sql_as_caller(k->users_sql, 1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not look for what uses %s \"%s\"", k->kind, name);
-		users = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		if (users != NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-					 errmsg("cannot drop %s \"%s\" because %s use it", k->kind, name, k->users),
-					 errdetail("%c%s using it: %s.", pg_toupper((unsigned char) k->users[0]),
-							   k->users + 1, users),
-					 errhint("%s", k->users_hint)));
-	}
+		check_unused(k, name);
 	corpq_catalog_delete(k, name);
+	SPI_finish();
 }

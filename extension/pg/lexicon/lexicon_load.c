@@ -13,6 +13,7 @@
 #include "utils/memutils.h"
 
 #include "align/lexicon_io.h"
+#include "pg/base/catalog.h"
 #include "pg/base/internal_sql.h"
 #include "pg/lexicon/lexicon_catalog.h"
 
@@ -65,8 +66,6 @@ load(const char *name, MemoryContext parent)
 {
 	MemoryContext cxt = AllocSetContextCreate(parent, "corpq lexicon", ALLOCSET_DEFAULT_SIZES);
 	LexLoaded  *lx = MemoryContextAllocZero(cxt, sizeof(LexLoaded));
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1] = {CStringGetTextDatum(name)};
 	HeapTuple	tup;
 	TupleDesc	desc;
 	MemoryContext old;
@@ -85,15 +84,12 @@ load(const char *name, MemoryContext parent)
 	lx->cxt = cxt;
 	lx->name = MemoryContextStrdup(cxt, name);
 	SPI_connect();
-	if (corpq_sql_as_caller("SELECT l.options::text, m.src_tokens, m.tgt_tokens, m.src_counts, "
+	tup = corpq_catalog_row(&corpq_kind_lexicon,
+							"SELECT l.options::text, m.src_tokens, m.tgt_tokens, m.src_counts, "
 							"m.src_links, m.src_entropy FROM corpq.lexicons l "
 							"JOIN corpq.lexicon_models m ON m.lexicon OPERATOR(pg_catalog.=) l.name "
 							"WHERE l.name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.lexicons");
-	if (SPI_processed == 0)
-		corpq_undefined_name("lexicon", "corpq.lexicons", name);
-	tup = SPI_tuptable->vals[0];
+							name);
 	desc = SPI_tuptable->tupdesc;
 	options = SPI_getvalue(tup, desc, 1);
 	src = array_elems(tup, desc, 2, TEXTOID, &n_src);
@@ -132,8 +128,7 @@ load(const char *name, MemoryContext parent)
 static void
 load_model(LexLoaded *lx)
 {
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		args[1] = {CStringGetTextDatum(lx->name)};
+	HeapTuple	row;
 	bool		isnull;
 	bytea	   *blob;
 	MemoryContext old;
@@ -141,13 +136,11 @@ load_model(LexLoaded *lx)
 	int			rc;
 
 	SPI_connect();
-	if (corpq_sql_as_caller("SELECT model FROM corpq.lexicon_models "
+	row = corpq_catalog_row(&corpq_kind_lexicon,
+							"SELECT model FROM corpq.lexicon_models "
 							"WHERE lexicon OPERATOR(pg_catalog.=) $1",
-							1, argtypes, args, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.lexicon_models");
-	if (SPI_processed == 0)
-		corpq_undefined_name("lexicon", "corpq.lexicons", lx->name);
-	blob = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+							lx->name);
+	blob = DatumGetByteaPP(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
 	old = MemoryContextSwitchTo(lx->cxt);
 	rc = cq_lexicon_deserialize(VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob), &lx->model, &err);
 	MemoryContextSwitchTo(old);

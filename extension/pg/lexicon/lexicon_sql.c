@@ -88,30 +88,31 @@ corpq_lexicon_align(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(buf));
 }
 
+/* A pair's align_score or coverage: NULL when a side has no tokens. */
+static Datum
+pair_score(FunctionCallInfo fcinfo, bool coverage)
+{
+	PairResult	r;
+
+	score_pair(fcinfo, &r);
+	if (r.empty)
+		PG_RETURN_NULL();
+	PG_RETURN_FLOAT8(coverage ? r.score.coverage : r.score.align_score);
+}
+
 PG_FUNCTION_INFO_V1(corpq_lexicon_align_score);
+PG_FUNCTION_INFO_V1(corpq_lexicon_coverage);
 
 Datum
 corpq_lexicon_align_score(PG_FUNCTION_ARGS)
 {
-	PairResult	r;
-
-	score_pair(fcinfo, &r);
-	if (r.empty)
-		PG_RETURN_NULL();
-	PG_RETURN_FLOAT8(r.score.align_score);
+	return pair_score(fcinfo, false);
 }
-
-PG_FUNCTION_INFO_V1(corpq_lexicon_coverage);
 
 Datum
 corpq_lexicon_coverage(PG_FUNCTION_ARGS)
 {
-	PairResult	r;
-
-	score_pair(fcinfo, &r);
-	if (r.empty)
-		PG_RETURN_NULL();
-	PG_RETURN_FLOAT8(r.score.coverage);
+	return pair_score(fcinfo, true);
 }
 
 PG_FUNCTION_INFO_V1(corpq_lexicon_mono_uncertainty);

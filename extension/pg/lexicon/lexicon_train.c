@@ -23,6 +23,7 @@
 #include "utils/timestamp.h"
 
 #include "align/lexicon.h"
+#include "pg/base/catalog.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
@@ -34,33 +35,19 @@
 static void
 check_name(const char *name, const LexOptions *o)
 {
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
-	bool		isnull;
-
 	if (name[0] == '\0')
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("lexicon name must not be empty")));
-	values[0] = CStringGetTextDatum(name);
-	SPI_connect();
-	if (corpq_sql_as_caller("SELECT pg_catalog.pg_has_role(current_user, owner, 'MEMBER') "
-							"FROM corpq.lexicons WHERE name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.lexicons");
-	if (SPI_processed > 0 && !o->replace)
+	if (o->replace)
+		corpq_catalog_check_writer(&corpq_kind_lexicon, name, "replace",
+								   "Only members of the lexicon's owner role can replace it.");
+	else if (corpq_catalog_exists(&corpq_kind_lexicon, name))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_OBJECT),
 				 errmsg("lexicon \"%s\" already exists", name),
 				 errhint("Pass '{\"replace\": true}' as options to replace it when the new training ends, or drop it with SELECT corpq.lexicon_drop(%s).",
 						 quote_literal_cstr(name))));
-	if (SPI_processed > 0 &&
-		!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to replace lexicon \"%s\"", name),
-				 errhint("Only members of the lexicon's owner role can replace it.")));
-	SPI_finish();
 }
 
 PG_FUNCTION_INFO_V1(corpq_lexicon_train);

@@ -86,14 +86,6 @@ void		corpq_model_init(void);
  */
 void		corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref);
 
-/*
- * Inside SPI: ERROR (undefined_object) "<kind> "name" has no version N",
- * the DETAIL listing the versions list_sql returns (one text row; $1 = the
- * model's id).  For every catalog of versioned models (models, ANTAP).
- */
-void		corpq_version_missing(const char *kind, const char *list_sql, int64 id,
-								  const char *name, int32 version) pg_attribute_noreturn();
-
 /* Split "name@N": returns true and sets *version (>= 1) if spec has that form. */
 bool		corpq_model_split_spec(const char *spec, int *name_len, int32 *version);
 

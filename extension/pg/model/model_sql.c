@@ -78,7 +78,7 @@ check_model_name(const char *name)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("model name \"%s\" contains @", name),
 				 errhint("The @ separates a model name from a version number (name@N).")));
-	corpq_check_new_name("model", "corpq.model_catalog", "corpq.model_drop", name);
+	corpq_check_new_name(&corpq_kind_model, name);
 	check_not_reserved(name);
 }
 
@@ -86,18 +86,11 @@ check_model_name(const char *name)
 static int
 vocab_size(const char *name)
 {
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(name)};
 	bool		isnull;
 	int			size;
 
 	SPI_connect();
-	if (corpq_sql_as_caller("SELECT size FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.vocabularies");
-	if (SPI_processed == 0)
-		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
-	size = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	size = DatumGetInt32(corpq_catalog_value(&corpq_kind_vocabulary, "c.size", name, &isnull));
 	SPI_finish();
 	return size;
 }
@@ -433,8 +426,6 @@ corpq_model_drop(PG_FUNCTION_ARGS)
 
 	corpq_require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	SPI_connect();
 	corpq_catalog_drop(&corpq_kind_model, name);
-	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -15,6 +15,7 @@
 #include "utils/json.h"
 #include "utils/jsonb.h"
 
+#include "pg/base/catalog.h"
 #include "pg/base/internal_sql.h"
 #include "pg/model/model_catalog.h"
 #include "pg/model/translate.h"
@@ -30,47 +31,29 @@ pipeline_name_valid(const void *field)
 	return name != NULL && name[0] != '\0' && strlen(name) <= PIPELINE_NAME_MAX;
 }
 
-/* Whether the caller sees a row of table with this name (SPI connected). */
-static bool
-name_visible(const char *table, const char *name)
-{
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(name)};
-
-	if (corpq_sql_as_caller(psprintf("SELECT 1 FROM %s WHERE name OPERATOR(pg_catalog.=) $1", table),
-							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read %s", table);
-	return SPI_processed > 0;
-}
-
 static void
-check_named(const char *kind, const char *table, const char *name)
+check_named(const CorpqCatalogKind *k, const char *name)
 {
-	bool		found;
-
-	SPI_connect();
-	found = name_visible(table, name);
-	SPI_finish();
-	if (!found)
-		corpq_undefined_name(kind, table, name);
+	if (!corpq_catalog_exists(k, name))
+		corpq_undefined_name(k, name);
 }
 
 void
 pipeline_check_model(const char *name)
 {
-	check_named("model", "corpq.model_catalog", name);
+	check_named(&corpq_kind_model, name);
 }
 
 void
 pipeline_check_vocab(const char *name)
 {
-	check_named("vocabulary", "corpq.vocabularies", name);
+	check_named(&corpq_kind_vocabulary, name);
 }
 
 void
 pipeline_check_lexicon(const char *name)
 {
-	check_named("lexicon", "corpq.lexicons", name);
+	check_named(&corpq_kind_lexicon, name);
 }
 
 char *
@@ -229,7 +212,7 @@ check_outputs_free(const char *name, const char *schema,
 					 errmsg("model name \"%s\" is reserved by pipeline \"%s\"", m,
 							SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1)),
 					 errhint("Choose another pipeline name.")));
-		if (name_visible("corpq.model_catalog", m))
+		if (corpq_catalog_exists(&corpq_kind_model, m))
 			ereport(ERROR,
 					(errcode(ERRCODE_DUPLICATE_OBJECT),
 					 errmsg("model \"%s\" already exists", m),

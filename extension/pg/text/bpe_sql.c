@@ -38,7 +38,7 @@ new_model_name(FunctionCallInfo fcinfo)
 				(errcode(ERRCODE_RESERVED_NAME),
 				 errmsg("BPE name \"%s\" is reserved", CORPQ_WHITESPACE),
 				 errdetail("It selects whitespace segmentation.")));
-	corpq_check_new_name("BPE model", "corpq.bpe_models", "corpq.bpe_drop", name);
+	corpq_check_new_name(&corpq_kind_bpe, name);
 	return name;
 }
 
@@ -68,32 +68,20 @@ store_model(const char *name, const cq_bpe *bpe, int32 min_frequency)
 	Oid			m_types[5] = {TEXTOID, TEXTOID, INT4OID, INT4OID, OIDOID};
 	Datum		m_vals[5];
 	char		m_nulls[5] = {' ', ' ', ' ', min_frequency > 0 ? ' ' : 'n', ' '};
-	Oid			r_types[3] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID};
-	Datum		r_vals[3];
-	int			rc;
+	Oid			r_types[2] = {TEXTARRAYOID, TEXTARRAYOID};
+	Datum		r_vals[2];
 
 	m_vals[0] = CStringGetTextDatum(name);
 	m_vals[1] = CStringGetTextDatum(bpe->version == 1 ? "0.1" : "0.2");
 	m_vals[2] = Int32GetDatum(bpe->n_merges);
 	m_vals[3] = Int32GetDatum(min_frequency);
 	m_vals[4] = ObjectIdGetDatum(GetUserId());
-	r_vals[0] = m_vals[0];
-	r_vals[1] = PointerGetDatum(merge_side_array(bpe, bpe->left));
-	r_vals[2] = PointerGetDatum(merge_side_array(bpe, bpe->right));
-
-	SPI_connect();
-	rc = corpq_sql_as_owner("INSERT INTO corpq.bpe_models (name, version, n_merges, min_frequency, owner) "
-							"VALUES ($1, $2, $3, $4, $5::pg_catalog.regrole)",
-							5, m_types, m_vals, m_nulls, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	rc = corpq_sql_as_owner("INSERT INTO corpq.bpe_merges (model, rank, left_symbol, right_symbol) "
-							"SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.l, u.r "
-							"FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) WITH ORDINALITY AS u(l, r, o)",
-							3, r_types, r_vals, NULL, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	SPI_finish();
+	r_vals[0] = PointerGetDatum(merge_side_array(bpe, bpe->left));
+	r_vals[1] = PointerGetDatum(merge_side_array(bpe, bpe->right));
+	corpq_catalog_store("INSERT INTO corpq.bpe_models (name, version, n_merges, min_frequency, owner) "
+						"VALUES ($1, $2, $3, $4, $5::pg_catalog.regrole)",
+						5, m_types, m_vals, m_nulls,
+						"corpq.bpe_merges (model, rank, left_symbol, right_symbol)", r_types, r_vals);
 }
 
 typedef struct LearnState
@@ -150,17 +138,7 @@ corpq_bpe_learn(PG_FUNCTION_ARGS)
 
 	st.cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq bpe_learn",
 								   ALLOCSET_DEFAULT_SIZES);
-	old = MemoryContextSwitchTo(st.cxt);
-	rc = cq_strmap_init(&st.counts, 1 << 16);
-	MemoryContextSwitchTo(old);
-	if (rc != CQ_OK)
-		corpq_core_fail(rc, "out of memory", NULL);
-	corpq_scan_corpus(query, count_row, &st);
-	if (st.counts.n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("corpus contains no words"),
-				 errdetail("Every row is NULL, empty or whitespace.")));
+	corpq_count_corpus(query, &st.counts, st.cxt, count_row, &st);
 
 	old = MemoryContextSwitchTo(st.cxt);
 	learner = cq_bpe_learner_new(&st.counts, min_frequency);
@@ -348,8 +326,6 @@ corpq_bpe_drop(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_RESERVED_NAME),
 				 errmsg("BPE name \"%s\" is reserved and cannot be dropped", CORPQ_WHITESPACE)));
-	SPI_connect();
 	corpq_catalog_drop(&corpq_kind_bpe, name);
-	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -78,20 +78,14 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = corpq_sql_as_caller("SELECT version FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
-							 1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		corpq_undefined_name("BPE model", "corpq.bpe_models", name);
-	vtext = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (vtext && strcmp(vtext, "sentencepiece") == 0)
+	vtext = TextDatumGetCString(corpq_catalog_value(&corpq_kind_bpe, "c.version", name, &isnull));
+	if (strcmp(vtext, "sentencepiece") == 0)
 	{
 		load_spm(seg, name);
 		SPI_finish();
 		return;
 	}
-	version = (vtext && strcmp(vtext, "0.1") == 0) ? 1 : 2;
+	version = strcmp(vtext, "0.1") == 0 ? 1 : 2;
 
 	rc = corpq_sql_as_caller("SELECT left_symbol, right_symbol FROM corpq.bpe_merges "
 							 "WHERE model OPERATOR(pg_catalog.=) $1 ORDER BY rank",
@@ -196,14 +190,8 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 	v->name = MemoryContextStrdup(cxt, name);
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
-	rc = corpq_sql_as_caller("SELECT bpe FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $1",
-							 1, argtypes, values, NULL, true, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
 	{
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+		Datum		d = corpq_catalog_value(&corpq_kind_vocabulary, "c.bpe", name, &isnull);
 
 		if (!isnull)
 			bpe_name = MemoryContextStrdup(cxt, TextDatumGetCString(d));

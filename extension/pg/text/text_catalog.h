@@ -97,6 +97,13 @@ typedef void (*CorpqRowFn) (void *arg, const char *text, int len);
 
 int64		corpq_scan_corpus(const char *query, CorpqRowFn fn, void *arg);
 
+/*
+ * corpq_scan_corpus for a count of words: counts is initialised in cxt, fn
+ * adds a row's words to it.  ERROR if the corpus has no word.
+ */
+void		corpq_count_corpus(const char *query, cq_strmap *counts, MemoryContext cxt,
+							   CorpqRowFn fn, void *arg);
+
 /* ERROR unless the database encoding is UTF8 or SQL_ASCII (the core reads UTF-8). */
 void		corpq_require_utf8(void);
 

@@ -5,6 +5,7 @@
 #include "postgres.h"
 
 #include "pg/base/corpus_query.h"
+#include "pg/base/errors.h"
 #include "pg/text/text_catalog.h"
 
 /* Rows fetched from a corpus cursor at a time. */
@@ -46,4 +47,22 @@ corpq_scan_corpus(const char *query, CorpqRowFn fn, void *arg)
 
 	corpq_query_stream(query, &corpus_spec, CORPUS_BATCH, scan_batch, &st);
 	return st.non_null;
+}
+
+void
+corpq_count_corpus(const char *query, cq_strmap *counts, MemoryContext cxt,
+				   CorpqRowFn fn, void *arg)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	int			rc = cq_strmap_init(counts, 1 << 16);
+
+	MemoryContextSwitchTo(old);
+	if (rc != CQ_OK)
+		corpq_core_fail(rc, "out of memory", NULL);
+	corpq_scan_corpus(query, fn, arg);
+	if (counts->n == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("corpus contains no words"),
+				 errdetail("Every row is NULL, empty or whitespace.")));
 }

@@ -58,9 +58,8 @@ store_vocab(const char *name, const char *bpe, const cq_vocabulary *v,
 	Oid			v_types[6] = {TEXTOID, TEXTOID, INT4OID, INT4OID, INT4OID, OIDOID};
 	Datum		v_vals[6];
 	char		v_nulls[6] = {' ', bpe ? ' ' : 'n', ' ', ' ', ' ', ' '};
-	Oid			t_types[3] = {TEXTOID, TEXTARRAYOID, INT8ARRAYOID};
-	Datum		t_vals[3];
-	int			rc;
+	Oid			t_types[2] = {TEXTARRAYOID, INT8ARRAYOID};
+	Datum		t_vals[2];
 
 	for (int32 i = 0; i < n; i++)
 	{
@@ -76,23 +75,12 @@ store_vocab(const char *name, const char *bpe, const cq_vocabulary *v,
 	v_vals[3] = Int32GetDatum(max_size);
 	v_vals[4] = Int32GetDatum(min_count);
 	v_vals[5] = ObjectIdGetDatum(GetUserId());
-	t_vals[0] = v_vals[0];
-	t_vals[1] = PointerGetDatum(construct_array(toks, n, TEXTOID, -1, false, TYPALIGN_INT));
-	t_vals[2] = PointerGetDatum(construct_array(cnts, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-
-	SPI_connect();
-	rc = corpq_sql_as_owner("INSERT INTO corpq.vocabularies (name, bpe, size, max_size, min_count, owner) "
-							"VALUES ($1, $2, $3, $4, $5, $6::pg_catalog.regrole)",
-							6, v_types, v_vals, v_nulls, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	rc = corpq_sql_as_owner("INSERT INTO corpq.vocabulary_tokens (vocabulary, id, token, count) "
-							"SELECT $1, (u.o OPERATOR(pg_catalog.-) 1)::pg_catalog.int4, u.t, u.c "
-							"FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3)) WITH ORDINALITY AS u(t, c, o)",
-							3, t_types, t_vals, NULL, 0);
-	if (rc != SPI_OK_INSERT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
-	SPI_finish();
+	t_vals[0] = PointerGetDatum(construct_array(toks, n, TEXTOID, -1, false, TYPALIGN_INT));
+	t_vals[1] = PointerGetDatum(construct_array(cnts, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	corpq_catalog_store("INSERT INTO corpq.vocabularies (name, bpe, size, max_size, min_count, owner) "
+						"VALUES ($1, $2, $3, $4, $5, $6::pg_catalog.regrole)",
+						6, v_types, v_vals, v_nulls,
+						"corpq.vocabulary_tokens (vocabulary, id, token, count)", t_types, t_vals);
 }
 
 /* corpq.vocab_build(name, corpus, bpe, max_size, min_count) -> size */
@@ -135,23 +123,13 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	}
 	corpq_require_utf8();
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	corpq_check_new_name("vocabulary", "corpq.vocabularies", "corpq.vocab_drop", name);
+	corpq_check_new_name(&corpq_kind_vocabulary, name);
 	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
 	st.cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq vocab_build",
 								   ALLOCSET_DEFAULT_SIZES);
 	st.seg = corpq_segmenter_load(bpe, st.cxt);
-	old = MemoryContextSwitchTo(st.cxt);
-	rc = cq_strmap_init(&st.counts, 1 << 16);
-	MemoryContextSwitchTo(old);
-	if (rc != CQ_OK)
-		corpq_core_fail(rc, "out of memory", NULL);
-	corpq_scan_corpus(query, count_row, &st);
-	if (st.counts.n == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("corpus contains no words"),
-				 errdetail("Every row is NULL, empty or whitespace.")));
+	corpq_count_corpus(query, &st.counts, st.cxt, count_row, &st);
 
 	old = MemoryContextSwitchTo(st.cxt);
 	rc = cq_vocabulary_build(&v, &st.counts, max_size, min_count, &err);
@@ -233,9 +211,7 @@ corpq_vocab_drop(PG_FUNCTION_ARGS)
 
 	corpq_require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	SPI_connect();
 	corpq_catalog_drop(&corpq_kind_vocabulary, name);
-	SPI_finish();
 	PG_RETURN_VOID();
 }
 
@@ -249,26 +225,22 @@ Datum
 corpq_vocab_export(PG_FUNCTION_ARGS)
 {
 	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1] = {CStringGetTextDatum(name)};
 	bool		isnull;
+	Datum		doc;
 	Jsonb	   *out;
 	MemoryContext caller = CurrentMemoryContext;
 
 	SPI_connect();
-	if (corpq_sql_as_caller("SELECT pg_catalog.jsonb_build_object("
-							"'bpe', v.bpe, 'max_size', v.max_size, 'min_count', v.min_count, "
-							"'tokens', (SELECT pg_catalog.jsonb_agg(t.token ORDER BY t.id) FROM corpq.vocabulary_tokens t "
-							"  WHERE t.vocabulary OPERATOR(pg_catalog.=) v.name), "
-							"'counts', (SELECT pg_catalog.jsonb_agg(t.count ORDER BY t.id) FROM corpq.vocabulary_tokens t "
-							"  WHERE t.vocabulary OPERATOR(pg_catalog.=) v.name)) "
-							"FROM corpq.vocabularies v WHERE v.name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.vocabularies");
-	if (SPI_processed == 0)
-		corpq_undefined_name("vocabulary", "corpq.vocabularies", name);
+	doc = corpq_catalog_value(&corpq_kind_vocabulary,
+							  "pg_catalog.jsonb_build_object("
+							  "'bpe', c.bpe, 'max_size', c.max_size, 'min_count', c.min_count, "
+							  "'tokens', (SELECT pg_catalog.jsonb_agg(t.token ORDER BY t.id) FROM corpq.vocabulary_tokens t "
+							  "  WHERE t.vocabulary OPERATOR(pg_catalog.=) c.name), "
+							  "'counts', (SELECT pg_catalog.jsonb_agg(t.count ORDER BY t.id) FROM corpq.vocabulary_tokens t "
+							  "  WHERE t.vocabulary OPERATOR(pg_catalog.=) c.name))",
+							  name, &isnull);
 	MemoryContextSwitchTo(caller);
-	out = DatumGetJsonbPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	out = DatumGetJsonbPCopy(doc);
 	SPI_finish();
 	PG_RETURN_JSONB_P(out);
 }
@@ -342,23 +314,13 @@ spm_segmenter(JsonbValue *spm_v, JsonbValue *bpe_v)
 {
 	char	   *name;
 	CorpqSegmenter *seg;
-	Oid			argtypes[1] = {TEXTOID};
-	Datum		values[1];
-	bool		found;
 
 	if (spm_v->type != jbvString || spm_v->val.string.len == 0)
 		bad_document("\"spm\" must name a SentencePiece model stored with corpq.spm_import");
 	if (bpe_v != NULL && bpe_v->type != jbvNull)
 		bad_document("a document has \"bpe\" or \"spm\", not both");
 	name = pnstrdup(spm_v->val.string.val, spm_v->val.string.len);
-	values[0] = CStringGetTextDatum(name);
-	SPI_connect();
-	if (corpq_sql_as_caller("SELECT 1 FROM corpq.bpe_models WHERE name OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.bpe_models");
-	found = SPI_processed == 1;
-	SPI_finish();
-	if (!found)
+	if (!corpq_catalog_exists(&corpq_kind_bpe, name))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("SentencePiece model \"%s\" does not exist", name),
@@ -401,7 +363,7 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 	corpq_require_utf8();
 	if (!JB_ROOT_IS_OBJECT(doc))
 		bad_document("it must be a JSON object");
-	corpq_check_new_name("vocabulary", "corpq.vocabularies", "corpq.vocab_drop", name);
+	corpq_check_new_name(&corpq_kind_vocabulary, name);
 
 	/* a converted model's SentencePiece vocabulary: "spm" names its segmenter */
 	spm_v = doc_key(doc, "spm");

@@ -28,6 +28,7 @@
 #include "nn/infer/batching.h"
 #include "nn/model/modelfile.h"
 #include "nn/train/schedule.h"
+#include "pg/base/catalog.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
@@ -44,31 +45,14 @@
 static int64
 check_model(const char *name, CorpqModelRef *ref)
 {
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1];
-	bool		isnull;
-	bool		member;
-
 	if (strchr(name, '@') != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot train a pinned model version \"%s\"", name),
 				 errhint("Pass the model name: training starts from its latest version and writes new versions.")));
 	corpq_model_resolve(name, false, ref);
-	values[0] = Int64GetDatum(ref->id);
-	SPI_connect();
-	if (corpq_sql_as_caller("SELECT pg_catalog.pg_has_role(current_user, owner, 'MEMBER') "
-							"FROM corpq.model_catalog WHERE id OPERATOR(pg_catalog.=) $1",
-							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
-		elog(ERROR, "could not read corpq.model_catalog");
-	member = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
-	if (!member)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied to train model \"%s\"", name),
-				 errhint("Only members of the model's owner role can train it.")));
+	corpq_catalog_check_writer(&corpq_kind_model, name, "train",
+							   "Only members of the model's owner role can train it.");
 	return ref->id;
 }
 
