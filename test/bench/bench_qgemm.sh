@@ -8,6 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
+if [ ! -e /usr/include/oneapi/dnnl/dnnl.h ]; then
+	echo "bench_qgemm: skipped, oneDNN is not installed (apt-get install libdnnl-dev)"
+	exit 0
+fi
 gcc -std=gnu11 -O3 -march=native -ffp-contract=off -Wall -Wextra -Wno-unused-parameter \
 	-Wno-sign-compare -Iextension -I/usr/include/x86_64-linux-gnu/openblas-pthread \
 	-o "$tmp/bench_qgemm" test/bench/bench_qgemm.c extension/nn/ops/qgemm*.c \

@@ -90,13 +90,25 @@ cq_qgemm_isa_name(cq_qgemm_isa isa)
 float
 cq_qgemm_quantize_vec(const float *v, int k, int8_t *q)
 {
-	float		m = 0.0f,
+	float		lane[8] = {0},
+				m = 0.0f,
 				scale;
 
-	for (int i = 0; i < k; i++)
-		m = fabsf(v[i]) > m ? fabsf(v[i]) : m;	/* NaN never wins */
+	int			i = 0;
+
+	/*
+	 * max |v|, NaN never winning, as 8 independent chains (one chain waits
+	 * on the latency of each max); a max is the same in any order.
+	 */
+	for (; i + 8 <= k; i += 8)
+		for (int l = 0; l < 8; l++)
+			lane[l] = fabsf(v[i + l]) > lane[l] ? fabsf(v[i + l]) : lane[l];
+	for (; i < k; i++)
+		lane[0] = fabsf(v[i]) > lane[0] ? fabsf(v[i]) : lane[0];
+	for (i = 0; i < 8; i++)
+		m = lane[i] > m ? lane[i] : m;
 	scale = m / 127.0f;
-	for (int i = 0; i < k; i++)
+	for (i = 0; i < k; i++)
 	{
 		/* rintf: round half even in the default mode; x / 0 and inf / inf land below */
 		float		c = scale > 0.0f ? rintf(v[i] / scale) : 0.0f;

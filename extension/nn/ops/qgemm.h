@@ -19,11 +19,14 @@
  * The integer part is exact on every ISA, so every variant gives the same
  * int32 sum acc[r][j] = sum_k xq[r][k] wq[j][k], |acc| <= 127^2 k:
  *   - portable C: int32 multiply-adds;
- *   - AVX2: vpmaddubsw(|xq|, sign(wq, xq)) multiplies 7-bit magnitudes
- *     (<= 127) by signed bytes (|.| <= 127): each int16 pair sum is at most
- *     2 * 127^2 = 32258 < 32767, so the instruction's saturation never
- *     triggers (it does with uint8 activations up to 255: 2 * 255 * 127 =
- *     64770); vpmaddwd by ones widens the pairs to int32 exactly;
+ *   - AVX2: vpmaddubsw(|wq|, sign(xq, wq)) multiplies 7-bit magnitudes
+ *     (<= 127, unsigned) by signed bytes (|.| <= 127): each int16 pair sum
+ *     is at most 2 * 127^2 = 32258 < 32767, so the instruction's saturation
+ *     never triggers (it does with uint8 activations up to 255: 2 * 255 *
+ *     127 = 64770, which is what oneDNN's AVX2 int8 kernels run into, see
+ *     test/bench/bench_qgemm.c); vpmaddwd by ones widens the pairs to int32
+ *     exactly.  The extra vpsignb costs about a third of the throughput of
+ *     a plain vpmaddubsw kernel, the price of 8-bit activations;
  *   - AVX-VNNI / AVX512-VNNI: vpdpbusd multiplies uint8 by int8 into int32
  *     without saturation; the activations enter as xq + 128 (1 .. 255) and
  *     the packed weights carry comp[j] = 128 sum_k wq[j][k] to subtract.

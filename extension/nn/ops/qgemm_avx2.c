@@ -47,14 +47,15 @@ epilogue(const cq_qgemm_tile *t, int r, int h, __m256i acc)
 }
 
 /*
- * acc += xq . w per lane, exactly: |xq| <= 127 as unsigned bytes times w
- * with xq's sign (|.| <= 127), so vpmaddubsw's int16 pair sums stay within
+ * acc += xq . w per lane, exactly: |w| <= 127 as unsigned bytes times xq
+ * with w's sign (|.| <= 127), so vpmaddubsw's int16 pair sums stay within
  * 2 * 127^2 and never saturate; vpmaddwd by ones widens them to int32.
+ * (|w| is shared by the tile's rows, the activation quad by its columns.)
  */
 AVX2 static INLINE __m256i
-dot_sign(__m256i acc, __m256i a, __m256i abs_a, __m256i w)
+dot_sign(__m256i acc, __m256i a, __m256i abs_w, __m256i w)
 {
-	__m256i		pairs = _mm256_maddubs_epi16(abs_a, _mm256_sign_epi8(w, a));
+	__m256i		pairs = _mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(a, w));
 
 	return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
@@ -73,16 +74,17 @@ tile_avx2(const cq_qgemm_tile *t, const int mr)
 	for (int g = 0; g < t->kg; g++, w += GROUP)
 	{
 		__m256i		w0 = _mm256_loadu_si256((const __m256i *) w),
-					w1 = _mm256_loadu_si256((const __m256i *) (w + 32));
+					w1 = _mm256_loadu_si256((const __m256i *) (w + 32)),
+					abs_w0 = _mm256_abs_epi8(w0),
+					abs_w1 = _mm256_abs_epi8(w1);
 
 #pragma GCC unroll 4
 		for (int r = 0; r < mr; r++)
 		{
-			__m256i		a = quad(t, r, g),
-						abs_a = _mm256_abs_epi8(a);
+			__m256i		a = quad(t, r, g);
 
-			acc[r][0] = dot_sign(acc[r][0], a, abs_a, w0);
-			acc[r][1] = dot_sign(acc[r][1], a, abs_a, w1);
+			acc[r][0] = dot_sign(acc[r][0], a, abs_w0, w0);
+			acc[r][1] = dot_sign(acc[r][1], a, abs_w1, w1);
 		}
 	}
 #pragma GCC unroll 4
@@ -99,7 +101,10 @@ cq_qgemm_tile_avx2(const cq_qgemm_tile *t)
 	switch (t->mr)
 	{
 #define CASE(n) case n: tile_avx2(t, n); break;
-			CASE(1) CASE(2) CASE(3) CASE(4)
+			CASE(1) CASE(2) CASE(3)
+#if MR > 3
+			CASE(4)
+#endif
 #undef CASE
 	}
 }
