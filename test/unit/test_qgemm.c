@@ -371,6 +371,43 @@ TEST(qgemm_close_to_float32)
 	free(w), free(x), free(bias), free(y), free(xq), free_weights(&ws);
 }
 
+/*
+ * What the VNNI tiles compute, emulated in C on the packed buffer (this test
+ * runs everywhere, the tiles only on CPUs with VNNI): per lane, vpdpbusd's
+ * sum of biased activations (xq + 128, unsigned) times the weights, minus
+ * comp, is the exact sum of the definition.
+ */
+TEST(qgemm_vnni_arithmetic_emulated)
+{
+	int			n = 23,
+				k = 37,
+				kg = (k + 3) / 4;
+	float	   *w = random_floats((long) n * k, 1.0f),
+			   *x = random_floats(k, 1.0f);
+	weights		ws = make_weights(w, n, k);
+	const int32_t *comp = (const int32_t *) ((const float *) ws.packed + 32);
+	const int8_t *panel = (const int8_t *) (comp + 32);
+	int8_t		xq[40] = {0};
+	long		bad = 0;
+
+	cq_qgemm_quantize_vec(x, k, xq);
+	for (int j = 0; j < n; j++)
+	{
+		int32_t		lane = 0,
+					exact = 0;
+
+		for (int g = 0; g < kg; g++)
+			for (int i = 0; i < 4; i++)
+				lane += (int32_t) (uint8_t) (xq[4 * g + i] ^ 0x80) *
+					panel[(((j / 16) * kg + g) * 16 + j % 16) * 4 + i];
+		for (int kk = 0; kk < k; kk++)
+			exact += xq[kk] * ws.q[j * k + kk];
+		bad += lane - comp[j] != exact;
+	}
+	CHECK_INT_EQ(bad, 0);
+	free(w), free(x), free_weights(&ws);
+}
+
 TEST(qgemm_isa_choice)
 {
 #define F(x) CQ_CPU_BIT(CQ_CPU_##x)
