@@ -408,6 +408,18 @@ TEST(qgemm_vnni_arithmetic_emulated)
 	free(w), free(x), free_weights(&ws);
 }
 
+/* k beyond CQ_QGEMM_MAX_K: no packed size, and NaN rather than a hang or an overflow. */
+TEST(qgemm_k_out_of_range)
+{
+	float		y[6] = {0};
+
+	CHECK_INT_EQ(cq_qgemm_packed_bytes(5, CQ_QGEMM_MAX_K + 1), 0);
+	CHECK(cq_qgemm_packed_bytes(5, CQ_QGEMM_MAX_K) > 0);
+	cq_qgemm_rows(NULL, 3, CQ_QGEMM_MAX_K + 1, NULL, NULL, 0, y, 3, 2);
+	for (int i = 0; i < 6; i++)
+		CHECK(isnan(y[i]));
+}
+
 TEST(qgemm_isa_choice)
 {
 #define F(x) CQ_CPU_BIT(CQ_CPU_##x)

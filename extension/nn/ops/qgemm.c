@@ -165,6 +165,8 @@ cq_qgemm_packed_bytes(int n, int k)
 {
 	size_t		cols = (size_t) panels(n) * CQ_QGEMM_NB;
 
+	if (k < 0 || k > CQ_QGEMM_MAX_K)
+		return 0;
 	return cols * (sizeof(float) + sizeof(int32_t)) + cols * groups(k) * CQ_QGEMM_KG;
 }
 
@@ -227,6 +229,15 @@ cq_qgemm_rows_isa(cq_qgemm_isa isa, const void *packed, int n, int k,
 				chunk = ld > 0 && XQ_BYTES / ld < CHUNK_MAX ? XQ_BYTES / ld : CHUNK_MAX;
 	int8_t		xq[XQ_BYTES] __attribute__((aligned(64)));
 	float		xs[CHUNK_MAX];
+
+	/* a broken contract (the layer should have been refused): visible, not a hang */
+	if (k < 0 || k > CQ_QGEMM_MAX_K)
+	{
+		for (int r = 0; r < rows; r++)
+			for (int j = 0; j < n; j++)
+				y[(long) r * ldy + j] = NAN;
+		return;
+	}
 
 	for (int m0 = 0; m0 < rows; m0 += chunk)
 	{

@@ -90,13 +90,16 @@ void		cq_qgemm_quantize_weights(const float *w, int n, int k, int8_t *q, float *
  *     int8    panel[P][K4 / 4][NB][4]  K4 = k rounded up to a multiple of 4;
  *                                    panel[p][g][jj][t] = q[p NB + jj][4 g + t],
  *                                    0 past n or k
+ * cq_qgemm_packed_bytes is 0 for k outside [0, CQ_QGEMM_MAX_K]: such a layer
+ * must be refused (or kept in float32).
  */
 size_t		cq_qgemm_packed_bytes(int n, int k);
 void		cq_qgemm_pack(const int8_t *q, const float *scale, int n, int k, void *packed);
 
 /*
  * y[rows, n] = x[rows, k] W^T + bias, W packed by cq_qgemm_pack, bias [n] or
- * NULL (zero); 0 <= k <= CQ_QGEMM_MAX_K.  x and y must not overlap.
+ * NULL (zero); 0 <= k <= CQ_QGEMM_MAX_K (otherwise y is all NaN).  x and y
+ * must not overlap.
  */
 void		cq_qgemm_rows(const void *packed, int n, int k, const float *bias,
 						  const float *x, long ldx, float *y, long ldy, int rows);
