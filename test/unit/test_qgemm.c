@@ -13,6 +13,8 @@
 #include "common/cpu.h"
 #include "nn/ops/qgemm.h"
 
+#define QGEMM_FIXED_BITS 0x31ef46b3bdedfe0fULL
+
 static uint64_t lcg_state = 4242;
 
 static float
@@ -418,6 +420,46 @@ TEST(qgemm_k_out_of_range)
 	cq_qgemm_rows(NULL, 3, CQ_QGEMM_MAX_K + 1, NULL, NULL, 0, y, 3, 2);
 	for (int i = 0; i < 6; i++)
 		CHECK(isnan(y[i]));
+}
+
+/*
+ * One fixed product's bits, pinned: the contract is the same bits on every
+ * variant, build (-march, compiler) and machine, so a CPU with VNNI must
+ * print and match the value computed here (AVX2 and portable, 2026-11-25).
+ */
+TEST(qgemm_fixed_bits)
+{
+	cq_qgemm_isa isas[CQ_QGEMM_N_ISA];
+	int			n_isa = runnable(isas),
+				n = 37,
+				k = 71,
+				rows = 5;
+	uint64_t	saved = lcg_state;
+	float	   *w,
+			   *x,
+			   *bias,
+			   *y = malloc(sizeof(float) * rows * n);
+	weights		ws;
+
+	lcg_state = 777;
+	w = random_floats((long) n * k, 0.3f);
+	x = random_floats((long) rows * k, 5.0f);
+	bias = random_floats(n, 1.0f);
+	lcg_state = saved;
+	ws = make_weights(w, n, k);
+	for (int i = 0; i < n_isa; i++)
+	{
+		uint64_t	h = 14695981039346656037ULL;	/* FNV-1a over the bytes of y */
+
+		cq_qgemm_rows_isa(isas[i], ws.packed, n, k, bias, x, k, y, n, rows);
+		for (size_t b = 0; b < sizeof(float) * rows * n; b++)
+			h = (h ^ ((unsigned char *) y)[b]) * 1099511628211ULL;
+		if (h != QGEMM_FIXED_BITS)
+			unit_fail(__FILE__, __LINE__, "%s: hash %#llx, pinned %#llx",
+					  cq_qgemm_isa_name(isas[i]), (unsigned long long) h,
+					  (unsigned long long) QGEMM_FIXED_BITS);
+	}
+	free(w), free(x), free(bias), free(y), free_weights(&ws);
 }
 
 TEST(qgemm_isa_choice)
