@@ -5,7 +5,9 @@
  * Quantization, one rule for weights and activations (cq_qgemm_quantize_vec):
  * a vector v[k] gets scale = max|v| / 127 (0 for an all-zero vector) and
  * q = round-half-even(v / scale) clamped to [-127, 127] (NaN -> 0).  -128 is
- * never produced, which the AVX2 scheme below relies on.
+ * never produced: the AVX2 scheme below negates activation codes (weights
+ * of -128 from another quantizer would still be exact: |-128| = 128 fits
+ * the unsigned operand and 2 * 128 * 127 < 32767).
  *
  * Activations are symmetric int8, not asymmetric uint8 with a zero point:
  *   - each row's scale and codes depend on that row only, so a row's result
