@@ -11,7 +11,7 @@
 
 static const char *const feature_names[CQ_CPU_N_FEATURES] = {
 	"SSE2", "SSE3", "SSSE3", "SSE4.1", "SSE4.2", "AVX", "AVX2", "FMA",
-	"AVX512F", "AVX512BW", "AVX512DQ", "AVX512VL"
+	"AVX512F", "AVX512BW", "AVX512DQ", "AVX512VL", "AVX512VNNI", "AVXVNNI"
 };
 
 #define B(f) CQ_CPU_BIT(CQ_CPU_##f)
@@ -87,7 +87,11 @@ detect(void)
 			f |= (b & bit_AVX512BW) ? B(AVX512BW) : 0;
 			f |= (b & bit_AVX512DQ) ? B(AVX512DQ) : 0;
 			f |= (b & bit_AVX512VL) ? B(AVX512VL) : 0;
+			f |= (c & bit_AVX512VNNI) ? B(AVX512VNNI) : 0;
 		}
+		/* leaf 7 subleaf 1 exists when subleaf 0 says so (eax = max subleaf) */
+		if (a >= 1 && __get_cpuid_count(7, 1, &a, &b, &c, &d))
+			f |= (a & bit_AVXVNNI) ? B(AVXVNNI) : 0;
 	}
 	return f;
 }

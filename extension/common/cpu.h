@@ -3,7 +3,8 @@
  *
  * One rule for every host: the extension's OpenBLAS loader, the unit tests,
  * the reference checks (test/blas_core) and the benchmarks all ask this file,
- * and the packed inference kernel (nn/ops/rowgemm.c) dispatches on the same bits.
+ * and the packed inference kernels (nn/ops/rowgemm.c, nn/ops/qgemm.c) dispatch
+ * on the same bits.
  *
  * Features count only when the OS saves their registers (XGETBV): a CPU with
  * AVX-512 under a kernel or hypervisor that does not enable ZMM state has no
@@ -30,6 +31,8 @@ typedef enum cq_cpu_feature
 	CQ_CPU_AVX512BW,
 	CQ_CPU_AVX512DQ,
 	CQ_CPU_AVX512VL,
+	CQ_CPU_AVX512VNNI,				/* vpdpbusd on zmm (int8 kernels, nn/ops/qgemm.h) */
+	CQ_CPU_AVXVNNI,					/* the same on ymm, VEX-encoded (Alder Lake, Zen 5) */
 	CQ_CPU_N_FEATURES
 } cq_cpu_feature;
 

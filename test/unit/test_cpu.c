@@ -113,6 +113,13 @@ TEST(cpu_this_machine)
 		CHECK((f & F(AVX)) != 0);
 	if (f & F(AVX2))
 		CHECK((f & F(AVX)) != 0);
+	/* VNNI counts only with the register state its vectors need */
+	if (f & F(AVX512VNNI))
+		CHECK((f & F(AVX512F)) != 0);
+	if (f & F(AVXVNNI))
+		CHECK((f & F(AVX)) != 0);
+	CHECK_STR_EQ(cq_cpu_feature_name(CQ_CPU_AVX512VNNI), "AVX512VNNI");
+	CHECK_STR_EQ(cq_cpu_feature_name(CQ_CPU_AVXVNNI), "AVXVNNI");
 	CHECK_INT_EQ(cq_blas_choose(NULL, NULL, f, &c), CQ_BLAS_CHOICE_OK);
 	CHECK(!c.core || cq_blas_core_missing(c.core, f) < 0);
 	CHECK_INT_EQ(cq_rowgemm_isa_for(AVX512_ALL), CQ_ROWGEMM_AVX512);

@@ -1,0 +1,171 @@
+/*
+ * The AVX2 and AVX-VNNI int8 tiles (qgemm_tile.h): up to MR rows x 16
+ * columns, two ymm accumulators of int32 per row; per quad of k, two weight
+ * vectors (8 columns x 4 bytes each) and one broadcast quad of each row's
+ * activations.  The products are exact (qgemm.h); the epilogue is the one
+ * formula of cq_qgemm_out, lane by lane.
+ */
+#include "nn/ops/qgemm.h"
+#include "nn/ops/qgemm_tile.h"
+
+#include <string.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+#define AVX2 __attribute__((target("avx2,fma")))
+#define AVXVNNI __attribute__((target("avx2,fma,avxvnni")))
+#define INLINE inline __attribute__((always_inline))
+#define GROUP (CQ_QGEMM_NB * CQ_QGEMM_KG)
+
+/* Row r's activation quad g, in every int32 lane. */
+AVX2 static INLINE __m256i
+quad(const cq_qgemm_tile *t, int r, int g)
+{
+	int32_t		v;
+
+	memcpy(&v, t->xq + r * t->ldxq + g * CQ_QGEMM_KG, sizeof(v));
+	return _mm256_set1_epi32(v);
+}
+
+AVX2 static INLINE __m256i
+lanes_below(int n)
+{
+	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* y[r][8h ..] = fma((float) acc, xs[r] * ws, bias or 0), masked to nb. */
+AVX2 static INLINE void
+epilogue(const cq_qgemm_tile *t, int r, int h, __m256i acc)
+{
+	__m256i		m = lanes_below(t->nb - 8 * h);
+	__m256		s = _mm256_mul_ps(_mm256_set1_ps(t->xs[r]), _mm256_loadu_ps(t->ws + 8 * h)),
+				b = t->bias ? _mm256_maskload_ps(t->bias + 8 * h, m) : _mm256_setzero_ps();
+
+	_mm256_maskstore_ps(t->y + r * t->ldy + 8 * h, m,
+						_mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), s, b));
+}
+
+/*
+ * acc += xq . w per lane, exactly: |w| <= 127 as unsigned bytes times xq
+ * with w's sign (|.| <= 127), so vpmaddubsw's int16 pair sums stay within
+ * 2 * 127^2 and never saturate; vpmaddwd by ones widens them to int32.
+ * (|w| is shared by the tile's rows, the activation quad by its columns.)
+ */
+AVX2 static INLINE __m256i
+dot_sign(__m256i acc, __m256i a, __m256i abs_w, __m256i w)
+{
+	__m256i		pairs = _mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(a, w));
+
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+#define MR CQ_QGEMM_MR_AVX2
+
+AVX2 static INLINE void
+tile_avx2(const cq_qgemm_tile *t, const int mr)
+{
+	__m256i		acc[MR][2];
+	const int8_t *w = t->w;
+
+#pragma GCC unroll 4
+	for (int r = 0; r < mr; r++)
+		acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+	for (int g = 0; g < t->kg; g++, w += GROUP)
+	{
+		__m256i		w0 = _mm256_loadu_si256((const __m256i *) w),
+					w1 = _mm256_loadu_si256((const __m256i *) (w + 32)),
+					abs_w0 = _mm256_abs_epi8(w0),
+					abs_w1 = _mm256_abs_epi8(w1);
+
+#pragma GCC unroll 4
+		for (int r = 0; r < mr; r++)
+		{
+			__m256i		a = quad(t, r, g);
+
+			acc[r][0] = dot_sign(acc[r][0], a, abs_w0, w0);
+			acc[r][1] = dot_sign(acc[r][1], a, abs_w1, w1);
+		}
+	}
+#pragma GCC unroll 4
+	for (int r = 0; r < mr; r++)
+	{
+		epilogue(t, r, 0, acc[r][0]);
+		epilogue(t, r, 1, acc[r][1]);
+	}
+}
+
+AVX2 void
+cq_qgemm_tile_avx2(const cq_qgemm_tile *t)
+{
+	switch (t->mr)
+	{
+#define CASE(n) case n: tile_avx2(t, n); break;
+			CASE(1) CASE(2) CASE(3)
+#if MR > 3
+			CASE(4)
+#endif
+#undef CASE
+	}
+}
+
+#undef MR
+#define MR CQ_QGEMM_MR_AVXVNNI
+
+/* vpdpbusd: biased activations (uint8) times weights, exact in int32. */
+AVXVNNI static INLINE void
+tile_avxvnni(const cq_qgemm_tile *t, const int mr)
+{
+	__m256i		acc[MR][2];
+	const int8_t *w = t->w;
+	__m256i		c0 = _mm256_loadu_si256((const __m256i *) t->comp),
+				c1 = _mm256_loadu_si256((const __m256i *) (t->comp + 8));
+
+#pragma GCC unroll 6
+	for (int r = 0; r < mr; r++)
+		acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+	for (int g = 0; g < t->kg; g++, w += GROUP)
+	{
+		__m256i		w0 = _mm256_loadu_si256((const __m256i *) w),
+					w1 = _mm256_loadu_si256((const __m256i *) (w + 32));
+
+#pragma GCC unroll 6
+		for (int r = 0; r < mr; r++)
+		{
+			__m256i		a = quad(t, r, g);
+
+			acc[r][0] = _mm256_dpbusd_avx_epi32(acc[r][0], a, w0);
+			acc[r][1] = _mm256_dpbusd_avx_epi32(acc[r][1], a, w1);
+		}
+	}
+#pragma GCC unroll 6
+	for (int r = 0; r < mr; r++)
+	{
+		epilogue(t, r, 0, _mm256_sub_epi32(acc[r][0], c0));
+		epilogue(t, r, 1, _mm256_sub_epi32(acc[r][1], c1));
+	}
+}
+
+AVXVNNI void
+cq_qgemm_tile_avxvnni(const cq_qgemm_tile *t)
+{
+	switch (t->mr)
+	{
+#define CASE(n) case n: tile_avxvnni(t, n); break;
+			CASE(1) CASE(2) CASE(3) CASE(4) CASE(5) CASE(6)
+#undef CASE
+	}
+}
+#else
+void
+cq_qgemm_tile_avx2(const cq_qgemm_tile *t)
+{
+	cq_qgemm_tile_portable(t);
+}
+
+void
+cq_qgemm_tile_avxvnni(const cq_qgemm_tile *t)
+{
+	cq_qgemm_tile_portable(t);
+}
+#endif

@@ -1,0 +1,479 @@
+/*
+ * The int8 GEMM (nn/ops/qgemm.h): quantization, the packed layout, its
+ * definition (exact int32 sums, one float epilogue), bit-identical variants,
+ * batch invariance and accuracy against the float32 product.  Variants this
+ * CPU cannot execute are skipped, and the output says so.
+ */
+#include "unit.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "common/cpu.h"
+#include "nn/ops/qgemm.h"
+
+#define QGEMM_FIXED_BITS 0x31ef46b3bdedfe0fULL
+
+static uint64_t lcg_state = 4242;
+
+static float
+uniform(void)
+{
+	lcg_state = lcg_state * 6364136223846793005ULL + 1442695040888963407ULL;
+	return (float) ((lcg_state >> 40) / (double) (1 << 24)) * 2.0f - 1.0f;
+}
+
+static int
+below(int n)
+{
+	return (int) ((uniform() + 1.0f) * 0.5f * n) % n;
+}
+
+/* n floats in [-amp, amp), some rows larger: activations vary per row. */
+static float *
+random_floats(long n, float amp)
+{
+	float	   *x = malloc(sizeof(float) * (n > 0 ? n : 1));
+
+	for (long i = 0; i < n; i++)
+		x[i] = uniform() * amp;
+	return x;
+}
+
+/* The variants this CPU executes; the others are named once on stdout. */
+static int
+runnable(cq_qgemm_isa *out)
+{
+	static bool said;
+	int			n = 0;
+
+	for (int i = 0; i < CQ_QGEMM_N_ISA; i++)
+	{
+		if (cq_qgemm_isa_runs((cq_qgemm_isa) i, cq_cpu_detect()))
+			out[n++] = (cq_qgemm_isa) i;
+		else if (!said)
+			printf("     qgemm: %s skipped, this CPU cannot execute it\n",
+				   cq_qgemm_isa_name((cq_qgemm_isa) i));
+	}
+	said = true;
+	return n;
+}
+
+/* W quantized and packed; q and scale kept for the references. */
+typedef struct weights
+{
+	int			n,
+				k;
+	int8_t	   *q;
+	float	   *scale;
+	void	   *packed;
+} weights;
+
+static weights
+make_weights(const float *w, int n, int k)
+{
+	weights		ws = {n, k, malloc(n * (long) k + 1), malloc(sizeof(float) * (n + 1)),
+	malloc(cq_qgemm_packed_bytes(n, k))};
+
+	cq_qgemm_quantize_weights(w, n, k, ws.q, ws.scale);
+	cq_qgemm_pack(ws.q, ws.scale, n, k, ws.packed);
+	return ws;
+}
+
+static void
+free_weights(weights *ws)
+{
+	free(ws->q), free(ws->scale), free(ws->packed);
+}
+
+/*
+ * The definition, written out from the unpacked codes: the int32 sum (in
+ * int64 here: it must fit, and match), then the epilogue of qgemm.h.
+ */
+static float
+definition(const weights *ws, const float *x, const float *bias, int j)
+{
+	int8_t	   *xq = malloc(ws->k + 1);
+	float		xs = cq_qgemm_quantize_vec(x, ws->k, xq);
+	int64_t		acc = 0;
+
+	for (int kk = 0; kk < ws->k; kk++)
+		acc += (int64_t) xq[kk] * ws->q[(long) j * ws->k + kk];
+	free(xq);
+	return fmaf((float) (int32_t) acc, xs * ws->scale[j], bias ? bias[j] : 0.0f);
+}
+
+/* Shapes: tails in n and k, rows 1..9 and over a chunk (k 1000: 65 rows). */
+static const int shapes[][3] = {	/* rows, n, k */
+	{1, 1, 1}, {2, 3, 5}, {3, 17, 7}, {4, 16, 64}, {5, 31, 33}, {6, 33, 130},
+	{7, 9, 255}, {8, 48, 4}, {9, 100, 513}, {70, 20, 1000}, {3, 5, 0},
+};
+
+#define N_SHAPES ((int) (sizeof(shapes) / sizeof(shapes[0])))
+
+TEST(qgemm_quantize_round_trip)
+{
+	int			n = 37,
+				k = 91;
+	float	   *w = random_floats((long) n * k, 3.0f);
+	int8_t	   *q = malloc(n * k);
+	float	   *scale = malloc(sizeof(float) * n);
+	long		bad = 0;
+
+	for (int kk = 0; kk < k; kk++)
+		w[5 * k + kk] = 0.0f;		/* a zero row */
+	cq_qgemm_quantize_weights(w, n, k, q, scale);
+	CHECK(scale[5] == 0.0f);
+	for (int j = 0; j < n; j++)
+	{
+		int			top = 0;
+
+		for (int kk = 0; kk < k; kk++)
+		{
+			double		v = w[(long) j * k + kk],
+						back = (double) q[(long) j * k + kk] * scale[j];
+
+			/* half a step, plus the rounding of v / scale (<= 127 u) */
+			bad += fabs(v - back) > scale[j] * (0.5 + 127 * ldexp(1.0, -24));
+			bad += q[(long) j * k + kk] < -127 || (j == 5 && q[(long) j * k + kk] != 0);
+			top = abs(q[(long) j * k + kk]) > top ? abs(q[(long) j * k + kk]) : top;
+		}
+		bad += j != 5 && top != 127;	/* the largest weight is +-127 */
+	}
+	CHECK_INT_EQ(bad, 0);
+	free(w), free(q), free(scale);
+}
+
+TEST(qgemm_quantize_non_finite)
+{
+	float		v[4] = {NAN, 1.0f, -2.0f, 0.5f};
+	int8_t		q[4];
+	float		s = cq_qgemm_quantize_vec(v, 4, q);
+
+	CHECK(s == 2.0f / 127.0f);
+	CHECK_INT_EQ(q[0], 0);
+	CHECK_INT_EQ(q[2], -127);
+	CHECK_INT_EQ(q[3], 32);			/* 0.5 / (2 / 127) = 31.75 */
+}
+
+TEST(qgemm_packed_layout)
+{
+	int			n = 21,
+				k = 10;
+	float	   *w = random_floats((long) n * k, 1.0f);
+	weights		ws = make_weights(w, n, k);
+	const float *wscale = ws.packed;
+	const int32_t *comp = (const int32_t *) (wscale + 32);
+	const int8_t *panel = (const int8_t *) (comp + 32);
+	long		bad = 0;
+
+	CHECK_INT_EQ(cq_qgemm_packed_bytes(n, k), 2 * 16 * (4 + 4) + 2 * 16 * 12);
+	for (int j = 0; j < 32; j++)
+	{
+		int32_t		sum = 0;
+
+		for (int kk = 0; kk < 12; kk++)
+		{
+			int8_t		want = j < n && kk < k ? ws.q[j * k + kk] : 0;
+
+			bad += panel[(((j / 16) * 3 + kk / 4) * 16 + j % 16) * 4 + kk % 4] != want;
+			sum += want;
+		}
+		bad += wscale[j] != (j < n ? ws.scale[j] : 0.0f);
+		bad += comp[j] != 128 * sum;
+	}
+	CHECK_INT_EQ(bad, 0);
+	free(w), free_weights(&ws);
+}
+
+TEST(qgemm_is_the_definition_on_every_variant)
+{
+	cq_qgemm_isa isas[CQ_QGEMM_N_ISA];
+	int			n_isa = runnable(isas);
+
+	for (int s = 0; s < N_SHAPES; s++)
+	{
+		int			rows = shapes[s][0],
+					n = shapes[s][1],
+					k = shapes[s][2],
+					ldx = k + 3,
+					ldy = n + 2;
+		float	   *w = random_floats((long) n * k, 0.5f),
+				   *x = random_floats((long) rows * ldx, 4.0f),
+				   *bias = random_floats(n, 1.0f),
+				   *ref = malloc(sizeof(float) * rows * ldy),
+				   *y = malloc(sizeof(float) * rows * ldy);
+		weights		ws = make_weights(w, n, k);
+
+		for (int r = 0; r < rows; r++)
+			for (int j = 0; j < n; j++)
+				ref[r * ldy + j] = definition(&ws, x + (long) r * ldx, s % 2 ? bias : NULL, j);
+		for (int i = 0; i < n_isa; i++)
+		{
+			long		bad = 0;
+
+			for (long e = 0; e < (long) rows * ldy; e++)
+				y[e] = -7.0f;		/* the gaps past n must stay untouched */
+			cq_qgemm_rows_isa(isas[i], ws.packed, n, k, s % 2 ? bias : NULL, x, ldx, y, ldy, rows);
+			for (int r = 0; r < rows; r++)
+			{
+				bad += memcmp(y + r * ldy, ref + r * ldy, sizeof(float) * n) != 0;
+				bad += y[r * ldy + n] != -7.0f || y[r * ldy + n + 1] != -7.0f;
+			}
+			if (bad)
+				unit_fail(__FILE__, __LINE__, "%s, %dx%dx%d: %ld rows differ from the definition",
+						  cq_qgemm_isa_name(isas[i]), rows, n, k, bad);
+		}
+		free(w), free(x), free(bias), free(ref), free(y), free_weights(&ws);
+	}
+}
+
+/*
+ * Extreme codes, where a saturating or wrapping product would show: rows of
+ * +-max (all codes +-127), weights of +-max, alternating signs, a zero row,
+ * and k = CQ_QGEMM_MAX_K (|acc| = 127^2 65536, the VNNI biased sum near
+ * 2^31).  Every variant must give the portable bits.
+ */
+TEST(qgemm_extremes_identical_on_every_variant)
+{
+	cq_qgemm_isa isas[CQ_QGEMM_N_ISA];
+	int			n_isa = runnable(isas);
+	const int	ks[] = {4, 61, 256, CQ_QGEMM_MAX_K};
+
+	for (int ki = 0; ki < 4; ki++)
+	{
+		int			k = ks[ki],
+					n = 19,
+					rows = 5;
+		float	   *w = malloc(sizeof(float) * n * k),
+				   *x = malloc(sizeof(float) * rows * k),
+				   *ref = malloc(sizeof(float) * rows * n),
+				   *y = malloc(sizeof(float) * rows * n);
+		weights		ws;
+
+		for (int j = 0; j < n; j++)
+			for (int kk = 0; kk < k; kk++)
+				w[(long) j * k + kk] = j % 3 == 0 ? 1.0f : j % 3 == 1 ? -1.0f : (kk % 2 ? 1.0f : -1.0f);
+		for (int r = 0; r < rows; r++)
+			for (int kk = 0; kk < k; kk++)
+				x[(long) r * k + kk] = r == 0 ? 3.0f : r == 1 ? -3.0f : r == 2 ? (kk % 2 ? -1.0f : 1.0f) :
+					r == 3 ? 0.0f : (kk == 0 ? 100.0f : -1e-3f);
+		ws = make_weights(w, n, k);
+		cq_qgemm_rows_isa(CQ_QGEMM_PORTABLE, ws.packed, n, k, NULL, x, k, ref, n, rows);
+		/* the int32 sum 127^2 k, then one rounding of the product (fma with +0) */
+		CHECK(ref[0] == (float) (127 * 127 * k) * ((3.0f / 127.0f) * (1.0f / 127.0f)));
+		for (int i = 1; i < n_isa; i++)
+		{
+			cq_qgemm_rows_isa(isas[i], ws.packed, n, k, NULL, x, k, y, n, rows);
+			if (memcmp(y, ref, sizeof(float) * rows * n) != 0)
+				unit_fail(__FILE__, __LINE__, "%s differs from portable on extremes, k %d",
+						  cq_qgemm_isa_name(isas[i]), k);
+		}
+		for (int j = 0; j < n; j++)
+			CHECK(ref[3 * n + j] == 0.0f && !signbit(ref[3 * n + j]));
+		free(w), free(x), free(ref), free(y), free_weights(&ws);
+	}
+}
+
+/* A row's bits do not depend on the other rows, their number or its position. */
+TEST(qgemm_rows_are_batch_invariant)
+{
+	cq_qgemm_isa isas[CQ_QGEMM_N_ISA];
+	int			n_isa = runnable(isas);
+	int			n = 45,
+				k = 300,
+				rows = 300;			/* over one chunk (218 rows at k 300) */
+	float	   *w = random_floats((long) n * k, 1.0f),
+			   *bias = random_floats(n, 1.0f),
+			   *x = random_floats((long) rows * k, 1.0f),
+			   *alone = malloc(sizeof(float) * 9 * n),
+			   *y = malloc(sizeof(float) * rows * n);
+	weights		ws = make_weights(w, n, k);
+
+	/* rows of very different magnitudes around the probed ones */
+	for (int r = 0; r < rows; r++)
+		for (int kk = 0; kk < k; kk++)
+			x[(long) r * k + kk] *= (float) (1 + r % 7) * (r % 3 ? 1.0f : 1000.0f);
+	for (int i = 0; i < n_isa; i++)
+	{
+		long		bad = 0;
+
+		cq_qgemm_rows_isa(isas[i], ws.packed, n, k, bias, x, k, y, n, rows);
+		for (int probe = 0; probe < 40; probe++)
+		{
+			int			r = probe < 20 ? probe : below(rows);
+
+			cq_qgemm_rows_isa(isas[i], ws.packed, n, k, bias, x + (long) r * k, k, alone, n, 1);
+			bad += memcmp(alone, y + (long) r * n, sizeof(float) * n) != 0;
+		}
+		/* and from another start: rows 7 .. 15 as a batch of 9 */
+		cq_qgemm_rows_isa(isas[i], ws.packed, n, k, bias, x + 7L * k, k, alone, n, 9);
+		bad += memcmp(alone, y + 7L * n, sizeof(float) * 9 * n) != 0;
+		if (bad)
+			unit_fail(__FILE__, __LINE__, "%s: %ld rows depend on the batch",
+					  cq_qgemm_isa_name(isas[i]), bad);
+	}
+	free(w), free(bias), free(x), free(alone), free(y), free_weights(&ws);
+}
+
+/*
+ * Against the float32 product (computed in float64).  With x = xs xq + ex,
+ * w = ws wq + ew, |ex| <= hx = xs (1/2 + 127 u), |ew| <= hw (the same for
+ * ws; 127 u: the rounding of v / scale before rint):
+ *     x w - xs ws xq wq = x ew + w ex - ex ew,
+ * so |y - y_f32| <= sum_k (|x_k| hw + |w_k| hx + hx hw) + E, where E bounds
+ * the epilogue's roundings (int32 -> float, xs ws, the fma: three relative
+ * u on |acc| xs ws, and u of the bias).
+ */
+TEST(qgemm_close_to_float32)
+{
+	const double u = ldexp(1.0, -24);
+	int			n = 70,
+				k = 257,
+				rows = 9;
+	float	   *w = random_floats((long) n * k, 0.2f),
+			   *x = random_floats((long) rows * k, 2.0f),
+			   *bias = random_floats(n, 1.0f),
+			   *y = malloc(sizeof(float) * rows * n);
+	int8_t	   *xq = malloc(k);
+	weights		ws = make_weights(w, n, k);
+	long		bad = 0;
+	double		worst = 0;
+
+	cq_qgemm_rows(ws.packed, n, k, bias, x, k, y, n, rows);
+	for (int r = 0; r < rows; r++)
+	{
+		double		xs = cq_qgemm_quantize_vec(x + (long) r * k, k, xq),
+					hx = xs * (0.5 + 127 * u);
+
+		for (int j = 0; j < n; j++)
+		{
+			double		hw = ws.scale[j] * (0.5 + 127 * u),
+						exact = bias[j],
+						bound = 0,
+						acc = 0;
+
+			for (int kk = 0; kk < k; kk++)
+			{
+				double		xv = x[(long) r * k + kk],
+							wv = w[(long) j * k + kk];
+
+				exact += xv * wv;
+				bound += fabs(xv) * hw + fabs(wv) * hx + hx * hw;
+				acc += fabs((double) xq[kk] * ws.q[(long) j * k + kk]);
+			}
+			bound += 3 * u * acc * xs * ws.scale[j] + u * fabs(bias[j]) + 4 * u * fabs(exact);
+			bad += !(fabs(y[r * n + j] - exact) <= bound);
+			worst = fmax(worst, fabs(y[r * n + j] - exact) / bound);
+		}
+	}
+	printf("     qgemm vs float32: worst error %.3f of the bound\n", worst);
+	CHECK_INT_EQ(bad, 0);
+	free(w), free(x), free(bias), free(y), free(xq), free_weights(&ws);
+}
+
+/*
+ * What the VNNI tiles compute, emulated in C on the packed buffer (this test
+ * runs everywhere, the tiles only on CPUs with VNNI): per lane, vpdpbusd's
+ * sum of biased activations (xq + 128, unsigned) times the weights, minus
+ * comp, is the exact sum of the definition.
+ */
+TEST(qgemm_vnni_arithmetic_emulated)
+{
+	int			n = 23,
+				k = 37,
+				kg = (k + 3) / 4;
+	float	   *w = random_floats((long) n * k, 1.0f),
+			   *x = random_floats(k, 1.0f);
+	weights		ws = make_weights(w, n, k);
+	const int32_t *comp = (const int32_t *) ((const float *) ws.packed + 32);
+	const int8_t *panel = (const int8_t *) (comp + 32);
+	int8_t		xq[40] = {0};
+	long		bad = 0;
+
+	cq_qgemm_quantize_vec(x, k, xq);
+	for (int j = 0; j < n; j++)
+	{
+		int32_t		lane = 0,
+					exact = 0;
+
+		for (int g = 0; g < kg; g++)
+			for (int i = 0; i < 4; i++)
+				lane += (int32_t) (uint8_t) (xq[4 * g + i] ^ 0x80) *
+					panel[(((j / 16) * kg + g) * 16 + j % 16) * 4 + i];
+		for (int kk = 0; kk < k; kk++)
+			exact += xq[kk] * ws.q[j * k + kk];
+		bad += lane - comp[j] != exact;
+	}
+	CHECK_INT_EQ(bad, 0);
+	free(w), free(x), free_weights(&ws);
+}
+
+/* k beyond CQ_QGEMM_MAX_K: no packed size, and NaN rather than a hang or an overflow. */
+TEST(qgemm_k_out_of_range)
+{
+	float		y[6] = {0};
+
+	CHECK_INT_EQ(cq_qgemm_packed_bytes(5, CQ_QGEMM_MAX_K + 1), 0);
+	CHECK(cq_qgemm_packed_bytes(5, CQ_QGEMM_MAX_K) > 0);
+	cq_qgemm_rows(NULL, 3, CQ_QGEMM_MAX_K + 1, NULL, NULL, 0, y, 3, 2);
+	for (int i = 0; i < 6; i++)
+		CHECK(isnan(y[i]));
+}
+
+/*
+ * One fixed product's bits, pinned: the contract is the same bits on every
+ * variant, build (-march, compiler) and machine, so a CPU with VNNI must
+ * print and match the value computed here (AVX2 and portable, 2026-11-25).
+ */
+TEST(qgemm_fixed_bits)
+{
+	cq_qgemm_isa isas[CQ_QGEMM_N_ISA];
+	int			n_isa = runnable(isas),
+				n = 37,
+				k = 71,
+				rows = 5;
+	uint64_t	saved = lcg_state;
+	float	   *w,
+			   *x,
+			   *bias,
+			   *y = malloc(sizeof(float) * rows * n);
+	weights		ws;
+
+	lcg_state = 777;
+	w = random_floats((long) n * k, 0.3f);
+	x = random_floats((long) rows * k, 5.0f);
+	bias = random_floats(n, 1.0f);
+	lcg_state = saved;
+	ws = make_weights(w, n, k);
+	for (int i = 0; i < n_isa; i++)
+	{
+		uint64_t	h = 14695981039346656037ULL;	/* FNV-1a over the bytes of y */
+
+		cq_qgemm_rows_isa(isas[i], ws.packed, n, k, bias, x, k, y, n, rows);
+		for (size_t b = 0; b < sizeof(float) * rows * n; b++)
+			h = (h ^ ((unsigned char *) y)[b]) * 1099511628211ULL;
+		if (h != QGEMM_FIXED_BITS)
+			unit_fail(__FILE__, __LINE__, "%s: hash %#llx, pinned %#llx",
+					  cq_qgemm_isa_name(isas[i]), (unsigned long long) h,
+					  (unsigned long long) QGEMM_FIXED_BITS);
+	}
+	free(w), free(x), free(bias), free(y), free_weights(&ws);
+}
+
+TEST(qgemm_isa_choice)
+{
+#define F(x) CQ_CPU_BIT(CQ_CPU_##x)
+	cq_cpu_features avx2 = F(AVX) | F(AVX2) | F(FMA);
+
+	CHECK_INT_EQ(cq_qgemm_isa_for(0), CQ_QGEMM_PORTABLE);
+	CHECK_INT_EQ(cq_qgemm_isa_for(avx2 & ~F(FMA)), CQ_QGEMM_PORTABLE);
+	CHECK_INT_EQ(cq_qgemm_isa_for(avx2), CQ_QGEMM_AVX2);
+	CHECK_INT_EQ(cq_qgemm_isa_for(avx2 | F(AVXVNNI)), CQ_QGEMM_AVXVNNI);
+	CHECK_INT_EQ(cq_qgemm_isa_for(avx2 | F(AVX512F)), CQ_QGEMM_AVX2);
+	CHECK_INT_EQ(cq_qgemm_isa_for(avx2 | F(AVX512F) | F(AVX512VNNI)), CQ_QGEMM_AVX512VNNI);
+	CHECK(cq_qgemm_isa_runs(cq_qgemm_machine(), cq_cpu_detect()));
+	printf("     qgemm on this CPU: %s\n", cq_qgemm_isa_name(cq_qgemm_machine()));
+#undef F
+}
