@@ -29,10 +29,11 @@ CREATE TABLE corpq.model_versions (
     bytes    bigint NOT NULL CHECK (bytes > 0),
     checksum bigint NOT NULL,
     created  timestamptz NOT NULL DEFAULT now(),
-    source   text NOT NULL CHECK (source IN ('create', 'import', 'checkpoint')),
+    source   text NOT NULL CHECK (source IN ('create', 'import', 'checkpoint', 'quantize')),
     step     bigint CHECK (step >= 0),
     metrics  jsonb,
     best     boolean NOT NULL DEFAULT false,
+    precision text NOT NULL DEFAULT 'float32' CHECK (precision IN ('float32', 'int8')),
     PRIMARY KEY (model, version)
 );
 -- Weights are float32 noise to a compressor and are read whole: keep them
@@ -64,12 +65,13 @@ SELECT c.name,
        c.src_vocab, c.tgt_vocab,
        v.version AS latest_version,
        (SELECT pg_catalog.count(*) FROM corpq.model_versions w WHERE w.model = c.id)::int AS versions,
-       c.created, c.updated, c.owner
+       c.created, c.updated, c.owner,
+       v.precision
   FROM corpq.model_catalog c
-  LEFT JOIN LATERAL (SELECT w.version, w.bytes FROM corpq.model_versions w
+  LEFT JOIN LATERAL (SELECT w.version, w.bytes, w.precision FROM corpq.model_versions w
                       WHERE w.model = c.id ORDER BY w.version DESC LIMIT 1) v ON true;
 COMMENT ON VIEW corpq.models IS
-    'one row per model: architecture, parameter count, size in bytes of the latest version, vocabularies, version count, owner';
+    'one row per model: architecture, parameter count, size in bytes of the latest version, vocabularies, version count, owner, the latest version''s precision (float32, or int8 from model_quantize; corpq.model_versions has each version''s)';
 GRANT SELECT ON corpq.models TO PUBLIC;
 
 -- A model version by name: 'name@N', checked for syntax only.  Functions
@@ -119,6 +121,12 @@ CREATE FUNCTION corpq.model_export(model corpq.pinned_model) RETURNS bytea
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.model_export(corpq.pinned_model) IS
     'the weight image of model version name@N';
+
+CREATE FUNCTION corpq.model_quantize(model text, options jsonb DEFAULT '{}') RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_model_quantize'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.model_quantize(text, jsonb) IS
+    'store an int8 variant of model (its latest version, or name@N) as the model''s next version and return its number: inference quantizes every linear layer and the output projection per output row, activations per row (a sentence''s result never depends on its batch); embeddings, layer norms and attention stay float32; train() refuses to continue from it';
 
 CREATE FUNCTION corpq.model_drop(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'corpq_model_drop'

@@ -98,6 +98,11 @@ def gemm_calls(cfg, batch, S, T):
     return calls
 
 
+def bind_qgemm(lib):
+    lib.cq_qgemm_machine.restype = ctypes.c_int
+    lib.cq_qgemm_isa_name.restype = ctypes.c_char_p
+
+
 def bind_rowgemm(lib):
     P, I, L = ctypes.c_void_p, ctypes.c_int, ctypes.c_long
     lib.cq_rowgemm_packed_floats.restype = ctypes.c_size_t
@@ -166,17 +171,19 @@ def torch_rate(ref, pairs, batch, reps):
 
 def main():
     if not blas_cores.is_child():
-        blas_cores.run_all(__file__, ["corpq_b1", "corpq_b64", "torch_b1", "torch_b64",
-                                      "sgemm", "b1_of_sgemm", "b64_of_sgemm"])
+        blas_cores.run_all(__file__, ["corpq_b1", "corpq_b64", "int8_b1", "int8_b64", "torch_b1",
+                                      "torch_b64", "sgemm", "b1_of_sgemm", "b64_of_sgemm"])
         return
     torch.set_num_threads(1)
     core = tt.Core(lib_path())
     bind_rowgemm(core.lib)
+    bind_qgemm(core.lib)
     rng = np.random.default_rng(0)
     cfg = tt.make_config("small", V, V)
     w = tt.random_weights(cfg, 1)
     with tempfile.TemporaryDirectory() as tmp:
         m = core.load(tt.write_corpq(os.path.join(tmp, "small.cqm"), cfg, w))
+        m8 = core.load(tt.write_corpq(os.path.join(tmp, "small8.cqm"), dict(cfg, precision="int8"), w))
         cfg_v = dict(cfg, src_vocab_size=64, tgt_vocab_size=64)
         m_v = core.load(tt.write_corpq(os.path.join(tmp, "v64.cqm"), cfg_v,
                                        tt.random_weights(cfg_v, 1)))
@@ -203,6 +210,16 @@ def main():
     t64 = torch_rate(ref, pairs, 64, reps)
     print("batch  1: corpq %7.1f pairs/s   torch %7.1f pairs/s   ratio %.2fx" % (c1, t1, c1 / t1))
     print("batch 64: corpq %7.1f pairs/s   torch %7.1f pairs/s   ratio %.2fx" % (c64, t64, c64 / t64))
+
+    # int8 (models/FORMAT.md precision): the same weights quantized at load
+    q1 = core_rate(core, m8, pairs[:n1], 1, reps)
+    q64 = core_rate(core, m8, pairs, 64, reps)
+    a8 = core.score(m8, pairs[:16])
+    d8 = np.concatenate([np.abs(x["logp"] - y["logp"]) for x, y in zip(a8, core.score(m, pairs[:16]))])
+    print("int8 (kernel %s): batch 1 %7.1f pairs/s (%.2fx float32), batch 64 %7.1f pairs/s (%.2fx "
+          "float32, %.2fx torch); mean |dlogp| against float32 %.3f (random weights)"
+          % (core.lib.cq_qgemm_isa_name(core.lib.cq_qgemm_machine()).decode(), q1, q1 / c1, q64,
+             q64 / c64, q64 / t64, float(d8.mean())))
 
     cmc = core_rate(core, m, pairs, 64, reps, mc=(1, 0))
     print("batch 64, Monte Carlo dropout pass: %7.1f pairs/s (%.2fx the eval pass)" % (cmc, cmc / c64))
@@ -244,9 +261,11 @@ def main():
     print("memory: parameters %.1f MB (%d floats), packed copies %.1f MB; workspace %.2f MB at "
           "batch 1, %.1f MB at batch 64"
           % (nparam * 4 / 1e6, nparam, packed_floats(core.lib, cfg) * 4 / 1e6, ws1 / 1e6, ws64 / 1e6))
-    blas_cores.result(corpq_b1=c1, corpq_b64=c64, torch_b1=t1, torch_b64=t64, sgemm=g_peak,
+    blas_cores.result(corpq_b1=c1, corpq_b64=c64, int8_b1=q1, int8_b64=q64, torch_b1=t1,
+                      torch_b64=t64, sgemm=g_peak,
                       b1_of_sgemm=frac["batch  1"], b64_of_sgemm=frac["batch 64"])
     core.free(m)
+    core.free(m8)
     core.free(m_v)
 
 

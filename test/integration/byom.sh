@@ -2,7 +2,8 @@
 # Bring your own model, end to end in SQL: a fairseq checkpoint (pre-norm,
 # whitespace dictionaries), a Marian .npz and a Hugging Face Marian directory
 # (post-norm, swish, output bias, a SentencePiece model trained here with
-# Debian's spm_train on the shared Bible) are written in their toolkits' real
+# Debian's spm_train on the first parallel corpus test/lib.sh finds: the
+# shared Bible, or the corpus it builds) are written in their toolkits' real
 # layouts with random weights, converted with the installed corpq-convert and
 # imported with the SQL of models/CONVERT.md.  Each then scores Bible pairs
 # (token_scores, sent_logprob) and translates greedily (translate_nbest,
@@ -12,7 +13,9 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 
+corpq_corpora
 corpq_in_cluster -t 1500 -o max_worker_processes=16
-CORPQ_BIBLE="$(corpq_shared corpora/en-es/bible.tsv | cut -d'|' -f1)" \
+# the first parallel file: the shared Bible, or the corpus test/lib.sh builds
+CORPQ_BIBLE="${CORPQ_PARALLEL[0]}" \
 	CORPQ_CONVERT="$(pg_config --bindir)/corpq-convert" \
 	/usr/bin/python3 test/integration/byom.py

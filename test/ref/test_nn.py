@@ -131,6 +131,45 @@ def run_config(core, tmp, label, cfg, seed):
         core.free(m0)
 
 
+TOL_INT8 = 1e-4      # absolute, log p, median over positions (see run_int8)
+
+
+def dlogp(ref, got):
+    return np.concatenate([np.abs(r["logp"] - g["logp"]) for r, g in zip(ref, got)])
+
+
+def run_int8(core, tmp, label, cfg, seed):
+    """An int8 model (precision "int8") against the reference's fake-quantized
+    products (torch_transformer.int8_linear, written from models/FORMAT.md,
+    codes rounded in float32 as the rule says).  Weights are stored in float32,
+    so their codes are C's exactly; an activation's code is rounded from C's
+    float32 value there and from the float64 reference's here, and a value
+    within ~1e-6 of a code boundary may round the other way: one such flip
+    moves the later positions of its pair.  So most positions must agree to
+    TOL_INT8, and the mean error against the int8 reference must be far below
+    that against float32 (the quantization itself).  The kernels are checked
+    bit for bit in test_qgemm.c.  A pair's scores are the same bits alone and
+    in a batch."""
+    rng = random.Random(seed)
+    batch = random_pairs(rng, 8, cfg["src_vocab_size"], cfg["tgt_vocab_size"])
+    w = tt.random_weights(cfg, seed)
+    c8 = dict(cfg, precision="int8")
+    m = core.load(tt.write_corpq(os.path.join(tmp, label + ".cqm"), c8, w))
+    try:
+        got = core.score(m, batch)
+        single = [core.score(m, [p])[0] for p in batch]
+        check(same(got, single, 0.0), label + ": int8 batched != single (bitwise)")
+    finally:
+        core.free(m)
+    e8 = dlogp(tt.Transformer(c8, w).score(batch), got)
+    e32 = dlogp(tt.Transformer(cfg, w).score(batch), got)
+    check(np.median(e8) <= TOL_INT8, "%s: int8 median |dlogp| %.3g" % (label, np.median(e8)))
+    check(e8.mean() * 5 < e32.mean(), "%s: int8 mean |dlogp| %.3g against the int8 reference, "
+          "%.3g against float32" % (label, e8.mean(), e32.mean()))
+    print("  %-34s int8: |dlogp| median %.1e, mean %.1e, max %.1e against the int8 reference; "
+          "mean %.1e against float32" % (label, np.median(e8), e8.mean(), e8.max(), e32.mean()))
+
+
 def check_c_writer(core):
     """A file written by the C core, read back by the Python reader of
     FORMAT.md, scores the same in PyTorch; its random init follows FORMAT.md."""
@@ -232,6 +271,8 @@ def main():
         ]
         for i, (label, cfg) in enumerate(configs):
             run_config(core, tmp, label, cfg, 100 + i)
+        for i in (0, 3, 6):
+            run_int8(core, tmp, configs[i][0], configs[i][1], 200 + i)
         check_rejections(core, tmp)
         check_philox()
         check_c_writer(core)

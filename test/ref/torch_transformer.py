@@ -34,7 +34,7 @@ PRESETS = {
 VARIANT_DEFAULTS = dict(norm_position="pre", encoder_final_norm=True, decoder_final_norm=True,
                         scale_embeddings=True, layernorm_embedding=False, position_offset=0,
                         sinusoid_denominator="half_minus_one", layer_norm_eps=1e-5,
-                        output_bias=False, decoder_start_id=EOS)
+                        output_bias=False, decoder_start_id=EOS, precision="float32")
 
 
 def variant(cfg, key):
@@ -283,6 +283,26 @@ def read_corpq(blob):
 
 
 # ---- the reference model ----------------------------------------------------
+def int8_rows(v):
+    """The int8 rule of models/FORMAT.md (precision "int8"), per row of v
+    [..., k], dequantized: in float32, scale = max|v| / 127 and codes
+    round-half-even(v / scale) clamped to [-127, 127] (0 for an all-zero
+    row); returns codes * scale.  float32 as the rule says: a weight stored
+    in float32 gets the same code as in C, which a float64 quotient near a
+    half would not always give."""
+    v32 = v.float()
+    s = v32.abs().amax(-1, keepdim=True) / 127
+    q = torch.round(v32 / torch.where(s > 0, s, torch.ones_like(s))).clamp(-127, 127)
+    return q.to(v.dtype) * s.to(v.dtype)
+
+
+def int8_linear(x, w, b=None):
+    """A product of an int8 model: activations per row (position) and
+    weights per output row quantized, the sum exact (float64 here)."""
+    y = int8_rows(x) @ int8_rows(w).T
+    return y if b is None else y + b
+
+
 def sinusoids(n, d, denominator="half_minus_one", offset=0):
     """Rows offset .. offset + n - 1 of the [sin | cos] table, in double:
     f_i = exp(-i ln(10000) / (h - 1)) ("half_minus_one", f_0 = 1 if h = 1) or
@@ -398,6 +418,10 @@ class Transformer(torch.nn.Module):
         for m in self.emb_ln.values():
             m.to(dtype)
         self._load(weights)
+        if variant(c, "precision") == "int8":
+            for m in self.modules():
+                if isinstance(m, torch.nn.Linear):
+                    m.forward = (lambda x, m=m: int8_linear(x, m.weight, m.bias))
 
     def _load(self, w):
         c, d = self.c, self.c["d_model"]
@@ -468,6 +492,8 @@ class Transformer(torch.nn.Module):
         """Output logits of decoder states y [..., d]."""
         if variant(self.c, "decoder_final_norm"):
             y = self.dec_ln(y)
+        if variant(self.c, "precision") == "int8":
+            return int8_linear(y, self.out_proj, self.out_bias)
         z = y @ self.out_proj.T
         return z if self.out_bias is None else z + self.out_bias
 
@@ -559,7 +585,8 @@ class _Config(ctypes.Structure):
                 ("decoder_final_norm", ctypes.c_bool), ("scale_embeddings", ctypes.c_bool),
                 ("layernorm_embedding", ctypes.c_bool), ("position_offset", ctypes.c_int),
                 ("sinusoid_half", ctypes.c_bool), ("layer_norm_eps", ctypes.c_float),
-                ("output_bias", ctypes.c_bool), ("decoder_start_id", ctypes.c_int)]
+                ("output_bias", ctypes.c_bool), ("decoder_start_id", ctypes.c_int),
+                ("precision", ctypes.c_int)]     # 0 float32, 1 int8
 
 
 class _Model(ctypes.Structure):

@@ -72,6 +72,7 @@ cq_config_default_variants(cq_model_config *c)
 	c->layer_norm_eps = CQ_LAYERNORM_EPS;
 	c->output_bias = false;
 	c->decoder_start_id = CQ_EOS_ID;
+	c->precision = CQ_PRECISION_FLOAT32;
 }
 
 static cq_code
@@ -239,6 +240,9 @@ read_variants(const cq_json_object *o, cq_model_config *c, cq_error *err)
 		s = get_int(o, "decoder_start_id", &c->decoder_start_id, err);
 	if (!s && present(o, "layer_norm_eps"))
 		s = get_float(o, "layer_norm_eps", &c->layer_norm_eps, err);
+	if (!s && present(o, "precision") &&
+		!(s = get_choice(o, "precision", "float32", "int8", &v, err)))
+		c->precision = v == 1 ? CQ_PRECISION_INT8 : CQ_PRECISION_FLOAT32;
 	return s;
 }
 
@@ -399,6 +403,8 @@ variants_json(const cq_model_config *c, char *buf, size_t size)
 		append(buf, size, &n, ", \"output_bias\": true");
 	if (c->decoder_start_id != d.decoder_start_id)
 		append(buf, size, &n, ", \"decoder_start_id\": %d", c->decoder_start_id);
+	if (c->precision == CQ_PRECISION_INT8)
+		append(buf, size, &n, ", \"precision\": \"int8\"");
 	return n;
 }
 
@@ -434,6 +440,7 @@ cq_config_to_json(const cq_model_config *c, char *buf, size_t size)
 	return n < 0 ? 0 : (size_t) n;
 }
 
+/* The architecture, not the precision: an int8 version is of the same model. */
 bool
 cq_config_equal(const cq_model_config *a, const cq_model_config *b)
 {

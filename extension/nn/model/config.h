@@ -29,6 +29,19 @@ typedef enum cq_activation
 	CQ_ACT_SWISH				/* SiLU: x * sigmoid(x) */
 } cq_activation;
 
+/*
+ * The arithmetic of inference's matrix products (a property of a stored
+ * version, not of the architecture: cq_config_equal ignores it).  int8: every
+ * linear layer and the output projection run nn/ops/qgemm.h over weights
+ * quantized per output row, activations per row; embeddings, layer norms and
+ * attention stay float32.  Training runs float32 only.
+ */
+typedef enum cq_precision
+{
+	CQ_PRECISION_FLOAT32,
+	CQ_PRECISION_INT8
+} cq_precision;
+
 typedef enum cq_positions
 {
 	CQ_POS_SINUSOIDAL,
@@ -63,6 +76,7 @@ typedef struct cq_model_config
 	float		layer_norm_eps;		/* every layer norm [1e-5] */
 	bool		output_bias;		/* decoder.output_projection.bias [false] */
 	int			decoder_start_id;	/* the decoder's first input [CQ_EOS_ID] */
+	cq_precision precision;			/* inference's products [float32] */
 } cq_model_config;
 
 /* The variants' defaults: corpq's own architecture. */

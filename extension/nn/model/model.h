@@ -43,6 +43,7 @@ typedef struct cq_linear
 	int			out;
 	int			in;
 	float	   *packed;				/* w packed for inference (cq_model_pack), or NULL */
+	void	   *qpacked;			/* int8 models: w quantized and packed (qgemm.h), or NULL */
 } cq_linear;
 
 typedef struct cq_encoder_layer

@@ -1,7 +1,8 @@
 /*
  * Packing a model for inference (model.h, rowgemm.h): every linear weight and
  * the output projection, once, so that no scoring call repacks them and every
- * product runs the row-independent kernel.
+ * product runs the row-independent kernel.  An int8 model (config precision)
+ * gets its linears quantized per output row and packed for qgemm.h instead.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -9,6 +10,7 @@
 
 #include "common/mem.h"
 #include "nn/model/model.h"
+#include "nn/ops/qgemm.h"
 #include "nn/ops/rowgemm.h"
 
 typedef void (*linear_fn) (cq_linear *l, void *ctx);
@@ -37,48 +39,107 @@ each_linear(cq_model *m, linear_fn fn, void *ctx)
 	fn(&m->output, ctx);
 }
 
-/* Floats of one packed weight, rounded up to keep the next 64-byte aligned. */
-static size_t
-slot(const cq_linear *l)
+/* Where the packed copies go, and in which form. */
+typedef struct pack_state
 {
-	return (cq_rowgemm_packed_floats(l->out, l->in) + 15) / 16 * 16;
+	bool		int8;
+	size_t		bytes;			/* count: the total; pack: the next offset */
+	unsigned char *base;
+	int8_t	   *q;				/* int8: one layer's codes and scales */
+	float	   *scale;
+	bool		too_large;		/* a layer qgemm cannot take (k > CQ_QGEMM_MAX_K) */
+} pack_state;
+
+/* Bytes of one packed weight, rounded up to keep the next 64-byte aligned. */
+static size_t
+slot(const pack_state *st, const cq_linear *l)
+{
+	size_t		b = st->int8 ? cq_qgemm_packed_bytes(l->out, l->in)
+		: cq_rowgemm_packed_floats(l->out, l->in) * sizeof(float);
+
+	return (b + 63) / 64 * 64;
 }
 
 static void
 count(cq_linear *l, void *ctx)
 {
-	*(size_t *) ctx += slot(l);
+	pack_state *st = ctx;
+
+	if (st->int8 && cq_qgemm_packed_bytes(l->out, l->in) == 0)
+		st->too_large = true;
+	st->bytes += slot(st, l);
 }
 
 static void
 pack(cq_linear *l, void *ctx)
 {
-	float	  **next = ctx;
+	pack_state *st = ctx;
+	void	   *at = st->base + st->bytes;
 
-	cq_rowgemm_pack(l->w, l->in, l->out, l->in, *next);
-	l->packed = *next;
-	*next += slot(l);
+	if (st->int8)
+	{
+		cq_qgemm_quantize_weights(l->w, l->out, l->in, st->q, st->scale);
+		cq_qgemm_pack(st->q, st->scale, l->out, l->in, at);
+		l->qpacked = at;
+	}
+	else
+	{
+		cq_rowgemm_pack(l->w, l->in, l->out, l->in, at);
+		l->packed = at;
+	}
+	st->bytes += slot(st, l);
 }
 
 static void
 forget(cq_linear *l, void *ctx)
 {
 	l->packed = NULL;
+	l->qpacked = NULL;
+}
+
+/* The largest linear's element count (the int8 quantization scratch). */
+static void
+largest(cq_linear *l, void *ctx)
+{
+	size_t	   *n = ctx;
+
+	if ((size_t) l->out * l->in > *n)
+		*n = (size_t) l->out * l->in;
 }
 
 cq_code
 cq_model_pack(cq_model *m, cq_error *err)
 {
-	size_t		total = 0;
-	float	   *next;
+	pack_state	st = {.int8 = m->cfg.precision == CQ_PRECISION_INT8};
+	size_t		most = 0;
 
 	cq_model_unpack(m);
-	each_linear(m, count, &total);
-	m->packed_raw = cq_alloc(total * sizeof(float) + 64);
+	each_linear(m, count, &st);
+	if (st.too_large)
+		return cq_fail(err, CQ_EINVAL, "an int8 model's layers take at most %d inputs",
+					   CQ_QGEMM_MAX_K);
+	m->packed_raw = cq_alloc(st.bytes + 64);
 	if (!m->packed_raw)
-		return cq_fail(err, CQ_ENOMEM, "out of memory packing a model (%zu floats)", total);
-	next = (float *) (((uintptr_t) m->packed_raw + 63) & ~(uintptr_t) 63);
-	each_linear(m, pack, &next);
+		return cq_fail(err, CQ_ENOMEM, "out of memory packing a model (%zu bytes)", st.bytes);
+	st.base = (unsigned char *) (((uintptr_t) m->packed_raw + 63) & ~(uintptr_t) 63);
+	st.bytes = 0;
+	if (st.int8)
+	{
+		each_linear(m, largest, &most);
+		st.q = cq_alloc(most);
+		st.scale = cq_alloc(sizeof(float) * (size_t) m->cfg.tgt_vocab_size +
+							sizeof(float) * (size_t) (3 * m->cfg.d_model + m->cfg.ffn_dim));
+		if (!st.q || !st.scale)
+		{
+			cq_free(st.q);
+			cq_free(st.scale);
+			cq_model_unpack(m);
+			return cq_fail(err, CQ_ENOMEM, "out of memory quantizing a model");
+		}
+	}
+	each_linear(m, pack, &st);
+	cq_free(st.q);
+	cq_free(st.scale);
 	return CQ_OK;
 }
 
@@ -151,7 +212,8 @@ tensor_at(const cq_model *m, const float *p)
 /*
  * Every linear's weight is dropped, the output projection's too when it is
  * the (tied) target embedding: the embedding is then read from the packed
- * copy (cq_embed_token).
+ * copy (cq_embed_token).  An int8 model keeps a tied embedding in float32:
+ * its packed copy holds codes, and embeddings are not quantized.
  */
 static void
 mark_linear(cq_linear *l, void *ctx)
@@ -159,7 +221,7 @@ mark_linear(cq_linear *l, void *ctx)
 	keep_map   *k = ctx;
 	int			t = tensor_at(k->m, l->w);
 
-	if (t >= 0)
+	if (t >= 0 && !(l->qpacked && (l->w == k->m->tgt_embed || l->w == k->m->src_embed)))
 		k->keep[t] = false;
 }
 

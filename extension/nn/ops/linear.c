@@ -2,13 +2,19 @@
 
 #include "nn/ops/blas.h"
 #include "nn/ops/ops.h"
+#include "nn/ops/qgemm.h"
 #include "nn/ops/rowgemm.h"
 
 void
 cq_linear_rows(const cq_linear *lin, const float *x, int ldx, float *y,
 			   int ldy, int rows)
 {
-	/* Inference: the row-independent kernel over the packed weights. */
+	/* Inference: a row-independent kernel over the packed weights. */
+	if (lin->qpacked)
+	{
+		cq_qgemm_rows(lin->qpacked, lin->out, lin->in, lin->b, x, ldx, y, ldy, rows);
+		return;
+	}
 	if (lin->packed)
 	{
 		cq_rowgemm_packed(lin->packed, lin->out, lin->in, lin->b, x, ldx, y, ldy, rows);

@@ -108,13 +108,22 @@ uint64		corpq_model_cache_evictions(void);
 /*
  * Insert the next version of model model_id with weight image weights (a
  * valid image, e.g. from cq_modelfile_write; its CRC-32 trailer becomes the
- * checksum).  source is 'create', 'import' or 'checkpoint'; step < 0 and
- * metrics NULL store NULL; best clears the flag on the other versions.
- * ERROR unless the current user is a member of the model's owner role.
- * Returns the version number written.
+ * checksum).  source is 'create', 'import', 'checkpoint' or 'quantize';
+ * int8 says the image's precision; step < 0 and metrics NULL store NULL;
+ * best clears the flag on the other versions.  ERROR unless the current user
+ * is a member of the model's owner role.  Returns the version number written.
  */
 int32		corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
-									  int64 step, Jsonb *metrics, bool best);
+									  int64 step, Jsonb *metrics, bool best, bool int8);
+
+/*
+ * Whether version of model_id is int8 (corpq.model_quantize); *from: the
+ * version it was quantized from (0 when unknown, e.g. imported int8).
+ */
+bool		corpq_model_version_int8(int64 model_id, int32 version, int32 *from);
+
+/* The weight image of spec ("name" or "name@N"), as model_export returns it. */
+bytea	   *corpq_model_image(const char *spec, bool pinned);
 
 /*
  * ERROR unless config is a configuration model_create accepts with these

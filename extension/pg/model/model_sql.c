@@ -260,7 +260,7 @@ corpq_model_create(PG_FUNCTION_ARGS)
 	cq_model_free(m);
 
 	id = insert_model(name, &cfg, parameters, src_vocab, tgt_vocab);
-	PG_RETURN_INT32(corpq_model_write_version(id, image, "create", -1, NULL, false));
+	PG_RETURN_INT32(corpq_model_write_version(id, image, "create", -1, NULL, false, false));
 }
 
 /* The model named name: id, config and vocabularies; false if absent. */
@@ -328,6 +328,7 @@ corpq_model_import(PG_FUNCTION_ARGS)
 	char		json_a[1024],
 				json_b[1024];
 	int64		parameters;
+	bool		int8;
 
 	corpq_require_arg(fcinfo, 0, "name");
 	corpq_require_arg(fcinfo, 1, "weights");
@@ -376,14 +377,18 @@ corpq_model_import(PG_FUNCTION_ARGS)
 					 errdetail("The weights have vocabulary sizes %d and %d; \"%s\" has %d tokens and \"%s\" %d.",
 							   m->cfg.src_vocab_size, m->cfg.tgt_vocab_size,
 							   src_vocab, vocab_size(src_vocab), tgt_vocab, vocab_size(tgt_vocab))));
-		id = insert_model(name, &m->cfg, parameters, src_vocab, tgt_vocab);
+		/* the catalog holds the architecture; the precision is a version's */
+		have = m->cfg;
+		have.precision = CQ_PRECISION_FLOAT32;
+		id = insert_model(name, &have, parameters, src_vocab, tgt_vocab);
 	}
+	int8 = m->cfg.precision == CQ_PRECISION_INT8;
 	cq_model_free(m);
-	PG_RETURN_INT32(corpq_model_write_version(id, image, "import", -1, NULL, false));
+	PG_RETURN_INT32(corpq_model_write_version(id, image, "import", -1, NULL, false, int8));
 }
 
-static bytea *
-export_spec(const char *spec, bool pinned)
+bytea *
+corpq_model_image(const char *spec, bool pinned)
 {
 	CorpqModelRef ref;
 	Oid			argtypes[2] = {INT8OID, INT4OID};
@@ -410,13 +415,13 @@ export_spec(const char *spec, bool pinned)
 Datum
 corpq_model_export(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BYTEA_P(export_spec(text_to_cstring(PG_GETARG_TEXT_PP(0)), false));
+	PG_RETURN_BYTEA_P(corpq_model_image(text_to_cstring(PG_GETARG_TEXT_PP(0)), false));
 }
 
 Datum
 corpq_model_export_pinned(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_BYTEA_P(export_spec(text_to_cstring(PG_GETARG_TEXT_PP(0)), true));
+	PG_RETURN_BYTEA_P(corpq_model_image(text_to_cstring(PG_GETARG_TEXT_PP(0)), true));
 }
 
 Datum

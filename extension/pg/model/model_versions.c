@@ -14,11 +14,11 @@
 
 int32
 corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
-						  int64 step, Jsonb *metrics, bool best)
+						  int64 step, Jsonb *metrics, bool best, bool int8)
 {
-	Oid			argtypes[7] = {INT8OID, BYTEAOID, INT8OID, TEXTOID, INT8OID, JSONBOID, BOOLOID};
-	Datum		values[7];
-	char		nulls[7] = "       ";
+	Oid			argtypes[8] = {INT8OID, BYTEAOID, INT8OID, TEXTOID, INT8OID, JSONBOID, BOOLOID, TEXTOID};
+	Datum		values[8];
+	char		nulls[8] = "        ";
 	Size		len = VARSIZE_ANY_EXHDR(weights);
 	const unsigned char *p = (const unsigned char *) VARDATA_ANY(weights);
 	uint32		crc;
@@ -37,6 +37,7 @@ corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
 	values[4] = Int64GetDatum(step);
 	values[5] = PointerGetDatum(metrics);
 	values[6] = BoolGetDatum(best);
+	values[7] = CStringGetTextDatum(int8 ? "int8" : "float32");
 	if (step < 0)
 		nulls[4] = 'n';
 	if (metrics == NULL)
@@ -67,15 +68,43 @@ corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
 						   1, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update corpq.model_versions");
 	if (corpq_sql_as_owner("INSERT INTO corpq.model_versions "
-						   "(model, version, weights, bytes, checksum, source, step, metrics, best) "
+						   "(model, version, weights, bytes, checksum, source, step, metrics, best, precision) "
 						   "SELECT $1, COALESCE(pg_catalog.max(version), 0) OPERATOR(pg_catalog.+) 1, "
-						   "$2, pg_catalog.length($2), $3, $4, $5, $6, $7 "
+						   "$2, pg_catalog.length($2), $3, $4, $5, $6, $7, $8 "
 						   "FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1 "
 						   "RETURNING version",
-						   7, argtypes, values, nulls, 0) != SPI_OK_INSERT_RETURNING ||
+						   8, argtypes, values, nulls, 0) != SPI_OK_INSERT_RETURNING ||
 		SPI_processed != 1)
 		elog(ERROR, "could not insert into corpq.model_versions");
 	version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 	return version;
+}
+
+bool
+corpq_model_version_int8(int64 model_id, int32 version, int32 *from)
+{
+	Oid			argtypes[2] = {INT8OID, INT4OID};
+	Datum		values[2] = {Int64GetDatum(model_id), Int32GetDatum(version)};
+	bool		int8 = false,
+				isnull;
+
+	*from = 0;
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT precision OPERATOR(pg_catalog.=) 'int8', "
+							"(metrics OPERATOR(pg_catalog.->>) 'quantized_from')::pg_catalog.int4 "
+							"FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1 "
+							"AND version OPERATOR(pg_catalog.=) $2",
+							2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.model_versions");
+	if (SPI_processed == 1)
+	{
+		Datum		f;
+
+		int8 = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		f = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		*from = isnull ? 0 : DatumGetInt32(f);
+	}
+	SPI_finish();
+	return int8;
 }

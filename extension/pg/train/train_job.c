@@ -41,6 +41,31 @@
 
 /* ---- submission ---- */
 
+/*
+ * Training needs float32 weights: an int8 latest version (model_quantize)
+ * is refused, naming the float32 version it came from.
+ */
+static void
+refuse_int8(const char *name, const CorpqModelRef *ref)
+{
+	int32		from;
+
+	if (!corpq_model_version_int8(ref->id, ref->version, &from))
+		return;
+	if (from > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot train model \"%s\": its latest version %d is int8", name, ref->version),
+				 errdetail("Version %d is version %d quantized by corpq.model_quantize(); training needs float32 weights.",
+						   ref->version, from),
+				 errhint("Train a copy of the float32 version: SELECT corpq.model_import('%s_ft', corpq.model_export('%s@%d'), src_vocab, tgt_vocab).",
+						 name, name, from)));
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot train model \"%s\": its latest version %d is int8", name, ref->version),
+			 errhint("Training needs float32 weights: import a float32 version of the model.")));
+}
+
 /* The model's id; ERROR unless the current user may write it. */
 static int64
 check_model(const char *name, CorpqModelRef *ref)
@@ -53,6 +78,7 @@ check_model(const char *name, CorpqModelRef *ref)
 	corpq_model_resolve(name, false, ref);
 	corpq_catalog_check_writer(&corpq_kind_model, name, "train",
 							   "Only members of the model's owner role can train it.");
+	refuse_int8(name, ref);
 	return ref->id;
 }
 

@@ -125,7 +125,7 @@ train_checkpoint_write(int64 job, int64 model_id, const cq_train_state *st, byte
 	version = corpq_model_write_version(model_id, image, "checkpoint", st->step,
 										DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
 																		   CStringGetDatum(metrics))),
-										best);
+										best, false);
 	if (best)
 		cur->best_version = version;
 	v[0] = Int64GetDatum(job);

@@ -1,0 +1,109 @@
+/*
+ * corpq.model_quantize(): an int8 version of a model version (models/
+ * FORMAT.md, "precision").  The new version holds the same float32 weights
+ * with the configuration key precision "int8": inference quantizes every
+ * linear layer and the output projection per output row when it loads the
+ * version (nn/ops/qgemm.h), a pure function of the stored weights, so the
+ * version computes the same on every load and every CPU.  Its metrics say
+ * which version it was quantized from.
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+
+#include "nn/model/modelfile.h"
+#include "nn/ops/qgemm.h"
+#include "pg/base/catalog.h"
+#include "pg/base/errors.h"
+#include "pg/model/model_catalog.h"
+
+/* No option yet: any key is an error (the argument is there for later ones). */
+static void
+check_options(Jsonb *options)
+{
+	if (options == NULL)
+		return;
+	if (!JB_ROOT_IS_OBJECT(options))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model_quantize options must be a JSON object")));
+	if (JB_ROOT_COUNT(options) > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model_quantize takes no options yet"),
+				 errhint("Pass '{}' or leave the options out.")));
+}
+
+/* The loaded version; ERROR when it is int8 already or too wide for qgemm. */
+static cq_model *
+load_float32(const char *name, const CorpqModelRef *ref, bytea *image)
+{
+	cq_model   *m;
+	cq_error	err = {0};
+	cq_code		s;
+
+	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
+	if (s != CQ_OK)
+		corpq_core_fail(s, "could not load model", err.msg);
+	if (m->cfg.precision == CQ_PRECISION_INT8)
+	{
+		cq_model_free(m);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("model \"%s\" version %d is int8 already", name, ref->version)));
+	}
+	if (m->cfg.ffn_dim > CQ_QGEMM_MAX_K || m->cfg.d_model > CQ_QGEMM_MAX_K)
+	{
+		cq_model_free(m);
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("model \"%s\" is too wide to quantize", name),
+				 errdetail("An int8 layer takes at most %d inputs.", CQ_QGEMM_MAX_K)));
+	}
+	return m;
+}
+
+PG_FUNCTION_INFO_V1(corpq_model_quantize);
+
+Datum
+corpq_model_quantize(PG_FUNCTION_ARGS)
+{
+	char	   *spec,
+			   *name;
+	int			name_len;
+	int32		pinned;
+	CorpqModelRef ref;
+	bytea	   *image,
+			   *out;
+	cq_model   *m;
+	cq_error	err = {0};
+	size_t		size;
+	cq_code		s;
+	Jsonb	   *metrics;
+
+	corpq_require_arg(fcinfo, 0, "model");
+	spec = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	check_options(PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1));
+	(void) corpq_model_split_spec(spec, &name_len, &pinned);
+	name = pnstrdup(spec, name_len);
+	corpq_model_resolve(spec, false, &ref);
+	(void) corpq_catalog_check_writer(&corpq_kind_model, name, "quantize",
+									  "Only members of the model's owner role can write its versions.");
+	image = corpq_model_image(spec, false);
+	corpq_check_model_memory((double) VARSIZE_ANY_EXHDR(image), CORPQ_WRITE_PEAK,
+							 "a weight image", "quantize");
+	m = load_float32(name, &ref, image);
+	m->cfg.precision = CQ_PRECISION_INT8;
+	size = cq_modelfile_size(m);
+	out = palloc(VARHDRSZ + size);
+	SET_VARSIZE(out, VARHDRSZ + size);
+	s = cq_modelfile_write(m, VARDATA(out), size, &err);
+	cq_model_free(m);
+	if (s != CQ_OK)
+		corpq_core_fail(s, "could not write the int8 version", err.msg);
+	metrics = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
+		psprintf("{\"quantized_from\": %d}", ref.version))));
+	PG_RETURN_INT32(corpq_model_write_version(ref.id, out, "quantize", -1, metrics, false, true));
+}
