@@ -179,6 +179,27 @@ print("scoring, %d pairs of 20-30 tokens, pairs/s: corpq sent_prob %.1f, PyTorch
 print("first sent_prob in the session (resolve, vocabularies, model load): %.2f s" % t[1])
 print("translation, beam 4, %d sentences, sentences/s: corpq translate_rows %.2f, PyTorch %.2f (x%.2f)"
       % (N_SENT, cq_tr, th_tr, cq_tr / th_tr))
+# the same model quantized (corpq.model_quantize: int8 products), in a fresh session
+o8 = psql("""SET corpq.threads = 1;
+SELECT corpq.model_quantize('opus');
+SELECT corpq.sent_prob('opus', src, tgt) FROM p LIMIT 1;
+SELECT count(corpq.sent_prob('opus', src, tgt)) FROM p;
+SELECT count(corpq.sent_prob('opus', src, tgt)) FROM p;
+SELECT count(*) FROM corpq.score('opus', 'SELECT id, src, tgt FROM p');
+SELECT count(*) FROM corpq.score('opus', 'SELECT id, src, tgt FROM p');
+SELECT count(*) FROM corpq.translate_rows('opus', 'SELECT id, src FROM s', '%s');
+SELECT substring(pg_read_file('/proc/self/status') from 'VmHWM:\\s+([0-9]+)');
+""" % opt, timing=True)
+t8 = times(o8)
+hwm8 = int([l for l in o8.splitlines() if l.isdigit()][-1]) * 1024
+d8 = float(psql("SELECT avg(abs(corpq.sent_logprob('opus', src, tgt) - corpq.sent_logprob('opus@1', src, tgt)) "
+                "/ (array_length(string_to_array(tgt, ' '), 1) + 1)) FROM p").strip())
+print("int8 (model_quantize): sent_prob %.1f pairs/s (x%.2f float32), score() %.1f (x%.2f), "
+      "translate_rows beam 4 %.2f sentences/s (x%.2f); mean |d log p| per token against float32 %.4f "
+      "(random weights); peak RSS %.0f MB"
+      % (N_PAIRS / min(t8[3], t8[4]), N_PAIRS / min(t8[3], t8[4]) / cq_row,
+         N_PAIRS / min(t8[5], t8[6]), N_PAIRS / min(t8[5], t8[6]) / cq_batch,
+         N_SENT / t8[7], N_SENT / t8[7] / cq_tr, d8, hwm8 / 1e6))
 print("memory, peak RSS: corpq backend (scoring and translation) %.0f MB; PyTorch scoring "
       "process %.0f MB, beam search process %.0f MB; image %.0f MB"
       % (hwm / 1e6, sc["rss"] / 1e6, bm["rss"] / 1e6, os.path.getsize(image) / 1e6))
