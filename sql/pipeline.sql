@@ -103,6 +103,28 @@ SELECT s.stage, (j.result ->> 'pairs')::int = CASE s.stage
 SELECT jsonb_path_query(result, '$.stages[*].output.keyvalue() ? (@.key like_regex "^(pairs|bins|rejuvenated|model|identifier)$").value')
   #>> '{}' ~ '^(public\.plr_(pairs|bins|rejuvenated)|plr_(identifier|rejuvenator|final)@[0-9]+)$' AS named
   FROM corpq.jobs WHERE id = :job;
+-- quality gates: the rejuvenator's dev BLEU against the identifier's (the
+-- baseline: trained on every pair) before it translates; the final model
+-- against it with the paired-bootstrap p-value.  Each BLEU is corpq.bleu of
+-- corpq.translate (beam 5) on the dev set; a warning when below.
+CREATE FUNCTION pg_temp.dev_bleu(m text) RETURNS numeric LANGUAGE sql AS $$
+  SELECT round(corpq.bleu(corpq.translate(m, src, '{"beam": 5}'), tgt)::numeric, 4) FROM pl_dev $$;
+SELECT s.stage, (s.output ->> 'dev_bleu')::numeric = pg_temp.dev_bleu(split_part(s.output ->> 'model', '@', 1)) AS dev_bleu_ok,
+       (s.output ->> 'baseline_bleu')::numeric = pg_temp.dev_bleu('plr_identifier') AS baseline_ok,
+       (s.output ? 'warning') = ((s.output ->> 'dev_bleu')::numeric < (s.output ->> 'baseline_bleu')::numeric) AS warned_iff_below,
+       s.stage = 3 OR (s.output ->> 'bleu_change')::numeric = (s.output ->> 'dev_bleu')::numeric - (s.output ->> 'baseline_bleu')::numeric
+                      AND (s.output ->> 'p_value')::float8 BETWEEN 0 AND 1 AS compared
+  FROM corpq.pipeline_stages s WHERE s.pipeline = 'plr' AND s.stage IN (3, 5) ORDER BY s.stage;
+-- "gate": "stop": a rejuvenator below the baseline stops the pipeline before it translates
+SELECT corpq.model_create('pl_rand', '{"preset": "tiny", "max_positions": 32}', 'pl_sv', 'pl_tv', 9);
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train', 'SELECT src, tgt FROM pl_dev',
+                        '{"name": "plg", "identifier": "plr_identifier", "rejuvenator": "pl_rand",
+                          "gate": "stop", "train_final": false, "src_vocab": "pl_sv", "tgt_vocab": "pl_tv"}') AS gjob \gset
+SELECT corpq.job_wait(:gjob, '900 s');
+SELECT state, error ~ '^pipeline "plg" stage 3 \(rejuvenation model\) failed: the rejuvenator''s dev BLEU [0-9.]+ is below the baseline''s [0-9.]+$' AS stopped
+  FROM corpq.jobs WHERE id = :gjob;
+SELECT stage FROM corpq.pipeline_stages WHERE pipeline = 'plg' AND finished IS NOT NULL ORDER BY stage;
+SELECT corpq.model_drop('pl_rand');
 
 -- ---- UncSamp self-training: the rejuvenation's final model teaches ----
 SELECT corpq.lexicon_train('pl_lex', 'SELECT src, tgt FROM pl_train') AS lexjob \gset
@@ -150,6 +172,11 @@ SELECT (j.result ->> 'pairs')::int = (SELECT count(*) FROM pl_train)
        (SELECT owner FROM corpq.models WHERE name = 'pls_student')::text = current_user AS student_owned
   FROM corpq.pipeline_stages s JOIN corpq.jobs j ON j.id = s.subjob
  WHERE s.pipeline = 'pls' AND s.stage = 5;
+-- gates: the teacher's dev BLEU before it translates; the student against it
+SELECT s.stage, (s.output ->> 'dev_bleu')::numeric
+           = pg_temp.dev_bleu(CASE s.stage WHEN 3 THEN 'plr_final' ELSE 'pls_student' END) AS dev_bleu_ok,
+       s.stage = 3 OR (s.output ->> 'baseline_bleu')::numeric = pg_temp.dev_bleu('plr_final') AS baseline_ok
+  FROM corpq.pipeline_stages s WHERE s.pipeline = 'pls' AND s.stage IN (3, 5) ORDER BY s.stage;
 
 -- the baselines: one option away (random: uniform; dwf: word rarity)
 SELECT corpq.self_train('plr_final', 'pl_lex', 'SELECT src, tgt FROM pl_train', 'SELECT id, src FROM pl_mono',
@@ -261,6 +288,7 @@ SELECT stage, name, finished IS NOT NULL AS finished FROM corpq.pipeline_stages
 SELECT count(*) AS pairs_kept FROM plc_pairs;
 
 -- ---- a failing stage is named; the finished stages' outputs stay ----
+-- (the dev query fails; the quality gate of stage 3 reads it first)
 SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train',
                         'SELECT src, tgt FROM pl_dev WHERE 1 / (length(src) - length(src)) = 0',
                         :'common'::jsonb || '{"name": "plf", "identifier": "plr_identifier",

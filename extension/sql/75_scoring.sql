@@ -61,6 +61,20 @@ COMMENT ON FUNCTION corpq.uncertainty(text, text, text, text, int, bigint) IS
 COMMENT ON FUNCTION corpq.uncertainty(corpq.pinned_model, text, text, text, int, bigint) IS
     'uncertainty with a pinned model version name@N';
 
+-- Dual conditional cross-entropy (Junczys-Dowmunt 2018): a forward and a
+-- backward model judge a pair together.
+CREATE FUNCTION corpq.dual_xent(forward text, backward text, src text, tgt text) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_dual_xent'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.dual_xent(forward corpq.pinned_model, backward corpq.pinned_model,
+                                src text, tgt text) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_dual_xent_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.dual_xent(text, text, text, text) IS
+    'dual conditional cross-entropy score of a pair (Junczys-Dowmunt, WMT 2018): exp(-(|H_f - H_b| + (H_f + H_b) / 2)) in (0, 1], H_f = -ln sent_prob(forward, src, tgt), H_b = -ln sent_prob(backward, tgt, src): high when both directions find the pair probable and agree';
+COMMENT ON FUNCTION corpq.dual_xent(corpq.pinned_model, corpq.pinned_model, text, text) IS
+    'dual_xent with pinned model versions name@N';
+
 -- Runs a caller-supplied query through SPI: not in parallel workers.
 CREATE FUNCTION corpq.score(model text, corpus text, what text DEFAULT 'sent_prob',
                             batch_size int DEFAULT 64, measure text DEFAULT 'enteos',

@@ -289,7 +289,8 @@ def rejuvenate(m):
                  "count(*) FILTER (WHERE prob IS NULL AND inactive IS DISTINCT FROM false), "
                  "(SELECT output->>'unscored' FROM corpq.pipeline_stages WHERE pipeline = 'rj' AND stage = 1) "
                  "FROM rj_pairs" % (n, n, n))
-    check(other and int(other[0][0]) > 0 and int(other[0][1]) > 0 and other[0][2] == "0"
+    # (the shared Bible has such pairs; a generated corpus may have none)
+    check(other and int(other[0][0]) > 0 and other[0][2] == "0"
           and other[0][3] == "0" and other[0][4] == other[0][1],
           "%s: identification scored every pair that fits it with it; the too long ones "
           "unscored, counted and active (%s)" % (n, other))

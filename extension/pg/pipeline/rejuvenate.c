@@ -15,6 +15,7 @@
 #include "pg/model/translate.h"
 #include "pg/model/model_catalog.h"
 #include "pg/pipeline/pipeline.h"
+#include "pg/pipeline/pipeline_gate.h"
 #include "pg/pipeline/pipeline_synthetic.h"
 #include "pg/pipeline/pipeline_kinds.h"
 #include "pg/train/train.h"
@@ -32,6 +33,7 @@ typedef struct RejuvOptions
 	char	   *src_vocab;
 	char	   *tgt_vocab;
 	PipelineSynthetic synthetic;
+	int			gate;			/* PipelineGate */
 } RejuvOptions;
 
 static const CorpqOption rejuv_rows[] = {
@@ -56,6 +58,7 @@ static const CorpqOption rejuv_rows[] = {
 	{.key = "tgt_vocab", CORPQ_OPT_FIELD(RejuvOptions, tgt_vocab), .type = CORPQ_OPT_STRING,
 	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
 	PIPELINE_SYNTHETIC_OPTIONS(RejuvOptions, synthetic),
+	PIPELINE_GATE_OPTION(RejuvOptions, gate),
 	{.key = NULL}
 };
 
@@ -147,6 +150,7 @@ typedef struct Rejuv
 	RejuvOptions o;
 	const char *corpus;			/* the user's query, columns renamed (id, src, tgt) */
 	const char *dev;			/* SQL literal or NULL */
+	const char *dev_query;		/* the same query as text, or NULL */
 	const char *model;			/* model_create config, SQL literal */
 	const char *train;			/* train() options, SQL literal */
 	const char *translate;		/* translate_job() options, SQL literal */
@@ -176,8 +180,24 @@ model_version_json(const char *model)
  * Create the pipeline's model unless it exists, and train it on query: a
  * train() sub-job.  Returns the output JSON.
  */
+/* What a training stage measures on the dev set when its model is trained. */
+typedef enum StageGate
+{
+	GATE_REJUVENATOR,			/* the rejuvenator against the identifier */
+	GATE_FINAL					/* the final model against the identifier */
+} StageGate;
+
 static char *
-train_stage(Pipeline *p, Rejuv *r, const char *model, const char *query)
+gate_members(Rejuv *r, const char *model, StageGate g)
+{
+	if (g == GATE_REJUVENATOR)
+		return pipeline_gate_check("rejuvenator", model, r->identifier, r->dev_query, r->o.beam,
+								   (PipelineGate) r->o.gate);
+	return pipeline_gate_final("final model", model, r->identifier, r->dev_query, r->o.beam);
+}
+
+static char *
+train_stage(Pipeline *p, Rejuv *r, const char *model, const char *query, StageGate g)
 {
 	char	   *prepare,
 			   *submit,
@@ -193,8 +213,8 @@ train_stage(Pipeline *p, Rejuv *r, const char *model, const char *query)
 					  quote_literal_cstr(query), r->dev ? r->dev : "NULL", r->train);
 	subjob = pipeline_subjob(p, NULL, prepare, submit);
 	corpq_job_xact_begin(p->cxt);
-	out = psprintf("{\"model\": %s, \"train_job\": " INT64_FORMAT "}",
-				   model_version_json(model), subjob);
+	out = psprintf("{\"model\": %s, \"train_job\": " INT64_FORMAT ", %s}",
+				   model_version_json(model), subjob, gate_members(r, model, g));
 	pipeline_stage_done(p, out);
 	corpq_job_xact_commit(p->cxt);
 	return out;
@@ -322,13 +342,15 @@ stage_rejuvenator(Pipeline *p, void *arg)
 	if (r->o.rejuvenator)
 	{
 		corpq_job_xact_begin(p->cxt);
-		pipeline_stage_done(p, psprintf("{\"model\": %s, \"given\": true}",
-										model_version_json(r->rejuvenator)));
+		pipeline_stage_done(p, psprintf("{\"model\": %s, \"given\": true, %s}",
+										model_version_json(r->rejuvenator),
+										gate_members(r, r->rejuvenator, GATE_REJUVENATOR)));
 		corpq_job_xact_commit(p->cxt);
 		return;
 	}
 	(void) train_stage(p, r, r->rejuvenator,
-					   psprintf("SELECT src, tgt FROM %s WHERE NOT inactive ORDER BY id", r->pairs));
+					   psprintf("SELECT src, tgt FROM %s WHERE NOT inactive ORDER BY id", r->pairs),
+					   GATE_REJUVENATOR);
 }
 
 /*
@@ -385,7 +407,7 @@ stage_final(Pipeline *p, void *arg)
 	(void) train_stage(p, r, psprintf("%s_final", r->o.name),
 					   psprintf("SELECT src, tgt FROM (SELECT id, src, tgt FROM %s WHERE NOT inactive "
 								"UNION ALL SELECT id, src, tgt_new FROM %s WHERE kept) s ORDER BY id",
-								r->pairs, r->rejuvenated));
+								r->pairs, r->rejuvenated), GATE_FINAL);
 }
 
 static const char *
@@ -405,6 +427,7 @@ rejuvenate_job(CorpqJob *job)
 	corpq_options_parse_text(&rejuv_table, corpq_job_arg(job, "options"), &r.o);
 	r.corpus = psprintf("SELECT * FROM (%s) c0(id, src, tgt)", corpq_job_arg(job, "corpus"));
 	r.dev = literal_or_null(corpq_job_arg(job, "dev"));
+	r.dev_query = corpq_job_arg(job, "dev");
 	r.model = quote_literal_cstr(corpq_job_arg(job, "model"));
 	r.train = quote_literal_cstr(corpq_job_arg(job, "train"));
 	r.translate = quote_literal_cstr(corpq_job_arg(job, "translate"));

@@ -16,6 +16,7 @@
 #include "pg/model/translate.h"
 #include "pg/model/model_catalog.h"
 #include "pg/pipeline/pipeline.h"
+#include "pg/pipeline/pipeline_gate.h"
 #include "pg/pipeline/pipeline_synthetic.h"
 #include "pg/pipeline/pipeline_kinds.h"
 #include "pg/train/train.h"
@@ -37,6 +38,7 @@ typedef struct SelfTrainOptions
 	int64		seed;
 	int			beam;
 	PipelineSynthetic synthetic;
+	int			gate;			/* PipelineGate */
 	bool		tag_synthetic;
 	char	   *tag;
 	char	   *dev;
@@ -60,6 +62,7 @@ static const CorpqOption st_rows[] = {
 	{.key = "beam", CORPQ_OPT_FIELD(SelfTrainOptions, beam), .type = CORPQ_OPT_INT,
 	.min = 1, .max = 64, .def = 5},
 	PIPELINE_SYNTHETIC_OPTIONS(SelfTrainOptions, synthetic),
+	PIPELINE_GATE_OPTION(SelfTrainOptions, gate),
 	{.key = "tag_synthetic", CORPQ_OPT_FIELD(SelfTrainOptions, tag_synthetic), .type = CORPQ_OPT_BOOL,
 	.def = 0},
 	{.key = "tag", CORPQ_OPT_FIELD(SelfTrainOptions, tag), .type = CORPQ_OPT_STRING,
@@ -174,6 +177,7 @@ corpq_self_train(PG_FUNCTION_ARGS)
 typedef struct SelfTrain
 {
 	SelfTrainOptions o;
+	const char *teacher_name;	/* the teacher as given */
 	const char *teacher;		/* SQL literals */
 	const char *lexicon;
 	const char *parallel;		/* the user's queries, columns renamed */
@@ -265,7 +269,13 @@ stage_translate(Pipeline *p, void *arg)
 {
 	SelfTrain  *s = arg;
 	int64		subjob;
+	char	   *gate;
 
+	/* the teacher's dev BLEU, before it translates (it is the baseline itself) */
+	corpq_job_xact_begin(p->cxt);
+	gate = MemoryContextStrdup(p->cxt, pipeline_gate_check("teacher", s->teacher_name, NULL, s->o.dev,
+														   s->o.beam, (PipelineGate) s->o.gate));
+	corpq_job_xact_commit(p->cxt);
 	subjob = pipeline_subjob(p, &st_tables[T_TRANSLATIONS], NULL,
 							 psprintf("SELECT corpq.translate_job(%s, %s, %s, %s::pg_catalog.jsonb "
 									  "OPERATOR(pg_catalog.||) '{\"beam\": %d, \"skip_too_long\": true}')",
@@ -273,10 +283,12 @@ stage_translate(Pipeline *p, void *arg)
 									  quote_literal_cstr(psprintf("SELECT id, src FROM %s ORDER BY id", s->sample)),
 									  quote_literal_cstr(s->translations), s->translate, s->o.beam));
 	corpq_job_xact_begin(p->cxt);
-	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('translate_job', " INT64_FORMAT
-												   ", 'translations', %s::text, 'rows', count(*))::text FROM %s",
-												   subjob, quote_literal_cstr(s->translations),
-												   s->translations)));
+	pipeline_stage_done(p, psprintf("{%s, %s}", gate,
+									pipeline_value(psprintf("SELECT pg_catalog.btrim(json_build_object("
+															"'translate_job', " INT64_FORMAT ", 'translations', "
+															"%s::text, 'rows', count(*))::text, '{}') FROM %s",
+															subjob, quote_literal_cstr(s->translations),
+															s->translations))));
 	corpq_job_xact_commit(p->cxt);
 }
 
@@ -331,8 +343,10 @@ stage_student(Pipeline *p, void *arg)
 	version = pipeline_value(psprintf("SELECT pg_catalog.to_json(name OPERATOR(pg_catalog.||) '@' "
 									  "OPERATOR(pg_catalog.||) latest_version)::pg_catalog.text FROM corpq.models "
 									  "WHERE name OPERATOR(pg_catalog.=) %s", quote_literal_cstr(student)));
-	pipeline_stage_done(p, psprintf("{\"model\": %s, \"train_job\": " INT64_FORMAT "}",
-									version ? version : "null", subjob));
+	pipeline_stage_done(p, psprintf("{\"model\": %s, \"train_job\": " INT64_FORMAT ", %s}",
+									version ? version : "null", subjob,
+									pipeline_gate_final("student", student, s->teacher_name, s->o.dev,
+														s->o.beam)));
 	corpq_job_xact_commit(p->cxt);
 }
 
@@ -345,7 +359,8 @@ self_train_job(CorpqJob *job)
 	pipeline_init(&p, job, 5);
 	memset(&s, 0, sizeof(s));
 	corpq_options_parse_text(&st_table, corpq_job_arg(job, "options"), &s.o);
-	s.teacher = quote_literal_cstr(corpq_job_arg(job, "teacher"));
+	s.teacher_name = corpq_job_arg(job, "teacher");
+	s.teacher = quote_literal_cstr(s.teacher_name);
 	s.lexicon = quote_literal_cstr(corpq_job_arg(job, "lexicon"));
 	s.parallel = psprintf("SELECT * FROM (%s) p0(src, tgt)", corpq_job_arg(job, "parallel"));
 	s.mono = psprintf("SELECT * FROM (%s) m0(id, src)", corpq_job_arg(job, "mono"));
