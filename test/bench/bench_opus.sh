@@ -96,23 +96,29 @@ print("model: HF Marian layout, d 512, 6+6 layers, 8 heads, ffn 2048, vocabulary
       % (V, psql("SELECT parameters FROM corpq.models WHERE name = 'opus'").strip(),
          os.path.getsize(image) / 1e6))
 
-# ---- scoring
+# ---- scoring and translation in one session (first: a statement run before
+# the timed ones, e.g. the model load or a quantization)
 opt = '{"beam": 4, "max_len_a": 0, "max_len_b": 30}'
-sql = """SET corpq.threads = 1;
-SELECT corpq.sent_prob('opus', src, tgt) FROM p LIMIT 1;
+
+
+def corpq_side(first):
+    """(per-row pairs/s, batched pairs/s, beam-4 sentences/s, peak RSS bytes)."""
+    o = psql("""SET corpq.threads = 1;
+%s;
 SELECT count(corpq.sent_prob('opus', src, tgt)) FROM p;
 SELECT count(corpq.sent_prob('opus', src, tgt)) FROM p;
 SELECT count(*) FROM corpq.score('opus', 'SELECT id, src, tgt FROM p');
 SELECT count(*) FROM corpq.score('opus', 'SELECT id, src, tgt FROM p');
 SELECT count(*) FROM corpq.translate_rows('opus', 'SELECT id, src FROM s', '%s');
 SELECT substring(pg_read_file('/proc/self/status') from 'VmHWM:\\s+([0-9]+)');
-""" % opt
-o = psql(sql, timing=True)
-t = times(o)
-hwm = int([l for l in o.splitlines() if l.isdigit()][-1]) * 1024
-cq_row = N_PAIRS / min(t[2], t[3])
-cq_batch = N_PAIRS / min(t[4], t[5])
-cq_tr = N_SENT / t[6]
+""" % (first, opt), timing=True)
+    t = times(o)
+    hwm = int([l for l in o.splitlines() if l.isdigit()][-1]) * 1024
+    return t[1], N_PAIRS / min(t[2], t[3]), N_PAIRS / min(t[4], t[5]), N_SENT / t[6], hwm
+
+
+t_first, cq_row, cq_batch, cq_tr, hwm = corpq_side(
+    "SELECT corpq.sent_prob('opus', src, tgt) FROM p LIMIT 1")
 
 # The PyTorch side in fresh processes (peak RSS of that work alone): the
 # toolkit's reference over the checkpoint as saved, then the beam search over
@@ -176,30 +182,17 @@ th_row, th_batch, th_tr = sc["row"], sc["batch"], bm["beam"]
 print("scoring, %d pairs of 20-30 tokens, pairs/s: corpq sent_prob %.1f, PyTorch batch 1 %.1f "
       "(x%.2f); corpq score() %.1f, PyTorch batch 64 %.1f (x%.2f)"
       % (N_PAIRS, cq_row, th_row, cq_row / th_row, cq_batch, th_batch, cq_batch / th_batch))
-print("first sent_prob in the session (resolve, vocabularies, model load): %.2f s" % t[1])
+print("first sent_prob in the session (resolve, vocabularies, model load): %.2f s" % t_first)
 print("translation, beam 4, %d sentences, sentences/s: corpq translate_rows %.2f, PyTorch %.2f (x%.2f)"
       % (N_SENT, cq_tr, th_tr, cq_tr / th_tr))
 # the same model quantized (corpq.model_quantize: int8 products), in a fresh session
-o8 = psql("""SET corpq.threads = 1;
-SELECT corpq.model_quantize('opus');
-SELECT corpq.sent_prob('opus', src, tgt) FROM p LIMIT 1;
-SELECT count(corpq.sent_prob('opus', src, tgt)) FROM p;
-SELECT count(corpq.sent_prob('opus', src, tgt)) FROM p;
-SELECT count(*) FROM corpq.score('opus', 'SELECT id, src, tgt FROM p');
-SELECT count(*) FROM corpq.score('opus', 'SELECT id, src, tgt FROM p');
-SELECT count(*) FROM corpq.translate_rows('opus', 'SELECT id, src FROM s', '%s');
-SELECT substring(pg_read_file('/proc/self/status') from 'VmHWM:\\s+([0-9]+)');
-""" % opt, timing=True)
-t8 = times(o8)
-hwm8 = int([l for l in o8.splitlines() if l.isdigit()][-1]) * 1024
+_, q_row, q_batch, q_tr, hwm8 = corpq_side("SELECT corpq.model_quantize('opus')")
 d8 = float(psql("SELECT avg(abs(corpq.sent_logprob('opus', src, tgt) - corpq.sent_logprob('opus@1', src, tgt)) "
                 "/ (array_length(string_to_array(tgt, ' '), 1) + 1)) FROM p").strip())
 print("int8 (model_quantize): sent_prob %.1f pairs/s (x%.2f float32), score() %.1f (x%.2f), "
       "translate_rows beam 4 %.2f sentences/s (x%.2f); mean |d log p| per token against float32 %.4f "
       "(random weights); peak RSS %.0f MB"
-      % (N_PAIRS / min(t8[3], t8[4]), N_PAIRS / min(t8[3], t8[4]) / cq_row,
-         N_PAIRS / min(t8[5], t8[6]), N_PAIRS / min(t8[5], t8[6]) / cq_batch,
-         N_SENT / t8[7], N_SENT / t8[7] / cq_tr, d8, hwm8 / 1e6))
+      % (q_row, q_row / cq_row, q_batch, q_batch / cq_batch, q_tr, q_tr / cq_tr, d8, hwm8 / 1e6))
 print("memory, peak RSS: corpq backend (scoring and translation) %.0f MB; PyTorch scoring "
       "process %.0f MB, beam search process %.0f MB; image %.0f MB"
       % (hwm / 1e6, sc["rss"] / 1e6, bm["rss"] / 1e6, os.path.getsize(image) / 1e6))
