@@ -38,6 +38,9 @@
 #   BENCH_PRESETS    presets ("tiny small")
 #   BENCH_DATA       training sets ("bible all")
 #   BENCH_TORCH      1: also the PyTorch reference (1)
+#   BENCH_INT8       1: also the last checkpoint of the first variant against
+#                    its int8 variant (model_quantize): AUC, perplexity,
+#                    BLEU / chrF of Bible test translations (1)
 #   BENCH_OPTS       extra corpq.train() options as JSON members, e.g.
 #                    '"steps": 1000, "lr": 0.001' (none: the defaults); several
 #                    variants separated by ';' train one after the other as
@@ -93,6 +96,8 @@ SELECT corpq.vocab_build('v_es', 'SELECT tgt FROM train_set', 'b_es', 8000);
 CREATE TABLE test_pairs AS
 SELECT t.domain, t.src, t.tgt, u.tgt AS other, array_length(corpq.vocab_encode('v_es', t.tgt), 1) + 1 AS n
   FROM test_set t JOIN test_set u ON u.domain = t.domain AND u.r = CASE WHEN t.r = $test_pairs THEN 1 ELSE t.r + 1 END;
+CREATE TABLE int8_evals (model text, version int, precision text, domain text, auc float8, ppl float8,
+                         bleu float8, chrf float8, sents_per_s float8);
 CREATE TABLE evals (system text, data text, preset text, version int, step bigint, seconds float8,
                     domain text, auc float8, ppl float8);
 -- AUC of true pairs against shuffled targets, and perplexity, of one version per domain
@@ -185,8 +190,10 @@ run_torch() {
 	q -c "\\copy (SELECT corpq.vocab_encode('v_en', src), corpq.vocab_encode('v_es', tgt) FROM train_set $(where_of "$data" | sed "s/''/'/g") ORDER BY id) TO '$dir/train.tsv'"
 	q -c "\\copy (SELECT encode(corpq.model_export('$name@1'), 'base64')) TO '$dir/init.b64'"
 	local o
-	# the job's options with the peak lr its schedule chose (torch derives its own warm-up)
-	o=$(q -c "SELECT args -> 'options' || jsonb_build_object('lr', (result -> 'schedule' ->> 'lr')::float8)
+	# the job's options with the peak lr its schedule chose (torch derives its
+	# own warm-up) and the threads the job ran with (same threads on both sides)
+	o=$(q -c "SELECT args -> 'options' || jsonb_build_object('lr', (result -> 'schedule' ->> 'lr')::float8,
+	                                                         'threads', (result ->> 'threads')::int)
 	            FROM corpq.jobs WHERE id = $job")
 	/usr/bin/python3 "$here/time_to_useful_torch.py" --data "$dir/train.tsv" --init "$dir/init.b64" \
 		--options "$o" --seconds $((minutes * 60)) --out "$dir"
@@ -208,6 +215,31 @@ run_torch() {
 	       WHERE system = \$\$$4\$\$ AND data = '$data' AND preset = '$preset' AND step = 0"
 }
 
+# The last checkpoint of model $1 against its int8 variant (model_quantize),
+# on the same held-out pairs: AUC and perplexity as above, and BLEU / chrF
+# of translations (default options: beam 5) of the Bible test sources, with
+# translation speed in this session (one thread).
+compare_int8() {
+	local name=$1 data=$2 preset=$3 last v8
+	last=$(q -c "SELECT max(v.version) FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model
+	              WHERE c.name = '$name'")
+	v8=$(q -c "SELECT corpq.model_quantize('$name@$last')")
+	local v
+	for v in "$last" "$v8"; do
+		q -c "INSERT INTO int8_evals SELECT '$name', $v, (SELECT v.precision FROM corpq.model_versions v
+		        JOIN corpq.model_catalog c ON c.id = v.model WHERE c.name = '$name' AND v.version = $v), e.*, NULL, NULL, NULL
+		        FROM eval_version('$name@$v', $(doms_of "$data")) e"
+		q >/dev/null <<SQL
+SELECT clock_timestamp() AS t0 \\gset
+CREATE TEMP TABLE hyps AS SELECT src, tgt, corpq.translate('$name@$v'::corpq.pinned_model, src) AS hyp
+  FROM test_pairs WHERE domain = 'bible';
+UPDATE int8_evals SET bleu = (SELECT corpq.bleu(hyp, tgt) FROM hyps), chrf = (SELECT corpq.chrf(hyp, tgt) FROM hyps),
+       sents_per_s = (SELECT count(*) FROM hyps) / extract(epoch FROM clock_timestamp() - :'t0'::timestamptz)
+ WHERE model = '$name' AND version = $v;
+SQL
+	done
+}
+
 IFS=';' read -r -a variants <<<"$extra"
 [ ${#variants[@]} -eq 0 ] && variants=("")
 for data in $datas; do
@@ -215,6 +247,7 @@ for data in $datas; do
 		for k in "${!variants[@]}"; do
 			v=$(echo "${variants[$k]}" | sed 's/^ *//; s/ *$//')
 			run_corpq "$data" "$preset" "$k" "$v"
+			[ "${BENCH_INT8:-1}" = 1 ] && [ "$k" = 0 ] && compare_int8 "${data}_$preset" "$data" "$preset"
 			if [ "$torch" = 1 ] && [ "$k" = 0 ]; then
 				run_torch "$data" "$preset" "$last_job" "${data}_$preset" "corpq${v:+ {$v\}}"
 			fi
@@ -238,4 +271,10 @@ SELECT data, preset, dom AS domain, t AS auc, sys AS system,
  ORDER BY 1, 2, 3, 4, 5;
 SQL
 say "(an empty minutes cell: not reached within $minutes min)"
+if [ "${BENCH_INT8:-1}" = 1 ]; then
+	say "the last checkpoint in float32 and int8 (model_quantize): held-out AUC / ppl, BLEU / chrF of beam-5 translations of the Bible test sources, sentences/s (one session thread):"
+	q -P footer=off -A -F ' | ' -c "SELECT model, version, precision, domain, round(auc::numeric, 4) AS auc, round(ppl::numeric, 2) AS ppl,
+	         round(bleu::numeric, 2) AS bleu, round(chrf::numeric, 2) AS chrf, round(sents_per_s::numeric, 1) AS sents_per_s
+	    FROM int8_evals ORDER BY model, domain, version"
+fi
 say "total $(( $(date +%s) - t0 )) s, load $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -812,11 +812,11 @@ result_json(Run *r, double seconds_total)
 					 r->has_dev ? r->last_dev_json : "null",
 					 r->have_best ? dev_json(r, &r->best_devf) : "null");
 	appendStringInfo(&b, ", \"seconds\": %.3f, \"training_seconds\": %.3f, \"tokens_per_s\": %s"
-					 ", \"peak_rss_kb\": %ld, \"attempts\": %d, \"resumed_from_step\": %s"
+					 ", \"threads\": %d, \"peak_rss_kb\": %ld, \"attempts\": %d, \"resumed_from_step\": %s"
 					 ", \"first_version\": %d, \"best_version\": %s, \"checkpoint_versions\": %s"
 					 ", \"warmup\": %d, \"schedule\": %s, \"strategy\": ",
 					 seconds_total, r->cur.seconds, corpq_json_number_text(r->cur.tokens_done / r->cur.seconds),
-					 ru.ru_maxrss, r->job->attempts,
+					 r->o.threads, ru.ru_maxrss, r->job->attempts,
 					 r->resumed_from >= 0 ? psprintf(INT64_FORMAT, r->resumed_from) : "null",
 					 r->cur.first_version,
 					 r->cur.best_version > 0 ? psprintf("%d", r->cur.best_version) : "null",
