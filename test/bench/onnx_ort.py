@@ -47,7 +47,8 @@ def run(job, node_dir):
         json.dump(job, fh)
         path = fh.name
     try:
-        p = subprocess.run(["node", os.path.join(HERE, "ort_run.mjs"), path],
+        # --single-threaded: no V8 background threads (ort_run.mjs, header)
+        p = subprocess.run(["node", "--single-threaded", os.path.join(HERE, "ort_run.mjs"), path],
                            env=dict(os.environ, ORT_NODE_DIR=node_dir),
                            capture_output=True, text=True)
     finally:
