@@ -8,7 +8,12 @@ for the ONNX Runtime rows of bench_nn.py and bench_translate.py.
   cross-attention keys/values, computed once per sentence as the core and
   torch_search.py do) and a decoder-step graph with an incremental
   self-attention cache (one new token per hypothesis per call; the cache is
-  reordered by the beam's choices inside the graph).
+  reordered by the beam's choices inside the graph).  The step returns each
+  hypothesis's best 2 x beam + 3 tokens (TopK in the graph: the search needs
+  the best 2 x beam over a sentence's hypotheses after at most 3 masked
+  tokens, BOS, PAD and </s>, are dropped) and its </s> log-probability,
+  not the whole [hypotheses, V] table: that would cross into JavaScript on
+  every step and be scanned there, work that belongs to the runtime.
 * `quantize`: the int8 variant of a float32 graph, written here with the
   onnx package alone (no onnxruntime in Python): every MatMul whose weight is
   a constant becomes DynamicQuantizeLinear (activations uint8, one scale and
@@ -104,9 +109,9 @@ class _Step(torch.nn.Module):
     cross keys/values stay one per sentence [B, H, S, dh]: the K queries of a
     sentence attend to them together, so nothing is copied per hypothesis."""
 
-    def __init__(self, m):
+    def __init__(self, m, topk):
         super().__init__()
-        self.m = m
+        self.m, self.topk = m, topk
 
     def forward(self, tok, pos, ok, beam_idx, *cache):
         m, c = self.m, self.m.c
@@ -142,7 +147,9 @@ class _Step(torch.nn.Module):
                 y = L.ln3(y + L.ffn(y))
             else:
                 y = y + L.ffn(L.ln3(y))
-        return (torch.log_softmax(m.logits(y[:, 0]), dim=-1),) + tuple(new)
+        lp = torch.log_softmax(m.logits(y[:, 0]), dim=-1)
+        top, idx = torch.topk(lp, self.topk, dim=-1)
+        return (top, idx, lp[:, tt.EOS]) + tuple(new)
 
 
 def _float_model(cfg, w):
@@ -166,7 +173,7 @@ def export_score(cfg, w, path):
             ["logp", "p_max", "entropy", "argmax"], ax)
 
 
-def export_translate(cfg, w, enc_path, step_path):
+def export_translate(cfg, w, enc_path, step_path, beam):
     m = _float_model(cfg, w)
     n, H = len(m.dec), cfg["heads"]
     dh = cfg["d_model"] // H
@@ -182,12 +189,13 @@ def export_translate(cfg, w, enc_path, step_path):
     args += tuple(torch.zeros(B * K, H, t, dh) for _ in self_in)
     args += tuple(torch.zeros(B, H, S, dh) for _ in cross_names)
     ax = {"tok": {0: "B", 1: "K"}, "ok": {0: "B", 1: "S"}, "beam_idx": {0: "R"},
-          "logp": {0: "R"}}
+          "top_lp": {0: "R"}, "top_id": {0: "R"}, "eos_lp": {0: "R"}}
     ax.update({s: {0: "Rp", 2: "t"} for s in self_in})
     ax.update({s: {0: "R", 2: "t1"} for s in self_out})
     ax.update({c: {0: "B", 2: "S"} for c in cross_names})
-    _export(_Step(m), args, step_path, ["tok", "pos", "ok", "beam_idx"] + self_in + cross_names,
-            ["logp"] + self_out, ax)
+    _export(_Step(m, 2 * beam + 3), args, step_path,
+            ["tok", "pos", "ok", "beam_idx"] + self_in + cross_names,
+            ["top_lp", "top_id", "eos_lp"] + self_out, ax)
 
 
 def quantize(src_path, dst_path):
@@ -241,9 +249,10 @@ def quantize(src_path, dst_path):
     return count
 
 
-def export_all(kind, cfg, w, out_dir):
-    """Writes the float32 and int8 graphs of `kind` ("score" or "translate")
-    into out_dir; returns {"f32": [paths], "int8": [paths], "quantized": n}."""
+def export_all(kind, cfg, w, out_dir, beam=4):
+    """Writes the float32 and int8 graphs of `kind` ("score" or "translate",
+    for this beam size) into out_dir; returns {"f32": [paths], "int8":
+    [paths], "quantized": n}."""
     need_onnx()
     os.makedirs(out_dir, exist_ok=True)
     if kind == "score":
@@ -251,7 +260,7 @@ def export_all(kind, cfg, w, out_dir):
         export_score(cfg, w, f32[0])
     else:
         f32 = [os.path.join(out_dir, "encoder.onnx"), os.path.join(out_dir, "step.onnx")]
-        export_translate(cfg, w, *f32)
+        export_translate(cfg, w, *f32, beam)
     int8 = [p.replace(".onnx", ".int8.onnx") for p in f32]
     n = sum(quantize(a, b) for a, b in zip(f32, int8))
     return {"f32": f32, "int8": int8, "quantized": n}

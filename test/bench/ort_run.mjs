@@ -41,9 +41,9 @@ function cpuNow() {
 // CPU seconds spent inside session.run, so that the JavaScript around it
 // (the beam search, building tensors) can be told apart
 let inRun = 0;
-async function run(session, feeds) {
+async function run(session, feeds, fetches) {
   const c0 = cpuNow();
-  const out = await session.run(feeds);
+  const out = await (fetches ? session.run(feeds, fetches) : session.run(feeds));
   inRun += cpuNow() - c0;
   return out;
 }
@@ -123,6 +123,12 @@ class Searcher {
     const finals = seqs.map(() => []);
     const maxStep = Math.max(...alive.map((b) => maxl[b]));
     const cand = new Float64Array(2 * K), candIdx = new Int32Array(2 * K);
+    // the grown caches are written by the runtime straight into two sets of
+    // buffers allocated once, used in turn as this step's input and the
+    // next one's output: otherwise the binding would allocate and copy a new
+    // JavaScript buffer per cache tensor and step, and collect the old ones
+    const room = R * H * (maxStep + 1) * dh;
+    const pools = [0, 1].map(() => Array.from({ length: 2 * n }, () => new Float32Array(room)));
     for (let step = 0; step <= maxStep; step++) {
       const tokIn = BigInt64Array.from(toks, (t) => BigInt(step === 0 ? start : t[t.length - 1]));
       const feeds = {
@@ -137,19 +143,28 @@ class Searcher {
         feeds["cross_k" + i] = cross[2 * i];
         feeds["cross_v" + i] = cross[2 * i + 1];
       }
-      const out = await run(this.step, feeds);
-      const lp = out.logp.data;
+      const fetches = { top_lp: null, top_id: null, eos_lp: null };
+      const pool = pools[step % 2], dims = [B * K, H, step + 1, dh];
+      for (let i = 0; i < 2 * n; i++)
+        fetches[(i % 2 ? "new_v" : "new_k") + (i >> 1)] =
+          new ort.Tensor("float32", pool[i].subarray(0, B * K * H * (step + 1) * dh), dims);
+      const out = await run(this.step, feeds, fetches);
+      const topLp = out.top_lp.data, topId = out.top_id.data, eosLp = out.eos_lp.data;
+      const M = out.top_lp.dims[1];
       for (let i = 0; i < n; i++) cache[2 * i] = out["new_k" + i], cache[2 * i + 1] = out["new_v" + i];
       const keep = [], nextSrc = [], nextTok = [], nextCum = [], nextIgnore = [];
       for (let s = 0; s < B; s++) {
         const sent = alive[s];
         const force = step >= maxl[sent], banEos = !force && step < minl[sent];
         const rows = step === 0 ? 1 : K;
-        // top 2K candidates, best first (ties: lower index first, as a
-        // stable sort of the flattened K x V scores would give)
+        // top 2K candidates over the sentence's rows, best first (ties: the
+        // lower row, then the order TopK gave), from each row's best M =
+        // 2K + 3 (the graph's TopK): after dropping the masked tokens at
+        // least 2K of each row remain, so the sentence's best 2K are among them
         const want = Math.min(2 * K, rows * V - 1);
         let have = 0;
         const offer = (v, idx) => {
+          if (have === want && !(v > cand[have - 1])) return;
           let p = have < want ? have++ : have - 1;
           while (p > 0 && cand[p - 1] < v) {
             cand[p] = cand[p - 1];
@@ -160,21 +175,15 @@ class Searcher {
           candIdx[p] = idx;
         };
         for (let j = 0; j < rows; j++) {
-          const r = s * K + j, base = r * V, c = step === 0 ? 0 : cum[r];
+          const r = s * K + j, c = step === 0 ? 0 : cum[r];
           if (force) {            // only </s> may follow
-            offer(c + lp[base + EOS], j * V + EOS);
+            offer(c + eosLp[r], j * V + EOS);
             continue;
           }
-          // the hot loop: one load and one compare per token against the
-          // current 2K-th best (shifted by the row's cumulative score); the
-          // masked tokens are rare enough to be checked only on a hit
-          let bar = have === want ? cand[have - 1] - c : -Infinity;
-          for (let t = 0; t < V; t++) {
-            const x = lp[base + t];
-            if (!(x > bar)) continue;
+          for (let m = 0; m < M; m++) {
+            const t = Number(topId[r * M + m]);
             if (t === BOS || t === PAD || (t === EOS && banEos)) continue;
-            offer(c + x, j * V + t);
-            if (have === want) bar = cand[have - 1] - c;
+            offer(c + topLp[r * M + m], j * V + t);
           }
         }
         const f = finals[sent];
@@ -204,12 +213,15 @@ class Searcher {
       }
       if (keep.length === 0) break;
       if (keep.length < B) {
-        // sentences finished: keep only the others' cross keys/values
+        // sentences finished: keep only the others' cross keys/values,
+        // moved down in place (keep is increasing, so nothing is overwritten
+        // before it is moved, and the sentences before the first finished one
+        // are not copied at all)
         const nb = keep.length;
         cross = cross.map((c) => {
-          const per = c.data.length / B, d = new Float32Array(nb * per);
-          keep.forEach((s, k) => d.set(c.data.subarray(s * per, (s + 1) * per), k * per));
-          return new ort.Tensor("float32", d, [nb, ...c.dims.slice(1)]);
+          const per = c.data.length / B, d = c.data;
+          keep.forEach((s, k) => s !== k && d.copyWithin(k * per, s * per, (s + 1) * per));
+          return new ort.Tensor("float32", d.subarray(0, nb * per), [nb, ...c.dims.slice(1)]);
         });
         const ok2 = new Uint8Array(nb * S);
         keep.forEach((s, k) => ok2.set(okArr.subarray(s * S, (s + 1) * S), k * S));
