@@ -257,9 +257,10 @@ def ort_rows(res):
           "%.2fx at batch 64"
           % (c.get("corpq_b1", nan) / rate["f32"]["b1"], c.get("corpq_b64", nan) / rate["f32"]["b64"],
              c.get("int8_b1", nan) / rate["int8"]["b1"], c.get("int8_b64", nan) / rate["int8"]["b64"]))
-    print("  ORT wall/CPU time at batch 64: float32 %.2f, int8 %.2f (node %s)"
+    print("  ORT wall/CPU time at batch 64: float32 %.2f, int8 %.2f (onnxruntime-node %s, node %s)"
           % (r["f32"]["b64"]["wall"] / r["f32"]["b64"]["cpu"],
-             r["int8"]["b64"]["wall"] / r["int8"]["b64"]["cpu"], r["versions"]["node"]))
+             r["int8"]["b64"]["wall"] / r["int8"]["b64"]["cpu"],
+             r["versions"]["onnxruntime-node"], r["versions"]["node"]))
 
 
 def main():

@@ -249,7 +249,7 @@ def ort_translate(cfg, w, srcs, o, K, batch, reps, threads, rate, outs):
             "%d MatMuls dynamically quantized (uint8 activations per tensor, int8 weights per "
             "output column);\n  share of ORT's CPU time inside session.run (the rest: the "
             "JavaScript search, building tensors): float32 %.2f, int8 %.2f; wall/CPU %.2f"
-            % (onnx_ort.options_line(threads), g["quantized"], r["f32"]["in_run"],
+            % (onnx_ort.options_line(threads, r["versions"]["onnxruntime-node"]), g["quantized"], r["f32"]["in_run"],
                r["int8"]["in_run"], r["f32"]["wall"] / r["f32"]["cpu"]))
 
 

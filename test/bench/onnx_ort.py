@@ -58,6 +58,7 @@ def run(job, node_dir):
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-def options_line(threads=1):
+def options_line(threads=1, version=VERSION):
+    """How the sessions run; version: the one ort_run.mjs reported, when known."""
     return ("onnxruntime-node %s, %d intra-op thread(s), 1 inter-op thread, graph optimisation "
-            "'all', CPU execution provider" % (VERSION, threads))
+            "'all', CPU execution provider" % (version, threads))
