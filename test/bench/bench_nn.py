@@ -11,7 +11,7 @@ run (and the row kernel on the same shapes), where the time goes, and memory.
 It runs once per OpenBLAS core type (blas_cores.py: the default the extension
 would choose, then each forced core, each in its own process) and ends with a
 table of the figures per core.
-Usage: bench_nn.py [--quick] [--cores=default,Haswell,...]
+Usage: bench_nn.py [--quick] [--cores=default,Haswell,...] [--no-ort]
 """
 import ctypes
 import os
@@ -24,6 +24,7 @@ import numpy as np
 import torch
 
 import blas_cores
+import onnx_ort
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -169,18 +170,113 @@ def torch_rate(ref, pairs, batch, reps):
     return len(pairs) / t
 
 
+REPS = 2 if QUICK else 3
+
+
+def cpu_name():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
+def workload():
+    """The model and the pairs, the same in every process: (cfg, weights,
+    pairs, 64-word-vocabulary pairs, how many of pairs run at batch 1)."""
+    rng = np.random.default_rng(0)
+    cfg = tt.make_config("small", V, V)
+    w = tt.random_weights(cfg, 1)
+    n1, n64 = (16, 128) if QUICK else (64, 256)
+    pairs = [(rng.integers(4, V, LEN).tolist(), rng.integers(4, V, LEN).tolist())
+             for _ in range(n64)]
+    pairs_v = [(rng.integers(4, 64, LEN).tolist(), rng.integers(4, 64, LEN).tolist())
+               for _ in range(n64)]
+    return cfg, w, pairs, pairs_v, n1
+
+
+def ort_batch(pairs, start):
+    """A batch as ort_run.mjs takes it: src + </s>, start + tgt, tgt + </s>."""
+    return dict(src=[list(s) + [tt.EOS] for s, _ in pairs],
+                din=[[start] + list(t) for _, t in pairs],
+                gold=[list(t) + [tt.EOS] for _, t in pairs])
+
+
+def ort_rows(res):
+    """ONNX Runtime on the same model and pairs, printed next to the default
+    core's figures (or the first core's when the default was not run)."""
+    import onnx_export
+    print("\nONNX Runtime, the same model and pairs (%s)" % onnx_ort.options_line())
+    node_dir, why = onnx_ort.ensure_runtime()
+    if node_dir is None:
+        print("  skipped: " + why)
+        return
+    torch.set_num_threads(1)
+    cfg, w, pairs, _, n1 = workload()
+    start = tt.variant(cfg, "decoder_start_id")
+    check = pairs[:4]
+    with tempfile.TemporaryDirectory() as tmp:
+        g = onnx_export.export_all("score", cfg, w, tmp)
+        job = dict(mode="score", reps=REPS, threads=1,
+                   models={"f32": g["f32"], "int8": g["int8"]},
+                   runs=[dict(name="b1", batches=[ort_batch(pairs[i:i + 1], start)
+                                                  for i in range(n1)]),
+                         dict(name="b64", batches=[ort_batch(pairs[i:i + 64], start)
+                                                   for i in range(0, len(pairs), 64)])],
+                   check=ort_batch(check, start))
+        r = onnx_ort.run(job, node_dir)
+    ref = tt.Transformer(cfg, w, dtype=torch.float32).eval().score(check)
+    want = np.concatenate([x["logp"] for x in ref])
+    dev = {}
+    for k in ("f32", "int8"):
+        got = np.asarray(r[k]["check"]["logp"], np.float32)
+        dev[k] = np.abs(got - want)
+    am = np.asarray(r["f32"]["check"]["argmax"]) == np.concatenate([x["argmax"] for x in ref])
+    print("  graph: teacher-forced forward, outputs log p(gold), p max, entropy, argmax per "
+          "position; int8: %d MatMuls -> DynamicQuantizeLinear (uint8, per tensor) + "
+          "MatMulInteger (int8 weights, per output column) + scale" % g["quantized"])
+    print("  against PyTorch float32 on %d pairs: ORT float32 max |dlogp| %.1e (argmax equal "
+          "%d/%d), ORT int8 mean |dlogp| %.3f (max %.3f)"
+          % (len(check), dev["f32"].max(), am.sum(), am.size, dev["int8"].mean(),
+             dev["int8"].max()))
+    rate = {k: {b: r[k][b]["pairs"] / r[k][b]["cpu"] for b in ("b1", "b64")}
+            for k in ("f32", "int8")}
+    core = "default" if "default" in res else next(iter(res), None)
+    c = res.get(core, {})
+    nan = float("nan")
+    print("  pairs/s (CPU time, best of %d; corpq and PyTorch from the %s core's run above):"
+          % (REPS, core))
+    print("  %-16s %10s %10s" % ("", "batch 1", "batch 64"))
+    for label, b1, b64 in (("corpq float32", c.get("corpq_b1", nan), c.get("corpq_b64", nan)),
+                           ("corpq int8", c.get("int8_b1", nan), c.get("int8_b64", nan)),
+                           ("PyTorch float32", c.get("torch_b1", nan), c.get("torch_b64", nan)),
+                           ("ORT float32", rate["f32"]["b1"], rate["f32"]["b64"]),
+                           ("ORT int8", rate["int8"]["b1"], rate["int8"]["b64"])):
+        print("  %-16s %10.1f %10.1f" % (label, b1, b64))
+    print("  corpq / ORT: float32 %.2fx at batch 1, %.2fx at batch 64; int8 %.2fx at batch 1, "
+          "%.2fx at batch 64"
+          % (c.get("corpq_b1", nan) / rate["f32"]["b1"], c.get("corpq_b64", nan) / rate["f32"]["b64"],
+             c.get("int8_b1", nan) / rate["int8"]["b1"], c.get("int8_b64", nan) / rate["int8"]["b64"]))
+    print("  ORT wall/CPU time at batch 64: float32 %.2f, int8 %.2f (onnxruntime-node %s, node %s)"
+          % (r["f32"]["b64"]["wall"] / r["f32"]["b64"]["cpu"],
+             r["int8"]["b64"]["wall"] / r["int8"]["b64"]["cpu"],
+             r["versions"]["onnxruntime-node"], r["versions"]["node"]))
+
+
 def main():
     if not blas_cores.is_child():
-        blas_cores.run_all(__file__, ["corpq_b1", "corpq_b64", "int8_b1", "int8_b64", "torch_b1",
-                                      "torch_b64", "sgemm", "b1_of_sgemm", "b64_of_sgemm"])
+        print("CPU: %s" % cpu_name(), flush=True)
+        res = blas_cores.run_all(__file__, ["corpq_b1", "corpq_b64", "int8_b1", "int8_b64",
+                                            "torch_b1", "torch_b64", "sgemm", "b1_of_sgemm",
+                                            "b64_of_sgemm"])
+        if "--no-ort" not in sys.argv:
+            ort_rows(res)
         return
     torch.set_num_threads(1)
     core = tt.Core(lib_path())
     bind_rowgemm(core.lib)
     bind_qgemm(core.lib)
-    rng = np.random.default_rng(0)
-    cfg = tt.make_config("small", V, V)
-    w = tt.random_weights(cfg, 1)
+    cfg, w, pairs, pairs_v, n1 = workload()
     with tempfile.TemporaryDirectory() as tmp:
         m = core.load(tt.write_corpq(os.path.join(tmp, "small.cqm"), cfg, w))
         m8 = core.load(tt.write_corpq(os.path.join(tmp, "small8.cqm"), dict(cfg, precision="int8"), w))
@@ -188,12 +284,7 @@ def main():
         m_v = core.load(tt.write_corpq(os.path.join(tmp, "v64.cqm"), cfg_v,
                                        tt.random_weights(cfg_v, 1)))
     ref = tt.Transformer(cfg, w, dtype=torch.float32).eval()
-    n1, n64 = (16, 128) if QUICK else (64, 256)
-    reps = 2 if QUICK else 3
-    pairs = [(rng.integers(4, V, LEN).tolist(), rng.integers(4, V, LEN).tolist())
-             for _ in range(n64)]
-    pairs_v = [(rng.integers(4, 64, LEN).tolist(), rng.integers(4, 64, LEN).tolist())
-               for _ in range(n64)]
+    reps = REPS
 
     print("OpenBLAS core %s; inference kernel %s; load average %.1f"
           % (blas_cores.in_use(), core.lib.cq_rowgemm_isa_name(core.lib.cq_rowgemm_machine()).decode(),

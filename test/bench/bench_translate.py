@@ -21,7 +21,17 @@ sgemm measured in the same run; per-sentence latency of a 25-token source.
 Times are the CPU time of this thread (best of several runs): both sides
 run single-threaded in it (OpenBLAS and torch at 1 thread, the default), so
 other jobs on a shared machine disturb it less than wall time.
-Usage: bench_translate.py [--quick] [--threads N] [--model FILE]
+
+Then sentences/s at beam 4, batch 32 (the sources of the batch-32 rows) for
+corpq float32, corpq int8 (the same weights quantized at load), PyTorch
+float32 and ONNX Runtime (onnxruntime-node, ort_run.mjs) float32 and int8,
+and corpq / ORT.  ORT runs the reference model exported by onnx_export.py
+as an encoder graph and a decoder-step graph with an incremental
+self-attention cache, driven by a beam search written in JavaScript from
+the same algorithm as torch_search.py; int8 is the dynamically quantized
+graph (onnx_export.quantize).  ORT: one intra-op thread (--threads), one
+inter-op thread, graph optimisation 'all', CPU time of the node process.
+Usage: bench_translate.py [--quick] [--threads N] [--model FILE] [--no-ort]
 """
 import argparse
 import ctypes
@@ -38,6 +48,7 @@ ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 sys.path.insert(0, os.path.join(ROOT, "test", "ref"))
 import torch_search as ts  # noqa: E402
 import torch_transformer as tt  # noqa: E402
+import onnx_ort  # noqa: E402
 
 V = 8000
 
@@ -116,6 +127,7 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--model")
+    ap.add_argument("--no-ort", action="store_true")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
     core = ts.CoreTranslate(lib_path())
@@ -174,6 +186,71 @@ def main():
         print("latency, one 25-token source, beam %d: corpq %.1f ms, torch+cache %.1f ms (%.2fx)"
               % (beam, 1e3 * tc, 1e3 * tr, tr / tc))
     core.free(m)
+    beam4(core, cfg, w, ref, srcs[:n32], min_len, reps, args)
+
+
+def beam4(core, cfg, w, ref, srcs, min_len, reps, args):
+    """Sentences/s at beam 4, batch 32: corpq float32 and int8, PyTorch,
+    ONNX Runtime float32 and int8 on the same sources."""
+    K, batch, n = 4, 32, len(srcs)
+    o = ts.options(beam=K, max_len_a=1.0, max_len_b=0, min_len=min_len)
+    ids = list(range(n))
+    print("beam %d batch %d, %d sentences: sentences/s (CPU time, best of %d)" % (K, batch, n, reps))
+    rate, outs = {}, {}
+    for key, prec in (("corpq float32", "float32"), ("corpq int8", "int8")):
+        mm = core.load(tt.write_corpq("/dev/null", dict(cfg, precision=prec), w))
+        prep = core.prepare_translate(mm, srcs, ids, o, batch)
+        t, out = timed(lambda: list(core.run_translate(prep)), reps, args.threads)
+        rate[key], outs[key] = n / t, [h[0]["tokens"] for h in out]
+        core.free(mm)
+    t, out = timed(lambda: sum((ref.translate(srcs[i:i + batch], ids[i:i + batch], o)
+                                for i in range(0, n, batch)), []), reps, args.threads)
+    rate["PyTorch float32"], outs["PyTorch float32"] = n / t, [h[0]["tokens"] for h in out]
+    note = ""
+    if args.no_ort:
+        note = "ONNX Runtime: not run (--no-ort)"
+    else:
+        note = ort_translate(cfg, w, srcs, o, K, batch, reps, args.threads, rate, outs)
+    torch_out = outs["PyTorch float32"]
+    for key, r in rate.items():
+        same = sum(a == b for a, b in zip(outs[key], torch_out))
+        print("  %-16s %8.2f sentences/s   (same best hypothesis as PyTorch: %d/%d)"
+              % (key, r, same, n))
+    if "ORT float32" in rate:
+        print("  corpq / ORT: float32 %.2fx, int8 %.2fx"
+              % (rate["corpq float32"] / rate["ORT float32"], rate["corpq int8"] / rate["ORT int8"]))
+    print("  " + note)
+
+
+def ort_translate(cfg, w, srcs, o, K, batch, reps, threads, rate, outs):
+    """Fills rate and outs with ONNX Runtime's rows; returns a line saying
+    how it ran (or why not)."""
+    import tempfile
+    import onnx_export
+    node_dir, why = onnx_ort.ensure_runtime()
+    if node_dir is None:
+        return "ONNX Runtime: skipped: " + why
+    maxl = [ts.max_len(o, cfg, len(s)) for s in srcs]
+    with tempfile.TemporaryDirectory() as tmp:
+        g = onnx_export.export_all("translate", cfg, w, tmp)
+        job = dict(mode="translate", reps=reps, threads=threads, batch=batch,
+                   models={"f32": g["f32"], "int8": g["int8"]},
+                   srcs=[list(s) for s in srcs], maxl=maxl,
+                   minl=[min(o["min_len"], x) for x in maxl],
+                   search=dict(beam=K, V=cfg["tgt_vocab_size"], heads=cfg["heads"],
+                               dh=cfg["d_model"] // cfg["heads"], layers=cfg["decoder_layers"],
+                               start=tt.variant(cfg, "decoder_start_id"), lenpen=o["lenpen"]))
+        r = onnx_ort.run(job, node_dir)
+    for key, k in (("ORT float32", "f32"), ("ORT int8", "int8")):
+        rate[key] = r[k]["sentences"] / r[k]["cpu"]
+        outs[key] = r[k]["hyps"]
+    return ("ORT: %s;\n  encoder graph once per batch + decoder-step graph with an incremental "
+            "self-attention cache (reordered in the graph), beam search in JavaScript;\n  int8: "
+            "%d MatMuls dynamically quantized (uint8 activations per tensor, int8 weights per "
+            "output column);\n  share of ORT's CPU time inside session.run (the rest: the "
+            "JavaScript search, building tensors): float32 %.2f, int8 %.2f; wall/CPU %.2f"
+            % (onnx_ort.options_line(threads, r["versions"]["onnxruntime-node"]), g["quantized"], r["f32"]["in_run"],
+               r["int8"]["in_run"], r["f32"]["wall"] / r["f32"]["cpu"]))
 
 
 if __name__ == "__main__":
