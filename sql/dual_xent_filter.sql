@@ -65,6 +65,11 @@ SELECT r.filter, r.rejected = (SELECT count(*) FROM dxf_ref
 SELECT count(*) FILTER (WHERE corpq.filter_keeps(src, tgt, :'pspec') = (score >= :thr)) = count(*) AS keeps_agrees,
        count(*) FILTER (WHERE (corpq.filter_rejects(src, tgt, :'pspec') = '{dual_xent}') = (score < :thr)) = count(*) AS rejects_agrees
   FROM dxf_ref WHERE src IS NOT NULL AND tgt IS NOT NULL;
+-- a spec that changes from row to row (each change replaces the scorers)
+SELECT count(*) FILTER (WHERE corpq.filter_keeps(src, tgt, CASE WHEN id % 2 = 0 THEN :'pspec'
+                               ELSE replace(:'pspec', '"threshold"', '"label": "dx", "threshold"') END::jsonb)
+                              = (score >= :thr)) = count(*) AS changing_spec_agrees
+  FROM dxf_ref WHERE src IS NOT NULL AND tgt IS NOT NULL;
 -- the aggregate itself takes the pinned spec
 SELECT (s[1]).kept = (SELECT count(*) FROM dxf_ref WHERE score >= :thr) AS aggregate_agrees
   FROM (SELECT corpq.filter_stats(src, tgt, :'pspec', 0) AS s FROM dxf_pairs) a;

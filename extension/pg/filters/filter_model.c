@@ -43,3 +43,14 @@ filter_model_scores(FilterList *list, int i, const cq_pair *pairs, int n, double
 	corpq_dual_xent_score(s->scorer, s->args.forward, s->args.backward, true, texts, n, out);
 	pfree(texts);
 }
+
+void
+filter_list_release(FilterList *list)
+{
+	for (int i = 0; i < list->n; i++)
+		if (list->items[i].scorer)
+		{
+			corpq_dual_xent_free(list->items[i].scorer);
+			list->items[i].scorer = NULL;
+		}
+}

@@ -95,6 +95,9 @@ bool		filter_model_keeps(const FilterSpec *s, double score);
 void		filter_model_scores(FilterList *list, int i, const cq_pair *pairs, int n,
 								double *out);
 
+/* Free the scorers the list's model filters loaded. */
+void		filter_list_release(FilterList *list);
+
 /*
  * The SQL condition under which filter s keeps a pair, over the column
  * expressions src and tgt (already quoted): a call of corpq.filter_keeps()

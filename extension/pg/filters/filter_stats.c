@@ -513,6 +513,9 @@ cached_list(FunctionCallInfo fcinfo, Jsonb *spec)
 		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
 		FilterList *list = filter_list_parse(spec, FILTER_MODELS_PINNED);
 
+		/* a spec that changes from row to row must not pile up scorers */
+		if (c)
+			filter_list_release(c->list);
 		c = c ? c : palloc(sizeof(SpecCache));
 		c->spec = palloc(VARSIZE(spec));
 		memcpy(c->spec, spec, VARSIZE(spec));

@@ -60,6 +60,12 @@ corpq_dual_xent_create(MemoryContext parent)
 	return d;
 }
 
+void
+corpq_dual_xent_free(CorpqDualXent *d)
+{
+	MemoryContextDelete(d->cxt);
+}
+
 char *
 corpq_model_pin(const char *spec)
 {

@@ -28,6 +28,9 @@ typedef struct CorpqTextPair
 /* A new pair of scorers, in a memory context under parent. */
 CorpqDualXent *corpq_dual_xent_create(MemoryContext parent);
 
+/* Free d and everything it loaded (the model cache keeps the models). */
+void		corpq_dual_xent_free(CorpqDualXent *d);
+
 /*
  * The scores of n pairs into out[n], with models forward (src -> tgt) and
  * backward (tgt -> src): names ("m", "m@3"), or with pinned "name@N" only.
