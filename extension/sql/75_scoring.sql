@@ -76,6 +76,14 @@ COMMENT ON FUNCTION corpq.dual_xent(corpq.pinned_model, corpq.pinned_model, text
     'dual_xent with pinned model versions name@N';
 
 -- Runs a caller-supplied query through SPI: not in parallel workers.
+CREATE FUNCTION corpq.dual_xent_scores(forward text, backward text, corpus text)
+    RETURNS TABLE (id bigint, score float8)
+    AS 'MODULE_PATHNAME', 'corpq_dual_xent_scores'
+    LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.dual_xent_scores(text, text, text) IS
+    'dual_xent of every row of corpus, a SELECT returning (id, src, tgt), in batches (each direction''s pairs in length order, cut to corpq.max_batch_mb), with the models'' versions of the call''s start; the values equal dual_xent()''s; NULL src or tgt gives a NULL score; a NULL argument is an error';
+
+-- Runs a caller-supplied query through SPI: not in parallel workers.
 CREATE FUNCTION corpq.score(model text, corpus text, what text DEFAULT 'sent_prob',
                             batch_size int DEFAULT 64, measure text DEFAULT 'enteos',
                             passes int DEFAULT 30, seed bigint DEFAULT 0)

@@ -5,6 +5,14 @@
 -- a spec discards, the pairs each rejects, and the same spec as a SQL
 -- predicate.  The score functions are IMMUTABLE (they depend on the text and
 -- the Unicode / CLD2 tables of the installed libraries) and PARALLEL SAFE.
+--
+-- A spec may also hold the model filter dual_xent (corpq.dual_xent() against
+-- a threshold).  A model name's latest version is catalog state, so the
+-- IMMUTABLE functions of a spec (filter_stats, filter_rejects, filter_keeps)
+-- take pinned versions name@N only; the STABLE ones (filter_report,
+-- filter_predicate) also take names and pin them to the latest version when
+-- they start.  Models load in any backend, parallel workers included (the
+-- cache is per backend), so everything stays PARALLEL SAFE.
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION corpq.text_length(t text, unit text DEFAULT 'word') RETURNS int
     AS 'MODULE_PATHNAME', 'corpq_text_length'
@@ -126,10 +134,12 @@ CREATE AGGREGATE corpq.filter_stats(src text, tgt text, filters jsonb, examples 
     COMBINEFUNC = corpq.filter_stats_combine, SERIALFUNC = corpq.filter_stats_serial,
     DESERIALFUNC = corpq.filter_stats_deserial, PARALLEL = SAFE);
 COMMENT ON AGGREGATE corpq.filter_stats(text, text, jsonb) IS
-    'one corpq.filter_result per filter of the spec, then one for all (rejected by any), over the pairs aggregated (pairs with a NULL side are not counted); 5 examples';
+    'one corpq.filter_result per filter of the spec, then one for all (rejected by any), over the pairs aggregated (pairs with a NULL side are not counted); 5 examples; model filters name pinned versions name@N and score their pairs in batches';
 COMMENT ON AGGREGATE corpq.filter_stats(text, text, jsonb, int) IS
     'filter_stats with examples (0 to 100) rejected pairs per filter';
 
+-- filter_predicate writes model filters with the versions their names have
+-- when it runs: STABLE, so that the text of a view keeps its meaning.
 -- The reports run the corpus query through SPI, as one aggregate query that
 -- may use parallel workers itself: PARALLEL UNSAFE keeps the calling query
 -- out of parallel mode, where the inner scan could not have workers.
@@ -155,19 +165,19 @@ CREATE FUNCTION corpq.filter_rejects(src text, tgt text, filters jsonb DEFAULT c
     AS 'MODULE_PATHNAME', 'corpq_filter_rejects'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.filter_rejects(text, text, jsonb) IS
-    'the labels of the filters of the spec that reject the pair, {} when it passes them all (OpusFilter''s --removed, as a column)';
+    'the labels of the filters of the spec that reject the pair, {} when it passes them all (OpusFilter''s --removed, as a column); model filters name pinned versions name@N';
 
 CREATE FUNCTION corpq.filter_keeps(src text, tgt text, filters jsonb DEFAULT corpq.filter_defaults())
     RETURNS boolean
     AS 'MODULE_PATHNAME', 'corpq_filter_keeps'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.filter_keeps(text, text, jsonb) IS
-    'true when every filter of the spec keeps the pair (the decision filter_report counts and filter_predicate writes)';
+    'true when every filter of the spec keeps the pair (the decision filter_report counts and filter_predicate writes); model filters name pinned versions name@N';
 
 CREATE FUNCTION corpq.filter_predicate(filters jsonb DEFAULT corpq.filter_defaults(),
                                        src text DEFAULT 'src', tgt text DEFAULT 'tgt')
     RETURNS text
     AS 'MODULE_PATHNAME', 'corpq_filter_predicate'
-    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.filter_predicate(jsonb, text, text) IS
-    'the spec as a SQL condition over the columns src and tgt, true for the pairs every filter keeps (for WHERE, a view, or EXECUTE)';
+    'the spec as a SQL condition over the columns src and tgt, true for the pairs every filter keeps (for WHERE, a view, or EXECUTE); model names are written pinned to their latest version';

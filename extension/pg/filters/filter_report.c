@@ -126,7 +126,13 @@ report(FunctionCallInfo fcinfo, bool by_domain)
 	FilterList *list;
 
 	/* a bad spec or query fails before any row is read */
-	list = filter_list_parse(spec);
+	list = filter_list_parse(spec, FILTER_MODELS_LATEST);
+	/*
+	 * Model names pinned once, here: the aggregate (IMMUTABLE, in every
+	 * worker) takes pinned versions only, and all see the same ones.
+	 */
+	if (list->n_models > 0)
+		spec = filter_list_jsonb(list);
 	if (examples < 0 || examples > FILTER_MAX_EXAMPLES)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

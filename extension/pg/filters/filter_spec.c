@@ -10,6 +10,7 @@
 #include "filters/langid.h"
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
+#include "pg/model/model_catalog.h"
 #include "pg/filters/filter_spec.h"
 
 #define SPEC_HINT "A filter is {\"name\": \"length_ratio\", \"args\": {\"unit\": \"word\"}, \"threshold\": 3, \"label\": \"...\"}; name is required, the rest optional."
@@ -72,11 +73,27 @@ static const CorpqOption langid_rows[] = {
 	{0}
 };
 
+/*
+ * The score is in (0, 1] and its scale depends on the models and the data
+ * (no default would mean the same for two pairs of models): the threshold
+ * must be given.
+ */
+static const CorpqOption dual_xent_rows[] = {
+	{.key = "forward", ARG(forward), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
+	 .valid = corpq_option_nonempty, .expected = "a model (src -> tgt) name or name@N"},
+	{.key = "backward", ARG(backward), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
+	 .valid = corpq_option_nonempty, .expected = "a model (tgt -> src) name or name@N"},
+	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER, .flags = CORPQ_OPT_UNSET,
+	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1},
+	{0}
+};
+
 typedef struct FilterKind
 {
 	const char *name;
-	cq_filter_kind kind;
+	cq_filter_kind kind;		/* unused by model filters */
 	CorpqOptionTable options;
+	bool		model;			/* decided on a model's score, not by the core */
 } FilterKind;
 
 static const FilterKind kinds[] = {
@@ -88,6 +105,7 @@ static const FilterKind kinds[] = {
 	{"repetition", CQ_FILTER_REPETITION, {"repetition filter", repetition_rows}},
 	{"html_tags", CQ_FILTER_HTML_TAGS, {"html_tags filter", html_tags_rows}},
 	{"langid", CQ_FILTER_LANGID, {"langid filter", langid_rows}},
+	{"dual_xent", 0, {"dual_xent filter", dual_xent_rows}, .model = true},
 };
 
 static char *
@@ -217,14 +235,62 @@ merge_args(JsonbValue *args, JsonbValue *threshold, int index)
 	return JsonbValueToJsonb(res);
 }
 
+#define DUAL_XENT_HINT "For example {\"name\": \"dual_xent\", \"args\": {\"forward\": \"en-es\", \"backward\": \"es-en\"}, \"threshold\": 0.2}."
+
+/* A model filter's model, pinned: "name@N" (see FilterModels). */
+static char *
+pin_model(const char *spec, const char *what, FilterModels models)
+{
+	int			name_len;
+	int32		version;
+
+	if (models == FILTER_MODELS_PINNED && !corpq_model_split_spec(spec, &name_len, &version))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s model \"%s\" of the dual_xent filter is not a pinned version", what, spec),
+				 errdetail("filter_keeps, filter_rejects and filter_stats are IMMUTABLE, and the latest version of a model name can change."),
+				 errhint("Write \"%s@N\" for version N, or use filter_report() or filter_predicate(), which pin the latest version.",
+						 spec)));
+	return corpq_model_pin(spec);
+}
+
+/* A model filter's args, checked, names pinned. */
+static void
+resolve_model(FilterSpec *s, const FilterKind *k, FilterModels models)
+{
+	FilterArgs *a = &s->args;
+
+	if (a->forward == NULL || a->backward == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s filter needs args forward and backward", k->name),
+				 errhint(DUAL_XENT_HINT)));
+	if (a->threshold == CORPQ_OPT_UNSET_VALUE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s filter needs a threshold", k->name),
+				 errdetail("The score is in (0, 1]; where to cut depends on the models and the corpus."),
+				 errhint("Look at the distribution of corpq.dual_xent_scores() over a sample first.")));
+	a->forward = pin_model(a->forward, "forward", models);
+	a->backward = pin_model(a->backward, "backward", models);
+	s->model = true;
+}
+
 /* The core filter from parsed args. */
 static void
-resolve(FilterSpec *s, const FilterKind *k)
+resolve(FilterSpec *s, const FilterKind *k, FilterModels models)
 {
 	FilterArgs *a = &s->args;
 	cq_filter  *f = &s->filter;
 
 	memset(f, 0, sizeof(*f));
+	s->model = false;
+	s->scorer = NULL;
+	if (k->model)
+	{
+		resolve_model(s, k, models);
+		return;
+	}
 	f->kind = k->kind;
 	f->threshold = a->threshold;
 	f->unit = (cq_length_unit) a->unit;
@@ -263,7 +329,7 @@ resolve(FilterSpec *s, const FilterKind *k)
 }
 
 static void
-parse_item(JsonbValue *item, int index, FilterSpec *s)
+parse_item(JsonbValue *item, int index, FilterSpec *s, FilterModels models)
 {
 	JsonbIterator *it;
 	JsonbValue	v;
@@ -315,11 +381,11 @@ parse_item(JsonbValue *item, int index, FilterSpec *s)
 	corpq_options_parse(&k->options,
 						merge_args(has_args ? &args : NULL, has_threshold ? &threshold : NULL, index),
 						&s->args);
-	resolve(s, k);
+	resolve(s, k, models);
 }
 
 FilterList *
-filter_list_parse(Jsonb *spec)
+filter_list_parse(Jsonb *spec, FilterModels models)
 {
 	FilterList *list = palloc0(sizeof(FilterList));
 	JsonbIterator *it;
@@ -333,13 +399,14 @@ filter_list_parse(Jsonb *spec)
 				 errmsg("filter spec must be a JSON array of filters"),
 				 errhint(SPEC_HINT)));
 	n = JB_ROOT_COUNT(spec);
+	list->cxt = CurrentMemoryContext;
 	list->items = palloc0(sizeof(FilterSpec) * Max(n, 1));
 	it = JsonbIteratorInit(&spec->root);
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		if (tok != WJB_ELEM)
 			continue;
-		parse_item(&v, list->n, &list->items[list->n]);
+		parse_item(&v, list->n, &list->items[list->n], models);
 		for (int i = 0; i < list->n; i++)
 			if (strcmp(list->items[i].label, list->items[list->n].label) == 0)
 				ereport(ERROR,
@@ -352,6 +419,8 @@ filter_list_parse(Jsonb *spec)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("filter label \"%s\" is reserved", FILTER_ALL_LABEL),
 					 errdetail("Reports use it for the pairs rejected by any filter.")));
+		if (list->items[list->n].model)
+			list->n_models++;
 		list->n++;
 	}
 	return list;
@@ -382,7 +451,7 @@ threshold_rows(const CorpqOptionTable *t, bool threshold)
  * stored predicate means must not change when a default does.
  */
 static char *
-filter_item_json(const FilterSpec *s)
+filter_item_json(const FilterSpec *s, bool with_label)
 {
 	const FilterKind *k = find_kind(s->name);
 	CorpqOptionTable args = threshold_rows(&k->options, false);
@@ -397,14 +466,32 @@ filter_item_json(const FilterSpec *s)
 	/* t is "{}" or {"threshold": x}: its member joins the item */
 	if (strlen(t) > 2)
 		appendStringInfo(&b, ", %.*s", (int) strlen(t) - 2, t + 1);
+	if (with_label)
+	{
+		appendStringInfoString(&b, ", \"label\": ");
+		escape_json(&b, s->label);
+	}
 	appendStringInfoChar(&b, '}');
 	return b.data;
+}
+
+Jsonb *
+filter_list_jsonb(const FilterList *list)
+{
+	StringInfoData b;
+
+	initStringInfo(&b);
+	appendStringInfoChar(&b, '[');
+	for (int i = 0; i < list->n; i++)
+		appendStringInfo(&b, "%s%s", i ? ", " : "", filter_item_json(&list->items[i], true));
+	appendStringInfoChar(&b, ']');
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(b.data)));
 }
 
 char *
 filter_keep_sql(const FilterSpec *s, const char *src, const char *tgt)
 {
-	char	   *spec = psprintf("[%s]", filter_item_json(s));
+	char	   *spec = psprintf("[%s]", filter_item_json(s, false));
 
 	return psprintf("corpq.filter_keeps(%s, %s, %s)", src, tgt, quote_literal_cstr(spec));
 }

@@ -7,6 +7,13 @@
  * parser (base/options.h): unknown keys list the valid ones, values out of
  * range say what was expected.  A spec is checked whole before any row is
  * read.
+ *
+ * Model filters (dual_xent) cannot be core filters: their score needs the
+ * catalog's models (pg/model/dual_xent.h).  They keep one decision rule all
+ * the same: filter_model_keeps() on the score corpq_dual_xent_score()
+ * computes, whichever function evaluates the spec.  Their model names are
+ * stored pinned ("name@N") once parsed, so a spec means the same versions
+ * wherever it goes next (an aggregate's workers, a written predicate).
  */
 #ifndef CORPQ_PG_FILTERS_FILTER_SPEC_H
 #define CORPQ_PG_FILTERS_FILTER_SPEC_H
@@ -16,6 +23,7 @@
 #include "utils/jsonb.h"
 
 #include "filters/filter_set.h"
+#include "pg/model/dual_xent.h"
 
 /* Everything a filter's args and threshold can hold (the option tables' target). */
 typedef struct FilterArgs
@@ -28,6 +36,8 @@ typedef struct FilterArgs
 	bool		exclude_whitespace;
 	int			min_length;
 	int			max_length;
+	char	   *forward;		/* dual_xent: model names, "name@N" once parsed */
+	char	   *backward;
 } FilterArgs;
 
 typedef struct FilterSpec
@@ -35,14 +45,33 @@ typedef struct FilterSpec
 	const char *name;			/* the filter's name */
 	char	   *label;			/* what the reports call it (default: name) */
 	FilterArgs	args;			/* as given, defaults filled in */
-	cq_filter	filter;			/* what the core evaluates */
+	cq_filter	filter;			/* what the core evaluates (not model filters) */
+	bool		model;			/* a model filter: filter_model_keeps() decides */
+	CorpqDualXent *scorer;		/* model filters: created on first use */
 } FilterSpec;
 
 typedef struct FilterList
 {
 	int			n;
 	FilterSpec *items;
+	int			n_models;		/* model filters among them */
+	MemoryContext cxt;			/* where it was parsed: the scorers go there */
 } FilterList;
+
+/*
+ * What a parser accepts as a model filter's model: pinned versions only (the
+ * IMMUTABLE filter_keeps, filter_rejects, filter_stats: a name's latest
+ * version can change, a pinned one cannot), or also names, pinned to their
+ * latest version when parsed (the STABLE filter_report, filter_predicate).
+ */
+typedef enum FilterModels
+{
+	FILTER_MODELS_PINNED,
+	FILTER_MODELS_LATEST
+} FilterModels;
+
+/* Pairs a batched evaluation (filter_stats) holds before scoring them. */
+#define FILTER_MODEL_CHUNK 1024
 
 /* Examples of rejected pairs a report may ask for, per filter. */
 #define FILTER_MAX_EXAMPLES 100
@@ -51,7 +80,23 @@ typedef struct FilterList
 #define FILTER_ALL_LABEL "all"
 
 /* Parse and check a spec; palloc'd in CurrentMemoryContext. */
-FilterList *filter_list_parse(Jsonb *spec);
+FilterList *filter_list_parse(Jsonb *spec, FilterModels models);
+
+/* The list as a spec again, every default written out and names pinned. */
+Jsonb	   *filter_list_jsonb(const FilterList *list);
+
+/* THE decision of model filter s on a pair of this score. */
+bool		filter_model_keeps(const FilterSpec *s, double score);
+
+/*
+ * The scores of model filter list->items[i] for n pairs into out[n], in
+ * batches (filter_model.c); the same bits for a pair alone or in any batch.
+ */
+void		filter_model_scores(FilterList *list, int i, const cq_pair *pairs, int n,
+								double *out);
+
+/* Free the scorers the list's model filters loaded. */
+void		filter_list_release(FilterList *list);
 
 /*
  * The SQL condition under which filter s keeps a pair, over the column

@@ -10,6 +10,12 @@
  * reproduce.  Each is "src ||| tgt", each side cut to EXAMPLE_CHARS code
  * points (an ellipsis marks a cut).  Pairs with a NULL side count in
  * neither kept nor rejected, as WHERE with filter_predicate() drops them.
+ *
+ * With model filters in the spec the aggregate holds up to
+ * FILTER_MODEL_CHUNK pairs and evaluates them together, the models scoring
+ * them in batches (filter_model.c); whatever is pending is evaluated before
+ * the state is combined, serialised or finalised.  filter_keeps() and
+ * filter_rejects() score their one pair alone, which gives the same score.
  */
 #include "postgres.h"
 
@@ -17,10 +23,12 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "libpq/pqformat.h"
+#include "miscadmin.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/typcache.h"
 
 #include "filters/dedup.h"
@@ -62,6 +70,11 @@ typedef struct FilterStats
 	int64		rows;			/* pairs counted */
 	int64	   *rejected;		/* [list->n + 1]: per filter, then by any */
 	ExampleSet *examples;		/* [list->n + 1] */
+	MemoryContext cxt;			/* the aggregate's context: the state's */
+	/* model filters: pairs not evaluated yet, in pending_cxt */
+	MemoryContext pending_cxt;
+	cq_pair    *pending;		/* [FILTER_MODEL_CHUNK] */
+	int			n_pending;
 } FilterStats;
 
 static int
@@ -87,7 +100,14 @@ stats_create(MemoryContext cxt, Jsonb *spec, int k)
 	s->spec = (Jsonb *) palloc(VARSIZE(spec));
 	memcpy(s->spec, spec, VARSIZE(spec));
 	s->spec_json = JsonbToCString(NULL, &spec->root, VARSIZE(spec));
-	s->list = filter_list_parse(s->spec);
+	s->list = filter_list_parse(s->spec, FILTER_MODELS_PINNED);
+	s->cxt = cxt;
+	if (s->list->n_models > 0)
+	{
+		s->pending_cxt = AllocSetContextCreate(cxt, "corpq filter_stats pending",
+											   ALLOCSET_DEFAULT_SIZES);
+		s->pending = palloc(sizeof(cq_pair) * FILTER_MODEL_CHUNK);
+	}
 	s->k = k;
 	s->rejected = palloc0(sizeof(int64) * (s->list->n + 1));
 	s->examples = palloc0(sizeof(ExampleSet) * (s->list->n + 1));
@@ -184,17 +204,101 @@ count_reject(FilterStats *s, MemoryContext cxt, int i, const cq_pair *p,
 		example_insert(&s->examples[i], s->k, *key, example_text(cxt, p));
 }
 
-/* Which filters of list reject the pair: keep[i] for each. */
+/*
+ * Which filters of list keep the pair: keep[i] for each.  A model filter's
+ * score is scores[i] when a batch computed it (scores NULL: scored here,
+ * alone, with the same result).
+ */
 static void
-evaluate(const FilterList *list, const cq_pair *p, bool *keep)
+evaluate(FilterList *list, const cq_pair *p, const double *scores, bool *keep)
 {
 	for (int i = 0; i < list->n; i++)
 	{
 		cq_error	err;
 
-		if (cq_filter_keep(&list->items[i].filter, p, &keep[i], &err) != CQ_OK)
+		if (list->items[i].model)
+		{
+			double		score;
+
+			if (scores)
+				score = scores[i];
+			else
+				filter_model_scores(list, i, p, 1, &score);
+			keep[i] = filter_model_keeps(&list->items[i], score);
+		}
+		else if (cq_filter_keep(&list->items[i].filter, p, &keep[i], &err) != CQ_OK)
 			corpq_core_error(&err, NULL, "could not apply filter \"%s\"", list->items[i].label);
 	}
+}
+
+/* Count what the filters decided on one pair. */
+static void
+count_pair(FilterStats *s, const cq_pair *p, const bool *keep)
+{
+	bool		any = false,
+				have_key = false;
+	int64		key = 0;
+
+	for (int i = 0; i < s->list->n; i++)
+		if (!keep[i])
+		{
+			count_reject(s, s->cxt, i, p, &key, &have_key);
+			any = true;
+		}
+	if (any)
+		count_reject(s, s->cxt, s->list->n, p, &key, &have_key);
+	s->rows++;
+}
+
+/* Evaluate the pending pairs, each model filter scoring them as one batch. */
+static void
+flush_pending(FilterStats *s)
+{
+	int			n = s->n_pending;
+	int			nf = s->list->n;
+	MemoryContext old;
+	double	   *scores;
+	double	   *col;
+	bool	   *keep;
+
+	if (n == 0)
+		return;
+	old = MemoryContextSwitchTo(s->pending_cxt);
+	scores = palloc0(sizeof(double) * n * nf);	/* [pair][filter] */
+	col = palloc(sizeof(double) * n);
+	keep = palloc(sizeof(bool) * nf);
+	for (int i = 0; i < nf; i++)
+		if (s->list->items[i].model)
+		{
+			filter_model_scores(s->list, i, s->pending, n, col);
+			for (int j = 0; j < n; j++)
+				scores[j * nf + i] = col[j];
+		}
+	for (int j = 0; j < n; j++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		evaluate(s->list, &s->pending[j], &scores[j * nf], keep);
+		count_pair(s, &s->pending[j], keep);
+	}
+	MemoryContextSwitchTo(old);
+	/* the pending array itself lives in the state's context */
+	MemoryContextReset(s->pending_cxt);
+	s->n_pending = 0;
+}
+
+/* Hold a pair (copied) for the next flush; flush when the chunk is full. */
+static void
+hold_pair(FilterStats *s, text *src, text *tgt)
+{
+	MemoryContext old = MemoryContextSwitchTo(s->pending_cxt);
+	cq_pair    *p = &s->pending[s->n_pending];
+
+	/* copies: the cq_utext points into the text, which must outlive the row */
+	filter_utext(pg_detoast_datum_copy((struct varlena *) src), &p->src);
+	filter_utext(pg_detoast_datum_copy((struct varlena *) tgt), &p->tgt);
+	MemoryContextSwitchTo(old);
+	if (++s->n_pending == FILTER_MODEL_CHUNK)
+		flush_pending(s);
 }
 
 Datum
@@ -205,9 +309,6 @@ corpq_filter_stats_trans(PG_FUNCTION_ARGS)
 	Jsonb	   *spec;
 	cq_pair		p;
 	bool	   *keep;
-	bool		any = false,
-				have_key = false;
-	int64		key = 0;
 
 	if (!AggCheckCallContext(fcinfo, &aggcxt))
 		elog(ERROR, "corpq_filter_stats_trans called in non-aggregate context");
@@ -226,19 +327,16 @@ corpq_filter_stats_trans(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("filter_stats needs the same filters and examples on every row")));
+	if (s->list->n_models > 0)
+	{
+		hold_pair(s, PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2));
+		PG_RETURN_POINTER(s);
+	}
 	filter_utext(PG_GETARG_TEXT_PP(1), &p.src);
 	filter_utext(PG_GETARG_TEXT_PP(2), &p.tgt);
 	keep = palloc(sizeof(bool) * Max(s->list->n, 1));
-	evaluate(s->list, &p, keep);
-	for (int i = 0; i < s->list->n; i++)
-		if (!keep[i])
-		{
-			count_reject(s, aggcxt, i, &p, &key, &have_key);
-			any = true;
-		}
-	if (any)
-		count_reject(s, aggcxt, s->list->n, &p, &key, &have_key);
-	s->rows++;
+	evaluate(s->list, &p, NULL, keep);
+	count_pair(s, &p, keep);
 	PG_RETURN_POINTER(s);
 }
 
@@ -281,6 +379,8 @@ corpq_filter_stats_combine(PG_FUNCTION_ARGS)
 	}
 	if (a == NULL)
 		a = stats_create(aggcxt, b->spec, b->k);
+	flush_pending(a);
+	flush_pending(b);
 	stats_merge(a, b, aggcxt);
 	PG_RETURN_POINTER(a);
 }
@@ -291,6 +391,7 @@ corpq_filter_stats_serial(PG_FUNCTION_ARGS)
 	FilterStats *s = (FilterStats *) PG_GETARG_POINTER(0);
 	StringInfoData b;
 
+	flush_pending(s);
 	pq_begintypsend(&b);
 	pq_sendstring(&b, s->spec_json);
 	pq_sendint32(&b, s->k);
@@ -380,6 +481,8 @@ corpq_filter_stats_final(PG_FUNCTION_ARGS)
 
 	if (s == NULL)
 		PG_RETURN_NULL();
+	/* complete, not change, the state: it may be final'd again (windows) */
+	flush_pending(s);
 	if (!OidIsValid(elem_type))
 		elog(ERROR, "filter_stats must return an array of corpq.filter_result");
 	desc = BlessTupleDesc(lookup_rowtype_tupdesc_copy(elem_type, -1));
@@ -408,8 +511,11 @@ cached_list(FunctionCallInfo fcinfo, Jsonb *spec)
 		memcmp(c->spec, spec, VARSIZE(spec)) != 0)
 	{
 		MemoryContext old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
-		FilterList *list = filter_list_parse(spec);
+		FilterList *list = filter_list_parse(spec, FILTER_MODELS_PINNED);
 
+		/* a spec that changes from row to row must not pile up scorers */
+		if (c)
+			filter_list_release(c->list);
 		c = c ? c : palloc(sizeof(SpecCache));
 		c->spec = palloc(VARSIZE(spec));
 		memcpy(c->spec, spec, VARSIZE(spec));
@@ -431,7 +537,7 @@ corpq_filter_rejects(PG_FUNCTION_ARGS)
 
 	filter_utext(PG_GETARG_TEXT_PP(0), &p.src);
 	filter_utext(PG_GETARG_TEXT_PP(1), &p.tgt);
-	evaluate(list, &p, keep);
+	evaluate(list, &p, NULL, keep);
 	for (int i = 0; i < list->n; i++)
 		if (!keep[i])
 			labels[n++] = CStringGetTextDatum(list->items[i].label);
@@ -447,7 +553,7 @@ corpq_filter_keeps(PG_FUNCTION_ARGS)
 
 	filter_utext(PG_GETARG_TEXT_PP(0), &p.src);
 	filter_utext(PG_GETARG_TEXT_PP(1), &p.tgt);
-	evaluate(list, &p, keep);
+	evaluate(list, &p, NULL, keep);
 	for (int i = 0; i < list->n; i++)
 		if (!keep[i])
 			PG_RETURN_BOOL(false);
@@ -457,7 +563,8 @@ corpq_filter_keeps(PG_FUNCTION_ARGS)
 Datum
 corpq_filter_predicate(PG_FUNCTION_ARGS)
 {
-	FilterList *list = filter_list_parse(PG_GETARG_JSONB_P(0));
+	/* names pinned to their latest version: a stored predicate keeps its meaning */
+	FilterList *list = filter_list_parse(PG_GETARG_JSONB_P(0), FILTER_MODELS_LATEST);
 	const char *src = quote_identifier(text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	const char *tgt = quote_identifier(text_to_cstring(PG_GETARG_TEXT_PP(2)));
 	StringInfoData b;

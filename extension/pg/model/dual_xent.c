@@ -7,68 +7,202 @@
  * (nats per token, </s> included: -ln sent_prob), the pair's score is
  *     exp(-(|H_A - H_B| + (H_A + H_B) / 2))   in (0, 1]:
  * high when both models find the pair probable and agree on it.
+ *
+ * Every caller (the per-row functions, dual_xent_scores() over a corpus
+ * query, the dual_xent filter) goes through corpq_dual_xent_score(), which
+ * runs the pairs in batches.  The forward packs pairs without padding, so a
+ * pair's cross-entropies, and therefore its score, do not depend on the
+ * pairs it shares a batch with.
  */
 #include "postgres.h"
 
 #include <math.h>
 
 #include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
 
 #include "pg/base/base.h"
+#include "pg/base/corpus_query.h"
+#include "pg/base/errors.h"
+#include "pg/model/dual_xent.h"
 #include "pg/model/model_score.h"
 
 PG_FUNCTION_INFO_V1(corpq_dual_xent);
 PG_FUNCTION_INFO_V1(corpq_dual_xent_pinned);
+PG_FUNCTION_INFO_V1(corpq_dual_xent_scores);
 
-/* One scorer per direction, kept across the calls of a query. */
-typedef struct DualScorers
+/* Pairs per forward pass at most: score()'s default batch_size. */
+#define DUAL_BATCH 64
+
+/* Rows of a corpus query read (and scored) at once by dual_xent_scores(). */
+#define DUAL_CHUNK 4096
+
+struct CorpqDualXent
 {
+	MemoryContext cxt;
 	CorpqScorer *forward;
 	CorpqScorer *backward;
-} DualScorers;
+};
 
-static DualScorers *
-cached(FunctionCallInfo fcinfo)
+CorpqDualXent *
+corpq_dual_xent_create(MemoryContext parent)
 {
-	DualScorers *d = fcinfo->flinfo->fn_extra;
+	MemoryContext cxt = AllocSetContextCreate(parent, "corpq dual_xent", ALLOCSET_SMALL_SIZES);
+	CorpqDualXent *d = MemoryContextAlloc(cxt, sizeof(CorpqDualXent));
 
-	if (d == NULL)
-	{
-		d = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(DualScorers));
-		d->forward = corpq_scorer_create(fcinfo->flinfo->fn_mcxt);
-		d->backward = corpq_scorer_create(fcinfo->flinfo->fn_mcxt);
-		fcinfo->flinfo->fn_extra = d;
-	}
+	d->cxt = cxt;
+	d->forward = corpq_scorer_create(cxt);
+	d->backward = corpq_scorer_create(cxt);
 	return d;
 }
 
-/* -log P(y | x) / (|y| + 1) with model spec. */
-static double
-xent(CorpqScorer *s, text *spec, bool pinned, text *x, text *y)
+void
+corpq_dual_xent_free(CorpqDualXent *d)
 {
-	cq_pair		p;
+	MemoryContextDelete(d->cxt);
+}
 
-	corpq_scorer_use(s, text_to_cstring(spec), pinned);
-	corpq_scorer_encode(s, VARDATA_ANY(x), VARSIZE_ANY_EXHDR(x),
-						VARDATA_ANY(y), VARSIZE_ANY_EXHDR(y), &p);
-	corpq_scorer_forward(s, &p, 1, NULL);
-	return -s->out.sent_logp[0] / s->out.sent_count[0];
+char *
+corpq_model_pin(const char *spec)
+{
+	CorpqModelRef ref;
+
+	corpq_model_resolve(spec, false, &ref);
+	return psprintf("%s@%d", ref.name, ref.version);
+}
+
+static int
+cmp_length(const void *a, const void *b)
+{
+	const cq_pair *x = *(cq_pair *const *) a;
+	const cq_pair *y = *(cq_pair *const *) b;
+	int			lx = x->src_len + x->tgt_len;
+	int			ly = y->src_len + y->tgt_len;
+
+	return lx != ly ? (lx < ly ? -1 : 1) : (x < y ? -1 : x > y);
+}
+
+/*
+ * How many of the m pairs from order[b] go in the next forward: at most
+ * DUAL_BATCH, within the core's positions per batch and corpq.max_batch_mb
+ * (workspace and output arrays, as score() counts them).  Cutting a batch
+ * short changes no score; one pair that does not fit alone is an error.
+ */
+static int
+next_batch(const CorpqScorer *s, cq_pair *const *order, int b, int m)
+{
+	Size		limit = corpq_batch_bytes_limit();
+	cq_batch_shape shape = {0};
+	int			nb;
+
+	for (nb = 0; b + nb < m && nb < DUAL_BATCH; nb++)
+	{
+		const cq_pair *p = order[b + nb];
+		cq_batch_shape next = shape;
+		Size		bytes;
+
+		next.n_pairs++;
+		next.src_positions += p->src_len + 1;
+		next.tgt_positions += p->tgt_len + 1;
+		next.max_src = Max(next.max_src, p->src_len + 1);
+		next.max_tgt = Max(next.max_tgt, p->tgt_len + 1);
+		if (next.src_positions > CQ_MAX_BATCH_POSITIONS || next.tgt_positions > CQ_MAX_BATCH_POSITIONS)
+			break;
+		bytes = cq_forward_workspace_bytes(&s->cfg, &next) +
+			(Size) next.tgt_positions * (3 * sizeof(float) + sizeof(int32)) +
+			(Size) next.n_pairs * (sizeof(double) + sizeof(int));
+		if (bytes > limit)
+		{
+			if (nb == 0)
+				corpq_batch_too_large(1, "sentence pair", bytes);
+			break;
+		}
+		shape = next;
+	}
+	return Max(nb, 1);
+}
+
+/*
+ * h[i] = -log P(y | x) / (|y| + 1) for each pair, with (x, y) = (src, tgt),
+ * or (tgt, src) when reverse; scratch memory in CurrentMemoryContext.
+ */
+static void
+cross_entropies(CorpqScorer *s, const char *spec, bool pinned, const CorpqTextPair *pairs,
+				int n, bool reverse, double *h)
+{
+	cq_pair    *enc = palloc(sizeof(cq_pair) * n);
+	cq_pair   **order = palloc(sizeof(cq_pair *) * n);
+	cq_pair    *batch = palloc(sizeof(cq_pair) * Min(n, DUAL_BATCH));
+
+	corpq_scorer_use(s, spec, pinned);
+	for (int i = 0; i < n; i++)
+	{
+		const CorpqTextPair *p = &pairs[i];
+
+		CHECK_FOR_INTERRUPTS();
+		if (reverse)
+			corpq_scorer_encode(s, p->tgt, p->tgt_len, p->src, p->src_len, &enc[i]);
+		else
+			corpq_scorer_encode(s, p->src, p->src_len, p->tgt, p->tgt_len, &enc[i]);
+		order[i] = &enc[i];
+	}
+	/* similar lengths together: smaller attention blocks, same results */
+	qsort(order, n, sizeof(cq_pair *), cmp_length);
+	for (int b = 0, nb; b < n; b += nb)
+	{
+		nb = next_batch(s, order, b, n);
+		for (int i = 0; i < nb; i++)
+			batch[i] = *order[b + i];
+		corpq_scorer_forward(s, batch, nb, NULL);
+		for (int i = 0; i < nb; i++)
+			h[order[b + i] - enc] = -s->out.sent_logp[i] / s->out.sent_count[i];
+	}
+}
+
+void
+corpq_dual_xent_score(CorpqDualXent *d, const char *forward, const char *backward,
+					  bool pinned, const CorpqTextPair *pairs, int n, double *out)
+{
+	MemoryContext scratch;
+	MemoryContext old;
+	double	   *ha;
+	double	   *hb;
+
+	if (n <= 0)
+		return;
+	corpq_require_utf8();
+	scratch = AllocSetContextCreate(CurrentMemoryContext, "corpq dual_xent batch",
+									ALLOCSET_DEFAULT_SIZES);
+	old = MemoryContextSwitchTo(scratch);
+	ha = palloc(sizeof(double) * n);
+	hb = palloc(sizeof(double) * n);
+	cross_entropies(d->forward, forward, pinned, pairs, n, false, ha);
+	cross_entropies(d->backward, backward, pinned, pairs, n, true, hb);
+	for (int i = 0; i < n; i++)
+		out[i] = exp(-(fabs(ha[i] - hb[i]) + 0.5 * (ha[i] + hb[i])));
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(scratch);
 }
 
 static Datum
 dual_xent(FunctionCallInfo fcinfo, bool pinned)
 {
-	DualScorers *d = cached(fcinfo);
 	text	   *src = PG_GETARG_TEXT_PP(2);
 	text	   *tgt = PG_GETARG_TEXT_PP(3);
-	double		ha,
-				hb;
+	CorpqTextPair p = {VARDATA_ANY(src), VARSIZE_ANY_EXHDR(src),
+	VARDATA_ANY(tgt), VARSIZE_ANY_EXHDR(tgt)};
+	double		r;
 
-	corpq_require_utf8();
-	ha = xent(d->forward, PG_GETARG_TEXT_PP(0), pinned, src, tgt);
-	hb = xent(d->backward, PG_GETARG_TEXT_PP(1), pinned, tgt, src);
-	PG_RETURN_FLOAT8(exp(-(fabs(ha - hb) + 0.5 * (ha + hb))));
+	/* kept across the calls of a query: names resolve once */
+	if (fcinfo->flinfo->fn_extra == NULL)
+		fcinfo->flinfo->fn_extra = corpq_dual_xent_create(fcinfo->flinfo->fn_mcxt);
+	corpq_dual_xent_score(fcinfo->flinfo->fn_extra, text_to_cstring(PG_GETARG_TEXT_PP(0)),
+						  text_to_cstring(PG_GETARG_TEXT_PP(1)), pinned, &p, 1, &r);
+	PG_RETURN_FLOAT8(r);
 }
 
 Datum
@@ -81,4 +215,77 @@ Datum
 corpq_dual_xent_pinned(PG_FUNCTION_ARGS)
 {
 	return dual_xent(fcinfo, true);
+}
+
+static const CorpqColumn corpus_columns[] = {
+	{"id", CORPQ_COLUMN_INTEGER}, {"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}
+};
+
+static const CorpqQuerySpec corpus_spec = {
+	.what = "corpus", .columns = corpus_columns, .min_columns = 3, .max_columns = 3,
+	.example = "SELECT id, src, tgt FROM my_corpus"
+};
+
+/* What dual_xent_scores() scores with and returns into. */
+typedef struct ScoresRun
+{
+	CorpqDualXent *d;
+	const char *forward;		/* name@N, pinned when the call started */
+	const char *backward;
+	ReturnSetInfo *rsinfo;
+} ScoresRun;
+
+/* Score a chunk of the corpus (in the batch context), return it in order. */
+static void
+scores_chunk(void *arg, const CorpqBatch *batch)
+{
+	ScoresRun  *r = arg;
+	int			n = (int) batch->n;
+	CorpqTextPair *pairs = palloc(sizeof(CorpqTextPair) * n);
+	double	   *scores = palloc(sizeof(double) * n);
+	int		   *at = palloc(sizeof(int) * n);	/* row -> its pair, -1: NULL */
+	int			m = 0;
+
+	for (int i = 0; i < n; i++)
+	{
+		CorpqTextPair *p = &pairs[m];
+
+		at[i] = corpq_batch_text(batch, i, 2, &p->src, &p->src_len) &&
+			corpq_batch_text(batch, i, 3, &p->tgt, &p->tgt_len) ? m++ : -1;
+	}
+	corpq_dual_xent_score(r->d, r->forward, r->backward, true, pairs, m, scores);
+	for (int i = 0; i < n; i++)
+	{
+		int64		id = 0;
+		bool		id_null = !corpq_batch_int64(batch, i, 1, &id);
+		Datum		values[2] = {Int64GetDatum(id), Float8GetDatum(at[i] < 0 ? 0 : scores[at[i]])};
+		bool		nulls[2] = {id_null, at[i] < 0};
+
+		tuplestore_putvalues(r->rsinfo->setResult, r->rsinfo->setDesc, values, nulls);
+	}
+}
+
+/*
+ * corpq.dual_xent_scores(forward, backward, corpus): every row of a corpus
+ * query (id, src, tgt) scored in batches; the values equal dual_xent()'s.
+ */
+Datum
+corpq_dual_xent_scores(PG_FUNCTION_ARGS)
+{
+	static const char *const arg_names[] = {"forward", "backward", "corpus"};
+	ScoresRun	run;
+
+	/* not STRICT: a NULL argument is an error, not an empty result */
+	for (int i = 0; i < PG_NARGS(); i++)
+		corpq_require_arg(fcinfo, i, arg_names[i]);
+	corpq_require_utf8();
+	/* the versions of the call's start, whatever is committed meanwhile */
+	run.forward = corpq_model_pin(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	run.backward = corpq_model_pin(text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	InitMaterializedSRF(fcinfo, 0);
+	run.d = corpq_dual_xent_create(CurrentMemoryContext);
+	run.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	(void) corpq_query_stream(text_to_cstring(PG_GETARG_TEXT_PP(2)), &corpus_spec,
+							  DUAL_CHUNK, scores_chunk, &run);
+	return (Datum) 0;
 }
