@@ -87,46 +87,6 @@ cmp_length(const void *a, const void *b)
 }
 
 /*
- * How many of the m pairs from order[b] go in the next forward: at most
- * DUAL_BATCH, within the core's positions per batch and corpq.max_batch_mb
- * (workspace and output arrays, as score() counts them).  Cutting a batch
- * short changes no score; one pair that does not fit alone is an error.
- */
-static int
-next_batch(const CorpqScorer *s, cq_pair *const *order, int b, int m)
-{
-	Size		limit = corpq_batch_bytes_limit();
-	cq_batch_shape shape = {0};
-	int			nb;
-
-	for (nb = 0; b + nb < m && nb < DUAL_BATCH; nb++)
-	{
-		const cq_pair *p = order[b + nb];
-		cq_batch_shape next = shape;
-		Size		bytes;
-
-		next.n_pairs++;
-		next.src_positions += p->src_len + 1;
-		next.tgt_positions += p->tgt_len + 1;
-		next.max_src = Max(next.max_src, p->src_len + 1);
-		next.max_tgt = Max(next.max_tgt, p->tgt_len + 1);
-		if (next.src_positions > CQ_MAX_BATCH_POSITIONS || next.tgt_positions > CQ_MAX_BATCH_POSITIONS)
-			break;
-		bytes = cq_forward_workspace_bytes(&s->cfg, &next) +
-			(Size) next.tgt_positions * (3 * sizeof(float) + sizeof(int32)) +
-			(Size) next.n_pairs * (sizeof(double) + sizeof(int));
-		if (bytes > limit)
-		{
-			if (nb == 0)
-				corpq_batch_too_large(1, "sentence pair", bytes);
-			break;
-		}
-		shape = next;
-	}
-	return Max(nb, 1);
-}
-
-/*
  * h[i] = -log P(y | x) / (|y| + 1) for each pair, with (x, y) = (src, tgt),
  * or (tgt, src) when reverse; scratch memory in CurrentMemoryContext.
  */
@@ -154,7 +114,7 @@ cross_entropies(CorpqScorer *s, const char *spec, bool pinned, const CorpqTextPa
 	qsort(order, n, sizeof(cq_pair *), cmp_length);
 	for (int b = 0, nb; b < n; b += nb)
 	{
-		nb = next_batch(s, order, b, n);
+		nb = corpq_scorer_batch_cut(s, (const cq_pair *const *) order + b, n - b, DUAL_BATCH, 0);
 		for (int i = 0; i < nb; i++)
 			batch[i] = *order[b + i];
 		corpq_scorer_forward(s, batch, nb, NULL);

@@ -77,6 +77,17 @@ uint64		corpq_ids_key(uint64 h, const int32 *ids, int n);
 void		corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n,
 								 const cq_dropout *dropout);
 
+/*
+ * How many of the m pairs order[0..m) go in the next forward: at most max_n,
+ * within the core's positions per batch and corpq.max_batch_mb, counting the
+ * forward's work space, the output arrays and extra_per_target bytes per
+ * target position (uncertainty's pass buffers).  A pair's result does not
+ * depend on its batch, so cutting a batch short changes no score; one pair
+ * that does not fit alone is an error.  Every batched scorer cuts here.
+ */
+int			corpq_scorer_batch_cut(const CorpqScorer *s, const cq_pair *const *order, int m,
+								   int max_n, Size extra_per_target);
+
 /* The measure named name; ERROR listing the valid names. */
 cq_uncertainty corpq_measure_from_name(const char *name);
 

@@ -97,77 +97,28 @@ cmp_length(const void *a, const void *b)
 	return lx != ly ? (lx < ly ? -1 : 1) : (x < y ? -1 : x > y);
 }
 
-/*
- * Bytes a batch of this shape needs: the forward's workspace, the output
- * arrays, and for uncertainty the K passes' buffers (model_score.h).
- */
-static Size
-batch_bytes(const CorpqScorer *s, const ScoreArgs *a, const cq_batch_shape *shape)
-{
-	Size		bytes = cq_forward_workspace_bytes(&s->cfg, shape);
-
-	bytes += (Size) shape->tgt_positions * (3 * sizeof(float) + sizeof(int32));
-	bytes += (Size) shape->n_pairs * (sizeof(double) + sizeof(int));
-	if (a->what == SCORE_UNCERTAINTY)
-		bytes += (Size) a->passes * shape->tgt_positions * 2 * sizeof(float);
-	return bytes;
-}
-
-/*
- * How many of the m pairs from order[b] go in the next batch: at most
- * batch_size, within the core's positions per batch and corpq.max_batch_mb.
- * A pair's result does not depend on its batch, so cutting a batch short
- * changes no score; one pair that does not fit alone is an error.
- */
-static int
-next_batch(const CorpqScorer *s, const ScoreArgs *a, ChunkRow **order, int b, int m)
-{
-	Size		limit = corpq_batch_bytes_limit();
-	cq_batch_shape shape = {0};
-	int			nb;
-
-	for (nb = 0; b + nb < m && nb < a->batch_size; nb++)
-	{
-		const cq_pair *p = &order[b + nb]->pair;
-		cq_batch_shape next = shape;
-		Size		bytes;
-
-		next.n_pairs++;
-		next.src_positions += p->src_len + 1;
-		next.tgt_positions += p->tgt_len + 1;
-		next.max_src = Max(next.max_src, p->src_len + 1);
-		next.max_tgt = Max(next.max_tgt, p->tgt_len + 1);
-		if (next.src_positions > CQ_MAX_BATCH_POSITIONS || next.tgt_positions > CQ_MAX_BATCH_POSITIONS)
-			break;
-		bytes = batch_bytes(s, a, &next);
-		if (bytes > limit)
-		{
-			if (nb == 0)
-				corpq_batch_too_large(1, "sentence pair", bytes);
-			break;
-		}
-		shape = next;
-	}
-	return Max(nb, 1);
-}
-
 /* Score the non-NULL rows of a chunk, batch_size pairs at a time in length order. */
 static void
 score_chunk(CorpqScorer *s, const ScoreArgs *a, ChunkRow *rows, int n)
 {
 	ChunkRow  **order = palloc(n * sizeof(ChunkRow *));
+	const cq_pair **in_order = palloc(n * sizeof(cq_pair *));
 	int			cap = Min(a->batch_size, Max(n, 1));	/* a batch never exceeds the chunk */
 	cq_pair    *pairs = palloc(cap * sizeof(cq_pair));
 	double	   *res = palloc(cap * sizeof(double));
+	/* the K passes' buffers of an uncertainty (model_score.h) */
+	Size		extra = a->what == SCORE_UNCERTAINTY ? (Size) a->passes * 2 * sizeof(float) : 0;
 	int			m = 0;
 
 	for (int i = 0; i < n; i++)
 		if (!rows[i].pair_null)
 			order[m++] = &rows[i];
 	qsort(order, m, sizeof(ChunkRow *), cmp_length);
+	for (int i = 0; i < m; i++)
+		in_order[i] = &order[i]->pair;
 	for (int b = 0, nb; b < m; b += nb)
 	{
-		nb = next_batch(s, a, order, b, m);
+		nb = corpq_scorer_batch_cut(s, in_order + b, m - b, a->batch_size, extra);
 		for (int i = 0; i < nb; i++)
 			pairs[i] = order[b + i]->pair;
 		if (a->what == SCORE_UNCERTAINTY)

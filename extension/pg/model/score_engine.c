@@ -156,6 +156,41 @@ ensure_outputs(CorpqScorer *s, long rows, int pairs)
 	}
 }
 
+int
+corpq_scorer_batch_cut(const CorpqScorer *s, const cq_pair *const *order, int m, int max_n,
+					   Size extra_per_target)
+{
+	Size		limit = corpq_batch_bytes_limit();
+	cq_batch_shape shape = {0};
+	int			nb;
+
+	for (nb = 0; nb < m && nb < max_n; nb++)
+	{
+		const cq_pair *p = order[nb];
+		cq_batch_shape next = shape;
+		Size		bytes;
+
+		next.n_pairs++;
+		next.src_positions += p->src_len + 1;
+		next.tgt_positions += p->tgt_len + 1;
+		next.max_src = Max(next.max_src, p->src_len + 1);
+		next.max_tgt = Max(next.max_tgt, p->tgt_len + 1);
+		if (next.src_positions > CQ_MAX_BATCH_POSITIONS || next.tgt_positions > CQ_MAX_BATCH_POSITIONS)
+			break;
+		bytes = cq_forward_workspace_bytes(&s->cfg, &next) +
+			(Size) next.tgt_positions * (3 * sizeof(float) + sizeof(int32) + extra_per_target) +
+			(Size) next.n_pairs * (sizeof(double) + sizeof(int));
+		if (bytes > limit)
+		{
+			if (nb == 0)
+				corpq_batch_too_large(1, "sentence pair", bytes);
+			break;
+		}
+		shape = next;
+	}
+	return Max(nb, 1);
+}
+
 void
 corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropout *dropout)
 {
