@@ -48,6 +48,13 @@ SELECT r.filter,
        r.rejected = (SELECT count(*) FROM dxf_ref WHERE score < :thr) AS rejected_agrees,
        cardinality(r.examples) AS examples
   FROM dxf_report r ORDER BY r.filter;
+-- per domain (filter_report_by_domain): each domain's counts agree too
+SELECT bool_and(d.kept = (SELECT count(*) FROM dxf_ref r WHERE r.id % 3 = d.domain::int AND r.score >= :thr)
+            AND d.rejected = (SELECT count(*) FROM dxf_ref r WHERE r.id % 3 = d.domain::int AND r.score < :thr))
+         AS by_domain_agrees,
+       count(DISTINCT d.domain) AS domains
+  FROM corpq.filter_report_by_domain('SELECT src, tgt, (id % 3)::text FROM dxf_pairs', :'spec', 0) d
+ WHERE d.filter = 'dual_xent';
 -- the same with small batches, and with a rule filter beside it
 SET corpq.max_batch_mb = 1;
 SELECT bool_and(p IS NOT DISTINCT FROM s) AS small_batches_same_report
