@@ -173,14 +173,6 @@ def torch_rate(ref, pairs, batch, reps):
 REPS = 2 if QUICK else 3
 
 
-def cpu_name():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown CPU"
-
-
 def workload():
     """The model and the pairs, the same in every process: (cfg, weights,
     pairs, 64-word-vocabulary pairs, how many of pairs run at batch 1)."""
@@ -265,7 +257,7 @@ def ort_rows(res):
 
 def main():
     if not blas_cores.is_child():
-        print("CPU: %s" % cpu_name(), flush=True)
+        print("CPU: %s" % blas_cores.cpu_name(), flush=True)
         res = blas_cores.run_all(__file__, ["corpq_b1", "corpq_b64", "int8_b1", "int8_b64",
                                             "torch_b1", "torch_b64", "sgemm", "b1_of_sgemm",
                                             "b64_of_sgemm"])

@@ -49,6 +49,7 @@ sys.path.insert(0, os.path.join(ROOT, "test", "ref"))
 import torch_search as ts  # noqa: E402
 import torch_transformer as tt  # noqa: E402
 import onnx_ort  # noqa: E402
+import blas_cores  # noqa: E402
 
 V = 8000
 
@@ -58,14 +59,6 @@ def lib_path():
     if not os.path.exists(p):
         subprocess.check_call(["make", "-s", "-C", ROOT, "test/libcorpqcore.so"])
     return p
-
-
-def cpu_name():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 def openblas():
@@ -151,7 +144,7 @@ def main():
     srcs = [rng.integers(4, vs, rng.integers(15, 36)).tolist() for _ in range(n32)]
     ids = list(range(n32))
     print("CPU: %s; OpenBLAS %s, core %s; torch %s; %d thread(s); %s"
-          % (cpu_name(), ob.openblas_get_config().decode(), ob.openblas_get_corename().decode(),
+          % (blas_cores.cpu_name(), ob.openblas_get_config().decode(), ob.openblas_get_corename().decode(),
              torch.__version__, args.threads,
              args.model or "preset small, V=%d, random weights" % V))
     print("target tokens/s (best hypotheses, </s> included); %d sentences at batch 1, %d at 32"

@@ -19,6 +19,15 @@ ROOT = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)),
 CORES = ["default", "Prescott", "Sandybridge", "Haswell", "SkylakeX", "Zen"]
 
 
+def cpu_name():
+    """The CPU's model name, which every benchmark prints beside its kernels."""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown CPU"
+
+
 def blas_core(*args):
     exe = os.path.join(ROOT, "test", "blas_core")
     if not os.path.exists(exe):
