@@ -58,14 +58,14 @@ SQL
 plan() { qn c -c "SET enable_partitionwise_aggregate = on" -c "EXPLAIN (VERBOSE, COSTS OFF) $1" | tr '\n' ' ' | tr -s ' '; }
 opts="'{\"tokenize\": \"intl\", \"lowercase\": true}'::jsonb"
 p=$(plan "SELECT domain, corpq.bleu(hyp_a, ref, $opts), corpq.chrf(hyp_a, ref) FROM mt_dom GROUP BY domain")
-echo "$p" | grep -q "Remote SQL: SELECT domain, corpq.bleu(hyp_a, ref, '{\"tokenize\": \"intl\", \"lowercase\": true}'::jsonb), corpq.chrf(hyp_a, ref) FROM public.mt_dom_shard GROUP BY 1" ||
+grep -q "Remote SQL: SELECT domain, corpq.bleu(hyp_a, ref, '{\"tokenize\": \"intl\", \"lowercase\": true}'::jsonb), corpq.chrf(hyp_a, ref) FROM public.mt_dom_shard GROUP BY 1" <<<"$p" ||
 	fail "per-domain bleu/chrf not pushed down whole: $p"
 # not grouped by the partition key: PostgreSQL 15's postgres_fdw ships no
 # partial aggregate, so the rows come to the coordinator (which may aggregate
 # them per partition and combine the states, or all at once: the planner's
 # choice; sql/metrics.sql forces the partial path on local partitions)
 p=$(plan "SELECT domain, corpq.bleu(hyp_a, ref) FROM mt GROUP BY domain")
-echo "$p" | grep -q "Remote SQL: SELECT domain, ref, hyp_a FROM public.mt_shard" ||
+grep -q "Remote SQL: SELECT domain, ref, hyp_a FROM public.mt_shard" <<<"$p" ||
 	fail "bleu over hash partitions: $p"
 
 # every result through the nodes equals the single-server one

@@ -81,7 +81,7 @@ below=$((3 * img / 1024 - 1))
 above=$((3 * (img + 1023) / 1024 + 1))
 out=$(q -v ON_ERROR_STOP=0 -c "SET corpq.max_model_mb = $below" -c "LOAD 'corpq'" -c "SELECT $hwm_sql" \
 	-c "SELECT corpq.sent_prob('mm_base', 's1', 't1')" -c "SELECT $hwm_sql" 2>&1 || true)
-echo "$out" | grep -q "more than corpq.max_model_mb ($below MB)" || fail "no error or an unexpected one: $out"
+grep -q "more than corpq.max_model_mb ($below MB)" <<<"$out" || fail "no error or an unexpected one: $out"
 log "under corpq.max_model_mb $below: $(echo "$out" | grep -o 'ERROR:.*')"
 read -r before after <<<"$(echo "$out" | grep -E '^[0-9]+$' | tr '\n' ' ')"
 [ $((after - before)) -lt $((10 * 1024)) ] || fail "the refused load took $(((after - before) / 1024)) MB"

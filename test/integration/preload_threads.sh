@@ -28,7 +28,7 @@ bpid=$(q -c "SELECT pid FROM pg_stat_activity WHERE query LIKE 'SELECT pg_sleep(
 bt=$(threads_of "$bpid")
 wait
 out=$(cat "$tmp"); rm -f "$tmp"
-echo "$out" | grep -q "threads=2" || fail "blas_info did not report threads=2: $out"
+grep -q "threads=2" <<<"$out" || fail "blas_info did not report threads=2: $out"
 [ "$bt" -ge 2 ] || fail "backend with corpq.threads=2 has $bt threads"
 [ "$(threads_of "$pm")" = 1 ] || fail "postmaster has $(threads_of "$pm") threads after BLAS use"
 

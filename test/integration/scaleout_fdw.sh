@@ -194,29 +194,29 @@ SQL
 plan() { qn c -c "SET enable_partitionwise_aggregate = on" -c "EXPLAIN (VERBOSE, COSTS OFF) $1" | tr '\n' ' ' | tr -s ' '; }
 pinned="corpq.sent_prob('m@1'::corpq.pinned_model, src, tgt)"
 p=$(plan "SELECT id FROM corpus WHERE $pinned > 0.01")
-echo "$p" | grep -q "Remote SQL: SELECT id FROM public.corpus_shard WHERE ((corpq.sent_prob('m@1'::corpq.pinned_model, src, tgt)" ||
+grep -q "Remote SQL: SELECT id FROM public.corpus_shard WHERE ((corpq.sent_prob('m@1'::corpq.pinned_model, src, tgt)" <<<"$p" ||
 	fail "pinned filter not shipped: $p"
-echo "$p" | grep -q "Async Foreign Scan" || fail "foreign scans not asynchronous: $p"
+grep -q "Async Foreign Scan" <<<"$p" || fail "foreign scans not asynchronous: $p"
 p=$(plan "SELECT id FROM corpus WHERE corpq.sent_prob('m@1', src, tgt) > 0.01")
-echo "$p" | grep -q "Remote SQL: SELECT id, src, tgt FROM public.corpus_shard \(.*Remote\|$\)" ||
+grep -q "Remote SQL: SELECT id, src, tgt FROM public.corpus_shard \(.*Remote\|$\)" <<<"$p" ||
 	fail "a text-named (STABLE) model must not be shipped: $p"
 # PostgreSQL 15's postgres_fdw computes a base scan's target list locally
 p=$(plan "SELECT id, $pinned FROM corpus")
-echo "$p" | grep -q "Remote SQL: SELECT id, src, tgt FROM public.corpus_shard" ||
+grep -q "Remote SQL: SELECT id, src, tgt FROM public.corpus_shard" <<<"$p" ||
 	fail "select-list expressions are shipped now: update docs/scaling.md: $p"
 p=$(plan "SELECT domain, avg($pinned), count(*) FROM corpus_dom GROUP BY domain")
-echo "$p" | grep -q "Remote SQL: SELECT domain, avg(corpq.sent_prob('m@1'::corpq.pinned_model, src, tgt)), count(\*) FROM public.corpus_dom_shard GROUP BY 1" ||
+grep -q "Remote SQL: SELECT domain, avg(corpq.sent_prob('m@1'::corpq.pinned_model, src, tgt)), count(\*) FROM public.corpus_dom_shard GROUP BY 1" <<<"$p" ||
 	fail "per-domain avg not pushed down whole: $p"
 p=$(plan "SELECT domain, corpq.cav_accumulate(src, tgt, 6) FROM corpus_dom GROUP BY domain")
-echo "$p" | grep -q "Remote SQL: SELECT domain, corpq.cav_accumulate(src, tgt, 6) FROM public.corpus_dom_shard GROUP BY 1" ||
+grep -q "Remote SQL: SELECT domain, corpq.cav_accumulate(src, tgt, 6) FROM public.corpus_dom_shard GROUP BY 1" <<<"$p" ||
 	fail "per-domain cav_accumulate not pushed down whole: $p"
 # merging the per-partition CAVs on the coordinator: each one is shipped whole
 p=$(plan "SELECT corpq.cav_sum(c) FROM (SELECT domain, corpq.cav_accumulate(src, tgt, 6) c FROM corpus_dom GROUP BY domain) g")
-echo "$p" | grep -q "Remote SQL: SELECT domain, corpq.cav_accumulate(src, tgt, 6) FROM public.corpus_dom_shard GROUP BY 1" ||
+grep -q "Remote SQL: SELECT domain, corpq.cav_accumulate(src, tgt, 6) FROM public.corpus_dom_shard GROUP BY 1" <<<"$p" ||
 	fail "cav_sum over per-domain cav_accumulate: $p"
 # not grouped by the partition key: partial states are not shipped (PG 15)
 p=$(plan "SELECT corpq.cav_accumulate(src, tgt, 6) FROM corpus")
-echo "$p" | grep -q "Remote SQL: SELECT src, tgt FROM public.corpus_shard" || fail "cav_accumulate over all shards: $p"
+grep -q "Remote SQL: SELECT src, tgt FROM public.corpus_shard" <<<"$p" || fail "cav_accumulate over all shards: $p"
 
 # ---- where sent_prob ran: function call counts of each server ----------------
 calls() {	# $1 = server: calls of the pinned sent_prob, once its stats are flushed
@@ -285,15 +285,15 @@ same "cav_sum of per-node CAVs" \
 before=$(qn n1 -c "SELECT count(*) FROM corpus_shard")
 stop_node n2
 err=$(qn c -c "SELECT count(*) FROM corpus" 2>&1 >/dev/null) && fail "query with n2 down succeeded"
-echo "$err" | grep -q 'could not connect to server "n2"' || fail "node down: $err"
+grep -q 'could not connect to server "n2"' <<<"$err" || fail "node down: $err"
 echo "  n2 down, SELECT: $(echo "$err" | head -1)"
 err=$(qn c -c "INSERT INTO corpus SELECT id + 100000, domain, src, tgt FROM corpus_local" 2>&1 >/dev/null) &&
 	fail "insert with n2 down succeeded"
-echo "$err" | grep -q '"n2"' || fail "insert with n2 down: $err"
+grep -q '"n2"' <<<"$err" || fail "insert with n2 down: $err"
 echo "  n2 down, INSERT: $(echo "$err" | head -1)"
 [ "$(qn n1 -c "SELECT count(*) FROM corpus_shard")" = "$before" ] || fail "rows left on n1 by a failed insert"
 err=$(qn c -c "SELECT corpq.catalog_check('fp_n1', 'fp_n2')" 2>&1 >/dev/null) && fail "catalog_check with n2 down"
-echo "$err" | grep -q 'could not read the corpq catalog of node "n2"' || fail "catalog_check, node down: $err"
+grep -q 'could not read the corpq catalog of node "n2"' <<<"$err" || fail "catalog_check, node down: $err"
 restart_node n2
 [ "$(qn c -c "SELECT count(*) FROM corpus")" = 1200 ] || fail "rows after n2 came back"
 
@@ -303,7 +303,7 @@ SELECT corpq.model_drop('m');
 SELECT corpq.model_create('m', '{"preset": "tiny", "max_positions": 32}', 's_src', 's_tgt', 2);
 SQL
 err=$(qn c -c "SELECT corpq.catalog_check('fp_n1', 'fp_n2')" 2>&1 >/dev/null) && fail "catalog_check missed another model on n2"
-echo "$err" | grep -q 'node "n2" (public.fp_n2) has a different corpq catalog: model "m" version 1 differs' ||
+grep -q 'node "n2" (public.fp_n2) has a different corpq catalog: model "m" version 1 differs' <<<"$err" ||
 	fail "different model: $err"
 # which is what the check prevents: scores shipped to n2 are now n2's model's
 same_or_not=$(qn c -c "SELECT (SELECT $digest FROM corpus_scored) =
@@ -314,16 +314,16 @@ copy_ok=$(qn c -c "SELECT count(*) FROM corpq.catalog_diff('fp_n1')")
 # a version that only one node has
 qn n1 -c "SELECT corpq.model_import('m', corpq.model_export('m@1'))" >/dev/null
 err=$(qn c -c "SELECT corpq.catalog_check('fp_n1')" 2>&1 >/dev/null) && fail "catalog_check missed m@2 on n1"
-echo "$err" | grep -q 'node "n1" (public.fp_n1) has a different corpq catalog: model "m" version 2 differs' ||
+grep -q 'node "n1" (public.fp_n1) has a different corpq catalog: model "m" version 2 differs' <<<"$err" ||
 	fail "extra version: $err"
-echo "$err" | grep -q 'model "m" version 2: only on the node' || fail "extra version detail: $err"
+grep -q 'model "m" version 2: only on the node' <<<"$err" || fail "extra version detail: $err"
 
 # a node without corpq
 qn n2 -c "DROP EXTENSION corpq CASCADE" >/dev/null 2>&1
 err=$(qn c -c "SELECT corpq.catalog_check('fp_n2')" 2>&1 >/dev/null) && fail "catalog_check on n2 without corpq"
-echo "$err" | grep -q 'corpq is not installed on node "n2" (public.fp_n2)' || fail "no corpq: $err"
+grep -q 'corpq is not installed on node "n2" (public.fp_n2)' <<<"$err" || fail "no corpq: $err"
 err=$(qn c -c "SELECT count(*) FROM corpus WHERE $pinned > 0" 2>&1 >/dev/null) && fail "shipped scoring on n2 without corpq"
-echo "$err" | grep -q 'corpq' || fail "shipped scoring without corpq: $err"
+grep -q 'corpq' <<<"$err" || fail "shipped scoring without corpq: $err"
 echo "  n2 without corpq, shipped scoring: $(echo "$err" | head -1)"
 
 log "OK (3 servers: pushdown, single-server equality, catalog check, node down, other model, no corpq)"

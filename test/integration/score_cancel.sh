@@ -61,7 +61,7 @@ log "backend peak memory: $((peak / 1024)) MB (corpq.max_batch_mb 256)"
 # 2. A single pair larger than the bound: a clear error naming the setting.
 err=$(q -c "SET corpq.max_batch_mb = 1" \
 	-c "SELECT corpq.sent_prob('sc', src, tgt) FROM sc WHERE id = 1" 2>&1 >/dev/null) && fail "no error under a 1 MB bound"
-echo "$err" | grep -q 'more than corpq.max_batch_mb (1 MB)' || fail "unexpected error: $err"
+grep -q 'more than corpq.max_batch_mb (1 MB)' <<<"$err" || fail "unexpected error: $err"
 log "one pair over a 1 MB bound: $(echo "$err" | head -1)"
 
 errfile=$(mktemp)
@@ -72,7 +72,7 @@ err=$(q -c "SET statement_timeout = '1500ms'" \
 	-c "SELECT count(*) FROM corpq.score('sc', 'SELECT id, src, tgt FROM sc', 'uncertainty', 600, 'enteos', 30)" 2>&1) \
 	&& fail "the statement was not cancelled"
 t1=$(date +%s.%N)
-echo "$err" | grep -q 'statement timeout' || fail "unexpected error: $err"
+grep -q 'statement timeout' <<<"$err" || fail "unexpected error: $err"
 late=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a - 1.5}')
 log "statement_timeout 1.5 s: returned $late s after the timeout (psql start-up included)"
 awk -v l="$late" 'BEGIN {exit !(l < 3)}' || fail "the cancel took $late s"

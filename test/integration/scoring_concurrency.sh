@@ -40,7 +40,7 @@ v2=$(q -c "$(digest "'cc_v2'")" | tail -1)
 [ -n "$v1" ] && [ "$v1" != "$v2" ] || fail "reference digests: '$v1' '$v2'"
 plan=$(q -c "$par EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF)
              SELECT corpq.sent_prob('cc', src, tgt) FROM cc" | tr '\n' ' ')
-echo "$plan" | grep -q "Workers Launched: 2" || fail "no parallel workers: $plan"
+grep -q "Workers Launched: 2" <<<"$plan" || fail "no parallel workers: $plan"
 
 tmp=$(mktemp -d)
 # a writer commits new versions (alternating v2 / v1 weights) while readers run
