@@ -11,20 +11,31 @@
 # threads, a checkpoint every BENCH_CHECKPOINT updates.
 # Systems, each decoded on every test set with beam 5:
 #   baseline             corpq.train() on the training pairs;
-#   + rejuvenation       corpq.rejuvenate() (its final model), the baseline as
-#                        its identification model (the thesis trains that one
-#                        on all the training pairs, as the baseline is);
+#   + rejuvenation       corpq.rejuvenate() with its defaults (synthetic-pair
+#                        filters and quality gates on), the baseline as its
+#                        identification model (the thesis trains that one on
+#                        all the training pairs, as the baseline is);
+#   + dual_xent filter   a model trained on the training pairs that
+#                        corpq.dual_xent_scores() ranks above the rejuvenation
+#                        ratio (the lowest 10% dropped), the baseline as the
+#                        forward model and an es-en model trained on the same
+#                        pairs as the backward one;
 #   + UncSamp            corpq.self_train(), teacher = baseline, k = BENCH_K;
 #   + random sampling    the same with "sampling": "random".
 # Reports: test BLEU and chrF per domain and macro-averaged, with the
 # paired-bootstrap p-value of each system against the baseline (corpq.
-# paired_bootstrap, 1000 resamples); the mechanism figures: overlap of the
-# inactive sets of two identification models with different seeds (per
-# probability bin of the first), the inactive share per domain, the
-# teacher's BLEU per source-uncertainty bin (quintiles of the test sources)
-# and where the UncSamp and random samples fall in those bins; the pipelines'
-# stage times against the baseline's training time (thesis Table 5.7) and
-# the share of pipeline time outside the train/translate sub-jobs.
+# paired_bootstrap, 1000 resamples); hypothesis lengths and cut hypotheses
+# (finished false) per system and domain; the pipelines' quality gates (dev
+# BLEU of the rejuvenator and the teacher, and of every final model against
+# its baseline) and synthetic pairs dropped per filter; the mechanism
+# figures: overlap of the inactive sets of two identification models with
+# different seeds (per probability bin of the first), the inactive share per
+# domain, the teacher's BLEU per source-uncertainty bin (quintiles of the
+# test sources) and where the UncSamp and random samples fall in those bins;
+# the pipelines' stage times against the baseline's training time (thesis
+# Table 5.7) and the share of pipeline time outside the train/translate
+# sub-jobs.  A section whose systems are not there yet is left out, so that
+# BENCH_REPORT=1 prints what a sitting has so far.
 # Asserts nothing on time or quality.
 #
 # A real run takes hours, so it can span several sittings: with BENCH_DIR set
@@ -97,8 +108,9 @@ else
 fi
 
 # BENCH_UNTIL=NAME ends the sitting once step NAME is done (the server stops
-# with no job running: baseline, ident2, lexicon, st_random, st_uncsamp,
-# rejuvenation).
+# with no job running: baseline, rejuvenation, dual_xent, lexicon, st_random,
+# st_uncsamp, ident2).  BENCH_REPORT=1 submits nothing and prints the report
+# of the systems finished so far.
 until_step() {
 	[ "${BENCH_UNTIL:-}" = "$1" ] || return 0
 	say "stopping after step $1 (BENCH_UNTIL) at $(( $(date +%s) - t0 )) s; run again to go on"
@@ -156,11 +168,13 @@ SELECT corpq.bpe_learn('pb_en', 'SELECT src FROM train_set', $merges);
 SELECT corpq.bpe_learn('pb_es', 'SELECT tgt FROM train_set', $merges);
 SELECT corpq.vocab_build('pv_en', 'SELECT src FROM train_set', 'pb_en');
 SELECT corpq.vocab_build('pv_es', 'SELECT tgt FROM train_set', 'pb_es');
-CREATE TABLE hyps (system text, id bigint, hyp text, score float8);
+CREATE TABLE hyps (system text, id bigint, hyp text, score float8, finished boolean);
 CREATE TABLE bench_steps (name text PRIMARY KEY, job bigint);
 SQL
 	say "data, BPE and vocabularies in $(( $(date +%s) - t0 )) s"
 fi
+# (a cluster set up before translation outputs had finished)
+q -c "SET client_min_messages = warning; ALTER TABLE hyps ADD COLUMN IF NOT EXISTS finished boolean"
 say "pairs per domain (train / dev / test), mono:"
 q -c "SELECT domain, count(*) FILTER (WHERE r > $ntest + $ndev), count(*) FILTER (WHERE r > $ntest AND r <= $ntest + $ndev),
              count(*) FILTER (WHERE r <= $ntest) FROM pairs GROUP BY 1 ORDER BY 1"
@@ -173,14 +187,16 @@ common="{\"model\": $model, \"train\": $train, \"translate\": $translate, \"src_
 
 # decode NAME MODEL: the system's beam-5 translations of every test set into hyps
 decode() {
-	q -c "SET client_min_messages = warning; CREATE TABLE IF NOT EXISTS hyp_$1 (id bigint, hyp text, score float8)"
+	q -c "SET client_min_messages = warning; CREATE TABLE IF NOT EXISTS hyp_$1 (id bigint, hyp text, score float8, finished boolean)"
 	job "decode_$1" "SELECT corpq.translate_job('$2', 'SELECT id, src FROM test_set ORDER BY id', 'hyp_$1', '{\"beam\": 5, \"threads\": $threads}')"
 	if ! done_step "hyps_$1"; then
-		q -1 -c "INSERT INTO hyps SELECT '$1', id, hyp, score FROM hyp_$1; INSERT INTO bench_steps VALUES ('hyps_$1', NULL)"
+		q -1 -c "INSERT INTO hyps SELECT '$1', id, hyp, score, finished FROM hyp_$1; INSERT INTO bench_steps VALUES ('hyps_$1', NULL)"
 	fi
 }
 
-# ---- baseline, and its test BLEU at once (is the budget large enough?) ----
+# ---- the steps, in the order of their weight in the report (a sitting may end after any) ----
+run_steps() {
+# the baseline, and its test BLEU at once (is the budget large enough?)
 done_step model_base || { q -c "SELECT corpq.model_create('base', '$model', 'pv_en', 'pv_es', 1)" >/dev/null; mark model_base; }
 job baseline "SELECT corpq.train('base', 'SELECT src, tgt FROM train_set ORDER BY id', 'SELECT src, tgt FROM dev_set', '$train')"
 say "baseline trained at $(( $(date +%s) - t0 )) s"
@@ -189,7 +205,45 @@ say "baseline test BLEU / chrF, all domains pooled: $(q -c "SELECT round(corpq.b
                                                     FROM test_set s JOIN hyps h USING (id) WHERE h.system = 'baseline'")"
 until_step baseline
 
-# ---- a second identification model (seed 2) for the overlap: stages 1 and 2 by hand ----
+# rejuvenation with its defaults (filters, gates), the baseline as identifier
+job rejuvenation "SELECT corpq.rejuvenate('SELECT id, src, tgt FROM train_set', 'SELECT src, tgt FROM dev_set',
+                                          '$common'::jsonb || '{\"name\": \"rj\", \"identifier\": \"base\"}')"
+say "rejuvenation done at $(( $(date +%s) - t0 )) s"
+decode rejuvenation rj_final
+until_step rejuvenation
+
+# dual conditional cross-entropy: a backward (es-en) model on the same pairs,
+# every training pair scored, the lowest 10% (the rejuvenation ratio) dropped
+done_step model_bwd || { q -c "SELECT corpq.model_create('bwd', '$model', 'pv_es', 'pv_en', 3)" >/dev/null; mark model_bwd; }
+job bwd "SELECT corpq.train('bwd', 'SELECT tgt, src FROM train_set ORDER BY id', 'SELECT tgt, src FROM dev_set', '$train')"
+if ! done_step dx_scores; then
+	q -1 >/dev/null <<SQL
+CREATE TABLE dx AS
+SELECT id, score, row_number() OVER (ORDER BY score, id) <= round(0.1 * count(*) OVER ()) AS dropped
+  FROM corpq.dual_xent_scores('base', 'bwd', 'SELECT id, src, tgt FROM train_set');
+INSERT INTO bench_steps VALUES ('dx_scores', NULL);
+SQL
+fi
+say "dual_xent: backward model trained and training pairs scored at $(( $(date +%s) - t0 )) s"
+done_step model_dx || { q -c "SELECT corpq.model_create('dx', '$model', 'pv_en', 'pv_es', 1)" >/dev/null; mark model_dx; }
+job dual_xent "SELECT corpq.train('dx', 'SELECT t.src, t.tgt FROM train_set t JOIN dx USING (id) WHERE NOT dx.dropped ORDER BY t.id',
+                                  'SELECT src, tgt FROM dev_set', '$train')"
+decode dual_xent dx
+until_step dual_xent
+
+# the two self-trainings from the baseline
+job lexicon "SELECT corpq.lexicon_train('plex', 'SELECT src, tgt FROM train_set')"
+until_step lexicon
+for s in random uncsamp; do
+	job "st_$s" "SELECT corpq.self_train('base', 'plex', 'SELECT src, tgt FROM train_set', 'SELECT id, src FROM mono',
+	                                     '$common'::jsonb || '{\"name\": \"st_$s\", \"k\": $k, \"sampling\": \"$s\",
+	                                                           \"dev\": \"SELECT src, tgt FROM dev_set\"}')"
+	say "self-training ($s) done at $(( $(date +%s) - t0 )) s"
+	decode "$s" "st_${s}_student"
+	until_step "st_$s"
+done
+
+# a second identification model (seed 2) for the overlap: stages 1 and 2 by hand
 done_step model_ident2 || { q -c "SELECT corpq.model_create('ident2', '$model', 'pv_en', 'pv_es', 2)" >/dev/null; mark model_ident2; }
 job ident2 "SELECT corpq.train('ident2', 'SELECT src, tgt FROM train_set', 'SELECT src, tgt FROM dev_set', '$train'::jsonb || '{\"seed\": 2}')"
 if ! done_step ident2_scores; then
@@ -202,29 +256,19 @@ SQL
 fi
 say "second identification model trained and scored at $(( $(date +%s) - t0 )) s"
 until_step ident2
-
-# ---- the pipelines: the two self-trainings from the baseline, and rejuvenation ----
-# (in the order of their weight in the report: the timed pipelines, UncSamp and
-# rejuvenation, last, so that a sitting is more likely to end before them)
-job lexicon "SELECT corpq.lexicon_train('plex', 'SELECT src, tgt FROM train_set')"
-until_step lexicon
-for s in random uncsamp; do
-	job "st_$s" "SELECT corpq.self_train('base', 'plex', 'SELECT src, tgt FROM train_set', 'SELECT id, src FROM mono',
-	                                     '$common'::jsonb || '{\"name\": \"st_$s\", \"k\": $k, \"sampling\": \"$s\",
-	                                                           \"dev\": \"SELECT src, tgt FROM dev_set\"}')"
-	say "self-training ($s) done at $(( $(date +%s) - t0 )) s"
-	until_step "st_$s"
-done
-job rejuvenation "SELECT corpq.rejuvenate('SELECT id, src, tgt FROM train_set', 'SELECT src, tgt FROM dev_set',
-                                          '$common'::jsonb || '{\"name\": \"rj\", \"identifier\": \"base\"}')"
-say "rejuvenation done at $(( $(date +%s) - t0 )) s"
-until_step rejuvenation
-
-# ---- decode every test set with the other systems ----
-decode rejuvenation rj_final
-decode uncsamp st_uncsamp_student
-decode random st_random_student
-say "decoded at $(( $(date +%s) - t0 )) s"
+}
+if [ -n "${BENCH_REPORT:-}" ]; then
+	say "BENCH_REPORT: the report of the systems finished so far ($(q -c "SELECT string_agg(DISTINCT system, ', ') FROM hyps"))"
+else
+	run_steps
+fi
+# have TABLE...: every table exists (a report section needs them)
+have() {
+	local t
+	for t in "$@"; do
+		[ "$(q -c "SELECT to_regclass('$t') IS NOT NULL")" = t ] || return 1
+	done
+}
 
 echo; say "test BLEU / chrF per domain (sacreBLEU defaults), p = paired bootstrap against the baseline (1000 resamples, seed 1):"
 q -F ' | ' <<'SQL'
@@ -246,6 +290,40 @@ SELECT system, round(avg(bleu)::numeric, 2) AS bleu, round(avg(chrf)::numeric, 2
  GROUP BY system ORDER BY system;
 SQL
 
+echo; say "lengths: mean words of the hypotheses and of the references, hypotheses of 100 words or more, and cut ones (finished false:"
+say "the search reached the length limit without </s>), per domain and system:"
+q -F ' | ' <<'SQL'
+SELECT s.domain, h.system,
+       round(avg(array_length(regexp_split_to_array(btrim(h.hyp), '\s+'), 1))::numeric, 1) AS hyp_words,
+       round(avg(array_length(regexp_split_to_array(btrim(s.tgt), '\s+'), 1))::numeric, 1) AS ref_words,
+       count(*) FILTER (WHERE array_length(regexp_split_to_array(btrim(h.hyp), '\s+'), 1) >= 100) AS over_100,
+       count(*) FILTER (WHERE NOT h.finished) AS cut
+  FROM test_set s JOIN hyps h USING (id) GROUP BY 1, 2 ORDER BY 1, 2;
+SQL
+echo; say "the pipelines' quality gates (dev BLEU before a model translates, and of each final model against its baseline) and"
+say "synthetic pairs dropped per filter (a pair may count under several):"
+q -F ' | ' <<'SQL'
+SELECT pipeline, stage, name,
+       round((output->>'dev_bleu')::numeric, 2) AS dev_bleu, round((output->>'baseline_bleu')::numeric, 2) AS baseline_bleu,
+       round((output->>'bleu_change')::numeric, 2) AS change, round((output->>'p_value')::numeric, 4) AS p,
+       output->>'kept' AS kept, output->>'dropped' AS dropped, output->>'dropped_cut' AS cut,
+       output->>'dropped_long' AS long, output->>'dropped_ratio' AS ratio, output->>'dropped_score' AS score,
+       output->>'untranslated' AS untranslated, coalesce(output->>'warning', output->>'gate') AS warning
+  FROM corpq.pipeline_stages
+ WHERE output ?| array['dev_bleu', 'dropped', 'gate', 'warning'] ORDER BY pipeline, stage;
+SQL
+if have dx; then
+	echo; say "dual_xent: the dropped 10% per domain (score = exp(-(|H_fwd - H_bwd| + (H_fwd + H_bwd) / 2)), H per token):"
+	q -F ' | ' <<'SQL'
+SELECT p.domain, count(*) AS pairs, count(*) FILTER (WHERE dx.dropped) AS dropped,
+       round((100.0 * count(*) FILTER (WHERE dx.dropped) / count(*))::numeric, 1) AS dropped_pct,
+       round(max(dx.score) FILTER (WHERE dx.dropped)::numeric, 4) AS threshold,
+       round(percentile_cont(0.5) WITHIN GROUP (ORDER BY dx.score)::numeric, 4) AS median_score
+  FROM dx JOIN pairs p USING (id) GROUP BY 1 ORDER BY 1;
+SQL
+fi
+
+if have rj_pairs ident2; then
 echo; say "mechanism: overlap of identification models with seeds 1 and 2 per data bin (the thesis's Figure 5.4: 10 equal bins"
 say "by probability rank; the share of the seed-1 model's bin that the seed-2 model puts in the same bin; bin 1 = the inactive 10%):"
 q -F ' | ' <<'SQL'
@@ -262,9 +340,13 @@ SELECT round((100.0 * count(*) FILTER (WHERE in1 AND in2) / count(*) FILTER (WHE
        round(corr(p1, p2)::numeric, 3) AS prob_correlation, round(corr(r1, r2)::numeric, 3) AS rank_correlation
   FROM ranks JOIN ranks2 USING (id);
 SQL
+fi
+if have rj_pairs; then
 echo; say "mechanism: inactive share per domain:"
 q -F ' | ' -c "SELECT d.domain, count(*) AS pairs, round((100.0 * count(*) FILTER (WHERE p.inactive) / count(*))::numeric, 1) AS inactive_pct
                  FROM rj_pairs p JOIN pairs d USING (id) GROUP BY 1 ORDER BY 1"
+fi
+if have st_uncsamp_sample st_random_sample; then
 echo; say "mechanism: the teacher's (baseline's) test BLEU per source-uncertainty quintile, and the samples' shares of those bins:"
 q -F ' | ' <<'SQL'
 CREATE TEMP TABLE ubins AS
@@ -285,9 +367,12 @@ SELECT b.bin,
        round((corpq.bleu(h.hyp, s.tgt) FILTER (WHERE h.system = 'baseline'))::numeric, 2) AS baseline,
        round((corpq.bleu(h.hyp, s.tgt) FILTER (WHERE h.system = 'random'))::numeric, 2) AS random,
        round((corpq.bleu(h.hyp, s.tgt) FILTER (WHERE h.system = 'uncsamp'))::numeric, 2) AS uncsamp,
-       round((corpq.bleu(h.hyp, s.tgt) FILTER (WHERE h.system = 'rejuvenation'))::numeric, 2) AS rejuvenation
+       round((corpq.bleu(h.hyp, s.tgt) FILTER (WHERE h.system = 'rejuvenation'))::numeric, 2) AS rejuvenation,
+       round((corpq.bleu(h.hyp, s.tgt) FILTER (WHERE h.system = 'dual_xent'))::numeric, 2) AS dual_xent
   FROM ubins b JOIN test_set s ON s.id = b.id JOIN hyps h ON h.id = s.id GROUP BY 1 ORDER BY 1;
 SQL
+
+fi
 
 # A stage's wall time runs from the previous stage's end (the job's start for
 # stage 1) to its own: stages run one after another in the pipeline's worker.
