@@ -2,7 +2,9 @@
 
 #include <stdlib.h>
 
+#include "common/cpu.h"
 #include "common/rng.h"
+#include "nn/ops/dropout_kernel.h"
 #include "nn/ops/ops.h"
 
 /* A hand-worked row: x = (1, 2, 3, 6): mean 3, var 3.5. */
@@ -261,22 +263,61 @@ TEST(dropout_rate_scale_and_keys)
 		CHECK(y[i] == 1.0f);
 }
 
-/* The vectorised mask = the scalar Philox words of its documented counters. */
+/*
+ * The vectorised masks = the scalar Philox words of their documented
+ * counters, whichever kernel runs: lengths around the AVX2 kernel's 64 and
+ * the portable one's 32, counters past 2^16 blocks, several rows.
+ */
 TEST(dropout_mask_matches_scalar_philox)
 {
 	cq_dropout_stream ds = {true, 5, 2, 99};
 	cq_philox_key key = cq_philox_key_from_seed(cq_mix64(5 ^ cq_mix64(99)));
 	uint32_t	site = cq_dropout_site(CQ_DROP_DEC_CROSS_ATTN, 3, 1);
-	float		x[70];
+	static const int lens[] = {1, 3, 31, 32, 63, 64, 65, 70, 129, 1000, 262147};
+	static float x[262147];
 
-	for (int j = 0; j < 70; j++)
-		x[j] = 2.0f;
-	cq_dropout_apply(&ds, 0.5f, site, 17, x, 70);
-	for (int j = 0; j < 70; j++)
+	for (int li = 0; li < (int) (sizeof(lens) / sizeof(lens[0])); li++)
+		for (uint32_t row = 16; row < 19; row++)
+		{
+			int			n = lens[li],
+						bad = 0;
+
+			for (int j = 0; j < n; j++)
+				x[j] = 2.0f + (float) (j % 7);
+			cq_dropout_apply(&ds, 0.5f, site, row, x, n);
+			for (int j = 0; j < n; j++)
+			{
+				cq_philox_ctr r = cq_philox4x32((cq_philox_ctr) {{(uint32_t) j / 4, row, site, 2}}, key);
+				bool		drop = cq_u32_to_unit(r.c[j % 4]) < 0.5f;
+
+				bad += x[j] != (drop ? 0.0f : (2.0f + (float) (j % 7)) * 2.0f);
+			}
+			CHECK(bad == 0);
+		}
+}
+
+/* The AVX2 kernel and the portable one give the same bits (where it runs),
+ * on every length up to 200 (the masked last vectors) and a long row. */
+TEST(dropout_kernels_agree)
+{
+	cq_dropout_job d = {cq_philox_key_from_seed(42), 0.1f, 1.0f / 0.9f, 7, 12345, 3};
+	bool		avx2 = (cq_cpu_detect() & CQ_CPU_BIT(CQ_CPU_AVX2)) != 0;
+	static float a[4096 + 64],
+				b[4096 + 64];
+	int			bad = 0;
+
+	for (int n = 1; n <= 4096 + 37; n = n < 200 ? n + 1 : 4096 + 37 + (n == 4096 + 37))
 	{
-		cq_philox_ctr r = cq_philox4x32((cq_philox_ctr) {{(uint32_t) j / 4, 17, site, 2}}, key);
-		bool		drop = cq_u32_to_unit(r.c[j % 4]) < 0.5f;
+		int			done;
 
-		CHECK(x[j] == (drop ? 0.0f : 4.0f));
+		for (int j = 0; j < 4096 + 64; j++)
+			a[j] = b[j] = (float) j * 0.25f - 100.0f;
+		d.row = (uint32_t) n;
+		done = avx2 ? cq_dropout_avx2(&d, a, n) : 0;
+		cq_dropout_portable(&d, a, done, n);
+		cq_dropout_portable(&d, b, 0, n);
+		bad += memcmp(a, b, sizeof(a)) != 0;	/* past n too: nothing written there */
+		bad += avx2 && done != n;
 	}
+	CHECK(bad == 0);
 }
