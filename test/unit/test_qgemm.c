@@ -477,3 +477,59 @@ TEST(qgemm_isa_choice)
 	printf("     qgemm on this CPU: %s\n", cq_qgemm_isa_name(cq_qgemm_machine()));
 #undef F
 }
+
+/* The quantization rule as scalar loops (qgemm.h): the vectorised one must
+ * give its scale and codes bit for bit. */
+static float
+quantize_scalar(const float *v, int k, int8_t *q)
+{
+	float		m = 0.0f,
+				scale;
+
+	for (int i = 0; i < k; i++)
+		m = fabsf(v[i]) > m ? fabsf(v[i]) : m;
+	scale = m / 127.0f;
+	for (int i = 0; i < k; i++)
+	{
+		float		c = scale > 0.0f ? rintf(v[i] / scale) : 0.0f;
+
+		c = c > 127.0f ? 127.0f : c < -127.0f ? -127.0f : c;
+		q[i] = c == c ? (int8_t) c : 0;
+	}
+	return scale;
+}
+
+TEST(qgemm_quantize_matches_scalar_bits)
+{
+	static const float odd[] = {NAN, INFINITY, -INFINITY, 0.0f, -0.0f, 1e-40f, -1e-40f, 1e30f, 3.4e38f};
+	static float v[1031];
+	static int8_t a[1031],
+				b[1031];
+	uint64_t	s = 99;
+	int			bad = 0;
+
+	for (int k = 1; k <= 1031; k += k < 40 ? 1 : 97)
+		for (int kind = 0; kind < 5; kind++)
+		{
+			float		sa,
+						sb;
+
+			for (int i = 0; i < k; i++)
+			{
+				s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+				v[i] = ((float) (s >> 40) / 16777216.0f - 0.5f) * 8.0f;
+				if (kind == 1)		/* scale 1 and halves: round-half-even ties */
+					v[i] = i == 0 ? 127.0f : (float) ((long) (v[i] * 16) % 254) * 0.5f;
+				if (kind == 2 && i % 7 == 3)
+					v[i] = odd[(s >> 20) % (sizeof(odd) / sizeof(odd[0]))];
+				if (kind == 3)
+					v[i] = 0.0f;
+				if (kind == 4)
+					v[i] *= 1e-39f;	/* subnormal scales */
+			}
+			sa = cq_qgemm_quantize_vec(v, k, a);
+			sb = quantize_scalar(v, k, b);
+			bad += memcmp(&sa, &sb, sizeof(sa)) != 0 || memcmp(a, b, k) != 0;
+		}
+	CHECK_INT_EQ(bad, 0);
+}
