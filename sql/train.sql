@@ -146,8 +146,10 @@ SELECT corpq.job_wait(:sjob, '600 s');
 CREATE TEMP TABLE sched AS
 SELECT result, result -> 'schedule' AS s, (result -> 'schedule' ->> 'expected_updates')::int AS e
   FROM corpq.jobs WHERE id = :sjob;
--- the default peak rate 1 / sqrt(4000 d_model), d_model 64
-SELECT s ->> 'lr_from' AS lr_from, abs((s ->> 'lr')::float8 - 1 / sqrt(4000 * 64)) < 1e-15 AS lr_rule,
+-- the default peak rate 1 / sqrt(4000 d_model), d_model 64, times
+-- (4000 / warm-up)^(1/4), at most 2
+SELECT s ->> 'lr_from' AS lr_from,
+       abs((s ->> 'lr')::float8 - least(2, power(4000.0 / (s ->> 'warmup')::int, 0.25)) / sqrt(4000 * 64)) < 1e-15 AS lr_rule,
        s ->> 'expected_from' AS expected_from, s ->> 'warmup_from' AS warmup_from,
        e > 0 AS expects_updates,
        (s -> 'calibration' ->> 'passes')::int BETWEEN 2 AND 6 AS calibrated,

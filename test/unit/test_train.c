@@ -254,10 +254,15 @@ TEST(train_schedule_by_hand)
 /* The plan from the expected updates: the rule of docs/training.md worked by hand. */
 TEST(train_schedule_plan_by_hand)
 {
-	/* 1 / sqrt(4000 d): Vaswani et al.'s d^-0.5 4000^-0.5 */
-	CHECK_NEAR(cq_schedule_default_lr(64), 1.0 / 505.96442562694, 1e-15);
-	CHECK_NEAR(cq_schedule_default_lr(256), 1.0 / 1011.9288512539, 1e-15);
-	CHECK_NEAR(cq_schedule_default_lr(512), 1.0 / 1431.0835055999, 1e-15);
+	/* 1 / sqrt(4000 d): Vaswani et al.'s d^-0.5 4000^-0.5, for a warm-up of 4000 or more */
+	CHECK_NEAR(cq_schedule_default_lr(64, 4000), 1.0 / 505.96442562694, 1e-15);
+	CHECK_NEAR(cq_schedule_default_lr(256, 4000), 1.0 / 1011.9288512539, 1e-15);
+	CHECK_NEAR(cq_schedule_default_lr(512, 9999), 1.0 / 1431.0835055999, 1e-15);
+	/* shorter: times (4000 / w)^(1/4), at most 2 (250 and below) */
+	CHECK_NEAR(cq_schedule_default_lr(256, 1000), sqrt(2.0) / 1011.9288512539, 1e-15);
+	CHECK_NEAR(cq_schedule_default_lr(256, 250), 2.0 / 1011.9288512539, 1e-15);
+	CHECK_NEAR(cq_schedule_default_lr(256, 50), 2.0 / 1011.9288512539, 1e-15);
+	CHECK_NEAR(cq_schedule_default_lr(256, 0), 2.0 / 1011.9288512539, 1e-15);
 
 	/* unknown length: the documented minimum */
 	CHECK_INT_EQ(cq_schedule_warmup(0), 50);

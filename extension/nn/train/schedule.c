@@ -13,9 +13,19 @@ cq_inverse_sqrt_lr(double peak, double init, int64_t warmup, int64_t u)
 }
 
 double
-cq_schedule_default_lr(int d_model)
+cq_schedule_default_lr(int d_model, int64_t warmup)
 {
-	return 1.0 / sqrt(4000.0 * (d_model > 0 ? d_model : 1));
+	double		peak = 1.0 / sqrt((double) CQ_SCHEDULE_WARMUP_MAX * (d_model > 0 ? d_model : 1)),
+				factor = CQ_SCHEDULE_SHORT_LR_FACTOR;
+
+	if (warmup >= CQ_SCHEDULE_WARMUP_MAX)
+		factor = 1.0;
+	else if (warmup > 0)
+	{
+		factor = pow((double) CQ_SCHEDULE_WARMUP_MAX / (double) warmup, 0.25);
+		factor = factor < CQ_SCHEDULE_SHORT_LR_FACTOR ? factor : CQ_SCHEDULE_SHORT_LR_FACTOR;
+	}
+	return peak * factor;
 }
 
 int

@@ -35,7 +35,6 @@ train_schedule_plan(const TrainOptions *o, int d_model, int64 epoch_updates, dou
 	StringInfoData b;
 
 	memset(s, 0, sizeof(*s));
-	s->lr = o->lr > 0 ? o->lr : cq_schedule_default_lr(d_model);
 	if (o->steps > 0)
 	{
 		/* an explicit step budget wins over the others */
@@ -73,6 +72,7 @@ train_schedule_plan(const TrainOptions *o, int d_model, int64 epoch_updates, dou
 		}
 	}
 	s->warmup = o->warmup >= 0 ? o->warmup : cq_schedule_warmup(s->expected);
+	s->lr = o->lr > 0 ? o->lr : cq_schedule_default_lr(d_model, s->warmup);
 	if (note && s->expected == 0 && o->warmup < 0)
 		note = psprintf("%s; warm-up is the documented minimum of %d updates", note, s->warmup);
 	s->checkpoint_every = o->checkpoint_every > 0 ? o->checkpoint_every
@@ -83,7 +83,7 @@ train_schedule_plan(const TrainOptions *o, int d_model, int64 epoch_updates, dou
 	appendStringInfoString(&b, "{\"lr\": ");
 	corpq_json_number(&b, s->lr);
 	appendStringInfo(&b, ", \"lr_from\": \"%s\", \"expected_updates\": ",
-					 o->lr > 0 ? "option" : "d_model");
+					 o->lr > 0 ? "option" : "default");
 	if (s->expected > 0)
 		appendStringInfo(&b, INT64_FORMAT ", \"expected_from\": \"%s\"", s->expected, from);
 	else
