@@ -69,6 +69,12 @@ merges=${BENCH_MERGES:-8000}
 threads=${BENCH_THREADS:-1}
 ckpt=${BENCH_CHECKPOINT:-100}
 [ "$ckpt" -le "$steps" ] || ckpt=$steps
+# Every model trains at one peak rate, BENCH_LR, by default the one the
+# report's first run used (1 / sqrt(4000 d_model), the default before short
+# runs got up to twice it), so that its figures compare across sittings and
+# versions.
+d_model=$(sed -n 's/.*"d_model": *\([0-9]*\).*/\1/p' "$CORPQ_ROOT/models/$preset.json")
+lr=${BENCH_LR:-$(awk -v d="$d_model" 'BEGIN { printf "%.10g", 1 / sqrt(4000 * d) }')}
 t0=$(date +%s)
 say() { echo "bench_pipeline: $*"; }
 
@@ -144,7 +150,7 @@ job() {
 }
 job_id() { q -c "SELECT job FROM bench_steps WHERE name = '$1'"; }
 
-say "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); preset $preset, $steps updates of $tokens tokens, $threads thread(s)"
+say "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); preset $preset, $steps updates of $tokens tokens at peak lr $lr, $threads thread(s)"
 if [ -z "$(q -c "SELECT to_regclass('bench_steps')")" ]; then
 	q -1 >/dev/null <<SQL
 CREATE EXTENSION corpq;
@@ -181,7 +187,7 @@ q -c "SELECT domain, count(*) FILTER (WHERE r > $ntest + $ndev), count(*) FILTER
 q -c "SELECT 'mono', count(*) FROM mono"
 
 model="{\"preset\": \"$preset\", \"max_positions\": 256}"
-train="{\"steps\": $steps, \"max_tokens\": $tokens, \"seed\": 1, \"threads\": $threads, \"checkpoint_every\": $ckpt, \"validate_every\": $steps}"
+train="{\"steps\": $steps, \"lr\": $lr, \"max_tokens\": $tokens, \"seed\": 1, \"threads\": $threads, \"checkpoint_every\": $ckpt, \"validate_every\": $steps}"
 translate="{\"threads\": $threads, \"batch\": 32}"
 common="{\"model\": $model, \"train\": $train, \"translate\": $translate, \"src_vocab\": \"pv_en\", \"tgt_vocab\": \"pv_es\"}"
 
