@@ -48,7 +48,7 @@ typedef struct cq_train_config
 	double		clip_norm;		/* global gradient norm bound, 0 = off: 0 */
 	float		label_smoothing;	/* 0.1 */
 	int			update_freq;	/* micro-batches per update (for the job): 1 */
-	int			max_tokens;		/* batch budget (for the job): 4096 */
+	int			max_tokens;		/* batch budget (for the job): 2048 */
 	uint64_t	seed;			/* dropout masks and batch order: 1 */
 	bool		dropout;		/* dropout on while training: true */
 } cq_train_config;

@@ -55,7 +55,7 @@ static const CorpqOption rows[] = {
 	.expected = "a number from 0 to 1000000"},
 	{NUM_ROW("max_seconds", max_seconds, CORPQ_RANGE_CLOSED, 0, 1e8),
 	.expected = "a number of seconds from 0 to 1e8"},
-	{INT_ROW("max_tokens", max_tokens, 16, 1 << 20), .def = 4096},
+	{INT_ROW("max_tokens", max_tokens, 16, 1 << 20), .def = 2048},
 	{INT_ROW("update_freq", update_freq, 1, 1024), .def = 1},
 	/* the job's: 1 / sqrt(4000 d_model) */
 	{NUM_ROW("lr", lr, CORPQ_RANGE_OPEN_LO, 0, 10), .flags = CORPQ_OPT_UNSET},
