@@ -75,9 +75,11 @@ SELECT count(*) AS rejuvenated,
        count(*) FILTER (WHERE r.tgt_new IS DISTINCT FROM t.hyp OR r.score IS DISTINCT FROM t.score
                           OR r.finished IS DISTINCT FROM t.finished) AS differ,
        count(*) FILTER (WHERE r.tgt_old IS DISTINCT FROM p.tgt) AS other_old,
+       count(*) FILTER (WHERE r.repeats IS DISTINCT FROM corpq.repetition(t.hyp)) AS misrepeated,
        count(*) FILTER (WHERE r.kept IS DISTINCT FROM
            (r.finished AND r.src_words <= 250 AND r.src_words > 0 AND r.tgt_words > 0
-            AND greatest(r.src_words, r.tgt_words) <= 1.5 * least(r.src_words, r.tgt_words))) AS misfiltered
+            AND greatest(r.src_words, r.tgt_words) <= 1.5 * least(r.src_words, r.tgt_words)
+            AND corpq.repetition(t.hyp) = 0)) AS misfiltered
   FROM plr_rejuvenated r
   JOIN corpq.translate_rows('plr_rejuvenator', 'SELECT id, src FROM plr_pairs WHERE inactive ORDER BY id',
                             '{"beam": 5}') t USING (id)
@@ -90,7 +92,9 @@ SELECT (output ->> 'kept')::int = (SELECT count(*) FROM plr_rejuvenated WHERE ke
        (output ->> 'dropped_cut')::int = (SELECT count(*) FROM plr_rejuvenated WHERE NOT finished) AS cut_counted,
        (output ->> 'dropped_ratio')::int = (SELECT count(*) FROM plr_rejuvenated
                                               WHERE greatest(src_words, tgt_words) > 1.5 * least(src_words, tgt_words)
-                                                 OR least(src_words, tgt_words) = 0) AS ratio_counted
+                                                 OR least(src_words, tgt_words) = 0) AS ratio_counted,
+       (output ->> 'dropped_repetition')::int = (SELECT count(*) FROM plr_rejuvenated
+                                                   WHERE corpq.repetition(tgt_new) > 0) AS repetition_counted
   FROM corpq.pipeline_stages WHERE pipeline = 'plr' AND stage = 4;
 -- stage 3 trained on the active pairs, stage 5 on active + rejuvenated
 SELECT s.stage, (j.result ->> 'pairs')::int = CASE s.stage
@@ -115,6 +119,20 @@ SELECT s.stage, (s.output ->> 'dev_bleu')::numeric = pg_temp.dev_bleu(split_part
        s.stage = 3 OR (s.output ->> 'bleu_change')::numeric = (s.output ->> 'dev_bleu')::numeric - (s.output ->> 'baseline_bleu')::numeric
                       AND (s.output ->> 'p_value')::float8 BETWEEN 0 AND 1 AS compared
   FROM corpq.pipeline_stages s WHERE s.pipeline = 'plr' AND s.stage IN (3, 5) ORDER BY s.stage;
+-- the final gate also gives both models' dev translations cut at the length
+-- limit and their mean words, and its warning names what differs
+CREATE FUNCTION pg_temp.dev_len(m text, OUT cut bigint, OUT words numeric) LANGUAGE sql AS $$
+  SELECT count(*) FILTER (WHERE NOT t.finished),
+         round(avg(CASE WHEN btrim(t.hyp) = '' THEN 0
+                        ELSE array_length(regexp_split_to_array(btrim(t.hyp), '\s+'), 1) END), 4)
+    FROM pl_dev d, corpq.translate_nbest(m, d.src, '{"beam": 5, "nbest": 1}') t $$;
+SELECT (o ->> 'cut')::bigint = (pg_temp.dev_len('plr_final')).cut AS cut_ok,
+       (o ->> 'baseline_cut')::bigint = (pg_temp.dev_len('plr_identifier')).cut AS baseline_cut_ok,
+       (o ->> 'words')::numeric = (pg_temp.dev_len('plr_final')).words AS words_ok,
+       (o ->> 'baseline_words')::numeric = (pg_temp.dev_len('plr_identifier')).words AS baseline_words_ok,
+       NOT o ? 'warning'
+       OR o ->> 'warning' ~ '^the final model''s dev BLEU [0-9.]+ is below the baseline''s [0-9.]+ \(p = [0-9.]+\): (it runs on|its dev translations are (short|as long as))' AS cause_named
+  FROM (SELECT output AS o FROM corpq.pipeline_stages WHERE pipeline = 'plr' AND stage = 5) s;
 -- "gate": "stop": a rejuvenator below the baseline stops the pipeline before it translates
 SELECT corpq.model_create('pl_rand', '{"preset": "tiny", "max_positions": 32}', 'pl_sv', 'pl_tv', 9);
 SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train', 'SELECT src, tgt FROM pl_dev',
@@ -155,16 +173,19 @@ SELECT count(*) AS translated,
   FROM pls_translations t
   JOIN corpq.translate_rows('plr_final', 'SELECT id, src FROM pls_sample ORDER BY id', '{"beam": 5}') r USING (id);
 -- stage 4: kept = finished (not cut at the length limit), at most 250 source
--- words and a length ratio up to 1.5; the stage counts what each filter drops
+-- words, a length ratio up to 1.5 and no string repeated twice more in a row
+-- (corpq.repetition); the stage counts what each filter drops
 SELECT count(*) FILTER (WHERE kept IS DISTINCT FROM
-           (s.finished AND ns <= 250 AND ns > 0 AND nt > 0 AND greatest(ns, nt) <= 1.5 * least(ns, nt))) AS misfiltered,
+           (s.finished AND ns <= 250 AND ns > 0 AND nt > 0 AND greatest(ns, nt) <= 1.5 * least(ns, nt)
+            AND corpq.repetition(t.hyp) = 0)) AS misfiltered,
        count(*) FILTER (WHERE s.finished IS DISTINCT FROM t.finished) AS other_finished
   FROM (SELECT id, kept, finished, cardinality(string_to_array(src, ' ')) AS ns,
                cardinality(string_to_array(nullif(tgt, ''), ' ')) AS nt FROM pls_synthetic) s
   JOIN corpq.translate_rows('plr_final', 'SELECT id, src FROM pls_sample ORDER BY id', '{"beam": 5}') t USING (id);
 SELECT (output ->> 'kept')::int + (output ->> 'dropped')::int = 60 AS all_counted,
        (output ->> 'dropped_cut')::int = (SELECT count(*) FROM pls_synthetic WHERE NOT finished) AS cut_counted,
-       (output ->> 'dropped')::int >= greatest((output ->> 'dropped_cut')::int, (output ->> 'dropped_ratio')::int) AS dropped_ok
+       (output ->> 'dropped')::int >= greatest((output ->> 'dropped_cut')::int, (output ->> 'dropped_ratio')::int,
+                                               (output ->> 'dropped_repetition')::int) AS dropped_ok
   FROM corpq.pipeline_stages WHERE pipeline = 'pls' AND stage = 4;
 -- stage 5: the student trained on parallel + kept synthetic pairs
 SELECT (j.result ->> 'pairs')::int = (SELECT count(*) FROM pl_train)
@@ -188,7 +209,7 @@ SELECT count(*) AS sampled, count(*) FILTER (WHERE id IN (SELECT id FROM pls_sam
   FROM pls_random_sample;
 SELECT corpq.self_train('plr_final', 'pl_lex', 'SELECT src, tgt FROM pl_train', 'SELECT id, src FROM pl_mono',
                         :'common'::jsonb || '{"name": "pls_dwf", "k": 60, "sampling": "dwf",
-                                              "drop_cut": false, "max_xent": 1.5,
+                                              "drop_cut": false, "max_xent": 1.5, "repetition": 0,
                                               "train": {"steps": 1}}') AS djob \gset
 SELECT corpq.job_wait(:djob, '900 s');
 SELECT state, error FROM corpq.jobs WHERE id = :djob;
@@ -196,12 +217,13 @@ SELECT state, error FROM corpq.jobs WHERE id = :djob;
 SELECT avg(corpq.word_rarity('pl_lex', d.src)) > (SELECT avg(corpq.word_rarity('pl_lex', src)) FROM pls_random_sample)
        AS rarer
   FROM pls_dwf_sample d;
--- max_xent drops hypotheses above 1.5 nats per token; drop_cut false keeps cut ones
+-- max_xent drops hypotheses above 1.5 nats per token; drop_cut false keeps cut
+-- ones, repetition 0 repeated ones
 SELECT count(*) FILTER (WHERE kept IS DISTINCT FROM
            (finished IS NOT NULL AND -score <= 1.5 AND src_words <= 250 AND src_words > 0 AND tgt_words > 0
             AND greatest(src_words, tgt_words) <= 1.5 * least(src_words, tgt_words))) AS misfiltered,
        (SELECT (output ->> 'dropped_score')::int = count(*) FILTER (WHERE -score > 1.5)
-               AND (output ->> 'dropped_cut')::int = 0
+               AND (output ->> 'dropped_cut')::int = 0 AND (output ->> 'dropped_repetition')::int = 0
           FROM corpq.pipeline_stages WHERE pipeline = 'pls_dwf' AND stage = 4) AS counted
   FROM pls_dwf_synthetic;
 

@@ -313,7 +313,10 @@ SELECT pipeline, stage, name,
        round((output->>'dev_bleu')::numeric, 2) AS dev_bleu, round((output->>'baseline_bleu')::numeric, 2) AS baseline_bleu,
        round((output->>'bleu_change')::numeric, 2) AS change, round((output->>'p_value')::numeric, 4) AS p,
        output->>'kept' AS kept, output->>'dropped' AS dropped, output->>'dropped_cut' AS cut,
-       output->>'dropped_long' AS long, output->>'dropped_ratio' AS ratio, output->>'dropped_score' AS score,
+       output->>'dropped_long' AS long, output->>'dropped_ratio' AS ratio,
+       output->>'dropped_repetition' AS repetition, output->>'dropped_score' AS score,
+       output->>'cut' AS cut_dev, output->>'baseline_cut' AS base_cut_dev,
+       round((output->>'words')::numeric, 1) AS words_dev, round((output->>'baseline_words')::numeric, 1) AS base_words_dev,
        output->>'untranslated' AS untranslated, coalesce(output->>'warning', output->>'gate') AS warning
   FROM corpq.pipeline_stages
  WHERE output ?| array['dev_bleu', 'dropped', 'gate', 'warning'] ORDER BY pipeline, stage;

@@ -41,8 +41,9 @@ char	   *pipeline_gate_check(const char *what, const char *model, const char *ba
 
 /*
  * JSON members comparing the final model with baseline on dev: their BLEU,
- * the change and the paired-bootstrap p-value, and a warning when it is
- * worse.
+ * the change and the paired-bootstrap p-value, their translations cut at the
+ * length limit and mean words, and a warning when it is worse that names
+ * what differs (it runs on, stops short, or the words themselves).
  */
 char	   *pipeline_gate_final(const char *what, const char *model, const char *baseline,
 								const char *dev, int beam);

@@ -14,6 +14,15 @@ pipeline_synthetic_words(const char *expr)
 					"pg_catalog.btrim(%s), '\\s+'), 1) END", expr, expr);
 }
 
+char *
+pipeline_synthetic_repeats(const PipelineSynthetic *f, const char *expr)
+{
+	if (f->repetition == 0)
+		return "0";
+	/* OpusFilter's defaults for the lengths: 3 to 101 characters */
+	return psprintf("coalesce(corpq.repetition(%s, 100, %d, 3), 0)", expr, f->repetition);
+}
+
 /* What drops a pair, one condition per filter over the table's columns. */
 static const char *
 cut_dropped(const PipelineSynthetic *f)
@@ -37,6 +46,12 @@ ratio_dropped(const PipelineSynthetic *f)
 					f->max_ratio);
 }
 
+static const char *
+repetition_dropped(const PipelineSynthetic *f)
+{
+	return f->repetition ? "repeats OPERATOR(pg_catalog.>) 0" : "false";
+}
+
 static char *
 score_dropped(const PipelineSynthetic *f)
 {
@@ -51,8 +66,9 @@ void
 pipeline_synthetic_mark(const PipelineSynthetic *f, const char *table)
 {
 	pipeline_exec(psprintf("UPDATE %s SET kept = finished IS NOT NULL AND NOT (%s) AND NOT (%s) "
-						   "AND NOT (%s) AND NOT (%s)",
-						   table, cut_dropped(f), long_dropped(f), ratio_dropped(f), score_dropped(f)));
+						   "AND NOT (%s) AND NOT (%s) AND NOT (%s)",
+						   table, cut_dropped(f), long_dropped(f), ratio_dropped(f),
+						   repetition_dropped(f), score_dropped(f)));
 }
 
 char *
@@ -64,6 +80,8 @@ pipeline_synthetic_counts(const PipelineSynthetic *f)
 					"'dropped_cut', pg_catalog.count(*) FILTER (WHERE %s), "
 					"'dropped_long', pg_catalog.count(*) FILTER (WHERE %s), "
 					"'dropped_ratio', pg_catalog.count(*) FILTER (WHERE %s), "
+					"'dropped_repetition', pg_catalog.count(*) FILTER (WHERE %s), "
 					"'dropped_score', pg_catalog.count(*) FILTER (WHERE %s)",
-					cut_dropped(f), long_dropped(f), ratio_dropped(f), score_dropped(f));
+					cut_dropped(f), long_dropped(f), ratio_dropped(f), repetition_dropped(f),
+					score_dropped(f));
 }

@@ -9,6 +9,12 @@
  *   max_words  (250)   drop a pair whose source has more words;
  *   max_ratio  (1.5)   drop a pair whose longer side has more than max_ratio
  *                      times the words of the shorter (or an empty side);
+ *   repetition (2)     drop a hypothesis in which a string of 3 to 101
+ *                      characters follows itself at least this many more
+ *                      times (corpq.repetition(), OpusFilter's
+ *                      RepetitionFilter and its defaults; 0: off): a model
+ *                      caught in a loop ("de la lista de la lista de la
+ *                      lista"), and one trained on loops learns to loop;
  *   max_xent   (unset) drop a hypothesis whose cross-entropy per token,
  *                      minus its search score (-logprob / (len + 1)^lenpen,
  *                      nats per token with the default lenpen 1), is above
@@ -31,6 +37,7 @@ typedef struct PipelineSynthetic
 	bool		drop_cut;
 	int			max_words;
 	double		max_ratio;
+	int			repetition;		/* 0: off */
 	double		max_xent;		/* CORPQ_OPT_UNSET_VALUE: off */
 } PipelineSynthetic;
 
@@ -41,20 +48,28 @@ typedef struct PipelineSynthetic
 	 .min = 1, .max = 1000000, .def = 250}, \
 	{.key = "max_ratio", CORPQ_OPT_FIELD(opts, member.max_ratio), .type = CORPQ_OPT_NUMBER, \
 	 .range = CORPQ_RANGE_CLOSED, .lo = 1, .hi = 1000, .def = 1.5}, \
+	{.key = "repetition", CORPQ_OPT_FIELD(opts, member.repetition), .type = CORPQ_OPT_INT, \
+	 .min = 0, .max = 1000, .def = 2}, \
 	{.key = "max_xent", CORPQ_OPT_FIELD(opts, member.max_xent), .type = CORPQ_OPT_NUMBER, \
 	 .range = CORPQ_RANGE_OPEN_LO, .lo = 0, .hi = 1000, .flags = CORPQ_OPT_UNSET}
 
 /* The columns a synthetic-pairs table has for the filters (schema-qualified types). */
 #define PIPELINE_SYNTHETIC_COLUMNS \
 	"score pg_catalog.float8, finished pg_catalog.bool, src_words pg_catalog.int4, " \
-	"tgt_words pg_catalog.int4, kept pg_catalog.bool"
+	"tgt_words pg_catalog.int4, repeats pg_catalog.int4, kept pg_catalog.bool"
 
 /* Whitespace-separated words of a text expression, 0 when blank or NULL. */
 char	   *pipeline_synthetic_words(const char *expr);
 
 /*
+ * corpq.repetition() of a hypothesis expression with the filter's threshold
+ * (0 when the filter is off or the hypothesis NULL): the repeats column.
+ */
+char	   *pipeline_synthetic_repeats(const PipelineSynthetic *f, const char *expr);
+
+/*
  * Sets kept on every row of table, which has the columns score (the search's
- * score), finished, src_words and tgt_words filled (finished NULL: the source
+ * score), finished, src_words, tgt_words and repeats filled (finished NULL: the source
  * was NULL, nothing translated).  In the stage's transaction, SPI connected.
  */
 void		pipeline_synthetic_mark(const PipelineSynthetic *f, const char *table);

@@ -375,10 +375,11 @@ stage_translate(Pipeline *p, void *arg)
 	corpq_job_xact_begin(p->cxt);
 	pipeline_check_table(p, r->translations);
 	pipeline_claim_table(p, r->rejuvenated, rejuv_tables[T_REJUVENATED].columns);
-	pipeline_exec(psprintf("INSERT INTO %s (id, src, tgt_old, tgt_new, score, finished, src_words, tgt_words) "
-						   "SELECT p.id, p.src, p.tgt, t.hyp, t.score, t.finished, %s, %s "
+	pipeline_exec(psprintf("INSERT INTO %s (id, src, tgt_old, tgt_new, score, finished, src_words, tgt_words, repeats) "
+						   "SELECT p.id, p.src, p.tgt, t.hyp, t.score, t.finished, %s, %s, %s "
 						   "FROM %s p JOIN %s t ON t.id OPERATOR(pg_catalog.=) p.id",
 						   r->rejuvenated, pipeline_synthetic_words("p.src"), pipeline_synthetic_words("t.hyp"),
+						   pipeline_synthetic_repeats(&r->o.synthetic, "t.hyp"),
 						   r->pairs, r->translations));
 	pipeline_synthetic_mark(&r->o.synthetic, r->rejuvenated);
 	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('model', %s::json, "

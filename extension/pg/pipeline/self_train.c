@@ -302,10 +302,11 @@ stage_filter(Pipeline *p, void *arg)
 	pipeline_check_table(p, s->sample);
 	pipeline_check_table(p, s->translations);
 	pipeline_claim_table(p, s->synthetic, st_tables[T_SYNTHETIC].columns);
-	pipeline_exec(psprintf("INSERT INTO %s (id, src, tgt, u, score, finished, src_words, tgt_words) "
-						   "SELECT s.id, s.src, t.hyp, s.u, t.score, t.finished, %s, %s "
+	pipeline_exec(psprintf("INSERT INTO %s (id, src, tgt, u, score, finished, src_words, tgt_words, repeats) "
+						   "SELECT s.id, s.src, t.hyp, s.u, t.score, t.finished, %s, %s, %s "
 						   "FROM %s s JOIN %s t USING (id)",
 						   s->synthetic, pipeline_synthetic_words("s.src"), pipeline_synthetic_words("t.hyp"),
+						   pipeline_synthetic_repeats(&s->o.synthetic, "t.hyp"),
 						   s->sample, s->translations));
 	pipeline_synthetic_mark(&s->o.synthetic, s->synthetic);
 	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('synthetic', %s::text, %s)::text "
