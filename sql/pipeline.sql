@@ -338,6 +338,7 @@ SELECT corpq.rejuvenate(:c, NULL, jsonb_build_object('name', repeat('n', 49)));
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "ratio": 0}');
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "ratio": 1}');
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "ratio": "a tenth"}');
+SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "repetition": -1}');
 SELECT corpq.rejuvenate(:c, NULL, '{"name": "e", "ratoi": 0.1}');
 -- (terse: the detail lists every model of the database)
 \set VERBOSITY terse
