@@ -131,7 +131,13 @@ SELECT (o ->> 'cut')::bigint = (pg_temp.dev_len('plr_final')).cut AS cut_ok,
        (o ->> 'words')::numeric = (pg_temp.dev_len('plr_final')).words AS words_ok,
        (o ->> 'baseline_words')::numeric = (pg_temp.dev_len('plr_identifier')).words AS baseline_words_ok,
        NOT o ? 'warning'
-       OR o ->> 'warning' ~ '^the final model''s dev BLEU [0-9.]+ is below the baseline''s [0-9.]+ \(p = [0-9.]+\): (it runs on|its dev translations are (short|as long as))' AS cause_named
+       OR o ->> 'warning' ~ ('^the final model''s dev BLEU [0-9.]+ is below the baseline''s [0-9.]+ \(p = [0-9.]+\): '
+                             || CASE WHEN (o ->> 'cut')::int > (o ->> 'baseline_cut')::int
+                                          OR (o ->> 'words')::numeric > 1.1 * (o ->> 'baseline_words')::numeric
+                                     THEN 'it runs on: '
+                                     WHEN (o ->> 'words')::numeric < 0.9 * (o ->> 'baseline_words')::numeric
+                                     THEN 'its dev translations are short: '
+                                     ELSE 'its dev translations are as long as the baseline''s ' END) AS cause_named
   FROM (SELECT output AS o FROM corpq.pipeline_stages WHERE pipeline = 'plr' AND stage = 5) s;
 -- "gate": "stop": a rejuvenator below the baseline stops the pipeline before it translates
 SELECT corpq.model_create('pl_rand', '{"preset": "tiny", "max_positions": 32}', 'pl_sv', 'pl_tv', 9);
