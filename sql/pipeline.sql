@@ -148,6 +148,40 @@ SELECT corpq.job_wait(:gjob, '900 s');
 SELECT state, error ~ '^pipeline "plg" stage 3 \(rejuvenation model\) failed: the rejuvenator''s dev BLEU [0-9.]+ is below the baseline''s [0-9.]+$' AS stopped
   FROM corpq.jobs WHERE id = :gjob;
 SELECT stage FROM corpq.pipeline_stages WHERE pipeline = 'plg' AND finished IS NOT NULL ORDER BY stage;
+-- a label column in the dev query: each gate also gives every label's BLEU,
+-- the baseline's and the paired-bootstrap p-value, and its warning names the
+-- labels below the baseline (a label is data: JSON-escaped).  The random
+-- rejuvenator, with "gate": "warn", is below on every label and goes on.
+CREATE VIEW pl_dev_l AS SELECT src, tgt, CASE WHEN src < 'w2' THEN 'a "quoted" label' ELSE 'b' END AS label
+                          FROM pl_dev;
+SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train', 'SELECT src, tgt, label FROM pl_dev_l',
+                        :'common'::jsonb || :'short' || '{"name": "plw", "identifier": "plr_identifier",
+                          "rejuvenator": "pl_rand", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv"}') AS wjob \gset
+SELECT corpq.job_wait(:wjob, '900 s');
+SELECT state, error FROM corpq.jobs WHERE id = :wjob;
+CREATE FUNCTION pg_temp.label_gate(m text, b text, l text, OUT m_bleu numeric, OUT b_bleu numeric, OUT p numeric)
+LANGUAGE sql AS $$
+  SELECT round(score_b::numeric, 4), round(score_a::numeric, 4), round(p_value::numeric, 4)
+    FROM (SELECT (corpq.paired_bootstrap(corpq.translate(b, src, '{"beam": 5}'),
+                                         corpq.translate(m, src, '{"beam": 5}'), tgt)).*
+            FROM pl_dev_l WHERE label = l) s $$;
+SELECT s.stage, e ->> 'label' AS label,
+       (e ->> 'dev_bleu')::numeric = g.m_bleu AS dev_bleu_ok,
+       (e ->> 'baseline_bleu')::numeric = g.b_bleu AS baseline_ok,
+       (e ->> 'p_value')::numeric = g.p AS p_ok,
+       ((e ->> 'dev_bleu')::numeric < (e ->> 'baseline_bleu')::numeric)
+         = coalesce(strpos(split_part(s.output ->> 'warning', 'below the baseline on ', 2),
+                           format('%s (%s against %s, p = ', e ->> 'label', round(g.m_bleu, 2), round(g.b_bleu, 2))) > 0,
+                    false) AS named_iff_below
+  FROM corpq.pipeline_stages s, jsonb_array_elements(s.output -> 'labels') e,
+       LATERAL pg_temp.label_gate(split_part(s.output ->> 'model', '@', 1), 'plr_identifier', e ->> 'label') g
+ WHERE s.pipeline = 'plw' AND s.stage IN (3, 5) ORDER BY 1, 2;
+-- the pooled figures are as without labels
+SELECT (output ->> 'dev_bleu')::numeric = pg_temp.dev_bleu('pl_rand') AS dev_bleu_ok,
+       (output ->> 'baseline_bleu')::numeric = pg_temp.dev_bleu('plr_identifier') AS baseline_ok,
+       output ->> 'warning' ~ '^the rejuvenator''s dev BLEU [0-9.]+ is below the baseline''s [0-9.]+; below the baseline on ' AS warned
+  FROM corpq.pipeline_stages WHERE pipeline = 'plw' AND stage = 3;
+DROP VIEW pl_dev_l;
 SELECT corpq.model_drop('pl_rand');
 
 -- ---- UncSamp self-training: the rejuvenation's final model teaches ----

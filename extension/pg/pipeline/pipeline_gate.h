@@ -5,11 +5,14 @@
  * self_train's student) is compared with the baseline (the identification
  * model, trained on every pair; the teacher) on the dev set, with the
  * paired-bootstrap p-value.  BLEU is corpq.bleu (sacreBLEU's defaults) of
- * corpq.translate with the pipeline's beam, against the dev targets.  A
+ * the best of corpq.translate_nbest (corpq.translate's search, with its
+ * finished flag) with the pipeline's beam, against the dev targets.  A
  * model below its baseline is flagged with a "warning" in the stage's
  * output (and so in the job's result); "gate": "stop" fails the pipeline
  * there instead.  Without a dev set nothing is measured ("gate": "no dev
- * set" in the output).
+ * set" in the output).  A dev query with a label column gets the same
+ * figures per label ("labels"), and the warning names the labels below the
+ * baseline; "stop" decides on the pooled BLEU only.
  */
 #ifndef CORPQ_PIPELINE_GATE_H
 #define CORPQ_PIPELINE_GATE_H

@@ -86,8 +86,11 @@ typedef struct TrainCorpus
 /* The label of rows without a third column (or with a NULL label). */
 #define TRAIN_DEFAULT_LABEL "default"
 
-/* At submission: ERROR unless query is one SELECT of 2 or 3 text columns. */
-void		train_check_query(const char *query, const char *what);
+/*
+ * At submission: ERROR unless query is one SELECT of 2 or 3 text columns;
+ * returns how many (3: it has labels).
+ */
+int			train_check_query(const char *query, const char *what);
 
 /*
  * Run query (SPI connected, in a transaction) and encode each pair; pairs

@@ -31,12 +31,12 @@ query_spec(const char *what)
 	return spec;
 }
 
-void
+int
 train_check_query(const char *query, const char *what)
 {
 	CorpqQuerySpec spec = query_spec(what);
 
-	(void) corpq_query_check(query, &spec);
+	return corpq_query_check(query, &spec);
 }
 
 int
