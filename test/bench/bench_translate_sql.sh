@@ -14,6 +14,7 @@
 #     detokenising, inserting and committing chunks, progress); the job also
 #     reports the time inside cq_translator_step itself, the same share
 #     measured in one process;
+#   - the same job with 2 threads (wall time against 1 thread; same output);
 #   - translate_rows() on the first 1000 of them, same comparison.
 # Times are CPU times (the backend's from /proc/self/stat, the job worker's
 # getrusage, the core's thread time), wall times beside them: the machine is
@@ -51,6 +52,7 @@ SELECT row_number() OVER (ORDER BY md5(n::text))::bigint AS id, src
   FROM raw WHERE array_length(regexp_split_to_array(src, '\s+'), 1) = 25
  ORDER BY md5(n::text) LIMIT 20;
 CREATE TABLE out (id bigint, hyp text, score float8);
+CREATE TABLE out2 (LIKE out);
 -- CPU time of this backend: wall time means little on a loaded machine
 CREATE FUNCTION cpu_ticks() RETURNS bigint LANGUAGE sql VOLATILE AS
 \$\$ SELECT split_part(s, ' ', 14)::bigint + split_part(s, ' ', 15)::bigint
@@ -153,6 +155,23 @@ print("translate_job batch 32: %.1f s CPU of its worker (job %.1f s wall, of the
 print("glue share of translate_job: %.1f%% against the core alone (CPU), %.1f%% inside the job "
       "(wall time outside cq_translator_step); target < 5%%"
       % (100 * (1 - core_cpu / res["cpu_seconds"]), 100 * (1 - res["step_seconds"] / res["seconds"])))
+
+# ---- the same job with two threads (a job's default on a 2-core machine):
+# wall time against the one-thread job, same sentences and hypotheses
+if (os.cpu_count() or 1) >= 2:
+    t = time.perf_counter()
+    job2 = int(psql("SELECT corpq.translate_job('small', 'SELECT id, src FROM sents ORDER BY id', 'out2', '%s')"
+                    % json.dumps(dict(job_opts, threads=2))))
+    state = psql("SELECT corpq.job_wait(%d)" % job2).strip()
+    wall2 = time.perf_counter() - t
+    res2 = json.loads(psql("SELECT result FROM corpq.jobs WHERE id = %d" % job2) or "null")
+    if state != "succeeded":
+        sys.exit("job %d %s: %s" % (job2, state, psql("SELECT error FROM corpq.jobs WHERE id = %d" % job2)))
+    same = psql("SELECT count(*) FROM out a FULL JOIN out2 b USING (id) WHERE a.hyp IS DISTINCT FROM b.hyp").strip()
+    print("translate_job batch 32, 2 threads: job %.1f s wall (1 thread: %.1f s), %.0f sentences/s, "
+          "%.0f tokens/s (wall): %.2fx one thread; %s hypotheses differ from the one-thread job's"
+          % (res2["seconds"], res["seconds"], n / res2["seconds"], res2["tokens"] / res2["seconds"],
+             res["seconds"] / res2["seconds"], same))
 
 # ---- translate_rows on the first 1000, against the core on the same
 k = min(n, 1000)
