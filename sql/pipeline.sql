@@ -181,7 +181,6 @@ SELECT (output ->> 'dev_bleu')::numeric = pg_temp.dev_bleu('pl_rand') AS dev_ble
        (output ->> 'baseline_bleu')::numeric = pg_temp.dev_bleu('plr_identifier') AS baseline_ok,
        output ->> 'warning' ~ '^the rejuvenator''s dev BLEU [0-9.]+ is below the baseline''s [0-9.]+; below the baseline on ' AS warned
   FROM corpq.pipeline_stages WHERE pipeline = 'plw' AND stage = 3;
-DROP VIEW pl_dev_l;
 SELECT corpq.model_drop('pl_rand');
 
 -- ---- UncSamp self-training: the rejuvenation's final model teaches ----
@@ -242,9 +241,20 @@ SELECT s.stage, (s.output ->> 'dev_bleu')::numeric
 -- the baselines: one option away (random: uniform; dwf: word rarity)
 SELECT corpq.self_train('plr_final', 'pl_lex', 'SELECT src, tgt FROM pl_train', 'SELECT id, src FROM pl_mono',
                         :'common'::jsonb || :'short' || '{"name": "pls_random", "k": 60, "seed": 5,
-                                                         "sampling": "random", "tag_synthetic": true}') AS rjob \gset
+                                                         "sampling": "random", "tag_synthetic": true,
+                                                         "dev": "SELECT src, tgt, label FROM pl_dev_l"}') AS rjob \gset
 SELECT corpq.job_wait(:rjob, '900 s');
 SELECT state, error FROM corpq.jobs WHERE id = :rjob;
+-- a labelled dev set: the teacher's BLEU per label (no baseline), then the
+-- student's against the teacher's per label
+SELECT s.stage, e ->> 'label' AS label,
+       (e ->> 'dev_bleu')::numeric = g.m_bleu AS dev_bleu_ok,
+       CASE s.stage WHEN 3 THEN NOT e ? 'baseline_bleu' ELSE (e ->> 'baseline_bleu')::numeric = g.b_bleu END AS baseline_ok,
+       CASE s.stage WHEN 3 THEN NOT e ? 'p_value' ELSE (e ->> 'p_value')::numeric = g.p END AS p_ok
+  FROM corpq.pipeline_stages s, jsonb_array_elements(s.output -> 'labels') e,
+       LATERAL pg_temp.label_gate(CASE s.stage WHEN 3 THEN 'plr_final' ELSE 'pls_random_student' END,
+                                  'plr_final', e ->> 'label') g
+ WHERE s.pipeline = 'pls_random' AND s.stage IN (3, 5) ORDER BY 1, 2;
 SELECT count(*) AS sampled, count(*) FILTER (WHERE id IN (SELECT id FROM pls_sample)) < 60 AS other_sample
   FROM pls_random_sample;
 SELECT corpq.self_train('plr_final', 'pl_lex', 'SELECT src, tgt FROM pl_train', 'SELECT id, src FROM pl_mono',
@@ -524,7 +534,7 @@ BEGIN
 END $$;
 SELECT count(*) AS pipeline_tables_left FROM pg_tables
  WHERE tablename ~ '^pl[a-z]+(_[a-z]+)?_(pairs|bins|translations|rejuvenated|sample|synthetic)$';
-DROP VIEW pl_train, pl_dev;
+DROP VIEW pl_train, pl_dev_l, pl_dev;
 DROP TABLE pl_pairs, pl_mono, pl_mono_long;
 DROP FUNCTION pl_try(text);
 REVOKE ALL ON corpq.object_owners FROM regress_pl_planter;
