@@ -20,7 +20,8 @@ const char *const pipeline_gate_names[] = {"warn", "stop", NULL};
 /*
  * The dev set translated by the baseline (a; NULL: none, then a is the
  * model's too) and the model (b), one row per dev pair with its label (NULL
- * when the dev query has none): the CTE x every gate query reads.  nbest 1
+ * when the dev query has none; a NULL label is training's default label):
+ * the CTE x every gate query reads.  nbest 1
  * of the pipeline's beam is corpq.translate's search, with finished.
  */
 static char *
