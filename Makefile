@@ -55,7 +55,7 @@ PG_CFLAGS   = $(WARN)
 # models' segmenter) and their C++ runtime.
 CORE_LIBS   = -licuuc -lxxhash -lcld2 -lsentencepiece -lstdc++
 SHLIB_LINK  = -ldl -lm $(CORE_LIBS)
-EXTRA_CLEAN = $(DATA_built) $(OBJS:.o=.d) test/unit/run_unit test/unit/run_unit_san test/blas_core \
+EXTRA_CLEAN = $(DATA_built) $(OBJS:.o=.d) test/unit/run_unit test/unit/run_unit_san test/unit/run_unit_tsan test/blas_core \
 	test/libcorpqcore.so results regression.diffs regression.out
 
 # JIT bitcode is of no use for corpq's functions and needs clang.
@@ -91,6 +91,14 @@ test/unit/run_unit_san: $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) $(CORE_HDRS) 
 	$(UNIT_CC) -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 		-fno-omit-frame-pointer -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) -lopenblas -lm $(CORE_LIBS)
 
+# The tests that run the thread pool (common/parallel.h) under
+# ThreadSanitizer: the pool, the kernels it runs and the translator.
+TSAN_TESTS = test/unit/main.c test/unit/test_parallel.c test/unit/test_rowgemm.c \
+	test/unit/test_qgemm.c test/unit/test_translate.c
+test/unit/run_unit_tsan: $(CORE_SRCS) $(CORE_CXX_OBJS) $(TSAN_TESTS) $(CORE_HDRS) $(wildcard test/unit/*.h)
+	$(UNIT_CC) -O1 -fsanitize=thread -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) $(TSAN_TESTS) \
+		-lopenblas -lm $(CORE_LIBS)
+
 # The core as a shared library, for the Python reference checks (ctypes).
 test/libcorpqcore.so: $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c $(CORE_HDRS)
 	$(UNIT_CC) -shared -fPIC -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c -lopenblas -lm $(CORE_LIBS)
@@ -101,7 +109,7 @@ test/blas_core: test/blas_core.c extension/common/cpu.c extension/common/cpu.h
 	$(UNIT_CC) -o $@ test/blas_core.c extension/common/cpu.c
 
 
-.PHONY: deps unit unit-san refcheck integration citus cores test demo bench report
+.PHONY: deps unit unit-san unit-tsan refcheck integration citus cores test demo bench report
 
 # The quality report: make report DB=mydb [OUT=report.html] [CORPUS="SELECT src,
 # tgt, domain FROM t"] [MODEL=m] [LEXICON=l] [CAV="SELECT label, cav FROM t"]
@@ -127,6 +135,9 @@ unit: test/unit/run_unit test/blas_core
 unit-san: test/unit/run_unit_san test/blas_core
 	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 test/with-blas-core.sh test/unit/run_unit_san
 
+unit-tsan: test/unit/run_unit_tsan
+	TSAN_OPTIONS=halt_on_error=1 test/unit/run_unit_tsan
+
 # test/ref/test_*.py compare the core with PyTorch / NLTK / straightforward Python.
 refcheck: test/libcorpqcore.so test/blas_core
 	test/with-blas-core.sh bash test/run-ref.sh $(PYTHON)
@@ -149,7 +160,7 @@ test:
 	$(MAKE) all
 	$(MAKE) install
 	$(MAKE) report/node_modules/.corpq-stamp
-	$(MAKE) unit unit-san refcheck
+	$(MAKE) unit unit-san unit-tsan refcheck
 	bash test/run-regress.sh
 	$(MAKE) integration
 	$(MAKE) citus

@@ -152,7 +152,8 @@ SELECT stage FROM corpq.pipeline_stages WHERE pipeline = 'plg' AND finished IS N
 -- the baseline's and the paired-bootstrap p-value, and its warning names the
 -- labels below the baseline (a label is data: JSON-escaped).  The random
 -- rejuvenator, with "gate": "warn", is below on every label and goes on.
-CREATE VIEW pl_dev_l AS SELECT src, tgt, CASE WHEN src < 'w2' THEN 'a "quoted" label' ELSE 'b' END AS label
+-- A NULL label is the label "default", as in training.
+CREATE VIEW pl_dev_l AS SELECT src, tgt, CASE WHEN src < 'w2' THEN 'a "quoted" label' END AS label
                           FROM pl_dev;
 SELECT corpq.rejuvenate('SELECT id, src, tgt FROM pl_train', 'SELECT src, tgt, label FROM pl_dev_l',
                         :'common'::jsonb || :'short' || '{"name": "plw", "identifier": "plr_identifier",
@@ -164,7 +165,7 @@ LANGUAGE sql AS $$
   SELECT round(score_b::numeric, 4), round(score_a::numeric, 4), round(p_value::numeric, 4)
     FROM (SELECT (corpq.paired_bootstrap(corpq.translate(b, src, '{"beam": 5}'),
                                          corpq.translate(m, src, '{"beam": 5}'), tgt)).*
-            FROM pl_dev_l WHERE label = l) s $$;
+            FROM pl_dev_l WHERE coalesce(label, 'default') = l) s $$;
 SELECT s.stage, e ->> 'label' AS label,
        (e ->> 'dev_bleu')::numeric = g.m_bleu AS dev_bleu_ok,
        (e ->> 'baseline_bleu')::numeric = g.b_bleu AS baseline_ok,

@@ -20,7 +20,10 @@ cross-attention keys/values; attention left out) against single-thread
 sgemm measured in the same run; per-sentence latency of a 25-token source.
 Times are the CPU time of this thread (best of several runs): both sides
 run single-threaded in it (OpenBLAS and torch at 1 thread, the default), so
-other jobs on a shared machine disturb it less than wall time.
+other jobs on a shared machine disturb it less than wall time.  With
+--threads N > 1 every side gets N threads (corpq: its kernel pool,
+common/parallel.h; torch: intra-op threads; ORT: intra-op threads) and the
+times are wall times.
 
 Then sentences/s at beam 4, batch 32 (the sources of the batch-32 rows) for
 corpq float32, corpq int8 (the same weights quantized at load), PyTorch
@@ -126,6 +129,8 @@ def main():
     core = ts.CoreTranslate(lib_path())
     ob = openblas()
     ob.openblas_set_num_threads(args.threads)
+    # the core's own pool runs the inference kernels (common/parallel.h)
+    core.lib.cq_parallel_set_threads(args.threads)
     if args.model:
         with open(args.model, "rb") as fh:
             blob = fh.read()

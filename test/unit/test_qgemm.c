@@ -11,6 +11,7 @@
 #include <stdlib.h>
 
 #include "common/cpu.h"
+#include "common/parallel.h"
 #include "nn/ops/qgemm.h"
 
 #define QGEMM_FIXED_BITS 0x31ef46b3bdedfe0fULL
@@ -532,4 +533,42 @@ TEST(qgemm_quantize_matches_scalar_bits)
 			bad += memcmp(&sa, &sb, sizeof(sa)) != 0 || memcmp(a, b, k) != 0;
 		}
 	CHECK_INT_EQ(bad, 0);
+}
+
+/*
+ * Threads (common/parallel.h): 1, 2 and 3 threads give the same bits (the
+ * panels of each chunk shared out), over several chunks and a panel count
+ * that does not divide evenly.
+ */
+TEST(qgemm_threads_same_bits)
+{
+	cq_qgemm_isa isas[CQ_QGEMM_N_ISA];
+	int			n_isa = runnable(isas),
+				saved = cq_parallel_threads();
+	int			n = 1000,
+				k = 512,
+				rows = 600;
+	float	   *w = random_floats((long) n * k, 1.0f),
+			   *bias = random_floats(n, 1.0f),
+			   *x = random_floats((long) rows * k, 1.0f),
+			   *y[3];
+	weights		ws = make_weights(w, n, k);
+
+	for (int i = 0; i < n_isa; i++)
+	{
+		for (int t = 0; t < 3; t++)
+		{
+			cq_parallel_set_threads(t + 1);
+			y[t] = malloc(sizeof(float) * (size_t) rows * n);
+			cq_qgemm_rows_isa(isas[i], ws.packed, n, k, bias, x, k, y[t], n, rows);
+		}
+		for (int t = 1; t < 3; t++)
+			if (memcmp(y[0], y[t], sizeof(float) * (size_t) rows * n) != 0)
+				unit_fail(__FILE__, __LINE__, "%s: %d threads differ from 1",
+						  cq_qgemm_isa_name(isas[i]), t + 1);
+		for (int t = 0; t < 3; t++)
+			free(y[t]);
+	}
+	cq_parallel_set_threads(saved);
+	free(w), free(bias), free(x), free_weights(&ws);
 }

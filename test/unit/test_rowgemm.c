@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "common/cpu.h"
+#include "common/parallel.h"
 #include "nn/ops/blas.h"
 #include "nn/ops/rowgemm.h"
 
@@ -267,4 +268,63 @@ TEST(rowgemm_fma_variants_agree)
 	cq_rowgemm_packed_isa(CQ_ROWGEMM_AVX512, packed, N, K, bias, a, K, y2, N, R);
 	CHECK(memcmp(y1, y2, sizeof(y1)) == 0);
 	free(a), free(w), free(bias), free(packed);
+}
+
+/*
+ * Threads (common/parallel.h): 1, 2 and 3 threads give the same bits, for
+ * the column split (many panels), the row split (few panels), products of
+ * several row chunks, and every form of B; strided output columns beyond n
+ * stay untouched.  The shapes are above the kernel's threading threshold.
+ */
+TEST(rowgemm_threads_same_bits)
+{
+	static const int tshapes[][3] = {	/* rows, n, k */
+		{160, 1000, 512}, {7, 2048, 512}, {4000, 40, 600}, {300, 33, 1100},
+	};
+	cq_rowgemm_isa isas[CQ_ROWGEMM_N_ISA];
+	int			n_isa = runnable(isas),
+				saved = cq_parallel_threads();
+
+	for (int s = 0; s < (int) (sizeof(tshapes) / sizeof(tshapes[0])); s++)
+	{
+		int			R = tshapes[s][0],
+					N = tshapes[s][1],
+					K = tshapes[s][2],
+					ldy = N + 3;
+		float	   *a = random_floats((long) R * K),
+				   *w = random_floats((long) N * K),
+				   *bias = random_floats(N),
+				   *packed = malloc(sizeof(float) * cq_rowgemm_packed_floats(N, K)),
+				   *y[3][3];
+
+		cq_rowgemm_pack(w, K, N, K, packed);
+		for (int i = 0; i < n_isa; i++)
+		{
+			for (int t = 0; t < 3; t++)
+			{
+				cq_parallel_set_threads(t + 1);
+				for (int f = 0; f < 3; f++)
+				{
+					y[t][f] = malloc(sizeof(float) * (size_t) R * ldy);
+					for (long j = 0; j < (long) R * ldy; j++)
+						y[t][f][j] = -12345.0f;
+				}
+				cq_rowgemm_packed_isa(isas[i], packed, N, K, bias, a, K, y[t][0], ldy, R);
+				cq_rowgemm_nt_isa(isas[i], a, K, w, K, bias, y[t][1], ldy, R, N, K);
+				cq_rowgemm_nn_isa(isas[i], a, K, packed, CQ_ROWGEMM_NB, bias, y[t][2], ldy,
+								  R, N < CQ_ROWGEMM_NB ? N : CQ_ROWGEMM_NB, K);
+			}
+			for (int t = 1; t < 3; t++)
+				for (int f = 0; f < 3; f++)
+					CHECK(memcmp(y[0][f], y[t][f], sizeof(float) * (size_t) R * ldy) == 0);
+			for (long r = 0; r < R; r++)
+				for (int j = N; j < ldy; j++)
+					CHECK(y[2][0][r * ldy + j] == -12345.0f);
+			for (int t = 0; t < 3; t++)
+				for (int f = 0; f < 3; f++)
+					free(y[t][f]);
+		}
+		free(a), free(w), free(bias), free(packed);
+	}
+	cq_parallel_set_threads(saved);
 }

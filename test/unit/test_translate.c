@@ -16,6 +16,7 @@
 
 #include <stdlib.h>
 
+#include "common/parallel.h"
 #include "nn/ops/blas.h"
 #include "nn/infer/forward.h"
 #include "nn/ops/ops.h"
@@ -454,6 +455,58 @@ TEST(translate_batch_invariant_under_reference_gemm)
 	o.seed = 9;
 	check_batch_invariance(&o, false);
 	cq_blas_bind(prev);
+}
+
+/*
+ * Threads (common/parallel.h): a job's translation on 1, 2 or 3 threads gives
+ * the same bits.  The model is wide enough (d 128, ffn 512, V 3000) that its
+ * products pass the kernels' threading threshold, and the step's rows of
+ * log-probabilities are shared out too.
+ */
+TEST(translate_same_bits_on_any_threads)
+{
+	cq_model_config c;
+	cq_model   *m = NULL;
+	cq_error err;
+	cq_source	srcs[8];
+	int32_t		ids[8][10];
+	kept		got[3][8];
+	sink		k = {0};
+	cq_translate_options o = beam_options(3, 2, 1.0);
+	int			saved = cq_parallel_threads();
+
+	CHECK_INT_EQ(cq_config_preset("tiny", 3000, 3000, &c, &err), CQ_OK);
+	c.d_model = 128;
+	c.heads = 4;
+	c.ffn_dim = 512;
+	c.max_positions = 24;
+	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
+	cq_model_init_random(m, 21);
+	for (size_t i = 0; i < m->n_floats; i++)
+		m->params[i] *= 3.0f;
+	packed(m);
+	sources(srcs, ids, 8, 3000, 11);
+	for (int pass = 0; pass < 2; pass++)
+	{
+		if (pass == 1)
+		{
+			o.search = CQ_SEARCH_SAMPLE;
+			o.topk = 50;
+			o.seed = 3;
+		}
+		for (int t = 0; t < 3; t++)
+		{
+			cq_parallel_set_threads(t + 1);
+			CHECK_INT_EQ(run(m, &o, srcs, 8, 8, got[t], &k, &err), CQ_OK);
+		}
+		for (int t = 1; t < 3; t++)
+			for (int i = 0; i < 8; i++)
+				if (!same_kept(&got[0][i], &got[t][i]))
+					unit_fail(__FILE__, __LINE__, "sentence %d differs on %d threads (%s)",
+							  i, t + 1, pass ? "sampling" : "beam");
+	}
+	cq_parallel_set_threads(saved);
+	cq_model_free(m);
 }
 
 /* The extension's inference path: packed, under OpenBLAS (any core type). */

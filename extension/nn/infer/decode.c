@@ -14,6 +14,7 @@
  */
 #include <string.h>
 
+#include "common/parallel.h"
 #include "nn/infer/decode.h"
 #include "nn/layers/block.h"
 
@@ -182,30 +183,49 @@ cross_attend(cq_block_pass *bp, int l, const float *q, long ldq, float *ctx,
 	}
 }
 
+/* Rows of the step's logits to log-probabilities, shared out to threads. */
+typedef struct logp_rows
+{
+	float	   *logits;
+	long		ld,
+				rows;
+	int			v;
+	float		temp;
+} logp_rows;
+
+static void
+logp_part(void *arg, int part, int nparts)
+{
+	const logp_rows *a = arg;
+
+	for (long r = a->rows * part / nparts; r < a->rows * (part + 1) / nparts; r++)
+	{
+		float	   *lr = a->logits + r * a->ld;
+
+		/* fairseq divides the logits by the temperature before log-softmax */
+		if (a->temp != 1.0f)
+			for (int v = 0; v < a->v; v++)
+				lr[v] /= a->temp;
+		cq_log_softmax_row(lr, a->v, lr);
+	}
+}
+
 void
 cq_decode_step(cq_translator *t)
 {
 	const cq_model *m = t->m;
-	const cq_model_config *c = &m->cfg;
 	long		rows = gather_rows(t);
-	float		temp = (float) t->o.temperature;
 	cq_block_pass dec = rows_pass(t, true, rows);
+	logp_rows	lp = {t->logits, t->ld_v, rows, m->cfg.tgt_vocab_size, (float) t->o.temperature};
+	int			threads = cq_parallel_threads();
 
 	dec.self_attend = self_attend;
 	dec.cross_attend = cross_attend;
 	cq_block_stack(&dec, t->x, NULL, t->x);
 	cq_block_norm(&dec, &m->dec_ln, t->x, t->h, NULL, NULL);
 	cq_linear_rows(&m->output, t->h, t->ld_d, t->logits, t->ld_v, rows);
-	for (long r = 0; r < rows; r++)
-	{
-		float	   *lr = t->logits + r * t->ld_v;
-
-		/* fairseq divides the logits by the temperature before log-softmax */
-		if (temp != 1.0f)
-			for (int v = 0; v < c->tgt_vocab_size; v++)
-				lr[v] /= temp;
-		cq_log_softmax_row(lr, c->tgt_vocab_size, lr);
-	}
+	/* a row's values do not depend on the thread that computes them */
+	cq_parallel_run(logp_part, &lp, rows < threads ? (int) rows : threads);
 }
 
 /* ---- cache reordering ---------------------------------------------------- */

@@ -12,6 +12,7 @@
 #include "nn/ops/qgemm.h"
 
 #include "common/interrupt.h"
+#include "common/parallel.h"
 
 #include <math.h>
 #include <string.h>
@@ -217,18 +218,97 @@ quantize_chunk(const float *x, long ldx, int m, int k, int ld, bool biased,
 	}
 }
 
+/* One chunk of quantized rows against output panels, shared by the threads. */
+typedef struct chunk_job
+{
+	cq_qgemm_isa isa;
+	parts		pk;
+	int			n,
+				kg,
+				ld,
+				m;				/* rows in the chunk */
+	const int8_t *xq;
+	const float *xs;
+	const float *bias;
+	float	   *y;				/* the chunk's first output row */
+	long		ldy;
+} chunk_job;
+
+/* Panels [p0, p1) of a chunk; poll: a cancel point per panel (caller only). */
+static void
+run_panels(const chunk_job *c, int p0, int p1, bool poll)
+{
+	int			mr = isa_ops[c->isa].mr;
+
+	for (int p = p0; p < p1; p++)
+	{
+		int			col = p * CQ_QGEMM_NB;
+		cq_qgemm_tile t = {
+			.ldxq = c->ld, .kg = c->kg, .ldy = c->ldy,
+			.w = c->pk.w + (size_t) p * c->kg * CQ_QGEMM_NB * CQ_QGEMM_KG,
+			.ws = c->pk.ws + col, .comp = c->pk.comp + col,
+			.bias = c->bias ? c->bias + col : NULL,
+			.nb = c->n - col < CQ_QGEMM_NB ? c->n - col : CQ_QGEMM_NB,
+		};
+
+		/* at most 256 rows x 16 columns of work between cancel points */
+		if (poll)
+			cq_poll();
+		for (int t0 = 0; t0 < c->m; t0 += mr)
+		{
+			t.mr = c->m - t0 < mr ? c->m - t0 : mr;
+			t.xq = c->xq + (long) t0 * c->ld;
+			t.xs = c->xs + t0;
+			t.y = c->y + (long) t0 * c->ldy + col;
+			isa_ops[c->isa].tile(&t);
+		}
+	}
+}
+
+/*
+ * Threads (common/parallel.h): the caller quantizes a chunk, then the chunk's
+ * panels are shared out in contiguous ranges; a cancel point per chunk on the
+ * caller while no part runs.  An element's sum is integer and its scaling
+ * fixed, so the bits do not depend on the thread that computes it.
+ */
+#define PAR_MIN_OPS (1L << 20)
+
+static void
+run_part(void *arg, int part, int nparts)
+{
+	const chunk_job *c = arg;
+	int			np = panels(c->n);
+
+	run_panels(c, (int) ((long) np * part / nparts), (int) ((long) np * (part + 1) / nparts),
+			   false);
+}
+
+static void
+run_chunk(const chunk_job *c)
+{
+	int			threads = cq_parallel_threads(),
+				np = panels(c->n);
+
+	if (threads <= 1 || np < 2 || (long) c->m * c->n * c->ld < PAR_MIN_OPS)
+	{
+		run_panels(c, 0, np, true);
+		return;
+	}
+	cq_poll();
+	cq_parallel_run(run_part, (void *) c, np < threads ? np : threads);
+}
+
 void
 cq_qgemm_rows_isa(cq_qgemm_isa isa, const void *packed, int n, int k,
 				  const float *bias, const float *x, long ldx,
 				  float *y, long ldy, int rows)
 {
-	parts		pk = split(packed, n);
 	int			kg = groups(k),
 				ld = kg * CQ_QGEMM_KG,
-				mr = isa_ops[isa].mr,
 				chunk = ld > 0 && XQ_BYTES / ld < CHUNK_MAX ? XQ_BYTES / ld : CHUNK_MAX;
 	int8_t		xq[XQ_BYTES] __attribute__((aligned(64)));
 	float		xs[CHUNK_MAX];
+	chunk_job	c = {isa, split(packed, n), n, kg, ld, 0, xq, xs, bias, NULL, ldy};
 
 	/* a broken contract (the layer should have been refused): visible, not a hang */
 	if (k < 0 || k > CQ_QGEMM_MAX_K)
@@ -241,31 +321,10 @@ cq_qgemm_rows_isa(cq_qgemm_isa isa, const void *packed, int n, int k,
 
 	for (int m0 = 0; m0 < rows; m0 += chunk)
 	{
-		int			m = rows - m0 < chunk ? rows - m0 : chunk;
-
-		quantize_chunk(x + m0 * ldx, ldx, m, k, ld, isa_ops[isa].biased, xq, xs);
-		for (int p = 0; p < panels(n); p++)
-		{
-			int			col = p * CQ_QGEMM_NB;
-			cq_qgemm_tile t = {
-				.ldxq = ld, .kg = kg, .ldy = ldy,
-				.w = pk.w + (size_t) p * kg * CQ_QGEMM_NB * CQ_QGEMM_KG,
-				.ws = pk.ws + col, .comp = pk.comp + col,
-				.bias = bias ? bias + col : NULL,
-				.nb = n - col < CQ_QGEMM_NB ? n - col : CQ_QGEMM_NB,
-			};
-
-			/* a cancel point per panel: at most 256 rows x 16 columns of work */
-			cq_poll();
-			for (int t0 = 0; t0 < m; t0 += mr)
-			{
-				t.mr = m - t0 < mr ? m - t0 : mr;
-				t.xq = xq + (long) t0 * ld;
-				t.xs = xs + t0;
-				t.y = y + (long) (m0 + t0) * ldy + col;
-				isa_ops[isa].tile(&t);
-			}
-		}
+		c.m = rows - m0 < chunk ? rows - m0 : chunk;
+		c.y = y + (long) m0 * ldy;
+		quantize_chunk(x + m0 * ldx, ldx, c.m, k, ld, isa_ops[isa].biased, xq, xs);
+		run_chunk(&c);
 	}
 }
 

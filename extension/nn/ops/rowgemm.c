@@ -15,7 +15,9 @@
 #include "nn/ops/rowgemm.h"
 
 #include "common/interrupt.h"
+#include "common/parallel.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "nn/ops/rowgemm_block.h"
@@ -145,8 +147,13 @@ block_panels(int kc)
 	return p > 0 ? p : 1;
 }
 
+/*
+ * The product restricted to output panels [q0, q1).  poll: a cancel point
+ * every MC rows of an L2 block (milliseconds apart); false on a pool thread,
+ * which may not poll (common/parallel.h).
+ */
 static void
-run(const product *pr)
+run_panels(const product *pr, int q0, int q1, bool poll)
 {
 	block_fn	block = isa_ops[pr->isa].block;
 	int			mr = isa_ops[pr->isa].mr,
@@ -158,16 +165,16 @@ run(const product *pr)
 		int			kc = pr->k - k0 < KC ? pr->k - k0 : KC,
 					np = block_panels(kc);
 
-		for (int p0 = 0; p0 < panels(pr->n); p0 += np)
+		for (int p0 = q0; p0 < q1; p0 += np)
 		{
-			int			p1 = p0 + np < panels(pr->n) ? p0 + np : panels(pr->n);
+			int			p1 = p0 + np < q1 ? p0 + np : q1;
 
 			for (int m0 = 0; m0 < pr->rows; m0 += mc_max)
 			{
 				int			mc = pr->rows - m0 < mc_max ? pr->rows - m0 : mc_max;
 
-				/* a cancel point every MC rows of an L2 block: milliseconds apart */
-				cq_poll();
+				if (poll)
+					cq_poll();
 
 				for (int p = p0; p < p1; p++)
 				{
@@ -189,6 +196,77 @@ run(const product *pr)
 				}
 			}
 		}
+	}
+}
+
+/*
+ * Threads (common/parallel.h).  A product of at least PAR_MIN_MACS
+ * multiply-adds is split into contiguous ranges of output panels, one per
+ * thread (each thread reads its own columns of B: at decoding's few rows the
+ * weights' memory traffic is what is shared out), or of rows when B has too
+ * few panels.  The rows go in chunks of about PAR_CHUNK_MACS, with a cancel
+ * point on the caller between chunks while no part runs.  Which thread
+ * computes an element never changes its chain (rowgemm.h), so the bits are
+ * those of one thread.
+ */
+#define PAR_MIN_MACS (1L << 20)
+#define PAR_CHUNK_MACS (1L << 27)
+
+typedef struct split
+{
+	product		pr;				/* one chunk of rows */
+	bool		by_rows;
+} split;
+
+static void
+run_part(void *arg, int part, int nparts)
+{
+	const split *s = arg;
+	int			np = panels(s->pr.n);
+
+	if (!s->by_rows)
+	{
+		run_panels(&s->pr, (int) ((long) np * part / nparts),
+				   (int) ((long) np * (part + 1) / nparts), false);
+	}
+	else
+	{
+		product		sub = s->pr;
+		int			r0 = (int) ((long) s->pr.rows * part / nparts),
+					r1 = (int) ((long) s->pr.rows * (part + 1) / nparts);
+
+		sub.a += (long) r0 * sub.lda;
+		sub.c += (long) r0 * sub.ldc;
+		sub.rows = r1 - r0;
+		run_panels(&sub, 0, np, false);
+	}
+}
+
+static void
+run(const product *pr)
+{
+	int			threads = cq_parallel_threads(),
+				np = panels(pr->n);
+	long		row_macs = (long) pr->n * (pr->k > 0 ? pr->k : 1),
+				chunk;
+	split		s = {*pr, np < 2 * threads};
+
+	if (threads <= 1 || row_macs * pr->rows < PAR_MIN_MACS)
+	{
+		run_panels(pr, 0, np, true);
+		return;
+	}
+	chunk = PAR_CHUNK_MACS / row_macs > MC ? PAR_CHUNK_MACS / row_macs : MC;
+	for (int r0 = 0; r0 < pr->rows; r0 += (int) chunk)
+	{
+		int			parts;
+
+		s.pr.a = pr->a + (long) r0 * pr->lda;
+		s.pr.c = pr->c + (long) r0 * pr->ldc;
+		s.pr.rows = pr->rows - r0 < chunk ? pr->rows - r0 : (int) chunk;
+		parts = s.by_rows ? (s.pr.rows < threads ? s.pr.rows : threads) : threads;
+		cq_poll();
+		cq_parallel_run(run_part, &s, parts);
 	}
 }
 

@@ -31,8 +31,13 @@ int			corpq_job_threads_for(int requested);
  */
 void		corpq_blas_ensure(void);
 
-/* Apply corpq.threads to an already loaded OpenBLAS (GUC assign hook). */
-void		corpq_blas_set_threads(int n);
+/*
+ * Threads of this process's computations: OpenBLAS's (training's products;
+ * applied once it is loaded, and at loading) and the core's pool
+ * (common/parallel.h: the inference kernels).  corpq.threads' assign hook, and
+ * a job's threads.
+ */
+void		corpq_set_threads(int n);
 
 /* GUC corpq.blas_core: "auto" or the OpenBLAS core to load (blas_loader.c). */
 extern char *corpq_blas_core;

@@ -14,7 +14,8 @@
  * corpq knows and this CPU can execute (never an illegal instruction).
  *
  * Only training multiplies with OpenBLAS; inference runs nn/ops/rowgemm.c, whose
- * results do not depend on the core.
+ * results do not depend on the core, on the core's own pool of threads
+ * (common/parallel.h), whose size corpq_set_threads sets with OpenBLAS's.
  */
 #include "postgres.h"
 
@@ -32,6 +33,7 @@
 #include "utils/guc.h"
 
 #include "common/cpu.h"
+#include "common/parallel.h"
 #include "nn/ops/blas.h"
 #include "nn/ops/rowgemm.h"
 #include "pg/base/base.h"
@@ -179,13 +181,15 @@ corpq_blas_ensure(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("library \"%s\" has no cblas_sgemm", loaded_name)));
-	corpq_blas_set_threads(corpq_threads);
+	corpq_set_threads(corpq_threads);
 	cq_blas_bind(sgemm_openblas);
 }
 
 void
-corpq_blas_set_threads(int n)
+corpq_set_threads(int n)
 {
+	/* a number only: the pool's workers start on first use, never here */
+	cq_parallel_set_threads(n);
 	if (dl_set_threads)
 		dl_set_threads(n);
 }
@@ -273,7 +277,7 @@ corpq_job_threads_for(int requested)
 static void
 assign_threads(int newval, void *extra)
 {
-	corpq_blas_set_threads(newval);
+	corpq_set_threads(newval);
 }
 
 void

@@ -527,7 +527,7 @@ translate_job(CorpqJob *job)
 
 	/* BLAS threads start here, in the worker, never in the postmaster */
 	corpq_blas_ensure();
-	corpq_blas_set_threads(r->o.threads);
+	corpq_set_threads(r->o.threads);
 	r->decode_start = GetCurrentTimestamp();
 	progress(r, true);
 

@@ -865,7 +865,7 @@ train_job(CorpqJob *job)
 
 	/* BLAS threads start here, in the worker, never in the postmaster */
 	corpq_blas_ensure();
-	corpq_blas_set_threads(r->o.threads);
+	corpq_set_threads(r->o.threads);
 	build_streams(r, init->cfg.max_positions);
 	init_cursor(r);
 	start_state(r, init, ref.version);
