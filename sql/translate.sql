@@ -263,9 +263,10 @@ SELECT count(*) FROM corpq.translate_rows('tr_m', 'SELECT id, src FROM tr_pairs,
 RESET statement_timeout;
 
 -- ---- translate_job: the rows of translate_rows in the target table ----
+-- (on 2 threads where the server has 2 CPUs: the same bits as a session's 1)
 CREATE TABLE tr_target (id bigint, hyp text, score double precision, at timestamptz DEFAULT now());
 SELECT corpq.translate_job('tr_m', 'SELECT id, src FROM tr_dev ORDER BY id', 'tr_target',
-                           '{"chunk_rows": 7, "batch": 4}') AS tjob \gset
+                           '{"chunk_rows": 7, "batch": 4, "threads": 2}') AS tjob \gset
 SELECT corpq.job_wait(:tjob, '600 s');
 SELECT state, error, result ->> 'model' AS model, result ->> 'target' AS target,
        (result ->> 'rows')::int AS rows, (result ->> 'translated')::int AS translated,

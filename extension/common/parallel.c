@@ -120,11 +120,22 @@ cq_parallel_threads(void)
 	return n;
 }
 
+bool
+cq_parallel_in_part(void)
+{
+	return in_part;
+}
+
+/* Parts on the caller; a nested call keeps its caller's in_part. */
 static void
 run_inline(cq_parallel_fn fn, void *arg, int nparts)
 {
+	bool		was = in_part;
+
+	in_part = nparts > 1 || was;
 	for (int p = 0; p < nparts; p++)
 		fn(arg, p, nparts);
+	in_part = was;
 }
 
 void

@@ -19,6 +19,8 @@
 #ifndef CQ_PARALLEL_H
 #define CQ_PARALLEL_H
 
+#include <stdbool.h>
+
 /* One part of a call: part in [0, nparts). */
 typedef void (*cq_parallel_fn) (void *arg, int part, int nparts);
 
@@ -32,5 +34,8 @@ int			cq_parallel_threads(void);
  * are 1, or when called from inside a part); returns when every part is done.
  */
 void		cq_parallel_run(cq_parallel_fn fn, void *arg, int nparts);
+
+/* Whether this thread is running a part (cq_poll does nothing then). */
+bool		cq_parallel_in_part(void);
 
 #endif

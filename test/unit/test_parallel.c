@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "common/interrupt.h"
 #include "common/parallel.h"
 
 #define MAX_PARTS 64
@@ -102,5 +103,42 @@ TEST(parallel_threads_clamped)
 	CHECK_INT_EQ(cq_parallel_threads(), 1);
 	cq_parallel_set_threads(100000);
 	CHECK_INT_EQ(cq_parallel_threads(), 256);
+	cq_parallel_set_threads(saved);
+}
+
+/* cq_poll inside a part, on any thread, does not call the host's hook. */
+static atomic_int hook_calls;
+
+static void
+count_hook(void)
+{
+	atomic_fetch_add(&hook_calls, 1);
+}
+
+static void
+polling_part(void *arg, int part, int nparts)
+{
+	CHECK(cq_parallel_in_part());
+	cq_poll();
+}
+
+TEST(parallel_no_poll_inside_parts)
+{
+	int			saved = cq_parallel_threads();
+
+	cq_set_interrupt_hook(count_hook);
+	for (int threads = 1; threads <= 3; threads++)
+	{
+		cq_parallel_set_threads(threads);
+		atomic_store(&hook_calls, 0);
+		CHECK(!cq_parallel_in_part());
+		cq_poll();
+		CHECK_INT_EQ(atomic_load(&hook_calls), 1);
+		for (int call = 0; call < 100; call++)
+			cq_parallel_run(polling_part, NULL, 4);
+		CHECK_INT_EQ(atomic_load(&hook_calls), 1);
+		CHECK(!cq_parallel_in_part());
+	}
+	cq_set_interrupt_hook(NULL);
 	cq_parallel_set_threads(saved);
 }

@@ -113,74 +113,117 @@ gather_rows(cq_translator *t)
 	return rows;
 }
 
-/* Attention over cached keys and values (stride ld_kv), no dropout. */
+/*
+ * Attention over cached keys and values (stride ld_kv), no dropout, into the
+ * slot's own scores (so that slots can attend on different threads).
+ */
 static cq_attention_args
-cached_args(const cq_translator *t, long ldq)
+cached_args(const cq_translator *t, const cq_slot *s, long ldq)
 {
 	int			d = t->m->cfg.d_model;
 
 	return (cq_attention_args) {
-		.heads = t->m->cfg.heads, .dh = d / t->m->cfg.heads, .scores = t->scores,
+		.heads = t->m->cfg.heads, .dh = d / t->m->cfg.heads, .scores = s->att,
 			.ldq = (int) ldq, .ldk = (int) t->ld_kv, .ldv = (int) t->ld_kv,
 			.ldo = (int) t->ld_d,
 	};
 }
 
-/* Self-attention of each row over its cache, after storing its k, v at `step`. */
+/* Self-attention of a slot's rows over their caches, after storing k, v at `step`. */
+static void
+self_attend_slot(cq_translator *t, cq_slot *s, int l, const float *qkv, long ldq, float *ctx)
+{
+	int			d = t->m->cfg.d_model;
+	cq_attention_args a = cached_args(t, s, ldq);
+
+	for (int j = 0; j < s->nrows; j++)
+	{
+		long		r = s->row0 + j;
+		float	   *kv = cq_decode_cache(t, s->cache[j], l);
+
+		memcpy(kv + (long) s->step * t->ld_kv, qkv + r * ldq + d, sizeof(float) * 2 * d);
+		a.q = qkv + r * ldq;
+		a.k = kv;
+		a.v = kv + d;
+		a.out = ctx + r * t->ld_d;
+		a.lq = 1;
+		a.lk = s->step + 1;
+		cq_attention(&a);
+	}
+}
+
+/* Cross-attention of a slot's rows over its cached encoder keys/values. */
+static void
+cross_attend_slot(cq_translator *t, cq_slot *s, int l, const float *q, long ldq, float *ctx)
+{
+	int			d = t->m->cfg.d_model;
+	cq_attention_args a = cached_args(t, s, ldq);
+
+	a.q = q + (long) s->row0 * ldq;
+	a.k = s->cross_kv + (long) l * t->S * t->ld_kv;
+	a.v = a.k + d;
+	a.out = ctx + (long) s->row0 * t->ld_d;
+	a.lq = s->nrows;
+	a.lk = s->src.len + 1;
+	cq_attention(&a);
+}
+
+/*
+ * Slots attend on the pool's threads (common/parallel.h): a slot's rows,
+ * caches and scores are its own, and its arithmetic is the same on any
+ * thread.
+ */
+typedef struct attend_job
+{
+	cq_translator *t;
+	bool		cross;
+	int			layer;
+	const float *q;
+	long		ldq;
+	float	   *ctx;
+} attend_job;
+
+static void
+attend_part(void *arg, int part, int nparts)
+{
+	const attend_job *j = arg;
+	int			B = j->t->B;
+
+	for (int i = B * part / nparts; i < B * (part + 1) / nparts; i++)
+	{
+		cq_slot    *s = &j->t->slots[i];
+
+		if (s->state != SLOT_LIVE)
+			continue;
+		if (j->cross)
+			cross_attend_slot(j->t, s, j->layer, j->q, j->ldq, j->ctx);
+		else
+			self_attend_slot(j->t, s, j->layer, j->q, j->ldq, j->ctx);
+	}
+}
+
+static void
+attend(cq_block_pass *bp, bool cross, int l, const float *q, long ldq, float *ctx)
+{
+	cq_translator *t = bp->arg;
+	attend_job	j = {t, cross, l, q, ldq, ctx};
+	int			threads = cq_parallel_threads();
+
+	cq_parallel_run(attend_part, &j, t->B < threads ? t->B : threads);
+}
+
 static void
 self_attend(cq_block_pass *bp, int l, const float *qkv, long ldq, float *ctx,
 			cq_attn_keep *keep)
 {
-	cq_translator *t = bp->arg;
-	int			d = t->m->cfg.d_model;
-	cq_attention_args a = cached_args(t, ldq);
-
-	for (int i = 0; i < t->B; i++)
-	{
-		cq_slot    *s = &t->slots[i];
-
-		if (s->state != SLOT_LIVE)
-			continue;
-		for (int j = 0; j < s->nrows; j++)
-		{
-			long		r = s->row0 + j;
-			float	   *kv = cq_decode_cache(t, s->cache[j], l);
-
-			memcpy(kv + (long) s->step * t->ld_kv, qkv + r * ldq + d, sizeof(float) * 2 * d);
-			a.q = qkv + r * ldq;
-			a.k = kv;
-			a.v = kv + d;
-			a.out = ctx + r * t->ld_d;
-			a.lq = 1;
-			a.lk = s->step + 1;
-			cq_attention(&a);
-		}
-	}
+	attend(bp, false, l, qkv, ldq, ctx);
 }
 
-/* Cross-attention of each sentence's rows over its cached encoder keys/values. */
 static void
 cross_attend(cq_block_pass *bp, int l, const float *q, long ldq, float *ctx,
 			 cq_attn_keep *keep)
 {
-	cq_translator *t = bp->arg;
-	int			d = t->m->cfg.d_model;
-	cq_attention_args a = cached_args(t, ldq);
-
-	for (int i = 0; i < t->B; i++)
-	{
-		cq_slot    *s = &t->slots[i];
-
-		if (s->state != SLOT_LIVE)
-			continue;
-		a.q = q + (long) s->row0 * ldq;
-		a.k = s->cross_kv + (long) l * t->S * t->ld_kv;
-		a.v = a.k + d;
-		a.out = ctx + (long) s->row0 * t->ld_d;
-		a.lq = s->nrows;
-		a.lk = s->src.len + 1;
-		cq_attention(&a);
-	}
+	attend(bp, true, l, q, ldq, ctx);
 }
 
 /* Rows of the step's logits to log-probabilities, shared out to threads. */

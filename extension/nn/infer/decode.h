@@ -58,6 +58,7 @@ typedef struct cq_slot
 	int			nrows;
 	int			row0;			/* its first packed row at this step */
 	float	   *cross_kv;		/* [layers][S][ld_kv]: keys, then values */
+	float	   *att;			/* [max(K S, T)] its attention scores in a step */
 	int		   *cache;			/* [beam] cache id of each row */
 	int32_t    *tok,
 			   *tok_alt;		/* [beam][T]: y_1 .. y_step of each row */
@@ -97,7 +98,7 @@ struct cq_translator
 			   *tmp,
 			   *ffn,
 			   *logits,			/* [B K][ld_v] */
-			   *scores;			/* attention, [max(S S, K S, T)] */
+			   *scores;			/* the encoder's attention, [S S] */
 	cq_pair    *pairs;			/* [B] sources being encoded */
 	cq_slot   **encoding;		/* [B] their slots */
 	cq_ranked  *ranked;			/* [V] sampling scratch */

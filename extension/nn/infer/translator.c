@@ -39,6 +39,7 @@ carve_slot(cq_carver *cv, cq_translator *t, cq_slot *s)
 
 	s->src_ids = cq_carve(cv, sizeof(int32_t) * t->S);
 	s->cross_kv = cq_carve_floats(cv, (long) c->decoder_layers * t->S * t->ld_kv);
+	s->att = cq_carve_floats(cv, (long) K * t->S > T ? (long) K * t->S : T);
 	s->cache = cq_carve(cv, sizeof(int) * K);
 	s->tok = cq_carve(cv, sizeof(int32_t) * K * T);
 	s->tok_alt = cq_carve(cv, sizeof(int32_t) * K * T);
@@ -83,9 +84,8 @@ carve(const cq_model *m, const cq_translate_options *o, int batch, int max_src,
 	t->ld_v = ld16(c->tgt_vocab_size);
 	rows = (long) t->B * t->K;
 	n = rows > (long) t->B * t->S ? rows : (long) t->B * t->S;
+	/* the encoder's attention (a decoder step's is per slot: carve_slot) */
 	att = (long) t->S * t->S;
-	att = att > (long) t->K * t->S ? att : (long) t->K * t->S;
-	att = att > t->T ? att : t->T;
 
 	t->slots = cq_carve(&cv, sizeof(cq_slot) * t->B);
 	for (int i = 0; i < t->B; i++)
