@@ -182,43 +182,6 @@ SELECT (output ->> 'dev_bleu')::numeric = pg_temp.dev_bleu('pl_rand') AS dev_ble
        (output ->> 'baseline_bleu')::numeric = pg_temp.dev_bleu('plr_identifier') AS baseline_ok,
        output ->> 'warning' ~ '^the rejuvenator''s dev BLEU [0-9.]+ is below the baseline''s [0-9.]+; below the baseline on ' AS warned
   FROM corpq.pipeline_stages WHERE pipeline = 'plw' AND stage = 3;
--- a labelled corpus (id, src, tgt, label; NULL is "default"): the labels on
--- which the gate found the rejuvenator below the baseline keep their inactive
--- pairs' own targets (keep_below_baseline, the default): none of them is
--- translated, and the final model learns from them as they are
-CREATE VIEW pl_train_l AS SELECT id, src, tgt, CASE WHEN src < 'w2' THEN 'a "quoted" label' END AS label
-                            FROM pl_train;
-SELECT corpq.rejuvenate('SELECT id, src, tgt, label FROM pl_train_l', 'SELECT src, tgt, label FROM pl_dev_l',
-                        :'common'::jsonb || :'short' || '{"name": "plb", "identifier": "plr_identifier",
-                          "rejuvenator": "pl_rand", "src_vocab": "pl_sv", "tgt_vocab": "pl_tv"}') AS kjob \gset
-SELECT corpq.job_wait(:kjob, '900 s');
-SELECT state, error FROM corpq.jobs WHERE id = :kjob;
-CREATE FUNCTION pg_temp.rows_of(q text) RETURNS bigint LANGUAGE plpgsql AS $$
-DECLARE n bigint;
-BEGIN
-  EXECUTE format('SELECT count(*) FROM (%s) q', q) INTO n;
-  RETURN n;
-END $$;
-WITH g AS (SELECT coalesce(array_agg(e ->> 'label' ORDER BY e ->> 'label'), '{}') AS below
-             FROM corpq.pipeline_stages s, jsonb_array_elements(s.output -> 'labels') e
-            WHERE s.pipeline = 'plb' AND s.stage = 3
-              AND (e ->> 'dev_bleu')::float8 < (e ->> 'baseline_bleu')::float8),
-     o AS (SELECT output FROM corpq.pipeline_stages WHERE pipeline = 'plb' AND stage = 4),
-     f AS (SELECT j.args ->> 'corpus' AS corpus FROM corpq.pipeline_stages s
-             JOIN corpq.jobs j ON j.id = (s.output ->> 'train_job')::bigint
-            WHERE s.pipeline = 'plb' AND s.stage = 5)
-SELECT cardinality(g.below) > 0 AS some_kept,
-       ARRAY(SELECT jsonb_array_elements_text(o.output -> 'kept_labels')) = g.below AS kept_are_below,
-       (o.output ->> 'kept_original')::bigint
-         = (SELECT count(*) FROM plb_pairs WHERE inactive AND label = ANY (g.below)) AS kept_count_ok,
-       (o.output ->> 'rows')::bigint
-         = (SELECT count(*) FROM plb_pairs WHERE inactive AND label <> ALL (g.below)) AS translated_ok,
-       (SELECT count(*) FROM plb_pairs WHERE label IS NULL) = 0 AS null_is_default,
-       (SELECT count(DISTINCT label) FROM plb_pairs) AS labels,
-       pg_temp.rows_of(f.corpus)
-         = (SELECT count(*) FROM plb_pairs WHERE NOT inactive OR label = ANY (g.below))
-           + (SELECT count(*) FROM plb_rejuvenated WHERE kept) AS final_data_ok
-  FROM g, o, f;
 SELECT corpq.model_drop('pl_rand');
 
 -- ---- UncSamp self-training: the rejuvenation's final model teaches ----
@@ -572,7 +535,7 @@ BEGIN
 END $$;
 SELECT count(*) AS pipeline_tables_left FROM pg_tables
  WHERE tablename ~ '^pl[a-z]+(_[a-z]+)?_(pairs|bins|translations|rejuvenated|sample|synthetic)$';
-DROP VIEW pl_train_l, pl_train, pl_dev_l, pl_dev;
+DROP VIEW pl_train, pl_dev_l, pl_dev;
 DROP TABLE pl_pairs, pl_mono, pl_mono_long;
 DROP FUNCTION pl_try(text);
 REVOKE ALL ON corpq.object_owners FROM regress_pl_planter;

@@ -34,7 +34,6 @@ typedef struct RejuvOptions
 	char	   *tgt_vocab;
 	PipelineSynthetic synthetic;
 	int			gate;			/* PipelineGate */
-	bool		keep_below;		/* keep_below_baseline */
 } RejuvOptions;
 
 static const CorpqOption rejuv_rows[] = {
@@ -60,20 +59,16 @@ static const CorpqOption rejuv_rows[] = {
 	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
 	PIPELINE_SYNTHETIC_OPTIONS(RejuvOptions, synthetic),
 	PIPELINE_GATE_OPTION(RejuvOptions, gate),
-	/* a labelled corpus: labels the rejuvenator translates worse keep their targets */
-	{.key = "keep_below_baseline", CORPQ_OPT_FIELD(RejuvOptions, keep_below), .type = CORPQ_OPT_BOOL,
-	.def = 1},
 	{.key = NULL}
 };
 
 static const CorpqOptionTable rejuv_table = {"rejuvenate", rejuv_rows};
 
 static const CorpqColumn corpus_columns[] = {
-	{"id", CORPQ_COLUMN_INTEGER}, {"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT},
-	{"label", CORPQ_COLUMN_TEXT}
+	{"id", CORPQ_COLUMN_INTEGER}, {"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}
 };
 static const CorpqQuerySpec corpus_spec = {
-	"corpus", corpus_columns, 3, 4, "SELECT id, src, tgt FROM pairs", true
+	"corpus", corpus_columns, 3, 3, "SELECT id, src, tgt FROM pairs", true
 };
 
 /* The pipeline's tables (created at submission, claimed by their stage). */
@@ -83,7 +78,7 @@ enum
 };
 static const PipelineTable rejuv_tables[] = {
 	{"pairs", "id pg_catalog.int8 PRIMARY KEY, src pg_catalog.text, tgt pg_catalog.text, "
-	"prob pg_catalog.float8, inactive pg_catalog.bool, label pg_catalog.text"},
+	"prob pg_catalog.float8, inactive pg_catalog.bool"},
 	{"bins", "bin pg_catalog.int4, pairs pg_catalog.int8, inactive pg_catalog.int8, "
 	"min_prob pg_catalog.float8, max_prob pg_catalog.float8, mean_prob pg_catalog.float8"},
 	{"translations", "id pg_catalog.int8, hyp pg_catalog.text, score pg_catalog.float8, finished pg_catalog.bool"},
@@ -106,7 +101,6 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 	const char *models[4];
 	int			n_models = 0;
 	char	   *args;
-	int			corpus_columns_n;
 
 	corpq_require_arg(fcinfo, 0, "corpus");
 	corpus = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -119,7 +113,7 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("rejuvenate option \"name\" is required"),
 				 errhint("The pipeline's tables and models are named after it.")));
-	corpus_columns_n = corpq_query_check(corpus, &corpus_spec);
+	(void) corpq_query_check(corpus, &corpus_spec);
 	if (dev)
 		train_check_query(dev, "dev");
 	if (o.identifier)
@@ -144,8 +138,7 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 	}
 	schema = pipeline_check_schema();
 	args = pipeline_args(o.name, schema, corpq_options_json(&rejuv_table, &o), &obj,
-						 "corpus", corpus, "dev", dev,
-						 "corpus_label", corpus_columns_n > 3 ? "true" : NULL, NULL);
+						 "corpus", corpus, "dev", dev, NULL);
 	PG_RETURN_INT64(pipeline_submit("rejuvenate", o.name, schema, args,
 									rejuv_tables, models));
 }
@@ -155,9 +148,7 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 typedef struct Rejuv
 {
 	RejuvOptions o;
-	const char *corpus;			/* the user's query, columns renamed (id, src, tgt,
-								 * label), label NULL when it has none */
-	bool		labelled;		/* the user's query has the label column */
+	const char *corpus;			/* the user's query, columns renamed (id, src, tgt) */
 	const char *dev;			/* SQL literal or NULL */
 	const char *dev_query;		/* the same query as text, or NULL */
 	const char *model;			/* model_create config, SQL literal */
@@ -271,8 +262,7 @@ stage_identify(Pipeline *p, void *arg)
 	corpq_job_xact_begin(p->cxt);
 	pipeline_claim_table(p, r->pairs, rejuv_tables[T_PAIRS].columns);
 	/* the user's query, with their search_path; nothing else in the statement resolves a name */
-	pipeline_exec_user(psprintf("INSERT INTO %s (id, src, tgt, label) SELECT id, src, tgt, "
-								"COALESCE(label::pg_catalog.text, '" TRAIN_DEFAULT_LABEL "') FROM (%s) c",
+	pipeline_exec_user(psprintf("INSERT INTO %s (id, src, tgt) SELECT id, src, tgt FROM (%s) c",
 								r->pairs, r->corpus));
 	n = SPI_processed;
 	fits = fits_model(r->identifier);
@@ -364,49 +354,23 @@ stage_rejuvenator(Pipeline *p, void *arg)
 }
 
 /*
- * The labels whose inactive pairs keep their own targets, as a SQL array
- * literal: with keep_below_baseline, the labels on which stage 3's gate found
- * the rejuvenator below the baseline (a domain it translates worse would
- * only learn worse targets); none without a labelled dev set.
- */
-static char *
-kept_labels(Pipeline *p, Rejuv *r)
-{
-	/* an unlabelled corpus's pairs are all "default": they match no gate label */
-	char	   *gate = r->o.keep_below && r->labelled ? pipeline_stage_output(p, 3) : NULL;
-	char	   *labels;
-
-	corpq_job_xact_begin(p->cxt);
-	labels = pipeline_value(psprintf("SELECT COALESCE(pg_catalog.array_agg(e ->> 'label' ORDER BY e ->> 'label'), "
-									 "'{}')::pg_catalog.text FROM pg_catalog.jsonb_array_elements("
-									 "COALESCE(%s::pg_catalog.jsonb -> 'labels', '[]')) e "
-									 "WHERE (e ->> 'dev_bleu')::pg_catalog.float8 OPERATOR(pg_catalog.<) "
-									 "(e ->> 'baseline_bleu')::pg_catalog.float8",
-									 gate ? quote_literal_cstr(gate) : "NULL"));
-	corpq_job_xact_commit(p->cxt);
-	return quote_literal_cstr(labels);
-}
-
-/*
- * Stage 4: forward-translate the inactive sources (but those of kept labels);
- * the pipelines' filters mark which translations the final model may learn
- * from (an inactive pair whose translation is dropped leaves the training
- * data: its own target is the one the identifier found least probable).
+ * Stage 4: forward-translate the inactive sources; the pipelines' filters
+ * mark which translations the final model may learn from (an inactive pair
+ * whose translation is dropped leaves the training data: its own target is
+ * the one the identifier found least probable).
  */
 static void
 stage_translate(Pipeline *p, void *arg)
 {
 	Rejuv	   *r = arg;
 	int64		subjob;
-	char	   *kept = kept_labels(p, r);
 
 	subjob = pipeline_subjob(p, &rejuv_tables[T_TRANSLATIONS], NULL,
 							 psprintf("SELECT corpq.translate_job(%s, %s, %s, %s::pg_catalog.jsonb "
 									  "OPERATOR(pg_catalog.||) '{\"beam\": %d}')",
 									  quote_literal_cstr(r->rejuvenator),
-									  quote_literal_cstr(psprintf("SELECT id, src FROM %s WHERE inactive "
-																  "AND label OPERATOR(pg_catalog.<>) ALL (%s::pg_catalog.text[]) "
-																  "ORDER BY id", r->pairs, kept)),
+									  quote_literal_cstr(psprintf("SELECT id, src FROM %s WHERE inactive ORDER BY id",
+																  r->pairs)),
 									  quote_literal_cstr(r->translations), r->translate, r->o.beam));
 	corpq_job_xact_begin(p->cxt);
 	pipeline_check_table(p, r->translations);
@@ -420,26 +384,19 @@ stage_translate(Pipeline *p, void *arg)
 	pipeline_synthetic_mark(&r->o.synthetic, r->rejuvenated);
 	pipeline_stage_done(p, pipeline_value(psprintf("SELECT json_build_object('model', %s::json, "
 												   "'translate_job', " INT64_FORMAT ", "
-												   "'rejuvenated', %s::text, 'rows', count(*), %s, "
-												   "'kept_labels', pg_catalog.to_json(%s::pg_catalog.text[]), "
-												   "'kept_original', (SELECT pg_catalog.count(*) FROM %s WHERE inactive "
-												   "AND label OPERATOR(pg_catalog.=) ANY (%s::pg_catalog.text[])))::text FROM %s",
+												   "'rejuvenated', %s::text, 'rows', count(*), %s)::text FROM %s",
 												   quote_literal_cstr(model_version_json(r->rejuvenator)),
 												   subjob, quote_literal_cstr(r->rejuvenated),
-												   pipeline_synthetic_counts(&r->o.synthetic), kept,
-												   r->pairs, kept, r->rejuvenated)));
+												   pipeline_synthetic_counts(&r->o.synthetic),
+												   r->rejuvenated)));
 	corpq_job_xact_commit(p->cxt);
 }
 
-/*
- * Stage 5: the final model on the active pairs, the kept rejuvenated ones and
- * the inactive pairs of kept labels (stage 4's output names those labels).
- */
+/* Stage 5: the final model on active + kept rejuvenated pairs. */
 static void
 stage_final(Pipeline *p, void *arg)
 {
 	Rejuv	   *r = arg;
-	char	   *kept;
 
 	if (!r->o.train_final)
 	{
@@ -448,17 +405,10 @@ stage_final(Pipeline *p, void *arg)
 		corpq_job_xact_commit(p->cxt);
 		return;
 	}
-	kept = pipeline_stage_output(p, 4);
-	corpq_job_xact_begin(p->cxt);
-	kept = pipeline_value(psprintf("SELECT COALESCE(pg_catalog.array_agg(l ORDER BY l), '{}')::pg_catalog.text "
-								   "FROM pg_catalog.jsonb_array_elements_text(COALESCE("
-								   "%s::pg_catalog.jsonb -> 'kept_labels', '[]')) l", quote_literal_cstr(kept)));
-	corpq_job_xact_commit(p->cxt);
 	(void) train_stage(p, r, psprintf("%s_final", r->o.name),
 					   psprintf("SELECT src, tgt FROM (SELECT id, src, tgt FROM %s WHERE NOT inactive "
-								"OR label OPERATOR(pg_catalog.=) ANY (%s::pg_catalog.text[]) "
 								"UNION ALL SELECT id, src, tgt_new FROM %s WHERE kept) s ORDER BY id",
-								r->pairs, quote_literal_cstr(kept), r->rejuvenated), GATE_FINAL);
+								r->pairs, r->rejuvenated), GATE_FINAL);
 }
 
 static const char *
@@ -476,11 +426,7 @@ rejuvenate_job(CorpqJob *job)
 	pipeline_init(&p, job, 5);
 	memset(&r, 0, sizeof(r));
 	corpq_options_parse_text(&rejuv_table, corpq_job_arg(job, "options"), &r.o);
-	r.labelled = corpq_job_arg(job, "corpus_label") != NULL;
-	r.corpus = r.labelled ?
-		psprintf("SELECT * FROM (%s) c0(id, src, tgt, label)", corpq_job_arg(job, "corpus")) :
-		psprintf("SELECT *, NULL::pg_catalog.text AS label FROM (%s) c0(id, src, tgt)",
-				 corpq_job_arg(job, "corpus"));
+	r.corpus = psprintf("SELECT * FROM (%s) c0(id, src, tgt)", corpq_job_arg(job, "corpus"));
 	r.dev = literal_or_null(corpq_job_arg(job, "dev"));
 	r.dev_query = corpq_job_arg(job, "dev");
 	r.model = quote_literal_cstr(corpq_job_arg(job, "model"));
