@@ -1,9 +1,16 @@
 /*
- * The backend's cache of loaded models, keyed by (model id, version,
- * checksum): a version never changes, so an entry is never stale and needs no
- * invalidation.  Each entry owns a memory context under one long-lived root;
- * least recently used entries are evicted to keep the total under
- * corpq.model_cache_mb (the entry in use always stays).
+ * The backend's cache of loaded models, keyed by (catalog, model id, version,
+ * checksum).  A version never changes and (model id, version) is issued once:
+ * ids come from a sequence, version numbers from corpq.model_names, which
+ * outlives model_drop, so a model dropped and created again under its name
+ * has another id and numbers after the old ones.  The catalog table's OID
+ * tells a re-created extension (whose sequence starts again) apart.  So an
+ * entry is never stale and needs no invalidation: a name@N that was dropped
+ * fails when it is resolved, before the cache is asked.  Parallel workers
+ * resolve in the query's snapshot and fill caches of their own.  Each entry
+ * owns a memory context under one long-lived root; least recently used
+ * entries are evicted to keep the total under corpq.model_cache_mb (the entry
+ * in use always stays).
  */
 #include "postgres.h"
 
@@ -33,6 +40,7 @@ int			corpq_model_cache_mb = 512;
 
 typedef struct CacheEntry
 {
+	Oid			catalog;
 	int64		id;
 	int32		version;
 	int64		checksum;
@@ -220,7 +228,8 @@ corpq_model_get(const CorpqModelRef *ref)
 	for (int i = 0; i < n_entries; i++)
 	{
 		e = &entries[i];
-		if (e->id == ref->id && e->version == ref->version && e->checksum == ref->checksum)
+		if (e->catalog == ref->catalog && e->id == ref->id && e->version == ref->version &&
+			e->checksum == ref->checksum)
 		{
 			e->last_use = ++clock_tick;
 			e->uses++;
@@ -252,6 +261,7 @@ corpq_model_get(const CorpqModelRef *ref)
 	}
 	PG_END_TRY();
 	e = &entries[n_entries++];
+	e->catalog = ref->catalog;
 	e->id = ref->id;
 	e->version = ref->version;
 	e->checksum = ref->checksum;
