@@ -420,6 +420,51 @@ SELECT corpq.model_drop('sec_shared');
 UPDATE corpq.model_names SET last_version = 0;
 DELETE FROM corpq.model_names;
 
+-- ---- (12) settings a role could raise to exhaust the server (issue 41):
+-- corpq.threads and corpq.model_cache_mb stop at superuser ceilings
+\c - :su
+SET client_min_messages = warning;
+ALTER ROLE corpq_sec_bob SET corpq.max_threads = 1;
+\c - corpq_sec_bob
+-- (corpq loaded first: before, a SET only makes a placeholder, checked when corpq loads)
+SELECT corpq.bpe_tokens('whitespace', 'a b') AS corpq_loaded;
+SHOW corpq.max_threads;
+SHOW corpq.max_model_cache_mb;
+SET corpq.threads = 256;
+SET corpq.model_cache_mb = 100000;
+SET corpq.max_threads = 8;
+SET corpq.max_model_cache_mb = 100000;
+SET corpq.model_cache_mb = 1024;
+SHOW corpq.model_cache_mb;
+-- a job's threads obey the same ceiling (its options are resolved at submission)
+BEGIN;
+SELECT corpq.train('bob_m', 'SELECT ''the dog''::text, ''el perro''::text', NULL,
+                   '{"steps": 1, "threads": 256}') AS bob_train \gset
+SELECT args -> 'options' ->> 'threads' AS job_threads FROM corpq.jobs WHERE id = :bob_train;
+ROLLBACK;
+\c - :su
+SET client_min_messages = warning;
+ALTER ROLE corpq_sec_bob RESET corpq.max_threads;
+-- a ceiling lowered below a session's value holds at use
+SELECT corpq.bpe_tokens('whitespace', 'a b') AS corpq_loaded;
+SET corpq.max_threads = 2;
+SET corpq.threads = 2;
+SET corpq.max_threads = 1;
+SELECT threads FROM corpq.blas_info();
+SHOW corpq.threads;
+RESET corpq.max_threads;
+RESET corpq.threads;
+
+-- ---- (13) vocabularies are bounded before the work (issue 41): at most
+-- 524288 tokens, a document of at most 64 MB
+SELECT corpq.vocab_import('sec_many', jsonb_build_object('tokens',
+         to_jsonb(ARRAY['<s>', '<pad>', '</s>', '<unk>'] || array_agg('t' || g))))
+  FROM generate_series(1, 524285) g;
+SELECT corpq.vocab_import('sec_fat', jsonb_build_object('tokens', to_jsonb(ARRAY['<s>', '<pad>', '</s>', '<unk>', 'x']),
+                                                        'padding', repeat('x', 64 * 1024 * 1024)));
+SELECT corpq.vocab_build('sec_wide', 'SELECT src FROM sec_data.pairs', NULL, 1000000);
+SELECT count(*) AS stored FROM corpq.vocabularies WHERE name IN ('sec_many', 'sec_fat', 'sec_wide');
+
 -- ---- clean up
 SET client_min_messages = warning;
 SELECT corpq.model_drop(name) FROM corpq.model_catalog WHERE name IN ('bob_m', 'sec_m');

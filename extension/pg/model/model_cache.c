@@ -37,6 +37,7 @@ PG_FUNCTION_INFO_V1(corpq_model_cache);
 
 int			corpq_max_model_mb = 6 * 1024;
 int			corpq_model_cache_mb = 512;
+int			corpq_max_model_cache_mb = 1024;
 
 typedef struct CacheEntry
 {
@@ -59,16 +60,37 @@ static CacheEntry entries[MAX_ENTRIES];
 static int	n_entries = 0;
 static uint64 clock_tick = 0;
 
+static bool
+check_model_cache_mb(int *newval, void **extra, GucSource source)
+{
+	if (*newval <= corpq_max_model_cache_mb || !corpq_guc_ceiling_applies(source))
+		return true;
+	GUC_check_errmsg("corpq.model_cache_mb cannot exceed corpq.max_model_cache_mb (%d MB)",
+					 corpq_max_model_cache_mb);
+	GUC_check_errhint("A superuser sets corpq.max_model_cache_mb, also per role with ALTER ROLE ... SET.");
+	return false;
+}
+
 void
 corpq_model_init(void)
 {
+	/* before corpq.model_cache_mb: a value it gets when defined is checked against this */
+	DefineCustomIntVariable("corpq.max_model_cache_mb",
+							"Largest corpq.model_cache_mb a session may use, in megabytes.",
+							"Superuser setting: corpq.model_cache_mb cannot be set above it, and the cache "
+							"never grows past it (the model in use always stays).",
+							&corpq_max_model_cache_mb,
+							1024, 0, INT_MAX / 2,
+							PGC_SUSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("corpq.model_cache_mb",
 							"Memory bound of the backend's cache of loaded corpq models, in megabytes.",
-							"Least recently used models are evicted beyond it; the model in use always stays.",
+							"Least recently used models are evicted beyond it; the model in use always stays. "
+							"At most corpq.max_model_cache_mb.",
 							&corpq_model_cache_mb,
 							512, 0, INT_MAX / 2,
 							PGC_USERSET, GUC_UNIT_MB,
-							NULL, NULL, NULL);
+							check_model_cache_mb, NULL, NULL);
 	DefineCustomIntVariable("corpq.max_model_mb",
 							"Backend memory one model operation may take, in megabytes.",
 							"Checked before anything is allocated: creating or importing a model takes about "
@@ -140,7 +162,8 @@ evict(int i)
 static void
 trim(Size extra, int keep_id_index)
 {
-	Size		limit = (Size) corpq_model_cache_mb * 1024 * 1024;
+	/* the ceiling holds even for a value set before a superuser lowered it */
+	Size		limit = (Size) Min(corpq_model_cache_mb, corpq_max_model_cache_mb) * 1024 * 1024;
 
 	for (;;)
 	{

@@ -34,8 +34,13 @@ typedef struct CorpqModelRef
 	char	   *tgt_vocab;
 } CorpqModelRef;
 
-/* GUC corpq.model_cache_mb: bound of the backend's model cache. */
+/*
+ * GUC corpq.model_cache_mb: bound of the backend's model cache, at most
+ * corpq.max_model_cache_mb (superuser): refused above it when a role sets it
+ * (corpq_guc_ceiling_applies), and the cache is trimmed to the smaller.
+ */
 extern int	corpq_model_cache_mb;
+extern int	corpq_max_model_cache_mb;
 
 /*
  * GUC corpq.max_model_mb: the backend memory one model operation may take.
@@ -79,7 +84,10 @@ Size		corpq_batch_bytes_limit(void);
  */
 void		corpq_batch_too_large(int n, const char *what, Size need) pg_attribute_noreturn();
 
-/* _PG_init's call for model/: define corpq.model_cache_mb, corpq.max_model_mb, corpq.max_batch_mb. */
+/*
+ * _PG_init's call for model/: define corpq.max_model_cache_mb,
+ * corpq.model_cache_mb, corpq.max_model_mb, corpq.max_batch_mb.
+ */
 void		corpq_model_init(void);
 
 /*
