@@ -388,7 +388,7 @@ SELECT * FROM dblink(:'bob_conn', $$SELECT corpq.model_create('sec_shared', '{"p
     AS t(bob_version int);
 SELECT c.owner, v.version FROM corpq.model_catalog c JOIN corpq.model_versions v ON v.model = c.id
  WHERE c.name = 'sec_shared';
-SELECT * FROM corpq.model_names WHERE name = 'sec_shared';
+SELECT name, last_version FROM corpq.issued_versions WHERE catalog = 'corpq.model_catalog' AND name = 'sec_shared';
 -- ... and never serves it for sec_shared@1 again; the name's latest is bob's, a cache entry of its own
 SELECT corpq.sent_logprob('sec_shared@1'::corpq.pinned_model, 'the dog', 'el perro');
 SELECT corpq.sent_prob('sec_shared', 'the dog', 'el perro') > 0 AS scored_with_latest;
@@ -417,8 +417,8 @@ SELECT corpq.model_quantize('sec_shared') AS next_version;
 SELECT corpq.sent_prob('sec_shared@2'::corpq.pinned_model, 'the dog', 'el perro');
 SELECT corpq.sent_prob('sec_shared@5'::corpq.pinned_model, 'the dog', 'el perro') > 0 AS version_5_scores;
 SELECT corpq.model_drop('sec_shared');
-UPDATE corpq.model_names SET last_version = 0;
-DELETE FROM corpq.model_names;
+UPDATE corpq.issued_versions SET last_version = 0;
+DELETE FROM corpq.issued_versions;
 
 -- ---- (12) settings a role could raise to exhaust the server (issue 41):
 -- corpq.threads and corpq.model_cache_mb stop at superuser ceilings

@@ -4,7 +4,7 @@
 -- versions.  corpq.model_catalog holds one row per model name (architecture,
 -- vocabularies, owner); corpq.model_versions one row per weight image.  A
 -- write never changes a version: it inserts the next number the name has
--- never issued (corpq.model_names).  A model name resolves to its latest
+-- never issued (corpq.issued_versions).  A model name resolves to its latest
 -- version, 'name@N' to version N, which means one weight image for ever.
 -- Same sharing rules as the other catalogs: every role reads, members of the
 -- owner role write through corpq's functions.
@@ -43,23 +43,26 @@ ALTER TABLE corpq.model_versions ALTER COLUMN weights SET STORAGE EXTERNAL;
 COMMENT ON TABLE corpq.model_versions IS
     'immutable weight images (models/FORMAT.md) of every model version; checksum = the image''s CRC-32 trailer';
 
--- Version identity: every model name this database has used and the last
--- version number it issued.  A row outlives model_drop, so a model created
--- again under the name numbers its versions after the dropped ones: 'name@N'
--- (a pin in an index, a view, a job's record) never comes to mean other
--- weights, it becomes an error.  Written by corpq_model_write_version and
--- model_drop only.
-CREATE TABLE corpq.model_names (
-    name         text PRIMARY KEY CHECK (name <> '' AND strpos(name, '@') = 0),
-    last_version int NOT NULL CHECK (last_version >= 1)
+-- Version identity: every name of a catalog with versions (models, ANTAP
+-- models) this database has used, and the last version number it issued.  A
+-- row outlives the drop, so a model created again under the name numbers its
+-- versions after the dropped ones: 'name@N' (a pin in an index, a view, a
+-- job's record) never comes to mean other weights, it becomes an error.
+-- Written by corpq_catalog_issue_version and the drop only
+-- (extension/pg/base/catalog.h).
+CREATE TABLE corpq.issued_versions (
+    catalog      text NOT NULL CHECK (catalog IN ('corpq.model_catalog', 'corpq.antap_models')),
+    name         text NOT NULL CHECK (name <> '' AND strpos(name, '@') = 0),
+    last_version int NOT NULL CHECK (last_version >= 1),
+    PRIMARY KEY (catalog, name)
 );
-COMMENT ON TABLE corpq.model_names IS
-    'every model name used in this database and the last version number it issued; kept after model_drop, so that a version number is never given to other weights';
+COMMENT ON TABLE corpq.issued_versions IS
+    'every name used in this database by a catalog with versions (models, ANTAP models) and the last version number it issued; kept after the drop, so that a version number is never given to other weights';
 
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_catalog_id_seq', '');
-SELECT pg_catalog.pg_extension_config_dump('corpq.model_names', '');
+SELECT pg_catalog.pg_extension_config_dump('corpq.issued_versions', '');
 
 -- Everyone reads; only corpq's functions and training jobs write (versions
 -- are immutable: a write inserts the name's next unissued number).
@@ -67,9 +70,9 @@ ALTER TABLE corpq.model_catalog ENABLE ROW LEVEL SECURITY;
 CREATE POLICY model_catalog_read ON corpq.model_catalog FOR SELECT USING (true);
 ALTER TABLE corpq.model_versions ENABLE ROW LEVEL SECURITY;
 CREATE POLICY model_versions_read ON corpq.model_versions FOR SELECT USING (true);
-ALTER TABLE corpq.model_names ENABLE ROW LEVEL SECURITY;
-CREATE POLICY model_names_read ON corpq.model_names FOR SELECT USING (true);
-GRANT SELECT ON corpq.model_catalog, corpq.model_versions, corpq.model_names TO PUBLIC;
+ALTER TABLE corpq.issued_versions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY issued_versions_read ON corpq.issued_versions FOR SELECT USING (true);
+GRANT SELECT ON corpq.model_catalog, corpq.model_versions, corpq.issued_versions TO PUBLIC;
 
 CREATE VIEW corpq.models WITH (security_invoker = true) AS
 SELECT c.name,

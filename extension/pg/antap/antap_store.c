@@ -1,6 +1,7 @@
 /*
  * ANTAP models in the catalog: the job's final write of a new version (the
- * model row created on first use and locked, version = max + 1, both states'
+ * model row created on first use and locked, the next version number the
+ * name never issued (corpq_catalog_issue_version), both states'
  * weight files, every token's split and predictions in batches of arrays),
  * and corpq.antap_drop().  Checks first, then every write as the catalog
  * owner with the job's owner bound from its corpq.jobs row
@@ -48,20 +49,6 @@ lock_model(CorpqJob *job, const char *name)
 				 errmsg("permission denied to add a version to ANTAP model \"%s\"", name),
 				 errhint("Only members of the model's owner role can train it.")));
 	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-}
-
-static int32
-next_version(int64 id)
-{
-	Oid			t[1] = {INT8OID};
-	Datum		a[1] = {Int64GetDatum(id)};
-	bool		isnull;
-
-	if (corpq_sql_as_owner("SELECT COALESCE(pg_catalog.max(version), 0) + 1 "
-						   "FROM corpq.antap_versions WHERE model OPERATOR(pg_catalog.=) $1",
-						   1, t, a, NULL, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.antap_versions");
-	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 }
 
 /* A model's weight file as bytea, and its CRC-32 trailer. */
@@ -157,7 +144,7 @@ int32
 antap_store(CorpqJob *job, const AntapResult *r)
 {
 	int64		id = lock_model(job, r->name);
-	int32		version = next_version(id);
+	int32		version = corpq_catalog_issue_version(&corpq_kind_antap, id, r->name);
 	MemoryContext batch = AllocSetContextCreate(CurrentMemoryContext, "ANTAP tokens",
 												ALLOCSET_DEFAULT_SIZES);
 

@@ -173,6 +173,80 @@ version_missing(const CorpqCatalogKind *k, int64 id, const char *name, int32 ver
 					 name, name)));
 }
 
+/*
+ * ERROR when version of name was issued but is gone: dropped with its row,
+ * or pruned.  Its number is never given to other weights, so a pin on it --
+ * in an index, a view, a job -- fails rather than compute with others.
+ */
+static void
+check_not_dropped(const CorpqCatalogKind *k, const char *name, int32 version)
+{
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, INT4OID};
+	Datum		values[3] = {CStringGetTextDatum(k->table), CStringGetTextDatum(name),
+	Int32GetDatum(version)};
+
+	if (corpq_sql_as_caller(psprintf("SELECT 1 FROM corpq.issued_versions n "
+									 "WHERE n.catalog OPERATOR(pg_catalog.=) $1 "
+									 "AND n.name OPERATOR(pg_catalog.=) $2 "
+									 "AND n.last_version OPERATOR(pg_catalog.>=) $3 "
+									 "AND NOT EXISTS (SELECT FROM %s c JOIN %s v ON v.model OPERATOR(pg_catalog.=) c.id "
+									 "  WHERE c.name OPERATOR(pg_catalog.=) $2 AND v.version OPERATOR(pg_catalog.=) $3)",
+									 k->table, k->versions),
+							3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.issued_versions");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("version %d of %s \"%s\" was dropped", version, k->kind, name),
+				 errdetail("corpq never gives a version number to other weights: \"%s@%d\" stays an error, "
+						   "whatever %s now has the name.", name, version, k->kind),
+				 errhint("Pin a version that exists (%s), and rebuild what was computed "
+						 "with this one.", k->versions)));
+}
+
+int32
+corpq_catalog_issue_version(const CorpqCatalogKind *k, int64 id, const char *name)
+{
+	Oid			argtypes[3] = {INT8OID, TEXTOID, TEXTOID};
+	Datum		values[3] = {Int64GetDatum(id), CStringGetTextDatum(name), CStringGetTextDatum(k->table)};
+	bool		isnull;
+
+	Assert(k->versions != NULL);
+	if (corpq_sql_as_owner(psprintf("INSERT INTO corpq.issued_versions AS n (catalog, name, last_version) "
+									"SELECT $3, $2, COALESCE(pg_catalog.max(v.version), 0) OPERATOR(pg_catalog.+) 1 "
+									"FROM %s v WHERE v.model OPERATOR(pg_catalog.=) $1 "
+									"ON CONFLICT (catalog, name) DO UPDATE SET last_version = "
+									"GREATEST(n.last_version OPERATOR(pg_catalog.+) 1, EXCLUDED.last_version) "
+									"RETURNING n.last_version", k->versions),
+						   3, argtypes, values, NULL, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not number a version of %s \"%s\"", k->kind, name);
+	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * Before a row with versions is deleted: corpq.issued_versions keeps its
+ * highest version, so a row created again under the name numbers after it.
+ * Versions corpq wrote are counted there already; this also counts rows a
+ * DBA copied into the versions table directly.
+ */
+static void
+retire_versions(const CorpqCatalogKind *k, const char *name)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		values[2] = {CStringGetTextDatum(name), CStringGetTextDatum(k->table)};
+
+	if (corpq_sql_as_owner(psprintf("INSERT INTO corpq.issued_versions AS n (catalog, name, last_version) "
+									"SELECT $2, c.name, pg_catalog.max(v.version) FROM %s c "
+									"JOIN %s v ON v.model OPERATOR(pg_catalog.=) c.id "
+									"WHERE c.name OPERATOR(pg_catalog.=) $1 GROUP BY c.name "
+									"ON CONFLICT (catalog, name) DO UPDATE SET last_version = "
+									"GREATEST(n.last_version, EXCLUDED.last_version)",
+									k->table, k->versions),
+						   2, argtypes, values, NULL, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record the versions of %s \"%s\"", k->kind, name);
+}
+
 HeapTuple
 corpq_catalog_version(const CorpqCatalogKind *k, const char *columns,
 					  const char *name, int32 version)
@@ -184,6 +258,8 @@ corpq_catalog_version(const CorpqCatalogKind *k, const char *columns,
 	bool		isnull;
 
 	Assert(k->versions != NULL);
+	if (version > 0)
+		check_not_dropped(k, name, version);
 	/* the catalog row with no version still comes back: an unknown version is not an unknown name */
 	row = catalog_row(k, psprintf("SELECT c.id, v.version%s%s FROM %s c "
 								  "LEFT JOIN %s v ON v.model OPERATOR(pg_catalog.=) c.id "
@@ -282,6 +358,8 @@ corpq_catalog_delete(const CorpqCatalogKind *k, const char *name)
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
 
+	if (k->versions)
+		retire_versions(k, name);
 	if (corpq_sql_as_owner(psprintf("DELETE FROM %s WHERE name OPERATOR(pg_catalog.=) $1", k->table),
 						   1, argtypes, values, NULL, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not delete %s \"%s\"", k->kind, name);

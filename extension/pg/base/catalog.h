@@ -29,7 +29,9 @@ typedef struct CorpqCatalogKind
 	const char *users_sql;
 	const char *users;			/* "vocabularies": "because <users> use it" */
 	const char *users_hint;		/* what to drop first */
-	const char *versions;		/* its versions table (model = id), or NULL */
+	const char *versions;		/* its versions table (model = id), or NULL;
+								 * version numbers are issued once per name
+								 * (corpq_catalog_issue_version) */
 } CorpqCatalogKind;
 
 extern const CorpqCatalogKind corpq_kind_bpe,
@@ -70,10 +72,22 @@ Datum		corpq_catalog_value(const CorpqCatalogKind *k, const char *column,
  * For a kind with versions: the row of version N of name, or of its latest
  * version when version is 0.  Its columns are c.id, v.version, then columns
  * ("" for none; c is k's row, v the version's).  ERROR undefined_object for
- * an unknown name, or for a missing version listing the existing ones.
+ * an unknown name, for a missing version listing the existing ones, and for
+ * a version the name issued that is gone ("was dropped": its number is never
+ * given to other weights, see corpq_catalog_issue_version).
  */
 HeapTuple	corpq_catalog_version(const CorpqCatalogKind *k, const char *columns,
 								  const char *name, int32 version);
+
+/*
+ * For a kind with versions: the number of the version of row id (named
+ * name) about to be written, one more than the last the name ever issued
+ * (corpq.issued_versions, which outlives drops) and than any stored version
+ * (rows a DBA copied in directly).  The upsert locks the name's row, so
+ * concurrent writers -- and a writer racing a drop and re-creation of the
+ * name -- get distinct numbers.  Called with the row of id locked.
+ */
+int32		corpq_catalog_issue_version(const CorpqCatalogKind *k, int64 id, const char *name);
 
 /*
  * Before a training writes name: whether it exists, and when it does ERROR

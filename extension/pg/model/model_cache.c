@@ -1,7 +1,7 @@
 /*
  * The backend's cache of loaded models, keyed by (catalog, model id, version,
  * checksum).  A version never changes and (model id, version) is issued once:
- * ids come from a sequence, version numbers from corpq.model_names, which
+ * ids come from a sequence, version numbers from corpq.issued_versions, which
  * outlives model_drop, so a model dropped and created again under its name
  * has another id and numbers after the old ones.  The catalog table's OID
  * tells a re-created extension (whose sequence starts again) apart.  So an

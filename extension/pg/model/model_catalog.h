@@ -6,7 +6,7 @@
  * (model_pinned.c).  Scoring is model_score.h, translation translate.h.
  *
  * A version's weights never change and its number is issued once
- * (corpq.model_names: a dropped model's numbers are never given to a new
+ * (corpq.issued_versions: a dropped model's numbers are never given to a new
  * model of the same name), so "name@N" means one weight image for ever.  A
  * loaded model is cached under (catalog, model id, version, checksum) and is
  * never stale; resolving a name to a version is the only lookup that can
@@ -122,7 +122,7 @@ uint64		corpq_model_cache_evictions(void);
  * Insert the next version of model model_id with weight image weights (a
  * valid image, e.g. from cq_modelfile_write; its CRC-32 trailer becomes the
  * checksum).  Its number is one more than the last the model's name ever
- * issued (corpq.model_names), so it is never one a dropped version had.  source is 'create', 'import', 'checkpoint' or 'quantize';
+ * issued (corpq.issued_versions), so it is never one a dropped version had.  source is 'create', 'import', 'checkpoint' or 'quantize';
  * int8 says the image's precision; step < 0 and metrics NULL store NULL;
  * best clears the flag on the other versions.  ERROR unless the current user
  * is a member of the model's owner role.  Returns the version number written.

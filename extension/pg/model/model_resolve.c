@@ -40,35 +40,6 @@ corpq_model_split_spec(const char *spec, int *name_len, int32 *version)
 	return true;
 }
 
-/*
- * ERROR when version of name is gone but was issued: dropped with its model,
- * or pruned.  Its number is never given to other weights (corpq.model_names),
- * so a pin on it -- in an index, a view, a job -- fails rather than compute
- * with another model.  Called with SPI connected.
- */
-static void
-check_not_dropped(const char *name, int32 version)
-{
-	Oid			argtypes[2] = {TEXTOID, INT4OID};
-	Datum		values[2] = {CStringGetTextDatum(name), Int32GetDatum(version)};
-
-	if (corpq_sql_as_caller("SELECT 1 FROM corpq.model_names n "
-							"WHERE n.name OPERATOR(pg_catalog.=) $1 AND n.last_version OPERATOR(pg_catalog.>=) $2 "
-							"AND NOT EXISTS (SELECT FROM corpq.model_catalog c JOIN corpq.model_versions v "
-							"  ON v.model OPERATOR(pg_catalog.=) c.id "
-							"  WHERE c.name OPERATOR(pg_catalog.=) $1 AND v.version OPERATOR(pg_catalog.=) $2)",
-							2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.model_names");
-	if (SPI_processed > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("version %d of model \"%s\" was dropped", version, name),
-				 errdetail("corpq never gives a version number to other weights: \"%s@%d\" stays an error, "
-						   "whatever model now has the name.", name, version),
-				 errhint("Pin a version that exists (corpq.model_versions), and rebuild what was computed "
-						 "with this one.")));
-}
-
 void
 corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref)
 {
@@ -96,8 +67,6 @@ corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref)
 		name = pstrdup(spec);
 
 	SPI_connect();
-	if (version > 0)
-		check_not_dropped(name, version);
 	tup = corpq_catalog_version(&corpq_kind_model, "c.src_vocab, c.tgt_vocab, v.checksum, v.tableoid",
 								name, version);
 	desc = SPI_tuptable->tupdesc;
