@@ -109,15 +109,54 @@ corpq_scorer_check_length(CorpqScorer *s, const char *side, int n)
 						 s->cfg.max_positions)));
 }
 
-void
-corpq_scorer_encode(CorpqScorer *s, const char *src, int src_len,
-					const char *tgt, int tgt_len, cq_pair *p)
+const char *const corpq_too_long_names[] = {"null", "error", NULL};
+
+CorpqTooLong
+corpq_too_long_from_name(const char *name)
 {
+	for (int i = 0; corpq_too_long_names[i]; i++)
+		if (strcmp(name, corpq_too_long_names[i]) == 0)
+			return (CorpqTooLong) i;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid on_too_long \"%s\"", name),
+			 errdetail("Valid values: null (a pair longer than the model accepts scores NULL), error.")));
+	pg_unreachable();
+}
+
+/* Whether n tokens fit a side; false or an ERROR (on_too_long) if not. */
+static bool
+side_fits(CorpqScorer *s, const char *side, int n, CorpqTooLong on_too_long)
+{
+	if (n <= s->cfg.max_positions - 1)
+		return true;
+	if (on_too_long == CORPQ_TOO_LONG_ERROR)
+		corpq_scorer_check_length(s, side, n);
+	return false;
+}
+
+bool
+corpq_scorer_encode(CorpqScorer *s, const char *src, int src_len,
+					const char *tgt, int tgt_len, CorpqTooLong on_too_long, cq_pair *p)
+{
+	memset(p, 0, sizeof(*p));
 	p->src = corpq_vocab_encode_text(s->src_vocab, src, src_len, &p->src_len);
+	if (!side_fits(s, "source", p->src_len, on_too_long))
+	{
+		pfree((void *) p->src);
+		memset(p, 0, sizeof(*p));
+		return false;
+	}
 	p->tgt = corpq_vocab_encode_text(s->tgt_vocab, tgt, tgt_len, &p->tgt_len);
-	corpq_scorer_check_length(s, "source", p->src_len);
-	corpq_scorer_check_length(s, "target", p->tgt_len);
+	if (!side_fits(s, "target", p->tgt_len, on_too_long))
+	{
+		pfree((void *) p->src);
+		pfree((void *) p->tgt);
+		memset(p, 0, sizeof(*p));
+		return false;
+	}
 	p->key = corpq_ids_key(corpq_ids_key(0, p->src, p->src_len), p->tgt, p->tgt_len);
+	return true;
 }
 
 /* Grow the output arrays to rows positions and pairs sentences. */
