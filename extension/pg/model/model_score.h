@@ -76,7 +76,9 @@ uint64		corpq_ids_key(uint64 h, const int32 *ids, int n);
 
 /*
  * One forward over pairs (dropout NULL = off); the outputs are s->out, per
- * target position pair after pair, valid until the next call.
+ * target position pair after pair, valid until the next call.  With
+ * corpq.threads above 1 the pairs are shared out to the core's pool in parts
+ * (cq_forward_parallel): the same bits as on one thread.
  */
 void		corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n,
 								 const cq_dropout *dropout);

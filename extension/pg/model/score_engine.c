@@ -8,6 +8,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "common/parallel.h"
 #include "pg/base/errors.h"
 #include "pg/base/base.h"
 #include "pg/model/model_score.h"
@@ -235,9 +236,10 @@ corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropo
 {
 	const cq_model *m;
 	cq_batch_shape shape;
-	cq_error err = {0};
-	cq_code st;
+	cq_error	err = {0};
+	cq_code		st;
 	Size		bytes;
+	int			threads = cq_parallel_threads();
 
 	CHECK_FOR_INTERRUPTS();
 	corpq_blas_ensure();
@@ -246,8 +248,17 @@ corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropo
 	st = cq_batch_shape_of(m, pairs, n, &shape, &err);
 	if (st != CQ_OK)
 		corpq_core_fail(st, "could not score sentence pairs", err.msg);
-	bytes = cq_forward_workspace_bytes(&m->cfg, &shape);
-	/* batched callers cut their batches to fit first (score_batch.c) */
+	/*
+	 * On several threads the pairs go to the pool in parts, each with a
+	 * workspace of its own; the same bits on one thread, which needs less
+	 * (batched callers cut their batches to fit that, score_batch.c).
+	 */
+	bytes = threads > 1 ? cq_forward_parallel_bytes(&m->cfg, pairs, n, threads) : 0;
+	if (threads <= 1 || bytes > corpq_batch_bytes_limit())
+	{
+		threads = 1;
+		bytes = cq_forward_workspace_bytes(&m->cfg, &shape);
+	}
 	if (bytes > corpq_batch_bytes_limit())
 		corpq_batch_too_large(n, "sentence pair", bytes);
 	if (bytes > s->ws_bytes)
@@ -259,7 +270,7 @@ corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropo
 		s->ws_bytes = bytes;
 	}
 	ensure_outputs(s, shape.tgt_positions, n);
-	st = cq_forward(m, pairs, n, dropout, s->ws, s->ws_bytes, &s->out, &err);
+	st = cq_forward_parallel(m, pairs, n, dropout, threads, s->ws, s->ws_bytes, &s->out, &err);
 	if (st != CQ_OK)
 		corpq_core_fail(st, "could not score sentence pairs", err.msg);
 }
