@@ -61,7 +61,8 @@ SELECT corpq.dual_xent('dx_f', 'dx_b', NULL, 'v1') IS NULL AS null_src, corpq.du
 \set VERBOSITY terse
 SELECT corpq.dual_xent('dx_f', 'nope', 'w1', 'v1');
 \set VERBOSITY default
-SELECT corpq.dual_xent('dx_f', 'dx_b', repeat('w1 ', 40), 'v1');
+SELECT corpq.dual_xent('dx_f', 'dx_b', repeat('w1 ', 40), 'v1') IS NULL AS too_long_is_null;
+SELECT corpq.dual_xent('dx_f', 'dx_b', repeat('w1 ', 40), 'v1', 'error');
 
 SELECT corpq.model_drop('dx_f'), corpq.model_drop('dx_b');
 SELECT corpq.vocab_drop('dx_src'), corpq.vocab_drop('dx_tgt');

@@ -162,7 +162,10 @@ SET max_parallel_workers_per_gather = 2;
 CREATE FUNCTION pg_temp.par_check(q text, OUT workers int, OUT same_as_serial boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
-    digest text := 'SELECT md5(string_agg(r::text, E''\n'' ORDER BY r::text)) FROM (' || q || ') r';
+    -- OFFSET 0 keeps q a subquery: its functions are computed below the
+    -- Gather, in the workers (pulled up into the ordered aggregate, they
+    -- would be computed by the leader above it)
+    digest text := 'SELECT md5(string_agg(r::text, E''\n'' ORDER BY r::text)) FROM (' || q || ' OFFSET 0) r';
     plan   jsonb;
     par    text;
     ser    text;

@@ -95,8 +95,9 @@ SELECT corpq.sent_prob('nope', 'a', 'x');
 \set VERBOSITY default
 SELECT corpq.sent_prob('s1@9', 'a', 'x');
 SELECT corpq.sent_prob('s1@9'::corpq.pinned_model, 'a', 'x');
-SELECT corpq.sent_prob('s1', 'a1 a1 a1 a1 a1 a1 a1 a1 a1 a1 a1 a1', 'x');
-SELECT corpq.sent_prob('s1', 'a1', 'x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1');
+SELECT corpq.sent_prob('s1', 'a1 a1 a1 a1 a1 a1 a1 a1 a1 a1 a1 a1', 'x') IS NULL AS too_long_is_null;
+SELECT corpq.sent_prob('s1', 'a1 a1 a1 a1 a1 a1 a1 a1 a1 a1 a1 a1', 'x', 'error');
+SELECT corpq.sent_prob('s1', 'a1', 'x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1', 'error');
 SELECT corpq.sent_prob('s1', 'a1 a1 a1 a1 a1 a1 a1 a1 a1 a1 a1', 'x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1') > 0 AS at_limit;
 SELECT corpq.uncertainty('s1', 'a', 'x', 'entropy');
 SELECT corpq.uncertainty('s1', 'a', 'x', 'enteos', 0);

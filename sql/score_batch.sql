@@ -50,6 +50,15 @@ SELECT count(*) FILTER (WHERE sc.score IS NOT DISTINCT FROM o.lp) AS batched_equ
        count(*) FILTER (WHERE corpq.uncertainty('b1', p.src, p.tgt, 'vartp', 2, 3) IS NOT DISTINCT FROM o.u) AS mc_equal
   FROM corpq.score('b1', 'SELECT id, src, tgt FROM batch_pairs', 'sent_logprob', 16) sc
   JOIN batch_pairs p USING (id) JOIN one_thread o USING (id);
+-- whole batches shared out by pairs (several parts per batch on the pool)
+SELECT b, count(*) FILTER (WHERE sc.score IS NOT DISTINCT FROM o.lp) AS parts_equal
+  FROM unnest('{64,300}'::int[]) b,
+       LATERAL corpq.score('b1', 'SELECT id, src, tgt FROM batch_pairs ORDER BY md5(id::text)', 'sent_logprob', b) sc
+  JOIN one_thread o USING (id)
+ GROUP BY b ORDER BY b;
+SELECT count(*) FILTER (WHERE sc.score IS NOT DISTINCT FROM o.u) AS mc_parts_equal
+  FROM corpq.score('b1', 'SELECT id, src, tgt FROM batch_pairs', 'uncertainty', 300, 'vartp', 2, 3) sc
+  JOIN one_thread o USING (id);
 RESET corpq.threads;
 -- score() errors
 SELECT * FROM corpq.score('b1', 'SELECT src, tgt FROM batch_pairs');
@@ -60,6 +69,7 @@ SELECT * FROM corpq.score('b1', 'SELECT id, src, tgt FROM batch_pairs', 'sent_pr
 SELECT * FROM corpq.score('b1', 'SELECT id, src, tgt FROM batch_pairs', 'uncertainty', 8, 'enteos', 0);
 SELECT * FROM corpq.score('b1', 'SELECT id, src, tgt FROM batch_pairs', 'uncertainty', 8, 'nope');
 SELECT * FROM corpq.score('b1', $$SELECT 1, 'a1', 'x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1'$$);
+SELECT * FROM corpq.score('b1', $$SELECT 1, 'a1', 'x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1'$$, on_too_long => 'error');
 \set VERBOSITY terse
 SELECT * FROM corpq.score('nope', 'SELECT id, src, tgt FROM batch_pairs');
 \set VERBOSITY default

@@ -149,7 +149,10 @@ SET max_parallel_workers_per_gather = 2;
 CREATE FUNCTION pg_temp.par_check(q text, OUT workers int, OUT same_as_serial boolean)
 LANGUAGE plpgsql AS $$
 DECLARE
-    digest text := 'SELECT md5(string_agg(r::text, E''\n'' ORDER BY r::text)) FROM (' || q || ') r';
+    -- OFFSET 0 keeps q a subquery: its functions are computed below the
+    -- Gather, in the workers (pulled up into the ordered aggregate, they
+    -- would be computed by the leader above it)
+    digest text := 'SELECT md5(string_agg(r::text, E''\n'' ORDER BY r::text)) FROM (' || q || ' OFFSET 0) r';
     plan   jsonb;
     par    text;
     ser    text;
@@ -216,6 +219,16 @@ SELECT position('<unk>' IN corpq.translate('tr_m', 'w1 w2 w3', '{"unk_penalty": 
 SELECT corpq.translate('tr_m', repeat('w1 ', 31)) IS NOT NULL AS at_limit;
 SELECT corpq.translate('tr_m', repeat('w1 ', 32));
 SELECT * FROM corpq.translate_rows('tr_m', $$SELECT 1, repeat('w1 ', 40)$$);
+-- skip_too_long (as translate_job's): NULL, no rows, a row with NULLs
+SELECT corpq.translate('tr_m', repeat('w1 ', 32), '{"skip_too_long": true}') IS NULL AS skipped,
+       corpq.translate('tr_m@1'::corpq.pinned_model, repeat('w1 ', 32), '{"skip_too_long": true}') IS NULL AS pinned_skipped,
+       corpq.translate('tr_m', 'w1 w2', '{"skip_too_long": true}') = corpq.translate('tr_m', 'w1 w2') AS short_same,
+       (SELECT count(*) FROM corpq.translate_nbest('tr_m', repeat('w1 ', 32), '{"skip_too_long": true}')) AS nbest_rows;
+SELECT id, hyp IS NULL AS no_hyp, score IS NULL AS no_score, finished IS NULL AS no_finished,
+       hyp IS NOT DISTINCT FROM corpq.translate('tr_m', 'w1 w2') AS short_same
+  FROM corpq.translate_rows('tr_m', $$SELECT 1, repeat('w1 ', 40) UNION ALL SELECT 2, 'w1 w2'$$,
+                            '{"skip_too_long": true}') ORDER BY id;
+SELECT corpq.translate('tr_m', 'w1', '{"skip_too_long": "yes"}');
 
 -- ---- NULLs ----
 SELECT corpq.translate(NULL, 'w1') IS NULL AS a, corpq.translate('tr_m', NULL) IS NULL AS b,

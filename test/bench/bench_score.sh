@@ -11,6 +11,10 @@
 #   - the OpenBLAS core in use, and per-row / batched rates with the default
 #     core against each forced one (corpq.blas_core per session; scoring runs
 #     the row kernel nn/ops/rowgemm.c, so they should agree within noise)
+#   - score() on corpq.threads 1 and 2 against per-row sent_prob under
+#     parallel query (2 workers and the leader), float32 and int8 versions
+#     of `small`, wall time on 4000 pairs, as ratios (issue 40: score() must
+#     not be slower than per-row parallel query on 2 cores); run it alone
 # Prints figures and ratios measured in this run; asserts nothing on time.
 # Usage: bench_score.sh [--quick]
 set -euo pipefail
@@ -208,4 +212,47 @@ for w in (0, 2):
     wall[w] = float(re.search(r"Execution Time: ([0-9.]+) ms", out).group(1)) / 1000
 print("parallel sent_prob over %d rows (wall time, load average %.1f): serial %.1f s, Gather with 2 "
       "workers %.1f s: speed-up %.2fx" % (nrows, os.getloadavg()[0], wall[0], wall[2], wall[0] / wall[2]))
+
+# ---- score() on 1 and 2 threads against per-row parallel query, float32 and
+# int8 (wall time: both use every core; best of 2 interleaved rounds).  The
+# per-row query is what a user gets with the functions' COST: a Gather with
+# 2 workers and the leader scoring too; the settings are written out so the
+# plan does not depend on the table's size.
+if int(psql("SELECT count(*) FROM corpq.models WHERE name = 'small'")) and \
+        int(psql("SELECT latest_version FROM corpq.models WHERE name = 'small'")) < 2:
+    psql("SELECT corpq.model_quantize('small')")
+table = "p30" if QUICK else "p4k"
+nrows = int(psql("SELECT count(*) FROM " + table))
+gather = ["SET parallel_setup_cost = 0", "SET parallel_tuple_cost = 0", "SET min_parallel_table_scan_size = 0",
+          "SET max_parallel_workers_per_gather = 2", "SET parallel_leader_participation = on", "SET jit = off"]
+
+def wall_of(stmts, expect_workers=None):
+    out = psql(*stmts[:-1], "EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF) " + stmts[-1])
+    launched = re.search(r"Workers Launched: (\d+)", out)
+    if expect_workers is not None and (not launched or int(launched.group(1)) != expect_workers):
+        sys.exit("unexpected plan:\n" + out)
+    return float(re.search(r"Execution Time: ([0-9.]+) ms", out).group(1)) / 1000
+
+runs = {}
+for _ in range(2):
+    for prec, v in (("float32", 1), ("int8", 2)):
+        m = "'small@%d'::corpq.pinned_model" % v
+        k = lambda what: (prec, what)
+        t = wall_of(gather + ["SELECT sum(corpq.sent_prob(%s, src, tgt)) FROM %s" % (m, table)], 2)
+        runs[k("rows")] = min(runs.get(k("rows"), 1e30), t)
+        for th in (1, 2):
+            t = wall_of(["SET corpq.threads = %d" % th,
+                         "SELECT count(*) FROM corpq.score('small@%d', 'SELECT id, src, tgt FROM %s')" % (v, table)])
+            runs[k(th)] = min(runs.get(k(th), 1e30), t)
+print("score() against per-row parallel query, %d pairs, wall time (load average %.1f; run alone):"
+      % (nrows, os.getloadavg()[0]))
+print("| version | per-row, 2 workers + leader | score(), threads 1 | score(), threads 2 | "
+      "score() t2 / per-row | score() t1 / per-row | score() t2 / t1 |")
+print("| --- | --- | --- | --- | --- | --- | --- |")
+for prec in ("float32", "int8"):
+    r, t1, t2 = (nrows / runs[(prec, w)] for w in ("rows", 1, 2))
+    print("| %s | %.1f pairs/s | %.1f pairs/s | %.1f pairs/s | %.2f | %.2f | %.2f |"
+          % (prec, r, t1, t2, t2 / r, t1 / r, t2 / t1))
+print("int8 / float32: per-row %.2f, score() threads 1 %.2f, threads 2 %.2f"
+      % tuple(runs[("float32", w)] / runs[("int8", w)] for w in ("rows", 1, 2)))
 PY

@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include "common/parallel.h"
 #include "nn/infer/forward.h"
 
 static cq_model *
@@ -145,4 +146,125 @@ TEST(forward_dropout_modes)
 	CHECK_INT_EQ(run(m, &p, 1, &mc1, &d, &err, 0), CQ_OK);
 	CHECK(memcmp(c.logp, d.logp, 5 * sizeof(float)) != 0);
 	cq_model_free(m);
+}
+
+/* n pairs of random ids (lengths 0 .. max_len, a fixed generator), keyed 1.. */
+static cq_pair *
+random_pairs(int n, int max_len, int vocab, int32_t *ids)
+{
+	cq_pair    *p = calloc(n, sizeof(cq_pair));
+	unsigned	x = 12345;
+
+	for (int i = 0; i < n; i++)
+	{
+		p[i].src_len = (x = x * 1103515245u + 12345u) >> 16 & 0x7fff;
+		p[i].src_len %= max_len + 1;
+		p[i].tgt_len = ((x = x * 1103515245u + 12345u) >> 16 & 0x7fff) % (max_len + 1);
+		p[i].src = ids;
+		p[i].tgt = ids;
+		p[i].key = (uint64_t) i + 1;
+	}
+	for (int i = 0; i < max_len; i++)
+		ids[i] = 4 + (int32_t) (((x = x * 1103515245u + 12345u) >> 16) % (unsigned) (vocab - 4));
+	return p;
+}
+
+/* The outputs of a forward over pairs with threads (1: cq_forward itself). */
+static void
+forward_with(cq_model *m, const cq_pair *pairs, int n, const cq_dropout *dr, int threads,
+			 float *logp, float *ent, double *sent)
+{
+	cq_batch_shape shape;
+	cq_error	err;
+	size_t		bytes;
+	void	   *ws;
+	float	   *pmax;
+	int32_t    *arg;
+	int		   *count = malloc(sizeof(int) * n);
+	cq_forward_out o;
+
+	CHECK_INT_EQ(cq_batch_shape_of(m, pairs, n, &shape, &err), CQ_OK);
+	pmax = malloc(sizeof(float) * shape.tgt_positions);
+	arg = malloc(sizeof(int32_t) * shape.tgt_positions);
+	o = (cq_forward_out) {logp, pmax, ent, arg, sent, count};
+	bytes = cq_forward_parallel_bytes(&m->cfg, pairs, n, threads);
+	ws = malloc(bytes);
+	CHECK_INT_EQ(cq_forward_parallel(m, pairs, n, dr, threads, ws, bytes, &o, &err), CQ_OK);
+	if (threads > 1)
+		CHECK_INT_EQ(cq_forward_parallel(m, pairs, n, dr, threads, ws, bytes - 1, &o, &err),
+					 CQ_EINTERNAL);
+	free(ws);
+	free(pmax);
+	free(arg);
+	free(count);
+}
+
+/*
+ * A batch shared out by pairs (cq_forward_parallel) gives every pair the
+ * bits of the one-thread forward, float32 and int8, dropout off and Monte
+ * Carlo, on 2, 3 and 5 threads, and on a batch small enough for one part.
+ */
+TEST(forward_parallel_same_bits)
+{
+	int32_t		ids[40];
+	cq_pair    *pairs = random_pairs(48, 30, 40, ids);
+	int			saved = cq_parallel_threads();
+	cq_dropout	mc = {CQ_DROPOUT_MC, 9, 2};
+
+	for (int int8 = 0; int8 <= 1; int8++)
+	{
+		cq_model_config c;
+		cq_model   *m = NULL;
+		cq_error	err;
+		cq_batch_shape shape;
+
+		CHECK_INT_EQ(cq_config_preset("tiny", 40, 45, &c, &err), CQ_OK);
+		c.max_positions = 32;
+		c.precision = int8 ? CQ_PRECISION_INT8 : CQ_PRECISION_FLOAT32;
+		CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
+		cq_model_init_random(m, 3);
+		CHECK_INT_EQ(cq_model_pack(m, &err), CQ_OK);
+		CHECK_INT_EQ(cq_batch_shape_of(m, pairs, 48, &shape, &err), CQ_OK);
+		/* one thread: the plain forward's workspace */
+		CHECK_INT_EQ(cq_forward_parallel_bytes(&m->cfg, pairs, 48, 1),
+					 cq_forward_workspace_bytes(&m->cfg, &shape));
+		for (int d = 0; d <= 1; d++)
+			for (int n = 2; n <= 48; n += 46)
+			{
+				long		rows = 0;
+				float	   *l1,
+						   *e1,
+						   *l2,
+						   *e2;
+				double		s1[48],
+							s2[48];
+
+				for (int i = 0; i < n; i++)
+					rows += pairs[i].tgt_len + 1;
+				l1 = malloc(sizeof(float) * rows);
+				e1 = malloc(sizeof(float) * rows);
+				l2 = malloc(sizeof(float) * rows);
+				e2 = malloc(sizeof(float) * rows);
+				cq_parallel_set_threads(1);
+				forward_with(m, pairs, n, d ? &mc : NULL, 1, l1, e1, s1);
+				for (int t = 2; t <= 5; t += t == 2 ? 1 : 2)
+				{
+					cq_parallel_set_threads(t);
+					memset(l2, 0, sizeof(float) * rows);
+					forward_with(m, pairs, n, d ? &mc : NULL, t, l2, e2, s2);
+					if (memcmp(l1, l2, sizeof(float) * rows) != 0 ||
+						memcmp(e1, e2, sizeof(float) * rows) != 0 ||
+						memcmp(s1, s2, sizeof(double) * n) != 0)
+						unit_fail(__FILE__, __LINE__, "int8 %d, dropout %d, %d pairs: %d threads differ from 1",
+								  int8, d, n, t);
+				}
+				free(l1);
+				free(e1);
+				free(l2);
+				free(e2);
+			}
+		cq_model_free(m);
+	}
+	cq_parallel_set_threads(saved);
+	free(pairs);
 }

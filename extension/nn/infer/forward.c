@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/carve.h"
+#include "common/parallel.h"
 #include "nn/layers/block.h"
 
 /* The workspace, carved in this order. */
@@ -198,6 +199,31 @@ score(batch *bt, const cq_forward_out *out)
 	}
 }
 
+/* Score a batch already checked (shape is its shape) on a workspace of its size. */
+static void
+forward_checked(const cq_model *m, const cq_pair *pairs, int n, const cq_batch_shape *shape,
+				const cq_dropout *dropout, void *workspace_mem, const cq_forward_out *out)
+{
+	batch		bt = {m, pairs, n};
+
+	if (dropout && dropout->mode == CQ_DROPOUT_MC)
+		bt.drop = (cq_dropout_stream) {true, dropout->seed, dropout->pass, 0};
+	carve(&m->cfg, shape, workspace_mem, &bt.w);
+	bt.ns = shape->src_positions;
+	bt.nt = shape->tgt_positions;
+	encode_decode(&bt);
+	score(&bt, out);
+}
+
+static cq_code
+check_outputs(const cq_forward_out *out, cq_error *err)
+{
+	if (!out || !out->logp || !out->p_max || !out->entropy || !out->sent_logp ||
+		!out->sent_count)
+		return cq_fail(err, CQ_EINVAL, "an output array is missing");
+	return CQ_OK;
+}
+
 cq_code
 cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
 		   const cq_dropout *dropout, void *workspace_mem, size_t ws_bytes,
@@ -206,7 +232,6 @@ cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
 	cq_batch_shape shape;
 	cq_code s = cq_batch_shape_of(m, pairs, n_pairs, &shape, err);
 	size_t		need;
-	batch		bt = {m, pairs, n_pairs};
 
 	if (s)
 		return s;
@@ -215,15 +240,188 @@ cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
 		return cq_fail(err, CQ_EINTERNAL,
 						  "workspace of %zu bytes is too small, the batch needs %zu",
 						  ws_bytes, need);
-	if (!out || !out->logp || !out->p_max || !out->entropy || !out->sent_logp ||
-		!out->sent_count)
-		return cq_fail(err, CQ_EINVAL, "an output array is missing");
-	if (dropout && dropout->mode == CQ_DROPOUT_MC)
-		bt.drop = (cq_dropout_stream) {true, dropout->seed, dropout->pass, 0};
-	carve(&m->cfg, &shape, workspace_mem, &bt.w);
-	bt.ns = shape.src_positions;
-	bt.nt = shape.tgt_positions;
-	encode_decode(&bt);
-	score(&bt, out);
+	if ((s = check_outputs(out, err)) != CQ_OK)
+		return s;
+	forward_checked(m, pairs, n_pairs, &shape, dropout, workspace_mem, out);
+	return CQ_OK;
+}
+
+/* ---- a batch shared out to the pool ------------------------------------ */
+
+/*
+ * The plan of a parallel forward: parts [bounds[k], bounds[k + 1]) of the
+ * pairs, contiguous and of about equal work, run by `lanes` parts of the
+ * pool, each with a workspace of lane_bytes.  A lane takes the next part
+ * until none is left, so a lane whose thread is held up leaves its parts to
+ * the others.
+ */
+typedef struct plan
+{
+	int			parts;
+	int			lanes;
+	int			bounds[CQ_FORWARD_MAX_PARTS + 1];
+	size_t		lane_bytes;
+} plan;
+
+/* Multiply-adds of one pair, roughly: the weight products and attention. */
+static double
+pair_work(const cq_model_config *c, const cq_pair *p)
+{
+	double		d = c->d_model,
+				f = c->ffn_dim,
+				ls = p->src_len + 1,
+				lt = p->tgt_len + 1;
+	double		enc = c->encoder_layers * (ls * (4 * d * d + 2 * d * f) + 2 * ls * ls * d);
+	double		dec = c->decoder_layers * (lt * (6 * d * d + 2 * d * f) + ls * 2 * d * d +
+										   2 * lt * lt * d + 2 * lt * ls * d);
+
+	return enc + dec + lt * d * c->tgt_vocab_size;
+}
+
+/* The shape of pairs[lo, hi) (checked before: cannot fail). */
+static cq_batch_shape
+shape_of(const cq_pair *pairs, int lo, int hi)
+{
+	cq_batch_shape s = {hi - lo};
+
+	for (int b = lo; b < hi; b++)
+	{
+		const cq_pair *p = &pairs[b];
+
+		s.src_positions += p->src_len + 1;
+		s.tgt_positions += p->tgt_len + 1;
+		s.max_src = p->src_len + 1 > s.max_src ? p->src_len + 1 : s.max_src;
+		s.max_tgt = p->tgt_len + 1 > s.max_tgt ? p->tgt_len + 1 : s.max_tgt;
+	}
+	return s;
+}
+
+/* Cut pairs[0, n) into pl->parts contiguous parts of about equal work. */
+static void
+cut_parts(const cq_model_config *c, const cq_pair *pairs, int n, plan *pl)
+{
+	double		total = 0,
+				done = 0;
+	int			k = 1;
+
+	for (int b = 0; b < n; b++)
+		total += pair_work(c, &pairs[b]);
+	pl->bounds[0] = 0;
+	for (int b = 0; b < n && k < pl->parts; b++)
+	{
+		done += pair_work(c, &pairs[b]);
+		/* close part k - 1 after b once it holds its share, leaving a pair per part to come */
+		if ((done >= total * k / pl->parts || n - (b + 1) == pl->parts - k) && b + 1 < n)
+			pl->bounds[k++] = b + 1;
+	}
+	pl->parts = k;
+	pl->bounds[k] = n;
+}
+
+static void
+make_plan(const cq_model_config *c, const cq_pair *pairs, int n, int threads, plan *pl)
+{
+	long		rows = 0;
+	int			want;
+
+	for (int b = 0; b < n; b++)
+		rows += pairs[b].tgt_len + 1;
+	/*
+	 * Up to 2 parts per thread, so that a thread held up by the machine
+	 * leaves work to the others, but parts of CQ_FORWARD_PART_ROWS target
+	 * positions or more: each part reads all the weights once.
+	 */
+	want = rows / CQ_FORWARD_PART_ROWS;
+	want = want > 2 * threads ? 2 * threads : want;
+	want = want < threads ? threads : want;
+	want = want > n ? n : want;
+	pl->parts = threads <= 1 || n < 2 ? 1 : want > CQ_FORWARD_MAX_PARTS ? CQ_FORWARD_MAX_PARTS : want;
+	cut_parts(c, pairs, n, pl);
+	pl->lanes = pl->parts < threads ? pl->parts : threads;
+	pl->lane_bytes = 0;
+	for (int k = 0; k < pl->parts; k++)
+	{
+		cq_batch_shape s = shape_of(pairs, pl->bounds[k], pl->bounds[k + 1]);
+		size_t		b = (cq_forward_workspace_bytes(c, &s) + 63) / 64 * 64;
+
+		pl->lane_bytes = b > pl->lane_bytes ? b : pl->lane_bytes;
+	}
+}
+
+size_t
+cq_forward_parallel_bytes(const cq_model_config *cfg, const cq_pair *pairs, int n_pairs,
+						  int threads)
+{
+	plan		pl;
+
+	if (n_pairs < 1 || !pairs)
+		return 0;
+	make_plan(cfg, pairs, n_pairs, threads, &pl);
+	return pl.lane_bytes * pl.lanes;
+}
+
+/* What the lanes share: the plan, the batch, where the next part is. */
+typedef struct lanes_job
+{
+	const plan *pl;
+	const cq_model *m;
+	const cq_pair *pairs;
+	const cq_dropout *dropout;
+	char	   *ws;
+	const cq_forward_out *out;
+	const long *row0;			/* [parts] first output row of each part */
+	int			next;			/* the next part to take (atomic) */
+} lanes_job;
+
+static void
+run_lane(void *arg, int lane, int nlanes)
+{
+	lanes_job  *j = arg;
+	int			k;
+
+	while ((k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->pl->parts)
+	{
+		int			lo = j->pl->bounds[k],
+					hi = j->pl->bounds[k + 1];
+		cq_batch_shape s = shape_of(j->pairs, lo, hi);
+		long		r = j->row0[k];
+		cq_forward_out o = {
+			j->out->logp + r, j->out->p_max + r, j->out->entropy + r,
+			j->out->argmax ? j->out->argmax + r : NULL,
+			j->out->sent_logp + lo, j->out->sent_count + lo
+		};
+
+		forward_checked(j->m, j->pairs + lo, hi - lo, &s, j->dropout,
+						j->ws + (size_t) lane * j->pl->lane_bytes, &o);
+	}
+}
+
+cq_code
+cq_forward_parallel(const cq_model *m, const cq_pair *pairs, int n_pairs,
+					const cq_dropout *dropout, int threads, void *workspace_mem,
+					size_t ws_bytes, const cq_forward_out *out, cq_error *err)
+{
+	cq_batch_shape shape;
+	cq_code s = cq_batch_shape_of(m, pairs, n_pairs, &shape, err);
+	plan		pl;
+	long		row0[CQ_FORWARD_MAX_PARTS];
+	lanes_job	j = {&pl, m, pairs, dropout, workspace_mem, out, row0, 0};
+
+	if (s)
+		return s;
+	make_plan(&m->cfg, pairs, n_pairs, threads, &pl);
+	if (pl.parts == 1)
+		return cq_forward(m, pairs, n_pairs, dropout, workspace_mem, ws_bytes, out, err);
+	if (!workspace_mem || ws_bytes < pl.lane_bytes * pl.lanes)
+		return cq_fail(err, CQ_EINTERNAL,
+						  "workspace of %zu bytes is too small, the batch needs %zu",
+						  ws_bytes, pl.lane_bytes * pl.lanes);
+	if ((s = check_outputs(out, err)) != CQ_OK)
+		return s;
+	row0[0] = 0;
+	for (int k = 1; k < pl.parts; k++)
+		row0[k] = row0[k - 1] + shape_of(pairs, pl.bounds[k - 1], pl.bounds[k]).tgt_positions;
+	/* a part's products run inline on its thread (common/parallel.h) */
+	cq_parallel_run(run_lane, &j, pl.lanes);
 	return CQ_OK;
 }

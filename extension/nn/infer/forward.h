@@ -89,4 +89,26 @@ cq_code cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
 						const cq_dropout *dropout, void *workspace, size_t ws_bytes,
 						const cq_forward_out *out, cq_error *err);
 
+/*
+ * The same forward shared out to the thread pool (common/parallel.h) by
+ * pairs: the batch is cut into contiguous parts of about equal work (at
+ * most 2 per thread, of CQ_FORWARD_PART_ROWS target positions or more), and
+ * each of up to `threads` lanes runs whole forwards of the parts it takes,
+ * on a workspace of its own, the products inline.  One join per call,
+ * against one per product chunk when a single forward splits its products
+ * (hundreds per batch), and every step of the forward in parallel, not only
+ * the products.  Each pair's outputs are the bits cq_forward gives it (a
+ * pair's result never depends on its batch).  threads 1 (or one pair) is
+ * cq_forward.  The workspace: cq_forward_parallel_bytes for the same pairs
+ * and threads (`threads` times the largest part's).  Cancel points: none
+ * inside (a part may not poll); callers poll between batches.
+ */
+#define CQ_FORWARD_PART_ROWS 256
+#define CQ_FORWARD_MAX_PARTS 64
+size_t		cq_forward_parallel_bytes(const cq_model_config *cfg, const cq_pair *pairs,
+									  int n_pairs, int threads);
+cq_code cq_forward_parallel(const cq_model *m, const cq_pair *pairs, int n_pairs,
+								 const cq_dropout *dropout, int threads, void *workspace,
+								 size_t ws_bytes, const cq_forward_out *out, cq_error *err);
+
 #endif

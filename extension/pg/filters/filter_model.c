@@ -6,8 +6,17 @@
  * here, so they cannot disagree on a pair: the score is the one
  * corpq_dual_xent_score() computes (the same bits alone or in a batch) and
  * the rule is the one below.
+ *
+ * A pair longer than a model accepts has no score (NaN here, NULL from
+ * corpq.dual_xent()), and the filter rejects it: the filter keeps the pairs
+ * the models vouch for, and they cannot vouch for a pair they could not
+ * read; it is the decision of WHERE corpq.dual_xent(...) >= threshold,
+ * whose NULL drops the row.  The spec's on_too_long "error" makes it an
+ * ERROR instead.
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "pg/filters/filter_spec.h"
 
@@ -16,6 +25,8 @@ bool
 filter_model_keeps(const FilterSpec *s, double score)
 {
 	Assert(s->model);
+	if (isnan(score))
+		return false;			/* no score: rejected (above) */
 	return score >= s->args.threshold;
 }
 
@@ -24,6 +35,7 @@ filter_model_scores(FilterList *list, int i, const cq_pair *pairs, int n, double
 {
 	FilterSpec *s = &list->items[i];
 	CorpqTextPair *texts;
+	bool	   *null;
 
 	Assert(s->model);
 	if (n <= 0)
@@ -32,6 +44,7 @@ filter_model_scores(FilterList *list, int i, const cq_pair *pairs, int n, double
 	if (s->scorer == NULL)
 		s->scorer = corpq_dual_xent_create(list->cxt);
 	texts = palloc(sizeof(CorpqTextPair) * n);
+	null = palloc(sizeof(bool) * n);
 	for (int j = 0; j < n; j++)
 	{
 		texts[j].src = pairs[j].src.s;
@@ -40,8 +53,13 @@ filter_model_scores(FilterList *list, int i, const cq_pair *pairs, int n, double
 		texts[j].tgt_len = (int) pairs[j].tgt.bytes;
 	}
 	/* the parser pinned the names: resolve them as pinned versions */
-	corpq_dual_xent_score(s->scorer, s->args.forward, s->args.backward, true, texts, n, out);
+	corpq_dual_xent_score(s->scorer, s->args.forward, s->args.backward, true,
+						  (CorpqTooLong) s->args.on_too_long, texts, n, out, null, NULL);
+	for (int j = 0; j < n; j++)
+		if (null[j])
+			out[j] = NAN;
 	pfree(texts);
+	pfree(null);
 }
 
 void

@@ -90,13 +90,16 @@ static const CorpqOption langid_rows[] = {
 /*
  * The score is in (0, 1] and its scale depends on the models and the data
  * (no default would mean the same for two pairs of models): the threshold
- * must be given.
+ * must be given.  on_too_long: a pair longer than a model accepts has no
+ * score, and the filter rejects it ("null"), or it is an ERROR ("error").
  */
 static const CorpqOption dual_xent_rows[] = {
 	{.key = "forward", ARG(forward), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
 	 .valid = corpq_option_nonempty, .expected = "a model (src -> tgt) name or name@N"},
 	{.key = "backward", ARG(backward), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
 	 .valid = corpq_option_nonempty, .expected = "a model (tgt -> src) name or name@N"},
+	{.key = "on_too_long", ARG(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
+	 .def = CORPQ_TOO_LONG_NULL},
 	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER, .flags = CORPQ_OPT_UNSET,
 	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1},
 	{0}

@@ -41,6 +41,7 @@ typedef struct FilterArgs
 	int			max_length;
 	char	   *forward;		/* dual_xent: model names, "name@N" once parsed */
 	char	   *backward;
+	int			on_too_long;	/* dual_xent: CorpqTooLong */
 } FilterArgs;
 
 typedef struct FilterSpec
@@ -94,6 +95,8 @@ bool		filter_model_keeps(const FilterSpec *s, double score);
 /*
  * The scores of model filter list->items[i] for n pairs into out[n], in
  * batches (filter_model.c); the same bits for a pair alone or in any batch.
+ * A pair the models cannot score (a side longer than they accept, with
+ * on_too_long "null") gets NaN, which filter_model_keeps() rejects.
  */
 void		filter_model_scores(FilterList *list, int i, const cq_pair *pairs, int n,
 								double *out);

@@ -87,50 +87,69 @@ cmp_length(const void *a, const void *b)
 }
 
 /*
- * h[i] = -log P(y | x) / (|y| + 1) for each pair, with (x, y) = (src, tgt),
- * or (tgt, src) when reverse; scratch memory in CurrentMemoryContext.
+ * h[i] = -log P(y | x) / (|y| + 1) and positions[i] = |y| + 1 for each pair
+ * not null[i], with (x, y) = (src, tgt), or (tgt, src) when reverse; a pair
+ * too long for the model gets null[i] (or an ERROR, on_too_long).  Scratch
+ * memory in CurrentMemoryContext.
  */
 static void
-cross_entropies(CorpqScorer *s, const char *spec, bool pinned, const CorpqTextPair *pairs,
-				int n, bool reverse, double *h)
+cross_entropies(CorpqScorer *s, const char *spec, bool pinned, CorpqTooLong on_too_long,
+				const CorpqTextPair *pairs, int n, bool reverse, double *h, int *positions,
+				bool *null)
 {
 	cq_pair    *enc = palloc(sizeof(cq_pair) * n);
 	cq_pair   **order = palloc(sizeof(cq_pair *) * n);
 	cq_pair    *batch = palloc(sizeof(cq_pair) * Min(n, DUAL_BATCH));
+	int		   *row = palloc(sizeof(int) * n);	/* enc[j] is pairs[row[j]] */
+	int			m = 0;
 
 	corpq_scorer_use(s, spec, pinned);
 	for (int i = 0; i < n; i++)
 	{
 		const CorpqTextPair *p = &pairs[i];
+		bool		fits;
 
 		CHECK_FOR_INTERRUPTS();
+		if (null[i])
+			continue;
 		if (reverse)
-			corpq_scorer_encode(s, p->tgt, p->tgt_len, p->src, p->src_len, &enc[i]);
+			fits = corpq_scorer_encode(s, p->tgt, p->tgt_len, p->src, p->src_len, on_too_long, &enc[m]);
 		else
-			corpq_scorer_encode(s, p->src, p->src_len, p->tgt, p->tgt_len, &enc[i]);
-		order[i] = &enc[i];
+			fits = corpq_scorer_encode(s, p->src, p->src_len, p->tgt, p->tgt_len, on_too_long, &enc[m]);
+		if (!fits)
+		{
+			null[i] = true;
+			continue;
+		}
+		row[m] = i;
+		if (positions)
+			positions[i] = enc[m].tgt_len + 1;
+		order[m] = &enc[m];
+		m++;
 	}
 	/* similar lengths together: smaller attention blocks, same results */
-	qsort(order, n, sizeof(cq_pair *), cmp_length);
-	for (int b = 0, nb; b < n; b += nb)
+	qsort(order, m, sizeof(cq_pair *), cmp_length);
+	for (int b = 0, nb; b < m; b += nb)
 	{
-		nb = corpq_scorer_batch_cut(s, (const cq_pair *const *) order + b, n - b, DUAL_BATCH, 0);
+		nb = corpq_scorer_batch_cut(s, (const cq_pair *const *) order + b, m - b, DUAL_BATCH, 0);
 		for (int i = 0; i < nb; i++)
 			batch[i] = *order[b + i];
 		corpq_scorer_forward(s, batch, nb, NULL);
 		for (int i = 0; i < nb; i++)
-			h[order[b + i] - enc] = -s->out.sent_logp[i] / s->out.sent_count[i];
+			h[row[order[b + i] - enc]] = -s->out.sent_logp[i] / s->out.sent_count[i];
 	}
 }
 
 void
 corpq_dual_xent_score(CorpqDualXent *d, const char *forward, const char *backward,
-					  bool pinned, const CorpqTextPair *pairs, int n, double *out)
+					  bool pinned, CorpqTooLong on_too_long, const CorpqTextPair *pairs,
+					  int n, double *out, bool *null, CorpqScoreCounts *counts)
 {
 	MemoryContext scratch;
 	MemoryContext old;
 	double	   *ha;
 	double	   *hb;
+	int		   *positions;
 
 	if (n <= 0)
 		return;
@@ -140,10 +159,22 @@ corpq_dual_xent_score(CorpqDualXent *d, const char *forward, const char *backwar
 	old = MemoryContextSwitchTo(scratch);
 	ha = palloc(sizeof(double) * n);
 	hb = palloc(sizeof(double) * n);
-	cross_entropies(d->forward, forward, pinned, pairs, n, false, ha);
-	cross_entropies(d->backward, backward, pinned, pairs, n, true, hb);
+	positions = palloc(sizeof(int) * n);	/* the forward's: the tokens counted */
+	memset(null, 0, sizeof(bool) * n);
+	cross_entropies(d->forward, forward, pinned, on_too_long, pairs, n, false, ha, positions, null);
+	cross_entropies(d->backward, backward, pinned, on_too_long, pairs, n, true, hb, NULL, null);
 	for (int i = 0; i < n; i++)
-		out[i] = exp(-(fabs(ha[i] - hb[i]) + 0.5 * (ha[i] + hb[i])));
+	{
+		if (!null[i])
+			out[i] = exp(-(fabs(ha[i] - hb[i]) + 0.5 * (ha[i] + hb[i])));
+		if (counts)
+		{
+			counts->rows++;
+			counts->scored += !null[i];
+			counts->too_long += null[i];
+			counts->tokens += null[i] ? 0 : positions[i];
+		}
+	}
 	MemoryContextSwitchTo(old);
 	MemoryContextDelete(scratch);
 }
@@ -155,13 +186,18 @@ dual_xent(FunctionCallInfo fcinfo, bool pinned)
 	text	   *tgt = PG_GETARG_TEXT_PP(3);
 	CorpqTextPair p = {VARDATA_ANY(src), VARSIZE_ANY_EXHDR(src),
 	VARDATA_ANY(tgt), VARSIZE_ANY_EXHDR(tgt)};
+	CorpqTooLong on_too_long = corpq_too_long_from_name(text_to_cstring(PG_GETARG_TEXT_PP(4)));
 	double		r;
+	bool		null;
 
 	/* kept across the calls of a query: names resolve once */
 	if (fcinfo->flinfo->fn_extra == NULL)
 		fcinfo->flinfo->fn_extra = corpq_dual_xent_create(fcinfo->flinfo->fn_mcxt);
 	corpq_dual_xent_score(fcinfo->flinfo->fn_extra, text_to_cstring(PG_GETARG_TEXT_PP(0)),
-						  text_to_cstring(PG_GETARG_TEXT_PP(1)), pinned, &p, 1, &r);
+						  text_to_cstring(PG_GETARG_TEXT_PP(1)), pinned, on_too_long, &p, 1,
+						  &r, &null, NULL);
+	if (null)
+		PG_RETURN_NULL();
 	PG_RETURN_FLOAT8(r);
 }
 
@@ -192,6 +228,8 @@ typedef struct ScoresRun
 	CorpqDualXent *d;
 	const char *forward;		/* name@N, pinned when the call started */
 	const char *backward;
+	CorpqTooLong on_too_long;
+	CorpqScoreCounts counts;
 	ReturnSetInfo *rsinfo;
 } ScoresRun;
 
@@ -203,6 +241,7 @@ scores_chunk(void *arg, const CorpqBatch *batch)
 	int			n = (int) batch->n;
 	CorpqTextPair *pairs = palloc(sizeof(CorpqTextPair) * n);
 	double	   *scores = palloc(sizeof(double) * n);
+	bool	   *null = palloc(sizeof(bool) * n);
 	int		   *at = palloc(sizeof(int) * n);	/* row -> its pair, -1: NULL */
 	int			m = 0;
 
@@ -213,32 +252,38 @@ scores_chunk(void *arg, const CorpqBatch *batch)
 		at[i] = corpq_batch_text(batch, i, 2, &p->src, &p->src_len) &&
 			corpq_batch_text(batch, i, 3, &p->tgt, &p->tgt_len) ? m++ : -1;
 	}
-	corpq_dual_xent_score(r->d, r->forward, r->backward, true, pairs, m, scores);
+	r->counts.rows += n - m;
+	r->counts.null_pairs += n - m;
+	corpq_dual_xent_score(r->d, r->forward, r->backward, true, r->on_too_long, pairs, m,
+						  scores, null, &r->counts);
 	for (int i = 0; i < n; i++)
 	{
 		int64		id = 0;
 		bool		id_null = !corpq_batch_int64(batch, i, 1, &id);
-		Datum		values[2] = {Int64GetDatum(id), Float8GetDatum(at[i] < 0 ? 0 : scores[at[i]])};
-		bool		nulls[2] = {id_null, at[i] < 0};
+		bool		no_score = at[i] < 0 || null[at[i]];
+		Datum		values[2] = {Int64GetDatum(id), Float8GetDatum(no_score ? 0 : scores[at[i]])};
+		bool		nulls[2] = {id_null, no_score};
 
 		tuplestore_putvalues(r->rsinfo->setResult, r->rsinfo->setDesc, values, nulls);
 	}
 }
 
 /*
- * corpq.dual_xent_scores(forward, backward, corpus): every row of a corpus
- * query (id, src, tgt) scored in batches; the values equal dual_xent()'s.
+ * corpq.dual_xent_scores(forward, backward, corpus, on_too_long): every row
+ * of a corpus query (id, src, tgt) scored in batches; the values equal
+ * dual_xent()'s.
  */
 Datum
 corpq_dual_xent_scores(PG_FUNCTION_ARGS)
 {
-	static const char *const arg_names[] = {"forward", "backward", "corpus"};
-	ScoresRun	run;
+	static const char *const arg_names[] = {"forward", "backward", "corpus", "on_too_long"};
+	ScoresRun	run = {0};
 
 	/* not STRICT: a NULL argument is an error, not an empty result */
 	for (int i = 0; i < PG_NARGS(); i++)
 		corpq_require_arg(fcinfo, i, arg_names[i]);
 	corpq_require_utf8();
+	run.on_too_long = corpq_too_long_from_name(text_to_cstring(PG_GETARG_TEXT_PP(3)));
 	/* the versions of the call's start, whatever is committed meanwhile */
 	run.forward = corpq_model_pin(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	run.backward = corpq_model_pin(text_to_cstring(PG_GETARG_TEXT_PP(1)));
@@ -247,5 +292,6 @@ corpq_dual_xent_scores(PG_FUNCTION_ARGS)
 	run.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	(void) corpq_query_stream(text_to_cstring(PG_GETARG_TEXT_PP(2)), &corpus_spec,
 							  DUAL_CHUNK, scores_chunk, &run);
+	corpq_notice_too_long(&run.counts, psprintf("model \"%s\" or \"%s\"", run.forward, run.backward));
 	return (Datum) 0;
 }

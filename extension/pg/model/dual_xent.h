@@ -13,6 +13,8 @@
 
 #include "postgres.h"
 
+#include "pg/model/too_long.h"
+
 /* A forward and a backward scorer; resolved names stick for its lifetime. */
 typedef struct CorpqDualXent CorpqDualXent;
 
@@ -35,10 +37,15 @@ void		corpq_dual_xent_free(CorpqDualXent *d);
  * The scores of n pairs into out[n], with models forward (src -> tgt) and
  * backward (tgt -> src): names ("m", "m@3"), or with pinned "name@N" only.
  * Each direction encodes the pairs, orders them by length and runs them in
- * batches cut to corpq.max_batch_mb; scratch memory is freed on return.
+ * batches cut to corpq.max_batch_mb; scratch memory is freed on return.  A
+ * pair with a side longer than either model accepts is an ERROR
+ * (CORPQ_TOO_LONG_ERROR) or gets null[i] = true and no score; the others
+ * null[i] = false.  counts (may be NULL) gets the pairs added up.
  */
 void		corpq_dual_xent_score(CorpqDualXent *d, const char *forward, const char *backward,
-								  bool pinned, const CorpqTextPair *pairs, int n, double *out);
+								  bool pinned, CorpqTooLong on_too_long,
+								  const CorpqTextPair *pairs, int n, double *out, bool *null,
+								  CorpqScoreCounts *counts);
 
 /*
  * spec ("name" or "name@N") as "name@N" with the version it names now (the

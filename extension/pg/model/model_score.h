@@ -18,6 +18,7 @@
 #include "nn/infer/forward.h"
 #include "nn/infer/uncertainty.h"
 #include "pg/model/model_catalog.h"
+#include "pg/model/too_long.h"
 #include "pg/text/text_catalog.h"
 
 typedef struct CorpqResolved
@@ -51,12 +52,15 @@ void		corpq_scorer_use(CorpqScorer *s, const char *spec, bool pinned);
 
 /*
  * Encode a pair with the current model's vocabularies into p (ids palloc'd
- * in CurrentMemoryContext).  ERROR naming the limit when a side is longer
- * than max_positions - 1 tokens.  p->key is a hash of the ids, so a pair's
- * dropout masks depend on its content only, never on its batch.
+ * in CurrentMemoryContext).  A side longer than max_positions - 1 tokens is
+ * an ERROR naming the limit (CORPQ_TOO_LONG_ERROR) or makes it return false
+ * with nothing in p (CORPQ_TOO_LONG_NULL); true when p can be scored.
+ * p->key is a hash of the ids, so a pair's dropout masks depend on its
+ * content only, never on its batch.
  */
-void		corpq_scorer_encode(CorpqScorer *s, const char *src, int src_len,
-								const char *tgt, int tgt_len, cq_pair *p);
+bool		corpq_scorer_encode(CorpqScorer *s, const char *src, int src_len,
+								const char *tgt, int tgt_len, CorpqTooLong on_too_long,
+								cq_pair *p);
 
 /*
  * ERROR (program_limit_exceeded) naming the current model's limit when a
@@ -72,7 +76,9 @@ uint64		corpq_ids_key(uint64 h, const int32 *ids, int n);
 
 /*
  * One forward over pairs (dropout NULL = off); the outputs are s->out, per
- * target position pair after pair, valid until the next call.
+ * target position pair after pair, valid until the next call.  With
+ * corpq.threads above 1 the pairs are shared out to the core's pool in parts
+ * (cq_forward_parallel): the same bits as on one thread.
  */
 void		corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n,
 								 const cq_dropout *dropout);
@@ -108,5 +114,48 @@ void		corpq_check_passes(int32 passes);
 void		corpq_scorer_uncertainty(CorpqScorer *s, const cq_pair *pairs, int n,
 									 cq_uncertainty measure, int passes, uint64 seed,
 									 double *out);
+
+/* ---- scoring rows in batches: score(), and a job's chunks ---- */
+
+/* What a batch of pairs is scored for. */
+typedef enum CorpqScoreWhat
+{
+	CORPQ_SCORE_SENT_PROB,
+	CORPQ_SCORE_SENT_LOGPROB,
+	CORPQ_SCORE_UNCERTAINTY
+} CorpqScoreWhat;
+
+/* The score named name (sent_prob, sent_logprob, uncertainty); ERROR listing them. */
+CorpqScoreWhat corpq_score_what_from_name(const char *name);
+
+typedef struct CorpqScoreArgs
+{
+	CorpqScoreWhat what;
+	int			batch_size;		/* pairs per forward, at most */
+	cq_uncertainty measure;		/* uncertainty only */
+	int			passes;
+	uint64		seed;
+	CorpqTooLong on_too_long;
+} CorpqScoreArgs;
+
+/* One pair of a chunk: its text in, its score out. */
+typedef struct CorpqScoreRow
+{
+	const char *src;			/* NULL: a NULL side, no score */
+	int			src_len;
+	const char *tgt;			/* NULL: a NULL side, no score */
+	int			tgt_len;
+	bool		null;			/* out: no score (a NULL side, or too long) */
+	double		score;			/* out, when not null */
+} CorpqScoreRow;
+
+/*
+ * Score rows[0..n) with the scorer's current model (corpq_scorer_use): the
+ * pairs are encoded, ordered by length and scored a->batch_size at a time
+ * (cut to corpq.max_batch_mb); every row gets the bits the per-row function
+ * gives it.  Adds to *counts.  Scratch memory is freed on return.
+ */
+void		corpq_score_rows(CorpqScorer *s, const CorpqScoreArgs *a, CorpqScoreRow *rows,
+							 int n, CorpqScoreCounts *counts);
 
 #endif

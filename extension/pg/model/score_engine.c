@@ -8,6 +8,7 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "common/parallel.h"
 #include "pg/base/errors.h"
 #include "pg/base/base.h"
 #include "pg/model/model_score.h"
@@ -109,15 +110,54 @@ corpq_scorer_check_length(CorpqScorer *s, const char *side, int n)
 						 s->cfg.max_positions)));
 }
 
-void
-corpq_scorer_encode(CorpqScorer *s, const char *src, int src_len,
-					const char *tgt, int tgt_len, cq_pair *p)
+const char *const corpq_too_long_names[] = {"null", "error", NULL};
+
+CorpqTooLong
+corpq_too_long_from_name(const char *name)
 {
+	for (int i = 0; corpq_too_long_names[i]; i++)
+		if (strcmp(name, corpq_too_long_names[i]) == 0)
+			return (CorpqTooLong) i;
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("invalid on_too_long \"%s\"", name),
+			 errdetail("Valid values: null (a pair longer than the model accepts scores NULL), error.")));
+	pg_unreachable();
+}
+
+/* Whether n tokens fit a side; false or an ERROR (on_too_long) if not. */
+static bool
+side_fits(CorpqScorer *s, const char *side, int n, CorpqTooLong on_too_long)
+{
+	if (n <= s->cfg.max_positions - 1)
+		return true;
+	if (on_too_long == CORPQ_TOO_LONG_ERROR)
+		corpq_scorer_check_length(s, side, n);
+	return false;
+}
+
+bool
+corpq_scorer_encode(CorpqScorer *s, const char *src, int src_len,
+					const char *tgt, int tgt_len, CorpqTooLong on_too_long, cq_pair *p)
+{
+	memset(p, 0, sizeof(*p));
 	p->src = corpq_vocab_encode_text(s->src_vocab, src, src_len, &p->src_len);
+	if (!side_fits(s, "source", p->src_len, on_too_long))
+	{
+		pfree((void *) p->src);
+		memset(p, 0, sizeof(*p));
+		return false;
+	}
 	p->tgt = corpq_vocab_encode_text(s->tgt_vocab, tgt, tgt_len, &p->tgt_len);
-	corpq_scorer_check_length(s, "source", p->src_len);
-	corpq_scorer_check_length(s, "target", p->tgt_len);
+	if (!side_fits(s, "target", p->tgt_len, on_too_long))
+	{
+		pfree((void *) p->src);
+		pfree((void *) p->tgt);
+		memset(p, 0, sizeof(*p));
+		return false;
+	}
 	p->key = corpq_ids_key(corpq_ids_key(0, p->src, p->src_len), p->tgt, p->tgt_len);
+	return true;
 }
 
 /* Grow the output arrays to rows positions and pairs sentences. */
@@ -196,9 +236,10 @@ corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropo
 {
 	const cq_model *m;
 	cq_batch_shape shape;
-	cq_error err = {0};
-	cq_code st;
+	cq_error	err = {0};
+	cq_code		st;
 	Size		bytes;
+	int			threads = cq_parallel_threads();
 
 	CHECK_FOR_INTERRUPTS();
 	corpq_blas_ensure();
@@ -207,8 +248,17 @@ corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropo
 	st = cq_batch_shape_of(m, pairs, n, &shape, &err);
 	if (st != CQ_OK)
 		corpq_core_fail(st, "could not score sentence pairs", err.msg);
-	bytes = cq_forward_workspace_bytes(&m->cfg, &shape);
-	/* batched callers cut their batches to fit first (score_batch.c) */
+	/*
+	 * On several threads the pairs go to the pool in parts, each with a
+	 * workspace of its own; the same bits on one thread, which needs less
+	 * (batched callers cut their batches to fit that, score_batch.c).
+	 */
+	bytes = threads > 1 ? cq_forward_parallel_bytes(&m->cfg, pairs, n, threads) : 0;
+	if (threads <= 1 || bytes > corpq_batch_bytes_limit())
+	{
+		threads = 1;
+		bytes = cq_forward_workspace_bytes(&m->cfg, &shape);
+	}
 	if (bytes > corpq_batch_bytes_limit())
 		corpq_batch_too_large(n, "sentence pair", bytes);
 	if (bytes > s->ws_bytes)
@@ -220,7 +270,7 @@ corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropo
 		s->ws_bytes = bytes;
 	}
 	ensure_outputs(s, shape.tgt_positions, n);
-	st = cq_forward(m, pairs, n, dropout, s->ws, s->ws_bytes, &s->out, &err);
+	st = cq_forward_parallel(m, pairs, n, dropout, threads, s->ws, s->ws_bytes, &s->out, &err);
 	if (st != CQ_OK)
 		corpq_core_fail(st, "could not score sentence pairs", err.msg);
 }

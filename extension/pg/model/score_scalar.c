@@ -1,7 +1,9 @@
 /*
  * Per-pair scoring functions: sent_prob, sent_logprob, token_scores,
  * uncertainty -- each on a model name (text, STABLE) or a pinned version
- * (corpq.pinned_model, IMMUTABLE); both are stored as text.
+ * (corpq.pinned_model, IMMUTABLE); both are stored as text.  The last
+ * argument, on_too_long, says what a pair longer than the model accepts
+ * gives: NULL (no rows for token_scores) or an ERROR.
  */
 #include "postgres.h"
 
@@ -24,18 +26,24 @@ PG_FUNCTION_INFO_V1(corpq_token_scores_pinned);
 PG_FUNCTION_INFO_V1(corpq_uncertainty);
 PG_FUNCTION_INFO_V1(corpq_uncertainty_pinned);
 
-/* The scorer on argument 0's model, with arguments 1 and 2 encoded into p. */
+/*
+ * The scorer on argument 0's model, with arguments 1 and 2 encoded into p;
+ * NULL when the pair is too long for the model and argument too_long_arg
+ * (on_too_long) says 'null'.
+ */
 static CorpqScorer *
-prepare(FunctionCallInfo fcinfo, bool pinned, cq_pair *p)
+prepare(FunctionCallInfo fcinfo, bool pinned, int too_long_arg, cq_pair *p)
 {
 	CorpqScorer *s = corpq_scorer_cached(fcinfo);
 	text	   *src = PG_GETARG_TEXT_PP(1);
 	text	   *tgt = PG_GETARG_TEXT_PP(2);
+	CorpqTooLong on_too_long = corpq_too_long_from_name(text_to_cstring(PG_GETARG_TEXT_PP(too_long_arg)));
 
 	corpq_require_utf8();
 	corpq_scorer_use(s, text_to_cstring(PG_GETARG_TEXT_PP(0)), pinned);
-	corpq_scorer_encode(s, VARDATA_ANY(src), VARSIZE_ANY_EXHDR(src),
-						VARDATA_ANY(tgt), VARSIZE_ANY_EXHDR(tgt), p);
+	if (!corpq_scorer_encode(s, VARDATA_ANY(src), VARSIZE_ANY_EXHDR(src),
+							 VARDATA_ANY(tgt), VARSIZE_ANY_EXHDR(tgt), on_too_long, p))
+		return NULL;
 	return s;
 }
 
@@ -43,9 +51,11 @@ static Datum
 sent_score(FunctionCallInfo fcinfo, bool pinned, bool prob)
 {
 	cq_pair		p;
-	CorpqScorer *s = prepare(fcinfo, pinned, &p);
+	CorpqScorer *s = prepare(fcinfo, pinned, 3, &p);
 	double		logp;
 
+	if (s == NULL)
+		PG_RETURN_NULL();
 	corpq_scorer_forward(s, &p, 1, NULL);
 	logp = s->out.sent_logp[0];
 	PG_RETURN_FLOAT8(prob ? exp(logp / s->out.sent_count[0]) : logp);
@@ -94,7 +104,9 @@ token_scores(FunctionCallInfo fcinfo, bool pinned)
 	const cq_tokens *toks;
 
 	InitMaterializedSRF(fcinfo, 0);
-	s = prepare(fcinfo, pinned, &p);
+	s = prepare(fcinfo, pinned, 3, &p);
+	if (s == NULL)
+		return (Datum) 0;		/* too long: no rows, as for a NULL side */
 	toks = &s->tgt_vocab->seg->tokens;	/* the target's subwords, from encoding it */
 	Assert((int) toks->n == p.tgt_len);
 	corpq_scorer_forward(s, &p, 1, NULL);
@@ -139,7 +151,9 @@ uncertainty(FunctionCallInfo fcinfo, bool pinned)
 	double		r;
 
 	corpq_check_passes(passes);
-	s = prepare(fcinfo, pinned, &p);
+	s = prepare(fcinfo, pinned, 6, &p);
+	if (s == NULL)
+		PG_RETURN_NULL();
 	corpq_scorer_uncertainty(s, &p, 1, measure, passes, seed, &r);
 	PG_RETURN_FLOAT8(r);
 }

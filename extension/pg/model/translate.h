@@ -46,7 +46,7 @@ typedef struct CorpqTranslateOptions
 	int			batch;			/* sentences decoded together */
 	int			chunk_rows;		/* a job commits at least this many rows at once */
 	int			threads;		/* OpenBLAS threads of a job's worker */
-	bool		skip_too_long;	/* a job's source over the model's length: a NULL row */
+	bool		skip_too_long;	/* a source over the model's length: a NULL row */
 } CorpqTranslateOptions;
 
 /*
@@ -106,8 +106,9 @@ CorpqScorer *corpq_translate_engine_scorer(CorpqTranslateEngine *e);
 
 /*
  * Segment and encode a source with the model's source vocabulary (ids
- * palloc'd in CurrentMemoryContext); ERROR program_limit_exceeded naming
- * the limit when it is longer than the model's positions.
+ * palloc'd in CurrentMemoryContext).  A source longer than the model's
+ * positions gives NULL (counted in skipped_too_long) with the option
+ * skip_too_long, else ERROR program_limit_exceeded naming the limit.
  */
 int32	   *corpq_translate_encode(CorpqTranslateEngine *e, const char *src, int len,
 								   int *n_ids);

@@ -154,6 +154,12 @@ corpq_translate_encode(CorpqTranslateEngine *e, const char *src, int len, int *n
 {
 	int32	   *ids = corpq_vocab_encode_text(e->scorer->src_vocab, src, len, n_ids);
 
+	if (e->o.skip_too_long && *n_ids > e->scorer->cfg.max_positions - 1)
+	{
+		e->stats.skipped_too_long++;
+		pfree(ids);
+		return NULL;
+	}
 	corpq_scorer_check_length(e->scorer, "source", *n_ids);
 	return ids;
 }

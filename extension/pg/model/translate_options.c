@@ -47,8 +47,12 @@ static const int search_values[] = {CQ_SEARCH_BEAM, CQ_SEARCH_SAMPLE};
 #define BATCH_ROW \
 	{.key = "batch", OPT(batch), .type = CORPQ_OPT_INT, .min = 1, .max = 1024, .def = 32}
 
-static const CorpqOption one_rows[] = {SEARCH_ROWS, {0}};
-static const CorpqOption rows_rows[] = {SEARCH_ROWS, BATCH_ROW, {0}};
+/* one overlong sentence should not fail a query or, hours in, a job */
+#define SKIP_ROW \
+	{.key = "skip_too_long", OPT(skip_too_long), .type = CORPQ_OPT_BOOL}
+
+static const CorpqOption one_rows[] = {SEARCH_ROWS, SKIP_ROW, {0}};
+static const CorpqOption rows_rows[] = {SEARCH_ROWS, BATCH_ROW, SKIP_ROW, {0}};
 static const CorpqOption job_rows[] = {
 	SEARCH_ROWS, BATCH_ROW,
 	{.key = "chunk_rows", OPT(chunk_rows), .type = CORPQ_OPT_INT, .min = 1, .max = 10000000,
@@ -56,8 +60,7 @@ static const CorpqOption job_rows[] = {
 	/* unset: corpq.job_threads (the server's CPUs); capped by it */
 	{.key = "threads", OPT(threads), .type = CORPQ_OPT_INT, .min = 1, .max = 256,
 	.flags = CORPQ_OPT_UNSET},
-	/* hours into a corpus, one overlong sentence should not fail the job */
-	{.key = "skip_too_long", OPT(skip_too_long), .type = CORPQ_OPT_BOOL},
+	SKIP_ROW,
 	{0}
 };
 
@@ -74,10 +77,7 @@ fill(CorpqTranslateCall call, CorpqTranslateOptions *o)
 	if (call == CORPQ_TRANSLATE_ONE)
 		o->batch = 1;
 	if (call != CORPQ_TRANSLATE_JOB)
-	{
 		o->chunk_rows = 0;
-		o->skip_too_long = false;
-	}
 	if (call != CORPQ_TRANSLATE_JOB)
 		o->threads = corpq_threads;
 	else

@@ -82,6 +82,8 @@ translate_one(FunctionCallInfo fcinfo, bool pinned, CorpqTranslatedFn fn)
 	ids = corpq_translate_encode(c->e, VARDATA_ANY(src), VARSIZE_ANY_EXHDR(src), &n);
 	c->fcinfo = fcinfo;
 	c->best = NULL;
+	if (ids == NULL)
+		return;					/* too long, skip_too_long: NULL, no rows */
 	corpq_translate_add(c->e, 0, corpq_ids_key(0, ids, n), ids, n, 0);
 	corpq_translate_run(c->e, true);
 }
