@@ -57,7 +57,7 @@ start_server() {
 restart() {
 	pg_ctlcluster "$PGVERSION" regress stop
 	for _ in $(seq 50); do
-		(start_server) && { cluster_ready; return 0; }
+		(start_server) && { PGDATABASE=postgres cluster_ready; return 0; }
 		sleep 0.2
 	done
 	fail "the server did not start again"
@@ -122,6 +122,9 @@ SELECT id, corpq.sent_prob('u_m@' || :fv, src, tgt), corpq.sent_prob('u_m', src,
 SELECT id, corpq.translate('u_m@' || :fv, src), corpq.translate('u_m', src) FROM dev ORDER BY id;
 SELECT 'view', count(*), md5(string_agg(id || ' ' || src || ' ' || tgt, '|' ORDER BY id)) FROM clean;
 SELECT id, corpq.align('u_lex', src, tgt), corpq.align_score('u_lex', src, tgt) FROM dev ORDER BY id;
+SELECT 'translation table', count(*), md5(string_agg(concat_ws(' ', direction, src, tgt, prob), '|'
+                                                     ORDER BY direction, src, tgt))
+  FROM corpq.lexicon_translations;
 SELECT part, md5(corpq.cav_to_bytea(c)), (SELECT string_agg(token || ' ' || cosine, ', ' ORDER BY cosine DESC, token)
                                            FROM corpq.cav_similar(c, 'v3', 5)) FROM cavs ORDER BY part;
 SELECT id, corpq.bpe_apply('u_bpe', src), corpq.vocab_encode('u_src', src), corpq.vocab_encode('u_tgt', tgt)
@@ -134,20 +137,29 @@ probe > "$work/before"
 # the translations the queued job must write
 q -c "SELECT id, corpq.translate('u_m', src) FROM dev ORDER BY id" > "$work/translations"
 
-# The queued job: submitted while the database accepts no connections (this
-# session stays connected), its worker cannot connect and exits; the row
-# stays queued.  Nobody can connect to check it until the upgrade.
-read -r queued state workers < <(q -F ' ' <<'SQL'
+# The queued job: submitted while its database accepts no connections, its
+# worker cannot connect and exits; the row stays queued.  The session that
+# submits it connects first (a database cannot refuse connections to the
+# session that says so); nobody can connect to look until the upgrade.
+mkfifo "$work/in"
+q -F ' ' < "$work/in" > "$work/queued" &
+session=$!
+exec 9> "$work/in"
+echo "SELECT 'connected';" >&9
+for _ in $(seq 100); do grep -q connected "$work/queued" && break; sleep 0.1; done
+q -d postgres -c "ALTER DATABASE upg ALLOW_CONNECTIONS false"
+cat >&9 <<'SQL'
 SET client_min_messages = warning;
-ALTER DATABASE upg ALLOW_CONNECTIONS false;
 SELECT corpq.translate_job('u_m', 'SELECT id, src FROM dev ORDER BY id', 'hyps', '{"threads": 1}') AS job \gset
 SELECT pg_sleep(2) \g /dev/null
 SELECT :job, (SELECT state FROM corpq.jobs WHERE id = :job),
        (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'corpq job');
 SQL
-)
+exec 9>&-
+wait "$session" || fail "the submitting session failed: $(cat "$work/queued")"
+read -r queued state workers < <(tail -n 1 "$work/queued")
 [ "$state $workers" = "queued 0" ] || fail "job $queued should be queued with no worker: $state, $workers workers"
-log "job $queued queued (its worker could not connect); $(grep -c ' succeeded$' "$work/before") jobs finished"
+log "job $queued queued (its worker could not connect); $(grep -c '|succeeded$' "$work/before") jobs finished"
 
 # The upgrade: this tree's files, a restart (the new library), the update.
 extdir_restore "$work/current"
@@ -165,7 +177,7 @@ log "updated $rel -> $CORPQ_VERSION"
 probe > "$work/after"
 diff -u --label "under $rel" --label "after the update" "$work/before" "$work/after" >&2 \
 	|| fail "objects give different results after the upgrade (diff above)"
-log "the same bits: $(wc -l < "$work/after") lines (model versions, sent_prob, dual_xent, translate, the view, align, CAVs, segmentation, jobs)"
+log "the same bits: $(wc -l < "$work/after") lines (model versions, sent_prob, dual_xent, translate, the view, align, the lexicon's table, CAVs, segmentation, jobs)"
 
 # The next server start finds the queued job and runs it, under the new version.
 restart
