@@ -15,7 +15,8 @@
 # pointing at another symbol (PostgreSQL checks the symbol even with
 # check_function_bodies off); the update script must drop or replace it
 # either way, so the verdict is the same.  It also checks that corpq.control,
-# META.json and debian/changelog name the same version.
+# META.json and debian/changelog name the same version, and that the
+# comparison reports each of a few deliberate changes to an updated catalog.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 . "$CORPQ_ROOT/test/releases.sh"
@@ -93,4 +94,28 @@ while read -r v c; do
 	fi
 done < <(release_list)
 [ "$failed" = 0 ] || exit 1
-log "ok"
+
+# The comparison sees what it must: changes of each kind made to an updated
+# database are each reported, by object.
+q -d "$db" > /dev/null <<'SQL'
+ALTER FUNCTION corpq.version() COST 2;
+ALTER TABLE corpq.jobs ALTER COLUMN attempts SET DEFAULT 1;
+REVOKE SELECT ON corpq.model_catalog FROM PUBLIC;
+DROP POLICY bpe_models_read ON corpq.bpe_models;
+COMMENT ON TYPE corpq.cav IS 'changed';
+CREATE FUNCTION corpq.not_a_member() RETURNS int LANGUAGE sql RETURN 1;
+SQL
+catalog_describe "$db" > "$work/changed"
+if catalog_compare "a changed copy" "$work/fresh" "$work/changed" 2> "$work/report"; then
+	fail "the comparison found no difference in a changed catalog"
+fi
+expected="function corpq.not_a_member(): left over
+function corpq.version(): differs
+table corpq.bpe_models: differs
+table corpq.jobs: differs
+table corpq.model_catalog: differs
+type corpq.cav: differs"
+got=$(sed -n -e 's/^  \(.*\): left over by the update.*/\1: left over/p' -e 's/^  \(.*: differs\)$/\1/p' "$work/report")
+[ "$got" = "$expected" ] \
+	|| fail "the comparison of a changed catalog reported: $(tr '\n' ';' <<<"$got") (expected: $(tr '\n' ';' <<<"$expected"))"
+log "ok (a catalog changed in 6 places is reported as 6 objects that differ)"
