@@ -125,7 +125,7 @@ test/blas_core: test/blas_core.c extension/common/cpu.c extension/common/cpu.h
 
 
 .PHONY: deps unit unit-san unit-tsan refcheck integration citus cores test demo bench report \
-	update-check deb FORCE
+	update-check deb uninstall-scripts FORCE
 
 # The quality report: make report DB=mydb [OUT=report.html] [CORPUS="SELECT src,
 # tgt, domain FROM t"] [MODEL=m] [LEXICON=l] [CAV="SELECT label, cav FROM t"]
@@ -177,6 +177,12 @@ update-check:
 DEB_OUT ?= build/deb
 deb:
 	bash debian/build.sh $(DEB_OUT)
+
+# PGXS's uninstall removes $(bindir)/models/corpq-convert (it keeps SCRIPTS'
+# folder), not the $(bindir)/corpq-convert its install wrote.
+uninstall: uninstall-scripts
+uninstall-scripts:
+	rm -f $(addprefix '$(DESTDIR)$(bindir)'/, $(notdir $(SCRIPTS)))
 
 # The numeric checks again under each OpenBLAS core type (after install).
 cores: test/libcorpqcore.so test/blas_core

@@ -38,6 +38,10 @@ log "make deb: $((SECONDS - start)) s"
 
 extdir_snapshot "$snap"
 make -s uninstall >/dev/null
+for f in "$CORPQ_EXTDIR/corpq.control" "$CORPQ_EXTDIR/corpq--$CORPQ_VERSION.sql" \
+	"$(pg_config --pkglibdir)/corpq.so" "$(pg_config --bindir)/corpq-convert"; do
+	[ ! -e "$f" ] || fail "make uninstall left $f"
+done
 # What make uninstall leaves is not this build's (on a shared machine, another
 # version's install script, say); it must be there, unchanged, after dpkg -r.
 corpq_installed_files > "$work/left"
