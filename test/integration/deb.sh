@@ -39,7 +39,7 @@ log "make deb: $((SECONDS - start)) s"
 extdir_snapshot "$snap"
 make -s uninstall >/dev/null
 for f in "$CORPQ_EXTDIR/corpq.control" "$CORPQ_EXTDIR/corpq--$CORPQ_VERSION.sql" \
-	"$(pg_config --pkglibdir)/corpq.so" "$(pg_config --bindir)/corpq-convert"; do
+	"$(pg_config --pkglibdir)/corpq.so" "$(pg_config --bindir)/corpq-convert" "$(pg_config --bindir)/corpq-spm-check"; do
 	[ ! -e "$f" ] || fail "make uninstall left $f"
 done
 # What make uninstall leaves is not this build's (on a shared machine, another
@@ -47,7 +47,7 @@ done
 corpq_installed_files > "$work/left"
 [ -s "$work/left" ] && log "not from this build, left as they are: $(tr '\n' ' ' < "$work/left")"
 
-debs=("$work"/debs/postgresql-15-corpq_*_amd64.deb "$work"/debs/corpq-convert_*_all.deb)
+debs=("$work"/debs/postgresql-15-corpq_*_amd64.deb "$work"/debs/corpq-convert_*_amd64.deb)
 installed=1
 DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${debs[@]}" > "$work/apt.log" 2>&1 \
 	|| { cat "$work/apt.log" >&2; fail "apt-get install of the packages failed"; }
@@ -55,6 +55,7 @@ so="$(pg_config --pkglibdir)/corpq.so"
 [ "$(dpkg -S "$so" 2>/dev/null | cut -d: -f1)" = postgresql-15-corpq ] || fail "$so is not the package's"
 [ -f "$CORPQ_EXTDIR/corpq--$CORPQ_VERSION.sql" ] || fail "the package has no corpq--$CORPQ_VERSION.sql"
 corpq-convert --help >/dev/null || fail "the packaged corpq-convert does not run"
+[ "$(command -v corpq-spm-check)" = /usr/bin/corpq-spm-check ] || fail "corpq-spm-check is not beside the packaged corpq-convert"
 dpkg -L "${packages[@]}" | while IFS= read -r f; do [ -f "$f" ] && echo "$f"; done | LC_ALL=C sort > "$work/files"
 log "installed: $(wc -l < "$work/files") files, e.g. $(grep -m1 'corpq.so$' "$work/files"), $(grep -m1 'bin/corpq-convert$' "$work/files")"
 
