@@ -8,7 +8,9 @@
 # (USE_ASSERT_CHECKING in the glue) -- CI sets both.
 
 EXTENSION   = corpq
-EXTVERSION  = 0.1.0
+# The version being built is corpq.control's default_version; the released
+# ones and their commits are listed in extension/sql/updates/releases.
+EXTVERSION := $(shell sed -n "s/^default_version = '\(.*\)'$$/\1/p" $(CURDIR)/corpq.control)
 MODULE_big  = corpq
 PYTHON     ?= /usr/bin/python3
 
@@ -27,6 +29,9 @@ OBJS      = $(CORE_OBJS) $(CORE_CXX_OBJS) $(GLUE_SRCS:.c=.o)
 # The install script is the concatenation of extension/sql/*.sql in name order.
 SQL_PARTS  = $(sort $(wildcard extension/sql/*.sql))
 DATA_built = $(EXTENSION)--$(EXTVERSION).sql
+# ALTER EXTENSION corpq UPDATE's scripts, one per release to the next
+# (docs/architecture.md: every catalog change appends to the current one).
+DATA       = $(wildcard extension/sql/updates/$(EXTENSION)--*--*.sql)
 # the converter of fairseq / Marian / Hugging Face Marian models (models/CONVERT.md)
 SCRIPTS    = models/corpq-convert
 
@@ -55,7 +60,7 @@ PG_CFLAGS   = $(WARN)
 # models' segmenter) and their C++ runtime.
 CORE_LIBS   = -licuuc -lxxhash -lcld2 -lsentencepiece -lstdc++
 SHLIB_LINK  = -ldl -lm $(CORE_LIBS)
-EXTRA_CLEAN = $(DATA_built) $(OBJS:.o=.d) test/unit/run_unit test/unit/run_unit_san test/unit/run_unit_tsan test/blas_core \
+EXTRA_CLEAN = $(DATA_built) .build-id $(OBJS:.o=.d) test/unit/run_unit test/unit/run_unit_san test/unit/run_unit_tsan test/blas_core \
 	test/libcorpqcore.so results regression.diffs regression.out
 
 # JIT bitcode is of no use for corpq's functions and needs clang.
@@ -77,6 +82,16 @@ $(CORE_CXX_OBJS): %.o: %.cc
 
 $(DATA_built): $(SQL_PARTS)
 	cat $(SQL_PARTS) > $@
+
+# What corpq.version() reports (extension/pg/base/version.c): the version
+# built and the build, `git describe` of this tree, else the file build-id
+# (written by make deb into its copy of the tree), else the version.
+CORPQ_BUILD := $(or $(shell cat $(CURDIR)/build-id 2>/dev/null),$(shell git -C $(CURDIR) describe --always --dirty --abbrev=12 2>/dev/null),$(EXTVERSION))
+.build-id: FORCE
+	@echo '$(EXTVERSION) $(CORPQ_BUILD)' | cmp -s - $@ || echo '$(EXTVERSION) $(CORPQ_BUILD)' > $@
+extension/pg/base/version.o: .build-id
+extension/pg/base/version.o: override CPPFLAGS += -DCORPQ_VERSION='"$(EXTVERSION)"' -DCORPQ_BUILD='"$(CORPQ_BUILD)"'
+FORCE:
 
 # ---- unit tests of the core (plain C, linked straight to OpenBLAS) -------
 UNIT_SRCS = $(sort $(wildcard test/unit/*.c))
@@ -128,7 +143,8 @@ test/blas_core: test/blas_core.c extension/common/cpu.c extension/common/cpu.h
 	$(UNIT_CC) -o $@ test/blas_core.c extension/common/cpu.c
 
 
-.PHONY: deps unit unit-san unit-tsan refcheck integration citus cores test demo bench report
+.PHONY: deps unit unit-san unit-tsan refcheck integration citus cores test demo bench report \
+	update-check deb uninstall-scripts FORCE
 
 # The quality report: make report DB=mydb [OUT=report.html] [CORPUS="SELECT src,
 # tgt, domain FROM t"] [MODEL=m] [LEXICON=l] [CAV="SELECT label, cav FROM t"]
@@ -170,6 +186,24 @@ integration:
 citus:
 	bash test/citus/run.sh
 
+# The catalog of each release updated by ALTER EXTENSION corpq UPDATE equals
+# a fresh install's (after install; test/update-check.sh).
+update-check:
+	bash test/update-check.sh
+
+# The Debian packages postgresql-15-corpq and corpq-convert (debian/), built
+# from a copy of this tree into $(DEB_OUT) and checked by lintian.
+DEB_OUT ?= build/deb
+deb:
+	bash debian/build.sh $(DEB_OUT)
+
+# PGXS's uninstall removes $(bindir)/models/corpq-convert (it keeps SCRIPTS'
+# folder), not the $(bindir)/corpq-convert its install wrote, nor
+# corpq-spm-check, which has its own install rule.
+uninstall: uninstall-scripts
+uninstall-scripts:
+	rm -f $(addprefix '$(DESTDIR)$(bindir)'/, $(notdir $(SCRIPTS)) corpq-spm-check)
+
 # The numeric checks again under each OpenBLAS core type (after install).
 cores: test/libcorpqcore.so test/blas_core
 	bash test/run-cores.sh
@@ -181,6 +215,7 @@ test:
 	$(MAKE) report/node_modules/.corpq-stamp
 	$(MAKE) unit unit-san unit-tsan refcheck
 	bash test/run-regress.sh
+	$(MAKE) update-check
 	$(MAKE) integration
 	$(MAKE) citus
 	$(MAKE) cores

@@ -18,6 +18,9 @@ need=(
 	python3-regex python3-bs4 python3-xxhash
 	# the quality report's page test: headless Chromium, PNG decoding
 	chromium python3-pil
+	# the Debian package (make deb: debhelper, pg_buildext, lintian) and the
+	# update check (nm reads the library's symbols)
+	debhelper dpkg-dev fakeroot lintian postgresql-server-dev-all binutils python3-yaml
 )
 # Optional data packages for the demo corpus (the demo falls back to a
 # synthetic corpus when they cannot be had).

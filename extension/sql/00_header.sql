@@ -1,4 +1,4 @@
--- corpq 0.1.0 install script, assembled from extension/sql/*.sql in name order.
+-- corpq install script (the version is corpq.control's default_version), assembled from extension/sql/*.sql in name order.
 \echo Use "CREATE EXTENSION corpq" to load this file. \quit
 
 -- The schema corpq is created by CREATE EXTENSION (corpq.control).

@@ -2,8 +2,9 @@
  * base/: what every subsystem of the glue shares.  base/ includes no other
  * extension/pg header; subsystems depend on it, never the reverse.
  *
- *   base.h          this file: the core's allocator (allocator.c) and the
- *                   lazy OpenBLAS loader with its GUCs (blas_loader.c)
+ *   base.h          this file: the core's allocator (allocator.c), the
+ *                   lazy OpenBLAS loader with its GUCs (blas_loader.c) and
+ *                   corpq.version() (version.c)
  *   options.h       the table-driven jsonb option parser
  *   corpus_query.h  checking and streaming a user's corpus query
  *   errors.h        a core error (common/error.h) as an ERROR
@@ -59,6 +60,9 @@ void		corpq_blas_ensure(void);
  * corpq.threads' assign hook, and a job's threads.
  */
 void		corpq_set_threads(int n);
+
+/* The OpenBLAS core this process runs; loads OpenBLAS if needed. */
+const char *corpq_blas_core_name(void);
 
 /* GUC corpq.blas_core: "auto" or the OpenBLAS core to load (blas_loader.c). */
 extern char *corpq_blas_core;

@@ -203,6 +203,14 @@ core_in_use(void)
 	return dl_get_corename ? dl_get_corename() : loaded_choice.core ? loaded_choice.core->name : "unknown";
 }
 
+/* The OpenBLAS core this process runs, loading OpenBLAS if needed (version.c). */
+const char *
+corpq_blas_core_name(void)
+{
+	corpq_blas_ensure();
+	return core_in_use();
+}
+
 /*
  * corpq.blas_core: a known name this CPU can execute; once OpenBLAS is loaded
  * in this process only a value that keeps its core (the kernels cannot be

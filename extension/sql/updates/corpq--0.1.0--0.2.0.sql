@@ -1,0 +1,113 @@
+-- corpq 0.1.0 -> 0.2.0 (ALTER EXTENSION corpq UPDATE).  Every change to the
+-- catalog made by extension/sql/*.sql since 0.1.0 is appended here, in the
+-- commit that makes it; `make update-check` (part of `make test`) fails,
+-- naming the objects, when the result differs from a fresh install of 0.2.0
+-- (docs/architecture.md, "A change to the catalog").
+\echo Use "ALTER EXTENSION corpq UPDATE" to load this file. \quit
+
+-- corpq.version() (extension/sql/05_version.sql)
+CREATE FUNCTION corpq.version(OUT extension text, OUT library text, OUT build text,
+                              OUT inference_kernel text, OUT int8_kernel text,
+                              OUT blas_core text)
+    RETURNS record
+    AS 'MODULE_PATHNAME', 'corpq_version'
+    LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.version() IS
+    'the version of corpq''s catalog in this database, the version and build (git describe, or the release) of the loaded library, and the CPU paths this process picks: the float and int8 inference kernels and the OpenBLAS core (loaded if needed)';
+
+-- filter_defaults(): alpha_ratio counts letters among the non-space
+-- characters, at least 0.5 (extension/sql/94_filters.sql)
+CREATE OR REPLACE FUNCTION corpq.filter_defaults() RETURNS jsonb
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN '[{"name": "length_ratio", "args": {"unit": "word"}, "threshold": 3},
+             {"name": "alpha_ratio", "args": {"exclude_whitespace": true}, "threshold": 0.5},
+             {"name": "terminal_punct", "threshold": -2},
+             {"name": "numerals_match", "threshold": 0.5},
+             {"name": "repetition", "threshold": 2},
+             {"name": "html_tags"}]'::jsonb;
+COMMENT ON FUNCTION corpq.filter_defaults() IS
+    'the default filter spec: OpusFilter''s language-independent rule filters at its default thresholds, except alpha_ratio (letters among the non-space characters, at least 0.5: measured on real corpora, docs/filters.md); add char_script_ratio and langid with your scripts and languages';
+
+-- score_histogram(): a spacing argument (linear, log, quantile); the old
+-- signature goes, or every call would be ambiguous (extension/sql/95_quality.sql)
+DROP FUNCTION corpq.score_histogram(text, int, float8, float8);
+CREATE FUNCTION corpq.score_histogram(scores text, bins int DEFAULT 20,
+                                      lo float8 DEFAULT NULL, hi float8 DEFAULT NULL,
+                                      spacing text DEFAULT 'linear')
+    RETURNS TABLE (domain text, bin int, bin_lo float8, bin_hi float8, pairs bigint, share float8)
+    LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+    AS $$
+BEGIN
+    IF bins IS NULL OR bins < 1 OR bins > 1000 THEN
+        RAISE EXCEPTION 'bins must be from 1 to 1000' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = pg_catalog.format('It is %s.', bins);
+    END IF;
+    IF spacing IS NULL OR spacing NOT IN ('linear', 'log', 'quantile') THEN
+        RAISE EXCEPTION 'histogram spacing must be linear, log or quantile' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = pg_catalog.format('It is %s.', coalesce('"' || spacing || '"', 'NULL')),
+            HINT = 'linear: bins of equal width; log: of equal ratio (positive scores); quantile: of equal counts.';
+    END IF;
+    IF (lo IS NOT NULL AND NOT lo BETWEEN -1e300 AND 1e300)
+       OR (hi IS NOT NULL AND NOT hi BETWEEN -1e300 AND 1e300) OR lo >= hi THEN
+        RAISE EXCEPTION 'histogram bounds must be finite with lo < hi' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF spacing = 'log' AND (lo <= 0 OR hi <= 0) THEN
+        RAISE EXCEPTION 'log-spaced bins need positive bounds' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = pg_catalog.format('lo is %s, hi %s.', coalesce(lo::text, 'not given'), coalesce(hi::text, 'not given')),
+            HINT = 'Leave lo out: it defaults to the smallest positive score (scores at or below 0 go to bin 0).';
+    END IF;
+    -- $1 lo, $2 hi, $3 bins, $4 spacing
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        WITH s AS MATERIALIZED (
+            SELECT s.domain::text AS domain, s.score::float8 AS score
+              FROM (%s
+) AS s(domain, score)
+             WHERE s.score IS NOT NULL AND s.score <> float8 'NaN'),
+        -- default bounds: the range of the finite scores (positive ones for log)
+        given AS (
+            SELECT coalesce($1, pg_catalog.min(s.score), CASE WHEN $4 = 'log' THEN 1 ELSE 0 END) AS lo,
+                   coalesce($2, pg_catalog.max(s.score), 1) AS hi
+              FROM s WHERE s.score BETWEEN float8 '-1e300' AND float8 '1e300' AND ($4 <> 'log' OR s.score > 0)),
+        -- one value (or none): one bin around it
+        r AS (
+            SELECT CASE WHEN g.lo < g.hi THEN g.lo WHEN $4 = 'log' THEN g.lo / 2 ELSE g.lo - 0.5 END AS lo,
+                   CASE WHEN g.lo < g.hi THEN g.hi WHEN $4 = 'log' THEN g.lo * 2 ELSE g.lo - 0.5 + 1 END AS hi
+              FROM given g),
+        -- quantile: the inner edges, percentile_cont of the scores in [lo, hi] of all domains
+        q AS (
+            SELECT pg_catalog.percentile_cont(ARRAY(SELECT k::float8 / $3 FROM pg_catalog.generate_series(1, $3 - 1) k))
+                   WITHIN GROUP (ORDER BY s.score) AS inner_edges
+              FROM s, r WHERE $4 = 'quantile' AND s.score BETWEEN r.lo AND r.hi),
+        e AS (
+            SELECT r.lo, r.hi, ARRAY(
+                     SELECT CASE WHEN k = 0 THEN r.lo WHEN k = $3 THEN r.hi
+                                 WHEN $4 = 'log' THEN pg_catalog.power(r.lo, 1 - k::float8 / $3) * pg_catalog.power(r.hi, k::float8 / $3)
+                                 WHEN $4 = 'quantile' AND q.inner_edges IS NOT NULL THEN q.inner_edges[k]
+                                 ELSE r.lo + (r.hi - r.lo) * k / $3 END AS edge
+                       FROM pg_catalog.generate_series(0, $3) k ORDER BY edge) AS edges
+              FROM r, q),
+        counted AS (
+            SELECT s.domain,
+                   CASE WHEN s.score < e.lo THEN 0 WHEN s.score > e.hi THEN $3 + 1
+                        ELSE pg_catalog.width_bucket(s.score, e.edges[1:$3]) END AS bin,
+                   pg_catalog.count(*) AS pairs
+              FROM s, e GROUP BY 1, 2),
+        domains AS (SELECT c.domain, pg_catalog.sum(c.pairs) AS total FROM counted c GROUP BY 1),
+        grid AS (
+            SELECT d.domain, d.total, g.bin FROM domains d CROSS JOIN pg_catalog.generate_series(1, $3) AS g(bin)
+            UNION
+            SELECT c.domain, d.total, c.bin FROM counted c JOIN domains d USING (domain)
+             WHERE c.bin = 0 OR c.bin > $3)
+        SELECT g.domain, g.bin,
+               CASE WHEN g.bin = 0 THEN float8 '-Infinity' ELSE e.edges[g.bin] END,
+               CASE WHEN g.bin > $3 THEN float8 'Infinity' ELSE e.edges[g.bin + 1] END,
+               coalesce(c.pairs, 0)::bigint,
+               coalesce(c.pairs, 0)::float8 / g.total::float8
+          FROM grid g CROSS JOIN e
+          LEFT JOIN counted c ON c.domain IS NOT DISTINCT FROM g.domain AND c.bin = g.bin
+         ORDER BY g.domain, g.bin$q$, scores)
+        USING lo, hi, bins, spacing;
+END
+$$;
+COMMENT ON FUNCTION corpq.score_histogram(text, int, float8, float8, text) IS
+    'histogram per domain of scores, a SELECT returning (domain, score), read once: bins bins over [lo, hi] (default: the finite scores'' range, positive ones for log), spaced linear (equal widths), log (equal ratios: lo > 0) or quantile (edges at the quantiles of all domains'' scores: equal counts overall, empty bins where scores tie); a score is in bin k when edge k <= score < edge k + 1 (the top edge in the last bin); every bin listed (pairs 0 included), bin 0 and bins + 1 for scores below lo and above hi when there are some; share = pairs / the domain''s scores; NULL and NaN scores are left out';
