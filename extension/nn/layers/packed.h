@@ -4,7 +4,7 @@
  * decoder (decode.c).
  *
  * A packed batch puts the positions of its sentence pairs back to back, pair
- * after pair, with fairseq's layout (forward.h): the source side is
+ * after pair, with fairseq's layout (infer/forward.h): the source side is
  * [x_1 .. x_S, </s>], the target side -- the decoder's input -- is
  * [</s>, y_1 .. y_T].  Each side of a pair therefore has its length + 1
  * positions.
@@ -15,8 +15,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "nn/infer/forward.h"
+#include "nn/model/model.h"
 #include "nn/ops/ops.h"
+
+/* A sentence pair in token ids, the unit every pass packs. */
+typedef struct cq_pair
+{
+	const int32_t *src;			/* source ids, without </s> */
+	int			src_len;
+	const int32_t *tgt;			/* target ids, without </s> */
+	int			tgt_len;
+	uint64_t	key;			/* keys this pair's dropout masks (MC mode) */
+} cq_pair;
 
 /* Positions of one side of a pair: its tokens + 1 (</s>). */
 static inline int
@@ -77,6 +87,7 @@ void		cq_drop_packed(cq_dropout_stream *ds, const cq_pair *pairs, int n,
  * Rows of logits per output-projection block over `rows` positions: at most
  * CQ_LOGIT_FLOATS floats (16 MB; V = 8000: 524 rows), at least 64 rows.
  */
+#define CQ_LOGIT_FLOATS (1L << 22)
 long		cq_logit_block_rows(const cq_model_config *c, long rows);
 
 #endif

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "nn/ops/params.h"
 
 /* fairseq's special ids */
 #define CQ_BOS_ID 0
@@ -21,13 +22,6 @@
 
 /* The default layer-norm epsilon (fairseq's, Hugging Face Marian's). */
 #define CQ_LAYERNORM_EPS 1e-5f
-
-typedef enum cq_activation
-{
-	CQ_ACT_RELU,
-	CQ_ACT_GELU,				/* exact: x * Phi(x) = x/2 (1 + erf(x / sqrt 2)) */
-	CQ_ACT_SWISH				/* SiLU: x * sigmoid(x) */
-} cq_activation;
 
 /*
  * The arithmetic of inference's matrix products (a property of a stored

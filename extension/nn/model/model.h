@@ -36,16 +36,6 @@ typedef struct cq_layer_norm
 	float	   *b;					/* [d] */
 } cq_layer_norm;
 
-typedef struct cq_linear
-{
-	float	   *w;					/* [out, in] */
-	float	   *b;					/* [out], or NULL (the output projection) */
-	int			out;
-	int			in;
-	float	   *packed;				/* w packed for inference (cq_model_pack), or NULL */
-	void	   *qpacked;			/* int8 models: w quantized and packed (qgemm.h), or NULL */
-} cq_linear;
-
 typedef struct cq_encoder_layer
 {
 	cq_layer_norm attn_ln;

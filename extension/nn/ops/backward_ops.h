@@ -8,7 +8,7 @@
 
 #include <stdbool.h>
 
-#include "nn/model/model.h"
+#include "nn/ops/params.h"
 #include "nn/ops/ops.h"
 
 /* Layer norm that keeps its row statistics: mean[rows], rstd[rows]. */

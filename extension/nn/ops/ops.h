@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "nn/model/model.h"
+#include "nn/ops/params.h"
 
 /* y[rows, d] = (x - mean) / sqrt(var + eps) * w + b, population variance. */
 void		cq_layer_norm_rows(const float *x, float *y, int rows, int d,
