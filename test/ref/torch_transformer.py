@@ -586,7 +586,8 @@ class _Config(ctypes.Structure):
                 ("layernorm_embedding", ctypes.c_bool), ("position_offset", ctypes.c_int),
                 ("sinusoid_half", ctypes.c_bool), ("layer_norm_eps", ctypes.c_float),
                 ("output_bias", ctypes.c_bool), ("decoder_start_id", ctypes.c_int),
-                ("precision", ctypes.c_int)]     # 0 float32, 1 int8
+                ("precision", ctypes.c_int),     # 0 float32, 1 int8
+                ("norm", ctypes.c_int)]          # 0 layer
 
 
 class _Model(ctypes.Structure):

@@ -57,7 +57,7 @@ cq_position_table(const cq_model *m, bool target)
 
 /*
  * x[d] = E[tok] s + position(pos), on the source or target side; s = sqrt(d)
- * (1 without scale_embeddings).  Before the embedding layer norm, if any.
+ * (1 without scale_embeddings).  Before the embedding norm, if any.
  */
 void		cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos,
 						   float *x);
@@ -70,8 +70,9 @@ void		cq_embed_packed(const cq_model *m, const cq_pair *pairs, int n,
 							bool target, float *x);
 
 /*
- * layernorm_embedding over rows of embeddings (stride ld), in place; a no-op
- * for models without it.  Inference only (training keeps the statistics).
+ * The embedding norm (layernorm_embedding) over rows of embeddings (stride
+ * ld), in place; a no-op for models without it.  Inference only (training
+ * keeps the statistics).
  */
 void		cq_embed_norm(const cq_model *m, bool target, float *x, long rows, long ld);
 

@@ -73,6 +73,7 @@ cq_config_default_variants(cq_model_config *c)
 	c->output_bias = false;
 	c->decoder_start_id = CQ_EOS_ID;
 	c->precision = CQ_PRECISION_FLOAT32;
+	c->norm = CQ_NORM_LAYER;
 }
 
 static cq_code
@@ -119,8 +120,9 @@ cq_config_validate(const cq_model_config *c, cq_error *err)
 		return cq_fail(err, CQ_EINVAL,
 						  "share_embeddings needs equal vocabulary sizes, got %d and %d",
 						  c->src_vocab_size, c->tgt_vocab_size);
-	if ((unsigned) c->activation > CQ_ACT_SWISH || (unsigned) c->positions > CQ_POS_LEARNED)
-		return cq_fail(err, CQ_EINVAL, "bad activation or positions value");
+	if ((unsigned) c->activation > CQ_ACT_SWISH || (unsigned) c->positions > CQ_POS_LEARNED ||
+		(unsigned) c->norm > CQ_NORM_LAYER)
+		return cq_fail(err, CQ_EINVAL, "bad activation, positions or norm value");
 	if ((s = range_int(err, "position_offset", c->position_offset, 0, MAX_POSITIONS)) ||
 		(s = range_int(err, "decoder_start_id", c->decoder_start_id, 0, c->tgt_vocab_size - 1)))
 		return s;
@@ -459,5 +461,5 @@ cq_config_equal(const cq_model_config *a, const cq_model_config *b)
 		a->layernorm_embedding == b->layernorm_embedding &&
 		a->position_offset == b->position_offset && a->sinusoid_half == b->sinusoid_half &&
 		a->layer_norm_eps == b->layer_norm_eps && a->output_bias == b->output_bias &&
-		a->decoder_start_id == b->decoder_start_id;
+		a->decoder_start_id == b->decoder_start_id && a->norm == b->norm;
 }

@@ -20,7 +20,7 @@
 #define CQ_EOS_ID 2
 #define CQ_UNK_ID 3
 
-/* The default layer-norm epsilon (fairseq's, Hugging Face Marian's). */
+/* The default norm epsilon (fairseq's, Hugging Face Marian's). */
 #define CQ_LAYERNORM_EPS 1e-5f
 
 /*
@@ -67,10 +67,11 @@ typedef struct cq_model_config
 	bool		layernorm_embedding;	/* LN after embedding + position [false] */
 	int			position_offset;	/* sinusoid row of token t: t + offset [0] */
 	bool		sinusoid_half;		/* frequencies 10000^(-i/h) [false: (h - 1)] */
-	float		layer_norm_eps;		/* every layer norm [1e-5] */
+	float		layer_norm_eps;		/* every norm's epsilon [1e-5] */
 	bool		output_bias;		/* decoder.output_projection.bias [false] */
 	int			decoder_start_id;	/* the decoder's first input [CQ_EOS_ID] */
 	cq_precision precision;			/* inference's products [float32] */
+	cq_norm_kind norm;				/* the kind of every norm [layer] */
 } cq_model_config;
 
 /* The variants' defaults: corpq's own architecture. */

@@ -10,10 +10,6 @@
 
 #include "nn/ops/params.h"
 
-/* y[rows, d] = (x - mean) / sqrt(var + eps) * w + b, population variance. */
-void		cq_layer_norm_rows(const float *x, float *y, int rows, int d,
-							   const float *w, const float *b, float eps);
-
 /*
  * y[rows, out] = x[rows, in] W^T + b  (W is [out, in]; b may be NULL);
  * ldx/ldy row strides.  The one place inference multiplies by a weight

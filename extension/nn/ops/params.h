@@ -7,6 +7,8 @@
 #ifndef CQ_NN_PARAMS_H
 #define CQ_NN_PARAMS_H
 
+#include <stdbool.h>
+
 /* The feed-forward network's activation. */
 typedef enum cq_activation
 {
@@ -25,5 +27,42 @@ typedef struct cq_linear
 	float	   *packed;				/* w packed for inference (cq_model_pack), or NULL */
 	void	   *qpacked;			/* int8 models: w quantized and packed (qgemm.h), or NULL */
 } cq_linear;
+
+/* What a normalisation computes over each row of d values. */
+typedef enum cq_norm_kind
+{
+	CQ_NORM_LAYER				/* (x - mean) / sqrt(var + eps) * w + b, population variance */
+} cq_norm_kind;
+
+/*
+ * A normalisation over rows of d values.  w NULL: a norm the model does not
+ * have (an absent final norm), the identity.  The operations on it are the
+ * norm object of nn/layers/norm.h.
+ */
+typedef struct cq_norm
+{
+	float	   *w;					/* [d] gain */
+	float	   *b;					/* [d] bias, NULL for a kind without one */
+	int			d;
+	cq_norm_kind kind;
+	float		eps;
+} cq_norm;
+
+/* The tensors of a norm of this kind: its gain, and a bias where true. */
+static inline bool
+cq_norm_has_bias(cq_norm_kind kind)
+{
+	return kind == CQ_NORM_LAYER;
+}
+
+/*
+ * The per-row statistics a norm keeps in training for its backward, [rows]
+ * each: rstd = 1 / sqrt(var + eps) and the row mean.
+ */
+typedef struct cq_norm_stats
+{
+	float	   *mean;
+	float	   *rstd;
+} cq_norm_stats;
 
 #endif
