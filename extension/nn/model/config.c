@@ -205,6 +205,16 @@ get_choice(const cq_json_object *o, const char *key, const char *v0,
 	return CQ_OK;
 }
 
+const char *
+cq_config_arch_keys(void)
+{
+	return "d_model,heads,encoder_layers,decoder_layers,ffn_dim,activation,dropout,"
+		"attention_dropout,activation_dropout,max_positions,positions,tie_output,"
+		"share_embeddings,norm_position,encoder_final_norm,decoder_final_norm,"
+		"scale_embeddings,layernorm_embedding,position_offset,sinusoid_denominator,"
+		"layer_norm_eps,output_bias,decoder_start_id";
+}
+
 /* An optional key: absent leaves *out as it is. */
 static bool
 present(const cq_json_object *o, const char *key)

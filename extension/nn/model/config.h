@@ -81,6 +81,13 @@ void		cq_config_default_variants(cq_model_config *cfg);
 cq_code cq_config_preset(const char *name, int src_vocab, int tgt_vocab,
 							  cq_model_config *cfg, cq_error *err);
 
+/*
+ * The keys that set the architecture, comma-separated in a fixed order:
+ * every key of the JSON but the vocabulary sizes (a model takes them from
+ * its vocabularies) and the precision (a property of a stored version).
+ */
+const char *cq_config_arch_keys(void);
+
 /* Every key required, every value in range; see models/FORMAT.md. */
 cq_code cq_config_from_json(const char *text, size_t len,
 								 cq_model_config *cfg, cq_error *err);
