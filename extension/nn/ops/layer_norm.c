@@ -2,33 +2,8 @@
 #include "nn/ops/layer_norm.h"
 
 #include <math.h>
-#include <stdbool.h>
-#include <string.h>
 
-typedef float v16f __attribute__((vector_size(64)));
-
-/* Sum of x[0..n) in 16 independent lanes (vectorises without -ffast-math). */
-static float
-lane_sum(const float *x, int n, float shift, bool square)
-{
-	v16f		acc = {0};
-	float		tail = 0.0f;
-	int			i = 0;
-
-	for (; i + 16 <= n; i += 16)
-	{
-		v16f		v;
-
-		memcpy(&v, x + i, sizeof(v));
-		v -= shift;
-		acc += square ? v * v : v;
-	}
-	for (; i < n; i++)
-		tail += square ? (x[i] - shift) * (x[i] - shift) : x[i] - shift;
-	for (int j = 0; j < 16; j++)
-		tail += acc[j];
-	return tail;
-}
+#include "nn/ops/lane_sum.h"
 
 /*
  * The kernels copy the parameters into locals: the core builds with
@@ -47,8 +22,8 @@ cq_layer_norm_forward(const cq_norm *n, const float *x, float *y, int rows)
 	{
 		const float *xr = x + (long) r * d;
 		float	   *yr = y + (long) r * d;
-		float		mean = lane_sum(xr, d, 0.0f, false) / d;
-		float		inv = 1.0f / sqrtf(lane_sum(xr, d, mean, true) / d + eps);
+		float		mean = cq_lane_sum(xr, d, 0.0f, false) / d;
+		float		inv = 1.0f / sqrtf(cq_lane_sum(xr, d, mean, true) / d + eps);
 
 		for (int i = 0; i < d; i++)
 			yr[i] = (xr[i] - mean) * inv * w[i] + b[i];
