@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "nn/ops/layer_norm.h"
+#include "nn/ops/norm_kernels.h"
 
 /* The kernels of each kind, indexed by cq_norm_kind. */
 static const struct

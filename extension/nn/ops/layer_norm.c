@@ -1,5 +1,5 @@
-/* Layer normalisation: forward, forward keeping statistics, backward (layer_norm.h). */
-#include "nn/ops/layer_norm.h"
+/* Layer normalisation: forward, forward keeping statistics, backward (norm_kernels.h). */
+#include "nn/ops/norm_kernels.h"
 
 #include <math.h>
 

@@ -1,16 +1,21 @@
 /*
- * Layer normalisation kernels (the kind CQ_NORM_LAYER of ops/params.h) over
- * contiguous rows x[rows, n->d]:
- *   y = (x - mean) / sqrt(var + eps) * w + b, population variance.
- * Callers go through the norm object (nn/layers/norm.h), which picks the
- * kernels of a norm's kind.
+ * The norm kernels of every kind of ops/params.h (cq_norm_kind), over
+ * contiguous rows x[rows, n->d]: for each kind a forward for inference, a
+ * forward keeping the row statistics for training, and the backward, with
+ * the same signatures, which the norm object (nn/layers/norm.h) picks by a
+ * norm's kind.  Callers go through that object.
  */
-#ifndef CQ_NN_LAYER_NORM_H
-#define CQ_NN_LAYER_NORM_H
+#ifndef CQ_NN_NORM_KERNELS_H
+#define CQ_NN_NORM_KERNELS_H
 
 #include "nn/ops/params.h"
 
-/* Inference: float sums in 16 lanes, so that a row's loop vectorises. */
+/*
+ * Layer normalisation (CQ_NORM_LAYER, layer_norm.c):
+ *   y = (x - mean) / sqrt(var + eps) * w + b, population variance.
+ */
+
+/* Inference: float sums in 16 lanes (ops/lane_sum.h). */
 void		cq_layer_norm_forward(const cq_norm *n, const float *x, float *y, int rows);
 
 /* Training: double sums, keeping each row's mean and rstd in st. */
