@@ -207,6 +207,7 @@ TEST(config_json_variants)
 		{", \"layer_norm_eps\": 0", "layer_norm_eps"},
 		{", \"sinusoid_denominator\": \"third\"", "\"half_minus_one\" or \"half\""},
 		{", \"output_bias\": 1", "must be a boolean"},
+		{", \"norm\": \"batch\"", "\"norm\" must be \"layer\" or \"rms\""},
 	};
 
 	snprintf(buf, sizeof(buf), base, "");
@@ -214,9 +215,10 @@ TEST(config_json_variants)
 	CHECK(c.activation == CQ_ACT_SWISH && !c.post_norm && c.encoder_final_norm &&
 		  c.decoder_final_norm && c.scale_embeddings && !c.layernorm_embedding &&
 		  c.position_offset == 0 && !c.sinusoid_half && c.layer_norm_eps == 1e-5f &&
-		  !c.output_bias && c.decoder_start_id == CQ_EOS_ID);
+		  !c.output_bias && c.decoder_start_id == CQ_EOS_ID && c.norm == CQ_NORM_LAYER);
 	n = cq_config_to_json(&c, buf, sizeof(buf));
-	CHECK(strstr(buf, "norm_position") == NULL && strstr(buf, "decoder_start_id") == NULL);
+	CHECK(strstr(buf, "norm_position") == NULL && strstr(buf, "decoder_start_id") == NULL &&
+		  strstr(buf, "\"norm\"") == NULL);
 	CHECK(strstr(buf, "\"activation\": \"swish\"") != NULL);
 
 	snprintf(buf, sizeof(buf), base,
@@ -224,15 +226,17 @@ TEST(config_json_variants)
 			 "\"decoder_final_norm\": false, \"scale_embeddings\": false, "
 			 "\"layernorm_embedding\": true, \"position_offset\": 2, "
 			 "\"sinusoid_denominator\": \"half\", \"layer_norm_eps\": 1e-6, "
-			 "\"output_bias\": true, \"decoder_start_id\": 1");
+			 "\"output_bias\": true, \"decoder_start_id\": 1, \"norm\": \"rms\"");
 	CHECK_INT_EQ(cq_config_from_json(buf, strlen(buf), &c, &err), CQ_OK);
 	CHECK(c.post_norm && !c.encoder_final_norm && !c.decoder_final_norm &&
 		  !c.scale_embeddings && c.layernorm_embedding && c.position_offset == 2 &&
 		  c.sinusoid_half && c.layer_norm_eps == 1e-6f && c.output_bias &&
-		  c.decoder_start_id == 1);
+		  c.decoder_start_id == 1 && c.norm == CQ_NORM_RMS);
 	n = cq_config_to_json(&c, buf, sizeof(buf));
 	CHECK_INT_EQ(cq_config_from_json(buf, n, &back, &err), CQ_OK);
 	CHECK(cq_config_equal(&c, &back));
+	back.norm = CQ_NORM_LAYER;
+	CHECK(!cq_config_equal(&c, &back));
 
 	for (int i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
 	{
@@ -277,6 +281,7 @@ TEST(config_arch_keys_are_the_json_keys)
 	c.layer_norm_eps = 1e-6f;
 	c.decoder_start_id = 1;
 	c.precision = CQ_PRECISION_INT8;
+	c.norm = CQ_NORM_RMS;
 	cq_config_to_json(&c, buf, sizeof(buf));
 	CHECK(cq_json_parse_object(buf, strlen(buf), &o, msg, sizeof(msg)));
 	snprintf(list, sizeof(list), ",%s,", cq_config_arch_keys());

@@ -36,6 +36,27 @@ TEST(norm_layer_hand_worked)
 	CHECK(cq_norm_has_bias(CQ_NORM_LAYER));
 }
 
+/* RMSNorm of the same row: mean(x^2) = 12.5, no centring, no bias. */
+TEST(norm_rms_hand_worked)
+{
+	float		x[8] = {1, 2, 3, 6, -2, -2, 2, 2},
+				w[4] = {1, 2, 1, 0.5f},
+				y[8];
+	cq_norm		n = {w, NULL, 4, CQ_NORM_RMS, 1e-5f};
+	double		r = 1.0 / sqrt(12.5 + 1e-5);
+
+	cq_norm_forward(&n, x, y, 2, 4);
+	CHECK_NEAR(y[0], r, 1e-6);
+	CHECK_NEAR(y[1], 4 * r, 1e-6);
+	CHECK_NEAR(y[2], 3 * r, 1e-6);
+	CHECK_NEAR(y[3], 3 * r, 1e-6);
+	/* a row of mean 0 keeps its sign pattern: x / 2 * w */
+	CHECK_NEAR(y[4], -1 / sqrt(1 + 2.5e-6), 1e-6);
+	CHECK_NEAR(y[5], -2 / sqrt(1 + 2.5e-6), 1e-6);
+	CHECK_NEAR(y[7], 0.5 / sqrt(1 + 2.5e-6), 1e-6);
+	CHECK(!cq_norm_has_bias(CQ_NORM_RMS));
+}
+
 /* Random rows, gain and bias (bias only where the kind has one). */
 static void
 fill(float *x, float *w, float *b, cq_norm_kind kind, uint64_t seed)
@@ -131,6 +152,7 @@ check_kind(cq_norm_kind kind, const char *label)
 TEST(norm_forward_keep_and_backward)
 {
 	check_kind(CQ_NORM_LAYER, "layer");
+	check_kind(CQ_NORM_RMS, "rms");
 }
 
 /* w NULL: the identity forward (copy or in place) and backward. */

@@ -15,6 +15,7 @@ static const struct
 							 const cq_norm_stats *st, const float *dy, float *dx, int rows);
 }			kinds[] = {
 	[CQ_NORM_LAYER] = {cq_layer_norm_forward, cq_layer_norm_forward_keep, cq_layer_norm_backward},
+	[CQ_NORM_RMS] = {cq_rms_norm_forward, cq_rms_norm_forward_keep, cq_rms_norm_backward},
 };
 
 void

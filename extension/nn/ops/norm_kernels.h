@@ -31,4 +31,25 @@ void		cq_layer_norm_backward(const cq_norm *n, cq_norm *g, const float *x,
 								   const cq_norm_stats *st, const float *dy, float *dx,
 								   int rows);
 
+/*
+ * RMS normalisation (CQ_NORM_RMS, rms_norm.c; Zhang and Sennrich 2019,
+ * Marian's rmsNorm):
+ *   y = x / sqrt(mean(x^2) + eps) * w, no centring and no bias.
+ */
+
+/* Inference: the sum of squares in 16 float lanes. */
+void		cq_rms_norm_forward(const cq_norm *n, const float *x, float *y, int rows);
+
+/* Training: the sum in double, keeping each row's rstd in st (st->mean unused). */
+void		cq_rms_norm_forward_keep(const cq_norm *n, const float *x, float *y, int rows,
+									 const cq_norm_stats *st);
+
+/*
+ * dx[rows, d] += dL/dx given dy; g->w[d] += sum dy * xhat (accumulated).
+ * With xhat = x rstd and gy = dy w: dx = rstd (gy - xhat mean(gy xhat)).
+ */
+void		cq_rms_norm_backward(const cq_norm *n, cq_norm *g, const float *x,
+								 const cq_norm_stats *st, const float *dy, float *dx,
+								 int rows);
+
 #endif

@@ -31,7 +31,8 @@ typedef struct cq_linear
 /* What a normalisation computes over each row of d values. */
 typedef enum cq_norm_kind
 {
-	CQ_NORM_LAYER				/* (x - mean) / sqrt(var + eps) * w + b, population variance */
+	CQ_NORM_LAYER,				/* (x - mean) / sqrt(var + eps) * w + b, population variance */
+	CQ_NORM_RMS					/* x / sqrt(mean(x^2) + eps) * w, no bias */
 } cq_norm_kind;
 
 /*
@@ -57,7 +58,8 @@ cq_norm_has_bias(cq_norm_kind kind)
 
 /*
  * The per-row statistics a norm keeps in training for its backward, [rows]
- * each: rstd = 1 / sqrt(var + eps) and the row mean.
+ * each: rstd = 1 / sqrt(var + eps) and the row mean (RMSNorm: rstd =
+ * 1 / sqrt(mean(x^2) + eps), mean unused).
  */
 typedef struct cq_norm_stats
 {
