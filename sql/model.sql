@@ -61,6 +61,14 @@ SELECT config->>'norm_position' AS norm, config->'encoder_final_norm' AS enc_ln,
 FROM corpq.model_catalog WHERE name = 'm_post';
 SELECT corpq.sent_prob('m_post', 'a1 b1', 'x1') BETWEEN 0 AND 1 AS scored,
        corpq.translate('m_post', 'a1 b1 c1') IS NOT NULL AS translated;
+-- RMSNorm instead of layer norms (norm "rms"): no norm biases, fewer parameters
+SELECT corpq.model_create('m_rms', '{"preset": "tiny", "norm": "rms"}', 'model_src', 'model_tgt');
+SELECT r.config->>'norm' AS norm, l.parameters - r.parameters AS fewer
+FROM corpq.model_catalog r, corpq.model_catalog l WHERE r.name = 'm_rms' AND l.name = 'm1';
+SELECT corpq.sent_prob('m_rms', 'a1 b1', 'x1') BETWEEN 0 AND 1 AS scored,
+       corpq.translate('m_rms', 'a1 b1 c1') IS NOT NULL AS translated;
+SELECT corpq.model_drop('m_rms');
+SELECT corpq.model_create('m_bad', '{"preset": "tiny", "norm": "batch"}', 'model_src', 'model_tgt');
 SELECT corpq.model_create('m_bad', '{"preset": "tiny", "norm_position": "middle"}',
   'model_src', 'model_tgt');
 SELECT corpq.model_create('m_bad', '{"preset": "tiny", "positions": "learned",

@@ -56,6 +56,7 @@ build_layout(cq_antap_model *m, float ***views)
 
 	add_linear(m, views, &m->emb_cols, c->seq_len, c->pool_cols, "emb_cols");
 	add_linear(m, views, &m->emb_rows, D, c->pool_rows, "emb_rows");
+	m->attn_ln = (cq_norm) {.d = D, .kind = CQ_NORM_LAYER, .eps = CQ_ANTAP_LN_EPS};
 	add(m, views, &m->attn_ln.w, D, 0, "attn_ln.weight");
 	add(m, views, &m->attn_ln.b, D, 0, "attn_ln.bias");
 	add_linear(m, views, &m->qkv, 3 * D, D, "attn.qkv");

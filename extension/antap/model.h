@@ -96,7 +96,7 @@ typedef struct cq_antap_model
 
 	cq_linear	emb_cols;		/* [S, W] */
 	cq_linear	emb_rows;		/* [D, H] */
-	cq_layer_norm attn_ln;		/* [D] */
+	cq_norm		attn_ln;		/* [D], layer norm of eps CQ_ANTAP_LN_EPS */
 	cq_linear	qkv;			/* [3D, D]: rows q, then k, then v */
 	cq_linear	attn_out;		/* [D, D] */
 	cq_linear	fc1;			/* [F, D] */

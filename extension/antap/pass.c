@@ -7,6 +7,7 @@
 
 #include "antap/pass.h"
 #include "common/mem.h"
+#include "nn/layers/norm.h"
 #include "nn/ops/backward_ops.h"
 #include "nn/ops/blas.h"
 #include "nn/ops/ops.h"
@@ -26,8 +27,7 @@ struct cq_antap_pass
 	float	   *c;				/* [S, H] GELU(bt) */
 	float	   *e;				/* [S, D] emb_rows(c) */
 	float	   *h;				/* [S, D] LN(e) */
-	float	   *mean,
-			   *rstd;			/* [S] */
+	cq_norm_stats stats;		/* [S] LN's mean and rstd */
 	float	   *qkv;			/* [S, 3D] */
 	float	   *probs;			/* [heads, S, S] */
 	float	   *ctx;			/* [S, D] heads concatenated */
@@ -149,8 +149,8 @@ cq_antap_pass_new(const cq_antap_config *cfg, int max_batch, cq_antap_pass **out
 	fixed[3] = &p->c;
 	fixed[4] = &p->e;
 	fixed[5] = &p->h;
-	fixed[6] = &p->mean;
-	fixed[7] = &p->rstd;
+	fixed[6] = &p->stats.mean;
+	fixed[7] = &p->stats.rstd;
 	fixed[8] = &p->qkv;
 	fixed[9] = &p->probs;
 	fixed[10] = &p->ctx;
@@ -281,8 +281,7 @@ cq_antap_forward(const cq_antap_model *m, cq_antap_pass *p, const float *x, int 
 	cq_gelu_erf(p->c, n * S * H);
 	cq_linear_rows(&m->emb_rows, p->c, (int) H, p->e, (int) D, (int) (n * S));
 	/* attention (Eq. 7): y = e + MHA(LN(e)), then the FFN without residual */
-	cq_layer_norm_fwd_save(p->e, p->h, (int) (n * S), (int) D, m->attn_ln.w, m->attn_ln.b,
-						   CQ_ANTAP_LN_EPS, p->mean, p->rstd);
+	cq_norm_forward_keep(&m->attn_ln, p->e, p->h, n * S, &p->stats);
 	cq_linear_rows(&m->qkv, p->h, (int) D, p->qkv, (int) (3 * D), (int) (n * S));
 	attention_fwd(c, p);
 	cq_linear_rows(&m->attn_out, p->ctx, (int) D, p->y, (int) D, (int) (n * S));
@@ -350,8 +349,7 @@ cq_antap_backward(const cq_antap_model *m, cq_antap_pass *p, const float *dout,
 	attention_bwd(c, p);
 	cq_linear_backward(&m->qkv, &grad->qkv, p->h, (int) D, p->dqkv, (int) (3 * D), p->dh,
 					   (int) D, 0.0f, n * S);
-	cq_layer_norm_backward(p->e, p->mean, p->rstd, m->attn_ln.w, p->dh, p->de,
-						   grad->attn_ln.w, grad->attn_ln.b, (int) (n * S), (int) D);
+	cq_norm_backward(&m->attn_ln, &grad->attn_ln, p->e, &p->stats, p->dh, p->de, n * S);
 	/* embeddings */
 	cq_linear_backward(&m->emb_rows, &grad->emb_rows, p->c, (int) H, p->de, (int) D, p->dc,
 					   (int) H, 0.0f, n * S);

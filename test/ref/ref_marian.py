@@ -19,7 +19,10 @@ special:model.yml options:
   (decoder.h: shift(y, {1, 0, 0}); embeddingsFromPrediction: zeros when
   there is no previous word), its mask is causal.
 * src/layers/generic.h / tensor_operators.cpp: layerNorm with epsilon 1e-6,
-  (x - mean) / sqrt(eps + var) * scale + bias.
+  (x - mean) / sqrt(eps + var) * scale + bias; rmsNorm (marian-dev 1.11 and
+  later, the op `r` of pre/postprocess: RMSNormalizationImpl), epsilon 1e-6,
+  scale * (x / sqrt(sum x^2 / cols + eps)), parameter prefix_rms_scale
+  (suffix "_pre" in preProcess), no bias.
 * src/layers/output.cpp: logits = x Wt^T + b with Wt the tied embedding
   (Wemb or decoder_Wemb) or decoder_ff_logit_out_Wt, b decoder_ff_logit_out_b.
 * swish(x) = x * sigmoid(x) (expression_operators.cpp SwishNodeOp).
@@ -74,10 +77,16 @@ class MarianRef:
         var = ((x - mean) ** 2).mean(-1, keepdim=True)
         return g * ((x - mean) / torch.sqrt(1e-6 + var)) + b
 
+    def rms_norm(self, x, prefix, suffix=""):
+        g = self.p[prefix + "_rms_scale" + suffix][0]
+        return g * (x / torch.sqrt((x * x).mean(-1, keepdim=True) + 1e-6))
+
     def pre(self, prefix, ops, x):
         for op in ops:
             if op == "n":
                 x = self.layer_norm(x, prefix, "_pre")
+            elif op == "r":
+                x = self.rms_norm(x, prefix, "_pre")
             elif op != "d":
                 raise ValueError(op)
         return x
@@ -88,6 +97,8 @@ class MarianRef:
                 x = x + prev
             elif op == "n":
                 x = self.layer_norm(x, prefix)
+            elif op == "r":
+                x = self.rms_norm(x, prefix)
             elif op != "d":
                 raise ValueError(op)
         return x

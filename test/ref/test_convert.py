@@ -4,7 +4,8 @@ For each layout a synthetic model is written in the toolkit's exact on-disk
 layout with random weights (a fairseq checkpoint dict with an
 argparse.Namespace or a cfg dict, pre- and post-norm, sinusoidal and learned
 positions; a Marian .npz with special:model.yml, post-norm swish, tied-all
-embeddings and an output bias, and one untied; a Hugging Face Marian
+embeddings and an output bias, one untied, and one with RMSNorm (marian-dev's
+postprocess dar, on the embeddings too); a Hugging Face Marian
 directory).  The converter turns it into a corpq directory, the image is
 read back with the corpq reader (torch_transformer.read_corpq) and run by
 the corpq architecture reference (torch_transformer.Transformer), and the
@@ -402,12 +403,20 @@ def marian_model(tmp, tag, g, y, V, Vt=None, untied=False):
     d, ffn = y["dim-emb"], y["transformer-dim-ffn"]
     a = {}
     Vt = Vt or V
+    rms = y["transformer-postprocess"] == "dar"     # rmsNorm: a scale, no bias
 
     def W(name, i, o):
         a[name] = rnd(g, i, o, scale=i ** -0.5).numpy()
 
     def b(name, n, scale=0.1, base=0.0):
         a[name] = (base + scale * torch.randn(1, n, generator=g)).float().numpy()
+
+    def norm(prefix, suffix=""):
+        if rms:
+            b(prefix + "_rms_scale" + suffix, d, 0.2, 1.0)
+        else:
+            b(prefix + "_ln_scale" + suffix, d, 0.2, 1.0)
+            b(prefix + "_ln_bias" + suffix, d)
     if untied:
         a["encoder_Wemb"] = rnd(g, V, d, scale=d ** -0.5).numpy()
         a["decoder_Wemb"] = rnd(g, Vt, d, scale=d ** -0.5).numpy()
@@ -422,15 +431,15 @@ def marian_model(tmp, tag, g, y, V, Vt=None, untied=False):
                 for x in "qkvo":
                     W(p + "_W" + x, d, d)
                     b(p + "_b" + x, d)
-                b(p + "_Wo_ln_scale", d, 0.2, 1.0)
-                b(p + "_Wo_ln_bias", d)
+                norm(p + "_Wo")
             p = "%s_l%d_ffn" % (side, i)
             W(p + "_W1", d, ffn)
             b(p + "_b1", ffn)
             W(p + "_W2", ffn, d)
             b(p + "_b2", d)
-            b(p + "_ffn_ln_scale", d, 0.2, 1.0)
-            b(p + "_ffn_ln_bias", d)
+            norm(p + "_ffn")
+        if set(y["transformer-postprocess-emb"]) & {"n", "r"}:
+            norm(side + "_emb", "_pre")
     a["special:model.yml"] = np.frombuffer(yaml.safe_dump(y).encode() + b"\0", dtype=np.int8)
     path = os.path.join(tmp, tag + ".npz")
     np.savez(path, **a)
@@ -484,6 +493,16 @@ def test_marian(tmp, rng):
     check(rc == 0, "Marian untied converts (%s)" % err.strip())
     if rc == 0:
         compare("marian post relu untied", MarianRef(arrays2, y2), words, words_t, out2, rng)
+    # RMSNorm (marian-dev 1.11 and later: postprocess dar), on the embeddings too
+    y3 = marian_yml(**{"transformer-postprocess": "dar", "transformer-postprocess-emb": "dr"})
+    npz3, arrays3 = marian_model(tmp, "marian_rms", g, y3, V)
+    out3 = os.path.join(tmp, "marian_rms.out")
+    rc, err = run(["marian", "--model", npz3, "--vocab", voc, "--output", out3])
+    check(rc == 0, "Marian RMSNorm converts (%s)" % err.strip())
+    if rc == 0:
+        cfg = compare("marian post RMSNorm, emb", MarianRef(arrays3, y3), words, words, out3, rng)
+        check(cfg["norm"] == "rms" and cfg["layernorm_embedding"] and cfg["layer_norm_eps"] == 1e-6,
+              "Marian RMSNorm configuration keys")
     return npz, arrays, voc, y, spm_s
 
 
@@ -724,6 +743,8 @@ def test_bad(tmp, rng, fairseq_cases, marian, hf):
     mar("Marian FFN depth", 2, "FFN depth", y_over={"transformer-ffn-depth": 3})
     mar("Marian pre-norm", 2, "pre-norm", y_over={"transformer-preprocess": "n",
                                                   "transformer-postprocess": "da"})
+    mar("Marian layer and RMS norms", 2, "one norm kind per model",
+        y_over={"transformer-postprocess-emb": "dr"})
     mar("Marian gelu", 2, "transformer-ffn-activation 'gelu'",
         y_over={"transformer-ffn-activation": "gelu"})
     mar("Marian RNN", 2, "model type 's2s'", y_over={"type": "s2s"})

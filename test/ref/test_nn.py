@@ -9,7 +9,8 @@ mode and in a Monte Carlo dropout pass (the reference draws the same Philox
 masks with its own numpy implementation, so the dropout sites, keys and
 scaling are checked, not only their determinism).  Also:
 batched = single, Monte Carlo dropout masks independent of the batch, MC with
-dropout 0 = eval, and the forward's rejection of bad ids and lengths.
+dropout 0 = eval, and the forward's rejection of bad ids and lengths.  The
+configurations cover the architecture variants, norm "rms" among them.
 """
 import os
 import random
@@ -268,10 +269,16 @@ def main():
             ("pre-norm unscaled, LN emb, 1 final", tt.make_config(
                 "tiny", 300, 350, scale_embeddings=False, layernorm_embedding=True,
                 encoder_final_norm=False, activation="swish", positions="learned")),
+            # norm "rms": every norm an RMSNorm (no bias tensors)
+            ("rms pre-norm, emb norm, finals", tt.make_config(
+                "tiny", 300, 350, norm="rms", layernorm_embedding=True, activation="swish")),
+            ("rms Marian post (dar), eps 1e-6", tt.make_config(
+                "tiny", 300, 350, norm="rms", layer_norm_eps=1e-6, tie_output=False,
+                output_bias=True, decoder_start_id=1, **post)),
         ]
         for i, (label, cfg) in enumerate(configs):
             run_config(core, tmp, label, cfg, 100 + i)
-        for i in (0, 3, 6):
+        for i in (0, 3, 6, 9):
             run_int8(core, tmp, configs[i][0], configs[i][1], 200 + i)
         check_rejections(core, tmp)
         check_philox()

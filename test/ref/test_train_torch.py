@@ -1,5 +1,11 @@
 """The C training core (extension/nn/train) against PyTorch autograd.
 
+0. The norm object (extension/nn/layers/norm.h) of each kind, LayerNorm and
+   RMSNorm, through ctypes: its inference forward (at a row stride), its
+   training forward and its backward against float64 PyTorch (F.layer_norm;
+   RMSNorm written from its formula, torch_transformer.rms_norm) with
+   autograd, for d = 40 and 64 and an epsilon that matters (rows of tiny
+   magnitude).
 1. Gradients: the same float32 weights and batch through the core's
    cq_train_gradients (dropout off, label smoothing 0.1, gradients of the
    summed loss / tokens) and through an independent functional float64
@@ -11,13 +17,16 @@
    micro-batches per update against torch.optim.AdamW + LambdaLR +
    clip_grad_norm_ on the same data order: per-step loss within 1e-3
    relative, final weights compared too.
+Both run on layer-norm models and on models of norm "rms".
 """
+import ctypes
 import os
 import random
 import sys
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_transformer as tt  # noqa: E402
@@ -48,6 +57,77 @@ def random_batch(rng, n, vs, vt, lo=0, hi=12):
 def torch_params(w, dtype=torch.float64):
     return {k: torch.tensor(v.numpy() if hasattr(v, "numpy") else v, dtype=dtype,
                             requires_grad=True) for k, v in w.items()}
+
+
+class _Norm(ctypes.Structure):
+    _fields_ = [("w", ctypes.c_void_p), ("b", ctypes.c_void_p), ("d", ctypes.c_int),
+                ("kind", ctypes.c_int), ("eps", ctypes.c_float)]
+
+
+class _NormStats(ctypes.Structure):
+    _fields_ = [("mean", ctypes.c_void_p), ("rstd", ctypes.c_void_p)]
+
+
+TOL_NORM = 1e-5     # float32 kernels against float64, relative to the largest value
+
+
+def norm_case(core, kind, d, eps, seed):
+    """The C norm object against PyTorch: (forward error, backward error)."""
+    lib, rows, ld = core.lib, 7, d + 5
+    g = np.random.default_rng(seed)
+    x = (g.normal(0, 1, (rows, d)) + g.normal(0, 2, (rows, 1))).astype(np.float32)
+    x[1] *= 1e-3                    # mean(x^2) ~ eps: the epsilon matters
+    w = (1 + 0.3 * g.normal(0, 1, d)).astype(np.float32)
+    b = (0.2 * g.normal(0, 1, d)).astype(np.float32)
+    c = g.normal(0, 1, (rows, d)).astype(np.float32)
+    ptr = (lambda a: a.ctypes.data)
+    n = _Norm(ptr(w), ptr(b) if kind == 0 else None, d, kind, eps)
+    # inference forward over rows at stride ld; the columns past d untouched
+    xs = np.full((rows, ld), 7.0, np.float32)
+    xs[:, :d] = x
+    ys = np.full((rows, ld), -3.0, np.float32)
+    lib.cq_norm_forward(ctypes.byref(n), ptr(xs), ptr(ys), rows, ld)
+    # training forward and backward of L = sum c y (gradients accumulate)
+    yk, mean, rstd = (np.zeros(s, np.float32) for s in ((rows, d), rows, rows))
+    st = _NormStats(ptr(mean), ptr(rstd))
+    lib.cq_norm_forward_keep(ctypes.byref(n), ptr(x), ptr(yk), rows, ctypes.byref(st))
+    dx, gw, gb = np.zeros((rows, d), np.float32), np.zeros(d, np.float32), np.zeros(d, np.float32)
+    gn = _Norm(ptr(gw), ptr(gb) if kind == 0 else None, d, kind, eps)
+    lib.cq_norm_backward(ctypes.byref(n), ctypes.byref(gn), ptr(x), ctypes.byref(st), ptr(c),
+                         ptr(dx), rows)
+    X, W, B = (torch.tensor(a, dtype=torch.float64, requires_grad=True) for a in (x, w, b))
+    eps64 = float(np.float32(eps))
+    Y = F.layer_norm(X, (d,), W, B, eps64) if kind == 0 else tt.rms_norm(X, W, eps64)
+    (Y * torch.from_numpy(c.astype(np.float64))).sum().backward()
+
+    def rel(a, ref):
+        return float(np.abs(a - ref).max() / max(np.abs(ref).max(), 1e-30))
+    ref = Y.detach().numpy()
+    e_fwd = max(rel(ys[:, :d], ref), rel(yk, ref))
+    check((xs[:, d:] == 7.0).all() and (ys[:, d:] == -3.0).all(),
+          "norm kind %d: the forward stays in its rows' d columns" % kind)
+    e_bwd = max(rel(dx, X.grad.numpy()), rel(gw, W.grad.numpy()))
+    if kind == 0:
+        e_bwd = max(e_bwd, rel(gb, B.grad.numpy()))
+    else:
+        check(not gb.any(), "rms: no bias gradient")
+    return e_fwd, e_bwd
+
+
+def check_norm_ops(core):
+    lib, P = core.lib, ctypes.c_void_p
+    lib.cq_norm_forward.argtypes = [P, P, P, ctypes.c_long, ctypes.c_long]
+    lib.cq_norm_forward_keep.argtypes = [P, P, P, ctypes.c_long, P]
+    lib.cq_norm_backward.argtypes = [P, P, P, P, P, P, ctypes.c_long]
+    for kind, name in ((0, "layer"), (1, "rms")):
+        worst = [0.0, 0.0]
+        for i, (d, eps) in enumerate(((40, 1e-5), (64, 1e-6), (64, 1e-2))):
+            errs = norm_case(core, kind, d, eps, 10 * kind + i)
+            worst = [max(a, e) for a, e in zip(worst, errs)]
+        check(worst[0] <= TOL_NORM and worst[1] <= TOL_NORM,
+              "norm %s: forward rel err %.3g, backward %.3g" % (name, worst[0], worst[1]))
+        print("  norm object, %-5s forward (inference and training) max rel err %.2e, "
+              "backward (dx, dw%s) %.2e" % (name, worst[0], ", db" if kind == 0 else "", worst[1]))
 
 
 def check_gradients(core, label, cfg, seed):
@@ -90,7 +170,7 @@ def without_key_bias(name, a, cfg):
     return a
 
 
-def check_trajectory(core, cfg, seed, steps=20):
+def check_trajectory(core, cfg, seed, steps=20, label=""):
     rng = random.Random(seed)
     w = tt.random_weights(cfg, seed)
     m = core.load(tt.write_corpq("/dev/null", cfg, w))
@@ -138,8 +218,8 @@ def check_trajectory(core, cfg, seed, steps=20):
     wc = core.weights(st)
     werr = max(float(np.abs(without_key_bias(n, wc[n] - P[n].detach().numpy(), cfg)).max())
                for n in names)
-    print("  20-step trajectory (2 micro-batches/update, clip 0.5 active on %d steps):"
-          % clipped)
+    print("  20-step trajectory%s (2 micro-batches/update, clip 0.5 active on %d steps):"
+          % (label, clipped))
     print("    losses core/torch: " + ", ".join("%.4f/%.4f" % c for c in curve[::4]))
     print("    max rel loss err %.2e, max |w_core - w_torch| after 20 updates %.2e (key biases excluded)" % (worst, werr))
     check(clipped > 0, "clipping never active in the trajectory")
@@ -151,6 +231,8 @@ def check_trajectory(core, cfg, seed, steps=20):
 def main():
     torch.set_num_threads(1)
     core = tt.TrainCore()
+    print("the norm object vs torch autograd (float64):")
+    check_norm_ops(core)
     print("gradients vs torch autograd (float64), label smoothing 0.1, dropout off:")
     check_gradients(core, "relu/sinusoid/tied", small_cfg(), 1)
     check_gradients(core, "gelu/learned/untied/shared",
@@ -171,9 +253,17 @@ def main():
                     small_cfg(scale_embeddings=False, layer_norm_eps=1e-6, positions="learned",
                               tie_output=False, output_bias=True, layernorm_embedding=True,
                               decoder_final_norm=False), 7)
+    # norm "rms" at every norm site: pre-norm with final and embedding norms,
+    # and a Marian-style post-norm model (marian-dev's transformer-postprocess dar)
+    check_gradients(core, "rms pre, emb norm, finals",
+                    small_cfg(norm="rms", layernorm_embedding=True, activation="swish"), 9)
+    check_gradients(core, "rms post (Marian dar)",
+                    small_cfg(norm="rms", layer_norm_eps=1e-6, output_bias=True,
+                              decoder_start_id=1, **post), 10)
     check_trajectory(core, small_cfg(), 4)
     check_trajectory(core, small_cfg(activation="swish", output_bias=True, decoder_start_id=1,
                                      **post), 8)
+    check_trajectory(core, small_cfg(norm="rms", layernorm_embedding=True), 11, label=", rms")
     if failures:
         print("%d failures" % len(failures))
         sys.exit(1)

@@ -346,7 +346,8 @@ def main():
                                    sinusoid_denominator="half", output_bias=True,
                                    decoder_start_id=1, **post)),
             ("Marian eps", tiny_cfg(layer_norm_eps=1e-6, tie_output=False, output_bias=True,
-                                    decoder_start_id=1, **post))):
+                                    decoder_start_id=1, **post)),
+            ("rms pre, emb", tiny_cfg(norm="rms", layernorm_embedding=True))):
         vw = tt.random_weights(vcfg, 23)
         if vcfg.get("output_bias"):
             # as corpq-convert writes them: <s>, which Marian lacks, takes no probability

@@ -34,7 +34,8 @@ PRESETS = {
 VARIANT_DEFAULTS = dict(norm_position="pre", encoder_final_norm=True, decoder_final_norm=True,
                         scale_embeddings=True, layernorm_embedding=False, position_offset=0,
                         sinusoid_denominator="half_minus_one", layer_norm_eps=1e-5,
-                        output_bias=False, decoder_start_id=EOS, precision="float32")
+                        output_bias=False, decoder_start_id=EOS, precision="float32",
+                        norm="layer")
 
 
 def variant(cfg, key):
@@ -60,9 +61,10 @@ def tensor_shapes(cfg):
         s["encoder.embed_positions"] = (cfg["max_positions"], d)
         s["decoder.embed_positions"] = (cfg["max_positions"], d)
 
-    def ln(p):
+    def ln(p):                  # a norm: RMSNorm has a gain and no bias
         s[p + ".weight"] = (d,)
-        s[p + ".bias"] = (d,)
+        if variant(cfg, "norm") == "layer":
+            s[p + ".bias"] = (d,)
 
     def lin(p, o, i):
         s[p + ".weight"] = (o, i)
@@ -317,6 +319,28 @@ def sinusoids(n, d, denominator="half_minus_one", offset=0):
     return torch.cat([torch.sin(ang), torch.cos(ang)], dim=1)
 
 
+def rms_norm(x, g, eps):
+    """RMSNorm (models/FORMAT.md, norm "rms"; Zhang and Sennrich 2019):
+    x / sqrt(mean(x^2) + eps) * g over the last axis, written from the
+    formula (this torch has no torch.nn.RMSNorm); autograd differentiates it."""
+    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps) * g
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, d, eps):
+        super().__init__()
+        self.weight, self.bias, self.eps = torch.nn.Parameter(torch.ones(d)), None, eps
+
+    def forward(self, x):
+        return rms_norm(x, self.weight, self.eps)
+
+
+def make_norm(c):
+    """The configuration's norm over d_model: LayerNorm, or RMSNorm (norm "rms")."""
+    d, eps = c["d_model"], variant(c, "layer_norm_eps")
+    return RMSNorm(d, eps) if variant(c, "norm") == "rms" else torch.nn.LayerNorm(d, eps=eps)
+
+
 def activate(h, act):
     if act == "relu":
         return torch.relu(h)
@@ -366,9 +390,9 @@ class FFN(torch.nn.Module):
 class EncoderLayer(torch.nn.Module):
     def __init__(self, c):
         super().__init__()
-        d, eps = c["d_model"], variant(c, "layer_norm_eps")
+        d = c["d_model"]
         self.post = variant(c, "norm_position") == "post"
-        self.ln1, self.ln2 = torch.nn.LayerNorm(d, eps=eps), torch.nn.LayerNorm(d, eps=eps)
+        self.ln1, self.ln2 = make_norm(c), make_norm(c)
         self.attn = Attention(d, c["heads"])
         self.ffn = FFN(d, c["ffn_dim"], c["activation"])
 
@@ -384,9 +408,9 @@ class EncoderLayer(torch.nn.Module):
 class DecoderLayer(torch.nn.Module):
     def __init__(self, c):
         super().__init__()
-        d, eps = c["d_model"], variant(c, "layer_norm_eps")
+        d = c["d_model"]
         self.post = variant(c, "norm_position") == "post"
-        self.ln1, self.ln2, self.ln3 = (torch.nn.LayerNorm(d, eps=eps) for _ in range(3))
+        self.ln1, self.ln2, self.ln3 = (make_norm(c) for _ in range(3))
         self.self_attn = Attention(d, c["heads"])
         self.cross = Attention(d, c["heads"])
         self.ffn = FFN(d, c["ffn_dim"], c["activation"])
@@ -410,9 +434,8 @@ class Transformer(torch.nn.Module):
         d = c["d_model"]
         self.enc = torch.nn.ModuleList(EncoderLayer(c) for _ in range(c["encoder_layers"]))
         self.dec = torch.nn.ModuleList(DecoderLayer(c) for _ in range(c["decoder_layers"]))
-        eps = variant(c, "layer_norm_eps")
-        self.enc_ln, self.dec_ln = torch.nn.LayerNorm(d, eps=eps), torch.nn.LayerNorm(d, eps=eps)
-        self.emb_ln = {s: torch.nn.LayerNorm(d, eps=eps) for s in ("encoder", "decoder")}
+        self.enc_ln, self.dec_ln = make_norm(c), make_norm(c)
+        self.emb_ln = {s: make_norm(c) for s in ("encoder", "decoder")}
         self.start = variant(c, "decoder_start_id")
         self.to(dtype)
         for m in self.emb_ln.values():
@@ -437,12 +460,13 @@ class Transformer(torch.nn.Module):
                 c["max_positions"], d, variant(c, "sinusoid_denominator"),
                 variant(c, "position_offset")).to(self.dtype)
 
-        def lin(m, p, rows=None):
-            W, b = t[p + ".weight"], t[p + ".bias"]
+        def lin(m, p, rows=None):       # a linear layer or a norm (RMSNorm: no bias)
+            W, b = t[p + ".weight"], t.get(p + ".bias")
             if rows is not None:
                 W, b = W[rows], b[rows]
             m.weight.data.copy_(W)
-            m.bias.data.copy_(b)
+            if m.bias is not None:
+                m.bias.data.copy_(b)
         with torch.no_grad():
             for i, L in enumerate(self.enc):
                 p = "encoder.layers.%d." % i
@@ -586,7 +610,8 @@ class _Config(ctypes.Structure):
                 ("layernorm_embedding", ctypes.c_bool), ("position_offset", ctypes.c_int),
                 ("sinusoid_half", ctypes.c_bool), ("layer_norm_eps", ctypes.c_float),
                 ("output_bias", ctypes.c_bool), ("decoder_start_id", ctypes.c_int),
-                ("precision", ctypes.c_int)]     # 0 float32, 1 int8
+                ("precision", ctypes.c_int),     # 0 float32, 1 int8
+                ("norm", ctypes.c_int)]          # 0 layer, 1 rms
 
 
 class _Model(ctypes.Structure):
@@ -624,6 +649,7 @@ class Core:
         c.positions = 1 if cfg["positions"] == "learned" else 0
         c.post_norm = variant(cfg, "norm_position") == "post"
         c.sinusoid_half = variant(cfg, "sinusoid_denominator") == "half"
+        c.norm = ["layer", "rms"].index(variant(cfg, "norm"))
         for k in ("encoder_final_norm", "decoder_final_norm", "scale_embeddings",
                   "layernorm_embedding", "position_offset", "layer_norm_eps", "output_bias",
                   "decoder_start_id"):
@@ -769,6 +795,8 @@ def ref_loss(cfg, P, pairs, eps, dtype=torch.float64, dropout=0.0):
     scale = math.sqrt(d) if variant(cfg, "scale_embeddings") else 1.0
 
     def ln(x, p):
+        if variant(cfg, "norm") == "rms":
+            return rms_norm(x, P[p + ".weight"], eps_ln)
         return F.layer_norm(x, (d,), P[p + ".weight"], P[p + ".bias"], eps_ln)
 
     def embed(toks, table, pos, side):

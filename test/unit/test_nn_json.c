@@ -207,6 +207,7 @@ TEST(config_json_variants)
 		{", \"layer_norm_eps\": 0", "layer_norm_eps"},
 		{", \"sinusoid_denominator\": \"third\"", "\"half_minus_one\" or \"half\""},
 		{", \"output_bias\": 1", "must be a boolean"},
+		{", \"norm\": \"batch\"", "\"norm\" must be \"layer\" or \"rms\""},
 	};
 
 	snprintf(buf, sizeof(buf), base, "");
@@ -214,9 +215,10 @@ TEST(config_json_variants)
 	CHECK(c.activation == CQ_ACT_SWISH && !c.post_norm && c.encoder_final_norm &&
 		  c.decoder_final_norm && c.scale_embeddings && !c.layernorm_embedding &&
 		  c.position_offset == 0 && !c.sinusoid_half && c.layer_norm_eps == 1e-5f &&
-		  !c.output_bias && c.decoder_start_id == CQ_EOS_ID);
+		  !c.output_bias && c.decoder_start_id == CQ_EOS_ID && c.norm == CQ_NORM_LAYER);
 	n = cq_config_to_json(&c, buf, sizeof(buf));
-	CHECK(strstr(buf, "norm_position") == NULL && strstr(buf, "decoder_start_id") == NULL);
+	CHECK(strstr(buf, "norm_position") == NULL && strstr(buf, "decoder_start_id") == NULL &&
+		  strstr(buf, "\"norm\"") == NULL);
 	CHECK(strstr(buf, "\"activation\": \"swish\"") != NULL);
 
 	snprintf(buf, sizeof(buf), base,
@@ -224,15 +226,17 @@ TEST(config_json_variants)
 			 "\"decoder_final_norm\": false, \"scale_embeddings\": false, "
 			 "\"layernorm_embedding\": true, \"position_offset\": 2, "
 			 "\"sinusoid_denominator\": \"half\", \"layer_norm_eps\": 1e-6, "
-			 "\"output_bias\": true, \"decoder_start_id\": 1");
+			 "\"output_bias\": true, \"decoder_start_id\": 1, \"norm\": \"rms\"");
 	CHECK_INT_EQ(cq_config_from_json(buf, strlen(buf), &c, &err), CQ_OK);
 	CHECK(c.post_norm && !c.encoder_final_norm && !c.decoder_final_norm &&
 		  !c.scale_embeddings && c.layernorm_embedding && c.position_offset == 2 &&
 		  c.sinusoid_half && c.layer_norm_eps == 1e-6f && c.output_bias &&
-		  c.decoder_start_id == 1);
+		  c.decoder_start_id == 1 && c.norm == CQ_NORM_RMS);
 	n = cq_config_to_json(&c, buf, sizeof(buf));
 	CHECK_INT_EQ(cq_config_from_json(buf, n, &back, &err), CQ_OK);
 	CHECK(cq_config_equal(&c, &back));
+	back.norm = CQ_NORM_LAYER;
+	CHECK(!cq_config_equal(&c, &back));
 
 	for (int i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
 	{
@@ -252,4 +256,51 @@ TEST(config_json_variants)
 		CHECK_INT_EQ(cq_config_from_json(edited, strlen(edited), &c, &err), CQ_EINVAL);
 		CHECK(strstr(err.msg, "sinusoidal positions only") != NULL);
 	}
+}
+
+/*
+ * cq_config_arch_keys (what corpq.model_create accepts besides a preset) is
+ * exactly the keys cq_config_to_json writes for a configuration whose every
+ * variant differs from its default, less the vocabulary sizes and the
+ * precision: a key added to the JSON but not to the list fails here.
+ */
+TEST(config_arch_keys_are_the_json_keys)
+{
+	cq_model_config c;
+	cq_error	err;
+	cq_json_object o;
+	char		buf[1100],
+				msg[80],
+				list[1100];
+	int			listed = 1;
+
+	CHECK_INT_EQ(cq_config_preset("tiny", 50, 60, &c, &err), CQ_OK);
+	c.post_norm = c.layernorm_embedding = c.sinusoid_half = c.output_bias = true;
+	c.encoder_final_norm = c.decoder_final_norm = c.scale_embeddings = false;
+	c.position_offset = 2;
+	c.layer_norm_eps = 1e-6f;
+	c.decoder_start_id = 1;
+	c.precision = CQ_PRECISION_INT8;
+	c.norm = CQ_NORM_RMS;
+	cq_config_to_json(&c, buf, sizeof(buf));
+	CHECK(cq_json_parse_object(buf, strlen(buf), &o, msg, sizeof(msg)));
+	snprintf(list, sizeof(list), ",%s,", cq_config_arch_keys());
+	for (const char *p = list + 1; *p; p++)
+		listed += *p == ',';
+	listed -= 1;
+	for (int i = 0; i < o.n; i++)
+	{
+		char		key[64];
+		bool		arch = strcmp(o.members[i].key, "src_vocab_size") != 0 &&
+			strcmp(o.members[i].key, "tgt_vocab_size") != 0 &&
+			strcmp(o.members[i].key, "precision") != 0;
+
+		snprintf(key, sizeof(key), ",%s,", o.members[i].key);
+		if (arch != (strstr(list, key) != NULL))
+			unit_fail(__FILE__, __LINE__, "key %s is %s cq_config_arch_keys()",
+					  o.members[i].key, arch ? "missing from" : "wrongly in");
+		listed -= arch;
+	}
+	CHECK_INT_EQ(listed, 0);
+	cq_json_free(&o);
 }

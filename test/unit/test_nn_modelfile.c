@@ -338,3 +338,53 @@ TEST(model_init_random_distributions)
 	cq_model_free(m);
 	cq_model_free(again);
 }
+
+/*
+ * A model of norm "rms": every norm (sublayer, final, embedding) has its
+ * gain and no bias tensor, knows its kind, size and epsilon, starts as the
+ * identity, and the weight file round-trips it.
+ */
+TEST(model_rms_norms)
+{
+	cq_model   *m = small_model(16, 2, 24, 20, true, false),
+			   *r = NULL,
+			   *back = NULL;
+	cq_model_config c = m->cfg;
+	cq_error	err;
+	size_t		len,
+				floats,
+				params;
+	unsigned char *p;
+
+	c.norm = CQ_NORM_RMS;
+	c.layernorm_embedding = true;
+	c.layer_norm_eps = 1e-6f;
+	CHECK_INT_EQ(cq_model_new(&c, &r, &err), CQ_OK);
+	cq_model_init_random(r, 7);
+	for (int t = 0; t < r->n_tensors; t++)
+		if (strstr(r->tensors[t].name, "norm") && strstr(r->tensors[t].name, ".bias"))
+			unit_fail(__FILE__, __LINE__, "RMS model has %s", r->tensors[t].name);
+	CHECK(cq_model_tensor(r, "encoder.layernorm_embedding.weight") != NULL &&
+		  cq_model_tensor(r, "decoder.layers.0.encoder_attn_layer_norm.weight") != NULL);
+	/* the layer-norm model with embedding norms has one bias per norm more */
+	m->cfg.layernorm_embedding = true;
+	cq_model_size_for(&m->cfg, &floats, &params);
+	CHECK_INT_EQ(params - cq_model_param_count(r), 16 * (2 + 2 * 2 + 3 * 1 + 2));
+	{
+		const cq_norm *ns[] = {&r->enc[1].ffn_ln, &r->dec[0].cross_ln, &r->enc_ln,
+		&r->tgt_embed_ln};
+
+		for (int i = 0; i < 4; i++)
+			CHECK(ns[i]->w && !ns[i]->b && ns[i]->d == 16 && ns[i]->kind == CQ_NORM_RMS &&
+				  ns[i]->eps == 1e-6f && ns[i]->w[3] == 1.0f);
+	}
+	p = image(r, &len);
+	CHECK_INT_EQ(cq_modelfile_load(p, len, &back, &err), CQ_OK);
+	CHECK(back && cq_config_equal(&back->cfg, &r->cfg) && back->cfg.norm == CQ_NORM_RMS);
+	CHECK(back && back->n_floats == r->n_floats &&
+		  memcmp(back->params, r->params, r->n_floats * sizeof(float)) == 0);
+	free(p);
+	cq_model_free(back);
+	cq_model_free(r);
+	cq_model_free(m);
+}

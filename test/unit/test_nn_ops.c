@@ -8,26 +8,6 @@
 #include "nn/ops/loss.h"
 #include "nn/ops/ops.h"
 
-/* A hand-worked row: x = (1, 2, 3, 6): mean 3, var 3.5. */
-TEST(layer_norm_hand_worked)
-{
-	const float x[8] = {1, 2, 3, 6, 5, 5, 5, 5};
-	const float w[4] = {1, 2, 1, 0.5f},
-				b[4] = {0, 0, 1, -1};
-	float		y[8];
-	double		s = 1.0 / sqrt(3.5 + 1e-5);
-
-	cq_layer_norm_rows(x, y, 2, 4, w, b, 1e-5f);
-	CHECK_NEAR(y[0], -2 * s, 1e-6);
-	CHECK_NEAR(y[1], -2 * s, 1e-6);
-	CHECK_NEAR(y[2], 1.0, 1e-6);
-	CHECK_NEAR(y[3], 0.5 * 3 * s - 1, 1e-6);
-	/* a constant row: (x - mean) = 0, only the bias stays */
-	CHECK_NEAR(y[4], 0, 1e-6);
-	CHECK_NEAR(y[6], 1, 1e-6);
-	CHECK_NEAR(y[7], -1, 1e-6);
-}
-
 TEST(gelu_relu_values)
 {
 	/* Phi(1) = .8413447461, Phi(-2) = .0227501319 */

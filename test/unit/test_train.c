@@ -14,11 +14,12 @@
 #include "nn/train/schedule.h"
 #include "nn/train/train_state.h"
 
-static cq_model *
-micro_model(cq_activation act, cq_positions pos, bool tie, bool share, uint64_t seed)
+static cq_model *micro_from(const cq_model_config *c, uint64_t seed);
+
+static cq_model_config
+micro_config(cq_activation act, cq_positions pos, bool tie, bool share)
 {
 	cq_model_config c;
-	cq_model   *m = NULL;
 	cq_error err;
 
 	CHECK_INT_EQ(cq_config_preset("tiny", 24, share ? 24 : 28, &c, &err), CQ_OK);
@@ -32,16 +33,34 @@ micro_model(cq_activation act, cq_positions pos, bool tie, bool share, uint64_t 
 	c.tie_output = tie;
 	c.share_embeddings = share;
 	c.dropout = c.attention_dropout = c.activation_dropout = 0.2f;
-	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
+	return c;
+}
+
+static cq_model *
+micro_model(cq_activation act, cq_positions pos, bool tie, bool share, uint64_t seed)
+{
+	cq_model_config c = micro_config(act, pos, tie, share);
+
+	return micro_from(&c, seed);
+}
+
+static cq_model *
+micro_from(const cq_model_config *c, uint64_t seed)
+{
+	cq_model   *m = NULL;
+	cq_error err;
+
+	CHECK_INT_EQ(cq_model_new(c, &m, &err), CQ_OK);
 	cq_model_init_random(m, seed);
-	/* non-trivial layer norms and biases, so their gradients are exercised */
+	/* non-trivial norms and biases, so their gradients are exercised */
 	cq_philox_key key = cq_philox_key_from_seed(seed + 99);
 
 	for (int t = 0; t < m->n_tensors; t++)
 	{
 		const cq_tensor_info *ti = &m->tensors[t];
 		bool		bias = strstr(ti->name, ".bias") != NULL,
-					lnw = strstr(ti->name, "layer_norm.weight") != NULL;
+					lnw = strstr(ti->name, "layer_norm.weight") != NULL ||
+			strstr(ti->name, "layernorm_embedding.weight") != NULL;
 
 		if (!bias && !lnw)
 			continue;
@@ -217,6 +236,25 @@ TEST(train_finite_differences)
 	finite_differences(b, true, "gelu/learned+dropout");
 	cq_model_free(a);
 	cq_model_free(b);
+}
+
+/* norm "rms" at every norm site, pre-norm with final norms and post-norm */
+TEST(train_finite_differences_rms)
+{
+	cq_model_config c = micro_config(CQ_ACT_SWISH, CQ_POS_SINUSOIDAL, true, false);
+	cq_model   *pre,
+			   *post;
+
+	c.norm = CQ_NORM_RMS;
+	c.layernorm_embedding = true;
+	pre = micro_from(&c, 3);
+	c.post_norm = true;
+	c.encoder_final_norm = c.decoder_final_norm = false;
+	post = micro_from(&c, 4);
+	finite_differences(pre, false, "rms pre, emb norm");
+	finite_differences(post, true, "rms post+dropout");
+	cq_model_free(pre);
+	cq_model_free(post);
 }
 
 TEST(train_adamw_by_hand)

@@ -67,7 +67,7 @@ cq_decode_encode(cq_translator *t)
 	enc.n_pairs = n;
 	enc.self_attend = cq_packed_self_attend;
 	cq_block_stack(&enc, t->x, NULL, t->x);
-	cq_block_norm(&enc, &m->enc_ln, t->x, t->h, NULL, NULL);
+	cq_norm_forward(&m->enc_ln, t->x, t->h, enc.rows, enc.ld_d);
 	/* cross-attention keys and values of every decoder layer, once */
 	for (int l = 0; l < c->decoder_layers; l++)
 	{
@@ -265,7 +265,7 @@ cq_decode_step(cq_translator *t)
 	dec.self_attend = self_attend;
 	dec.cross_attend = cross_attend;
 	cq_block_stack(&dec, t->x, NULL, t->x);
-	cq_block_norm(&dec, &m->dec_ln, t->x, t->h, NULL, NULL);
+	cq_norm_forward(&m->dec_ln, t->x, t->h, dec.rows, dec.ld_d);
 	cq_linear_rows(&m->output, t->h, t->ld_d, t->logits, t->ld_v, rows);
 	/* a row's values do not depend on the thread that computes them */
 	cq_parallel_run(logp_part, &lp, rows < threads ? (int) rows : threads);

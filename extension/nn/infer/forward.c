@@ -16,7 +16,7 @@ typedef struct workspace
 {
 	float	   *enc_x;			/* [Ns, d] encoder state, then its output */
 	float	   *dec_x;			/* [Nt, d] decoder state */
-	float	   *h;				/* [N, d] layer-norm output */
+	float	   *h;				/* [N, d] norm output */
 	float	   *qkv;			/* [N, 3d]; cross: q [Nt, d] then kv [Ns, 2d] */
 	float	   *ctx;			/* [N, d] attention output */
 	float	   *tmp;			/* [N, d] a branch before the residual add */
@@ -129,7 +129,7 @@ side_pass(batch *bt, bool target)
 	};
 }
 
-/* x = Drop(LN_emb(E[token] s + position)) over one side (LN_emb if any). */
+/* x = Drop(N_emb(E[token] s + position)) over one side (N_emb if any). */
 static void
 embed(batch *bt, bool target, float *x)
 {
@@ -140,7 +140,7 @@ embed(batch *bt, bool target, float *x)
 				   bt->m->cfg.d_model);
 }
 
-/* enc_x = the encoder's output; h = the decoder's, layer-normed. */
+/* enc_x = the encoder's output; h = the decoder's, through its final norm. */
 static void
 encode_decode(batch *bt)
 {
@@ -150,13 +150,13 @@ encode_decode(batch *bt)
 
 	embed(bt, false, bt->w.enc_x);
 	cq_block_stack(&enc, bt->w.enc_x, NULL, bt->w.enc_x);
-	cq_block_norm(&enc, &m->enc_ln, bt->w.enc_x, bt->w.enc_x, NULL, NULL);
+	cq_norm_forward(&m->enc_ln, bt->w.enc_x, bt->w.enc_x, enc.rows, enc.ld_d);
 	embed(bt, true, bt->w.dec_x);
 	cq_block_stack(&dec, bt->w.dec_x, NULL, bt->w.dec_x);
-	cq_block_norm(&dec, &m->dec_ln, bt->w.dec_x, bt->w.h, NULL, NULL);
+	cq_norm_forward(&m->dec_ln, bt->w.dec_x, bt->w.h, dec.rows, dec.ld_d);
 }
 
-/* logits = LN(y) W_out^T in blocks of cq_logit_block_rows(), reduced row by row. */
+/* logits = N(y) W_out^T in blocks of cq_logit_block_rows(), reduced row by row. */
 static void
 score(batch *bt, const cq_forward_out *out)
 {

@@ -17,17 +17,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nn/model/model.h"
 #include "common/error.h"
-
-typedef struct cq_pair
-{
-	const int32_t *src;			/* source ids, without </s> */
-	int			src_len;
-	const int32_t *tgt;			/* target ids, without </s> */
-	int			tgt_len;
-	uint64_t	key;			/* keys this pair's dropout masks (MC mode) */
-} cq_pair;
+#include "nn/layers/packed.h"
+#include "nn/model/model.h"
 
 typedef enum cq_dropout_mode
 {
@@ -76,7 +68,6 @@ cq_code cq_batch_shape_of(const cq_model *m, const cq_pair *pairs, int n_pairs,
  * L = max(max_src, max_tgt), R = min(Nt, max(64, 2^22 / V)):
  *   4 (d (Ns + Nt) + N (6 d + F) + L^2 + R V) + at most 704 bytes.
  */
-#define CQ_LOGIT_FLOATS (1L << 22)
 size_t		cq_forward_workspace_bytes(const cq_model_config *cfg,
 									   const cq_batch_shape *shape);
 

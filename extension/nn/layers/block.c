@@ -22,47 +22,6 @@ drop_rows(cq_block_pass *bp, float p, uint32_t s, float *x, int cols)
 		cq_drop_packed(bp->drop, bp->pairs, bp->n_pairs, bp->target, p, s, x, cols);
 }
 
-void
-cq_block_norm(const cq_block_pass *bp, const cq_layer_norm *ln, const float *x, float *y,
-			  float *mean, float *rstd)
-{
-	const cq_model_config *c = &bp->m->cfg;
-	int			d = c->d_model;
-
-	if (!ln->w)
-	{
-		for (long r = 0; x != y && r < bp->rows; r++)
-			memcpy(y + r * bp->ld_d, x + r * bp->ld_d, sizeof(float) * d);
-		return;
-	}
-	if (mean)
-	{
-		cq_layer_norm_fwd_save(x, y, (int) bp->rows, d, ln->w, ln->b, c->layer_norm_eps,
-							   mean, rstd);
-		return;
-	}
-	/* row by row: a row's result does not depend on the rows around it */
-	for (long r = 0; r < bp->rows; r++)
-		cq_layer_norm_rows(x + r * bp->ld_d, y + r * bp->ld_d, 1, d, ln->w, ln->b,
-						   c->layer_norm_eps);
-}
-
-void
-cq_block_norm_backward(const cq_block_pass *bp, const cq_layer_norm *ln, cq_layer_norm *gln,
-					   const float *x, const float *mean, const float *rstd,
-					   const float *dy, float *dx)
-{
-	int			d = bp->m->cfg.d_model;
-
-	if (!ln->w)
-	{
-		for (long i = 0; i < bp->rows * d; i++)
-			dx[i] += dy[i];
-		return;
-	}
-	cq_layer_norm_backward(x, mean, rstd, ln->w, dy, dx, gln->w, gln->b, (int) bp->rows, d);
-}
-
 /* x_out = x_in + branch over the pass's rows (x_out may be x_in). */
 static void
 residual(const cq_block_pass *bp, float *x_out, const float *x_in, const float *branch)
@@ -74,35 +33,37 @@ residual(const cq_block_pass *bp, float *x_out, const float *x_in, const float *
 			x_out[r * bp->ld_d + i] = x_in[r * bp->ld_d + i] + branch[r * bp->ld_d + i];
 }
 
-/* What a sublayer keeps, whatever its kind. */
-typedef struct norm_keep
+/* y = N(x) over the pass's rows: keeping the statistics in training (k). */
+static void
+norm_rows(const cq_block_pass *bp, const cq_norm *n, const float *x, float *y,
+		  const cq_sublayer_keep *k)
 {
-	float	   *mean,
-			   *rstd,
-			   *h,
-			   *sum;
-} norm_keep;
+	if (k)
+		cq_norm_forward_keep(n, x, y, bp->rows, &k->stats);
+	else
+		cq_norm_forward(n, x, y, bp->rows, bp->ld_d);
+}
 
 /*
- * The input of a sublayer's function F: LN(x_in) in h (pre-norm), or x_in
+ * The input of a sublayer's function F: N(x_in) in h (pre-norm), or x_in
  * itself (post-norm).
  */
 static const float *
-branch_input(cq_block_pass *bp, const cq_layer_norm *ln, const float *x_in, float *h,
-			 const norm_keep *k)
+branch_input(cq_block_pass *bp, const cq_norm *n, const float *x_in, float *h,
+			 const cq_sublayer_keep *k)
 {
 	if (bp->m->cfg.post_norm)
 		return x_in;
-	cq_block_norm(bp, ln, x_in, h, k ? k->mean : NULL, k ? k->rstd : NULL);
+	norm_rows(bp, n, x_in, h, k);
 	return h;
 }
 
-/* x_out from x_in and the dropped branch: x_in + b (pre), LN(x_in + b) (post). */
+/* x_out from x_in and the dropped branch: x_in + b (pre), N(x_in + b) (post). */
 static void
-close_sublayer(cq_block_pass *bp, const cq_layer_norm *ln, const float *x_in,
-			   const float *branch, float *x_out, const norm_keep *k)
+close_sublayer(cq_block_pass *bp, const cq_norm *n, const float *x_in,
+			   const float *branch, float *x_out, const cq_sublayer_keep *k)
 {
-	float	   *sum = k ? k->sum : x_out;
+	float	   *sum = k ? k->norm_io : x_out;
 
 	if (!bp->m->cfg.post_norm)
 	{
@@ -110,7 +71,7 @@ close_sublayer(cq_block_pass *bp, const cq_layer_norm *ln, const float *x_in,
 		return;
 	}
 	residual(bp, sum, x_in, branch);
-	cq_block_norm(bp, ln, sum, x_out, k ? k->mean : NULL, k ? k->rstd : NULL);
+	norm_rows(bp, n, sum, x_out, k);
 }
 
 /* x_out = x_in + Drop(Wo Attend(Wq/kv h)) (pre) or its post-norm form. */
@@ -121,22 +82,15 @@ attention_sublayer(cq_block_pass *bp, int layer, bool cross, const float *x_in,
 	const cq_model_config *c = &bp->m->cfg;
 	const cq_encoder_layer *E = bp->target ? NULL : &bp->m->enc[layer];
 	const cq_decoder_layer *D = bp->target ? &bp->m->dec[layer] : NULL;
-	const cq_layer_norm *ln = cross ? &D->cross_ln : (D ? &D->self_ln : &E->attn_ln);
+	const cq_norm *n = cross ? &D->cross_ln : (D ? &D->self_ln : &E->attn_ln);
 	const cq_linear *in = cross ? &D->cross_q : (D ? &D->self_qkv : &E->qkv),
 			   *out = cross ? &D->cross_out : (D ? &D->self_out : &E->attn_out);
-	norm_keep	k,
-			   *kp = NULL;
+	const cq_sublayer_keep *k = keep ? &keep->io : NULL;
 	float	   *q = keep ? keep->q : bp->qkv,
 			   *ctx = keep ? keep->ctx : bp->ctx;
 	long		ldq = cross ? bp->ld_d : bp->ld_qkv;
-	const float *h;
+	const float *h = branch_input(bp, n, x_in, keep ? keep->io.norm_io : bp->h, k);
 
-	if (keep)
-	{
-		k = (norm_keep) {keep->mean, keep->rstd, keep->h, keep->sum};
-		kp = &k;
-	}
-	h = branch_input(bp, ln, x_in, keep ? keep->h : bp->h, kp);
 	cq_linear_rows(in, h, (int) bp->ld_d, q, (int) ldq, (int) bp->rows);
 	(cross ? bp->cross_attend : bp->self_attend) (bp, layer, q, ldq, ctx, keep);
 	cq_linear_rows(out, ctx, (int) bp->ld_d, bp->tmp, (int) bp->ld_d, (int) bp->rows);
@@ -144,7 +98,7 @@ attention_sublayer(cq_block_pass *bp, int layer, bool cross, const float *x_in,
 			  cross ? cq_dropout_site(CQ_DROP_DEC_CROSS_RESID, layer, 0)
 			  : site(bp, CQ_DROP_ENC_SELF_RESID, CQ_DROP_DEC_SELF_RESID, layer),
 			  bp->tmp, c->d_model);
-	close_sublayer(bp, ln, x_in, bp->tmp, x_out, kp);
+	close_sublayer(bp, n, x_in, bp->tmp, x_out, k);
 }
 
 /* x_out = x_in + Drop(fc2(Drop(act(fc1(h))))) (pre) or its post-norm form. */
@@ -153,21 +107,14 @@ ffn_sublayer(cq_block_pass *bp, int layer, const float *x_in, float *x_out,
 			 cq_ffn_keep *keep)
 {
 	const cq_model_config *c = &bp->m->cfg;
-	const cq_layer_norm *ln = bp->target ? &bp->m->dec[layer].ffn_ln : &bp->m->enc[layer].ffn_ln;
+	const cq_norm *n = bp->target ? &bp->m->dec[layer].ffn_ln : &bp->m->enc[layer].ffn_ln;
 	const cq_linear *fc1 = bp->target ? &bp->m->dec[layer].fc1 : &bp->m->enc[layer].fc1,
 			   *fc2 = bp->target ? &bp->m->dec[layer].fc2 : &bp->m->enc[layer].fc2;
-	norm_keep	k,
-			   *kp = NULL;
+	const cq_sublayer_keep *k = keep ? &keep->io : NULL;
 	float	   *u = keep ? keep->u : bp->ffn,
 			   *a = keep ? keep->a : u;
-	const float *h;
+	const float *h = branch_input(bp, n, x_in, keep ? keep->io.norm_io : bp->h, k);
 
-	if (keep)
-	{
-		k = (norm_keep) {keep->mean, keep->rstd, keep->h, keep->sum};
-		kp = &k;
-	}
-	h = branch_input(bp, ln, x_in, keep ? keep->h : bp->h, kp);
 	cq_linear_rows(fc1, h, (int) bp->ld_d, u, (int) bp->ld_f, (int) bp->rows);
 	if (a != u)
 		memcpy(a, u, sizeof(float) * bp->rows * bp->ld_f);
@@ -178,14 +125,14 @@ ffn_sublayer(cq_block_pass *bp, int layer, const float *x_in, float *x_out,
 	cq_linear_rows(fc2, a, (int) bp->ld_f, bp->tmp, (int) bp->ld_d, (int) bp->rows);
 	drop_rows(bp, c->dropout, site(bp, CQ_DROP_ENC_FFN_RESID, CQ_DROP_DEC_FFN_RESID, layer),
 			  bp->tmp, c->d_model);
-	close_sublayer(bp, ln, x_in, bp->tmp, x_out, kp);
+	close_sublayer(bp, n, x_in, bp->tmp, x_out, k);
 }
 
 void
 cq_encoder_block(cq_block_pass *bp, int layer, float *x_in, float *x_out,
 				 cq_layer_keep *keep)
 {
-	float	   *mid = keep ? keep->ffn.x_in : x_in;
+	float	   *mid = keep ? keep->ffn.io.x_in : x_in;
 
 	attention_sublayer(bp, layer, false, x_in, mid, keep ? &keep->self : NULL);
 	ffn_sublayer(bp, layer, mid, x_out, keep ? &keep->ffn : NULL);
@@ -195,8 +142,8 @@ void
 cq_decoder_block(cq_block_pass *bp, int layer, float *x_in, float *x_out,
 				 cq_layer_keep *keep)
 {
-	float	   *mid1 = keep ? keep->cross.x_in : x_in,
-			   *mid2 = keep ? keep->ffn.x_in : x_in;
+	float	   *mid1 = keep ? keep->cross.io.x_in : x_in,
+			   *mid2 = keep ? keep->ffn.io.x_in : x_in;
 
 	attention_sublayer(bp, layer, false, x_in, mid1, keep ? &keep->self : NULL);
 	attention_sublayer(bp, layer, true, mid1, mid2, keep ? &keep->cross : NULL);
@@ -211,8 +158,8 @@ cq_block_stack(cq_block_pass *bp, float *x, cq_layer_keep *keep, float *out)
 
 	for (int i = 0; i < n; i++)
 	{
-		float	   *in = keep ? keep[i].self.x_in : x,
-				   *o = keep ? (i + 1 < n ? keep[i + 1].self.x_in : out) : x;
+		float	   *in = keep ? keep[i].self.io.x_in : x,
+				   *o = keep ? (i + 1 < n ? keep[i + 1].self.io.x_in : out) : x;
 
 		if (bp->target)
 			cq_decoder_block(bp, i, in, o, keep ? &keep[i] : NULL);

@@ -8,10 +8,10 @@
  * ld_d).  Each sublayer is pre-norm (fairseq's normalize_before, corpq's
  * own models) or post-norm (cfg.post_norm: fairseq's default transformer,
  * Marian):
- *   pre:   x_out = x_in + Drop(F(LN(x_in)))
- *   post:  x_out = LN(x_in + Drop(F(x_in)))
- * with F = self-attention, cross-attention (decoder) or the feed-forward
- * network fc2(Drop(act(fc1(h)))).  Dropout is a no-op unless the pass turns
+ *   pre:   x_out = x_in + Drop(F(N(x_in)))
+ *   post:  x_out = N(x_in + Drop(F(x_in)))
+ * with N the sublayer's norm and F = self-attention, cross-attention
+ * (decoder) or the feed-forward network fc2(Drop(act(fc1(h)))).  Dropout is a no-op unless the pass turns
  * it on (training, Monte Carlo scoring).
  *
  * What differs between the three callers is only which keys and values a
@@ -21,27 +21,38 @@
  *
  * Inference keeps nothing: a block runs in place over x with the pass's
  * scratch buffers.  Training passes a cq_layer_keep per layer: each sublayer
- * writes its input, its layer-norm statistics and the activations its
- * backward needs there, and x_in / x_out are distinct buffers.
+ * writes its input, its norm's statistics and the activations its backward
+ * needs there, and x_in / x_out are distinct buffers.  Every norm is the norm
+ * object (norm.h); which side of the residual it sits on is decided here
+ * and in block_backward.c only.
  */
 #ifndef CQ_NN_BLOCK_H
 #define CQ_NN_BLOCK_H
 
 #include <stdbool.h>
 
+#include "nn/layers/norm.h"
 #include "nn/layers/packed.h"
 #include "nn/model/model.h"
 #include "nn/ops/ops.h"
 
-/* What an attention sublayer keeps for its backward (N: the side's rows). */
+/*
+ * What every sublayer keeps around its norm for the backward (N: the side's
+ * rows), whatever the norm's position: the same buffers either way.
+ */
+typedef struct cq_sublayer_keep
+{
+	float	   *x_in;			/* [N, d] residual stream entering */
+	cq_norm_stats stats;		/* [N] each: the norm's row statistics */
+	float	   *norm_io;		/* [N, d] pre-norm: N(x_in), F's input; post-norm:
+								 * x_in + Drop(F(x_in)), the norm's input */
+} cq_sublayer_keep;
+
+/* What an attention sublayer keeps. */
 typedef struct cq_attn_keep
 {
-	float	   *x_in,			/* [N, d] residual stream entering */
-			   *mean,
-			   *rstd,			/* [N] layer-norm statistics */
-			   *h,				/* pre-norm: [N, d] LN(x_in), F's input */
-			   *sum,			/* post-norm: [N, d] x_in + Drop(F(x_in)) */
-			   *q,				/* self [N, 3d] (q, k, v); cross [Nt, d] */
+	cq_sublayer_keep io;
+	float	   *q,				/* self [N, 3d] (q, k, v); cross [Nt, d] */
 			   *kv,				/* cross [Ns, 2d]; self NULL */
 			   *probs,			/* per sentence, per head: [lq, lk] softmax */
 			   *ctx;			/* [N, d] heads concatenated */
@@ -50,12 +61,8 @@ typedef struct cq_attn_keep
 /* What the feed-forward sublayer keeps. */
 typedef struct cq_ffn_keep
 {
-	float	   *x_in,
-			   *mean,
-			   *rstd,
-			   *h,
-			   *sum,
-			   *u,				/* [N, F] fc1 output, before the activation */
+	cq_sublayer_keep io;
+	float	   *u,				/* [N, F] fc1 output, before the activation */
 			   *a;				/* [N, F] after the activation and its dropout */
 } cq_ffn_keep;
 
@@ -107,9 +114,9 @@ struct cq_block_pass
 
 /*
  * The layers of one side over x: x holds the embeddings on entry and the
- * last layer's output (before the final layer norm) on return.  With keep
- * (training, keep[layers]): the embeddings are in keep[0].self.x_in and the
- * output goes to out; without, out must be x.
+ * last layer's output (before the final norm) on return.  With keep
+ * (training, keep[layers]): the embeddings are in keep[0].self.io.x_in and
+ * the output goes to out; without, out must be x.
  */
 void		cq_block_stack(cq_block_pass *bp, float *x, cq_layer_keep *keep, float *out);
 
@@ -118,18 +125,6 @@ void		cq_encoder_block(cq_block_pass *bp, int layer, float *x_in, float *x_out,
 							 cq_layer_keep *keep);
 void		cq_decoder_block(cq_block_pass *bp, int layer, float *x_in, float *x_out,
 							 cq_layer_keep *keep);
-
-/*
- * y = LN(x) over the pass's rows; mean, rstd kept when not NULL (training).
- * A norm the model does not have (ln->w NULL: an absent final norm) copies.
- */
-void		cq_block_norm(const cq_block_pass *bp, const cq_layer_norm *ln, const float *x,
-						  float *y, float *mean, float *rstd);
-
-/* Its backward: dx += d(loss)/dx given dy (gradients of ln into gln). */
-void		cq_block_norm_backward(const cq_block_pass *bp, const cq_layer_norm *ln,
-								   cq_layer_norm *gln, const float *x, const float *mean,
-								   const float *rstd, const float *dy, float *dx);
 
 /* Attention over packed sentence pairs: self (causal on the target side)... */
 void		cq_packed_self_attend(cq_block_pass *bp, int layer, const float *q, long ldq,

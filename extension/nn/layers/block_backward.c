@@ -21,32 +21,31 @@ drop_rows(cq_block_pass *bp, float p, uint32_t s, float *x, int cols)
  * Start of a sublayer's backward: dx holds d/d(x_out).  The residual path's
  * share stays in dx and the branch's gradient goes to bp->tmp (before the
  * branch dropout): pre-norm both are dx; post-norm both are the gradient of
- * the layer norm's input x_in + branch.
+ * the norm's input x_in + branch.
  */
 static void
-open_backward(cq_block_pass *bp, const cq_layer_norm *ln, cq_layer_norm *gln,
-			  const float *sum, const float *mean, const float *rstd, float *dx)
+open_backward(cq_block_pass *bp, const cq_norm *n, cq_norm *g, const cq_sublayer_keep *k,
+			  float *dx)
 {
-	size_t		n = sizeof(float) * bp->rows * bp->m->cfg.d_model;
+	size_t		bytes = sizeof(float) * bp->rows * bp->m->cfg.d_model;
 
 	if (!bp->m->cfg.post_norm)
 	{
-		memcpy(bp->tmp, dx, n);
+		memcpy(bp->tmp, dx, bytes);
 		return;
 	}
-	memset(bp->tmp, 0, n);
-	cq_block_norm_backward(bp, ln, gln, sum, mean, rstd, dx, bp->tmp);
-	memcpy(dx, bp->tmp, n);
+	memset(bp->tmp, 0, bytes);
+	cq_norm_backward(n, g, k->norm_io, &k->stats, dx, bp->tmp, bp->rows);
+	memcpy(dx, bp->tmp, bytes);
 }
 
 /*
  * End: din = d/d(F's input) (in gr->dh) joins dx: through the pre-norm's
- * layer norm, or straight (post-norm: F read x_in).
+ * norm, or straight (post-norm: F read x_in).
  */
 static void
-close_backward(cq_block_pass *bp, const cq_layer_norm *ln, cq_layer_norm *gln,
-			   const float *x_in, const float *mean, const float *rstd, const float *din,
-			   float *dx)
+close_backward(cq_block_pass *bp, const cq_norm *n, cq_norm *g, const cq_sublayer_keep *k,
+			   const float *din, float *dx)
 {
 	if (bp->m->cfg.post_norm)
 	{
@@ -54,7 +53,14 @@ close_backward(cq_block_pass *bp, const cq_layer_norm *ln, cq_layer_norm *gln,
 			dx[i] += din[i];
 		return;
 	}
-	cq_block_norm_backward(bp, ln, gln, x_in, mean, rstd, din, dx);
+	cq_norm_backward(n, g, k->x_in, &k->stats, din, dx, bp->rows);
+}
+
+/* F's input as the forward kept it: x_in (post-norm) or N(x_in) (pre-norm). */
+static const float *
+branch_input(const cq_block_pass *bp, const cq_sublayer_keep *k)
+{
+	return bp->m->cfg.post_norm ? k->x_in : k->norm_io;
 }
 
 /* The arguments the forward's attention of sentence b had (q, k, v, sizes). */
@@ -134,8 +140,8 @@ attention_backward(cq_block_pass *bp, const cq_block_grads *gr, int layer, bool 
 	const cq_decoder_layer *D = bp->target ? &bp->m->dec[layer] : NULL;
 	cq_encoder_layer *GE = bp->target ? NULL : &gr->g->enc[layer];
 	cq_decoder_layer *GD = bp->target ? &gr->g->dec[layer] : NULL;
-	const cq_layer_norm *ln = cross ? &D->cross_ln : (D ? &D->self_ln : &E->attn_ln);
-	cq_layer_norm *gln = cross ? &GD->cross_ln : (GD ? &GD->self_ln : &GE->attn_ln);
+	const cq_norm *n = cross ? &D->cross_ln : (D ? &D->self_ln : &E->attn_ln);
+	cq_norm    *gn = cross ? &GD->cross_ln : (GD ? &GD->self_ln : &GE->attn_ln);
 	const cq_linear *in = cross ? &D->cross_q : (D ? &D->self_qkv : &E->qkv),
 			   *out = cross ? &D->cross_out : (D ? &D->self_out : &E->attn_out);
 	cq_linear  *gin = cross ? &GD->cross_q : (GD ? &GD->self_qkv : &GE->qkv),
@@ -143,16 +149,16 @@ attention_backward(cq_block_pass *bp, const cq_block_grads *gr, int layer, bool 
 	uint32_t	resid = cross ? CQ_DROP_DEC_CROSS_RESID
 		: (bp->target ? CQ_DROP_DEC_SELF_RESID : CQ_DROP_ENC_SELF_RESID);
 
-	open_backward(bp, ln, gln, s->sum, s->mean, s->rstd, dx);
+	open_backward(bp, n, gn, &s->io, dx);
 	drop_rows(bp, c->dropout, cq_dropout_site(resid, layer, 0), bp->tmp, d);
 	cq_linear_backward(out, gout, s->ctx, d, bp->tmp, d, gr->dctx, d, 0.0f, rows);
 	attend_backward(bp, gr, layer, cross, s);
 	if (cross)
 		cq_linear_backward(&D->cross_kv, &GD->cross_kv, bp->memory, d, gr->dkv, 2 * d,
 						   gr->d_memory, d, 1.0f, bp->memory_rows);
-	cq_linear_backward(in, gin, c->post_norm ? s->x_in : s->h, d, gr->dq, cross ? d : 3 * d,
+	cq_linear_backward(in, gin, branch_input(bp, &s->io), d, gr->dq, cross ? d : 3 * d,
 					   gr->dh, d, 0.0f, rows);
-	close_backward(bp, ln, gln, s->x_in, s->mean, s->rstd, gr->dh, dx);
+	close_backward(bp, n, gn, &s->io, gr->dh, dx);
 }
 
 static void
@@ -163,14 +169,14 @@ ffn_backward(cq_block_pass *bp, const cq_block_grads *gr, int layer, const cq_ff
 	int			d = c->d_model,
 				f = c->ffn_dim;
 	long		rows = bp->rows;
-	const cq_layer_norm *ln = bp->target ? &bp->m->dec[layer].ffn_ln : &bp->m->enc[layer].ffn_ln;
+	const cq_norm *n = bp->target ? &bp->m->dec[layer].ffn_ln : &bp->m->enc[layer].ffn_ln;
 	const cq_linear *fc1 = bp->target ? &bp->m->dec[layer].fc1 : &bp->m->enc[layer].fc1,
 			   *fc2 = bp->target ? &bp->m->dec[layer].fc2 : &bp->m->enc[layer].fc2;
-	cq_layer_norm *gln = bp->target ? &gr->g->dec[layer].ffn_ln : &gr->g->enc[layer].ffn_ln;
+	cq_norm    *gn = bp->target ? &gr->g->dec[layer].ffn_ln : &gr->g->enc[layer].ffn_ln;
 	cq_linear  *g1 = bp->target ? &gr->g->dec[layer].fc1 : &gr->g->enc[layer].fc1,
 			   *g2 = bp->target ? &gr->g->dec[layer].fc2 : &gr->g->enc[layer].fc2;
 
-	open_backward(bp, ln, gln, s->sum, s->mean, s->rstd, dx);
+	open_backward(bp, n, gn, &s->io, dx);
 	drop_rows(bp, c->dropout, cq_dropout_site(bp->target ? CQ_DROP_DEC_FFN_RESID
 											  : CQ_DROP_ENC_FFN_RESID, layer, 0),
 			  bp->tmp, d);
@@ -179,9 +185,9 @@ ffn_backward(cq_block_pass *bp, const cq_block_grads *gr, int layer, const cq_ff
 			  cq_dropout_site(bp->target ? CQ_DROP_DEC_FFN_ACT : CQ_DROP_ENC_FFN_ACT, layer, 0),
 			  gr->du, f);
 	cq_activation_backward(c->activation, s->u, gr->du, rows * f);
-	cq_linear_backward(fc1, g1, c->post_norm ? s->x_in : s->h, d, gr->du, f, gr->dh, d, 0.0f,
+	cq_linear_backward(fc1, g1, branch_input(bp, &s->io), d, gr->du, f, gr->dh, d, 0.0f,
 					   rows);
-	close_backward(bp, ln, gln, s->x_in, s->mean, s->rstd, gr->dh, dx);
+	close_backward(bp, n, gn, &s->io, gr->dh, dx);
 }
 
 void

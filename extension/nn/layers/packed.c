@@ -3,6 +3,7 @@
 
 #include <math.h>
 
+#include "nn/layers/norm.h"
 #include "nn/ops/rowgemm.h"
 
 void
@@ -33,11 +34,7 @@ cq_embed_scale(const cq_model_config *c)
 void
 cq_embed_norm(const cq_model *m, bool target, float *x, long rows, long ld)
 {
-	const cq_layer_norm *ln = target ? &m->tgt_embed_ln : &m->src_embed_ln;
-
-	for (long r = 0; ln->w && r < rows; r++)
-		cq_layer_norm_rows(x + r * ld, x + r * ld, 1, m->cfg.d_model, ln->w, ln->b,
-						   m->cfg.layer_norm_eps);
+	cq_norm_forward(target ? &m->tgt_embed_ln : &m->src_embed_ln, x, x, rows, ld);
 }
 
 void

@@ -4,7 +4,7 @@
  * decoder (decode.c).
  *
  * A packed batch puts the positions of its sentence pairs back to back, pair
- * after pair, with fairseq's layout (forward.h): the source side is
+ * after pair, with fairseq's layout (infer/forward.h): the source side is
  * [x_1 .. x_S, </s>], the target side -- the decoder's input -- is
  * [</s>, y_1 .. y_T].  Each side of a pair therefore has its length + 1
  * positions.
@@ -15,8 +15,18 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "nn/infer/forward.h"
+#include "nn/model/model.h"
 #include "nn/ops/ops.h"
+
+/* A sentence pair in token ids, the unit every pass packs. */
+typedef struct cq_pair
+{
+	const int32_t *src;			/* source ids, without </s> */
+	int			src_len;
+	const int32_t *tgt;			/* target ids, without </s> */
+	int			tgt_len;
+	uint64_t	key;			/* keys this pair's dropout masks (MC mode) */
+} cq_pair;
 
 /* Positions of one side of a pair: its tokens + 1 (</s>). */
 static inline int
@@ -47,7 +57,7 @@ cq_position_table(const cq_model *m, bool target)
 
 /*
  * x[d] = E[tok] s + position(pos), on the source or target side; s = sqrt(d)
- * (1 without scale_embeddings).  Before the embedding layer norm, if any.
+ * (1 without scale_embeddings).  Before the embedding norm, if any.
  */
 void		cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos,
 						   float *x);
@@ -60,8 +70,9 @@ void		cq_embed_packed(const cq_model *m, const cq_pair *pairs, int n,
 							bool target, float *x);
 
 /*
- * layernorm_embedding over rows of embeddings (stride ld), in place; a no-op
- * for models without it.  Inference only (training keeps the statistics).
+ * The embedding norm (layernorm_embedding) over rows of embeddings (stride
+ * ld), in place; a no-op for models without it.  Inference only (training
+ * keeps the statistics).
  */
 void		cq_embed_norm(const cq_model *m, bool target, float *x, long rows, long ld);
 
@@ -77,6 +88,7 @@ void		cq_drop_packed(cq_dropout_stream *ds, const cq_pair *pairs, int n,
  * Rows of logits per output-projection block over `rows` positions: at most
  * CQ_LOGIT_FLOATS floats (16 MB; V = 8000: 524 rows), at least 64 rows.
  */
+#define CQ_LOGIT_FLOATS (1L << 22)
 long		cq_logit_block_rows(const cq_model_config *c, long rows);
 
 #endif

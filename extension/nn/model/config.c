@@ -73,6 +73,7 @@ cq_config_default_variants(cq_model_config *c)
 	c->output_bias = false;
 	c->decoder_start_id = CQ_EOS_ID;
 	c->precision = CQ_PRECISION_FLOAT32;
+	c->norm = CQ_NORM_LAYER;
 }
 
 static cq_code
@@ -119,8 +120,9 @@ cq_config_validate(const cq_model_config *c, cq_error *err)
 		return cq_fail(err, CQ_EINVAL,
 						  "share_embeddings needs equal vocabulary sizes, got %d and %d",
 						  c->src_vocab_size, c->tgt_vocab_size);
-	if ((unsigned) c->activation > CQ_ACT_SWISH || (unsigned) c->positions > CQ_POS_LEARNED)
-		return cq_fail(err, CQ_EINVAL, "bad activation or positions value");
+	if ((unsigned) c->activation > CQ_ACT_SWISH || (unsigned) c->positions > CQ_POS_LEARNED ||
+		(unsigned) c->norm > CQ_NORM_RMS)
+		return cq_fail(err, CQ_EINVAL, "bad activation, positions or norm value");
 	if ((s = range_int(err, "position_offset", c->position_offset, 0, MAX_POSITIONS)) ||
 		(s = range_int(err, "decoder_start_id", c->decoder_start_id, 0, c->tgt_vocab_size - 1)))
 		return s;
@@ -203,6 +205,16 @@ get_choice(const cq_json_object *o, const char *key, const char *v0,
 	return CQ_OK;
 }
 
+const char *
+cq_config_arch_keys(void)
+{
+	return "d_model,heads,encoder_layers,decoder_layers,ffn_dim,activation,dropout,"
+		"attention_dropout,activation_dropout,max_positions,positions,tie_output,"
+		"share_embeddings,norm_position,encoder_final_norm,decoder_final_norm,"
+		"scale_embeddings,layernorm_embedding,position_offset,sinusoid_denominator,"
+		"layer_norm_eps,output_bias,decoder_start_id,norm";
+}
+
 /* An optional key: absent leaves *out as it is. */
 static bool
 present(const cq_json_object *o, const char *key)
@@ -240,6 +252,8 @@ read_variants(const cq_json_object *o, cq_model_config *c, cq_error *err)
 		s = get_int(o, "decoder_start_id", &c->decoder_start_id, err);
 	if (!s && present(o, "layer_norm_eps"))
 		s = get_float(o, "layer_norm_eps", &c->layer_norm_eps, err);
+	if (!s && present(o, "norm") && !(s = get_choice(o, "norm", "layer", "rms", &v, err)))
+		c->norm = v == 1 ? CQ_NORM_RMS : CQ_NORM_LAYER;
 	if (!s && present(o, "precision") &&
 		!(s = get_choice(o, "precision", "float32", "int8", &v, err)))
 		c->precision = v == 1 ? CQ_PRECISION_INT8 : CQ_PRECISION_FLOAT32;
@@ -403,6 +417,8 @@ variants_json(const cq_model_config *c, char *buf, size_t size)
 		append(buf, size, &n, ", \"output_bias\": true");
 	if (c->decoder_start_id != d.decoder_start_id)
 		append(buf, size, &n, ", \"decoder_start_id\": %d", c->decoder_start_id);
+	if (c->norm == CQ_NORM_RMS)
+		append(buf, size, &n, ", \"norm\": \"rms\"");
 	if (c->precision == CQ_PRECISION_INT8)
 		append(buf, size, &n, ", \"precision\": \"int8\"");
 	return n;
@@ -459,5 +475,5 @@ cq_config_equal(const cq_model_config *a, const cq_model_config *b)
 		a->layernorm_embedding == b->layernorm_embedding &&
 		a->position_offset == b->position_offset && a->sinusoid_half == b->sinusoid_half &&
 		a->layer_norm_eps == b->layer_norm_eps && a->output_bias == b->output_bias &&
-		a->decoder_start_id == b->decoder_start_id;
+		a->decoder_start_id == b->decoder_start_id && a->norm == b->norm;
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "common/error.h"
+#include "nn/ops/params.h"
 
 /* fairseq's special ids */
 #define CQ_BOS_ID 0
@@ -19,15 +20,8 @@
 #define CQ_EOS_ID 2
 #define CQ_UNK_ID 3
 
-/* The default layer-norm epsilon (fairseq's, Hugging Face Marian's). */
+/* The default norm epsilon (fairseq's, Hugging Face Marian's). */
 #define CQ_LAYERNORM_EPS 1e-5f
-
-typedef enum cq_activation
-{
-	CQ_ACT_RELU,
-	CQ_ACT_GELU,				/* exact: x * Phi(x) = x/2 (1 + erf(x / sqrt 2)) */
-	CQ_ACT_SWISH				/* SiLU: x * sigmoid(x) */
-} cq_activation;
 
 /*
  * The arithmetic of inference's matrix products (a property of a stored
@@ -73,10 +67,11 @@ typedef struct cq_model_config
 	bool		layernorm_embedding;	/* LN after embedding + position [false] */
 	int			position_offset;	/* sinusoid row of token t: t + offset [0] */
 	bool		sinusoid_half;		/* frequencies 10000^(-i/h) [false: (h - 1)] */
-	float		layer_norm_eps;		/* every layer norm [1e-5] */
+	float		layer_norm_eps;		/* every norm's epsilon [1e-5] */
 	bool		output_bias;		/* decoder.output_projection.bias [false] */
 	int			decoder_start_id;	/* the decoder's first input [CQ_EOS_ID] */
 	cq_precision precision;			/* inference's products [float32] */
+	cq_norm_kind norm;				/* the kind of every norm [layer] */
 } cq_model_config;
 
 /* The variants' defaults: corpq's own architecture. */
@@ -85,6 +80,13 @@ void		cq_config_default_variants(cq_model_config *cfg);
 /* "tiny", "small" or "base" with the given vocabulary sizes. */
 cq_code cq_config_preset(const char *name, int src_vocab, int tgt_vocab,
 							  cq_model_config *cfg, cq_error *err);
+
+/*
+ * The keys that set the architecture, comma-separated in a fixed order:
+ * every key of the JSON but the vocabulary sizes (a model takes them from
+ * its vocabularies) and the precision (a property of a stored version).
+ */
+const char *cq_config_arch_keys(void);
 
 /* Every key required, every value in range; see models/FORMAT.md. */
 cq_code cq_config_from_json(const char *text, size_t len,

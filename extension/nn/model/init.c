@@ -51,14 +51,14 @@ xavier(cq_linear *lin, int blocks, float gain, cq_philox_key key, uint32_t *stre
 	memset(lin->b, 0, sizeof(float) * lin->out);
 }
 
+/* A norm is the identity at first: gain 1, bias (if its kind has one) 0. */
 static void
-ones(cq_layer_norm *ln, int d)
+ones(cq_norm *n)
 {
-	for (int i = 0; i < d; i++)
-	{
-		ln->w[i] = 1.0f;
-		ln->b[i] = 0.0f;
-	}
+	for (int i = 0; n->w && i < n->d; i++)
+		n->w[i] = 1.0f;
+	if (n->b)
+		memset(n->b, 0, sizeof(float) * n->d);
 }
 
 static void
@@ -91,8 +91,8 @@ cq_model_init_random(cq_model *m, uint64_t seed)
 	{
 		cq_encoder_layer *e = &m->enc[i];
 
-		ones(&e->attn_ln, d);
-		ones(&e->ffn_ln, d);
+		ones(&e->attn_ln);
+		ones(&e->ffn_ln);
 		xavier(&e->qkv, 3, qkv_gain, key, &s);
 		xavier(&e->attn_out, 1, 1.0f, key, &s);
 		xavier(&e->fc1, 1, 1.0f, key, &s);
@@ -102,9 +102,9 @@ cq_model_init_random(cq_model *m, uint64_t seed)
 	{
 		cq_decoder_layer *e = &m->dec[i];
 
-		ones(&e->self_ln, d);
-		ones(&e->cross_ln, d);
-		ones(&e->ffn_ln, d);
+		ones(&e->self_ln);
+		ones(&e->cross_ln);
+		ones(&e->ffn_ln);
 		xavier(&e->self_qkv, 3, qkv_gain, key, &s);
 		xavier(&e->self_out, 1, 1.0f, key, &s);
 		xavier(&e->cross_q, 1, qkv_gain, key, &s);
@@ -113,14 +113,11 @@ cq_model_init_random(cq_model *m, uint64_t seed)
 		xavier(&e->fc1, 1, 1.0f, key, &s);
 		xavier(&e->fc2, 1, 1.0f, key, &s);
 	}
-	/* the optional layer norms and the output bias: identity and 0 */
-	{
-		cq_layer_norm *lns[] = {&m->enc_ln, &m->dec_ln, &m->src_embed_ln, &m->tgt_embed_ln};
-
-		for (int i = 0; i < 4; i++)
-			if (lns[i]->w)
-				ones(lns[i], d);
-	}
+	/* the optional norms and the output bias: identity and 0 */
+	ones(&m->enc_ln);
+	ones(&m->dec_ln);
+	ones(&m->src_embed_ln);
+	ones(&m->tgt_embed_ln);
 	if (m->out_bias)
 		memset(m->out_bias, 0, sizeof(float) * c->tgt_vocab_size);
 }

@@ -52,11 +52,32 @@ add(layout *l, float **view, int d0, int d1, const char *fmt, ...)
 	l->params += numel;
 }
 
+/*
+ * A norm's place: its size, the configuration's kind and epsilon, and its
+ * tensors when the model has it (name.weight, name.bias if its kind has one).
+ */
 static void
-add_ln(layout *l, cq_layer_norm *ln, int d, const char *prefix, int i, const char *what)
+add_norm(layout *l, const cq_model_config *c, cq_norm *n, bool present, const char *name)
 {
-	add(l, &ln->w, d, 0, "%s.layers.%d.%s.weight", prefix, i, what);
-	add(l, &ln->b, d, 0, "%s.layers.%d.%s.bias", prefix, i, what);
+	n->d = c->d_model;
+	n->kind = c->norm;
+	n->eps = c->layer_norm_eps;
+	if (!present)
+		return;
+	add(l, &n->w, n->d, 0, "%s.weight", name);
+	if (cq_norm_has_bias(n->kind))
+		add(l, &n->b, n->d, 0, "%s.bias", name);
+}
+
+/* The norm of sublayer `what` of layer i. */
+static void
+add_layer_norm(layout *l, const cq_model_config *c, cq_norm *n, const char *prefix, int i,
+			   const char *what)
+{
+	char		name[CQ_TENSOR_NAME_MAX];
+
+	snprintf(name, sizeof(name), "%s.layers.%d.%s", prefix, i, what);
+	add_norm(l, c, n, true, name);
 }
 
 static void
@@ -69,13 +90,13 @@ add_linear(layout *l, cq_linear *lin, int out, int in, const char *prefix,
 	add(l, &lin->b, out, 0, "%s.layers.%d.%s.bias", prefix, i, what);
 }
 
-/* A layer's self-attention (ln, qkv, out) or feed-forward (ln, fc1, fc2) tensors. */
+/* A layer's self-attention (norm, qkv, out) or feed-forward (norm, fc1, fc2) tensors. */
 static void
-add_sublayer(layout *l, const char *prefix, int i, cq_layer_norm *ln, const char *ln_name,
-			 cq_linear *a, int a_out, int a_in, const char *a_name,
+add_sublayer(layout *l, const cq_model_config *c, const char *prefix, int i, cq_norm *n,
+			 const char *n_name, cq_linear *a, int a_out, int a_in, const char *a_name,
 			 cq_linear *b, int b_out, int b_in, const char *b_name)
 {
-	add_ln(l, ln, a_in, prefix, i, ln_name);
+	add_layer_norm(l, c, n, prefix, i, n_name);
 	add_linear(l, a, a_out, a_in, prefix, i, a_name);
 	add_linear(l, b, b_out, b_in, prefix, i, b_name);
 }
@@ -96,48 +117,35 @@ build_layout(cq_model *m, layout *l)
 		add(l, &m->src_pos, c->max_positions, d, "encoder.embed_positions");
 		add(l, &m->tgt_pos, c->max_positions, d, "decoder.embed_positions");
 	}
-	if (c->layernorm_embedding)
-	{
-		add(l, &m->src_embed_ln.w, d, 0, "encoder.layernorm_embedding.weight");
-		add(l, &m->src_embed_ln.b, d, 0, "encoder.layernorm_embedding.bias");
-		add(l, &m->tgt_embed_ln.w, d, 0, "decoder.layernorm_embedding.weight");
-		add(l, &m->tgt_embed_ln.b, d, 0, "decoder.layernorm_embedding.bias");
-	}
+	add_norm(l, c, &m->src_embed_ln, c->layernorm_embedding, "encoder.layernorm_embedding");
+	add_norm(l, c, &m->tgt_embed_ln, c->layernorm_embedding, "decoder.layernorm_embedding");
 	for (int i = 0; i < c->encoder_layers; i++)
 	{
 		cq_encoder_layer scratch;
 		cq_encoder_layer *e = m->enc ? &m->enc[i] : &scratch;	/* counting only */
 
-		add_sublayer(l, "encoder", i, &e->attn_ln, "self_attn_layer_norm",
+		add_sublayer(l, c, "encoder", i, &e->attn_ln, "self_attn_layer_norm",
 					 &e->qkv, 3 * d, d, "self_attn.qkv", &e->attn_out, d, d, "self_attn.out_proj");
-		add_sublayer(l, "encoder", i, &e->ffn_ln, "final_layer_norm",
+		add_sublayer(l, c, "encoder", i, &e->ffn_ln, "final_layer_norm",
 					 &e->fc1, f, d, "fc1", &e->fc2, d, f, "fc2");
 	}
-	if (c->encoder_final_norm)
-	{
-		add(l, &m->enc_ln.w, d, 0, "encoder.layer_norm.weight");
-		add(l, &m->enc_ln.b, d, 0, "encoder.layer_norm.bias");
-	}
+	add_norm(l, c, &m->enc_ln, c->encoder_final_norm, "encoder.layer_norm");
 	for (int i = 0; i < c->decoder_layers; i++)
 	{
 		cq_decoder_layer scratch;
 		cq_decoder_layer *e = m->dec ? &m->dec[i] : &scratch;	/* counting only */
 
-		add_sublayer(l, "decoder", i, &e->self_ln, "self_attn_layer_norm",
+		add_sublayer(l, c, "decoder", i, &e->self_ln, "self_attn_layer_norm",
 					 &e->self_qkv, 3 * d, d, "self_attn.qkv", &e->self_out, d, d,
 					 "self_attn.out_proj");
-		add_ln(l, &e->cross_ln, d, "decoder", i, "encoder_attn_layer_norm");
+		add_layer_norm(l, c, &e->cross_ln, "decoder", i, "encoder_attn_layer_norm");
 		add_linear(l, &e->cross_q, d, d, "decoder", i, "encoder_attn.q");
 		add_linear(l, &e->cross_kv, 2 * d, d, "decoder", i, "encoder_attn.kv");
 		add_linear(l, &e->cross_out, d, d, "decoder", i, "encoder_attn.out_proj");
-		add_sublayer(l, "decoder", i, &e->ffn_ln, "final_layer_norm",
+		add_sublayer(l, c, "decoder", i, &e->ffn_ln, "final_layer_norm",
 					 &e->fc1, f, d, "fc1", &e->fc2, d, f, "fc2");
 	}
-	if (c->decoder_final_norm)
-	{
-		add(l, &m->dec_ln.w, d, 0, "decoder.layer_norm.weight");
-		add(l, &m->dec_ln.b, d, 0, "decoder.layer_norm.bias");
-	}
+	add_norm(l, c, &m->dec_ln, c->decoder_final_norm, "decoder.layer_norm");
 	if (!c->tie_output)
 		add(l, &m->out_proj, c->tgt_vocab_size, d, "decoder.output_projection.weight");
 	if (c->output_bias)

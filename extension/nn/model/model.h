@@ -30,42 +30,26 @@ typedef struct cq_tensor_info
 	size_t		numel;
 } cq_tensor_info;
 
-typedef struct cq_layer_norm
-{
-	float	   *w;					/* [d] */
-	float	   *b;					/* [d] */
-} cq_layer_norm;
-
-typedef struct cq_linear
-{
-	float	   *w;					/* [out, in] */
-	float	   *b;					/* [out], or NULL (the output projection) */
-	int			out;
-	int			in;
-	float	   *packed;				/* w packed for inference (cq_model_pack), or NULL */
-	void	   *qpacked;			/* int8 models: w quantized and packed (qgemm.h), or NULL */
-} cq_linear;
-
 typedef struct cq_encoder_layer
 {
-	cq_layer_norm attn_ln;
+	cq_norm	attn_ln;
 	cq_linear	qkv;				/* [3d, d]: rows q, then k, then v */
 	cq_linear	attn_out;			/* [d, d] */
-	cq_layer_norm ffn_ln;
+	cq_norm	ffn_ln;
 	cq_linear	fc1;				/* [ffn, d] */
 	cq_linear	fc2;				/* [d, ffn] */
 } cq_encoder_layer;
 
 typedef struct cq_decoder_layer
 {
-	cq_layer_norm self_ln;
+	cq_norm	self_ln;
 	cq_linear	self_qkv;			/* [3d, d] */
 	cq_linear	self_out;			/* [d, d] */
-	cq_layer_norm cross_ln;
+	cq_norm	cross_ln;
 	cq_linear	cross_q;			/* [d, d], on the decoder state */
 	cq_linear	cross_kv;			/* [2d, d], on the encoder output: k, then v */
 	cq_linear	cross_out;			/* [d, d] */
-	cq_layer_norm ffn_ln;
+	cq_norm	ffn_ln;
 	cq_linear	fc1;
 	cq_linear	fc2;
 } cq_decoder_layer;
@@ -89,10 +73,10 @@ typedef struct cq_model
 	cq_linear	output;				/* out_proj as a linear without bias */
 	cq_encoder_layer *enc;
 	cq_decoder_layer *dec;
-	cq_layer_norm enc_ln;			/* final layer norms (w NULL: absent) */
-	cq_layer_norm dec_ln;
-	cq_layer_norm src_embed_ln;		/* layernorm_embedding (w NULL: absent) */
-	cq_layer_norm tgt_embed_ln;
+	cq_norm	enc_ln;			/* final norms (w NULL: absent) */
+	cq_norm	dec_ln;
+	cq_norm	src_embed_ln;		/* layernorm_embedding (w NULL: absent) */
+	cq_norm	tgt_embed_ln;
 	float	   *out_bias;			/* [tgt_vocab] output_bias, else NULL */
 
 	float	   *sinusoid;			/* [max_positions, d] table, not a parameter */
@@ -100,14 +84,17 @@ typedef struct cq_model
 	bool		compact;			/* cq_model_compact: linear weights only packed */
 } cq_model;
 
-/* A model with zero parameters (layer norms zero too) for cfg. */
+/*
+ * A model with zero parameters (norms zero too) for cfg.  Every cq_norm,
+ * present or absent, gets d, the configuration's kind and epsilon.
+ */
 cq_code cq_model_new(const cq_model_config *cfg, cq_model **out, cq_error *err);
 void		cq_model_free(cq_model *m);
 
 /*
  * fairseq-style random initialisation from a seed (Philox, so the result is
  * the same on every machine): Linear weights Xavier-uniform (q/k/v blocks with
- * gain 1/sqrt 2), biases 0, layer norms 1/0, token embeddings and learned
+ * gain 1/sqrt 2), biases 0, norms gain 1 (bias 0), token embeddings and learned
  * positions and an untied output projection N(0, 1/d), the <pad> rows 0.
  */
 void		cq_model_init_random(cq_model *m, uint64_t seed);

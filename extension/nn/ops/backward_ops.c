@@ -2,72 +2,8 @@
 #include "nn/ops/backward_ops.h"
 
 #include <math.h>
-#include <string.h>
 
 #include "nn/ops/blas.h"
-
-void
-cq_layer_norm_fwd_save(const float *x, float *y, int rows, int d,
-					   const float *w, const float *b, float eps,
-					   float *mean, float *rstd)
-{
-	for (int r = 0; r < rows; r++)
-	{
-		const float *xr = x + (long) r * d;
-		float	   *yr = y + (long) r * d;
-		double		s = 0.0,
-					ss = 0.0;
-
-		for (int i = 0; i < d; i++)
-			s += xr[i];
-		float		mu = (float) (s / d);
-
-		for (int i = 0; i < d; i++)
-			ss += (double) (xr[i] - mu) * (xr[i] - mu);
-		float		inv = (float) (1.0 / sqrt(ss / d + eps));
-
-		mean[r] = mu;
-		rstd[r] = inv;
-		for (int i = 0; i < d; i++)
-			yr[i] = (xr[i] - mu) * inv * w[i] + b[i];
-	}
-}
-
-void
-cq_layer_norm_backward(const float *x, const float *mean, const float *rstd,
-					   const float *w, const float *dy, float *dx,
-					   float *dw, float *db, int rows, int d)
-{
-	for (int r = 0; r < rows; r++)
-	{
-		const float *xr = x + (long) r * d,
-				   *dyr = dy + (long) r * d;
-		float	   *dxr = dx + (long) r * d;
-		float		mu = mean[r],
-					inv = rstd[r],
-					sg = 0.0f,
-					sgx = 0.0f;
-
-		for (int i = 0; i < d; i++)
-		{
-			float		xh = (xr[i] - mu) * inv,
-						g = dyr[i] * w[i];
-
-			sg += g;
-			sgx += g * xh;
-			dw[i] += dyr[i] * xh;
-			db[i] += dyr[i];
-		}
-		sg /= d;
-		sgx /= d;
-		for (int i = 0; i < d; i++)
-		{
-			float		xh = (xr[i] - mu) * inv;
-
-			dxr[i] += inv * (dyr[i] * w[i] - sg - xh * sgx);
-		}
-	}
-}
 
 void
 cq_linear_backward(const cq_linear *W, cq_linear *G, const float *x, int ldx,

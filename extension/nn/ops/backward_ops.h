@@ -8,21 +8,8 @@
 
 #include <stdbool.h>
 
-#include "nn/model/model.h"
+#include "nn/ops/params.h"
 #include "nn/ops/ops.h"
-
-/* Layer norm that keeps its row statistics: mean[rows], rstd[rows]. */
-void		cq_layer_norm_fwd_save(const float *x, float *y, int rows, int d,
-								   const float *w, const float *b, float eps,
-								   float *mean, float *rstd);
-
-/*
- * dx[rows, d] += dL/dx given dy; dw[d] += sum dy * xhat, db[d] += sum dy.
- * With g = dy w: dx = rstd (g - mean(g) - xhat mean(g xhat)).
- */
-void		cq_layer_norm_backward(const float *x, const float *mean, const float *rstd,
-								   const float *w, const float *dy, float *dx,
-								   float *dw, float *db, int rows, int d);
 
 /*
  * y = x W^T + b backward: G->w [out, in] += dy^T x, G->b += column sums of dy,

@@ -8,11 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "nn/model/model.h"
-
-/* y[rows, d] = (x - mean) / sqrt(var + eps) * w + b, population variance. */
-void		cq_layer_norm_rows(const float *x, float *y, int rows, int d,
-							   const float *w, const float *b, float eps);
+#include "nn/ops/params.h"
 
 /*
  * y[rows, out] = x[rows, in] W^T + b  (W is [out, in]; b may be NULL);

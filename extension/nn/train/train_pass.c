@@ -27,14 +27,12 @@ typedef struct pass
 				f;
 	cq_layer_keep *enc,
 			   *dec;
-	float	   *enc_in,			/* [Ns, d] into the final layer norm */
-			   *enc_mean,
-			   *enc_rstd,
+	float	   *enc_in,			/* [Ns, d] into the final norm */
 			   *enc_out,		/* [Ns, d] encoder output */
 			   *dec_in,
-			   *dec_mean,
-			   *dec_rstd,
-			   *dec_h;			/* [Nt, d] final decoder layer norm */
+			   *dec_h;			/* [Nt, d] after the final decoder norm */
+	cq_norm_stats enc_stats,	/* [Ns] the final norms' statistics */
+				dec_stats;		/* [Nt] */
 	float	   *tmp,			/* [N, d] a branch / its gradient */
 			   *dx_enc,			/* [Ns, d] gradient of the encoder stream */
 			   *dx_dec,			/* [Nt, d] */
@@ -47,29 +45,26 @@ typedef struct pass
 			   *pd,				/* [L, L] dropped probabilities */
 			   *dp,				/* [L, L] their gradient */
 			   *logits;			/* [R, V] */
-	float	   *emb_sum[2],		/* layernorm_embedding, [source/target]: */
-			   *emb_mean[2],	/* its input [N, d] and statistics [N] */
-			   *emb_rstd[2];
+	float	   *emb_sum[2];		/* the embedding norm [source/target]: its input [N, d] */
+	cq_norm_stats emb_stats[2]; /* and statistics [N] */
 	long		rblock;
 } pass;
 
 
-/* Pre-norm keeps F's input LN(x_in), post-norm the layer norm's input. */
+/* A sublayer's input, its norm's statistics and the norm's other side. */
 static void
-carve_norm(cq_carver *cv, bool post, long rows, int d, float **h, float **sum)
+carve_io(cq_carver *cv, cq_sublayer_keep *io, long rows, int d)
 {
-	*h = post ? NULL : cq_carve_floats(cv, rows * d);
-	*sum = post ? cq_carve_floats(cv, rows * d) : NULL;
+	io->x_in = cq_carve_floats(cv, rows * d);
+	io->stats.mean = cq_carve_floats(cv, rows);
+	io->stats.rstd = cq_carve_floats(cv, rows);
+	io->norm_io = cq_carve_floats(cv, rows * d);
 }
 
 static void
-carve_attn(cq_carver *cv, bool post, cq_attn_keep *s, long nq, long nk, int d, long probs,
-		   bool cross)
+carve_attn(cq_carver *cv, cq_attn_keep *s, long nq, long nk, int d, long probs, bool cross)
 {
-	s->x_in = cq_carve_floats(cv, nq * d);
-	s->mean = cq_carve_floats(cv, nq);
-	s->rstd = cq_carve_floats(cv, nq);
-	carve_norm(cv, post, nq, d, &s->h, &s->sum);
+	carve_io(cv, &s->io, nq, d);
 	s->q = cq_carve_floats(cv, nq * (cross ? d : 3 * d));
 	s->kv = cross ? cq_carve_floats(cv, nk * 2 * d) : NULL;
 	s->probs = cq_carve_floats(cv, probs);
@@ -77,12 +72,9 @@ carve_attn(cq_carver *cv, bool post, cq_attn_keep *s, long nq, long nk, int d, l
 }
 
 static void
-carve_ffn(cq_carver *cv, bool post, cq_ffn_keep *s, long rows, int d, int f)
+carve_ffn(cq_carver *cv, cq_ffn_keep *s, long rows, int d, int f)
 {
-	s->x_in = cq_carve_floats(cv, rows * d);
-	s->mean = cq_carve_floats(cv, rows);
-	s->rstd = cq_carve_floats(cv, rows);
-	carve_norm(cv, post, rows, d, &s->h, &s->sum);
+	carve_io(cv, &s->io, rows, d);
 	s->u = cq_carve_floats(cv, rows * f);
 	s->a = cq_carve_floats(cv, rows * f);
 }
@@ -125,25 +117,25 @@ carve(const cq_model_config *c, const cq_pair *pairs, int n, char *base, pass *p
 		cq_layer_keep dummy,
 				   *L = base ? &w->enc[i] : &dummy;
 
-		carve_attn(&cv, c->post_norm, &L->self, ns, ns, d, c->heads * s2, false);
-		carve_ffn(&cv, c->post_norm, &L->ffn, ns, d, f);
+		carve_attn(&cv, &L->self, ns, ns, d, c->heads * s2, false);
+		carve_ffn(&cv, &L->ffn, ns, d, f);
 	}
 	for (int i = 0; i < c->decoder_layers; i++)
 	{
 		cq_layer_keep dummy,
 				   *L = base ? &w->dec[i] : &dummy;
 
-		carve_attn(&cv, c->post_norm, &L->self, nt, nt, d, c->heads * t2, false);
-		carve_attn(&cv, c->post_norm, &L->cross, nt, ns, d, c->heads * x2, true);
-		carve_ffn(&cv, c->post_norm, &L->ffn, nt, d, f);
+		carve_attn(&cv, &L->self, nt, nt, d, c->heads * t2, false);
+		carve_attn(&cv, &L->cross, nt, ns, d, c->heads * x2, true);
+		carve_ffn(&cv, &L->ffn, nt, d, f);
 	}
 	w->enc_in = cq_carve_floats(&cv, ns * d);
-	w->enc_mean = cq_carve_floats(&cv, ns);
-	w->enc_rstd = cq_carve_floats(&cv, ns);
+	w->enc_stats.mean = cq_carve_floats(&cv, ns);
+	w->enc_stats.rstd = cq_carve_floats(&cv, ns);
 	w->enc_out = cq_carve_floats(&cv, ns * d);
 	w->dec_in = cq_carve_floats(&cv, nt * d);
-	w->dec_mean = cq_carve_floats(&cv, nt);
-	w->dec_rstd = cq_carve_floats(&cv, nt);
+	w->dec_stats.mean = cq_carve_floats(&cv, nt);
+	w->dec_stats.rstd = cq_carve_floats(&cv, nt);
 	w->dec_h = cq_carve_floats(&cv, nt * d);
 	w->tmp = cq_carve_floats(&cv, nmax * d);
 	w->dx_enc = cq_carve_floats(&cv, ns * d);
@@ -156,16 +148,14 @@ carve(const cq_model_config *c, const cq_pair *pairs, int n, char *base, pass *p
 	w->du = cq_carve_floats(&cv, nmax * f);
 	w->pd = cq_carve_floats(&cv, l * l);
 	w->dp = cq_carve_floats(&cv, l * l);
-	/* layernorm_embedding: the sums before it and its statistics, per side */
+	/* the embedding norm: the sums before it and its statistics, per side */
+	for (int t = 0; t < 2; t++)
 	{
-		long		e = c->layernorm_embedding ? 1 : 0;
+		long		rows = c->layernorm_embedding ? (t ? nt : ns) : 0;
 
-		w->emb_sum[0] = cq_carve_floats(&cv, e * ns * d);
-		w->emb_mean[0] = cq_carve_floats(&cv, e * ns);
-		w->emb_rstd[0] = cq_carve_floats(&cv, e * ns);
-		w->emb_sum[1] = cq_carve_floats(&cv, e * nt * d);
-		w->emb_mean[1] = cq_carve_floats(&cv, e * nt);
-		w->emb_rstd[1] = cq_carve_floats(&cv, e * nt);
+		w->emb_sum[t] = cq_carve_floats(&cv, rows * d);
+		w->emb_stats[t].mean = cq_carve_floats(&cv, rows);
+		w->emb_stats[t].rstd = cq_carve_floats(&cv, rows);
 	}
 	w->rblock = cq_logit_block_rows(c, nt);
 	w->logits = cq_carve_floats(&cv, w->rblock * c->tgt_vocab_size);
@@ -197,19 +187,18 @@ site(cq_dropout_kind k, int layer)
 
 /* ---- embeddings ---------------------------------------------------------- */
 
-/* x = Drop(LN_emb(E[token] s + position)), LN_emb if the model has one. */
+/* x = Drop(N_emb(E[token] s + position)), N_emb if the model has one. */
 static void
 embed_fwd(pass *p, bool target, float *x)
 {
 	const cq_model *m = p->m;
-	const cq_layer_norm *ln = target ? &m->tgt_embed_ln : &m->src_embed_ln;
+	const cq_norm *n = target ? &m->tgt_embed_ln : &m->src_embed_ln;
 	long		rows = target ? p->nt : p->ns;
 
-	if (ln->w)
+	if (n->w)
 	{
 		cq_embed_packed(m, p->pairs, p->n, target, p->emb_sum[target]);
-		cq_layer_norm_fwd_save(p->emb_sum[target], x, (int) rows, p->d, ln->w, ln->b,
-							   m->cfg.layer_norm_eps, p->emb_mean[target], p->emb_rstd[target]);
+		cq_norm_forward_keep(n, p->emb_sum[target], x, rows, &p->emb_stats[target]);
 	}
 	else
 		cq_embed_packed(m, p->pairs, p->n, target, x);
@@ -219,14 +208,13 @@ embed_fwd(pass *p, bool target, float *x)
 
 /*
  * dE[token] += s dsum, dPos[t] += dsum (learned positions), with dsum = dx
- * through the dropout and LN_emb; dx is consumed.
+ * through the dropout and N_emb; dx is consumed.
  */
 static void
 embed_bwd(pass *p, bool target, float *dx)
 {
 	cq_model   *g = p->g;
-	const cq_layer_norm *ln = target ? &p->m->tgt_embed_ln : &p->m->src_embed_ln;
-	cq_layer_norm *gln = target ? &g->tgt_embed_ln : &g->src_embed_ln;
+	const cq_norm *n = target ? &p->m->tgt_embed_ln : &p->m->src_embed_ln;
 	float	   *table = target ? g->tgt_embed : g->src_embed,
 			   *pos = p->m->sinusoid ? NULL : (target ? g->tgt_pos : g->src_pos);
 	float		scale = cq_embed_scale(&p->m->cfg);
@@ -235,11 +223,11 @@ embed_bwd(pass *p, bool target, float *dx)
 
 	drop_rows(p, target, p->m->cfg.dropout,
 			  site(target ? CQ_DROP_DEC_EMBED : CQ_DROP_ENC_EMBED, 0), dx, p->d);
-	if (ln->w)
+	if (n->w)
 	{
 		memset(p->dh, 0, sizeof(float) * rows * p->d);
-		cq_layer_norm_backward(p->emb_sum[target], p->emb_mean[target], p->emb_rstd[target],
-							   ln->w, dx, p->dh, gln->w, gln->b, (int) rows, p->d);
+		cq_norm_backward(n, target ? &g->tgt_embed_ln : &g->src_embed_ln, p->emb_sum[target],
+						 &p->emb_stats[target], dx, p->dh, rows);
 		dx = p->dh;
 	}
 	for (int b = 0; b < p->n; b++)
@@ -282,12 +270,12 @@ forward(pass *p)
 	cq_block_pass enc = side_pass(p, false),
 				dec = side_pass(p, true);
 
-	embed_fwd(p, false, E ? p->enc[0].self.x_in : p->enc_in);
+	embed_fwd(p, false, E ? p->enc[0].self.io.x_in : p->enc_in);
 	cq_block_stack(&enc, NULL, p->enc, p->enc_in);
-	cq_block_norm(&enc, &m->enc_ln, p->enc_in, p->enc_out, p->enc_mean, p->enc_rstd);
-	embed_fwd(p, true, D ? p->dec[0].self.x_in : p->dec_in);
+	cq_norm_forward_keep(&m->enc_ln, p->enc_in, p->enc_out, p->ns, &p->enc_stats);
+	embed_fwd(p, true, D ? p->dec[0].self.io.x_in : p->dec_in);
 	cq_block_stack(&dec, NULL, p->dec, p->dec_in);
-	cq_block_norm(&dec, &m->dec_ln, p->dec_in, p->dec_h, p->dec_mean, p->dec_rstd);
+	cq_norm_forward_keep(&m->dec_ln, p->dec_in, p->dec_h, p->nt, &p->dec_stats);
 }
 
 /* Loss over logit blocks; leaves d(loss)/d(dec_h) in p->dh. */
@@ -348,14 +336,13 @@ backward(pass *p)
 	cq_block_grads gr = {g, p->dh, p->dq, p->dkv, p->dctx, p->du, p->dp, p->d_enc_out};
 
 	memset(p->dx_dec, 0, sizeof(float) * p->nt * d);
-	cq_block_norm_backward(&dec, &m->dec_ln, &g->dec_ln, p->dec_in, p->dec_mean, p->dec_rstd,
-						   p->dh, p->dx_dec);
+	cq_norm_backward(&m->dec_ln, &g->dec_ln, p->dec_in, &p->dec_stats, p->dh, p->dx_dec, p->nt);
 	memset(p->d_enc_out, 0, sizeof(float) * p->ns * d);
 	cq_block_stack_backward(&dec, &gr, p->dx_dec, p->dec);
 	embed_bwd(p, true, p->dx_dec);
 	memset(p->dx_enc, 0, sizeof(float) * p->ns * d);
-	cq_block_norm_backward(&enc, &m->enc_ln, &g->enc_ln, p->enc_in, p->enc_mean, p->enc_rstd,
-						   p->d_enc_out, p->dx_enc);
+	cq_norm_backward(&m->enc_ln, &g->enc_ln, p->enc_in, &p->enc_stats, p->d_enc_out, p->dx_enc,
+					 p->ns);
 	cq_block_stack_backward(&enc, &gr, p->dx_enc, p->enc);
 	embed_bwd(p, false, p->dx_enc);
 }

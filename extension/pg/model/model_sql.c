@@ -29,13 +29,6 @@ PG_FUNCTION_INFO_V1(corpq_model_export);
 PG_FUNCTION_INFO_V1(corpq_model_export_pinned);
 PG_FUNCTION_INFO_V1(corpq_model_drop);
 
-/* Keys a model_create configuration may set (vocabulary sizes come from the vocabularies). */
-static const char *const config_keys =
-"{preset,d_model,heads,encoder_layers,decoder_layers,ffn_dim,activation,dropout,"
-"attention_dropout,activation_dropout,max_positions,positions,tie_output,share_embeddings,"
-"norm_position,encoder_final_norm,decoder_final_norm,scale_embeddings,layernorm_embedding,"
-"position_offset,sinusoid_denominator,layer_norm_eps,output_bias,decoder_start_id}";
-
 /*
  * A pipeline reserves the names of the models it will create when it is
  * submitted (corpq.pipelines.reserved): another role may not take them
@@ -109,6 +102,8 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	char	   *preset = NULL;
 	char		base[1024] = "{}";
 	char	   *merged;
+	/* the keys model_create takes: a preset and the core's architecture keys */
+	char	   *config_keys = psprintf("{preset,%s}", cq_config_arch_keys());
 	cq_model_config cfg;
 	cq_error err = {0};
 	cq_code s;
