@@ -33,14 +33,13 @@
 /* How often a job may be started again after restarts before it fails. */
 #define MAX_ATTEMPTS 3
 
-/* True in the postmaster and its children when corpq is preloaded. */
-bool		corpq_jobs_preloaded = false;
-
 void
-corpq_register_job_launcher(void)
+corpq_job_launcher_init(void)
 {
 	BackgroundWorker w;
 
+	if (!process_shared_preload_libraries_in_progress)
+		return;
 	corpq_jobs_preloaded = true;
 
 	/* restarted after a crash-restart (10 s), which is when it is needed */

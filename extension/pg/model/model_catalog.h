@@ -75,7 +75,10 @@ Size		corpq_batch_bytes_limit(void);
  */
 void		corpq_batch_too_large(int n, const char *what, Size need) pg_attribute_noreturn();
 
-/* _PG_init's call for model/: define corpq.model_cache_mb, corpq.max_model_mb, corpq.max_batch_mb. */
+/*
+ * _PG_init's call for model/: define corpq.model_cache_mb, corpq.max_model_mb,
+ * corpq.max_batch_mb, and register the job kinds "translate" and "score".
+ */
 void		corpq_model_init(void);
 
 /*

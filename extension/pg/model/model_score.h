@@ -109,4 +109,36 @@ void		corpq_scorer_uncertainty(CorpqScorer *s, const cq_pair *pairs, int n,
 									 cq_uncertainty measure, int passes, uint64 seed,
 									 double *out);
 
+/* What corpq.score() computes per pair (score_batch.c). */
+typedef enum CorpqScoreWhat
+{
+	CORPQ_SCORE_SENT_PROB,
+	CORPQ_SCORE_SENT_LOGPROB,
+	CORPQ_SCORE_UNCERTAINTY
+} CorpqScoreWhat;
+
+typedef struct CorpqScoreArgs
+{
+	CorpqScoreWhat what;
+	int			batch_size;		/* pairs per forward at most */
+	cq_uncertainty measure;		/* uncertainty's */
+	int			passes;
+	uint64		seed;
+} CorpqScoreArgs;
+
+/*
+ * The scores of n encoded pairs (pairs[i] points at pair i) into out[n]:
+ * in length order, batch_size at a time cut by corpq_scorer_batch_cut, each
+ * value the per-row function's (sent_prob, sent_logprob, uncertainty).  The
+ * one batched scorer of corpq.score() and score_job; scratch memory in
+ * CurrentMemoryContext.
+ */
+void		corpq_scorer_score(CorpqScorer *s, const CorpqScoreArgs *a, const cq_pair *const *pairs,
+							   int n, double *out);
+
+/* ---- the job kind (score_job.c) ---- */
+
+struct CorpqJob;
+void		score_job(struct CorpqJob *job);
+
 #endif

@@ -31,13 +31,6 @@
 
 PG_FUNCTION_INFO_V1(corpq_score);
 
-typedef enum ScoreWhat
-{
-	SCORE_SENT_PROB,
-	SCORE_SENT_LOGPROB,
-	SCORE_UNCERTAINTY
-} ScoreWhat;
-
 typedef struct ChunkRow
 {
 	int64		id;
@@ -47,27 +40,18 @@ typedef struct ChunkRow
 	double		score;
 } ChunkRow;
 
-typedef struct ScoreArgs
-{
-	ScoreWhat	what;
-	int			batch_size;
-	cq_uncertainty measure;
-	int			passes;
-	uint64		seed;
-} ScoreArgs;
-
 /* corpq.score()'s arguments, in order (75_scoring.sql). */
 static const char *const arg_names[] = {"model", "corpus", "what", "batch_size", "measure", "passes", "seed"};
 
-static ScoreWhat
+static CorpqScoreWhat
 parse_what(const char *what)
 {
 	if (strcmp(what, "sent_prob") == 0)
-		return SCORE_SENT_PROB;
+		return CORPQ_SCORE_SENT_PROB;
 	if (strcmp(what, "sent_logprob") == 0)
-		return SCORE_SENT_LOGPROB;
+		return CORPQ_SCORE_SENT_LOGPROB;
 	if (strcmp(what, "uncertainty") == 0)
-		return SCORE_UNCERTAINTY;
+		return CORPQ_SCORE_UNCERTAINTY;
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("unknown score \"%s\"", what),
@@ -84,63 +68,79 @@ static const CorpqQuerySpec corpus_spec = {
 	.example = "SELECT id, src, tgt FROM my_corpus"
 };
 
-static int	cmp_length(const void *a, const void *b);
-
+/* Pair indexes by the pairs' lengths, then by index. */
 static int
-cmp_length(const void *a, const void *b)
+cmp_length(const void *a, const void *b, void *arg)
 {
-	const ChunkRow *x = *(ChunkRow *const *) a;
-	const ChunkRow *y = *(ChunkRow *const *) b;
-	int			lx = x->pair.src_len + x->pair.tgt_len;
-	int			ly = y->pair.src_len + y->pair.tgt_len;
+	const cq_pair *const *pairs = arg;
+	int			i = *(const int *) a;
+	int			j = *(const int *) b;
+	int			li = pairs[i]->src_len + pairs[i]->tgt_len;
+	int			lj = pairs[j]->src_len + pairs[j]->tgt_len;
 
-	return lx != ly ? (lx < ly ? -1 : 1) : (x < y ? -1 : x > y);
+	return li != lj ? (li < lj ? -1 : 1) : (i < j ? -1 : i > j);
 }
 
-/* Score the non-NULL rows of a chunk, batch_size pairs at a time in length order. */
-static void
-score_chunk(CorpqScorer *s, const ScoreArgs *a, ChunkRow *rows, int n)
+void
+corpq_scorer_score(CorpqScorer *s, const CorpqScoreArgs *a, const cq_pair *const *pairs,
+				   int n, double *out)
 {
-	ChunkRow  **order = palloc(n * sizeof(ChunkRow *));
-	const cq_pair **in_order = palloc(n * sizeof(cq_pair *));
-	int			cap = Min(a->batch_size, Max(n, 1));	/* a batch never exceeds the chunk */
-	cq_pair    *pairs = palloc(cap * sizeof(cq_pair));
+	int		   *order = palloc(Max(n, 1) * sizeof(int));
+	const cq_pair **in_order = palloc(Max(n, 1) * sizeof(cq_pair *));
+	int			cap = Min(a->batch_size, Max(n, 1));	/* a batch never exceeds the pairs */
+	cq_pair    *batch = palloc(cap * sizeof(cq_pair));
 	double	   *res = palloc(cap * sizeof(double));
 	/* the K passes' buffers of an uncertainty (model_score.h) */
-	Size		extra = a->what == SCORE_UNCERTAINTY ? (Size) a->passes * 2 * sizeof(float) : 0;
-	int			m = 0;
+	Size		extra = a->what == CORPQ_SCORE_UNCERTAINTY ? (Size) a->passes * 2 * sizeof(float) : 0;
 
+	/* similar lengths together: smaller attention blocks, the same results */
 	for (int i = 0; i < n; i++)
-		if (!rows[i].pair_null)
-			order[m++] = &rows[i];
-	qsort(order, m, sizeof(ChunkRow *), cmp_length);
-	for (int i = 0; i < m; i++)
-		in_order[i] = &order[i]->pair;
-	for (int b = 0, nb; b < m; b += nb)
+		order[i] = i;
+	qsort_arg(order, n, sizeof(int), cmp_length, (void *) pairs);
+	for (int i = 0; i < n; i++)
+		in_order[i] = pairs[order[i]];
+	for (int b = 0, nb; b < n; b += nb)
 	{
-		nb = corpq_scorer_batch_cut(s, in_order + b, m - b, a->batch_size, extra);
+		nb = corpq_scorer_batch_cut(s, in_order + b, n - b, a->batch_size, extra);
 		for (int i = 0; i < nb; i++)
-			pairs[i] = order[b + i]->pair;
-		if (a->what == SCORE_UNCERTAINTY)
-			corpq_scorer_uncertainty(s, pairs, nb, a->measure, a->passes, a->seed, res);
+			batch[i] = *in_order[b + i];
+		if (a->what == CORPQ_SCORE_UNCERTAINTY)
+			corpq_scorer_uncertainty(s, batch, nb, a->measure, a->passes, a->seed, res);
 		else
 		{
-			corpq_scorer_forward(s, pairs, nb, NULL);
+			corpq_scorer_forward(s, batch, nb, NULL);
 			for (int i = 0; i < nb; i++)
-				res[i] = a->what == SCORE_SENT_PROB
+				res[i] = a->what == CORPQ_SCORE_SENT_PROB
 					? exp(s->out.sent_logp[i] / s->out.sent_count[i])
 					: s->out.sent_logp[i];
 		}
 		for (int i = 0; i < nb; i++)
-			order[b + i]->score = res[i];
+			out[order[b + i]] = res[i];
 	}
+}
+
+/* Score the non-NULL rows of a chunk. */
+static void
+score_chunk(CorpqScorer *s, const CorpqScoreArgs *a, ChunkRow *rows, int n)
+{
+	const cq_pair **pairs = palloc(Max(n, 1) * sizeof(cq_pair *));
+	double	   *res = palloc(Max(n, 1) * sizeof(double));
+	int			m = 0;
+
+	for (int i = 0; i < n; i++)
+		if (!rows[i].pair_null)
+			pairs[m++] = &rows[i].pair;
+	corpq_scorer_score(s, a, pairs, m, res);
+	for (int i = 0, k = 0; i < n; i++)
+		if (!rows[i].pair_null)
+			rows[i].score = res[k++];
 }
 
 /* What the batch function needs: the scorer, the arguments, the result. */
 typedef struct ScoreRun
 {
 	CorpqScorer *s;
-	const ScoreArgs *a;
+	const CorpqScoreArgs *a;
 	ChunkRow   *rows;			/* [chunk] */
 	ReturnSetInfo *rsinfo;
 } ScoreRun;
@@ -184,7 +184,7 @@ corpq_score(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	char	   *model;
 	char	   *query;
-	ScoreArgs	a;
+	CorpqScoreArgs a;
 	CorpqScorer *s;
 	ScoreRun	run;
 	int			chunk;
@@ -202,7 +202,7 @@ corpq_score(PG_FUNCTION_ARGS)
 				 errmsg("batch_size must be at least 1, got %d", a.batch_size)));
 	a.measure = corpq_measure_from_name(text_to_cstring(PG_GETARG_TEXT_PP(4)));
 	a.passes = PG_GETARG_INT32(5);
-	if (a.what == SCORE_UNCERTAINTY)
+	if (a.what == CORPQ_SCORE_UNCERTAINTY)
 		corpq_check_passes(a.passes);
 	a.seed = (uint64) PG_GETARG_INT64(6);
 	corpq_require_utf8();
