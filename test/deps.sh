@@ -18,6 +18,8 @@ need=(
 	python3-regex python3-bs4 python3-xxhash
 	# the quality report's page test: headless Chromium, PNG decoding
 	chromium python3-pil
+	# keeping scores current on a schedule (test/integration/score_job.sh)
+	postgresql-15-cron
 )
 # Optional data packages for the demo corpus (the demo falls back to a
 # synthetic corpus when they cannot be had).
