@@ -103,6 +103,24 @@ test/unit/run_unit_tsan: $(CORE_SRCS) $(CORE_CXX_OBJS) $(TSAN_TESTS) $(CORE_HDRS
 test/libcorpqcore.so: $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c $(CORE_HDRS)
 	$(UNIT_CC) -shared -fPIC -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c -lopenblas -lm $(CORE_LIBS)
 
+# corpq-spm-check: the SentencePiece model check (extension/text/spm_check.h)
+# as a program beside corpq-convert, which runs it on every .spm it copies.
+# Built next to the converter so the converter in the source tree finds it
+# too.  (PGXS's PROGRAM cannot be combined with MODULE_big.)
+SPM_CHECK_SRCS = models/corpq-spm-check.c extension/text/spm_check.c extension/cav/utf8.c \
+	extension/common/error.c extension/common/mem.c extension/common/interrupt.c \
+	extension/common/parallel.c
+models/corpq-spm-check: $(SPM_CHECK_SRCS) $(CORE_HDRS)
+	$(CC) -std=gnu11 -O2 $(WARN) -Iextension -o $@ $(SPM_CHECK_SRCS) -pthread
+all: models/corpq-spm-check
+refcheck: models/corpq-spm-check
+install: install-spm-check
+.PHONY: install-spm-check
+install-spm-check: models/corpq-spm-check
+	$(MKDIR_P) '$(DESTDIR)$(bindir)'
+	$(INSTALL_PROGRAM) models/corpq-spm-check '$(DESTDIR)$(bindir)/corpq-spm-check'
+EXTRA_CLEAN += models/corpq-spm-check
+
 # The OpenBLAS core rule of extension/common/cpu.c as a program, for scripts
 # (they export its answer as OPENBLAS_CORETYPE; see test/blas_core.c).
 test/blas_core: test/blas_core.c extension/common/cpu.c extension/common/cpu.h

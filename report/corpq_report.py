@@ -87,9 +87,11 @@ def gather(db, a):
         if model:
             scores = ("SELECT c.domain, corpq.sent_prob(%s, c.src, c.tgt) FROM (%s) AS c(src, tgt, domain)"
                       % (sql_literal(model), a.corpus))
+            # log-spaced: sentence probabilities crowd near 0 (linear bins put most
+            # of them in the first bin), and a threshold is read off a log axis
             d["histogram"] = db.json(
-                "SELECT domain, bin, bin_lo, bin_hi, pairs, share FROM corpq.score_histogram(%s, 20)"
-                % sql_literal(scores))
+                "SELECT domain, bin, bin_lo, bin_hi, pairs, share "
+                "FROM corpq.score_histogram(%s, 20, spacing => 'log')" % sql_literal(scores))
     d["curve"] = db.json(
         "SELECT step, split, label, split || ' ' || label AS series, loss, ppl FROM corpq.train_curve "
         "WHERE job = %d ORDER BY split, label, step" % job) if job else []
@@ -138,11 +140,14 @@ def charts(d):
              if r["bin_lo"] is not None and math.isfinite(r["bin_lo"]) and math.isfinite(r["bin_hi"])]
         c["histogram"] = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json", "data": {"values": h},
                           "facet": {"row": {"field": "domain", "type": "nominal"}},
-                          "spec": {"width": 640, "height": 110, "mark": {"type": "bar", "tooltip": True},
-                                   "encoding": {"x": {"field": "bin_lo", "type": "quantitative", "bin": "binned",
-                                                      "title": "sent_prob"},
+                          # rects from the edges: a log axis takes no "binned" field
+                          "spec": {"width": 640, "height": 110,
+                                   "mark": {"type": "rect", "tooltip": True, "stroke": "white", "strokeWidth": 0.5},
+                                   "encoding": {"x": {"field": "bin_lo", "type": "quantitative",
+                                                      "scale": {"type": "log"}, "title": "sent_prob (log scale)"},
                                                 "x2": {"field": "bin_hi"},
-                                                "y": {"field": "share", "type": "quantitative"}}}}
+                                                "y": {"field": "share", "type": "quantitative"},
+                                                "y2": {"datum": 0}}}}
     if d.get("curve"):
         c["curve"] = spec(d["curve"], {"type": "line", "point": True, "tooltip": True},
                           {"x": {"field": "step", "type": "quantitative"},
@@ -188,7 +193,7 @@ SECTIONS = [
     ("rejects", "Filter reject shares", "corpq.filter_report_by_domain",
      "No corpus given, or it has no pairs: no filter report.",
      ["domain", "filter", "kept", "rejected", "rejected_share"]),
-    ("histogram", "Sentence probability per domain", "corpq.score_histogram",
+    ("histogram", "Sentence probability per domain (log-spaced bins)", "corpq.score_histogram",
      "No model or no corpus: no score histogram.",
      ["domain", "bin", "bin_lo", "bin_hi", "pairs", "share"]),
     ("curve", "Training curve", "corpq.train_curve",

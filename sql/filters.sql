@@ -115,6 +115,39 @@ SELECT corpq.filter_predicate('{"name": "alpha_ratio"}');
 SELECT corpq.filter_predicate('["alpha_ratio"]');
 SELECT corpq.filter_predicate('[{"args": {}}]');
 
+-- defaults measured on real corpora (docs/filters.md): alpha_ratio counts letters
+-- among the non-space characters, at least 0.5; OpusFilter's AlphabetRatioFilter
+-- counts spaces too, at 0.75 ('I am a cat': 7 of 10, 7 of 7 without spaces)
+SELECT corpq.filter_rejects('I am a cat', 'Soy un gato', '[{"name": "alpha_ratio"}]') AS default_keeps,
+       corpq.filter_rejects('I am a cat', 'Soy un gato',
+           '[{"name": "alpha_ratio", "args": {"exclude_whitespace": false}, "threshold": 0.75}]') AS opusfilter_rejects,
+       corpq.filter_rejects('%s: %s (%d)', '%s: %s (%d)', '[{"name": "alpha_ratio"}]') AS format_string_rejected,
+       corpq.filter_predicate('[{"name": "alpha_ratio"}]');
+-- langid: CLD2 with the expected language as its hint (hint), a side whose
+-- answer CLD2 does not call reliable left alone (keep_unreliable), a side
+-- shorter than min_chars code points left alone; all off is OpusFilter's Cld2Filter
+CREATE TABLE lid (id int, src text, tgt text);
+INSERT INTO lid VALUES
+    (1, 'Open the file', 'Archivo'),                    -- short: CLD2 answers un, not reliable
+    (2, 'and for the destructive mildew of a garment, and for a house,', 'Y de la lepra del vestido, y de la casa;'),  -- Italian to CLD2 without the hint
+    (3, 'Open the file and read it carefully.', 'Open the file and read it carefully.'),  -- untranslated
+    (4, 'independent', 'independientes'),               -- English to CLD2, reliably, even with the hint
+    (5, 'In the beginning, God created the heavens and the earth.', 'En el principio creó Dios el cielo y la tierra.');
+SELECT id, (corpq.langid(tgt)).lang AS tgt_lang, (corpq.langid(tgt)).reliable AS tgt_reliable,
+       corpq.filter_keeps(src, tgt, '[{"name": "langid", "args": {"src": "en", "tgt": "es"}}]') AS defaults,
+       corpq.filter_keeps(src, tgt, '[{"name": "langid", "args": {"src": "en", "tgt": "es", "hint": false, "keep_unreliable": false}}]') AS cld2filter,
+       corpq.filter_keeps(src, tgt, '[{"name": "langid", "args": {"src": "en", "tgt": "es", "keep_unreliable": false}}]') AS hint_only,
+       corpq.filter_keeps(src, tgt, '[{"name": "langid", "args": {"src": "en", "tgt": "es", "hint": false}}]') AS keep_unreliable_only,
+       corpq.filter_keeps(src, tgt, '[{"name": "langid", "args": {"src": "en", "tgt": "es", "min_chars": 15}}]') AS min_chars_15,
+       corpq.filter_keeps(src, tgt, '[{"name": "langid", "args": {"src": "en", "tgt": "es", "hint": false, "keep_unreliable": false}}]')
+         = (corpq.lang_is(src, 'en') AND corpq.lang_is(tgt, 'es')) AS lang_is_is_cld2filter
+  FROM lid ORDER BY id;
+SELECT corpq.filter_predicate('[{"name": "langid", "args": {"src": "en", "tgt": "es", "min_chars": 15}}]');
+SELECT corpq.filter_predicate('[{"name": "langid", "args": {"src": "en", "tgt": "es", "min_chars": -1}}]');
+SELECT corpq.filter_predicate('[{"name": "langid", "args": {"src": "en", "tgt": "es", "min_chars": 2.5}}]');
+SELECT corpq.filter_predicate('[{"name": "langid", "args": {"src": "en", "tgt": "es", "hint": "yes"}}]');
+SELECT corpq.filter_predicate('[{"name": "langid", "args": {"src": "en", "tgt": "es", "keep_unreliable": 1}}]');
+
 -- reports: a small corpus with one pair for each filter to catch
 CREATE TABLE fc (id int, domain text, src text, tgt text);
 INSERT INTO fc VALUES
@@ -130,7 +163,9 @@ SELECT * FROM corpq.filter_report('SELECT src, tgt FROM fc');
 SELECT domain, filter, kept, rejected, round(rejected_share::numeric, 3) AS share
 FROM corpq.filter_report_by_domain('SELECT src, tgt, domain FROM fc') WHERE rejected > 0;
 SELECT * FROM corpq.filter_report('SELECT src, tgt FROM fc WHERE false');
-SELECT filter, kept, rejected, examples FROM corpq.filter_report('SELECT src, tgt FROM fc',
+-- (langid leaves fc's short pairs alone; an untranslated pair it rejects)
+SELECT filter, kept, rejected, examples FROM corpq.filter_report(
+    'SELECT src, tgt FROM fc UNION ALL VALUES (''Open the file and read it carefully.'', ''Open the file and read it carefully.'')',
     '[{"name": "langid", "args": {"src": "en", "tgt": "es"}}, {"name": "char_script_ratio", "args": {"src": "Latin", "tgt": "Latin"}}]', 1);
 -- OpusFilter's --removed: what each filter rejects, per row
 SELECT id, corpq.filter_rejects(src, tgt) FROM fc ORDER BY id;

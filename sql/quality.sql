@@ -44,7 +44,7 @@ SELECT count(*) = (SELECT count(*) FROM corpq.lexicon_entropy WHERE lexicon = 'q
          = (SELECT max(entropy) FROM corpq.lexicon_entropy WHERE lexicon = 'qlex') AS rank1_is_max
   FROM corpq.lexicon_uncertain_words WHERE lexicon = 'qlex';
 
--- ---- score_histogram: against width_bucket by hand ----
+-- ---- score_histogram: against width_bucket by hand, and hand-worked bins ----
 CREATE TABLE q_scores AS SELECT domain, corpq.sent_prob('qm', src, tgt) AS p FROM q_pairs;
 SELECT domain, count(*) AS bins, sum(pairs) AS pairs, round(sum(share)::numeric, 12) AS shares,
        min(bin_lo) AS lo, max(bin_hi) AS hi
@@ -63,11 +63,44 @@ SELECT domain, bin, bin_lo, bin_hi, pairs, share FROM corpq.score_histogram(
     $$SELECT d, s FROM (VALUES ('a', -1.0), ('a', 0.0), ('a', 0.5), ('a', 1.0), ('a', 2.0), ('a', NULL), ('a', 'NaN'), ('b', 'Infinity')) v(d, s)$$, 2, 0, 1);
 SELECT * FROM corpq.score_histogram($$SELECT 'x', 3.0$$, 2);
 SELECT * FROM corpq.score_histogram($$SELECT 'x', 3.0 WHERE false$$, 2);
+-- log-spaced bins, by hand: [1/16, 16] in 4 bins has the edges 1/16, 1/4, 1, 4, 16;
+-- lo defaults to the smallest positive score, so 0 and -1 go to bin 0
+SELECT domain, bin, bin_lo, bin_hi, pairs, share FROM corpq.score_histogram(
+    $$SELECT d, s FROM (VALUES ('a', 0.0625), ('a', 0.2), ('a', 0.25), ('a', 1.0), ('a', 3.0), ('a', 16.0),
+                               ('a', 0.0), ('a', -1.0), ('b', 0.5)) v(d, s)$$, 4, spacing => 'log');
+-- quantile bins, by hand: the quartiles of all 12 scores (1..10 and 2, 7), interpolated
+-- as percentile_cont does: 2.75, 5.5, 7.25; the counts are per domain
+SELECT domain, bin, bin_lo, bin_hi, pairs, share FROM corpq.score_histogram(
+    $$SELECT 'a', g::float8 FROM generate_series(1, 10) g UNION ALL VALUES ('b', 2), ('b', 7)$$, 4, spacing => 'quantile');
+-- tied scores: the median is 1, so bin 1 is [1, 1), empty
+SELECT bin, bin_lo, bin_hi, pairs FROM corpq.score_histogram(
+    $$SELECT 'a', s FROM unnest(ARRAY[1, 1, 1, 1, 2]::float8[]) s$$, 2, spacing => 'quantile');
+-- every score lies within the edges of its bin, whatever the spacing
+SELECT h.spacing, sum(h.pairs) AS pairs,
+       sum(h.pairs) = (SELECT count(*) FROM q_scores s JOIN corpq.score_histogram('SELECT domain, p FROM q_scores', 7, spacing => h.spacing) b
+                        ON b.domain = s.domain AND s.p >= b.bin_lo AND (s.p < b.bin_hi OR (b.bin = 7 AND s.p = b.bin_hi))) AS within
+  FROM (SELECT x.spacing, b.pairs FROM unnest(ARRAY['linear', 'log', 'quantile']) x(spacing),
+        LATERAL corpq.score_histogram('SELECT domain, p FROM q_scores', 7, spacing => x.spacing) b) h
+ GROUP BY h.spacing ORDER BY h.spacing;
+-- quantile bins against percentile_cont and width_bucket by hand
+SELECT count(*) AS quantile_bins_differing
+  FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 4, spacing => 'quantile') h
+  FULL JOIN (SELECT s.domain, width_bucket(s.p, ARRAY[(SELECT min(p) FROM q_scores)] || e.q) AS bin, count(*) AS pairs
+               FROM q_scores s, (SELECT percentile_cont(ARRAY[0.25, 0.5, 0.75]) WITHIN GROUP (ORDER BY p) AS q FROM q_scores) e
+              GROUP BY 1, 2) b USING (domain, bin)
+ WHERE h.pairs IS DISTINCT FROM coalesce(b.pairs, 0);
+-- the scores query runs once (a sequence counts its rows)
+CREATE TEMP SEQUENCE q_once;
+SELECT sum(pairs) AS pairs FROM corpq.score_histogram($$SELECT 'x', nextval('q_once')::float8 FROM generate_series(1, 5)$$, 2);
+SELECT currval('q_once') AS rows_read;
 \set VERBOSITY terse
 SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 0);
 SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, 1, 0);
 SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, 0, 'Infinity');
 \set VERBOSITY default
+SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, spacing => 'logarithmic');
+SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, spacing => NULL);
+SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, 0, 1, 'log');
 
 -- ---- quality_by_domain: against the per-row functions by hand ----
 CREATE TEMP TABLE q_quality AS

@@ -24,6 +24,8 @@ SELECT src, tgt FROM sec_data.pairs WHERE pg_sleep(0.02) IS NOT NULL;
 GRANT SELECT ON sec_data.slow_pairs TO corpq_sec_alice;
 SELECT format('host=localhost port=%s dbname=%s user=corpq_sec_alice password=%s',
               current_setting('port'), current_database(), :'regress_password') AS alice_conn \gset
+SELECT format('host=localhost port=%s dbname=%s user=corpq_sec_bob password=%s',
+              current_setting('port'), current_database(), :'regress_password') AS bob_conn \gset
 
 -- ---- writes only through corpq: no INSERT, UPDATE, DELETE or TRUNCATE on any
 -- corpq table, nor a sequence, for an ordinary role; SELECT on all
@@ -349,6 +351,120 @@ SELECT corpq.vocab_import('sec_bad', '{"tokens": ["<s>", "<pad>", "</s>", "<unk>
 \set VERBOSITY default
 SELECT corpq.vocab_import('sec_tgt', corpq.vocab_export('sec_tgt'));
 
+-- ---- (11) version identity (issue 41): a name@N means one weight image for
+-- ever.  Alice pins version 1 of her model in an expression index, a view, a
+-- filter_predicate view and a translate_job's record, then drops the model;
+-- bob creates a model of the same name.  Before, his model became
+-- sec_shared@1: her index scan and a sequential scan disagreed, her views
+-- filtered with his model.  Now his first version is 2, and her pins fail,
+-- naming the dropped version, rather than compute with other weights.
+CREATE SCHEMA sec_alice AUTHORIZATION corpq_sec_alice;
+\c - corpq_sec_alice
+SELECT corpq.model_create('sec_shared', '{"preset": "tiny", "d_model": 8, "heads": 2, "ffn_dim": 16,
+                          "encoder_layers": 1, "decoder_layers": 1, "max_positions": 16}',
+                          'sec_src', 'sec_tgt', 1) AS alice_version;
+CREATE TABLE sec_alice.scored AS SELECT id, src, tgt FROM sec_data.pairs WHERE id <= 6;
+CREATE INDEX scored_lp ON sec_alice.scored (corpq.sent_logprob('sec_shared@1'::corpq.pinned_model, src, tgt));
+CREATE VIEW sec_alice.pinned AS
+SELECT src, tgt, corpq.sent_logprob('sec_shared@1'::corpq.pinned_model, src, tgt) AS lp FROM sec_alice.scored;
+DO $$ BEGIN
+    EXECUTE 'CREATE VIEW sec_alice.filtered AS SELECT * FROM sec_alice.scored WHERE ' ||
+        corpq.filter_predicate('[{"name": "dual_xent", "args": {"forward": "sec_shared", "backward": "sec_shared"}, "threshold": 0}]');
+END $$;
+SELECT count(*) AS kept_by_version_1 FROM sec_alice.filtered;
+CREATE TABLE sec_alice.translated (id bigint, hyp text, score double precision);
+SELECT corpq.translate_job('sec_shared', 'SELECT id, src FROM sec_alice.scored', 'sec_alice.translated',
+                           '{"beam": 1, "max_len_b": 3, "threads": 1}') AS tj \gset
+SELECT corpq.job_wait(:tj, '120 s') AS translate_job, args ->> 'model' AS recorded_model
+  FROM corpq.jobs WHERE id = :tj;
+\c - :su
+SET client_min_messages = warning;
+-- this session caches version 1 ...
+SELECT count(lp) AS scored_with_version_1 FROM sec_alice.pinned;
+SELECT model, version FROM corpq.model_cache() WHERE model = 'sec_shared';
+SELECT * FROM dblink(:'alice_conn', $$SELECT corpq.model_drop('sec_shared')$$) AS t(dropped text);
+SELECT * FROM dblink(:'bob_conn', $$SELECT corpq.model_create('sec_shared', '{"preset": "tiny", "d_model": 8, "heads": 2,
+    "ffn_dim": 16, "encoder_layers": 1, "decoder_layers": 1, "max_positions": 16}', 'sec_src', 'sec_tgt', 2)$$)
+    AS t(bob_version int);
+SELECT c.owner, v.version FROM corpq.model_catalog c JOIN corpq.model_versions v ON v.model = c.id
+ WHERE c.name = 'sec_shared';
+SELECT * FROM corpq.model_names WHERE name = 'sec_shared';
+-- ... and never serves it for sec_shared@1 again; the name's latest is bob's, a cache entry of its own
+SELECT corpq.sent_logprob('sec_shared@1'::corpq.pinned_model, 'the dog', 'el perro');
+SELECT corpq.sent_prob('sec_shared', 'the dog', 'el perro') > 0 AS scored_with_latest;
+SELECT model, version FROM corpq.model_cache() WHERE model = 'sec_shared' ORDER BY version;
+\c - corpq_sec_alice
+-- her pins fail: a sequential scan, her views, an insert under her index, the job's record
+SET enable_indexscan = off;
+SET enable_bitmapscan = off;
+SELECT count(*) FROM sec_alice.scored WHERE corpq.sent_logprob('sec_shared@1'::corpq.pinned_model, src, tgt) < 0;
+RESET enable_indexscan;
+RESET enable_bitmapscan;
+SELECT count(lp) FROM sec_alice.pinned;
+SELECT count(*) FROM sec_alice.filtered;
+INSERT INTO sec_alice.scored VALUES (0, 'the dog', 'el perro');
+SELECT length(corpq.model_export(args ->> 'model')) FROM corpq.jobs WHERE id = :tj;
+SELECT corpq.sent_prob('sec_shared@1', 'the dog', 'el perro');
+-- the owner's own drop and re-creation, and an import under the name, number on too
+\c - corpq_sec_bob
+SELECT corpq.model_drop('sec_shared');
+SELECT corpq.model_import('sec_shared', corpq.model_export('sec_m@1'), 'sec_src', 'sec_tgt') AS imported_version;
+SELECT corpq.model_drop('sec_shared');
+SELECT corpq.model_create('sec_shared', '{"preset": "tiny", "d_model": 8, "heads": 2, "ffn_dim": 16,
+                          "encoder_layers": 1, "decoder_layers": 1, "max_positions": 16}',
+                          'sec_src', 'sec_tgt', 2) AS recreated_version;
+SELECT corpq.model_quantize('sec_shared') AS next_version;
+SELECT corpq.sent_prob('sec_shared@2'::corpq.pinned_model, 'the dog', 'el perro');
+SELECT corpq.sent_prob('sec_shared@5'::corpq.pinned_model, 'the dog', 'el perro') > 0 AS version_5_scores;
+SELECT corpq.model_drop('sec_shared');
+UPDATE corpq.model_names SET last_version = 0;
+DELETE FROM corpq.model_names;
+
+-- ---- (12) settings a role could raise to exhaust the server (issue 41):
+-- corpq.threads and corpq.model_cache_mb stop at superuser ceilings
+\c - :su
+SET client_min_messages = warning;
+ALTER ROLE corpq_sec_bob SET corpq.max_threads = 1;
+\c - corpq_sec_bob
+-- (corpq loaded first: before, a SET only makes a placeholder, checked when corpq loads)
+SELECT corpq.bpe_tokens('whitespace', 'a b') AS corpq_loaded;
+SHOW corpq.max_threads;
+SHOW corpq.max_model_cache_mb;
+SET corpq.threads = 256;
+SET corpq.model_cache_mb = 100000;
+SET corpq.max_threads = 8;
+SET corpq.max_model_cache_mb = 100000;
+SET corpq.model_cache_mb = 1024;
+SHOW corpq.model_cache_mb;
+-- a job's threads obey the same ceiling (resolved at submission into corpq.jobs.threads)
+BEGIN;
+SELECT corpq.train('bob_m', 'SELECT ''the dog''::text, ''el perro''::text', NULL,
+                   '{"steps": 1, "threads": 256}') AS bob_train \gset
+SELECT threads AS job_threads FROM corpq.jobs WHERE id = :bob_train;
+ROLLBACK;
+\c - :su
+SET client_min_messages = warning;
+ALTER ROLE corpq_sec_bob RESET corpq.max_threads;
+-- a ceiling lowered below a session's value holds at use
+SELECT corpq.bpe_tokens('whitespace', 'a b') AS corpq_loaded;
+SET corpq.max_threads = 2;
+SET corpq.threads = 2;
+SET corpq.max_threads = 1;
+SELECT threads FROM corpq.blas_info();
+SHOW corpq.threads;
+RESET corpq.max_threads;
+RESET corpq.threads;
+
+-- ---- (13) vocabularies are bounded before the work (issue 41): at most
+-- 524288 tokens, a document of at most 64 MB
+SELECT corpq.vocab_import('sec_many', jsonb_build_object('tokens',
+         to_jsonb(ARRAY['<s>', '<pad>', '</s>', '<unk>'] || array_agg('t' || g))))
+  FROM generate_series(1, 524285) g;
+SELECT corpq.vocab_import('sec_fat', jsonb_build_object('tokens', to_jsonb(ARRAY['<s>', '<pad>', '</s>', '<unk>', 'x']),
+                                                        'padding', repeat('x', 64 * 1024 * 1024)));
+SELECT corpq.vocab_build('sec_wide', 'SELECT src FROM sec_data.pairs', NULL, 1000000);
+SELECT count(*) AS stored FROM corpq.vocabularies WHERE name IN ('sec_many', 'sec_fat', 'sec_wide');
+
 -- ---- clean up
 SET client_min_messages = warning;
 SELECT corpq.model_drop(name) FROM corpq.model_catalog WHERE name IN ('bob_m', 'sec_m');
@@ -358,6 +474,7 @@ SELECT corpq.antap_drop('sec_ap');
 DELETE FROM corpq.jobs;
 DROP EXTENSION dblink;
 DROP SCHEMA sec_data CASCADE;
+DROP SCHEMA sec_alice CASCADE;
 ALTER ROLE corpq_sec_bob RESET corpq.max_jobs;
 REVOKE ALL ON corpq.object_owners FROM corpq_sec_alice;
 DROP ROLE corpq_sec_alice;

@@ -82,6 +82,16 @@ start_workers(int n)
 				old;
 
 	sigfillset(&all);
+	/*
+	 * A fault of a worker's own is delivered to it whatever its mask (a
+	 * blocked one kills the process at once): leave the faults unblocked so
+	 * that the process's handler, if it has one (a job worker records its
+	 * crash), runs.  SIGFPE stays blocked: PostgreSQL's handler raises an
+	 * ERROR, which only the backend's thread may do.
+	 */
+	sigdelset(&all, SIGSEGV);
+	sigdelset(&all, SIGBUS);
+	sigdelset(&all, SIGILL);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
 	while (started < n - 1)
 	{

@@ -3,18 +3,19 @@
 #include "filters/langid.h"
 
 cq_code
-cq_lang_confidence(const cq_utext *t, int lang, double *conf, cq_error *err)
+cq_lang_confidence(const cq_utext *t, int lang, const cq_langid_rule *rule,
+				   double *conf, cq_error *err)
 {
 	cq_langid_result r;
 
-	/* OpusFilter does not filter empty lines */
-	if (t->bytes == 0)
-	{
-		*conf = 1.0;
+	/* OpusFilter does not filter empty lines; the rule may spare short ones */
+	*conf = 1.0;
+	if (t->bytes == 0 || t->n < (size_t) rule->min_chars)
 		return CQ_OK;
-	}
-	if (!cq_langid(t->s, t->bytes, &r))
+	if (!cq_langid(t->s, t->bytes, rule->hint ? lang : -1, &r))
 		return cq_fail(err, CQ_ENOMEM, "language identification failed");
+	if (rule->keep_unreliable && !r.reliable)
+		return CQ_OK;
 	*conf = r.lang == lang ? r.prob : 0.0;
 	return CQ_OK;
 }
@@ -42,9 +43,9 @@ both_languages_above(const cq_filter *f, const cq_pair *p, bool *keep, cq_error 
 				b = 0;
 	cq_code		rc;
 
-	rc = cq_lang_confidence(&p->src, f->src_lang, &a, err);
+	rc = cq_lang_confidence(&p->src, f->src_lang, &f->langid, &a, err);
 	if (rc == CQ_OK)
-		rc = cq_lang_confidence(&p->tgt, f->tgt_lang, &b, err);
+		rc = cq_lang_confidence(&p->tgt, f->tgt_lang, &f->langid, &b, err);
 	if (rc == CQ_OK)
 		*keep = a > f->threshold && b > f->threshold;
 	return rc;

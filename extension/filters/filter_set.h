@@ -16,7 +16,8 @@
  *   html_tags        neither side has a tag          (HtmlTagFilter)
  *   langid           both sides' confidence > threshold (Cld2Filter): the
  *                    share of the text in the expected language when CLD2's
- *                    first language is it, else 0; 1 for an empty side
+ *                    first language is it, else 0; 1 for an empty side and
+ *                    for a side the filter's cq_langid_rule does not judge
  */
 #ifndef CQ_FILTERS_FILTER_SET_H
 #define CQ_FILTERS_FILTER_SET_H
@@ -38,6 +39,20 @@ typedef enum cq_filter_kind
 	CQ_FILTER_LANGID
 } cq_filter_kind;
 
+/*
+ * What the langid filter adds to Cld2Filter (all false / 0: Cld2Filter
+ * itself).  CLD2 answers "un", not reliable, when it has too little text to
+ * judge; on the shared corpora nearly every unreliable answer is "un", and
+ * a rule that judges those rejects most short software messages
+ * (docs/filters.md has the measurements behind the defaults).
+ */
+typedef struct cq_langid_rule
+{
+	bool		hint;			/* CLD2's language hint: the expected language */
+	bool		keep_unreliable;	/* an answer CLD2 does not call reliable: not judged */
+	int			min_chars;		/* a side of fewer code points: not judged */
+} cq_langid_rule;
+
 typedef struct cq_filter
 {
 	cq_filter_kind kind;
@@ -50,6 +65,7 @@ typedef struct cq_filter
 	int			max_length;
 	int			src_lang;		/* langid: langid.h ids */
 	int			tgt_lang;
+	cq_langid_rule langid;
 } cq_filter;
 
 /* A pair, decoded once for all filters. */
@@ -59,8 +75,12 @@ typedef struct cq_pair
 	cq_utext	tgt;
 } cq_pair;
 
-/* OpusFilter's language confidence of t for lang (see the table above). */
-cq_code		cq_lang_confidence(const cq_utext *t, int lang, double *conf, cq_error *err);
+/*
+ * The langid filter's confidence that t is in lang under rule (see the table
+ * above): 1 when the rule does not judge t.
+ */
+cq_code		cq_lang_confidence(const cq_utext *t, int lang, const cq_langid_rule *rule,
+							   double *conf, cq_error *err);
 
 /* *keep = whether the pair passes f. */
 cq_code		cq_filter_keep(const cq_filter *f, const cq_pair *pair, bool *keep, cq_error *err);

@@ -8,6 +8,11 @@
  * and a reliability flag.  corpq reports the first of them, as OpusFilter's
  * Cld2Filter (through pycld2) does: its code, its percentage / 100 as prob,
  * and the flag.  The text is treated as plain text (not HTML).
+ *
+ * A caller that expects a language may pass it as CLD2's language hint
+ * (pycld2's hintLanguage), which raises that language's prior: it settles
+ * close calls (Spanish against Galician or Portuguese, a short string CLD2
+ * would call unknown) without hiding text in another language.
  */
 #ifndef CQ_FILTERS_LANGID_H
 #define CQ_FILTERS_LANGID_H
@@ -30,9 +35,10 @@ typedef struct cq_langid_result
 
 /*
  * Identify s[0..len) (valid UTF-8; longer texts are cut at a character
- * boundary below 2 GB).  Returns false only if CLD2 failed (out of memory).
+ * boundary below 2 GB), with hint a language id to favour or -1 for none.
+ * Returns false only if CLD2 failed (out of memory).
  */
-bool		cq_langid(const char *s, size_t len, cq_langid_result *r);
+bool		cq_langid(const char *s, size_t len, int hint, cq_langid_result *r);
 
 /*
  * Languages: ids 0 .. cq_langid_count() - 1 with an ISO 639 code (CLD2's

@@ -26,11 +26,12 @@ clip_length(const char *s, size_t len)
 }
 
 extern "C" bool
-cq_langid(const char *s, size_t len, cq_langid_result *r)
+cq_langid(const char *s, size_t len, int hint, cq_langid_result *r)
 {
 	try
 	{
-		CLD2::CLDHints hints = {nullptr, nullptr, CLD2::UNKNOWN_ENCODING, CLD2::UNKNOWN_LANGUAGE};
+		CLD2::Language hint_lang = hint < 0 ? CLD2::UNKNOWN_LANGUAGE : static_cast<CLD2::Language>(hint);
+		CLD2::CLDHints hints = {nullptr, nullptr, CLD2::UNKNOWN_ENCODING, hint_lang};
 		CLD2::Language lang3[3];
 		int			percent3[3];
 		double		score3[3];

@@ -23,6 +23,9 @@ CREATE TABLE corpq.jobs (
     -- server restarted and the job was orphaned
     server_start timestamptz,
     attempts    int NOT NULL DEFAULT 0,
+    -- how often recovery requeued the job after a crash-restart of the
+    -- server (at most once: a second crash fails it)
+    crash_requeues int NOT NULL DEFAULT 0,
     -- the login role whose session submitted the job: the worker connects as
     -- it (then assumes owner, as SET ROLE did), never as a superuser
     session_role regrole NOT NULL DEFAULT session_user::regrole,

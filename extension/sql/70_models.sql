@@ -3,10 +3,11 @@
 -- Transformer models (extension/nn, models/FORMAT.md) with immutable
 -- versions.  corpq.model_catalog holds one row per model name (architecture,
 -- vocabularies, owner); corpq.model_versions one row per weight image.  A
--- write never changes a version: it inserts version max + 1.  A model name
--- resolves to its latest version, 'name@N' to version N.  Same sharing rules
--- as the other catalogs: every role reads, members of the owner role write
--- through corpq's functions.
+-- write never changes a version: it inserts the next number the name has
+-- never issued (corpq.model_names).  A model name resolves to its latest
+-- version, 'name@N' to version N, which means one weight image for ever.
+-- Same sharing rules as the other catalogs: every role reads, members of the
+-- owner role write through corpq's functions.
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.model_catalog (
     id         bigserial PRIMARY KEY,
@@ -42,17 +43,33 @@ ALTER TABLE corpq.model_versions ALTER COLUMN weights SET STORAGE EXTERNAL;
 COMMENT ON TABLE corpq.model_versions IS
     'immutable weight images (models/FORMAT.md) of every model version; checksum = the image''s CRC-32 trailer';
 
+-- Version identity: every model name this database has used and the last
+-- version number it issued.  A row outlives model_drop, so a model created
+-- again under the name numbers its versions after the dropped ones: 'name@N'
+-- (a pin in an index, a view, a job's record) never comes to mean other
+-- weights, it becomes an error.  Written by corpq_model_write_version and
+-- model_drop only.
+CREATE TABLE corpq.model_names (
+    name         text PRIMARY KEY CHECK (name <> '' AND strpos(name, '@') = 0),
+    last_version int NOT NULL CHECK (last_version >= 1)
+);
+COMMENT ON TABLE corpq.model_names IS
+    'every model name used in this database and the last version number it issued; kept after model_drop, so that a version number is never given to other weights';
+
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_versions', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_catalog_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('corpq.model_names', '');
 
 -- Everyone reads; only corpq's functions and training jobs write (versions
--- are immutable: a write inserts version max + 1).
+-- are immutable: a write inserts the name's next unissued number).
 ALTER TABLE corpq.model_catalog ENABLE ROW LEVEL SECURITY;
 CREATE POLICY model_catalog_read ON corpq.model_catalog FOR SELECT USING (true);
 ALTER TABLE corpq.model_versions ENABLE ROW LEVEL SECURITY;
 CREATE POLICY model_versions_read ON corpq.model_versions FOR SELECT USING (true);
-GRANT SELECT ON corpq.model_catalog, corpq.model_versions TO PUBLIC;
+ALTER TABLE corpq.model_names ENABLE ROW LEVEL SECURITY;
+CREATE POLICY model_names_read ON corpq.model_names FOR SELECT USING (true);
+GRANT SELECT ON corpq.model_catalog, corpq.model_versions, corpq.model_names TO PUBLIC;
 
 CREATE VIEW corpq.models WITH (security_invoker = true) AS
 SELECT c.name,

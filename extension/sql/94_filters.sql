@@ -94,13 +94,13 @@ COMMENT ON FUNCTION corpq.langid_languages() IS
 CREATE FUNCTION corpq.filter_defaults() RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE
     RETURN '[{"name": "length_ratio", "args": {"unit": "word"}, "threshold": 3},
-             {"name": "alpha_ratio", "threshold": 0.75},
+             {"name": "alpha_ratio", "args": {"exclude_whitespace": true}, "threshold": 0.5},
              {"name": "terminal_punct", "threshold": -2},
              {"name": "numerals_match", "threshold": 0.5},
              {"name": "repetition", "threshold": 2},
              {"name": "html_tags"}]'::jsonb;
 COMMENT ON FUNCTION corpq.filter_defaults() IS
-    'the default filter spec: OpusFilter''s language-independent rule filters at its default thresholds (add char_script_ratio and langid with your scripts and languages)';
+    'the default filter spec: OpusFilter''s language-independent rule filters at its default thresholds, except alpha_ratio (letters among the non-space characters, at least 0.5: measured on real corpora, docs/filters.md); add char_script_ratio and langid with your scripts and languages';
 
 CREATE TYPE corpq.filter_result AS (
     filter         text,

@@ -54,50 +54,71 @@ COMMENT ON VIEW corpq.lexicon_uncertain_words IS
     'source words of each lexicon by translation entropy H(y|x) in nats (UncSamp, thesis Eq. 6.4), most uncertain first (rank 1), with their number of symmetrised links';
 GRANT SELECT ON corpq.lexicon_uncertain_words TO PUBLIC;
 
--- Score histograms: scores is a SELECT returning (domain, score).
+-- Score histograms: scores is a SELECT returning (domain, score), read once.
+-- The bin edges are computed first (one array), and a score's bin is the
+-- number of lower edges at or below it, so every score lies within the edges
+-- printed for its bin, whatever the spacing.
 CREATE FUNCTION corpq.score_histogram(scores text, bins int DEFAULT 20,
-                                      lo float8 DEFAULT NULL, hi float8 DEFAULT NULL)
+                                      lo float8 DEFAULT NULL, hi float8 DEFAULT NULL,
+                                      spacing text DEFAULT 'linear')
     RETURNS TABLE (domain text, bin int, bin_lo float8, bin_hi float8, pairs bigint, share float8)
     LANGUAGE plpgsql STABLE PARALLEL UNSAFE
     AS $$
-DECLARE
-    v_lo float8 := lo;
-    v_hi float8 := hi;
 BEGIN
     IF bins IS NULL OR bins < 1 OR bins > 1000 THEN
         RAISE EXCEPTION 'bins must be from 1 to 1000' USING ERRCODE = 'invalid_parameter_value',
             DETAIL = pg_catalog.format('It is %s.', bins);
     END IF;
-    IF (v_lo IS NOT NULL AND NOT v_lo BETWEEN -1e300 AND 1e300)
-       OR (v_hi IS NOT NULL AND NOT v_hi BETWEEN -1e300 AND 1e300) OR v_lo >= v_hi THEN
+    IF spacing IS NULL OR spacing NOT IN ('linear', 'log', 'quantile') THEN
+        RAISE EXCEPTION 'histogram spacing must be linear, log or quantile' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = pg_catalog.format('It is %s.', coalesce('"' || spacing || '"', 'NULL')),
+            HINT = 'linear: bins of equal width; log: of equal ratio (positive scores); quantile: of equal counts.';
+    END IF;
+    IF (lo IS NOT NULL AND NOT lo BETWEEN -1e300 AND 1e300)
+       OR (hi IS NOT NULL AND NOT hi BETWEEN -1e300 AND 1e300) OR lo >= hi THEN
         RAISE EXCEPTION 'histogram bounds must be finite with lo < hi' USING ERRCODE = 'invalid_parameter_value';
     END IF;
-    IF v_lo IS NULL OR v_hi IS NULL THEN
-        EXECUTE pg_catalog.format(
-            'SELECT min(s.score), max(s.score) FROM (%s
-) AS s(domain, score) WHERE s.score BETWEEN float8 ''-1e300'' AND float8 ''1e300''', scores)
-            INTO STRICT lo, hi;
-        v_lo := coalesce(v_lo, lo, 0);
-        v_hi := coalesce(v_hi, hi, 1);
-        IF v_lo >= v_hi THEN
-            -- one value (or none): one bin around it
-            v_lo := v_lo - 0.5;
-            v_hi := v_lo + 1;
-        END IF;
+    IF spacing = 'log' AND (lo <= 0 OR hi <= 0) THEN
+        RAISE EXCEPTION 'log-spaced bins need positive bounds' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = pg_catalog.format('lo is %s, hi %s.', coalesce(lo::text, 'not given'), coalesce(hi::text, 'not given')),
+            HINT = 'Leave lo out: it defaults to the smallest positive score (scores at or below 0 go to bin 0).';
     END IF;
+    -- $1 lo, $2 hi, $3 bins, $4 spacing
     RETURN QUERY EXECUTE pg_catalog.format($q$
-        WITH s AS (
+        WITH s AS MATERIALIZED (
             SELECT s.domain::text AS domain, s.score::float8 AS score
               FROM (%s
 ) AS s(domain, score)
              WHERE s.score IS NOT NULL AND s.score <> float8 'NaN'),
+        -- default bounds: the range of the finite scores (positive ones for log)
+        given AS (
+            SELECT coalesce($1, pg_catalog.min(s.score), CASE WHEN $4 = 'log' THEN 1 ELSE 0 END) AS lo,
+                   coalesce($2, pg_catalog.max(s.score), 1) AS hi
+              FROM s WHERE s.score BETWEEN float8 '-1e300' AND float8 '1e300' AND ($4 <> 'log' OR s.score > 0)),
+        -- one value (or none): one bin around it
+        r AS (
+            SELECT CASE WHEN g.lo < g.hi THEN g.lo WHEN $4 = 'log' THEN g.lo / 2 ELSE g.lo - 0.5 END AS lo,
+                   CASE WHEN g.lo < g.hi THEN g.hi WHEN $4 = 'log' THEN g.lo * 2 ELSE g.lo - 0.5 + 1 END AS hi
+              FROM given g),
+        -- quantile: the inner edges, percentile_cont of the scores in [lo, hi] of all domains
+        q AS (
+            SELECT pg_catalog.percentile_cont(ARRAY(SELECT k::float8 / $3 FROM pg_catalog.generate_series(1, $3 - 1) k))
+                   WITHIN GROUP (ORDER BY s.score) AS inner_edges
+              FROM s, r WHERE $4 = 'quantile' AND s.score BETWEEN r.lo AND r.hi),
+        e AS (
+            SELECT r.lo, r.hi, ARRAY(
+                     SELECT CASE WHEN k = 0 THEN r.lo WHEN k = $3 THEN r.hi
+                                 WHEN $4 = 'log' THEN pg_catalog.power(r.lo, 1 - k::float8 / $3) * pg_catalog.power(r.hi, k::float8 / $3)
+                                 WHEN $4 = 'quantile' AND q.inner_edges IS NOT NULL THEN q.inner_edges[k]
+                                 ELSE r.lo + (r.hi - r.lo) * k / $3 END AS edge
+                       FROM pg_catalog.generate_series(0, $3) k ORDER BY edge) AS edges
+              FROM r, q),
         counted AS (
             SELECT s.domain,
-                   CASE WHEN s.score < $1 THEN 0 WHEN s.score >= $2 THEN
-                        CASE WHEN s.score = $2 THEN $3 ELSE $3 + 1 END
-                        ELSE pg_catalog.width_bucket(s.score, $1, $2, $3) END AS bin,
+                   CASE WHEN s.score < e.lo THEN 0 WHEN s.score > e.hi THEN $3 + 1
+                        ELSE pg_catalog.width_bucket(s.score, e.edges[1:$3]) END AS bin,
                    pg_catalog.count(*) AS pairs
-              FROM s GROUP BY 1, 2),
+              FROM s, e GROUP BY 1, 2),
         domains AS (SELECT c.domain, pg_catalog.sum(c.pairs) AS total FROM counted c GROUP BY 1),
         grid AS (
             SELECT d.domain, d.total, g.bin FROM domains d CROSS JOIN pg_catalog.generate_series(1, $3) AS g(bin)
@@ -105,18 +126,18 @@ BEGIN
             SELECT c.domain, d.total, c.bin FROM counted c JOIN domains d USING (domain)
              WHERE c.bin = 0 OR c.bin > $3)
         SELECT g.domain, g.bin,
-               CASE WHEN g.bin = 0 THEN float8 '-Infinity' ELSE $1 + ($2 - $1) * (g.bin - 1) / $3 END,
-               CASE WHEN g.bin > $3 THEN float8 'Infinity' WHEN g.bin = $3 THEN $2
-                    ELSE $1 + ($2 - $1) * g.bin / $3 END,
+               CASE WHEN g.bin = 0 THEN float8 '-Infinity' ELSE e.edges[g.bin] END,
+               CASE WHEN g.bin > $3 THEN float8 'Infinity' ELSE e.edges[g.bin + 1] END,
                coalesce(c.pairs, 0)::bigint,
                coalesce(c.pairs, 0)::float8 / g.total::float8
-          FROM grid g LEFT JOIN counted c ON c.domain IS NOT DISTINCT FROM g.domain AND c.bin = g.bin
+          FROM grid g CROSS JOIN e
+          LEFT JOIN counted c ON c.domain IS NOT DISTINCT FROM g.domain AND c.bin = g.bin
          ORDER BY g.domain, g.bin$q$, scores)
-        USING v_lo, v_hi, bins;
+        USING lo, hi, bins, spacing;
 END
 $$;
-COMMENT ON FUNCTION corpq.score_histogram(text, int, float8, float8) IS
-    'histogram per domain of scores, a SELECT returning (domain, score): bins equal-width bins (width_bucket) over [lo, hi] (default: the finite scores'' range; the top edge falls in the last bin), every bin listed (pairs 0 included), bin 0 and bins + 1 for scores below lo and above hi when there are some; share = pairs / the domain''s scores; NULL and NaN scores are left out';
+COMMENT ON FUNCTION corpq.score_histogram(text, int, float8, float8, text) IS
+    'histogram per domain of scores, a SELECT returning (domain, score), read once: bins bins over [lo, hi] (default: the finite scores'' range, positive ones for log), spaced linear (equal widths), log (equal ratios: lo > 0) or quantile (edges at the quantiles of all domains'' scores: equal counts overall, empty bins where scores tie); a score is in bin k when edge k <= score < edge k + 1 (the top edge in the last bin); every bin listed (pairs 0 included), bin 0 and bins + 1 for scores below lo and above hi when there are some; share = pairs / the domain''s scores; NULL and NaN scores are left out';
 
 -- Per-domain quality of a corpus, a SELECT returning (src, tgt, domain).
 CREATE FUNCTION corpq.quality_by_domain(corpus text, model text DEFAULT NULL, lexicon text DEFAULT NULL,

@@ -1,10 +1,23 @@
 // The SentencePiece shim (spm.h): libsentencepiece's processor behind a C
 // interface.  SentencePiece reports failures as util::Status; the catch
-// blocks only stop a C++ exception (std::bad_alloc) from unwinding into C.
-// cq_fail is called after every C++ object of the call is gone.
+// blocks only stop a C++ exception (std::bad_alloc, Darts' exceptions) from
+// unwinding into C.  cq_fail is called after every C++ object of the call is
+// gone.  The library trusts its model, so no byte reaches it before
+// cq_spm_check (text/spm_check.h) passed, and no result leaves the shim
+// before it is checked to be UTF-8 without NUL: a model that got past the
+// check and still produced other bytes is an error, never text for
+// PostgreSQL.
 #include "text/spm.h"
+#include "text/spm_check.h"
+
+extern "C"
+{
+#include "cav/codec.h"
+}
 
 #include <cstdio>
+#include <memory>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -29,33 +42,42 @@ cq_spm_load(const void *model, size_t len, cq_spm **out, cq_error *err)
 {
 	char		msg[CQ_ERROR_MESSAGE_SIZE] = "";
 	cq_code		code = CQ_OK;
+	cq_error	check = {};
 
 	*out = nullptr;
+	/* before any C++ object exists: the check may leave by longjmp (cq_poll) */
+	if ((code = cq_spm_check(model, len, &check)) != CQ_OK)
+		return cq_fail(err, code, "not a SentencePiece model corpq can load: %s", check.msg);
 	try
 	{
-		cq_spm	   *m = new cq_spm();
+		/* freed here whatever the library throws */
+		std::unique_ptr<cq_spm> m(new cq_spm());
 		auto		st = m->sp.LoadFromSerializedProto(
 			std::string_view(static_cast<const char *>(model), len));
 
 		if (!st.ok())
 		{
 			/* the library's text names its source lines: not for users */
-			snprintf(msg, sizeof(msg), "not a SentencePiece model (its ModelProto does not parse)");
+			snprintf(msg, sizeof(msg), "not a SentencePiece model libsentencepiece can load");
 			code = CQ_EFORMAT;
-			delete m;
 		}
 		else
 		{
 			m->pieces.reserve(m->sp.GetPieceSize());
 			for (int i = 0; i < m->sp.GetPieceSize(); i++)
 				m->pieces.push_back(m->sp.IdToPiece(i));
-			*out = m;
+			*out = m.release();
 		}
 	}
-	catch (...)
+	catch (const std::bad_alloc &)
 	{
 		snprintf(msg, sizeof(msg), "out of memory loading a SentencePiece model");
 		code = CQ_ENOMEM;
+	}
+	catch (...)
+	{
+		snprintf(msg, sizeof(msg), "SentencePiece could not load the model");
+		code = CQ_EFORMAT;
 	}
 	return code == CQ_OK ? CQ_OK : cq_fail(err, code, "%s", msg);
 }
@@ -99,6 +121,8 @@ result(cq_spm *m, cq_code code, const char *msg, const char **out, size_t *out_l
 {
 	if (code != CQ_OK)
 		return cq_fail(err, code, "%s", msg);
+	if (!cav_utf8_valid(reinterpret_cast<const uint8_t *>(m->out.data()), m->out.size()))
+		return cq_fail(err, CQ_ECORRUPT, "the SentencePiece model produced bytes that are not UTF-8 (or NUL)");
 	*out = m->out.c_str();
 	*out_len = m->out.size();
 	return CQ_OK;

@@ -27,7 +27,11 @@ extern "C"
 
 typedef struct cq_spm cq_spm;
 
-/* CQ_EFORMAT for bytes that are not a SentencePiece model. */
+/*
+ * CQ_EFORMAT for bytes that are not a SentencePiece model, or one that
+ * cq_spm_check (text/spm_check.h) refuses: the check runs first, so the
+ * library never sees such bytes.
+ */
 cq_code		cq_spm_load(const void *model, size_t len, cq_spm **out, cq_error *err);
 void		cq_spm_free(cq_spm *m);
 
@@ -39,12 +43,14 @@ const char *cq_spm_piece(const cq_spm *m, int i);
 
 /*
  * The pieces of text[0..len) joined by single spaces (*out, *out_len: owned
- * by m, valid until its next call).  CQ_EINVAL for text that is not UTF-8.
+ * by m, valid until its next call).  CQ_EINVAL for text that is not UTF-8;
+ * CQ_ECORRUPT, never the bytes, if the result is not UTF-8 without NUL.
  */
 cq_code		cq_spm_encode(cq_spm *m, const char *text, size_t len, const char **out,
 						  size_t *out_len, cq_error *err);
 
-/* The text of space-separated pieces (as cq_spm_encode writes them). */
+/* The text of space-separated pieces (as cq_spm_encode writes them); its
+ * result is checked as cq_spm_encode's is. */
 cq_code		cq_spm_decode(cq_spm *m, const char *pieces, size_t len, const char **out,
 						  size_t *out_len, cq_error *err);
 

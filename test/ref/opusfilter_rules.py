@@ -4,8 +4,10 @@ as a reference for corpq's C filters (test/ref/test_filters.py) and as the
 one-process, line-by-line baseline of test/bench/bench_filters.sh.
 
 Each *_score function returns what the OpusFilter filter of the same purpose
-scores for a pair or a segment; keep() applies a corpq filter spec (the
-same {name, args, threshold} objects as corpq.filter_report()) to a pair.
+scores for a pair or a segment, with OpusFilter's defaults; keep() applies a
+corpq filter spec (the same {name, args, threshold} objects as
+corpq.filter_report(), with corpq's defaults for what it leaves out) to a
+pair.
 Needs the Debian packages python3-regex, python3-bs4 and python3-xxhash.
 """
 import difflib
@@ -107,11 +109,11 @@ def dedup_key(src, tgt, mode='exact', side='both'):
 def keep(spec, src, tgt):
     """Whether the pair passes one corpq filter spec (langid excepted)."""
     name, args = spec['name'], spec.get('args', {})
-    t = spec.get('threshold', DEFAULT_THRESHOLDS.get(name))
+    t = spec.get('threshold', SPEC_DEFAULT_THRESHOLDS.get(name))
     if name == 'length_ratio':
         return length_ratio(src, tgt, args.get('unit', 'word')) < t
     if name == 'alpha_ratio':
-        ex = args.get('exclude_whitespace', False)
+        ex = args.get('exclude_whitespace', SPEC_DEFAULT_ARGS['alpha_ratio']['exclude_whitespace'])
         return alpha_ratio(src, ex) >= t and alpha_ratio(tgt, ex) >= t
     if name == 'char_script_ratio':
         return (char_script_ratio(src, args['src']) >= t
@@ -128,7 +130,11 @@ def keep(spec, src, tgt):
     raise ValueError('no reference for filter %s' % name)
 
 
-# OpusFilter's default thresholds
-DEFAULT_THRESHOLDS = {'length_ratio': 3, 'alpha_ratio': 0.75, 'char_script_ratio': 1,
-                      'terminal_punct': -2, 'numerals_match': 0.5, 'repetition': 2,
-                      'langid': 0}
+# What a corpq filter spec means when it leaves an arg or a threshold out:
+# OpusFilter's defaults, except alpha_ratio's, which count letters among the
+# non-space characters (AlphabetRatioFilter's exclude_whitespace) at 0.5
+# instead of all characters at 0.75 (measured: docs/filters.md).
+SPEC_DEFAULT_THRESHOLDS = {'length_ratio': 3, 'alpha_ratio': 0.5, 'char_script_ratio': 1,
+                           'terminal_punct': -2, 'numerals_match': 0.5, 'repetition': 2,
+                           'langid': 0}
+SPEC_DEFAULT_ARGS = {'alpha_ratio': {'exclude_whitespace': True}}

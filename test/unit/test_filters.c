@@ -200,15 +200,62 @@ TEST(filters_langid_cld2)
 	const char *es = "En el principio creó Dios el cielo y la tierra.";
 	cq_langid_result r;
 
-	CHECK(cq_langid(en, strlen(en), &r));
+	CHECK(cq_langid(en, strlen(en), -1, &r));
 	CHECK_STR_EQ(cq_langid_code(r.lang), "en");
 	CHECK(r.reliable && r.prob > 0.9 && r.prob <= 1.0);
-	CHECK(cq_langid(es, strlen(es), &r));
+	CHECK(cq_langid(es, strlen(es), -1, &r));
 	CHECK_STR_EQ(cq_langid_code(r.lang), "es");
-	CHECK(cq_langid("", 0, &r));
+	CHECK(cq_langid("", 0, -1, &r));
 	CHECK_INT_EQ(r.lang, cq_langid_unknown());
 	CHECK_INT_EQ(cq_langid_lookup("es"), cq_langid_lookup("SPANISH"));
 	CHECK_INT_EQ(cq_langid_lookup("klingon"), -1);
+}
+
+TEST(filters_langid_hint_and_rule)
+{
+	/* a Spanish verse CLD2 calls Italian, reliably, unless told to expect Spanish */
+	const char *verse = "Y de la lepra del vestido, y de la casa;";
+	int			es = cq_langid_lookup("es");
+	cq_langid_result r;
+	cq_utext	word = u("Archivo"),	/* too short for CLD2: un, not reliable */
+				english = u("Open the file and read it carefully."),
+				v = u(verse);
+	cq_langid_rule cld2filter = {0},
+				deflt = {.hint = true, .keep_unreliable = true},
+				shortcut = {.min_chars = 8};
+	double		conf;
+
+	CHECK(cq_langid(verse, strlen(verse), -1, &r));
+	CHECK_STR_EQ(cq_langid_code(r.lang), "it");
+	CHECK(r.reliable);
+	CHECK(cq_langid(verse, strlen(verse), es, &r));
+	CHECK_STR_EQ(cq_langid_code(r.lang), "es");
+	CHECK(r.reliable);
+	CHECK(cq_langid("Archivo", 7, es, &r));
+	CHECK_STR_EQ(cq_langid_code(r.lang), "un");
+	CHECK(!r.reliable);
+
+	/* Cld2Filter judges every answer */
+	CHECK_INT_EQ(cq_lang_confidence(&v, es, &cld2filter, &conf, NULL), CQ_OK);
+	CHECK_NEAR(conf, 0.0, 0);
+	CHECK_INT_EQ(cq_lang_confidence(&word, es, &cld2filter, &conf, NULL), CQ_OK);
+	CHECK_NEAR(conf, 0.0, 0);
+	/* the defaults: the hint settles the verse, the unreliable answer is not judged */
+	CHECK_INT_EQ(cq_lang_confidence(&v, es, &deflt, &conf, NULL), CQ_OK);
+	CHECK(conf > 0.9 && conf <= 1.0);
+	CHECK_INT_EQ(cq_lang_confidence(&word, es, &deflt, &conf, NULL), CQ_OK);
+	CHECK_NEAR(conf, 1.0, 0);
+	/* ... and English where Spanish is expected is still caught */
+	CHECK_INT_EQ(cq_lang_confidence(&english, es, &deflt, &conf, NULL), CQ_OK);
+	CHECK_NEAR(conf, 0.0, 0);
+	/* min_chars: 7 code points are not judged under 8, English at 36 is */
+	CHECK_INT_EQ(cq_lang_confidence(&word, es, &shortcut, &conf, NULL), CQ_OK);
+	CHECK_NEAR(conf, 1.0, 0);
+	CHECK_INT_EQ(cq_lang_confidence(&english, es, &shortcut, &conf, NULL), CQ_OK);
+	CHECK_NEAR(conf, 0.0, 0);
+	cq_utext_free(&word);
+	cq_utext_free(&english);
+	cq_utext_free(&v);
 }
 
 TEST(filters_filter_keep_thresholds)
@@ -227,9 +274,13 @@ TEST(filters_filter_keep_thresholds)
 	CHECK(keep);
 	f = (cq_filter) {.kind = CQ_FILTER_LANGID, .threshold = 0, .src_lang = cq_langid_lookup("en"),
 	.tgt_lang = cq_langid_lookup("es")};
-	/* too short for CLD2: unknown, confidence 0 */
+	/* too short for CLD2: unknown, confidence 0 for Cld2Filter (rule all off) */
 	CHECK_INT_EQ(cq_filter_keep(&f, &p, &keep, NULL), CQ_OK);
 	CHECK(!keep);
+	/* not judged when CLD2's answer is not reliable */
+	f.langid.keep_unreliable = true;
+	CHECK_INT_EQ(cq_filter_keep(&f, &p, &keep, NULL), CQ_OK);
+	CHECK(keep);
 	cq_utext_free(&p.src);
 	cq_utext_free(&p.tgt);
 }

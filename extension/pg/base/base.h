@@ -14,13 +14,34 @@
 
 #include "postgres.h"
 
-/* GUC corpq.threads: OpenBLAS threads in this backend or worker. */
+#include "utils/guc.h"
+
+/*
+ * GUC corpq.threads: threads in this backend or worker, at most
+ * corpq.max_threads (refused above it when a role sets it, capped at use).
+ */
 extern int	corpq_threads;
+
+/*
+ * GUC corpq.max_threads (superuser): the most threads any session or job
+ * uses; by default the CPUs available to the server.
+ */
+extern int	corpq_max_threads;
+
+/*
+ * Whether a GUC's superuser ceiling (corpq.max_threads for corpq.threads,
+ * corpq.max_model_cache_mb for corpq.model_cache_mb) refuses a value set from
+ * source, in its check hook: values a role sets, not the server's
+ * configuration files (applied in any order) nor ALTER ROLE's validation.
+ * Whatever was set, the ceiling also holds at use.
+ */
+bool		corpq_guc_ceiling_applies(GucSource source);
 
 /*
  * GUC corpq.job_threads (superuser): threads of a background job; 0 = the
  * CPUs available to the server.  corpq_job_threads_for(requested) is what a
- * job runs with: the job's own "threads" option (<= 0: unset) capped by it.
+ * job runs with: the job's own "threads" option (<= 0: unset) capped by it
+ * and by corpq.max_threads.
  */
 extern int	corpq_job_threads;
 int			corpq_job_threads_for(int requested);
@@ -34,8 +55,8 @@ void		corpq_blas_ensure(void);
 /*
  * Threads of this process's computations: OpenBLAS's (training's products;
  * applied once it is loaded, and at loading) and the core's pool
- * (common/parallel.h: the inference kernels).  corpq.threads' assign hook, and
- * a job's threads.
+ * (common/parallel.h: the inference kernels), at most corpq.max_threads.
+ * corpq.threads' assign hook, and a job's threads.
  */
 void		corpq_set_threads(int n);
 

@@ -34,6 +34,9 @@ typedef struct FilterArgs
 	char	   *src;			/* script or language of each side */
 	char	   *tgt;
 	bool		exclude_whitespace;
+	bool		hint;			/* langid: cq_langid_rule */
+	bool		keep_unreliable;
+	int			min_chars;
 	int			min_length;
 	int			max_length;
 	char	   *forward;		/* dual_xent: model names, "name@N" once parsed */

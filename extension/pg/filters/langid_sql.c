@@ -31,7 +31,7 @@ corpq_langid(PG_FUNCTION_ARGS)
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "corpq.langid must return a composite type");
-	if (!cq_langid(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &r))
+	if (!cq_langid(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), -1, &r))
 		ereport(ERROR,
 				(errcode(ERRCODE_OUT_OF_MEMORY),
 				 errmsg("language identification failed")));
@@ -51,6 +51,9 @@ corpq_lang_is(PG_FUNCTION_ARGS)
 	double		conf;
 	cq_error	err;
 
+	/* OpusFilter's Cld2Filter as it is: no hint, every answer judged */
+	const cq_langid_rule cld2filter = {.hint = false, .keep_unreliable = false, .min_chars = 0};
+
 	/* the langid filter's threshold bounds */
 	if (!(min_prob >= 0 && min_prob < 1))
 		ereport(ERROR,
@@ -58,7 +61,7 @@ corpq_lang_is(PG_FUNCTION_ARGS)
 				 errmsg("min_prob must be in [0, 1)"),
 				 errdetail("It is %g.", min_prob)));
 	filter_utext(PG_GETARG_TEXT_PP(0), &u);
-	if (cq_lang_confidence(&u, lang, &conf, &err) != CQ_OK)
+	if (cq_lang_confidence(&u, lang, &cld2filter, &conf, &err) != CQ_OK)
 		corpq_core_error(&err, NULL, "could not identify the language");
 	PG_RETURN_BOOL(conf > min_prob);
 }

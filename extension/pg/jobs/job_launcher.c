@@ -3,7 +3,9 @@
  * server start (and crash-restart) and, for each database with corpq, starts a
  * recovery worker that settles the jobs the restart orphaned: restartable kinds
  * are queued and launched again (their results are written only at the end,
- * or from complete checkpoints), others are marked failed with the reason.
+ * or from complete checkpoints), others are marked failed with the reason.  A
+ * job whose worker crashed (job_crash.h) is failed with the signal, and a job
+ * is requeued after one crash-restart at most.
  */
 #include "postgres.h"
 
@@ -24,14 +26,28 @@
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
 #include "pg/base/internal_sql.h"
+#include "pg/jobs/job_crash.h"
 #include "pg/jobs/jobs.h"
 
 /* How often a job may be started again after restarts before it fails. */
 #define MAX_ATTEMPTS 3
+
+/*
+ * An orphan of a crash-restart: its worker died under the current postmaster
+ * (a crash-restart keeps pg_postmaster_start_time(); a full restart does not).
+ * Such a job is requeued once at most (corpq.jobs.crash_requeues): a crash
+ * that recurs never restarts the server more than twice for one job, and a
+ * job whose own worker crashed -- recorded by job_crash.c -- not even once
+ * more.
+ */
+#define CRASH_ORPHAN \
+	"(j.state OPERATOR(pg_catalog.=) '" CORPQ_JOB_RUNNING_NAME "' " \
+	"AND j.server_start OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time())"
 
 void
 corpq_job_launcher_init(void)
@@ -102,13 +118,35 @@ corpq_job_launcher_main(Datum arg)
 }
 
 /*
+ * Fail the orphans whose own worker crashed (values: the dead workers, $1 and
+ * $2 of orphaned, then the crash records' job ids and reasons): requeued,
+ * they would crash the server again.
+ */
+static void
+fail_crashed(const char *orphaned, Datum *values)
+{
+	Oid			argtypes[4] = {INT8ARRAYOID, INT4ARRAYOID, INT8ARRAYOID, TEXTARRAYOID};
+
+	if (corpq_sql_as_owner(psprintf("UPDATE corpq.jobs j SET finished = pg_catalog.now(), error = c.reason, "
+									"state = CASE WHEN j.cancel_requested THEN '" CORPQ_JOB_CANCELLED_NAME "' "
+									"  ELSE '" CORPQ_JOB_FAILED_NAME "' END "
+									"FROM ROWS FROM (pg_catalog.unnest($3), pg_catalog.unnest($4)) c(id, reason) "
+									"WHERE j.id OPERATOR(pg_catalog.=) c.id AND (%s)",
+									orphaned),
+						   4, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not fail crashed corpq jobs");
+	if (SPI_processed > 0)
+		elog(LOG, "corpq: " UINT64_FORMAT " job(s) failed: their worker crashed", (uint64) SPI_processed);
+}
+
+/*
  * Requeue restartable orphans (returning what to launch), fail the rest.
  * Every statement runs with a fixed search_path (base/internal_sql.h): this
  * worker is a superuser, and the database's own search_path is its owner's
  * to set.
  */
 static void
-settle_orphans(void)
+settle_orphans(Datum crash_ids, Datum crash_reasons)
 {
 	/*
 	 * A crash-restart (a backend killed) keeps pg_postmaster_start_time(), so
@@ -119,11 +157,13 @@ settle_orphans(void)
 	 */
 	const char *orphaned = corpq_jobs_orphaned_sql(true);
 	Oid			argtypes[2] = {INT8ARRAYOID, INT4ARRAYOID};
-	Datum		values[2];
+	Datum		values[4];
 	StringInfoData q;
 	uint64		n;
 
 	(void) corpq_jobs_dead_workers(&values[0], &values[1]);
+	values[2] = crash_ids;
+	values[3] = crash_reasons;
 	initStringInfo(&q);
 
 	/*
@@ -150,11 +190,16 @@ settle_orphans(void)
 		elog(LOG, "corpq: " UINT64_FORMAT " orphaned job(s) failed: their role was dropped or cannot log in",
 			 (uint64) SPI_processed);
 
+	fail_crashed(orphaned, values);
+
 	resetStringInfo(&q);
 	appendStringInfo(&q,
 					 "UPDATE corpq.jobs j SET state = '" CORPQ_JOB_QUEUED_NAME "', worker_pid = NULL, "
+					 "crash_requeues = j.crash_requeues OPERATOR(pg_catalog.+) "
+					 "  CASE WHEN " CRASH_ORPHAN " THEN 1 ELSE 0 END, "
 					 "server_start = pg_catalog.pg_postmaster_start_time() "
 					 "WHERE (%s) AND NOT j.cancel_requested AND j.attempts OPERATOR(pg_catalog.<) %d "
+					 "AND NOT (" CRASH_ORPHAN " AND j.crash_requeues OPERATOR(pg_catalog.>=) 1) "
 					 "AND corpq.job_kind_restartable(j.kind) "
 					 "RETURNING j.id, j.session_role::pg_catalog.oid, j.owner::pg_catalog.oid",
 					 orphaned, MAX_ATTEMPTS);
@@ -182,6 +227,9 @@ settle_orphans(void)
 					 "  ELSE '" CORPQ_JOB_FAILED_NAME "' END, "
 					 "finished = pg_catalog.now(), error = CASE "
 					 "  WHEN j.cancel_requested THEN 'cancelled while the server restarted' "
+					 "  WHEN " CRASH_ORPHAN " AND j.crash_requeues OPERATOR(pg_catalog.>=) 1 "
+					 "  THEN 'a crash-restart of the server stopped the job a second time (another process crashed, "
+					 "or its worker was killed); it does not run again' "
 					 "  WHEN j.attempts OPERATOR(pg_catalog.>=) %d THEN 'the server restarted while the job was running, and it had run %d times' "
 					 "  ELSE 'the server restarted while the job was running; this kind of job cannot restart' END "
 					 "WHERE %s",
@@ -194,6 +242,10 @@ void
 corpq_job_recovery_main(Datum arg)
 {
 	bool		installed;
+	Datum		crash_ids,
+				crash_reasons;
+	List	   *crash_files;
+	MemoryContext old;
 
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -208,11 +260,16 @@ corpq_job_recovery_main(Datum arg)
 							0, NULL, NULL, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the corpq extension");
 	installed = SPI_processed == 1;
+	/* kept past the commit: the records are removed once the jobs are settled */
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	(void) corpq_job_crash_records(MyDatabaseId, &crash_ids, &crash_reasons, &crash_files);
+	MemoryContextSwitchTo(old);
 	if (installed)
-		settle_orphans();
+		settle_orphans(crash_ids, crash_reasons);
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	corpq_job_crash_forget(crash_files);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);
 }

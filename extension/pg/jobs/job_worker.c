@@ -25,6 +25,7 @@
 
 #include "pg/base/base.h"
 #include "pg/base/internal_sql.h"
+#include "pg/jobs/job_crash.h"
 #include "pg/jobs/jobs.h"
 
 /* Milliseconds between progress publications, unless forced. */
@@ -219,6 +220,8 @@ corpq_job_main(Datum arg)
 	memset(&job, 0, sizeof(job));
 	if (!claim_job(&job, id, &info))
 		proc_exit(0);
+	/* from here a crash is this job's: recovery fails it rather than run it again */
+	corpq_job_crash_arm(info.dboid, id);
 
 	kind = corpq_job_kind(job.kind);
 	cxt = AllocSetContextCreate(TopMemoryContext, "corpq job", ALLOCSET_DEFAULT_SIZES);

@@ -1,9 +1,16 @@
 /*
- * The backend's cache of loaded models, keyed by (model id, version,
- * checksum): a version never changes, so an entry is never stale and needs no
- * invalidation.  Each entry owns a memory context under one long-lived root;
- * least recently used entries are evicted to keep the total under
- * corpq.model_cache_mb (the entry in use always stays).
+ * The backend's cache of loaded models, keyed by (catalog, model id, version,
+ * checksum).  A version never changes and (model id, version) is issued once:
+ * ids come from a sequence, version numbers from corpq.model_names, which
+ * outlives model_drop, so a model dropped and created again under its name
+ * has another id and numbers after the old ones.  The catalog table's OID
+ * tells a re-created extension (whose sequence starts again) apart.  So an
+ * entry is never stale and needs no invalidation: a name@N that was dropped
+ * fails when it is resolved, before the cache is asked.  Parallel workers
+ * resolve in the query's snapshot and fill caches of their own.  Each entry
+ * owns a memory context under one long-lived root; least recently used
+ * entries are evicted to keep the total under corpq.model_cache_mb (the entry
+ * in use always stays).
  */
 #include "postgres.h"
 
@@ -33,9 +40,11 @@ PG_FUNCTION_INFO_V1(corpq_model_cache);
 
 int			corpq_max_model_mb = 6 * 1024;
 int			corpq_model_cache_mb = 512;
+int			corpq_max_model_cache_mb = 1024;
 
 typedef struct CacheEntry
 {
+	Oid			catalog;
 	int64		id;
 	int32		version;
 	int64		checksum;
@@ -54,16 +63,37 @@ static CacheEntry entries[MAX_ENTRIES];
 static int	n_entries = 0;
 static uint64 clock_tick = 0;
 
+static bool
+check_model_cache_mb(int *newval, void **extra, GucSource source)
+{
+	if (*newval <= corpq_max_model_cache_mb || !corpq_guc_ceiling_applies(source))
+		return true;
+	GUC_check_errmsg("corpq.model_cache_mb cannot exceed corpq.max_model_cache_mb (%d MB)",
+					 corpq_max_model_cache_mb);
+	GUC_check_errhint("A superuser sets corpq.max_model_cache_mb, also per role with ALTER ROLE ... SET.");
+	return false;
+}
+
 void
 corpq_model_init(void)
 {
+	/* before corpq.model_cache_mb: a value it gets when defined is checked against this */
+	DefineCustomIntVariable("corpq.max_model_cache_mb",
+							"Largest corpq.model_cache_mb a session may use, in megabytes.",
+							"Superuser setting: corpq.model_cache_mb cannot be set above it, and the cache "
+							"never grows past it (the model in use always stays).",
+							&corpq_max_model_cache_mb,
+							1024, 0, INT_MAX / 2,
+							PGC_SUSET, GUC_UNIT_MB,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("corpq.model_cache_mb",
 							"Memory bound of the backend's cache of loaded corpq models, in megabytes.",
-							"Least recently used models are evicted beyond it; the model in use always stays.",
+							"Least recently used models are evicted beyond it; the model in use always stays. "
+							"At most corpq.max_model_cache_mb.",
 							&corpq_model_cache_mb,
 							512, 0, INT_MAX / 2,
 							PGC_USERSET, GUC_UNIT_MB,
-							NULL, NULL, NULL);
+							check_model_cache_mb, NULL, NULL);
 	DefineCustomIntVariable("corpq.max_model_mb",
 							"Backend memory one model operation may take, in megabytes.",
 							"Checked before anything is allocated: creating or importing a model takes about "
@@ -138,7 +168,8 @@ evict(int i)
 static void
 trim(Size extra, int keep_id_index)
 {
-	Size		limit = (Size) corpq_model_cache_mb * 1024 * 1024;
+	/* the ceiling holds even for a value set before a superuser lowered it */
+	Size		limit = (Size) Min(corpq_model_cache_mb, corpq_max_model_cache_mb) * 1024 * 1024;
 
 	for (;;)
 	{
@@ -226,7 +257,8 @@ corpq_model_get(const CorpqModelRef *ref)
 	for (int i = 0; i < n_entries; i++)
 	{
 		e = &entries[i];
-		if (e->id == ref->id && e->version == ref->version && e->checksum == ref->checksum)
+		if (e->catalog == ref->catalog && e->id == ref->id && e->version == ref->version &&
+			e->checksum == ref->checksum)
 		{
 			e->last_use = ++clock_tick;
 			e->uses++;
@@ -258,6 +290,7 @@ corpq_model_get(const CorpqModelRef *ref)
 	}
 	PG_END_TRY();
 	e = &entries[n_entries++];
+	e->catalog = ref->catalog;
 	e->id = ref->id;
 	e->version = ref->version;
 	e->checksum = ref->checksum;

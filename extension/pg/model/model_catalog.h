@@ -5,10 +5,13 @@
  * the cache (model_cache.c), pinned models
  * (model_pinned.c).  Scoring is model_score.h, translation translate.h.
  *
- * A version's weights never change, so a loaded model is cached under
- * (model id, version, checksum) and is never stale; resolving a name to a
- * version is the only lookup that can change between queries, and SQL
- * functions do it once per query (model_score.h).
+ * A version's weights never change and its number is issued once
+ * (corpq.model_names: a dropped model's numbers are never given to a new
+ * model of the same name), so "name@N" means one weight image for ever.  A
+ * loaded model is cached under (catalog, model id, version, checksum) and is
+ * never stale; resolving a name to a version is the only lookup that can
+ * change between queries, and SQL functions do it once per query
+ * (model_score.h).
  */
 #ifndef CORPQ_MODEL_CATALOG_H
 #define CORPQ_MODEL_CATALOG_H
@@ -22,6 +25,7 @@
 /* A model version a name resolved to. */
 typedef struct CorpqModelRef
 {
+	Oid			catalog;		/* corpq.model_versions' OID: ids restart with a new extension */
 	int64		id;				/* corpq.model_catalog.id */
 	int32		version;
 	int64		checksum;		/* the image's CRC-32 */
@@ -30,8 +34,13 @@ typedef struct CorpqModelRef
 	char	   *tgt_vocab;
 } CorpqModelRef;
 
-/* GUC corpq.model_cache_mb: bound of the backend's model cache. */
+/*
+ * GUC corpq.model_cache_mb: bound of the backend's model cache, at most
+ * corpq.max_model_cache_mb (superuser): refused above it when a role sets it
+ * (corpq_guc_ceiling_applies), and the cache is trimmed to the smaller.
+ */
 extern int	corpq_model_cache_mb;
+extern int	corpq_max_model_cache_mb;
 
 /*
  * GUC corpq.max_model_mb: the backend memory one model operation may take.
@@ -76,16 +85,18 @@ Size		corpq_batch_bytes_limit(void);
 void		corpq_batch_too_large(int n, const char *what, Size need) pg_attribute_noreturn();
 
 /*
- * _PG_init's call for model/: define corpq.model_cache_mb, corpq.max_model_mb,
- * corpq.max_batch_mb, and register the job kinds "translate" and "score".
+ * _PG_init's call for model/: define corpq.max_model_cache_mb,
+ * corpq.model_cache_mb, corpq.max_model_mb, corpq.max_batch_mb, and register
+ * the job kinds "translate" and "score".
  */
 void		corpq_model_init(void);
 
 /*
  * Resolve "name" (latest version) or "name@N" into ref, its strings allocated
  * in CurrentMemoryContext.  With pinned, only "name@N" is accepted.  ERROR
- * (undefined_object) for an unknown model, listing the existing ones, or a
- * missing version, listing the model's versions.
+ * (undefined_object) for an unknown model, listing the existing ones, for a
+ * version that was dropped (its number is never reused), or for a missing
+ * version, listing the model's versions.
  */
 void		corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref);
 
@@ -111,7 +122,8 @@ uint64		corpq_model_cache_evictions(void);
 /*
  * Insert the next version of model model_id with weight image weights (a
  * valid image, e.g. from cq_modelfile_write; its CRC-32 trailer becomes the
- * checksum).  source is 'create', 'import', 'checkpoint' or 'quantize';
+ * checksum).  Its number is one more than the last the model's name ever
+ * issued (corpq.model_names), so it is never one a dropped version had.  source is 'create', 'import', 'checkpoint' or 'quantize';
  * int8 says the image's precision; step < 0 and metrics NULL store NULL;
  * best clears the flag on the other versions.  ERROR unless the current user
  * is a member of the model's owner role.  Returns the version number written.

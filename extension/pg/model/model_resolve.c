@@ -6,9 +6,12 @@
 
 #include <ctype.h>
 
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/builtins.h"
 
 #include "pg/base/catalog.h"
+#include "pg/base/internal_sql.h"
 #include "pg/model/model_catalog.h"
 #include "pg/text/text_catalog.h"
 
@@ -35,6 +38,35 @@ corpq_model_split_spec(const char *spec, int *name_len, int32 *version)
 	*name_len = (int) (at - spec);
 	*version = (int32) v;
 	return true;
+}
+
+/*
+ * ERROR when version of name is gone but was issued: dropped with its model,
+ * or pruned.  Its number is never given to other weights (corpq.model_names),
+ * so a pin on it -- in an index, a view, a job -- fails rather than compute
+ * with another model.  Called with SPI connected.
+ */
+static void
+check_not_dropped(const char *name, int32 version)
+{
+	Oid			argtypes[2] = {TEXTOID, INT4OID};
+	Datum		values[2] = {CStringGetTextDatum(name), Int32GetDatum(version)};
+
+	if (corpq_sql_as_caller("SELECT 1 FROM corpq.model_names n "
+							"WHERE n.name OPERATOR(pg_catalog.=) $1 AND n.last_version OPERATOR(pg_catalog.>=) $2 "
+							"AND NOT EXISTS (SELECT FROM corpq.model_catalog c JOIN corpq.model_versions v "
+							"  ON v.model OPERATOR(pg_catalog.=) c.id "
+							"  WHERE c.name OPERATOR(pg_catalog.=) $1 AND v.version OPERATOR(pg_catalog.=) $2)",
+							2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.model_names");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("version %d of model \"%s\" was dropped", version, name),
+				 errdetail("corpq never gives a version number to other weights: \"%s@%d\" stays an error, "
+						   "whatever model now has the name.", name, version),
+				 errhint("Pin a version that exists (corpq.model_versions), and rebuild what was computed "
+						 "with this one.")));
 }
 
 void
@@ -64,7 +96,9 @@ corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref)
 		name = pstrdup(spec);
 
 	SPI_connect();
-	tup = corpq_catalog_version(&corpq_kind_model, "c.src_vocab, c.tgt_vocab, v.checksum",
+	if (version > 0)
+		check_not_dropped(name, version);
+	tup = corpq_catalog_version(&corpq_kind_model, "c.src_vocab, c.tgt_vocab, v.checksum, v.tableoid",
 								name, version);
 	desc = SPI_tuptable->tupdesc;
 	ref->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
@@ -72,6 +106,7 @@ corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref)
 	ref->src_vocab = MemoryContextStrdup(caller, SPI_getvalue(tup, desc, 3));
 	ref->tgt_vocab = MemoryContextStrdup(caller, SPI_getvalue(tup, desc, 4));
 	ref->checksum = DatumGetInt64(SPI_getbinval(tup, desc, 5, &isnull));
+	ref->catalog = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
 	ref->name = MemoryContextStrdup(caller, name);
 	SPI_finish();
 }

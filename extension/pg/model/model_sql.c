@@ -424,6 +424,28 @@ corpq_model_export_pinned(PG_FUNCTION_ARGS)
 	PG_RETURN_BYTEA_P(corpq_model_image(text_to_cstring(PG_GETARG_TEXT_PP(0)), true));
 }
 
+/*
+ * Before model name is dropped: corpq.model_names keeps its highest version,
+ * so that a model created again under the name numbers after it.  Versions
+ * corpq wrote are counted there already; this also counts rows a DBA copied
+ * into corpq.model_versions directly.
+ */
+static void
+retire_versions(const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+
+	if (corpq_sql_as_owner("INSERT INTO corpq.model_names AS n (name, last_version) "
+						   "SELECT c.name, pg_catalog.max(v.version) FROM corpq.model_catalog c "
+						   "JOIN corpq.model_versions v ON v.model OPERATOR(pg_catalog.=) c.id "
+						   "WHERE c.name OPERATOR(pg_catalog.=) $1 GROUP BY c.name "
+						   "ON CONFLICT (name) DO UPDATE SET last_version = "
+						   "GREATEST(n.last_version, EXCLUDED.last_version)",
+						   1, argtypes, values, NULL, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not record the versions of model \"%s\"", name);
+}
+
 Datum
 corpq_model_drop(PG_FUNCTION_ARGS)
 {
@@ -431,6 +453,10 @@ corpq_model_drop(PG_FUNCTION_ARGS)
 
 	corpq_require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	SPI_connect();
+	corpq_catalog_require_owner(&corpq_kind_model, name, "drop");
+	retire_versions(name);
+	SPI_finish();
 	corpq_catalog_drop(&corpq_kind_model, name);
 	PG_RETURN_VOID();
 }

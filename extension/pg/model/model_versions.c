@@ -12,13 +12,40 @@
 #include "pg/model/model_catalog.h"
 #include "pg/text/text_catalog.h"
 
+/*
+ * The number of the version about to be written: one more than the last the
+ * name ever issued (corpq.model_names), and than any stored version (rows a
+ * DBA copied in directly).  The upsert locks the name's row, so concurrent
+ * writers -- and a writer racing a drop and re-creation of the name -- get
+ * distinct numbers.  Called with the model row locked and SPI connected.
+ */
+static int32
+next_version(int64 model_id, const char *name)
+{
+	Oid			argtypes[2] = {INT8OID, TEXTOID};
+	Datum		values[2] = {Int64GetDatum(model_id), CStringGetTextDatum(name)};
+	bool		isnull;
+
+	if (corpq_sql_as_owner("INSERT INTO corpq.model_names AS n (name, last_version) "
+						   "SELECT $2, COALESCE(pg_catalog.max(v.version), 0) OPERATOR(pg_catalog.+) 1 "
+						   "FROM corpq.model_versions v WHERE v.model OPERATOR(pg_catalog.=) $1 "
+						   "ON CONFLICT (name) DO UPDATE SET last_version = "
+						   "GREATEST(n.last_version OPERATOR(pg_catalog.+) 1, EXCLUDED.last_version) "
+						   "RETURNING n.last_version",
+						   2, argtypes, values, NULL, 0) != SPI_OK_INSERT_RETURNING ||
+		SPI_processed != 1)
+		elog(ERROR, "could not number a version of model \"%s\"", name);
+	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
 int32
 corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
 						  int64 step, Jsonb *metrics, bool best, bool int8)
 {
-	Oid			argtypes[8] = {INT8OID, BYTEAOID, INT8OID, TEXTOID, INT8OID, JSONBOID, BOOLOID, TEXTOID};
-	Datum		values[8];
-	char		nulls[8] = "        ";
+	Oid			argtypes[9] = {INT8OID, BYTEAOID, INT8OID, TEXTOID, INT8OID, JSONBOID, BOOLOID, TEXTOID,
+	INT4OID};
+	Datum		values[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	Size		len = VARSIZE_ANY_EXHDR(weights);
 	const unsigned char *p = (const unsigned char *) VARDATA_ANY(weights);
 	uint32		crc;
@@ -67,16 +94,14 @@ corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
 						   "WHERE model OPERATOR(pg_catalog.=) $1 AND best",
 						   1, argtypes, values, NULL, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update corpq.model_versions");
+	version = next_version(model_id, name);
+	values[8] = Int32GetDatum(version);
 	if (corpq_sql_as_owner("INSERT INTO corpq.model_versions "
 						   "(model, version, weights, bytes, checksum, source, step, metrics, best, precision) "
-						   "SELECT $1, COALESCE(pg_catalog.max(version), 0) OPERATOR(pg_catalog.+) 1, "
-						   "$2, pg_catalog.length($2), $3, $4, $5, $6, $7, $8 "
-						   "FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1 "
-						   "RETURNING version",
-						   8, argtypes, values, nulls, 0) != SPI_OK_INSERT_RETURNING ||
+						   "VALUES ($1, $9, $2, pg_catalog.length($2), $3, $4, $5, $6, $7, $8)",
+						   9, argtypes, values, nulls, 0) != SPI_OK_INSERT ||
 		SPI_processed != 1)
 		elog(ERROR, "could not insert into corpq.model_versions");
-	version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();
 	return version;
 }

@@ -202,7 +202,8 @@ corpq_bpe_import(PG_FUNCTION_ARGS)
 /*
  * corpq.spm_import(name, model) -> pieces: a SentencePiece model as a
  * segmenter (corpq.bpe_models version 'sentencepiece', the bytes in
- * corpq.spm_models), checked by loading it.
+ * corpq.spm_models), checked (text/spm_check.h: bounds the library trusts,
+ * the field named when one fails) and then loaded.
  */
 Datum
 corpq_spm_import(PG_FUNCTION_ARGS)

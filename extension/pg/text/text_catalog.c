@@ -53,10 +53,14 @@ load_spm(CorpqSegmenter *seg, const char *name)
 				 errmsg("SentencePiece model \"%s\" has no stored model in corpq.spm_models", name)));
 	proto = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	cb = MemoryContextAlloc(seg->cxt, sizeof(MemoryContextCallback));
+	/* checked again at every load: a model stored before the check, or changed
+	 * since, never reaches the library (text/spm_check.h) */
 	if (cq_spm_load(VARDATA_ANY(proto), VARSIZE_ANY_EXHDR(proto), &seg->spm, &err) != CQ_OK)
 	{
-		err.code = CQ_ECORRUPT;
-		corpq_core_error(&err, NULL, "SentencePiece model \"%s\" is invalid", name);
+		if (err.code != CQ_ENOMEM)
+			err.code = CQ_ECORRUPT;
+		corpq_core_error(&err, "Its owner can drop it with corpq.bpe_drop() and import a valid model with corpq.spm_import().",
+						 "SentencePiece model \"%s\" is invalid", name);
 	}
 	cb->func = free_spm;
 	cb->arg = seg->spm;

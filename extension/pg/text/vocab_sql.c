@@ -8,6 +8,7 @@
 
 #include <errno.h>
 
+#include "access/detoast.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -21,6 +22,16 @@
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
 #include "pg/text/text_catalog.h"
+
+/*
+ * The largest vocabulary corpq stores: twice the largest of public
+ * translation models (NLLB, M2M-100, mBART, mT5: about 256,000 tokens).  Its
+ * rows, its map and the embeddings of a model over it stay within a few
+ * hundred MB.  vocab_import also bounds the document it is given, checked
+ * before it is read (a 1M-token document took 41 s and 436 MB to store).
+ */
+#define VOCAB_MAX_TOKENS (1 << 19)
+#define VOCAB_MAX_DOC_MB 64
 
 PG_FUNCTION_INFO_V1(corpq_vocab_build);
 PG_FUNCTION_INFO_V1(corpq_vocab_encode);
@@ -111,6 +122,10 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("max_size must be at least %d", CQ_VOCAB_N_SPECIAL + 1),
 				 errdetail("The size includes the four reserved tokens <s>, <pad>, </s> and <unk>.")));
+	if (max_size > VOCAB_MAX_TOKENS)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("max_size must be at most %d, the largest vocabulary corpq stores", VOCAB_MAX_TOKENS)));
 	if (min_count < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -336,6 +351,30 @@ spm_segmenter(JsonbValue *spm_v, JsonbValue *bpe_v)
 	return name;
 }
 
+/* ERROR when the document's stored size, read before decompressing it, is too large. */
+static void
+check_document_size(Datum doc)
+{
+	Size		size = toast_raw_datum_size(doc);
+
+	if (size > (Size) VOCAB_MAX_DOC_MB * 1024 * 1024)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("vocabulary document of %zu MB exceeds the limit of %d MB",
+						(size + (1 << 20) - 1) >> 20, VOCAB_MAX_DOC_MB),
+				 errdetail("A vocabulary holds at most %d tokens.", VOCAB_MAX_TOKENS)));
+}
+
+static void
+too_many_tokens(int n)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("vocabulary document has %d tokens, more than the limit of %d", n, VOCAB_MAX_TOKENS),
+			 errdetail("corpq stores vocabularies of at most %d tokens, twice the largest of public "
+					   "translation models.", VOCAB_MAX_TOKENS)));
+}
+
 Datum
 corpq_vocab_import(PG_FUNCTION_ARGS)
 {
@@ -359,12 +398,18 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 	corpq_require_arg(fcinfo, 0, "name");
 	corpq_require_arg(fcinfo, 1, "vocabulary");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	check_document_size(PG_GETARG_DATUM(1));
 	doc = PG_GETARG_JSONB_P(1);
 	corpq_require_utf8();
 	if (!JB_ROOT_IS_OBJECT(doc))
 		bad_document("it must be a JSON object");
 	corpq_check_new_name(&corpq_kind_vocabulary, name);
 
+	tokens = doc_array(doc, "tokens", &n, "\"tokens\" must be an array of strings");
+	if (n < CQ_VOCAB_N_SPECIAL + 1)
+		bad_document("\"tokens\" must hold the four reserved tokens and at least one more");
+	if (n > VOCAB_MAX_TOKENS)
+		too_many_tokens(n);
 	/* a converted model's SentencePiece vocabulary: "spm" names its segmenter */
 	spm_v = doc_key(doc, "spm");
 	if (spm_v != NULL)
@@ -380,9 +425,6 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 		else					/* an unknown name errors, listing the existing ones */
 			corpq_segmenter_free(corpq_segmenter_load(bpe, CurrentMemoryContext));
 	}
-	tokens = doc_array(doc, "tokens", &n, "\"tokens\" must be an array of strings");
-	if (n < CQ_VOCAB_N_SPECIAL + 1)
-		bad_document("\"tokens\" must hold the four reserved tokens and at least one more");
 	if (doc_key(doc, "counts") != NULL)
 	{
 		counts_c = doc_array(doc, "counts", &n_counts, "\"counts\" must be an array of integers >= 0");
