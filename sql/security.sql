@@ -436,11 +436,11 @@ SET corpq.max_threads = 8;
 SET corpq.max_model_cache_mb = 100000;
 SET corpq.model_cache_mb = 1024;
 SHOW corpq.model_cache_mb;
--- a job's threads obey the same ceiling (its options are resolved at submission)
+-- a job's threads obey the same ceiling (resolved at submission into corpq.jobs.threads)
 BEGIN;
 SELECT corpq.train('bob_m', 'SELECT ''the dog''::text, ''el perro''::text', NULL,
                    '{"steps": 1, "threads": 256}') AS bob_train \gset
-SELECT args -> 'options' ->> 'threads' AS job_threads FROM corpq.jobs WHERE id = :bob_train;
+SELECT threads AS job_threads FROM corpq.jobs WHERE id = :bob_train;
 ROLLBACK;
 \c - :su
 SET client_min_messages = warning;

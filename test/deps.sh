@@ -21,6 +21,8 @@ need=(
 	# the Debian package (make deb: debhelper, pg_buildext, lintian) and the
 	# update check (nm reads the library's symbols)
 	debhelper dpkg-dev fakeroot lintian postgresql-server-dev-all binutils python3-yaml
+	# keeping scores current on a schedule (test/integration/score_job.sh)
+	postgresql-15-cron
 )
 # Optional data packages for the demo corpus (the demo falls back to a
 # synthetic corpus when they cannot be had).

@@ -23,6 +23,8 @@
 #   fail MESSAGE        "name: FAIL: MESSAGE" on stderr, exit 1
 #   cluster_ready       wait up to 60 s until the server answers (after a
 #                       crash or a restart), else fail
+#   restart_immediate   stop the throw-away cluster -m immediate (as a
+#                       crash would) and start it again
 #   corpq_corpora       find the corpora (below), say which, and set
 #                       CORPQ_CORPORA (the directory) and CORPQ_PARALLEL (an
 #                       array of parallel TSV files: id, domain, src, tgt,
@@ -59,6 +61,18 @@ cluster_ready() {
 		sleep 0.1
 	done
 	fail "the server did not come back"
+}
+
+# pg_ctlcluster may still see the old postmaster for a moment after the stop
+# ("Cluster is already running"), so start again
+restart_immediate() {
+	local _
+	pg_ctlcluster "$PGVERSION" regress stop -m immediate
+	for _ in $(seq 50); do
+		pg_ctlcluster "$PGVERSION" regress start 2>/dev/null && return 0
+		sleep 0.2
+	done
+	fail "the server did not start again"
 }
 
 corpq_cluster_run() {

@@ -1,16 +1,21 @@
 /*
  * corpq module entry: the wiring.  _PG_init calls one init function per
- * subsystem that has GUCs or process-level set-up; the job kinds are wired in
- * job_kinds.c.  Subsystems live in extension/pg/<subsystem>/ (docs/architecture.md).
+ * subsystem that has GUCs, process-level set-up or job kinds (each registers
+ * its kinds with corpq_job_register_kind, pg/jobs/jobs.h).  Subsystems live in
+ * extension/pg/<subsystem>/ (docs/architecture.md).
  */
 #include "postgres.h"
 
 #include "fmgr.h"
 #include "utils/guc.h"
 
+#include "pg/antap/antap.h"
 #include "pg/base/base.h"
 #include "pg/jobs/jobs.h"
+#include "pg/lexicon/lexicon_catalog.h"
 #include "pg/model/model_catalog.h"
+#include "pg/pipeline/pipeline_kinds.h"
+#include "pg/train/train_job.h"
 
 PG_MODULE_MAGIC;
 
@@ -21,6 +26,11 @@ _PG_init(void)
 {
 	corpq_base_init();
 	corpq_jobs_init();
+	corpq_job_launcher_init();
 	corpq_model_init();
+	corpq_train_init();
+	corpq_lexicon_init();
+	corpq_antap_init();
+	corpq_pipeline_init();
 	MarkGUCPrefixReserved("corpq");
 }

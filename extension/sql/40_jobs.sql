@@ -31,7 +31,10 @@ CREATE TABLE corpq.jobs (
     session_role regrole NOT NULL DEFAULT session_user::regrole,
     cancel_requested boolean NOT NULL DEFAULT false,
     -- the submitting session's search_path: the corpus query runs with it
-    search_path text
+    search_path text,
+    -- the threads the job's worker runs with (its "threads" option, or
+    -- corpq.job_threads), set before the kind's function runs
+    threads     int NOT NULL DEFAULT 1 CHECK (threads >= 1)
 );
 COMMENT ON TABLE corpq.jobs IS
     'corpq background jobs: one row per submitted job, with its state, error and result';

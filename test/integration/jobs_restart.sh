@@ -36,16 +36,6 @@ wait_em() {
 	done
 	fail "job $1 never reached the em phase: $(q -c "SELECT state, error FROM corpq.jobs WHERE id = $1")"
 }
-# restart -m immediate; pg_ctlcluster may still see the old postmaster for a
-# moment after the stop ("Cluster is already running"), so start again
-restart_immediate() {
-	pg_ctlcluster "$PGVERSION" regress stop -m immediate
-	for _ in $(seq 50); do
-		pg_ctlcluster "$PGVERSION" regress start 2>/dev/null && return 0
-		sleep 0.2
-	done
-	fail "the server did not start again"
-}
 state_of() { q -c "SELECT state || ' attempts=' || attempts || coalesce(' error=' || error, '') FROM corpq.jobs WHERE id = $1"; }
 
 q -c "CREATE EXTENSION corpq"

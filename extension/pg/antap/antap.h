@@ -41,6 +41,7 @@ typedef struct AntapOptions
 				beta2,
 				eps,
 				weight_decay;
+	int			threads;		/* the job's (pg/jobs/jobs.h) */
 } AntapOptions;
 
 /* Parse (NULL: defaults) and check the architecture; ERROR naming the key. */
@@ -105,7 +106,8 @@ void		antap_read_data(CorpqJob *job, const char *cavs, const char *accuracy,
 
 /* ---- antap_train.c ---- */
 
-void		antap_train_job(CorpqJob *job);
+/* _PG_init's call for antap/: register the "antap_train" job kind. */
+void		corpq_antap_init(void);
 
 /* ---- antap_store.c ---- */
 

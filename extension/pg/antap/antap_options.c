@@ -8,6 +8,7 @@
 #include "pg/antap/antap.h"
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
+#include "pg/jobs/jobs.h"
 
 #define ARCH(field) CORPQ_OPT_FIELD(AntapOptions, cfg.field), .type = CORPQ_OPT_INT
 #define TRAIN(field) CORPQ_OPT_FIELD(AntapOptions, train.field), .type = CORPQ_OPT_INT
@@ -37,6 +38,7 @@ static const CorpqOption rows[] = {
 	{.key = "patience", TRAIN(patience), .min = 1, .max = 100000, .def = 20},
 	{.key = "seed", CORPQ_OPT_FIELD(AntapOptions, seed), .type = CORPQ_OPT_INT64,
 	.min = 0, .max = PG_INT64_MAX, .def = 0},
+	CORPQ_JOB_THREADS_OPTION(AntapOptions, threads),
 	{0}
 };
 

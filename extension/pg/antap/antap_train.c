@@ -52,7 +52,7 @@ corpq_antap_train(PG_FUNCTION_ARGS)
 	appendStringInfoString(&args, ", \"accuracy\": ");
 	escape_json(&args, accuracy);
 	appendStringInfo(&args, ", \"options\": %s}", antap_options_json(&o));
-	PG_RETURN_INT64(corpq_job_submit("antap_train", args.data));
+	PG_RETURN_INT64(corpq_job_submit("antap_train", args.data, o.threads));
 }
 
 /* ---- the job ---- */
@@ -181,7 +181,7 @@ predict_all(const cq_antap_model *m, const AntapData *d, int batch)
 	return out;
 }
 
-void
+static void
 antap_train_job(CorpqJob *job)
 {
 	MemoryContext cxt = CurrentMemoryContext;
@@ -259,4 +259,11 @@ antap_train_job(CorpqJob *job)
 	appendStringInfo(&result, ", \"version\": %d, \"result\": %s}", version, r.result_json);
 	corpq_job_finish(job, result.data);
 	corpq_job_xact_commit(cxt);
+}
+
+void
+corpq_antap_init(void)
+{
+	/* nothing is written before the last transaction: it can start again */
+	corpq_job_register_kind("antap_train", antap_train_job, true);
 }

@@ -344,7 +344,7 @@ corpq_base_init(void)
 							PGC_USERSET, 0,
 							check_threads, assign_threads, NULL);
 	DefineCustomIntVariable("corpq.job_threads",
-							"Threads of a background job (training, translation, lexicon), and the most one may ask for.",
+							"Threads of a background job, and the most one may ask for.",
 							"0 (auto): the CPUs available to the server.  A job's \"threads\" option picks fewer.",
 							&corpq_job_threads,
 							0, 0, 256,

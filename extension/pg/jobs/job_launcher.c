@@ -49,14 +49,13 @@
 	"(j.state OPERATOR(pg_catalog.=) '" CORPQ_JOB_RUNNING_NAME "' " \
 	"AND j.server_start OPERATOR(pg_catalog.=) pg_catalog.pg_postmaster_start_time())"
 
-/* True in the postmaster and its children when corpq is preloaded. */
-bool		corpq_jobs_preloaded = false;
-
 void
-corpq_register_job_launcher(void)
+corpq_job_launcher_init(void)
 {
 	BackgroundWorker w;
 
+	if (!process_shared_preload_libraries_in_progress)
+		return;
 	corpq_jobs_preloaded = true;
 
 	/* restarted after a crash-restart (10 s), which is when it is needed */

@@ -23,6 +23,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
+#include "pg/base/base.h"
 #include "pg/base/internal_sql.h"
 #include "pg/jobs/job_crash.h"
 #include "pg/jobs/jobs.h"
@@ -131,7 +132,7 @@ claim_job(CorpqJob *job, int64 id, const CorpqJobLaunchInfo *info)
 						   "AND NOT cancel_requested "
 						   "AND owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2 "
 						   "AND session_role::pg_catalog.oid OPERATOR(pg_catalog.=) $3 "
-						   "RETURNING kind, args::pg_catalog.text, attempts, search_path",
+						   "RETURNING kind, args::pg_catalog.text, attempts, search_path, threads",
 						   3, argtypes, values, NULL, 1) != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "could not claim corpq job " INT64_FORMAT, id);
 	claimed = SPI_processed == 1;
@@ -145,6 +146,7 @@ claim_job(CorpqJob *job, int64 id, const CorpqJobLaunchInfo *info)
 		job->kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 		job->args = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 		job->attempts = atoi(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
+		job->threads = atoi(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 5));
 		MemoryContextSwitchTo(old);
 		/* a value that no longer parses leaves the database's, with a WARNING */
 		if (search_path != NULL)
@@ -231,6 +233,9 @@ corpq_job_main(Datum arg)
 					(errcode(ERRCODE_UNDEFINED_OBJECT),
 					 errmsg("unknown corpq job kind \"%s\"", job.kind)));
 		corpq_job_progress(&job, "starting", 0, 0, NULL, NULL, true);
+		/* every kind's threads; BLAS's start here, never in the postmaster */
+		corpq_blas_ensure();
+		corpq_set_threads(job.threads);
 		kind->run(&job);
 	}
 	PG_CATCH();

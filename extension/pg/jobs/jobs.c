@@ -24,10 +24,14 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "pg/base/base.h"
 #include "pg/base/internal_sql.h"
 #include "pg/jobs/jobs.h"
 
 int			corpq_max_jobs = 4;
+
+/* True in the postmaster and its children when corpq is preloaded. */
+bool		corpq_jobs_preloaded = false;
 
 void
 corpq_jobs_init(void)
@@ -39,8 +43,12 @@ corpq_jobs_init(void)
 							4, 1, 1024,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
-	if (process_shared_preload_libraries_in_progress)
-		corpq_register_job_launcher();
+}
+
+bool
+corpq_job_threads_echo(const void *options)
+{
+	return false;
 }
 
 StaticAssertDecl(sizeof(CorpqJobLaunchInfo) <= BGW_EXTRALEN, "launch info too large");
@@ -255,10 +263,10 @@ corpq_job_roles_safe(Oid session_role, Oid owner)
 }
 
 int64
-corpq_job_submit(const char *kind, const char *args_json)
+corpq_job_submit(const char *kind, const char *args_json, int threads)
 {
-	Oid			argtypes[5] = {TEXTOID, TEXTOID, OIDOID, OIDOID, TEXTOID};
-	Datum		values[5];
+	Oid			argtypes[6] = {TEXTOID, TEXTOID, OIDOID, OIDOID, TEXTOID, INT4OID};
+	Datum		values[6];
 	bool		isnull;
 	int64		id;
 	Oid			owner = GetUserId();
@@ -279,9 +287,11 @@ corpq_job_submit(const char *kind, const char *args_json)
 	values[2] = ObjectIdGetDatum(owner);
 	values[3] = ObjectIdGetDatum(session_role);
 	values[4] = CStringGetTextDatum(namespace_search_path);
-	if (corpq_sql_as_owner("INSERT INTO corpq.jobs (kind, args, owner, session_role, search_path) "
-						   "VALUES ($1, $2::pg_catalog.jsonb, $3::pg_catalog.regrole, $4::pg_catalog.regrole, $5) RETURNING id",
-						   5, argtypes, values, NULL, 1) != SPI_OK_INSERT_RETURNING)
+	/* resolved once, here: the worker applies the row's value */
+	values[5] = Int32GetDatum(corpq_job_threads_for(threads == CORPQ_OPT_UNSET_VALUE ? 0 : threads));
+	if (corpq_sql_as_owner("INSERT INTO corpq.jobs (kind, args, owner, session_role, search_path, threads) "
+						   "VALUES ($1, $2::pg_catalog.jsonb, $3::pg_catalog.regrole, $4::pg_catalog.regrole, $5, $6) RETURNING id",
+						   6, argtypes, values, NULL, 1) != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "could not insert a corpq job");
 	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	SPI_finish();

@@ -17,6 +17,8 @@
 #include "datatype/timestamp.h"
 #include "postmaster/bgworker.h"
 
+#include "pg/base/options.h"
+
 /*
  * A job's state, as corpq.jobs.state holds it (its CHECK constraint in
  * extension/sql/40_jobs.sql lists the same names).  The names are macros so
@@ -50,6 +52,7 @@ typedef struct CorpqJob
 	char	   *kind;
 	char	   *args;			/* the job's arguments, jsonb as text */
 	int			attempts;		/* 1 on the first run, more after a restart */
+	int			threads;		/* the job's threads, applied before the kind runs */
 	/* progress publishing */
 	char		phase[64];
 	TimestampTz phase_started;
@@ -65,14 +68,41 @@ typedef struct CorpqJobKind
 	bool		restartable;	/* may run again from the start after a crash */
 } CorpqJobKind;
 
-/* job_kinds.c: the registry */
+/*
+ * The registry of job kinds (job_kinds.c).  Each subsystem registers its
+ * kinds from its init function at module start-up (_PG_init, module.c), so
+ * jobs/ knows no subsystem: register a kind once per process; ERROR for a
+ * name registered twice.
+ */
+void		corpq_job_register_kind(const char *kind, corpq_job_fn run, bool restartable);
+
+/* The registered kind of that name, or NULL. */
 const CorpqJobKind *corpq_job_kind(const char *kind);
 
 /*
- * In a backend: insert the job row and launch its worker; returns the job id.
- * Errors when no worker slot is free, on a hot standby, or past corpq.max_jobs.
+ * The "threads" option of every job kind: one row of the kind's option table
+ * (base/options.h) on an int field, unset by default and never echoed in the
+ * options' JSON.  The submitting function passes the field to
+ * corpq_job_submit, which resolves it once (corpq_job_threads_for: unset is
+ * corpq.job_threads, and no job gets more) into corpq.jobs.threads; the
+ * worker applies it (OpenBLAS's threads and the core's pool,
+ * corpq_set_threads) before the kind's function runs, which reads it as
+ * job->threads.
  */
-int64		corpq_job_submit(const char *kind, const char *args_json);
+#define CORPQ_JOB_THREADS_OPTION(options, field) \
+	{.key = "threads", CORPQ_OPT_FIELD(options, field), .type = CORPQ_OPT_INT, \
+	 .min = 1, .max = 256, .flags = CORPQ_OPT_UNSET, .echo = corpq_job_threads_echo}
+
+/* The row's .echo: false (the resolved value is the job row's). */
+bool		corpq_job_threads_echo(const void *options);
+
+/*
+ * In a backend: insert the job row and launch its worker; returns the job id.
+ * threads is the job's "threads" option as parsed (CORPQ_OPT_UNSET_VALUE when
+ * not given).  Errors when no worker slot is free, on a hot standby, or past
+ * corpq.max_jobs.
+ */
+int64		corpq_job_submit(const char *kind, const char *args_json, int threads);
 
 /*
  * Whether a job may run with these roles: never a superuser session for a
@@ -152,16 +182,19 @@ PGDLLEXPORT void corpq_job_main(Datum arg);
 PGDLLEXPORT void corpq_job_launcher_main(Datum arg);
 PGDLLEXPORT void corpq_job_recovery_main(Datum arg);
 
-/* True when corpq was preloaded: restart orphans are left to recovery. */
+/*
+ * True when corpq was preloaded: restart orphans are left to recovery.
+ * Defined in jobs.c, set by corpq_job_launcher_init.
+ */
 extern bool corpq_jobs_preloaded;
 
-/* Register the recovery launcher (job_launcher.c); when preloaded only. */
-void		corpq_register_job_launcher(void);
+/* _PG_init's calls for jobs/: define corpq.max_jobs (jobs.c) ... */
+void		corpq_jobs_init(void);
 
 /*
- * _PG_init's call for jobs/: define corpq.max_jobs and, when corpq is in
- * shared_preload_libraries, register the recovery launcher.
+ * ... and, when corpq is in shared_preload_libraries, register the recovery
+ * launcher (job_launcher.c).
  */
-void		corpq_jobs_init(void);
+void		corpq_job_launcher_init(void);
 
 #endif

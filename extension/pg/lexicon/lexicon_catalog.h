@@ -41,6 +41,7 @@ typedef struct LexOptions
 	char	   *bpe;			/* segmenter name, "whitespace" by default */
 	bool		lowercase;
 	bool		replace;
+	int			threads;		/* the job's (pg/jobs/jobs.h) */
 } LexOptions;
 
 /*
@@ -131,7 +132,7 @@ LexLoaded  *lexicon_cached(FunctionCallInfo fcinfo, const char *name, bool with_
 /* Token ids of a sentence (-1 for unknown tokens), palloc'd; *n gets the count. */
 int32	   *lexicon_encode(LexLoaded *lx, bool source, const char *text, int len, int *n);
 
-/* The kind's job function (job_kinds.c). */
-void		lexicon_train_job(CorpqJob *job);
+/* _PG_init's call for lexicon/: register the "lexicon_train" job kind. */
+void		corpq_lexicon_init(void);
 
 #endif

@@ -9,6 +9,7 @@
 #include "utils/formatting.h"
 
 #include "pg/base/options.h"
+#include "pg/jobs/jobs.h"
 #include "pg/lexicon/lexicon_catalog.h"
 
 static const char *const model_names[] = {"fast_align", "ibm1", NULL};
@@ -44,6 +45,7 @@ static const CorpqOption rows[] = {
 	.expected = "the name of a BPE model, or \"whitespace\""},
 	{.key = "lowercase", CORPQ_OPT_FIELD(LexOptions, lowercase), .type = CORPQ_OPT_BOOL},
 	{.key = "replace", CORPQ_OPT_FIELD(LexOptions, replace), .type = CORPQ_OPT_BOOL},
+	CORPQ_JOB_THREADS_OPTION(LexOptions, threads),
 	{0}
 };
 

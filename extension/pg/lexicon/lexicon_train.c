@@ -74,7 +74,7 @@ corpq_lexicon_train(PG_FUNCTION_ARGS)
 	appendStringInfoString(&args, ", \"corpus\": ");
 	escape_json(&args, corpus);
 	appendStringInfo(&args, ", \"options\": %s}", lexicon_options_json(&o));
-	PG_RETURN_INT64(corpq_job_submit("lexicon_train", args.data));
+	PG_RETURN_INT64(corpq_job_submit("lexicon_train", args.data, o.threads));
 }
 
 /* ---- the job ---- */
@@ -184,7 +184,7 @@ stats_json(const LexCorpus *c, const cq_fa_stats *sf, const cq_fa_stats *sr,
 					pt->reading, pt->em, pt->dictionary);
 }
 
-void
+static void
 lexicon_train_job(CorpqJob *job)
 {
 	MemoryContext cxt = CurrentMemoryContext;
@@ -273,4 +273,11 @@ lexicon_train_job(CorpqJob *job)
 					 translations, r.stats_json, seconds_since(phase), seconds_since(start));
 	corpq_job_finish(job, result.data);
 	corpq_job_xact_commit(cxt);
+}
+
+void
+corpq_lexicon_init(void)
+{
+	/* the lexicon is written in the last transaction: it can start again */
+	corpq_job_register_kind("lexicon_train", lexicon_train_job, true);
 }

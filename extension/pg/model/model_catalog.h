@@ -86,7 +86,8 @@ void		corpq_batch_too_large(int n, const char *what, Size need) pg_attribute_nor
 
 /*
  * _PG_init's call for model/: define corpq.max_model_cache_mb,
- * corpq.model_cache_mb, corpq.max_model_mb, corpq.max_batch_mb.
+ * corpq.model_cache_mb, corpq.max_model_mb, corpq.max_batch_mb, and register
+ * the job kinds "translate" and "score".
  */
 void		corpq_model_init(void);
 

@@ -147,6 +147,7 @@ typedef struct CorpqScoreRow
 	int			tgt_len;
 	bool		null;			/* out: no score (a NULL side, or too long) */
 	double		score;			/* out, when not null */
+	int			tokens;			/* out, when not null: target positions scored */
 } CorpqScoreRow;
 
 /*
@@ -157,5 +158,10 @@ typedef struct CorpqScoreRow
  */
 void		corpq_score_rows(CorpqScorer *s, const CorpqScoreArgs *a, CorpqScoreRow *rows,
 							 int n, CorpqScoreCounts *counts);
+
+/* ---- the job kind (score_job.c) ---- */
+
+struct CorpqJob;
+void		score_job(struct CorpqJob *job);
 
 #endif

@@ -123,7 +123,8 @@ corpq_score_rows(CorpqScorer *s, const CorpqScoreArgs *a, CorpqScoreRow *rows, i
 			r->null = false;
 			enc[m].row = i;
 			order[m] = &enc[m];
-			counts->tokens += enc[m].pair.tgt_len + 1;
+			r->tokens = enc[m].pair.tgt_len + 1;
+			counts->tokens += r->tokens;
 			m++;
 		}
 	}

@@ -45,7 +45,7 @@ typedef struct CorpqTranslateOptions
 	cq_translate_options core;
 	int			batch;			/* sentences decoded together */
 	int			chunk_rows;		/* a job commits at least this many rows at once */
-	int			threads;		/* OpenBLAS threads of a job's worker */
+	int			threads;		/* a job's (pg/jobs/jobs.h) */
 	bool		skip_too_long;	/* a source over the model's length: a NULL row */
 } CorpqTranslateOptions;
 
@@ -123,15 +123,11 @@ void		corpq_translate_add(CorpqTranslateEngine *e, int64 id, uint64 key,
 
 /*
  * Row i of a batch of a query returning (id, src): queued with its id as
- * the sampling key (a NULL src as a NULL source).  ERROR for a NULL id.
- * With hash, *hash is extended with the row (corpq_translate_hash_row) and
- * the result is the row's mark.
+ * the sampling key (a NULL src as a NULL source) and mark (a job's row mark,
+ * pg/jobs/row_job.h).  ERROR for a NULL id.
  */
 void		corpq_translate_add_row(CorpqTranslateEngine *e, const CorpqBatch *b, uint64 i,
-									uint64 *hash);
-
-/* h extended with row i (id, src) of a batch: a job's check of its rows. */
-uint64		corpq_translate_hash_row(uint64 h, const CorpqBatch *b, uint64 i);
+									uint64 mark);
 
 /*
  * Decode until every queued source is in the batch (drain false: the caller

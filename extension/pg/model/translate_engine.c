@@ -5,7 +5,6 @@
  */
 #include "postgres.h"
 
-#include "common/hashfn.h"
 #include "miscadmin.h"
 #include "portability/instr_time.h"
 #include "utils/builtins.h"
@@ -255,30 +254,15 @@ row_id(const CorpqBatch *b, uint64 i)
 	return id;
 }
 
-uint64
-corpq_translate_hash_row(uint64 h, const CorpqBatch *b, uint64 i)
-{
-	const char *src;
-	int			len;
-
-	h = hash_combine64(h, (uint64) row_id(b, i));
-	if (!corpq_batch_text(b, i, 2, &src, &len))
-		return hash_combine64(h, UINT64CONST(0x6e756c6c));	/* "null" */
-	return hash_combine64(h, hash_bytes_extended((const unsigned char *) src, len, 0));
-}
-
 void
-corpq_translate_add_row(CorpqTranslateEngine *e, const CorpqBatch *b, uint64 i, uint64 *hash)
+corpq_translate_add_row(CorpqTranslateEngine *e, const CorpqBatch *b, uint64 i, uint64 mark)
 {
 	int64		id = row_id(b, i);
-	uint64		mark = 0;
 	const char *src;
 	int			len,
 				n;
 	int32	   *ids;
 
-	if (hash)
-		mark = *hash = corpq_translate_hash_row(*hash, b, i);
 	if (!corpq_batch_text(b, i, 2, &src, &len))
 	{
 		corpq_translate_add(e, id, 0, NULL, 0, mark);

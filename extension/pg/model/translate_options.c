@@ -7,7 +7,7 @@
 #include "postgres.h"
 
 #include "pg/base/options.h"
-#include "pg/base/base.h"
+#include "pg/jobs/jobs.h"
 #include "pg/model/translate.h"
 
 StaticAssertDecl(sizeof(cq_search) == sizeof(int), "an ENUM option is stored as an int");
@@ -57,9 +57,7 @@ static const CorpqOption job_rows[] = {
 	SEARCH_ROWS, BATCH_ROW,
 	{.key = "chunk_rows", OPT(chunk_rows), .type = CORPQ_OPT_INT, .min = 1, .max = 10000000,
 	.def = 1000},
-	/* unset: corpq.job_threads (the server's CPUs); capped by it */
-	{.key = "threads", OPT(threads), .type = CORPQ_OPT_INT, .min = 1, .max = 256,
-	.flags = CORPQ_OPT_UNSET},
+	CORPQ_JOB_THREADS_OPTION(CorpqTranslateOptions, threads),
 	SKIP_ROW,
 	{0}
 };
@@ -77,11 +75,10 @@ fill(CorpqTranslateCall call, CorpqTranslateOptions *o)
 	if (call == CORPQ_TRANSLATE_ONE)
 		o->batch = 1;
 	if (call != CORPQ_TRANSLATE_JOB)
+	{
 		o->chunk_rows = 0;
-	if (call != CORPQ_TRANSLATE_JOB)
-		o->threads = corpq_threads;
-	else
-		o->threads = corpq_job_threads_for(o->threads == CORPQ_OPT_UNSET_VALUE ? 0 : o->threads);
+		o->threads = CORPQ_OPT_UNSET_VALUE;
+	}
 }
 
 void

@@ -58,7 +58,7 @@ add_batch(void *arg, const CorpqBatch *b)
 	RowsRun    *r = arg;
 
 	for (uint64 i = 0; i < b->n; i++)
-		corpq_translate_add_row(r->e, b, i, NULL);
+		corpq_translate_add_row(r->e, b, i, 0);
 	corpq_translate_run(r->e, false);
 }
 

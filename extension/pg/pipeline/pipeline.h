@@ -130,11 +130,14 @@ void		pipeline_finish(Pipeline *p);
  * pipeline also checks that its tables schema.name_<suffix> and its models
  * name_<suffix> (lists ended by a NULL suffix) do not exist, creates the
  * tables as the caller, and reserves the model names for the caller's role
- * (model_create refuses them to others).  Returns the job id.
+ * (model_create refuses them to others).  threads is the pipeline's
+ * "threads" option (CORPQ_JOB_THREADS_OPTION): its own worker's, which
+ * computes the stages that score; a train or translate sub-job has its own.
+ * Returns the job id.
  */
 int64		pipeline_submit(const char *kind, const char *name, const char *schema,
 							const char *args_json, const PipelineTable *tables,
-							const char *const *models);
+							const char *const *models, int threads);
 
 /*
  * The .valid check of a "name" option: 1 to PIPELINE_NAME_MAX bytes, so that

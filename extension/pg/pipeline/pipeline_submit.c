@@ -20,6 +20,7 @@
 #include "pg/model/model_catalog.h"
 #include "pg/model/translate.h"
 #include "pg/pipeline/pipeline.h"
+#include "pg/pipeline/pipeline_kinds.h"
 #include "pg/text/text_catalog.h"
 #include "pg/train/train.h"
 
@@ -325,7 +326,7 @@ reserved_array(const char *name, const char *const *models)
 int64
 pipeline_submit(const char *kind, const char *name, const char *schema,
 				const char *args_json, const PipelineTable *tables,
-				const char *const *models)
+				const char *const *models, int threads)
 {
 	Oid			argtypes[6] = {TEXTOID, TEXTOID, TEXTOID, OIDOID, INT8OID, TEXTOID};
 	Datum		values[6];
@@ -347,7 +348,7 @@ pipeline_submit(const char *kind, const char *name, const char *schema,
 	SPI_finish();
 
 	/* submitting reaps jobs whose worker died, so the check below sees them ended */
-	id = corpq_job_submit(kind, args_json);
+	id = corpq_job_submit(kind, args_json, threads);
 	SPI_connect();
 	if (exists)
 		check_not_running(name, last_job);
@@ -395,4 +396,12 @@ corpq_pipeline_drop(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	PG_RETURN_BOOL(exists);
+}
+
+void
+corpq_pipeline_init(void)
+{
+	/* a pipeline resumes after its last finished stage */
+	corpq_job_register_kind("rejuvenate", rejuvenate_job, true);
+	corpq_job_register_kind("self_train", self_train_job, true);
 }

@@ -34,6 +34,7 @@ typedef struct RejuvOptions
 	char	   *tgt_vocab;
 	PipelineSynthetic synthetic;
 	int			gate;			/* PipelineGate */
+	int			threads;		/* the job's (pg/jobs/jobs.h) */
 } RejuvOptions;
 
 static const CorpqOption rejuv_rows[] = {
@@ -59,6 +60,7 @@ static const CorpqOption rejuv_rows[] = {
 	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
 	PIPELINE_SYNTHETIC_OPTIONS(RejuvOptions, synthetic),
 	PIPELINE_GATE_OPTION(RejuvOptions, gate),
+	CORPQ_JOB_THREADS_OPTION(RejuvOptions, threads),
 	{.key = NULL}
 };
 
@@ -140,7 +142,7 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 	args = pipeline_args(o.name, schema, corpq_options_json(&rejuv_table, &o), &obj,
 						 "corpus", corpus, "dev", dev, NULL);
 	PG_RETURN_INT64(pipeline_submit("rejuvenate", o.name, schema, args,
-									rejuv_tables, models));
+									rejuv_tables, models, o.threads));
 }
 
 /* ---- the job ---- */

@@ -44,6 +44,7 @@ typedef struct SelfTrainOptions
 	char	   *dev;
 	char	   *src_vocab;
 	char	   *tgt_vocab;
+	int			threads;		/* the job's (pg/jobs/jobs.h) */
 } SelfTrainOptions;
 
 static const CorpqOption st_rows[] = {
@@ -73,6 +74,7 @@ static const CorpqOption st_rows[] = {
 	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
 	{.key = "tgt_vocab", CORPQ_OPT_FIELD(SelfTrainOptions, tgt_vocab), .type = CORPQ_OPT_STRING,
 	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
+	CORPQ_JOB_THREADS_OPTION(SelfTrainOptions, threads),
 	{.key = NULL}
 };
 
@@ -169,7 +171,7 @@ corpq_self_train(PG_FUNCTION_ARGS)
 						 "teacher", teacher, "lexicon", lexicon, "parallel", parallel,
 						 "mono", mono, NULL);
 	PG_RETURN_INT64(pipeline_submit("self_train", o.name, schema, args,
-									st_tables, st_models));
+									st_tables, st_models, o.threads));
 }
 
 /* ---- the job ---- */

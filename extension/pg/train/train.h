@@ -46,7 +46,7 @@ typedef struct TrainOptions
 	int			checkpoint_every;	/* -1: derived by the job */
 	int			keep_checkpoints;
 	int			validate_every; /* -1: derived by the job */
-	int			threads;
+	int			threads;		/* the job's (pg/jobs/jobs.h) */
 	char	   *strategy;		/* a name of train_sampler.c's table */
 	int			strategy_index; /* its row there */
 	double		tau;			/* temperature strategy */

@@ -127,7 +127,7 @@ corpq_train(PG_FUNCTION_ARGS)
 	else
 		appendStringInfoString(&args, "null");
 	appendStringInfo(&args, ", \"options\": %s}", train_options_json(&o));
-	PG_RETURN_INT64(corpq_job_submit("train", args.data));
+	PG_RETURN_INT64(corpq_job_submit("train", args.data, o.threads));
 }
 
 /* ---- the job ---- */
@@ -816,7 +816,7 @@ result_json(Run *r, double seconds_total)
 					 ", \"first_version\": %d, \"best_version\": %s, \"checkpoint_versions\": %s"
 					 ", \"warmup\": %d, \"schedule\": %s, \"strategy\": ",
 					 seconds_total, r->cur.seconds, corpq_json_number_text(r->cur.tokens_done / r->cur.seconds),
-					 r->o.threads, ru.ru_maxrss, r->job->attempts,
+					 r->job->threads, ru.ru_maxrss, r->job->attempts,
 					 r->resumed_from >= 0 ? psprintf(INT64_FORMAT, r->resumed_from) : "null",
 					 r->cur.first_version,
 					 r->cur.best_version > 0 ? psprintf("%d", r->cur.best_version) : "null",
@@ -839,7 +839,7 @@ result_json(Run *r, double seconds_total)
 	return b.data;
 }
 
-void
+static void
 train_job(CorpqJob *job)
 {
 	MemoryContext cxt = CurrentMemoryContext;
@@ -863,9 +863,6 @@ train_job(CorpqJob *job)
 	read_corpora(r, init->cfg.max_positions);
 	corpq_job_xact_commit(cxt);
 
-	/* BLAS threads start here, in the worker, never in the postmaster */
-	corpq_blas_ensure();
-	corpq_set_threads(r->o.threads);
 	build_streams(r, init->cfg.max_positions);
 	init_cursor(r);
 	start_state(r, init, ref.version);
@@ -895,4 +892,11 @@ train_job(CorpqJob *job)
 	corpq_job_xact_begin(cxt);
 	corpq_job_finish(job, result_json(r, (double) (GetCurrentTimestamp() - start) / USECS_PER_SEC));
 	corpq_job_xact_commit(cxt);
+}
+
+void
+corpq_train_init(void)
+{
+	/* resumes from its last checkpoint */
+	corpq_job_register_kind("train", train_job, true);
 }

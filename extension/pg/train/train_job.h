@@ -1,11 +1,12 @@
 /*
- * The entry point of the "train" job kind (job_kinds.c).
+ * The "train" job kind (train_job.c).
  */
 #ifndef CORPQ_TRAIN_JOB_H
 #define CORPQ_TRAIN_JOB_H
 
 #include "pg/jobs/jobs.h"
 
-void		train_job(CorpqJob *job);
+/* _PG_init's call for train/: register the "train" job kind. */
+void		corpq_train_init(void);
 
 #endif

@@ -13,8 +13,8 @@
 #include "utils/jsonb.h"
 
 #include "nn/infer/uncertainty.h"
-#include "pg/base/base.h"
 #include "pg/base/options.h"
+#include "pg/jobs/jobs.h"
 #include "pg/model/model_score.h"
 #include "pg/train/train.h"
 #include "pg/train/train_sampler.h"
@@ -75,8 +75,7 @@ static const CorpqOption rows[] = {
 	{INT_ROW("checkpoint_every", checkpoint_every, 1, PG_INT32_MAX), .flags = CORPQ_OPT_UNSET},
 	{INT_ROW("keep_checkpoints", keep_checkpoints, 1, 1000), .def = 3},
 	{INT_ROW("validate_every", validate_every, 1, PG_INT32_MAX), .flags = CORPQ_OPT_UNSET},
-	/* unset: corpq.job_threads (the server's CPUs); capped by it */
-	{INT_ROW("threads", threads, 1, 256), .flags = CORPQ_OPT_UNSET},
+	CORPQ_JOB_THREADS_OPTION(TrainOptions, threads),
 	{.key = "strategy", CORPQ_OPT_FIELD(TrainOptions, strategy_index), .type = CORPQ_OPT_ENUM,
 		.names = &train_strategies[0].name, .names_stride = sizeof(TrainStrategy),
 	.def = 0},
@@ -165,7 +164,6 @@ static void
 resolve(TrainOptions *o)
 {
 	o->strategy = pstrdup(train_strategies[o->strategy_index].name);
-	o->threads = corpq_job_threads_for(o->threads == UNSET ? 0 : o->threads);
 	if (o->steps == UNSET)
 		o->steps = (o->epochs > 0 || o->max_seconds > 0) ? 0 : 1000;
 	if (o->steps == 0 && o->epochs == 0 && o->max_seconds == 0)

@@ -1,0 +1,661 @@
+/*
+ * Row jobs (row_job.h): a query's rows in, a table's rows out, in committed
+ * chunks, resumable, with progress.  The first user was translate_job; this
+ * is its machinery, shared.
+ */
+#include "postgres.h"
+
+#include <math.h>
+#include <sys/resource.h>
+
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/timestamp.h"
+
+#include "common/parallel.h"
+#include "pg/base/internal_sql.h"
+#include "pg/jobs/row_job.h"
+
+/* The parameters of a chunk row before the counters: job, chunk, rows_done, rows_hash. */
+#define CHUNK_FIXED 4
+
+struct CorpqRowJob
+{
+	CorpqJob   *job;
+	const CorpqRowJobKind *kind;
+	void	   *arg;
+	MemoryContext cxt;
+	int			chunk_rows;
+	bool		skip_existing;
+	char	   *query;
+	Oid			target;
+	char	   *target_name;	/* quoted, qualified: its name when the job runs */
+	int			n_counters;
+	int			tokens;			/* the counter named "tokens", or -1 */
+
+	/* the statements, built once */
+	char	   *insert_sql;		/* into the target, as the owner */
+	char	   *chunk_sql;		/* a chunk row, as corpq's owner */
+	char	   *checkpoint_sql; /* the last chunk row, as the caller */
+
+	/* the target's columns */
+	int			n_columns;
+	Oid		   *types;
+	Oid		   *array_types;	/* the INSERT's parameters: an array per column */
+
+	CorpqHeldQuery held;
+	uint64		hash;			/* of the query rows fetched so far */
+	int64		total;			/* rows of the query (skip_existing: done + left) */
+
+	/* committed */
+	int32		chunk;
+	int64		rows_done;
+	int64		done_counts[CORPQ_ROW_JOB_MAX_COUNTERS];
+	uint64		hash_done;
+	int64		resumed_from;	/* rows_done of the chunk resumed after, -1 none */
+
+	/* the chunk being collected, in the query's order */
+	MemoryContext chunk_cxt;
+	int			n;
+	int			cap;
+	Datum	  **values;			/* [column][row] */
+	bool	  **nulls;
+	int64		chunk_counts[CORPQ_ROW_JOB_MAX_COUNTERS];
+	uint64		chunk_hash;
+
+	/* this attempt */
+	int64		rows_put;
+	int64		tokens_put;
+	TimestampTz start;
+	TimestampTz compute_start;
+};
+
+/* ---- the target table ---- */
+
+static char *
+columns_text(const CorpqRowJobColumn *columns, int n)
+{
+	StringInfoData b;
+
+	initStringInfo(&b);
+	for (int i = 0; i < n; i++)
+		appendStringInfo(&b, "%s%s %s", i ? ", " : "", quote_identifier(columns[i].name),
+						 columns[i].type_name);
+	return b.data;
+}
+
+static void
+wrong_target(const CorpqRowJobKind *kind, const char *name, const CorpqRowJobColumn *columns, int n)
+{
+	char	   *cols = columns_text(columns, n);
+
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("target table %s must have the columns %s", name, cols),
+			 errhint("CREATE TABLE %s (%s).", kind->target_example, cols)));
+}
+
+char *
+corpq_row_job_check_target(const CorpqRowJobKind *kind, Oid relid,
+						   const CorpqRowJobColumn *columns, int n)
+{
+	char		relkind = get_rel_relkind(relid);
+	char	   *name;
+	bool		may_insert;
+
+	if (relkind == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("the target table (oid %u) does not exist", relid),
+				 errdetail("It was dropped after the job was submitted.")));
+	name = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+	if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE &&
+		relkind != RELKIND_FOREIGN_TABLE)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("target %s is not a table", name)));
+	may_insert = pg_class_aclcheck(relid, GetUserId(), ACL_INSERT) == ACLCHECK_OK;
+	for (int i = 0; i < n; i++)
+	{
+		AttrNumber	att = get_attnum(relid, columns[i].name);
+
+		if (att == InvalidAttrNumber || getBaseType(get_atttype(relid, att)) != columns[i].type)
+			wrong_target(kind, name, columns, n);
+		if (!may_insert &&
+			pg_attribute_aclcheck(relid, att, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied to insert into %s", name),
+					 errdetail("The job writes its rows with the rights of role \"%s\".",
+							   GetUserNameFromId(GetUserId(), false))));
+	}
+	return name;
+}
+
+/* ---- the query ---- */
+
+/*
+ * The query the job reads: the user's, or with skip_existing its rows whose
+ * id is not in the target yet.  The user's text goes in on lines of its own
+ * (a trailing -- comment ends there), without a trailing semicolon.
+ */
+static char *
+source_query(const char *query, const char *target_name, bool skip_existing)
+{
+	int			len = strlen(query);
+
+	if (!skip_existing)
+		return pstrdup(query);
+	while (len > 0 && (query[len - 1] == ';' || isspace((unsigned char) query[len - 1])))
+		len--;
+	return psprintf("SELECT q.* FROM (\n%.*s\n) AS q (corpq_row_id) WHERE NOT EXISTS "
+					"(SELECT FROM %s t WHERE t.id OPERATOR(pg_catalog.=) q.corpq_row_id)",
+					len, query, target_name);
+}
+
+void
+corpq_row_job_check_query(const CorpqRowJobKind *kind, const char *query,
+						  const char *target_name, bool skip_existing)
+{
+	(void) corpq_query_check(query, kind->source);
+	if (skip_existing)
+		(void) corpq_query_check(source_query(query, target_name, true), kind->source);
+}
+
+/* ---- set-up ---- */
+
+static int
+count_counters(const CorpqRowJobKind *kind, int *tokens)
+{
+	int			n = 0;
+
+	*tokens = -1;
+	for (; kind->counters && kind->counters[n]; n++)
+		if (strcmp(kind->counters[n], "tokens") == 0)
+			*tokens = n;
+	Assert(n <= CORPQ_ROW_JOB_MAX_COUNTERS);
+	return n;
+}
+
+/* The chunk table's statements (its names are the kind's constants). */
+static void
+chunk_statements(CorpqRowJob *rj)
+{
+	const CorpqRowJobKind *k = rj->kind;
+	StringInfoData cols,
+				params;
+
+	initStringInfo(&cols);
+	initStringInfo(&params);
+	for (int c = 0; c < rj->n_counters; c++)
+	{
+		appendStringInfo(&cols, ", %s", k->counters[c]);
+		appendStringInfo(&params, ", $%d", CHUNK_FIXED + 1 + c);
+	}
+	rj->chunk_sql = psprintf("INSERT INTO %s (job, chunk, rows_done, rows_hash%s, %s, owner) "
+							 "SELECT $1, $2, $3, $4%s, $%d, j.owner FROM corpq.jobs j "
+							 "WHERE j.id OPERATOR(pg_catalog.=) $1",
+							 k->chunks_table, cols.data, k->seconds_column, params.data,
+							 CHUNK_FIXED + rj->n_counters + 1);
+	rj->checkpoint_sql = psprintf("SELECT chunk, rows_done, rows_hash%s FROM %s "
+								  "WHERE job OPERATOR(pg_catalog.=) $1 ORDER BY chunk DESC LIMIT 1",
+								  cols.data, k->chunks_table);
+}
+
+CorpqRowJob *
+corpq_row_job_begin(CorpqJob *job, const CorpqRowJobKind *kind, int chunk_rows,
+					bool skip_existing, void *arg)
+{
+	CorpqRowJob *rj = palloc0(sizeof(CorpqRowJob));
+
+	rj->job = job;
+	rj->kind = kind;
+	rj->arg = arg;
+	rj->cxt = CurrentMemoryContext;
+	rj->chunk_rows = chunk_rows;
+	rj->skip_existing = skip_existing;
+	rj->start = GetCurrentTimestamp();
+	rj->chunk_cxt = AllocSetContextCreate(rj->cxt, "corpq row job chunk", ALLOCSET_DEFAULT_SIZES);
+	rj->query = corpq_job_arg(job, "query");
+	rj->target = (Oid) strtoul(corpq_job_arg(job, "target"), NULL, 10);
+	rj->n_counters = count_counters(kind, &rj->tokens);
+	rj->resumed_from = -1;
+	chunk_statements(rj);
+	corpq_job_progress(job, "reading", 0, 0, "rows", NULL, true);
+	return rj;
+}
+
+Oid
+corpq_row_job_target(const CorpqRowJob *rj)
+{
+	return rj->target;
+}
+
+void
+corpq_row_job_columns(CorpqRowJob *rj, const CorpqRowJobColumn *columns, int n)
+{
+	MemoryContext old = MemoryContextSwitchTo(rj->cxt);
+	char	   *name = corpq_row_job_check_target(rj->kind, rj->target, columns, n);
+	StringInfoData cols,
+				args,
+				names;
+
+	initStringInfo(&cols);
+	initStringInfo(&args);
+	initStringInfo(&names);
+	rj->n_columns = n;
+	rj->types = palloc(sizeof(Oid) * n);
+	rj->array_types = palloc(sizeof(Oid) * n);
+	rj->values = palloc0(sizeof(Datum *) * n);
+	rj->nulls = palloc0(sizeof(bool *) * n);
+	for (int c = 0; c < n; c++)
+	{
+		rj->types[c] = columns[c].type;
+		rj->array_types[c] = get_array_type(columns[c].type);
+		appendStringInfo(&cols, "%s%s", c ? ", " : "", quote_identifier(columns[c].name));
+		appendStringInfo(&args, "%spg_catalog.unnest($%d)", c ? ", " : "", c + 1);
+		appendStringInfo(&names, "%sc%d", c ? ", " : "", c);
+	}
+	rj->target_name = name;
+	rj->insert_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM ROWS FROM (%s) AS u(%s)",
+							  name, cols.data, names.data, args.data, names.data);
+	MemoryContextSwitchTo(old);
+}
+
+/* The last committed chunk of this job, if any (a run after a restart). */
+static void
+read_checkpoint(CorpqRowJob *rj)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(rj->job->id)};
+	bool		isnull;
+
+	if (corpq_sql_as_caller(rj->checkpoint_sql, 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read %s", rj->kind->chunks_table);
+	if (SPI_processed == 0)
+		return;
+#define COL(i) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, (i), &isnull)
+	rj->chunk = DatumGetInt32(COL(1));
+	rj->rows_done = DatumGetInt64(COL(2));
+	rj->hash_done = (uint64) DatumGetInt64(COL(3));
+	for (int c = 0; c < rj->n_counters; c++)
+		rj->done_counts[c] = DatumGetInt64(COL(4 + c));
+#undef COL
+	rj->resumed_from = rj->rows_done;
+}
+
+/* The kind's set-up, the last chunk, the cursor: the job's first transaction. */
+static void
+hold(CorpqRowJob *rj)
+{
+	corpq_job_xact_begin(rj->cxt);
+	MemoryContextSwitchTo(rj->cxt);
+	rj->kind->setup(rj, rj->arg);
+	MemoryContextSwitchTo(rj->cxt);
+	if (rj->insert_sql == NULL)
+		elog(ERROR, "row job kind \"%s\" named no target columns", rj->kind->kind);
+	read_checkpoint(rj);
+	corpq_query_hold(source_query(rj->query, rj->target_name, rj->skip_existing),
+					 rj->kind->source, psprintf("corpq_%s_job", rj->kind->kind), &rj->held);
+	corpq_job_xact_commit(rj->cxt);
+}
+
+/* ---- reading: row marks, resume ---- */
+
+/* h extended with column col (of type type) of row i. */
+static uint64
+hash_value(uint64 h, const CorpqBatch *b, uint64 i, int col, CorpqColumnType type)
+{
+	const char *s;
+	int			len;
+	int64		v;
+	double		x;
+
+	switch (type)
+	{
+		case CORPQ_COLUMN_INTEGER:
+			if (!corpq_batch_int64(b, i, col, &v))
+				break;
+			return hash_combine64(h, (uint64) v);
+		case CORPQ_COLUMN_NUMBER:
+			if (!corpq_batch_float8(b, i, col, &x))
+				break;
+			return hash_combine64(h, hash_bytes_extended((const unsigned char *) &x, sizeof(x), 0));
+		case CORPQ_COLUMN_NAMED:
+			elog(ERROR, "a row job cannot read a column of type %s", format_type_be(b->base_types[col - 1]));
+			break;
+		case CORPQ_COLUMN_TEXT:
+			if (!corpq_batch_text(b, i, col, &s, &len))
+				break;
+			return hash_combine64(h, hash_bytes_extended((const unsigned char *) s, len, 0));
+	}
+	return hash_combine64(h, UINT64CONST(0x6e756c6c));	/* "null" */
+}
+
+/* h extended with row i: its id (never NULL), then its inputs. */
+static uint64
+hash_row(CorpqRowJob *rj, uint64 h, const CorpqBatch *b, uint64 i)
+{
+	int64		id;
+
+	if (!corpq_batch_int64(b, i, 1, &id))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("%s query returned a NULL id in row " UINT64_FORMAT,
+						rj->kind->source->what, b->first + i + 1),
+				 errhint("The id keys the row's result; filter NULL ids out.")));
+	h = hash_combine64(h, (uint64) id);
+	for (int col = 2; col <= b->n_columns; col++)
+		h = hash_value(h, b, i, col, rj->kind->source->columns[col - 1].type);
+	return h;
+}
+
+/* Rows skipped on resume: only hashed. */
+static void
+hash_rows(void *arg, const CorpqBatch *b)
+{
+	CorpqRowJob *rj = arg;
+
+	for (uint64 i = 0; i < b->n; i++)
+		rj->hash = hash_row(rj, rj->hash, b, i);
+}
+
+/* Skip the rows of the committed chunks, checking they are the same rows. */
+static void
+skip_done(CorpqRowJob *rj)
+{
+	uint64		left = rj->rows_done;
+	const char *what = rj->kind->source->what;
+
+	if (rj->rows_done > rj->total)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the %s query returned " INT64_FORMAT " rows, but " INT64_FORMAT
+						" were already %s before the restart", what, rj->total, rj->rows_done,
+						rj->kind->done),
+				 errhint("A job resumes only over the same rows: keep the %s table unchanged while the job runs.",
+						 what)));
+	while (left > 0)
+	{
+		uint64		got = corpq_query_held_fetch(&rj->held, (int) Min(left, 10000), hash_rows, rj);
+
+		Assert(got > 0);
+		left -= got;
+	}
+	if (rj->hash != rj->hash_done)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the %s query returned other rows than before the restart", what),
+				 errdetail("Its first " INT64_FORMAT " rows, already %s, differ from those of the first run.",
+						   rj->rows_done, rj->kind->done),
+				 errhint("A job resumes only over the same rows in the same order: give the query an ORDER BY on a unique key.")));
+}
+
+void
+corpq_row_job_start(CorpqRowJob *rj)
+{
+	hold(rj);
+	corpq_job_xact_begin(rj->cxt);
+	rj->total = (int64) corpq_query_held_count(&rj->held);
+	/* the anti-join left the committed rows out: nothing to skip */
+	if (rj->skip_existing)
+	{
+		rj->total += rj->rows_done;
+		rj->hash = rj->hash_done;
+	}
+	else
+		skip_done(rj);
+	corpq_job_xact_commit(rj->cxt);
+	rj->compute_start = GetCurrentTimestamp();
+	corpq_row_job_progress(rj, true);
+}
+
+typedef struct FetchCall
+{
+	CorpqRowJob *rj;
+	CorpqRowJobRowsFn fn;
+	void	   *arg;
+} FetchCall;
+
+static void
+mark_rows(void *arg, const CorpqBatch *b)
+{
+	FetchCall  *f = arg;
+	uint64	   *marks = palloc(sizeof(uint64) * b->n);
+
+	for (uint64 i = 0; i < b->n; i++)
+		marks[i] = f->rj->hash = hash_row(f->rj, f->rj->hash, b, i);
+	f->fn(f->arg, b, marks);
+}
+
+uint64
+corpq_row_job_fetch(CorpqRowJob *rj, int n, CorpqRowJobRowsFn fn, void *arg)
+{
+	FetchCall	f = {rj, fn, arg};
+
+	return corpq_query_held_fetch(&rj->held, n, mark_rows, &f);
+}
+
+/* ---- writing ---- */
+
+MemoryContext
+corpq_row_job_memory(CorpqRowJob *rj)
+{
+	return rj->chunk_cxt;
+}
+
+static Datum
+array_of(Datum *v, bool *nulls, int n, Oid type)
+{
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+	int16		typlen;
+	bool		byval;
+	char		align;
+
+	get_typlenbyvalalign(type, &typlen, &byval, &align);
+	return PointerGetDatum(construct_md_array(v, nulls, 1, dims, lbs, type, typlen, byval, align));
+}
+
+/* The chunk's row of the kind's chunk table (as corpq's owner). */
+static void
+insert_chunk_row(CorpqRowJob *rj)
+{
+	int			nargs = CHUNK_FIXED + rj->n_counters + 1;
+	Oid		   *types = palloc(sizeof(Oid) * nargs);
+	Datum	   *values = palloc(sizeof(Datum) * nargs);
+
+	types[0] = INT8OID;
+	types[1] = INT4OID;
+	types[2] = INT8OID;
+	types[3] = INT8OID;
+	values[0] = Int64GetDatum(rj->job->id);
+	values[1] = Int32GetDatum(rj->chunk);
+	values[2] = Int64GetDatum(rj->rows_done);
+	values[3] = Int64GetDatum((int64) rj->hash_done);
+	for (int c = 0; c < rj->n_counters; c++)
+	{
+		types[CHUNK_FIXED + c] = INT8OID;
+		values[CHUNK_FIXED + c] = Int64GetDatum(rj->done_counts[c]);
+	}
+	types[nargs - 1] = FLOAT8OID;
+	values[nargs - 1] = Float8GetDatum(rj->kind->seconds(rj->arg));
+	if (corpq_sql_as_owner(rj->chunk_sql, nargs, types, values, NULL, 0) != SPI_OK_INSERT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not insert into %s", rj->kind->chunks_table);
+}
+
+/*
+ * In a transaction with SPI connected: the collected rows into the target
+ * table (the owner's rights, the statement built from the table's catalog
+ * name), and the chunk's row into corpq's catalog.
+ */
+static void
+write_chunk(CorpqRowJob *rj)
+{
+	Datum	   *arrays = palloc(sizeof(Datum) * rj->n_columns);
+
+	for (int c = 0; c < rj->n_columns; c++)
+		arrays[c] = array_of(rj->values[c], rj->nulls[c], rj->n, rj->types[c]);
+	if (SPI_execute_with_args(rj->insert_sql, rj->n_columns, rj->array_types, arrays, NULL, false, 0)
+		!= SPI_OK_INSERT)
+		elog(ERROR, "could not insert into the target table");
+
+	rj->chunk++;
+	rj->rows_done += rj->n;
+	for (int c = 0; c < rj->n_counters; c++)
+		rj->done_counts[c] += rj->chunk_counts[c];
+	rj->hash_done = rj->chunk_hash;
+	insert_chunk_row(rj);
+
+	MemoryContextReset(rj->chunk_cxt);
+	rj->n = rj->cap = 0;
+	memset(rj->values, 0, sizeof(Datum *) * rj->n_columns);
+	memset(rj->nulls, 0, sizeof(bool *) * rj->n_columns);
+	memset(rj->chunk_counts, 0, sizeof(rj->chunk_counts));
+}
+
+/* Room for one more row in the chunk's arrays. */
+static void
+grow(CorpqRowJob *rj)
+{
+	MemoryContext old = MemoryContextSwitchTo(rj->chunk_cxt);
+
+	rj->cap = rj->cap ? 2 * rj->cap : 256;
+	for (int c = 0; c < rj->n_columns; c++)
+	{
+		rj->values[c] = rj->values[c] ? repalloc(rj->values[c], sizeof(Datum) * rj->cap)
+			: palloc(sizeof(Datum) * rj->cap);
+		rj->nulls[c] = rj->nulls[c] ? repalloc(rj->nulls[c], sizeof(bool) * rj->cap)
+			: palloc(sizeof(bool) * rj->cap);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+void
+corpq_row_job_put(CorpqRowJob *rj, const Datum *values, const bool *nulls, uint64 mark,
+				  const int64 *counts)
+{
+	if (rj->n == rj->cap)
+		grow(rj);
+	for (int c = 0; c < rj->n_columns; c++)
+	{
+		rj->values[c][rj->n] = values[c];
+		rj->nulls[c][rj->n] = nulls != NULL && nulls[c];
+	}
+	for (int c = 0; counts && c < rj->n_counters; c++)
+		rj->chunk_counts[c] += counts[c];
+	if (counts && rj->tokens >= 0)
+		rj->tokens_put += counts[rj->tokens];
+	rj->chunk_hash = mark;
+	rj->rows_put++;
+	rj->n++;
+	/* commit the chunk, go on in a new transaction */
+	if (rj->n == rj->chunk_rows)
+	{
+		MemoryContext old = CurrentMemoryContext;
+
+		write_chunk(rj);
+		corpq_job_xact_commit(rj->cxt);
+		corpq_job_xact_begin(rj->cxt);
+		MemoryContextSwitchTo(old);
+	}
+}
+
+/* ---- progress and result ---- */
+
+static char *
+num(double x)
+{
+	return isfinite(x) ? psprintf("%.6g", x) : pstrdup("null");
+}
+
+static double
+seconds_since(TimestampTz t)
+{
+	return (double) (GetCurrentTimestamp() - t) / USECS_PER_SEC;
+}
+
+double
+corpq_row_job_compute_seconds(const CorpqRowJob *rj)
+{
+	return seconds_since(rj->compute_start);
+}
+
+void
+corpq_row_job_progress(CorpqRowJob *rj, bool force)
+{
+	double		s = seconds_since(rj->compute_start);
+	double		rate = s > 0 ? rj->rows_put / s : 0;
+	int64		done = rj->rows_done + rj->n;
+	StringInfoData f;
+
+	initStringInfo(&f);
+	appendStringInfo(&f, "{\"%s_per_s\": %s", rj->kind->unit, num(rate));
+	if (rj->tokens >= 0)
+		appendStringInfo(&f, ", \"tokens_per_s\": %s", num(s > 0 ? rj->tokens_put / s : 0));
+	appendStringInfo(&f, ", \"chunks\": %d, \"committed_rows\": " INT64_FORMAT ", \"eta_s\": %s}",
+					 rj->chunk, rj->rows_done, num(rate > 0 ? (rj->total - done) / rate : NAN));
+	corpq_job_progress(rj->job, rj->kind->phase, (double) done, (double) rj->total,
+					   rj->kind->unit, f.data, force);
+	pfree(f.data);
+}
+
+/* CPU seconds of this worker process so far (the job is all it runs). */
+static double
+cpu_seconds(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+		(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+static char *
+result_json(CorpqRowJob *rj, const char *kind_members)
+{
+	double		compute_s = seconds_since(rj->compute_start);
+	StringInfoData b;
+
+	initStringInfo(&b);
+	appendStringInfoString(&b, "{\"target\": ");
+	escape_json(&b, corpq_job_arg(rj->job, "target_name"));
+	appendStringInfo(&b, ", \"rows\": " INT64_FORMAT, rj->rows_done);
+	for (int c = 0; c < rj->n_counters; c++)
+		appendStringInfo(&b, ", \"%s\": " INT64_FORMAT, rj->kind->counters[c], rj->done_counts[c]);
+	appendStringInfo(&b, ", \"chunks\": %d, \"seconds\": %.3f, \"cpu_seconds\": %.3f"
+					 ", \"%s_per_s\": %s",
+					 rj->chunk, seconds_since(rj->start), cpu_seconds(),
+					 rj->kind->unit, num(rj->rows_put / compute_s));
+	if (rj->tokens >= 0)
+		appendStringInfo(&b, ", \"tokens_per_s\": %s", num(rj->tokens_put / compute_s));
+	appendStringInfo(&b, ", \"threads\": %d, \"attempts\": %d, \"resumed_from_row\": %s",
+					 cq_parallel_threads(), rj->job->attempts,
+					 rj->resumed_from >= 0 ? psprintf(INT64_FORMAT, rj->resumed_from) : "null");
+	if (kind_members)
+		appendStringInfo(&b, ", %s", kind_members);
+	appendStringInfoChar(&b, '}');
+	return b.data;
+}
+
+void
+corpq_row_job_finish(CorpqRowJob *rj, const char *kind_members)
+{
+	if (rj->n > 0)
+		write_chunk(rj);
+	corpq_query_held_close(&rj->held);
+	corpq_job_finish(rj->job, result_json(rj, kind_members));
+}

@@ -1,0 +1,191 @@
+-- corpq.score_job(): the scores of corpq.score() and the per-row functions,
+-- bit for bit, written by a background job into the caller's table in
+-- committed chunks; several scores at once; pairs too long for a model give
+-- NULL (on_too_long); skip_existing scores only new ids; the job's threads;
+-- the checks at submission.  Restarts, kills, cancels and pg_cron are in
+-- test/integration/score_job.sh.
+SET client_min_messages = warning;
+
+CREATE TABLE sj_pairs AS
+SELECT g::bigint AS id,
+       'a' || (g % 7) || ' b' || (g % 5) || repeat(' c' || (g % 3), g % 4) AS src,
+       CASE WHEN g % 11 = 0 THEN '' ELSE 'x' || (g % 5) || repeat(' y' || (g % 7), g % 5) END AS tgt
+  FROM generate_series(1, 200) g;
+-- NULL sides, and pairs too long for the models (max_positions 12: 11 tokens)
+INSERT INTO sj_pairs VALUES (201, NULL, 'x1'), (202, 'a1', NULL),
+  (203, 'a1 a2 a3 a4 a5 a6 a1 a2 a3 a4 a5 a6', 'x1'), (204, 'a1', 'x1 x2 x3 x4 x1 x2 x3 x4 x1 x2 x3 x4');
+SELECT corpq.vocab_build('sj_src', 'SELECT src FROM sj_pairs');
+SELECT corpq.vocab_build('sj_tgt', 'SELECT tgt FROM sj_pairs');
+SELECT corpq.model_create('sj_f', '{"preset": "tiny", "max_positions": 12}', 'sj_src', 'sj_tgt', 7);
+SELECT corpq.model_create('sj_b', '{"preset": "tiny", "max_positions": 12}', 'sj_tgt', 'sj_src', 8);
+-- the per-row values (too long: NULL)
+CREATE TABLE sj_ref AS
+SELECT id,
+       CASE WHEN id NOT IN (203, 204) THEN corpq.sent_prob('sj_f', src, tgt) END AS sent_prob,
+       CASE WHEN id NOT IN (203, 204) THEN corpq.sent_logprob('sj_f', src, tgt) END AS sent_logprob,
+       CASE WHEN id NOT IN (203, 204) THEN corpq.uncertainty('sj_f', src, tgt, 'comev', 3, 5) END AS unc,
+       CASE WHEN id NOT IN (203, 204) THEN corpq.dual_xent('sj_f', 'sj_b', src, tgt) END AS dx
+  FROM sj_pairs;
+CREATE TABLE sj_scores (id bigint PRIMARY KEY, score double precision, who text DEFAULT current_user);
+
+-- ---- sent_prob, in chunks of 7, batches of 5, on 2 threads ----
+SET corpq.job_threads = 2;
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs ORDER BY id', 'sj_scores',
+                       '{"chunk_rows": 7, "batch_size": 5, "threads": 2}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT state, error, threads, args ->> 'model' AS model,
+       result ->> 'rows' AS rows, result ->> 'scored' AS scored, result ->> 'too_long' AS too_long,
+       result ->> 'chunks' AS chunks, result ->> 'threads' AS pool_threads,
+       result ->> 'resumed_from_row' AS resumed_from, result ->> 'attempts' AS attempts,
+       (result ->> 'tokens')::int = (SELECT tokens FROM corpq.score_chunks WHERE job = :job ORDER BY chunk DESC LIMIT 1)
+       AND (result ->> 'tokens')::int = (SELECT sum(coalesce(array_length(corpq.vocab_encode('sj_src', src), 1), 0)
+                                                   + coalesce(array_length(corpq.vocab_encode('sj_tgt', tgt), 1), 0) + 2)
+                                            FROM sj_pairs WHERE src IS NOT NULL AND tgt IS NOT NULL
+                                             AND id NOT IN (203, 204)) AS tokens_add_up,
+       (result ->> 'pairs_per_s')::float8 > 0 AND (result ->> 'tokens_per_s')::float8 > 0 AS rates
+  FROM corpq.jobs WHERE id = :job;
+SELECT count(*) AS rows, count(*) FILTER (WHERE s.score IS NOT DISTINCT FROM r.sent_prob) AS equal,
+       count(*) FILTER (WHERE s.score IS NULL) AS null_scores, count(DISTINCT s.who) AS writers
+  FROM sj_scores s JOIN sj_ref r USING (id);
+SELECT chunk, rows_done, scored, too_long FROM corpq.score_chunks WHERE job = :job AND chunk IN (1, 2, 29, 30)
+ ORDER BY chunk;
+-- the resolved options are stored with the job (threads is the job row's)
+SELECT args -> 'options' AS options FROM corpq.jobs WHERE id = :job;
+
+-- ---- every score at once, into named columns ----
+CREATE TABLE sj_all (id bigint, p double precision, lp double precision, u double precision,
+                     dx double precision);
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs ORDER BY id', 'sj_all',
+                       '{"what": "sent_prob, sent_logprob,uncertainty , dual_xent", "columns": "p,lp,u,dx",
+                         "measure": "comev", "passes": 3, "seed": 5, "backward": "sj_b",
+                         "chunk_rows": 50, "batch_size": 16, "threads": 1}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT state, error, threads, result ->> 'model' AS model, result ->> 'backward' AS backward,
+       result ->> 'scored' AS scored, result ->> 'too_long' AS too_long
+  FROM corpq.jobs WHERE id = :job;
+SELECT count(*) AS rows,
+       count(*) FILTER (WHERE a.p IS NOT DISTINCT FROM r.sent_prob) AS p_equal,
+       count(*) FILTER (WHERE a.lp IS NOT DISTINCT FROM r.sent_logprob) AS lp_equal,
+       count(*) FILTER (WHERE a.u IS NOT DISTINCT FROM r.unc) AS u_equal,
+       count(*) FILTER (WHERE a.dx IS NOT DISTINCT FROM r.dx) AS dx_equal,
+       count(*) FILTER (WHERE a.dx IS NULL) AS dx_null
+  FROM sj_all a JOIN sj_ref r USING (id);
+-- dual_xent_scores() agrees too
+SELECT count(*) FILTER (WHERE d.score IS NOT DISTINCT FROM a.dx) AS dual_xent_scores_equal
+  FROM corpq.dual_xent_scores('sj_f', 'sj_b', 'SELECT id, src, tgt FROM sj_pairs WHERE id NOT IN (203, 204)') d
+  JOIN sj_all a USING (id);
+
+-- ---- on_too_long "error": the pair's error fails the job, nothing is written ----
+CREATE TABLE sj_err (id bigint, score double precision);
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs ORDER BY id', 'sj_err',
+                       '{"on_too_long": "error", "chunk_rows": 300}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT state, error FROM corpq.jobs WHERE id = :job;
+SELECT count(*) AS rows FROM sj_err;
+
+-- ---- skip_existing: a growing corpus, only new ids are scored ----
+INSERT INTO sj_pairs SELECT id + 1000, src, tgt FROM sj_pairs WHERE id <= 30;
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores',
+                       '{"skip_existing": true, "chunk_rows": 8}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT state, result ->> 'rows' AS rows, result ->> 'chunks' AS chunks,
+       result ->> 'skip_existing' AS skip_existing
+  FROM corpq.jobs WHERE id = :job;
+SELECT count(*) AS rows, count(*) FILTER (WHERE id > 1000) AS new_rows,
+       count(*) FILTER (WHERE id > 1000 AND s.score = corpq.sent_prob('sj_f', p.src, p.tgt)) AS new_equal
+  FROM sj_scores s JOIN sj_pairs p USING (id);
+-- nothing new: nothing written
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs;', 'sj_scores',
+                       '{"skip_existing": true}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT state, result ->> 'rows' AS rows, result ->> 'chunks' AS chunks FROM corpq.jobs WHERE id = :job;
+-- the query the job reads with skip_existing (row_job.c): an anti-join the
+-- planner serves from the target's index on id (forced here: on 230 rows a
+-- hash join is as good)
+SET enable_hashjoin = off;
+SET enable_mergejoin = off;
+EXPLAIN (COSTS OFF)
+SELECT q.* FROM (
+SELECT id, src, tgt FROM sj_pairs
+) AS q (corpq_row_id) WHERE NOT EXISTS (SELECT FROM public.sj_scores t WHERE t.id OPERATOR(pg_catalog.=) q.corpq_row_id);
+RESET enable_hashjoin;
+RESET enable_mergejoin;
+
+-- ---- threads: the job's, resolved once at submission, capped by corpq.job_threads ----
+SET corpq.job_threads = 1;
+CREATE TABLE sj_t (id bigint, score double precision);
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs WHERE id < 5', 'sj_t',
+                       '{"threads": 4}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT threads, result ->> 'threads' AS pool_threads FROM corpq.jobs WHERE id = :job;
+RESET corpq.job_threads;
+
+-- ---- checks at submission ----
+CREATE TABLE sj_no_score (id bigint, p double precision);
+CREATE TABLE sj_int_score (id bigint, score int);
+CREATE TABLE sj_int_id (id int, score double precision);
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_no_score');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_int_score');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_int_id');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_no_score', '{"what": "sent_prob,sent_logprob"}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_pairs');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'no_such_table');
+CREATE VIEW sj_view AS SELECT * FROM sj_scores;
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_view');
+SELECT corpq.score_job('sj_f', 'SELECT id, src FROM sj_pairs', 'sj_scores');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, 1 FROM sj_pairs', 'sj_scores');
+SELECT corpq.score_job('sj_f', 'DELETE FROM sj_pairs RETURNING id, src, tgt', 'sj_scores');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs; SELECT 1', 'sj_scores', '{"skip_existing": true}');
+\set VERBOSITY terse
+SELECT corpq.score_job('sj_nope', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores');
+SELECT corpq.score_job('sj_f@9', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"what": "dual_xent", "backward": "sj_nope"}');
+\set VERBOSITY default
+SELECT corpq.score_job(NULL, 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores');
+SELECT corpq.score_job('sj_f', NULL, 'sj_scores');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', NULL);
+-- options
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"wat": "sent_prob"}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"what": "bleu"}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"what": "sent_prob,sent_prob"}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"what": ""}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_all', '{"what": "sent_prob,sent_logprob", "columns": "p"}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_all', '{"columns": "id"}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"measure": "comev"}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"what": "uncertainty", "measure": "nope"}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"what": "uncertainty", "passes": 0}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"what": "dual_xent"}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"backward": "sj_b"}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"chunk_rows": 0}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"batch_size": 0}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"threads": 0}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"on_too_long": "skip"}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '{"skip_existing": "yes"}');
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores', '[1]');
+-- rights: the job writes with the submitting role's
+CREATE ROLE corpq_sj_user;
+GRANT SELECT ON sj_pairs TO corpq_sj_user;
+SET ROLE corpq_sj_user;
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores');
+RESET ROLE;
+GRANT INSERT (id) ON sj_scores TO corpq_sj_user;
+SET ROLE corpq_sj_user;
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_scores');
+RESET ROLE;
+REVOKE ALL ON sj_scores, sj_pairs FROM corpq_sj_user;
+REVOKE ALL ON corpq.object_owners FROM corpq_sj_user;
+DROP ROLE corpq_sj_user;
+-- a NULL id fails the job
+CREATE TABLE sj_nullid (id bigint, score double precision);
+SELECT corpq.score_job('sj_f', $$SELECT NULL::bigint, 'a1', 'x1'$$, 'sj_nullid') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT state, error FROM corpq.jobs WHERE id = :job;
+
+-- leave the catalog as found (the chunk rows go with their jobs)
+SELECT count(*) AS jobs FROM corpq.jobs WHERE kind = 'score';
+DELETE FROM corpq.jobs WHERE kind = 'score';
+SELECT count(*) AS chunks_left FROM corpq.score_chunks;
+SELECT corpq.model_drop('sj_f'), corpq.model_drop('sj_b');
+SELECT corpq.vocab_drop('sj_src'), corpq.vocab_drop('sj_tgt');
+DROP VIEW sj_view;
+DROP TABLE sj_pairs, sj_ref, sj_scores, sj_all, sj_err, sj_t, sj_no_score, sj_int_score, sj_int_id, sj_nullid;
