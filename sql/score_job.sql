@@ -38,8 +38,7 @@ SELECT state, error, threads, args ->> 'model' AS model,
        result ->> 'chunks' AS chunks, result ->> 'threads' AS pool_threads,
        result ->> 'resumed_from_row' AS resumed_from, result ->> 'attempts' AS attempts,
        (result ->> 'tokens')::int = (SELECT tokens FROM corpq.score_chunks WHERE job = :job ORDER BY chunk DESC LIMIT 1)
-       AND (result ->> 'tokens')::int = (SELECT sum(coalesce(array_length(corpq.vocab_encode('sj_src', src), 1), 0)
-                                                   + coalesce(array_length(corpq.vocab_encode('sj_tgt', tgt), 1), 0) + 2)
+       AND (result ->> 'tokens')::int = (SELECT sum(coalesce(array_length(corpq.vocab_encode('sj_tgt', tgt), 1), 0) + 1)
                                             FROM sj_pairs WHERE src IS NOT NULL AND tgt IS NOT NULL
                                              AND id NOT IN (203, 204)) AS tokens_add_up,
        (result ->> 'pairs_per_s')::float8 > 0 AND (result ->> 'tokens_per_s')::float8 > 0 AS rates

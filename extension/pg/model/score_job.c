@@ -441,16 +441,25 @@ score_kind_of_block(ScoreRun *r, ScoreKind k, bool count)
 		CorpqTextPair *texts = palloc(sizeof(CorpqTextPair) * Max(r->n, 1));
 		double	   *out = palloc(sizeof(double) * Max(r->n, 1));
 		bool	   *null = palloc(sizeof(bool) * Max(r->n, 1));
+		int			m = 0;
 
-		for (int i = 0; i < r->n; i++)
-			texts[i] = r->rows[i].text;
-		corpq_dual_xent_score(r->dual, r->model, r->backward, true, r->o.on_too_long,
-							  texts, r->n, out, null, counts);
+		/* the engine takes pairs without a NULL side */
 		for (int i = 0; i < r->n; i++)
 		{
-			r->rows[i].null[k] = null[i];
-			r->rows[i].scores[k] = out[i];
+			r->rows[i].null[k] = true;
+			if (r->rows[i].text.src != NULL)
+				texts[m++] = r->rows[i].text;
+			else if (count)
+				counts->rows++, counts->null_pairs++;
 		}
+		corpq_dual_xent_score(r->dual, r->model, r->backward, true, r->o.on_too_long,
+							  texts, m, out, null, counts);
+		for (int i = 0, j = 0; i < r->n; i++)
+			if (r->rows[i].text.src != NULL)
+			{
+				r->rows[i].null[k] = null[j];
+				r->rows[i].scores[k] = out[j++];
+			}
 		return;
 	}
 	{
