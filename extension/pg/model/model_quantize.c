@@ -74,8 +74,6 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 {
 	char	   *spec,
 			   *name;
-	int			name_len;
-	int32		pinned;
 	CorpqModelRef ref;
 	bytea	   *image,
 			   *out;
@@ -89,9 +87,8 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	corpq_require_arg(fcinfo, 0, "model");
 	spec = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	corpq_options_parse(&quantize_table, PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1), &o);
-	(void) corpq_model_split_spec(spec, &name_len, &pinned);
-	name = pnstrdup(spec, name_len);
 	corpq_model_resolve(spec, false, &ref);
+	name = ref.name;
 	(void) corpq_catalog_check_writer(&corpq_kind_model, name, "quantize",
 									  "Only members of the model's owner role can write its versions.");
 	image = corpq_model_image(spec, false);
