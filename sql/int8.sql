@@ -77,9 +77,30 @@ SELECT corpq.model_import('i8_copy', corpq.model_export(:'i8'), 'i8_src', 'i8_tg
 SELECT precision, (SELECT config ? 'precision' FROM corpq.model_catalog WHERE name = 'i8_copy') AS catalog_has_precision
   FROM corpq.models WHERE name = 'i8_copy';
 
+-- ---- 7-bit weight codes (weight_bits 7): a version of its own, the same
+-- guarantees (batched = per row, close to float32 and to the 8-bit version) ----
+SELECT corpq.model_quantize(:'f32', '{"weight_bits": 7}') = :fv + 3 AS seven_bit_version;
+SELECT format('i8_m@%s', :fv + 3) AS i7 \gset
+SELECT v.precision, v.metrics ->> 'weight_bits' AS weight_bits
+  FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model
+ WHERE c.name = 'i8_m' AND v.version = :fv + 3;
+SELECT count(*) AS pairs,
+       count(*) FILTER (WHERE corpq.sent_logprob(:'i7', src, tgt) <> corpq.sent_logprob(:'i8', src, tgt)) AS differ_from_8bit,
+       max(abs(corpq.sent_logprob(:'i7', src, tgt) - corpq.sent_logprob(:'f32', src, tgt))
+           / greatest(1, abs(corpq.sent_logprob(:'f32', src, tgt)))) < 0.1 AS close
+  FROM i8_dev;
+SELECT abs(pg_temp.auc(:'i7') - pg_temp.auc(:'f32')) <= 0.01 AS int7_auc_close;
+SELECT count(*) AS pairs, count(*) FILTER (WHERE s.score = corpq.sent_prob(:'i7', d.src, d.tgt)) AS same_bits
+  FROM corpq.score(:'i7', 'SELECT id, src, tgt FROM i8_dev', 'sent_prob', 7) s JOIN i8_dev d USING (id);
+SELECT count(*) AS rows, count(*) FILTER (WHERE r.hyp = corpq.translate(:'i7', d.src)) AS same_hyp
+  FROM corpq.translate_rows(:'i7', 'SELECT id, src FROM i8_dev ORDER BY id', '{"batch": 5}') r JOIN i8_dev d USING (id);
+
 -- ---- bad input ----
 SELECT corpq.model_quantize(:'i8');
 SELECT corpq.model_quantize('i8_m', '{"bits": 4}');
+SELECT corpq.model_quantize('i8_m', '{"weight_bits": 4}');
+SELECT corpq.model_quantize('i8_m', '{"weight_bits": "7"}');
+SELECT corpq.model_quantize('i8_m', '[7]');
 SELECT corpq.model_quantize('nope');
 SELECT corpq.model_quantize(NULL);
 -- training needs float32 weights

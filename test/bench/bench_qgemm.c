@@ -329,8 +329,8 @@ speed(void)
 				w[i] = (float) ((int) (next() % 2001) - 1000) / 1000.0f;
 			for (long i = 0; i < (long) m * k; i++)
 				x[i] = (float) ((int) (next() % 2001) - 1000) / 500.0f;
-			cq_qgemm_quantize_weights(w, n, k, q, scale);
-			cq_qgemm_pack(q, scale, n, k, qpacked);
+			cq_qgemm_quantize_weights(w, n, k, 8, q, scale);
+			cq_qgemm_pack(q, scale, n, k, 8, qpacked);
 			cq_rowgemm_pack(w, k, n, k, fpacked);
 			fill(src, (long) m * k, false, -127, 127);
 			du8 = dnn_make(m, n, k, dnnl_u8, q);

@@ -139,7 +139,7 @@ def dlogp(ref, got):
     return np.concatenate([np.abs(r["logp"] - g["logp"]) for r, g in zip(ref, got)])
 
 
-def run_int8(core, tmp, label, cfg, seed):
+def run_int8(core, tmp, label, cfg, seed, bits=8):
     """An int8 model (precision "int8") against the reference's fake-quantized
     products (torch_transformer.int8_linear, written from models/FORMAT.md,
     codes rounded in float32 as the rule says).  Weights are stored in float32,
@@ -155,6 +155,9 @@ def run_int8(core, tmp, label, cfg, seed):
     batch = random_pairs(rng, 8, cfg["src_vocab_size"], cfg["tgt_vocab_size"])
     w = tt.random_weights(cfg, seed)
     c8 = dict(cfg, precision="int8")
+    if bits != 8:
+        c8["weight_bits"] = bits
+        label += ", %d-bit weights" % bits
     m = core.load(tt.write_corpq(os.path.join(tmp, label + ".cqm"), c8, w))
     try:
         got = core.score(m, batch)
@@ -280,6 +283,7 @@ def main():
             run_config(core, tmp, label, cfg, 100 + i)
         for i in (0, 3, 6, 9):
             run_int8(core, tmp, configs[i][0], configs[i][1], 200 + i)
+            run_int8(core, tmp, configs[i][0], configs[i][1], 300 + i, bits=7)
         check_rejections(core, tmp)
         check_philox()
         check_c_writer(core)

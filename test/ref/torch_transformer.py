@@ -35,7 +35,8 @@ VARIANT_DEFAULTS = dict(norm_position="pre", encoder_final_norm=True, decoder_fi
                         scale_embeddings=True, layernorm_embedding=False, position_offset=0,
                         sinusoid_denominator="half_minus_one", layer_norm_eps=1e-5,
                         output_bias=False, decoder_start_id=EOS, precision="float32",
-                        norm="layer")
+                        norm="layer",
+                        weight_bits=8)
 
 
 def variant(cfg, key):
@@ -285,23 +286,25 @@ def read_corpq(blob):
 
 
 # ---- the reference model ----------------------------------------------------
-def int8_rows(v):
+def int8_rows(v, qmax=127):
     """The int8 rule of models/FORMAT.md (precision "int8"), per row of v
-    [..., k], dequantized: in float32, scale = max|v| / 127 and codes
-    round-half-even(v / scale) clamped to [-127, 127] (0 for an all-zero
-    row); returns codes * scale.  float32 as the rule says: a weight stored
-    in float32 gets the same code as in C, which a float64 quotient near a
-    half would not always give."""
+    [..., k], dequantized: in float32, scale = max|v| / Q and codes
+    round-half-even(v / scale) clamped to [-Q, Q] (0 for an all-zero row),
+    Q = 127 (activations; weights of weight_bits 8) or 63 (weight_bits 7);
+    returns codes * scale.  float32 as the rule says: a weight stored in
+    float32 gets the same code as in C, which a float64 quotient near a half
+    would not always give."""
     v32 = v.float()
-    s = v32.abs().amax(-1, keepdim=True) / 127
-    q = torch.round(v32 / torch.where(s > 0, s, torch.ones_like(s))).clamp(-127, 127)
+    s = v32.abs().amax(-1, keepdim=True) / qmax
+    q = torch.round(v32 / torch.where(s > 0, s, torch.ones_like(s))).clamp(-qmax, qmax)
     return q.to(v.dtype) * s.to(v.dtype)
 
 
-def int8_linear(x, w, b=None):
+def int8_linear(x, w, b=None, wmax=127):
     """A product of an int8 model: activations per row (position) and
-    weights per output row quantized, the sum exact (float64 here)."""
-    y = int8_rows(x) @ int8_rows(w).T
+    weights per output row quantized (codes up to wmax), the sum exact
+    (float64 here)."""
+    y = int8_rows(x) @ int8_rows(w, wmax).T
     return y if b is None else y + b
 
 
@@ -441,10 +444,11 @@ class Transformer(torch.nn.Module):
         for m in self.emb_ln.values():
             m.to(dtype)
         self._load(weights)
+        self.wmax = 63 if variant(c, "weight_bits") == 7 else 127
         if variant(c, "precision") == "int8":
             for m in self.modules():
                 if isinstance(m, torch.nn.Linear):
-                    m.forward = (lambda x, m=m: int8_linear(x, m.weight, m.bias))
+                    m.forward = (lambda x, m=m: int8_linear(x, m.weight, m.bias, self.wmax))
 
     def _load(self, w):
         c, d = self.c, self.c["d_model"]
@@ -517,7 +521,7 @@ class Transformer(torch.nn.Module):
         if variant(self.c, "decoder_final_norm"):
             y = self.dec_ln(y)
         if variant(self.c, "precision") == "int8":
-            return int8_linear(y, self.out_proj, self.out_bias)
+            return int8_linear(y, self.out_proj, self.out_bias, self.wmax)
         z = y @ self.out_proj.T
         return z if self.out_bias is None else z + self.out_bias
 
@@ -611,7 +615,8 @@ class _Config(ctypes.Structure):
                 ("sinusoid_half", ctypes.c_bool), ("layer_norm_eps", ctypes.c_float),
                 ("output_bias", ctypes.c_bool), ("decoder_start_id", ctypes.c_int),
                 ("precision", ctypes.c_int),     # 0 float32, 1 int8
-                ("norm", ctypes.c_int)]          # 0 layer, 1 rms
+                ("norm", ctypes.c_int),          # 0 layer, 1 rms
+                ("weight_bits", ctypes.c_int)]   # int8 versions: 8 or 7
 
 
 class _Model(ctypes.Structure):
@@ -650,6 +655,7 @@ class Core:
         c.post_norm = variant(cfg, "norm_position") == "post"
         c.sinusoid_half = variant(cfg, "sinusoid_denominator") == "half"
         c.norm = ["layer", "rms"].index(variant(cfg, "norm"))
+        c.weight_bits = variant(cfg, "weight_bits")
         for k in ("encoder_final_norm", "decoder_final_norm", "scale_embeddings",
                   "layernorm_embedding", "position_offset", "layer_norm_eps", "output_bias",
                   "decoder_start_id"):

@@ -15,6 +15,7 @@
 #include "nn/ops/qgemm.h"
 
 #define QGEMM_FIXED_BITS 0x31ef46b3bdedfe0fULL
+#define QGEMM_FIXED_BITS_7 0xe465cd5d31be5054ULL
 
 static uint64_t lcg_state = 4242;
 
@@ -71,15 +72,31 @@ typedef struct weights
 	void	   *packed;
 } weights;
 
+/* W quantized to bits-bit codes (8 or 7) and packed. */
 static weights
-make_weights(const float *w, int n, int k)
+make_weights_bits(const float *w, int n, int k, int bits)
 {
 	weights		ws = {n, k, malloc(n * (long) k + 1), malloc(sizeof(float) * (n + 1)),
 	malloc(cq_qgemm_packed_bytes(n, k))};
 
-	cq_qgemm_quantize_weights(w, n, k, ws.q, ws.scale);
-	cq_qgemm_pack(ws.q, ws.scale, n, k, ws.packed);
+	cq_qgemm_quantize_weights(w, n, k, bits, ws.q, ws.scale);
+	cq_qgemm_pack(ws.q, ws.scale, n, k, bits, ws.packed);
 	return ws;
+}
+
+static weights
+make_weights(const float *w, int n, int k)
+{
+	return make_weights_bits(w, n, k, 8);
+}
+
+/* The packed buffer's parts past its header (qgemm.h): wscale, comp, panels. */
+#define PACKED_HEADER 64
+
+static const float *
+packed_wscale(const void *packed)
+{
+	return (const float *) ((const char *) packed + PACKED_HEADER);
 }
 
 static void
@@ -113,10 +130,13 @@ static const int shapes[][3] = {	/* rows, n, k */
 
 #define N_SHAPES ((int) (sizeof(shapes) / sizeof(shapes[0])))
 
-TEST(qgemm_quantize_round_trip)
+/* Codes within half a step of the value, the largest at +-Q, for Q = 127 and 63. */
+static void
+check_round_trip(int bits)
 {
 	int			n = 37,
-				k = 91;
+				k = 91,
+				qmax = bits == 7 ? 63 : 127;
 	float	   *w = random_floats((long) n * k, 3.0f);
 	int8_t	   *q = malloc(n * k);
 	float	   *scale = malloc(sizeof(float) * n);
@@ -124,7 +144,7 @@ TEST(qgemm_quantize_round_trip)
 
 	for (int kk = 0; kk < k; kk++)
 		w[5 * k + kk] = 0.0f;		/* a zero row */
-	cq_qgemm_quantize_weights(w, n, k, q, scale);
+	cq_qgemm_quantize_weights(w, n, k, bits, q, scale);
 	CHECK(scale[5] == 0.0f);
 	for (int j = 0; j < n; j++)
 	{
@@ -135,15 +155,21 @@ TEST(qgemm_quantize_round_trip)
 			double		v = w[(long) j * k + kk],
 						back = (double) q[(long) j * k + kk] * scale[j];
 
-			/* half a step, plus the rounding of v / scale (<= 127 u) */
-			bad += fabs(v - back) > scale[j] * (0.5 + 127 * ldexp(1.0, -24));
-			bad += q[(long) j * k + kk] < -127 || (j == 5 && q[(long) j * k + kk] != 0);
+			/* half a step, plus the rounding of v / scale (<= Q u) */
+			bad += fabs(v - back) > scale[j] * (0.5 + qmax * ldexp(1.0, -24));
+			bad += abs(q[(long) j * k + kk]) > qmax || (j == 5 && q[(long) j * k + kk] != 0);
 			top = abs(q[(long) j * k + kk]) > top ? abs(q[(long) j * k + kk]) : top;
 		}
-		bad += j != 5 && top != 127;	/* the largest weight is +-127 */
+		bad += j != 5 && top != qmax;	/* the largest weight is +-Q */
 	}
 	CHECK_INT_EQ(bad, 0);
 	free(w), free(q), free(scale);
+}
+
+TEST(qgemm_quantize_round_trip)
+{
+	check_round_trip(8);
+	check_round_trip(7);
 }
 
 TEST(qgemm_quantize_non_finite)
@@ -163,13 +189,16 @@ TEST(qgemm_packed_layout)
 	int			n = 21,
 				k = 10;
 	float	   *w = random_floats((long) n * k, 1.0f);
-	weights		ws = make_weights(w, n, k);
-	const float *wscale = ws.packed;
+	weights		ws = make_weights_bits(w, n, k, 7);
+	const int32_t *header = ws.packed;
+	const float *wscale = packed_wscale(ws.packed);
 	const int32_t *comp = (const int32_t *) (wscale + 32);
 	const int8_t *panel = (const int8_t *) (comp + 32);
 	long		bad = 0;
 
-	CHECK_INT_EQ(cq_qgemm_packed_bytes(n, k), 2 * 16 * (4 + 4) + 2 * 16 * 12);
+	CHECK_INT_EQ(cq_qgemm_packed_bytes(n, k), PACKED_HEADER + 2 * 16 * (4 + 4) + 2 * 16 * 12);
+	CHECK(header[0] == n && header[1] == k && header[2] == 7 && header[3] == 0);
+	CHECK_INT_EQ(cq_qgemm_packed_bits(ws.packed), 7);
 	for (int j = 0; j < 32; j++)
 	{
 		int32_t		sum = 0;
@@ -188,7 +217,9 @@ TEST(qgemm_packed_layout)
 	free(w), free_weights(&ws);
 }
 
-TEST(qgemm_is_the_definition_on_every_variant)
+/* Every variant computes the definition, for both code widths of the weights. */
+static void
+check_definition(int bits)
 {
 	cq_qgemm_isa isas[CQ_QGEMM_N_ISA];
 	int			n_isa = runnable(isas);
@@ -205,7 +236,7 @@ TEST(qgemm_is_the_definition_on_every_variant)
 				   *bias = random_floats(n, 1.0f),
 				   *ref = malloc(sizeof(float) * rows * ldy),
 				   *y = malloc(sizeof(float) * rows * ldy);
-		weights		ws = make_weights(w, n, k);
+		weights		ws = make_weights_bits(w, n, k, bits);
 
 		for (int r = 0; r < rows; r++)
 			for (int j = 0; j < n; j++)
@@ -223,23 +254,32 @@ TEST(qgemm_is_the_definition_on_every_variant)
 				bad += y[r * ldy + n] != -7.0f || y[r * ldy + n + 1] != -7.0f;
 			}
 			if (bad)
-				unit_fail(__FILE__, __LINE__, "%s, %dx%dx%d: %ld rows differ from the definition",
-						  cq_qgemm_isa_name(isas[i]), rows, n, k, bad);
+				unit_fail(__FILE__, __LINE__, "%s, %d-bit weights, %dx%dx%d: %ld rows differ from the definition",
+						  cq_qgemm_isa_name(isas[i]), bits, rows, n, k, bad);
 		}
 		free(w), free(x), free(bias), free(ref), free(y), free_weights(&ws);
 	}
 }
 
+TEST(qgemm_is_the_definition_on_every_variant)
+{
+	check_definition(8);
+	check_definition(7);
+}
+
 /*
  * Extreme codes, where a saturating or wrapping product would show: rows of
- * +-max (all codes +-127), weights of +-max, alternating signs, a zero row,
- * and k = CQ_QGEMM_MAX_K (|acc| = 127^2 65536, the VNNI biased sum near
- * 2^31).  Every variant must give the portable bits.
+ * +-max (all codes +-127), weights of +-max (+-Q), alternating signs, a zero
+ * row, and k = CQ_QGEMM_MAX_K (|acc| = 127 Q 65536, the VNNI biased sum near
+ * 2^31).  Every variant must give the portable bits, for both code widths:
+ * the 7-bit tiles' biased activations reach 255 against weights of +-63.
  */
-TEST(qgemm_extremes_identical_on_every_variant)
+static void
+check_extremes(int bits)
 {
 	cq_qgemm_isa isas[CQ_QGEMM_N_ISA];
-	int			n_isa = runnable(isas);
+	int			n_isa = runnable(isas),
+				qmax = bits == 7 ? 63 : 127;
 	const int	ks[] = {4, 61, 256, CQ_QGEMM_MAX_K};
 
 	for (int ki = 0; ki < 4; ki++)
@@ -260,21 +300,27 @@ TEST(qgemm_extremes_identical_on_every_variant)
 			for (int kk = 0; kk < k; kk++)
 				x[(long) r * k + kk] = r == 0 ? 3.0f : r == 1 ? -3.0f : r == 2 ? (kk % 2 ? -1.0f : 1.0f) :
 					r == 3 ? 0.0f : (kk == 0 ? 100.0f : -1e-3f);
-		ws = make_weights(w, n, k);
+		ws = make_weights_bits(w, n, k, bits);
 		cq_qgemm_rows_isa(CQ_QGEMM_PORTABLE, ws.packed, n, k, NULL, x, k, ref, n, rows);
-		/* the int32 sum 127^2 k, then one rounding of the product (fma with +0) */
-		CHECK(ref[0] == (float) (127 * 127 * k) * ((3.0f / 127.0f) * (1.0f / 127.0f)));
+		/* the int32 sum 127 Q k, then one rounding of the product (fma with +0) */
+		CHECK(ref[0] == (float) (127 * qmax * k) * ((3.0f / 127.0f) * (1.0f / (float) qmax)));
 		for (int i = 1; i < n_isa; i++)
 		{
 			cq_qgemm_rows_isa(isas[i], ws.packed, n, k, NULL, x, k, y, n, rows);
 			if (memcmp(y, ref, sizeof(float) * rows * n) != 0)
-				unit_fail(__FILE__, __LINE__, "%s differs from portable on extremes, k %d",
-						  cq_qgemm_isa_name(isas[i]), k);
+				unit_fail(__FILE__, __LINE__, "%s differs from portable on extremes, %d-bit weights, k %d",
+						  cq_qgemm_isa_name(isas[i]), bits, k);
 		}
 		for (int j = 0; j < n; j++)
 			CHECK(ref[3 * n + j] == 0.0f && !signbit(ref[3 * n + j]));
 		free(w), free(x), free(ref), free(y), free_weights(&ws);
 	}
+}
+
+TEST(qgemm_extremes_identical_on_every_variant)
+{
+	check_extremes(8);
+	check_extremes(7);
 }
 
 /* A row's bits do not depend on the other rows, their number or its position. */
@@ -290,32 +336,34 @@ TEST(qgemm_rows_are_batch_invariant)
 			   *x = random_floats((long) rows * k, 1.0f),
 			   *alone = malloc(sizeof(float) * 9 * n),
 			   *y = malloc(sizeof(float) * rows * n);
-	weights		ws = make_weights(w, n, k);
+	weights		wb[2] = {make_weights_bits(w, n, k, 8), make_weights_bits(w, n, k, 7)};
 
 	/* rows of very different magnitudes around the probed ones */
 	for (int r = 0; r < rows; r++)
 		for (int kk = 0; kk < k; kk++)
 			x[(long) r * k + kk] *= (float) (1 + r % 7) * (r % 3 ? 1.0f : 1000.0f);
-	for (int i = 0; i < n_isa; i++)
+	for (int i = 0; i < 2 * n_isa; i++)
 	{
 		long		bad = 0;
+		weights		ws = wb[i % 2];
 
-		cq_qgemm_rows_isa(isas[i], ws.packed, n, k, bias, x, k, y, n, rows);
+		cq_qgemm_rows_isa(isas[i / 2], ws.packed, n, k, bias, x, k, y, n, rows);
 		for (int probe = 0; probe < 40; probe++)
 		{
 			int			r = probe < 20 ? probe : below(rows);
 
-			cq_qgemm_rows_isa(isas[i], ws.packed, n, k, bias, x + (long) r * k, k, alone, n, 1);
+			cq_qgemm_rows_isa(isas[i / 2], ws.packed, n, k, bias, x + (long) r * k, k, alone, n, 1);
 			bad += memcmp(alone, y + (long) r * n, sizeof(float) * n) != 0;
 		}
 		/* and from another start: rows 7 .. 15 as a batch of 9 */
-		cq_qgemm_rows_isa(isas[i], ws.packed, n, k, bias, x + 7L * k, k, alone, n, 9);
+		cq_qgemm_rows_isa(isas[i / 2], ws.packed, n, k, bias, x + 7L * k, k, alone, n, 9);
 		bad += memcmp(alone, y + 7L * n, sizeof(float) * 9 * n) != 0;
 		if (bad)
-			unit_fail(__FILE__, __LINE__, "%s: %ld rows depend on the batch",
-					  cq_qgemm_isa_name(isas[i]), bad);
+			unit_fail(__FILE__, __LINE__, "%s, %d-bit weights: %ld rows depend on the batch",
+					  cq_qgemm_isa_name(isas[i / 2]), i % 2 ? 7 : 8, bad);
 	}
-	free(w), free(bias), free(x), free(alone), free(y), free_weights(&ws);
+	free(w), free(bias), free(x), free(alone), free(y);
+	free_weights(&wb[0]), free_weights(&wb[1]);
 }
 
 /*
@@ -388,7 +436,7 @@ TEST(qgemm_vnni_arithmetic_emulated)
 	float	   *w = random_floats((long) n * k, 1.0f),
 			   *x = random_floats(k, 1.0f);
 	weights		ws = make_weights(w, n, k);
-	const int32_t *comp = (const int32_t *) ((const float *) ws.packed + 32);
+	const int32_t *comp = (const int32_t *) (packed_wscale(ws.packed) + 32);
 	const int8_t *panel = (const int8_t *) (comp + 32);
 	int8_t		xq[40] = {0};
 	long		bad = 0;
@@ -425,10 +473,13 @@ TEST(qgemm_k_out_of_range)
 
 /*
  * One fixed product's bits, pinned: the contract is the same bits on every
- * variant, build (-march, compiler) and machine, so a CPU with VNNI must
- * print and match the value computed here (AVX2 and portable, 2026-11-25).
+ * variant, build (-march, compiler) and machine.  The 8-bit hash was
+ * computed on AVX2 and portable (2026-11-25) and matched by AVX-VNNI and
+ * AVX512-VNNI on an AMD EPYC with both (2026-11-27); the 7-bit hash was
+ * computed on that machine with all four variants agreeing.
  */
-TEST(qgemm_fixed_bits)
+static void
+check_fixed_bits(int bits, uint64_t pinned)
 {
 	cq_qgemm_isa isas[CQ_QGEMM_N_ISA];
 	int			n_isa = runnable(isas),
@@ -447,7 +498,7 @@ TEST(qgemm_fixed_bits)
 	x = random_floats((long) rows * k, 5.0f);
 	bias = random_floats(n, 1.0f);
 	lcg_state = saved;
-	ws = make_weights(w, n, k);
+	ws = make_weights_bits(w, n, k, bits);
 	for (int i = 0; i < n_isa; i++)
 	{
 		uint64_t	h = 14695981039346656037ULL;	/* FNV-1a over the bytes of y */
@@ -455,12 +506,62 @@ TEST(qgemm_fixed_bits)
 		cq_qgemm_rows_isa(isas[i], ws.packed, n, k, bias, x, k, y, n, rows);
 		for (size_t b = 0; b < sizeof(float) * rows * n; b++)
 			h = (h ^ ((unsigned char *) y)[b]) * 1099511628211ULL;
-		if (h != QGEMM_FIXED_BITS)
-			unit_fail(__FILE__, __LINE__, "%s: hash %#llx, pinned %#llx",
-					  cq_qgemm_isa_name(isas[i]), (unsigned long long) h,
-					  (unsigned long long) QGEMM_FIXED_BITS);
+		if (h != pinned)
+			unit_fail(__FILE__, __LINE__, "%s, %d-bit weights: hash %#llx, pinned %#llx",
+					  cq_qgemm_isa_name(isas[i]), bits, (unsigned long long) h,
+					  (unsigned long long) pinned);
 	}
 	free(w), free(x), free(bias), free(y), free_weights(&ws);
+}
+
+TEST(qgemm_fixed_bits)
+{
+	check_fixed_bits(8, QGEMM_FIXED_BITS);
+	check_fixed_bits(7, QGEMM_FIXED_BITS_7);
+}
+
+/*
+ * What the AVX2 tile of 7-bit weights computes, emulated in C (this test
+ * runs everywhere): vpmaddubsw's int16 pair sums of biased activations
+ * (unsigned, up to 255) times the weights, with the instruction's
+ * saturation, then widened and summed, minus comp, give the exact sum --
+ * for the largest codes in every combination of signs.  The same scheme on
+ * 8-bit weights would saturate (checked, so this test can tell).
+ */
+static int32_t
+maddubs_pair(uint8_t a0, int8_t w0, uint8_t a1, int8_t w1)
+{
+	int32_t		v = (int32_t) a0 * w0 + (int32_t) a1 * w1;
+
+	return v > 32767 ? 32767 : v < -32768 ? -32768 : v;
+}
+
+TEST(qgemm_avx2_u8_arithmetic_emulated)
+{
+	static const int8_t xs[] = {127, -127, 0, 1, -1, 64};
+	int			exact_7 = 0,
+				exact_8 = 0,
+				cases = 0;
+
+	for (int qmax = 63; qmax <= 127; qmax += 64)
+		for (int a = 0; a < 6; a++)
+			for (int b = 0; b < 6; b++)
+				for (int sw = 0; sw < 4; sw++)
+				{
+					int8_t		x0 = xs[a],
+								x1 = xs[b],
+								w0 = (int8_t) (sw & 1 ? -qmax : qmax),
+								w1 = (int8_t) (sw & 2 ? -qmax : qmax);
+					int32_t		got = maddubs_pair((uint8_t) (x0 + 128), w0, (uint8_t) (x1 + 128), w1)
+					-128 * (w0 + w1);
+					bool		ok = got == x0 * w0 + x1 * w1;
+
+					cases += qmax == 63;
+					exact_7 += qmax == 63 && ok;
+					exact_8 += qmax == 127 && ok;
+				}
+	CHECK_INT_EQ(exact_7, cases);
+	CHECK(exact_8 < cases);
 }
 
 TEST(qgemm_isa_choice)

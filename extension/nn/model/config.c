@@ -74,6 +74,7 @@ cq_config_default_variants(cq_model_config *c)
 	c->decoder_start_id = CQ_EOS_ID;
 	c->precision = CQ_PRECISION_FLOAT32;
 	c->norm = CQ_NORM_LAYER;
+	c->weight_bits = 8;
 }
 
 static cq_code
@@ -132,6 +133,10 @@ cq_config_validate(const cq_model_config *c, cq_error *err)
 	if (!(c->layer_norm_eps > 0.0f && c->layer_norm_eps < 1.0f))
 		return cq_fail(err, CQ_EINVAL, "config key \"layer_norm_eps\" is %g, must be in (0, 1)",
 						  c->layer_norm_eps);
+	if ((s = range_int(err, "weight_bits", c->weight_bits, 7, 8)))
+		return s;
+	if (c->weight_bits != 8 && c->precision != CQ_PRECISION_INT8)
+		return cq_fail(err, CQ_EINVAL, "config key \"weight_bits\" applies to int8 models only");
 	return CQ_OK;
 }
 
@@ -257,6 +262,8 @@ read_variants(const cq_json_object *o, cq_model_config *c, cq_error *err)
 	if (!s && present(o, "precision") &&
 		!(s = get_choice(o, "precision", "float32", "int8", &v, err)))
 		c->precision = v == 1 ? CQ_PRECISION_INT8 : CQ_PRECISION_FLOAT32;
+	if (!s && present(o, "weight_bits"))
+		s = get_int(o, "weight_bits", &c->weight_bits, err);
 	return s;
 }
 
@@ -421,6 +428,8 @@ variants_json(const cq_model_config *c, char *buf, size_t size)
 		append(buf, size, &n, ", \"norm\": \"rms\"");
 	if (c->precision == CQ_PRECISION_INT8)
 		append(buf, size, &n, ", \"precision\": \"int8\"");
+	if (c->weight_bits != d.weight_bits)
+		append(buf, size, &n, ", \"weight_bits\": %d", c->weight_bits);
 	return n;
 }
 

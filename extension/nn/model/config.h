@@ -72,6 +72,7 @@ typedef struct cq_model_config
 	int			decoder_start_id;	/* the decoder's first input [CQ_EOS_ID] */
 	cq_precision precision;			/* inference's products [float32] */
 	cq_norm_kind norm;				/* the kind of every norm [layer] */
+	int			weight_bits;		/* int8: the weights' code width, 8 or 7 [8] (qgemm.h) */
 } cq_model_config;
 
 /* The variants' defaults: corpq's own architecture. */

@@ -43,6 +43,7 @@ each_linear(cq_model *m, linear_fn fn, void *ctx)
 typedef struct pack_state
 {
 	bool		int8;
+	int			bits;			/* int8: the weights' code width */
 	size_t		bytes;			/* count: the total; pack: the next offset */
 	unsigned char *base;
 	int8_t	   *q;				/* int8: one layer's codes and scales */
@@ -78,8 +79,8 @@ pack(cq_linear *l, void *ctx)
 
 	if (st->int8)
 	{
-		cq_qgemm_quantize_weights(l->w, l->out, l->in, st->q, st->scale);
-		cq_qgemm_pack(st->q, st->scale, l->out, l->in, at);
+		cq_qgemm_quantize_weights(l->w, l->out, l->in, st->bits, st->q, st->scale);
+		cq_qgemm_pack(st->q, st->scale, l->out, l->in, st->bits, at);
 		l->qpacked = at;
 	}
 	else
@@ -110,7 +111,7 @@ largest(cq_linear *l, void *ctx)
 cq_code
 cq_model_pack(cq_model *m, cq_error *err)
 {
-	pack_state	st = {.int8 = m->cfg.precision == CQ_PRECISION_INT8};
+	pack_state	st = {.int8 = m->cfg.precision == CQ_PRECISION_INT8, .bits = m->cfg.weight_bits};
 	size_t		most = 0;
 
 	cq_model_unpack(m);

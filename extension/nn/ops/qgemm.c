@@ -24,17 +24,28 @@
 
 typedef void (*tile_fn) (const cq_qgemm_tile *t);
 
-static const struct
+/* A variant's tile for one code width of the weights. */
+typedef struct tile_kind
 {
 	tile_fn		tile;
 	int			mr;
-	bool		biased;				/* activations as xq + 128 (vpdpbusd) */
+	bool		biased;				/* activations as xq + 128 (unsigned operand) */
+} tile_kind;
+
+static const struct
+{
+	tile_kind	w8,					/* 8-bit weights */
+				w7;					/* 7-bit weights */
 	const char *name;
 }			isa_ops[CQ_QGEMM_N_ISA] = {
-	[CQ_QGEMM_PORTABLE] = {cq_qgemm_tile_portable, CQ_QGEMM_MR_PORTABLE, false, "portable"},
-	[CQ_QGEMM_AVX2] = {cq_qgemm_tile_avx2, CQ_QGEMM_MR_AVX2, false, "avx2"},
-	[CQ_QGEMM_AVXVNNI] = {cq_qgemm_tile_avxvnni, CQ_QGEMM_MR_AVXVNNI, true, "avxvnni"},
-	[CQ_QGEMM_AVX512VNNI] = {cq_qgemm_tile_avx512vnni, CQ_QGEMM_MR_AVX512VNNI, true, "avx512vnni"},
+	[CQ_QGEMM_PORTABLE] = {{cq_qgemm_tile_portable, CQ_QGEMM_MR_PORTABLE, false},
+	{cq_qgemm_tile_portable, CQ_QGEMM_MR_PORTABLE, false}, "portable"},
+	[CQ_QGEMM_AVX2] = {{cq_qgemm_tile_avx2, CQ_QGEMM_MR_AVX2, false},
+	{cq_qgemm_tile_avx2_u8, CQ_QGEMM_MR_AVX2_U8, true}, "avx2"},
+	[CQ_QGEMM_AVXVNNI] = {{cq_qgemm_tile_avxvnni, CQ_QGEMM_MR_AVXVNNI, true},
+	{cq_qgemm_tile_avxvnni, CQ_QGEMM_MR_AVXVNNI, true}, "avxvnni"},
+	[CQ_QGEMM_AVX512VNNI] = {{cq_qgemm_tile_avx512vnni, CQ_QGEMM_MR_AVX512VNNI, true},
+	{cq_qgemm_tile_avx512vnni, CQ_QGEMM_MR_AVX512VNNI, true}, "avx512vnni"},
 };
 
 #define F(x) CQ_CPU_BIT(CQ_CPU_##x)
@@ -88,11 +99,19 @@ cq_qgemm_isa_name(cq_qgemm_isa isa)
 
 /* ---- quantization ---------------------------------------------------- */
 
+/* Q = 2^(bits - 1) - 1: 127 or 63 (any other width is treated as 8 bits). */
+static float
+code_max(int bits)
+{
+	return bits == 7 ? 63.0f : 127.0f;
+}
+
 float
-cq_qgemm_quantize_vec(const float *v, int k, int8_t *q)
+cq_qgemm_quantize_vec_bits(const float *v, int k, int bits, int8_t *q)
 {
 	float		lane[8] = {0},
 				m = 0.0f,
+				qmax = code_max(bits),
 				scale;
 
 	int			i = 0;
@@ -108,23 +127,29 @@ cq_qgemm_quantize_vec(const float *v, int k, int8_t *q)
 		lane[0] = fabsf(v[i]) > lane[0] ? fabsf(v[i]) : lane[0];
 	for (i = 0; i < 8; i++)
 		m = lane[i] > m ? lane[i] : m;
-	scale = m / 127.0f;
+	scale = m / qmax;
 	for (i = 0; i < k; i++)
 	{
 		/* rintf: round half even in the default mode; x / 0 and inf / inf land below */
 		float		c = scale > 0.0f ? rintf(v[i] / scale) : 0.0f;
 
-		c = c > 127.0f ? 127.0f : c < -127.0f ? -127.0f : c;
+		c = c > qmax ? qmax : c < -qmax ? -qmax : c;
 		q[i] = c == c ? (int8_t) c : 0;
 	}
 	return scale;
 }
 
+float
+cq_qgemm_quantize_vec(const float *v, int k, int8_t *q)
+{
+	return cq_qgemm_quantize_vec_bits(v, k, 8, q);
+}
+
 void
-cq_qgemm_quantize_weights(const float *w, int n, int k, int8_t *q, float *scale)
+cq_qgemm_quantize_weights(const float *w, int n, int k, int bits, int8_t *q, float *scale)
 {
 	for (int j = 0; j < n; j++)
-		scale[j] = cq_qgemm_quantize_vec(w + (long) j * k, k, q + (long) j * k);
+		scale[j] = cq_qgemm_quantize_vec_bits(w + (long) j * k, k, bits, q + (long) j * k);
 }
 
 /* ---- packing ---------------------------------------------------------- */
@@ -141,9 +166,13 @@ groups(int k)
 	return (k + CQ_QGEMM_KG - 1) / CQ_QGEMM_KG;
 }
 
-/* The three parts of a packed buffer. */
+/* The header's int32s: n, k, bits, then zeros (it keeps wscale 64-byte aligned). */
+#define HEADER_INTS 16
+
+/* The parts of a packed buffer. */
 typedef struct parts
 {
+	int32_t    *header;
 	float	   *ws;
 	int32_t    *comp;
 	int8_t	   *w;
@@ -153,11 +182,13 @@ static parts
 split(const void *packed, int n)
 {
 	char	   *base = (char *) packed;
-	size_t		cols = (size_t) panels(n) * CQ_QGEMM_NB;
+	size_t		cols = (size_t) panels(n) * CQ_QGEMM_NB,
+				head = HEADER_INTS * sizeof(int32_t);
 
 	return (parts) {
-		(float *) base, (int32_t *) (base + cols * sizeof(float)),
-			(int8_t *) (base + cols * (sizeof(float) + sizeof(int32_t)))
+		(int32_t *) base, (float *) (base + head),
+			(int32_t *) (base + head + cols * sizeof(float)),
+			(int8_t *) (base + head + cols * (sizeof(float) + sizeof(int32_t)))
 	};
 }
 
@@ -168,15 +199,26 @@ cq_qgemm_packed_bytes(int n, int k)
 
 	if (k < 0 || k > CQ_QGEMM_MAX_K)
 		return 0;
-	return cols * (sizeof(float) + sizeof(int32_t)) + cols * groups(k) * CQ_QGEMM_KG;
+	return HEADER_INTS * sizeof(int32_t) + cols * (sizeof(float) + sizeof(int32_t)) +
+		cols * groups(k) * CQ_QGEMM_KG;
+}
+
+int
+cq_qgemm_packed_bits(const void *packed)
+{
+	return ((const int32_t *) packed)[2];
 }
 
 void
-cq_qgemm_pack(const int8_t *q, const float *scale, int n, int k, void *packed)
+cq_qgemm_pack(const int8_t *q, const float *scale, int n, int k, int bits, void *packed)
 {
 	parts		pk = split(packed, n);
 	int			kg = groups(k);
 
+	memset(pk.header, 0, HEADER_INTS * sizeof(int32_t));
+	pk.header[0] = n;
+	pk.header[1] = k;
+	pk.header[2] = bits == 7 ? 7 : 8;
 	for (int j = 0; j < panels(n) * CQ_QGEMM_NB; j++)
 	{
 		int32_t		sum = 0;
@@ -221,7 +263,7 @@ quantize_chunk(const float *x, long ldx, int m, int k, int ld, bool biased,
 /* One chunk of quantized rows against output panels, shared by the threads. */
 typedef struct chunk_job
 {
-	cq_qgemm_isa isa;
+	const tile_kind *tk;
 	parts		pk;
 	int			n,
 				kg,
@@ -238,7 +280,7 @@ typedef struct chunk_job
 static void
 run_panels(const chunk_job *c, int p0, int p1, bool poll)
 {
-	int			mr = isa_ops[c->isa].mr;
+	int			mr = c->tk->mr;
 
 	for (int p = p0; p < p1; p++)
 	{
@@ -260,7 +302,7 @@ run_panels(const chunk_job *c, int p0, int p1, bool poll)
 			t.xq = c->xq + (long) t0 * c->ld;
 			t.xs = c->xs + t0;
 			t.y = c->y + (long) t0 * c->ldy + col;
-			isa_ops[c->isa].tile(&t);
+			c->tk->tile(&t);
 		}
 	}
 }
@@ -308,7 +350,7 @@ cq_qgemm_rows_isa(cq_qgemm_isa isa, const void *packed, int n, int k,
 				chunk = ld > 0 && XQ_BYTES / ld < CHUNK_MAX ? XQ_BYTES / ld : CHUNK_MAX;
 	int8_t		xq[XQ_BYTES] __attribute__((aligned(64)));
 	float		xs[CHUNK_MAX];
-	chunk_job	c = {isa, split(packed, n), n, kg, ld, 0, xq, xs, bias, NULL, ldy};
+	chunk_job	c = {NULL, {0}, n, kg, ld, 0, xq, xs, bias, NULL, ldy};
 
 	/* a broken contract (the layer should have been refused): visible, not a hang */
 	if (k < 0 || k > CQ_QGEMM_MAX_K)
@@ -319,11 +361,13 @@ cq_qgemm_rows_isa(cq_qgemm_isa isa, const void *packed, int n, int k,
 		return;
 	}
 
+	c.pk = split(packed, n);
+	c.tk = cq_qgemm_packed_bits(packed) == 7 ? &isa_ops[isa].w7 : &isa_ops[isa].w8;
 	for (int m0 = 0; m0 < rows; m0 += chunk)
 	{
 		c.m = rows - m0 < chunk ? rows - m0 : chunk;
 		c.y = y + (long) m0 * ldy;
-		quantize_chunk(x + m0 * ldx, ldx, c.m, k, ld, isa_ops[isa].biased, xq, xs);
+		quantize_chunk(x + m0 * ldx, ldx, c.m, k, ld, c.tk->biased, xq, xs);
 		run_chunk(&c);
 	}
 }

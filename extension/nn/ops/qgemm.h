@@ -3,11 +3,15 @@
  * with W quantized once per output row and x quantized per row on the fly.
  *
  * Quantization, one rule for weights and activations (cq_qgemm_quantize_vec):
- * a vector v[k] gets scale = max|v| / 127 (0 for an all-zero vector) and
- * q = round-half-even(v / scale) clamped to [-127, 127] (NaN -> 0).  -128 is
- * never produced: the AVX2 scheme below negates activation codes (weights
- * of -128 from another quantizer would still be exact: |-128| = 128 fits
- * the unsigned operand and 2 * 128 * 127 < 32767).
+ * a vector v[k] gets scale = max|v| / Q (0 for an all-zero vector) and
+ * q = round-half-even(v / scale) clamped to [-Q, Q] (NaN -> 0), with
+ * Q = 127 for activations and Q = 2^(bits - 1) - 1 for weights, where the
+ * weights' code width bits (8 or 7: Q = 127 or 63) is a property of the
+ * packed weights, chosen by whoever quantizes them (a model version records
+ * it), never by the CPU.  -128 is never produced: the AVX2 scheme for 8-bit
+ * weights negates activation codes (weights of -128 from another quantizer
+ * would still be exact: |-128| = 128 fits the unsigned operand and
+ * 2 * 128 * 127 < 32767).
  *
  * Activations are symmetric int8, not asymmetric uint8 with a zero point:
  *   - each row's scale and codes depend on that row only, so a row's result
@@ -21,14 +25,19 @@
  * The integer part is exact on every ISA, so every variant gives the same
  * int32 sum acc[r][j] = sum_k xq[r][k] wq[j][k], |acc| <= 127^2 k:
  *   - portable C: int32 multiply-adds;
- *   - AVX2: vpmaddubsw(|wq|, sign(xq, wq)) multiplies 7-bit magnitudes
- *     (<= 127, unsigned) by signed bytes (|.| <= 127): each int16 pair sum
- *     is at most 2 * 127^2 = 32258 < 32767, so the instruction's saturation
- *     never triggers (it does with uint8 activations up to 255: 2 * 255 *
- *     127 = 64770, which is what oneDNN's AVX2 int8 kernels run into, see
- *     test/bench/bench_qgemm.c); vpmaddwd by ones widens the pairs to int32
- *     exactly.  The extra vpsignb costs about a third of the throughput of
- *     a plain vpmaddubsw kernel, the price of 8-bit activations;
+ *   - AVX2, 8-bit weights: vpmaddubsw(|wq|, sign(xq, wq)) multiplies 7-bit
+ *     magnitudes (<= 127, unsigned) by signed bytes (|.| <= 127): each int16
+ *     pair sum is at most 2 * 127^2 = 32258 < 32767, so the instruction's
+ *     saturation never triggers (it does with uint8 activations up to 255:
+ *     2 * 255 * 127 = 64770, which is what oneDNN's AVX2 int8 kernels run
+ *     into, see test/bench/bench_qgemm.c); vpmaddwd by ones widens the pairs
+ *     to int32 exactly: four instructions per 32 products;
+ *   - AVX2, 7-bit weights (|wq| <= 63): vpmaddubsw(xq + 128, wq) takes the
+ *     biased activations (1 .. 255, unsigned) as they are: each pair sum is
+ *     at most 2 * 255 * 63 = 32130 < 32767, again exact, and the weights'
+ *     comp is subtracted as on VNNI: three instructions per 32 products
+ *     (vpmaddubsw, vpmaddwd, vpaddd), what ONNX Runtime's AVX2 kernel runs
+ *     with its reduced weight range, but without its saturation;
  *   - AVX-VNNI / AVX512-VNNI: vpdpbusd multiplies uint8 by int8 into int32
  *     without saturation; the activations enter as xq + 128 (1 .. 255) and
  *     the packed weights carry comp[j] = 128 sum_k wq[j][k] to subtract.
@@ -79,14 +88,26 @@ const char *cq_qgemm_isa_name(cq_qgemm_isa isa);
 /* Whether a CPU with features f can execute variant isa. */
 bool		cq_qgemm_isa_runs(cq_qgemm_isa isa, cq_cpu_features f);
 
-/* Quantize v[k] into q[k] by the rule above; returns the scale. */
+/* The weights' code widths: 8 bits (codes in [-127, 127]) or 7 ([-63, 63]). */
+#define CQ_QGEMM_BITS_MIN 7
+#define CQ_QGEMM_BITS_MAX 8
+
+/* Quantize v[k] into q[k] by the rule above with Q = 127; returns the scale. */
 float		cq_qgemm_quantize_vec(const float *v, int k, int8_t *q);
 
-/* W[n, k] row-major -> q[n, k] row-major and scale[n], row by row. */
-void		cq_qgemm_quantize_weights(const float *w, int n, int k, int8_t *q, float *scale);
+/* The same with Q = 2^(bits - 1) - 1 (bits 7 or 8). */
+float		cq_qgemm_quantize_vec_bits(const float *v, int k, int bits, int8_t *q);
+
+/*
+ * W[n, k] row-major -> q[n, k] row-major and scale[n], row by row, with
+ * bits-bit codes (7 or 8).
+ */
+void		cq_qgemm_quantize_weights(const float *w, int n, int k, int bits,
+									  int8_t *q, float *scale);
 
 /*
  * The packed weights (one buffer, any alignment; 64-byte aligned is best):
+ *     int32   header[16]             n, k, bits (the codes' width), 0 ...
  *     float   wscale[P NB]           P = ceil(n / NB) panels, 0 past n
  *     int32   comp[P NB]             128 sum_k q[j][k], for the VNNI variants
  *     int8    panel[P][K4 / 4][NB][4]  K4 = k rounded up to a multiple of 4;
@@ -96,7 +117,13 @@ void		cq_qgemm_quantize_weights(const float *w, int n, int k, int8_t *q, float *
  * must be refused (or kept in float32).
  */
 size_t		cq_qgemm_packed_bytes(int n, int k);
-void		cq_qgemm_pack(const int8_t *q, const float *scale, int n, int k, void *packed);
+
+/* Codes of bits bits (their |q| must not exceed 2^(bits - 1) - 1). */
+void		cq_qgemm_pack(const int8_t *q, const float *scale, int n, int k, int bits,
+						  void *packed);
+
+/* The code width a packed buffer was made with. */
+int			cq_qgemm_packed_bits(const void *packed);
 
 /*
  * y[rows, n] = x[rows, k] W^T + bias, W packed by cq_qgemm_pack, bias [n] or

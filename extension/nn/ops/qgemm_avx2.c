@@ -3,7 +3,9 @@
  * columns, two ymm accumulators of int32 per row; per quad of k, two weight
  * vectors (8 columns x 4 bytes each) and one broadcast quad of each row's
  * activations.  The products are exact (qgemm.h); the epilogue is the one
- * formula of cq_qgemm_out, lane by lane.
+ * formula of cq_qgemm_out, lane by lane.  Three tiles: AVX2 with 8-bit
+ * weights (the sign trick, four instructions per 32 products), AVX2 with
+ * 7-bit weights (biased activations, three), AVX-VNNI (one).
  */
 #include "nn/ops/qgemm.h"
 #include "nn/ops/qgemm_tile.h"
@@ -110,6 +112,66 @@ cq_qgemm_tile_avx2(const cq_qgemm_tile *t)
 }
 
 #undef MR
+#define MR CQ_QGEMM_MR_AVX2_U8
+
+/*
+ * acc += (xq + 128) . w per lane, exactly: the biased activations (1 .. 255)
+ * are vpmaddubsw's unsigned operand and the 7-bit weights (|w| <= 63) its
+ * signed one, so each int16 pair sum is at most 2 * 255 * 63 = 32130 and
+ * never saturates; vpmaddwd by ones widens the pairs to int32 exactly.
+ */
+AVX2 static INLINE __m256i
+dot_biased(__m256i acc, __m256i a, __m256i w, __m256i ones)
+{
+	return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones));
+}
+
+AVX2 static INLINE void
+tile_avx2_u8(const cq_qgemm_tile *t, const int mr)
+{
+	__m256i		acc[MR][2];
+	const int8_t *w = t->w;
+	const __m256i ones = _mm256_set1_epi16(1);
+	__m256i		c0 = _mm256_loadu_si256((const __m256i *) t->comp),
+				c1 = _mm256_loadu_si256((const __m256i *) (t->comp + 8));
+
+#pragma GCC unroll 4
+	for (int r = 0; r < mr; r++)
+		acc[r][0] = acc[r][1] = _mm256_setzero_si256();
+	for (int g = 0; g < t->kg; g++, w += GROUP)
+	{
+		__m256i		w0 = _mm256_loadu_si256((const __m256i *) w),
+					w1 = _mm256_loadu_si256((const __m256i *) (w + 32));
+
+#pragma GCC unroll 4
+		for (int r = 0; r < mr; r++)
+		{
+			__m256i		a = quad(t, r, g);
+
+			acc[r][0] = dot_biased(acc[r][0], a, w0, ones);
+			acc[r][1] = dot_biased(acc[r][1], a, w1, ones);
+		}
+	}
+#pragma GCC unroll 4
+	for (int r = 0; r < mr; r++)
+	{
+		epilogue(t, r, 0, _mm256_sub_epi32(acc[r][0], c0));
+		epilogue(t, r, 1, _mm256_sub_epi32(acc[r][1], c1));
+	}
+}
+
+AVX2 void
+cq_qgemm_tile_avx2_u8(const cq_qgemm_tile *t)
+{
+	switch (t->mr)
+	{
+#define CASE(n) case n: tile_avx2_u8(t, n); break;
+			CASE(1) CASE(2) CASE(3) CASE(4)
+#undef CASE
+	}
+}
+
+#undef MR
 #define MR CQ_QGEMM_MR_AVXVNNI
 
 /* vpdpbusd: biased activations (uint8) times weights, exact in int32. */
@@ -159,6 +221,12 @@ cq_qgemm_tile_avxvnni(const cq_qgemm_tile *t)
 #else
 void
 cq_qgemm_tile_avx2(const cq_qgemm_tile *t)
+{
+	cq_qgemm_tile_portable(t);
+}
+
+void
+cq_qgemm_tile_avx2_u8(const cq_qgemm_tile *t)
 {
 	cq_qgemm_tile_portable(t);
 }

@@ -3,8 +3,9 @@
  *     y[mr, nb] = epilogue(xq[mr, K4] panel^T)
  * over one packed panel of CQ_QGEMM_NB output columns, nb of them valid
  * (y, bias written and read only there).  xq rows are the quantized
- * activations, K4 bytes each, zero past k; for the VNNI variants they are
- * biased by 128 (xq ^ 0x80, read as uint8) and comp is subtracted.
+ * activations, K4 bytes each, zero past k; for the VNNI variants and the
+ * AVX2 tile of 7-bit weights they are biased by 128 (xq ^ 0x80, read as
+ * uint8) and comp is subtracted.
  */
 #ifndef CQ_NN_QGEMM_TILE_H
 #define CQ_NN_QGEMM_TILE_H
@@ -31,6 +32,7 @@ typedef struct cq_qgemm_tile
 /* Rows per tile, at most. */
 #define CQ_QGEMM_MR_PORTABLE 4
 #define CQ_QGEMM_MR_AVX2 3
+#define CQ_QGEMM_MR_AVX2_U8 4
 #define CQ_QGEMM_MR_AVXVNNI 6
 #define CQ_QGEMM_MR_AVX512VNNI 8
 
@@ -45,7 +47,8 @@ cq_qgemm_out(int32_t acc, float xs, float ws, const float *bias, int j)
 }
 
 void		cq_qgemm_tile_portable(const cq_qgemm_tile *t);
-void		cq_qgemm_tile_avx2(const cq_qgemm_tile *t);
+void		cq_qgemm_tile_avx2(const cq_qgemm_tile *t);		/* 8-bit weights */
+void		cq_qgemm_tile_avx2_u8(const cq_qgemm_tile *t);	/* 7-bit weights */
 void		cq_qgemm_tile_avxvnni(const cq_qgemm_tile *t);
 void		cq_qgemm_tile_avx512vnni(const cq_qgemm_tile *t);
 

@@ -2,10 +2,10 @@
  * The row-independent GEMM's driver (rowgemm.h): packing, the ISA choice and
  * the loops around the register tiles.
  *
- * Loop order, outermost first: blocks of KC k steps; blocks of output panels
- * whose KC-slice of B is about L2_BYTES (it stays in L2 while every row of A
+ * Loop order, outermost first: blocks of kc k steps (per variant); blocks of
+ * output panels whose kc-slice of B is about L2_BYTES (it stays in L2 while every row of A
  * passes over it: the weights come from memory once per call); chunks of MC
- * rows; panels of CQ_ROWGEMM_NB columns (the panel's KC x NB slice of B is
+ * rows; panels of CQ_ROWGEMM_NB columns (the panel's kc x NB slice of B is
  * reused from L1 by the chunk's tiles); tiles of the ISA's height.  A tile
  * after the first k-block continues from the partial sums it stored, so each
  * element's chain runs k = 0 .. K-1 in order whatever the blocking.  The
@@ -22,21 +22,27 @@
 
 #include "nn/ops/rowgemm_block.h"
 
-#define KC 512
+#define KC_MAX 512
 #define L2_BYTES (1 << 19)
 #define MC 48
 
 typedef void (*block_fn) (const cq_rowgemm_block *t);
 
+/*
+ * kc: k steps per block.  A tile streams its panel's kc x NB slice of B
+ * (kc x 128 bytes) and its rows' kc floats of A: at 256 both fit a 32 KB L1
+ * (AVX2 cores: Haswell to Zen 3); AVX-512 cores have 48 KB.
+ */
 static const struct
 {
 	block_fn	block;
-	int			mr;
+	int			mr,
+				kc;
 	const char *name;
 }			isa_ops[CQ_ROWGEMM_N_ISA] = {
-	[CQ_ROWGEMM_PORTABLE] = {cq_rowgemm_block_portable, CQ_ROWGEMM_MR_PORTABLE, "portable"},
-	[CQ_ROWGEMM_AVX2] = {cq_rowgemm_block_avx2, CQ_ROWGEMM_MR_AVX2, "avx2"},
-	[CQ_ROWGEMM_AVX512] = {cq_rowgemm_block_avx512, CQ_ROWGEMM_MR_AVX512, "avx512"},
+	[CQ_ROWGEMM_PORTABLE] = {cq_rowgemm_block_portable, CQ_ROWGEMM_MR_PORTABLE, 256, "portable"},
+	[CQ_ROWGEMM_AVX2] = {cq_rowgemm_block_avx2, CQ_ROWGEMM_MR_AVX2, 256, "avx2"},
+	[CQ_ROWGEMM_AVX512] = {cq_rowgemm_block_avx512, CQ_ROWGEMM_MR_AVX512, 512, "avx512"},
 };
 
 cq_rowgemm_isa
@@ -157,12 +163,13 @@ run_panels(const product *pr, int q0, int q1, bool poll)
 {
 	block_fn	block = isa_ops[pr->isa].block;
 	int			mr = isa_ops[pr->isa].mr,
+				kc_max = isa_ops[pr->isa].kc,
 				mc_max = MC / mr * mr;
-	float		bt[KC * CQ_ROWGEMM_NB];
+	float		bt[KC_MAX * CQ_ROWGEMM_NB];
 
-	for (int k0 = 0; k0 < pr->k || (k0 == 0 && pr->k == 0); k0 += KC)
+	for (int k0 = 0; k0 < pr->k || (k0 == 0 && pr->k == 0); k0 += kc_max)
 	{
-		int			kc = pr->k - k0 < KC ? pr->k - k0 : KC,
+		int			kc = pr->k - k0 < kc_max ? pr->k - k0 : kc_max,
 					np = block_panels(kc);
 
 		for (int p0 = q0; p0 < q1; p0 += np)

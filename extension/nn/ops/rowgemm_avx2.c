@@ -6,6 +6,8 @@
 #include "nn/ops/rowgemm.h"
 #include "nn/ops/rowgemm_block.h"
 
+#include <stdbool.h>
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 
@@ -18,9 +20,13 @@ lanes_below(int n)
 	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* Columns col .. col+15 of the block (nb - col of them valid, at least 1). */
+/*
+ * Columns col .. col+15 of the block (nb - col of them valid, at least 1).
+ * full: all 16 valid, so plain loads and stores (a masked load costs more
+ * than a plain one on several AVX2 cores, and B is read once per k).
+ */
 AVX2 static inline __attribute__((always_inline)) void
-half(const cq_rowgemm_block *t, const int mr, int col)
+half(const cq_rowgemm_block *t, const int mr, int col, const bool full)
 {
 	__m256i		m0 = lanes_below(t->nb - col),
 				m1 = lanes_below(t->nb - col - 8);
@@ -34,13 +40,13 @@ half(const cq_rowgemm_block *t, const int mr, int col)
 	{
 		const float *from = t->cont ? t->c + r * t->ldc + col : t->bias ? t->bias + col : NULL;
 
-		acc[r][0] = from ? _mm256_maskload_ps(from, m0) : _mm256_setzero_ps();
-		acc[r][1] = from ? _mm256_maskload_ps(from + 8, m1) : _mm256_setzero_ps();
+		acc[r][0] = !from ? _mm256_setzero_ps() : full ? _mm256_loadu_ps(from) : _mm256_maskload_ps(from, m0);
+		acc[r][1] = !from ? _mm256_setzero_ps() : full ? _mm256_loadu_ps(from + 8) : _mm256_maskload_ps(from + 8, m1);
 	}
 	for (int k = 0; k < t->kc; k++, b += t->ldb)
 	{
-		__m256		b0 = _mm256_maskload_ps(b, m0),
-					b1 = _mm256_maskload_ps(b + 8, m1);
+		__m256		b0 = full ? _mm256_loadu_ps(b) : _mm256_maskload_ps(b, m0),
+					b1 = full ? _mm256_loadu_ps(b + 8) : _mm256_maskload_ps(b + 8, m1);
 
 		_mm_prefetch((const char *) (b + CQ_ROWGEMM_PREFETCH * t->ldb), _MM_HINT_T0);
 
@@ -56,8 +62,16 @@ half(const cq_rowgemm_block *t, const int mr, int col)
 #pragma GCC unroll 6
 	for (int r = 0; r < mr; r++)
 	{
-		_mm256_maskstore_ps(t->c + r * t->ldc + col, m0, acc[r][0]);
-		_mm256_maskstore_ps(t->c + r * t->ldc + col + 8, m1, acc[r][1]);
+		if (full)
+		{
+			_mm256_storeu_ps(t->c + r * t->ldc + col, acc[r][0]);
+			_mm256_storeu_ps(t->c + r * t->ldc + col + 8, acc[r][1]);
+		}
+		else
+		{
+			_mm256_maskstore_ps(t->c + r * t->ldc + col, m0, acc[r][0]);
+			_mm256_maskstore_ps(t->c + r * t->ldc + col + 8, m1, acc[r][1]);
+		}
 	}
 }
 
@@ -65,7 +79,12 @@ AVX2 static inline __attribute__((always_inline)) void
 tile(const cq_rowgemm_block *t, const int mr)
 {
 	for (int col = 0; col < t->nb; col += 16)
-		half(t, mr, col);
+	{
+		if (t->nb - col >= 16)
+			half(t, mr, col, true);
+		else
+			half(t, mr, col, false);
+	}
 }
 
 AVX2 void

@@ -17,24 +17,26 @@
 #include "nn/ops/qgemm.h"
 #include "pg/base/catalog.h"
 #include "pg/base/errors.h"
+#include "pg/base/options.h"
 #include "pg/model/model_catalog.h"
 
-/* No option yet: any key is an error (the argument is there for later ones). */
-static void
-check_options(Jsonb *options)
+typedef struct QuantizeOptions
 {
-	if (options == NULL)
-		return;
-	if (!JB_ROOT_IS_OBJECT(options))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("model_quantize options must be a JSON object")));
-	if (JB_ROOT_COUNT(options) > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("model_quantize takes no options yet"),
-				 errhint("Pass '{}' or leave the options out.")));
-}
+	int			weight_bits;	/* the weights' code width (nn/ops/qgemm.h) */
+} QuantizeOptions;
+
+/*
+ * weight_bits 8: codes in [-127, 127]; 7: [-63, 63], whose products AVX2
+ * CPUs without VNNI run in three instructions instead of four (qgemm.h).
+ * Every CPU computes a version's bits the same way whatever its width.
+ */
+static const CorpqOption quantize_rows[] = {
+	{.key = "weight_bits", CORPQ_OPT_FIELD(QuantizeOptions, weight_bits), .type = CORPQ_OPT_INT,
+	.min = CQ_QGEMM_BITS_MIN, .max = CQ_QGEMM_BITS_MAX, .def = 8},
+	{0}
+};
+
+static const CorpqOptionTable quantize_table = {"model_quantize", quantize_rows};
 
 /* The loaded version; ERROR when it is int8 already or too wide for qgemm. */
 static cq_model *
@@ -72,8 +74,6 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 {
 	char	   *spec,
 			   *name;
-	int			name_len;
-	int32		pinned;
 	CorpqModelRef ref;
 	bytea	   *image,
 			   *out;
@@ -82,13 +82,13 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	size_t		size;
 	cq_code		s;
 	Jsonb	   *metrics;
+	QuantizeOptions o;
 
 	corpq_require_arg(fcinfo, 0, "model");
 	spec = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	check_options(PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1));
-	(void) corpq_model_split_spec(spec, &name_len, &pinned);
-	name = pnstrdup(spec, name_len);
+	corpq_options_parse(&quantize_table, PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1), &o);
 	corpq_model_resolve(spec, false, &ref);
+	name = ref.name;
 	(void) corpq_catalog_check_writer(&corpq_kind_model, name, "quantize",
 									  "Only members of the model's owner role can write its versions.");
 	image = corpq_model_image(spec, false);
@@ -96,6 +96,7 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 							 "a weight image", "quantize");
 	m = load_float32(name, &ref, image);
 	m->cfg.precision = CQ_PRECISION_INT8;
+	m->cfg.weight_bits = o.weight_bits;
 	size = cq_modelfile_size(m);
 	out = palloc(VARHDRSZ + size);
 	SET_VARSIZE(out, VARHDRSZ + size);
@@ -104,6 +105,6 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	if (s != CQ_OK)
 		corpq_core_fail(s, "could not write the int8 version", err.msg);
 	metrics = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
-		psprintf("{\"quantized_from\": %d}", ref.version))));
+		psprintf("{\"quantized_from\": %d, \"weight_bits\": %d}", ref.version, o.weight_bits))));
 	PG_RETURN_INT32(corpq_model_write_version(ref.id, out, "quantize", -1, metrics, false, true));
 }
