@@ -58,7 +58,8 @@
 #include "common/error.h"
 #include "text/words.h"
 
-#define CQ_WORDPIECE_MAX_TOKENS (1 << 24)
+/* as corpq's vocabularies (pg/text/vocab_sql.c): LaBSE's 501,153 fit */
+#define CQ_WORDPIECE_MAX_TOKENS (1 << 19)
 #define CQ_WORDPIECE_MAX_TOKEN_BYTES 1024
 #define CQ_WORDPIECE_MAX_WORD_CHARS 1000	/* max_input_chars_per_word */
 #define CQ_WORDPIECE_PREFIX "##"

@@ -220,6 +220,14 @@ TEST(wordpiece_bad_input)
 	CHECK_INT_EQ(cq_wordpiece_load(&o, big, 3000, &wp, &err), CQ_ELIMIT);
 	CHECK_STR_EQ(err.msg, "line 3: a token of 2991 bytes, more than 1024");
 	cq_free(big);
+	/* one line more than the bound (repeated lines count: they keep their ids) */
+	big = cq_alloc(2 * (CQ_WORDPIECE_MAX_TOKENS + 1));
+	for (int i = 0; i < CQ_WORDPIECE_MAX_TOKENS + 1; i++)
+		memcpy(big + 2 * i, "x\n", 2);
+	CHECK_INT_EQ(cq_wordpiece_load(&o, big, 2 * (CQ_WORDPIECE_MAX_TOKENS + 1), &wp, &err), CQ_ELIMIT);
+	CHECK_STR_EQ(err.msg, "more than 524288 tokens");
+	CHECK_INT_EQ(cq_wordpiece_load(&o, big, 2 * CQ_WORDPIECE_MAX_TOKENS, &wp, &err), CQ_EINVAL);
+	cq_free(big);
 	o.special[CQ_WORDPIECE_SEP] = "[ SEP]";
 	CHECK_INT_EQ(cq_wordpiece_load(&o, "[UNK]", 5, &wp, &err), CQ_EINVAL);
 	CHECK_STR_EQ(err.msg, "sep_token \"[ SEP]\" contains whitespace");
