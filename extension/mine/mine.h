@@ -99,7 +99,8 @@ typedef struct cq_mine_pair
 /*
  * Scale each of the n rows of v [n, d] to unit length in place (the norm
  * summed in double, in order).  CQ_EINVAL when a row has a component that is
- * not finite or is all zeros; *bad (if not NULL) gets its index.
+ * not finite or is all zeros; *bad (if not NULL) gets its index (the message
+ * speaks of "it": the caller names the row).
  */
 cq_code		cq_mine_normalize(float *v, size_t n, int d, size_t *bad, cq_error *err);
 

@@ -24,8 +24,8 @@ cq_mine_normalize(float *v, size_t n, int d, size_t *bad, cq_error *err)
 			{
 				if (bad)
 					*bad = i;
-				return cq_fail(err, CQ_EINVAL, "vector %zu has a component that is not finite (%g at %d)",
-							   i, (double) row[c], c);
+				return cq_fail(err, CQ_EINVAL, "component %d is %g, not a finite number",
+							   c + 1, (double) row[c]);
 			}
 			sq += (double) row[c] * row[c];
 		}
@@ -33,7 +33,7 @@ cq_mine_normalize(float *v, size_t n, int d, size_t *bad, cq_error *err)
 		{
 			if (bad)
 				*bad = i;
-			return cq_fail(err, CQ_EINVAL, "vector %zu is all zeros: it has no direction", i);
+			return cq_fail(err, CQ_EINVAL, "all its components are zero: it has no direction");
 		}
 		norm = sqrt(sq);
 		for (int c = 0; c < d; c++)
