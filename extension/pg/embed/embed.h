@@ -64,8 +64,10 @@ void		corpq_vector_set_add(CorpqVectorSet *s, int64 id, const float *v, int dim)
 void		corpq_vector_set_read(CorpqVectorSet *s, const char *query);
 
 /*
- * Order by id (ERROR for a duplicate id) and normalise (ERROR naming the id
- * of a vector with a non-finite component or no direction).
+ * Order by id (ERROR for a duplicate id), normalise (ERROR naming the id of
+ * a vector with a non-finite component or no direction), and shrink the
+ * arrays to the rows: finish a set before reading the one that shares its
+ * work_mem.
  */
 void		corpq_vector_set_finish(CorpqVectorSet *s);
 

@@ -44,9 +44,9 @@ corpq_mine_vectors(PG_FUNCTION_ARGS)
 
 	corpq_vector_set_init(&src, "source", NULL);
 	corpq_vector_set_read(&src, text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	corpq_vector_set_finish(&src);
 	corpq_vector_set_init(&tgt, "target", &src);
 	corpq_vector_set_read(&tgt, text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	corpq_vector_set_finish(&src);
 	corpq_vector_set_finish(&tgt);
 	corpq_mine_sets(&src, &tgt, &o, put_pair, fcinfo->resultinfo);
 	return (Datum) 0;

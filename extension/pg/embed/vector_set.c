@@ -50,14 +50,20 @@ too_big(const CorpqVectorSet *s, Size need)
 	ereport(ERROR,
 			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 			 errmsg("the vectors to mine need more than work_mem (%d kB)", work_mem),
-			 errdetail("%d %s vectors of dimension %d%s take %zu kB.", s->n + 1, s->what, s->dim,
-					   o ? psprintf(" and %d %s vectors", o->n, o->what) : "",
+			 errdetail("Reading %d %s vectors of dimension %d%s takes %zu kB "
+					   "(a set growing is copied to an array twice its size).",
+					   s->n + 1, s->what, s->dim,
+					   o ? psprintf(" after %d %s vectors", o->n, o->what) : "",
 					   (need + 1023) / 1024),
 			 errhint("Raise work_mem for this query, or mine sets this large with "
 					 "approximate neighbours (docs/embeddings.md, pgvector).")));
 }
 
-/* Room for one more row, within work_mem with the other set. */
+/*
+ * Room for one more row, within work_mem with the other set.  The arrays
+ * double; while repalloc copies them the old and the new both exist, and
+ * both are counted, so the bound holds at every moment.
+ */
 static void
 grow(CorpqVectorSet *s)
 {
@@ -65,12 +71,13 @@ grow(CorpqVectorSet *s)
 				held = s->other ? corpq_vector_set_bytes(s->other) : 0,
 				per_row = row_bytes(s->dim),
 				fit = limit > held ? (limit - held) / per_row : 0;
+	Size		old = s->cap;
 	int			cap = s->cap > 0 ? s->cap * 2 : 256;
 
-	if ((Size) s->n + 1 > fit || s->n >= INT_MAX / 2)
-		too_big(s, held + (Size) (s->n + 1) * per_row);
-	if ((Size) cap > fit)
-		cap = (int) fit;
+	if (old + s->n + 1 > fit || s->n >= INT_MAX / 2)
+		too_big(s, held + (old + s->n + 1) * per_row);
+	if (old + cap > fit)
+		cap = (int) (fit - old);
 	if (s->ids == NULL)
 	{
 		s->ids = MemoryContextAllocExtended(s->cxt, sizeof(int64) * cap, MCXT_ALLOC_HUGE);
@@ -226,6 +233,13 @@ corpq_vector_set_finish(CorpqVectorSet *s)
 	}
 	permute(s, order);
 	pfree(order);
+	/* give back what the doubling left over: the other set may need it */
+	if (s->cap > s->n)
+	{
+		s->ids = repalloc_huge(s->ids, sizeof(int64) * s->n);
+		s->vecs = repalloc_huge(s->vecs, sizeof(float) * s->dim * (Size) s->n);
+		s->cap = s->n;
+	}
 	if (cq_mine_normalize(s->vecs, s->n, s->dim, &bad, &err) != CQ_OK)
 		corpq_core_error(&err, "Leave such rows out of the query.",
 						 "embedding of %s id " INT64_FORMAT " cannot be normalised",
