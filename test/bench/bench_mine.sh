@@ -23,7 +23,7 @@ if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
 		bash test/pgvector/build.sh || fail "pgvector could not be built or installed"
 		export CORPQ_BENCH_PGVECTOR=yes
 	else
-		export CORPQ_BENCH_PGVECTOR="no installed pgvector and no ../shared/vendor/pgvector-0.8.6.tar.gz"
+		export CORPQ_BENCH_PGVECTOR="no installed pgvector and no pgvector 0.8.6 release source (../shared/vendor/pgvector-0.8.6.tar.gz, or CORPQ_PGVECTOR_TARBALL)"
 	fi
 fi
 corpq_in_cluster -o shared_buffers=1GB -o max_worker_processes=16 -o max_parallel_maintenance_workers=2 -- "$@"

@@ -25,7 +25,7 @@ if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
 		bash test/pgvector/build.sh || fail "pgvector could not be built or installed"
 		export CORPQ_MINING_PGVECTOR=yes
 	else
-		export CORPQ_MINING_PGVECTOR="no installed pgvector and no ../shared/vendor/pgvector-0.8.6.tar.gz"
+		export CORPQ_MINING_PGVECTOR="no installed pgvector and no pgvector 0.8.6 release source (../shared/vendor/pgvector-0.8.6.tar.gz, or CORPQ_PGVECTOR_TARBALL)"
 	fi
 fi
 corpq_in_cluster -t 1800
