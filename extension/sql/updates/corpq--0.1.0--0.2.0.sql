@@ -2,7 +2,9 @@
 -- catalog made by extension/sql/*.sql since 0.1.0 is appended here, in the
 -- commit that makes it; `make update-check` (part of `make test`) fails,
 -- naming the objects, when the result differs from a fresh install of 0.2.0
--- (docs/architecture.md, "A change to the catalog").
+-- (docs/architecture.md, "A change to the catalog").  One group per change,
+-- each under a comment naming the parts it follows; a new function that
+-- 99_costs.sql names needs its ALTER FUNCTION ... COST here too.
 \echo Use "ALTER EXTENSION corpq UPDATE" to load this file. \quit
 
 -- corpq.version() (extension/sql/05_version.sql)
@@ -111,3 +113,128 @@ END
 $$;
 COMMENT ON FUNCTION corpq.score_histogram(text, int, float8, float8, text) IS
     'histogram per domain of scores, a SELECT returning (domain, score), read once: bins bins over [lo, hi] (default: the finite scores'' range, positive ones for log), spaced linear (equal widths), log (equal ratios: lo > 0) or quantile (edges at the quantiles of all domains'' scores: equal counts overall, empty bins where scores tie); a score is in bin k when edge k <= score < edge k + 1 (the top edge in the last bin); every bin listed (pairs 0 included), bin 0 and bins + 1 for scores below lo and above hi when there are some; share = pairs / the domain''s scores; NULL and NaN scores are left out';
+
+-- Scoring: a pair longer than the model accepts scores NULL (no rows for
+-- token_scores and token_hits), where 0.1.0 raised an ERROR; each function
+-- gets an overload with a last argument on_too_long ('null' or 'error'),
+-- on the same C function (extension/sql/75_scoring.sql, 76_token_hits.sql).
+-- 0.1.0's signatures stay as they are: views and expression indexes call
+-- them, and a DROP would stop the update.  The overloads of uncertainty and
+-- score take every argument (no parameter without a DEFAULT may follow one
+-- with).
+CREATE FUNCTION corpq.sent_prob(model text, src text, tgt text, on_too_long text) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_sent_prob'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.sent_prob(model corpq.pinned_model, src text, tgt text, on_too_long text)
+    RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_sent_prob_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.sent_prob(text, text, text) IS
+    'exp of the mean log-probability of the target tokens and </s> given the source, dropout off (data rejuvenation''s sentence probability); NULL for a side longer than the model accepts';
+COMMENT ON FUNCTION corpq.sent_prob(text, text, text, text) IS
+    'sent_prob; a side longer than the model accepts scores NULL (on_too_long ''null'') or is an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.sent_prob(corpq.pinned_model, text, text, text) IS
+    'sent_prob with a pinned model version name@N and on_too_long (''null'' or ''error'')';
+
+CREATE FUNCTION corpq.sent_logprob(model text, src text, tgt text, on_too_long text) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_sent_logprob'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.sent_logprob(model corpq.pinned_model, src text, tgt text, on_too_long text)
+    RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_sent_logprob_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.sent_logprob(text, text, text) IS
+    'sum of the log-probabilities (nats) of the target tokens and </s> given the source, dropout off; NULL for a side longer than the model accepts';
+COMMENT ON FUNCTION corpq.sent_logprob(text, text, text, text) IS
+    'sent_logprob; a side longer than the model accepts scores NULL (on_too_long ''null'') or is an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.sent_logprob(corpq.pinned_model, text, text, text) IS
+    'sent_logprob with a pinned model version name@N and on_too_long (''null'' or ''error'')';
+
+CREATE FUNCTION corpq.token_scores(model text, src text, tgt text, on_too_long text)
+    RETURNS TABLE (pos int, token text, logprob float8, pred_token text,
+                   pred_prob float8, entropy float8)
+    AS 'MODULE_PATHNAME', 'corpq_token_scores'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE ROWS 30;
+CREATE FUNCTION corpq.token_scores(model corpq.pinned_model, src text, tgt text, on_too_long text)
+    RETURNS TABLE (pos int, token text, logprob float8, pred_token text,
+                   pred_prob float8, entropy float8)
+    AS 'MODULE_PATHNAME', 'corpq_token_scores_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 30;
+COMMENT ON FUNCTION corpq.token_scores(text, text, text) IS
+    'per target position (1-based, the last is </s>): the target subword, its log-probability, the most probable token, its probability and the entropy (nats) of the prediction, dropout off; no rows for a side longer than the model accepts';
+COMMENT ON FUNCTION corpq.token_scores(text, text, text, text) IS
+    'token_scores; a side longer than the model accepts gives no rows (on_too_long ''null'') or an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.token_scores(corpq.pinned_model, text, text, text) IS
+    'token_scores with a pinned model version name@N and on_too_long (''null'' or ''error'')';
+
+CREATE FUNCTION corpq.uncertainty(model text, src text, tgt text, measure text, passes int,
+                                  seed bigint, on_too_long text)
+    RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_uncertainty'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.uncertainty(model corpq.pinned_model, src text, tgt text, measure text,
+                                  passes int, seed bigint, on_too_long text)
+    RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_uncertainty_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.uncertainty(text, text, text, text, int, bigint) IS
+    'MultiUAT model uncertainty of a pair: the measure (pretp, exptp, vartp, comev, entsent, enteos, exptp_geo, vartp_log, comev_log) averaged over passes Monte Carlo dropout forward passes; the masks depend only on seed, the pass and the pair, so the value is reproducible in every backend and worker; NULL for a side longer than the model accepts';
+COMMENT ON FUNCTION corpq.uncertainty(text, text, text, text, int, bigint, text) IS
+    'uncertainty with every argument given; a side longer than the model accepts scores NULL (on_too_long ''null'') or is an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.uncertainty(corpq.pinned_model, text, text, text, int, bigint, text) IS
+    'uncertainty with a pinned model version name@N, every argument given and on_too_long (''null'' or ''error'')';
+
+CREATE FUNCTION corpq.dual_xent(forward text, backward text, src text, tgt text, on_too_long text)
+    RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_dual_xent'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.dual_xent(forward corpq.pinned_model, backward corpq.pinned_model,
+                                src text, tgt text, on_too_long text) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_dual_xent_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.dual_xent(text, text, text, text) IS
+    'dual conditional cross-entropy score of a pair (Junczys-Dowmunt, WMT 2018): exp(-(|H_f - H_b| + (H_f + H_b) / 2)) in (0, 1], H_f = -ln sent_prob(forward, src, tgt), H_b = -ln sent_prob(backward, tgt, src): high when both directions find the pair probable and agree; NULL for a side longer than a model accepts';
+COMMENT ON FUNCTION corpq.dual_xent(text, text, text, text, text) IS
+    'dual_xent; a side longer than a model accepts scores NULL (on_too_long ''null'') or is an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.dual_xent(corpq.pinned_model, corpq.pinned_model, text, text, text) IS
+    'dual_xent with pinned model versions name@N and on_too_long (''null'' or ''error'')';
+
+CREATE FUNCTION corpq.dual_xent_scores(forward text, backward text, corpus text, on_too_long text)
+    RETURNS TABLE (id bigint, score float8)
+    AS 'MODULE_PATHNAME', 'corpq_dual_xent_scores'
+    LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.dual_xent_scores(text, text, text) IS
+    'dual_xent of every row of corpus, a SELECT returning (id, src, tgt), in batches (each direction''s pairs in length order, cut to corpq.max_batch_mb), with the models'' versions of the call''s start; the values equal dual_xent()''s; NULL src or tgt gives a NULL score, so does a side longer than a model accepts (a NOTICE counts them); a NULL argument is an error';
+COMMENT ON FUNCTION corpq.dual_xent_scores(text, text, text, text) IS
+    'dual_xent_scores; a side longer than a model accepts scores NULL, counted in a NOTICE (on_too_long ''null''), or stops with an ERROR (''error'')';
+
+CREATE FUNCTION corpq.score(model text, corpus text, what text, batch_size int, measure text,
+                            passes int, seed bigint, on_too_long text)
+    RETURNS TABLE (id bigint, score float8)
+    AS 'MODULE_PATHNAME', 'corpq_score'
+    LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.score(text, text, text, int, text, int, bigint) IS
+    'score every row of corpus, a SELECT returning (id, src, tgt), in batches of batch_size pairs: what = sent_prob, sent_logprob or uncertainty (with measure, passes, seed); the values equal the per-row functions''; NULL src or tgt gives a NULL score, so does a side longer than the model accepts (a NOTICE counts them); a NULL argument is an error';
+COMMENT ON FUNCTION corpq.score(text, text, text, int, text, int, bigint, text) IS
+    'score with every argument given; a side longer than the model accepts scores NULL, counted in a NOTICE (on_too_long ''null''), or stops with an ERROR (''error'')';
+
+CREATE FUNCTION corpq.token_hits(model text, src text, tgt text, on_too_long text)
+    RETURNS TABLE (pos int, token text, hit boolean)
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE ROWS 30
+    BEGIN ATOMIC
+        SELECT s.pos, s.token, s.pred_token = s.token
+        FROM corpq.token_scores(model, src, tgt, on_too_long) s;
+    END;
+CREATE FUNCTION corpq.token_hits(model corpq.pinned_model, src text, tgt text, on_too_long text)
+    RETURNS TABLE (pos int, token text, hit boolean)
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE ROWS 30
+    BEGIN ATOMIC
+        SELECT s.pos, s.token, s.pred_token = s.token
+        FROM corpq.token_scores(model, src, tgt, on_too_long) s;
+    END;
+COMMENT ON FUNCTION corpq.token_hits(text, text, text) IS
+    'per target position (1-based; the last is </s>): the gold subword and whether the model''s argmax under teacher forcing equals it, dropout off; no rows for a side longer than the model accepts';
+COMMENT ON FUNCTION corpq.token_hits(text, text, text, text) IS
+    'token_hits; a side longer than the model accepts gives no rows (on_too_long ''null'') or an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.token_hits(corpq.pinned_model, text, text, text) IS
+    'token_hits with a pinned model version name@N and on_too_long (''null'' or ''error'')';
