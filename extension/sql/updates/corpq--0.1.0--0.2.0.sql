@@ -238,3 +238,98 @@ COMMENT ON FUNCTION corpq.token_hits(text, text, text, text) IS
     'token_hits; a side longer than the model accepts gives no rows (on_too_long ''null'') or an ERROR (''error'')';
 COMMENT ON FUNCTION corpq.token_hits(corpq.pinned_model, text, text, text) IS
     'token_hits with a pinned model version name@N and on_too_long (''null'' or ''error'')';
+
+-- Version identity: corpq.issued_versions, the last version number each name
+-- of a catalog with versions issued, kept after a drop
+-- (extension/sql/70_models.sql).  It starts with the names this database
+-- has, at their highest stored version: numbers issued under 0.1.0 and gone
+-- since (dropped with their model) cannot be known.
+CREATE TABLE corpq.issued_versions (
+    catalog      text NOT NULL CHECK (catalog IN ('corpq.model_catalog', 'corpq.antap_models')),
+    name         text NOT NULL CHECK (name <> '' AND strpos(name, '@') = 0),
+    last_version int NOT NULL CHECK (last_version >= 1),
+    PRIMARY KEY (catalog, name)
+);
+COMMENT ON TABLE corpq.issued_versions IS
+    'every name used in this database by a catalog with versions (models, ANTAP models) and the last version number it issued; kept after the drop, so that a version number is never given to other weights';
+SELECT pg_catalog.pg_extension_config_dump('corpq.issued_versions', '');
+ALTER TABLE corpq.issued_versions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY issued_versions_read ON corpq.issued_versions FOR SELECT USING (true);
+GRANT SELECT ON corpq.issued_versions TO PUBLIC;
+INSERT INTO corpq.issued_versions (catalog, name, last_version)
+SELECT 'corpq.model_catalog', c.name, pg_catalog.max(v.version)
+  FROM corpq.model_catalog c JOIN corpq.model_versions v ON v.model OPERATOR(pg_catalog.=) c.id
+ GROUP BY c.name
+UNION ALL
+SELECT 'corpq.antap_models', a.name, pg_catalog.max(v.version)
+  FROM corpq.antap_models a JOIN corpq.antap_versions v ON v.model OPERATOR(pg_catalog.=) a.id
+ GROUP BY a.name;
+
+-- Jobs: how often recovery requeued a job after a crash-restart
+-- (extension/sql/40_jobs.sql; 0 for the jobs already there).
+ALTER TABLE corpq.jobs ADD COLUMN crash_requeues int NOT NULL DEFAULT 0;
+
+-- Planner costs of the per-row functions (extension/sql/99_costs.sql sets
+-- them by name; here by signature, the overloads created above included).
+-- rule filters and duplicate keys
+ALTER FUNCTION corpq.html_tags(text) COST 3;
+ALTER FUNCTION corpq.text_length(text, text) COST 5;
+ALTER FUNCTION corpq.alpha_ratio(text, boolean) COST 10;
+ALTER FUNCTION corpq.numerals_match(text, text) COST 15;
+ALTER FUNCTION corpq.dedup_key(text, text, text, text) COST 20;
+ALTER FUNCTION corpq.length_ratio(text, text, text) COST 20;
+ALTER FUNCTION corpq.terminal_punct_score(text, text) COST 20;
+ALTER FUNCTION corpq.char_script_ratio(text, text) COST 30;
+ALTER FUNCTION corpq.repetition(text, int, int, int) COST 100;
+-- language identification
+ALTER FUNCTION corpq.langid(text) COST 1500;
+ALTER FUNCTION corpq.lang_is(text, text, float8) COST 1500;
+-- filter specs
+ALTER FUNCTION corpq.filter_keeps(text, text, jsonb) COST 1000;
+ALTER FUNCTION corpq.filter_rejects(text, text, jsonb) COST 1000;
+ALTER FUNCTION corpq.filter_stats_trans(internal, text, text, jsonb) COST 1000;
+ALTER FUNCTION corpq.filter_stats_trans(internal, text, text, jsonb, int) COST 1000;
+-- subwords and vocabularies
+ALTER FUNCTION corpq.vocab_encode(text, text) COST 50;
+ALTER FUNCTION corpq.bpe_apply(text, text) COST 80;
+ALTER FUNCTION corpq.bpe_tokens(text, text) COST 100;
+-- sentence metrics and the aggregates' transitions
+ALTER FUNCTION corpq.bleu_tokenize(text, jsonb) COST 50;
+ALTER FUNCTION corpq.bleu_trans(bigint[], text, text) COST 200;
+ALTER FUNCTION corpq.bleu_trans(bigint[], text, text, jsonb) COST 200;
+ALTER FUNCTION corpq.sentence_bleu(text, text, jsonb) COST 250;
+ALTER FUNCTION corpq.chrf_trans(bigint[], text, text) COST 300;
+ALTER FUNCTION corpq.chrf_trans(bigint[], text, text, jsonb) COST 300;
+ALTER FUNCTION corpq.sentence_chrf(text, text, jsonb) COST 300;
+-- lexicons
+ALTER FUNCTION corpq.mono_uncertainty(text, text) COST 50;
+ALTER FUNCTION corpq.word_rarity(text, text) COST 50;
+ALTER FUNCTION corpq.align(text, text, text) COST 4000;
+ALTER FUNCTION corpq.align_score(text, text, text) COST 4000;
+ALTER FUNCTION corpq.coverage(text, text, text) COST 4000;
+-- CAV counts of a pair; ANTAP's prediction of a token
+ALTER FUNCTION corpq.cav_accumulate_trans(corpq.cav, text, text) COST 3000;
+ALTER FUNCTION corpq.cav_accumulate_trans(corpq.cav, text, text, int) COST 3000;
+ALTER FUNCTION corpq.cav_accumulate_trans(corpq.cav, text, text, int, text[]) COST 3000;
+ALTER FUNCTION corpq.cav_accumulate_trans(corpq.cav, text, text, int, text[], text) COST 3000;
+ALTER FUNCTION corpq.antap_predict(text, corpq.cav, text, text) COST 2500;
+-- a model's forward pass (dual_xent two, uncertainty 30: its default passes)
+ALTER FUNCTION corpq.sent_prob(text, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_prob(text, text, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_prob(corpq.pinned_model, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_prob(corpq.pinned_model, text, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_logprob(text, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_logprob(text, text, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_logprob(corpq.pinned_model, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_logprob(corpq.pinned_model, text, text, text) COST 100000;
+ALTER FUNCTION corpq.dual_xent(text, text, text, text) COST 200000;
+ALTER FUNCTION corpq.dual_xent(text, text, text, text, text) COST 200000;
+ALTER FUNCTION corpq.dual_xent(corpq.pinned_model, corpq.pinned_model, text, text) COST 200000;
+ALTER FUNCTION corpq.dual_xent(corpq.pinned_model, corpq.pinned_model, text, text, text) COST 200000;
+ALTER FUNCTION corpq.uncertainty(text, text, text, text, int, bigint) COST 2500000;
+ALTER FUNCTION corpq.uncertainty(text, text, text, text, int, bigint, text) COST 2500000;
+ALTER FUNCTION corpq.uncertainty(corpq.pinned_model, text, text, text, int, bigint) COST 2500000;
+ALTER FUNCTION corpq.uncertainty(corpq.pinned_model, text, text, text, int, bigint, text) COST 2500000;
+-- beam search
+ALTER FUNCTION corpq.translate(text, text, jsonb) COST 10000000;
+ALTER FUNCTION corpq.translate(corpq.pinned_model, text, jsonb) COST 10000000;
