@@ -73,10 +73,18 @@ typedef struct cq_model_config
 	cq_precision precision;			/* inference's products [float32] */
 	cq_norm_kind norm;				/* the kind of every norm [layer] */
 	int			weight_bits;		/* int8: the weights' code width, 8 or 7 [8] (qgemm.h) */
+	cq_precision embedding_precision;	/* int8: token embeddings as 8-bit codes [float32] */
 } cq_model_config;
 
 /* The variants' defaults: corpq's own architecture. */
 void		cq_config_default_variants(cq_model_config *cfg);
+
+/*
+ * The configuration of the float32 version an int8 one is of: precision
+ * float32 and the int8 keys (weight_bits, embedding_precision) at their
+ * defaults.
+ */
+void		cq_config_float32(cq_model_config *cfg);
 
 /* "tiny", "small" or "base" with the given vocabulary sizes. */
 cq_code cq_config_preset(const char *name, int src_vocab, int tgt_vocab,
