@@ -616,8 +616,7 @@ class _Config(ctypes.Structure):
                 ("output_bias", ctypes.c_bool), ("decoder_start_id", ctypes.c_int),
                 ("precision", ctypes.c_int),     # 0 float32, 1 int8
                 ("norm", ctypes.c_int),          # 0 layer, 1 rms
-                ("weight_bits", ctypes.c_int),   # int8 versions: 8 or 7
-                ("embedding_precision", ctypes.c_int)]   # int8 versions: 0 float32, 1 int8
+                ("weight_bits", ctypes.c_int)]   # int8 versions: 8 or 7
 
 
 class _Model(ctypes.Structure):

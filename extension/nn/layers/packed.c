@@ -4,7 +4,6 @@
 #include <math.h>
 
 #include "nn/layers/norm.h"
-#include "nn/ops/qgemm.h"
 #include "nn/ops/rowgemm.h"
 
 void
@@ -15,14 +14,6 @@ cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos, float *x)
 			   *pe = cq_position_table(m, target) + (long) pos * d;
 	float		scale = cq_embed_scale(&m->cfg);
 
-	if (!table && (target ? m->tgt_embed_q : m->src_embed_q))
-	{
-		/* int8 embeddings (embedding_precision): the row's codes times its scale */
-		cq_qgemm_packed_row(target ? m->tgt_embed_q : m->src_embed_q, tok, x);
-		for (int i = 0; i < d; i++)
-			x[i] = x[i] * scale + pe[i];
-		return;
-	}
 	if (!table)
 	{
 		/* a compact model's tied embedding is its output projection, packed */

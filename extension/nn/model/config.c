@@ -81,7 +81,6 @@ cq_config_float32(cq_model_config *c)
 {
 	c->precision = CQ_PRECISION_FLOAT32;
 	c->weight_bits = 8;
-	c->embedding_precision = CQ_PRECISION_FLOAT32;
 }
 
 static cq_code
@@ -144,10 +143,6 @@ cq_config_validate(const cq_model_config *c, cq_error *err)
 		return s;
 	if (c->weight_bits != 8 && c->precision != CQ_PRECISION_INT8)
 		return cq_fail(err, CQ_EINVAL, "config key \"weight_bits\" applies to int8 models only");
-	if ((unsigned) c->embedding_precision > CQ_PRECISION_INT8)
-		return cq_fail(err, CQ_EINVAL, "bad embedding_precision value");
-	if (c->embedding_precision != CQ_PRECISION_FLOAT32 && c->precision != CQ_PRECISION_INT8)
-		return cq_fail(err, CQ_EINVAL, "config key \"embedding_precision\" applies to int8 models only");
 	return CQ_OK;
 }
 
@@ -275,9 +270,6 @@ read_variants(const cq_json_object *o, cq_model_config *c, cq_error *err)
 		c->precision = v == 1 ? CQ_PRECISION_INT8 : CQ_PRECISION_FLOAT32;
 	if (!s && present(o, "weight_bits"))
 		s = get_int(o, "weight_bits", &c->weight_bits, err);
-	if (!s && present(o, "embedding_precision") &&
-		!(s = get_choice(o, "embedding_precision", "float32", "int8", &v, err)))
-		c->embedding_precision = v == 1 ? CQ_PRECISION_INT8 : CQ_PRECISION_FLOAT32;
 	return s;
 }
 
@@ -444,8 +436,6 @@ variants_json(const cq_model_config *c, char *buf, size_t size)
 		append(buf, size, &n, ", \"precision\": \"int8\"");
 	if (c->weight_bits != d.weight_bits)
 		append(buf, size, &n, ", \"weight_bits\": %d", c->weight_bits);
-	if (c->embedding_precision == CQ_PRECISION_INT8)
-		append(buf, size, &n, ", \"embedding_precision\": \"int8\"");
 	return n;
 }
 

@@ -73,7 +73,6 @@ typedef struct cq_model_config
 	cq_precision precision;			/* inference's products [float32] */
 	cq_norm_kind norm;				/* the kind of every norm [layer] */
 	int			weight_bits;		/* int8: the weights' code width, 8 or 7 [8] (qgemm.h) */
-	cq_precision embedding_precision;	/* int8: token embeddings as 8-bit codes [float32] */
 } cq_model_config;
 
 /* The variants' defaults: corpq's own architecture. */
@@ -81,8 +80,7 @@ void		cq_config_default_variants(cq_model_config *cfg);
 
 /*
  * The configuration of the float32 version an int8 one is of: precision
- * float32 and the int8 keys (weight_bits, embedding_precision) at their
- * defaults.
+ * float32 and weight_bits at its default.
  */
 void		cq_config_float32(cq_model_config *cfg);
 

@@ -20,7 +20,6 @@ typedef struct layout
 	size_t		params;				/* numel only */
 	/* an int8 image's layout (cq_model_new_coded), else 0 */
 	int			weight_bits;		/* the linear weights' codes */
-	int			embed_bits;			/* the token embeddings' codes */
 	size_t		packed;				/* bytes of the code tensors' packed copies */
 	size_t		codes;				/* their codes */
 	size_t		scales;				/* and rows */
@@ -144,11 +143,9 @@ build_layout(cq_model *m, layout *l)
 	int			d = c->d_model,
 				f = c->ffn_dim;
 
-	put(l, &m->src_embed, &m->src_embed_q, l->embed_bits, c->src_vocab_size, d,
-		"encoder.embed_tokens");
+	add(l, &m->src_embed, c->src_vocab_size, d, "encoder.embed_tokens");
 	if (!c->share_embeddings)
-		put(l, &m->tgt_embed, &m->tgt_embed_q, l->embed_bits, c->tgt_vocab_size, d,
-			"decoder.embed_tokens");
+		add(l, &m->tgt_embed, c->tgt_vocab_size, d, "decoder.embed_tokens");
 	if (c->positions == CQ_POS_LEARNED)
 	{
 		add(l, &m->src_pos, c->max_positions, d, "encoder.embed_positions");
@@ -186,9 +183,9 @@ build_layout(cq_model *m, layout *l)
 	if (!c->tie_output)
 		put(l, &m->out_proj, &m->output.qpacked, l->weight_bits, c->tgt_vocab_size, d,
 			"decoder.output_projection.weight");
-	else if (l->weight_bits && l->embed_bits != l->weight_bits)
-		/* an int8 image: a tied projection's codes are the embedding's only
-		 * when both are 8-bit codes of the same rows; otherwise its own */
+	else if (l->weight_bits)
+		/* an int8 image: a tied projection has codes of its own (the
+		 * embedding it is tied to stays float32) */
 		put(l, NULL, &m->output.qpacked, l->weight_bits, c->tgt_vocab_size, d,
 			"decoder.output_projection.weight");
 	if (c->output_bias)
@@ -202,10 +199,7 @@ layout_for(const cq_model_config *cfg, bool coded)
 	layout		l = {0};
 
 	if (coded)
-	{
 		l.weight_bits = cfg->weight_bits;
-		l.embed_bits = cfg->embedding_precision == CQ_PRECISION_INT8 ? 8 : 0;
-	}
 	return l;
 }
 
@@ -300,16 +294,9 @@ wire(cq_model *m)
 	const cq_model_config *c = &m->cfg;
 
 	if (c->share_embeddings)
-	{
 		m->tgt_embed = m->src_embed;
-		m->tgt_embed_q = m->src_embed_q;
-	}
 	if (c->tie_output)
-	{
 		m->out_proj = m->tgt_embed;
-		if (!m->output.qpacked)
-			m->output.qpacked = m->tgt_embed_q;	/* NULL but in an int8 image */
-	}
 	m->output.w = m->out_proj;
 	m->output.b = m->out_bias;
 	m->output.out = c->tgt_vocab_size;

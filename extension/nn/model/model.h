@@ -83,9 +83,6 @@ typedef struct cq_model
 	cq_norm	tgt_embed_ln;
 	float	   *out_bias;			/* [tgt_vocab] output_bias, else NULL */
 
-	void	   *src_embed_q;		/* int8 embeddings: src_embed's codes, packed (qgemm.h) */
-	void	   *tgt_embed_q;		/* (src_embed and tgt_embed are then NULL) */
-
 	float	   *sinusoid;			/* [max_positions, d] table, not a parameter */
 	void	   *packed_raw;			/* the allocation behind every linear's packed copy */
 	bool		compact;			/* cq_model_compact: linear weights only packed */
@@ -101,11 +98,11 @@ void		cq_model_free(cq_model *m);
 /*
  * A model laid out as its int8 image stores it (models/FORMAT.md, "int8
  * tensors"; cfg->precision int8): every linear weight and the output
- * projection, and with embedding_precision int8 the token embeddings, are
- * code tensors (bits 7 or 8 in the table, a tied projection's own codes
- * included) with no float32 storage, only room for their packed copies,
- * which cq_model_fill_codes fills.  The model is compact (see
- * cq_model_compact): it serves inference only.
+ * projection (a tied one too: its own codes) are code tensors (bits 7 or 8
+ * in the table) with no float32 storage, only room for their packed copies,
+ * which cq_model_fill_codes fills.  Embeddings, norms and biases stay
+ * float32.  The model is compact (see cq_model_compact): it serves
+ * inference only.
  */
 cq_code		cq_model_new_coded(const cq_model_config *cfg, cq_model **out, cq_error *err);
 

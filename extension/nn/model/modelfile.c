@@ -355,10 +355,6 @@ cq_modelfile_load(const void *buf, size_t len, cq_model **out, cq_error *err)
 		return s;
 	/* an int8 model in a typed file is its codes; in a version-1 file its float32 weights */
 	coded = tf.version == CQ_MODELFILE_VERSION_TYPED && cfg.precision == CQ_PRECISION_INT8;
-	if (!coded && cfg.embedding_precision == CQ_PRECISION_INT8)
-		return cq_fail(err, CQ_EFORMAT,
-					   "weight file version %u holds no int8 embeddings (embedding_precision \"int8\" needs version %d)",
-					   tf.version, CQ_MODELFILE_VERSION_TYPED);
 	/* a small file must not make us allocate a large model: tensors do not overlap */
 	need = cq_model_data_min(&cfg, coded);
 	if (need > tf.data_size)

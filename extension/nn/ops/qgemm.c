@@ -210,22 +210,6 @@ cq_qgemm_packed_bits(const void *packed)
 }
 
 void
-cq_qgemm_packed_row(const void *packed, int j, float *out)
-{
-	const int32_t *h = packed;
-	int			n = h[0],
-				k = h[1],
-				jj = j % CQ_QGEMM_NB;
-	parts		pk = split(packed, n);
-	const int8_t *panel = pk.w + (size_t) (j / CQ_QGEMM_NB) * groups(k) * CQ_QGEMM_NB * CQ_QGEMM_KG;
-	float		scale = pk.ws[j];
-
-	for (int kk = 0; kk < k; kk++)
-		out[kk] = (float) panel[((size_t) (kk / CQ_QGEMM_KG) * CQ_QGEMM_NB + jj) * CQ_QGEMM_KG +
-								kk % CQ_QGEMM_KG] * scale;
-}
-
-void
 cq_qgemm_pack(const int8_t *q, const float *scale, int n, int k, int bits, void *packed)
 {
 	parts		pk = split(packed, n);

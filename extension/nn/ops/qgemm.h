@@ -126,12 +126,6 @@ void		cq_qgemm_pack(const int8_t *q, const float *scale, int n, int k, int bits,
 int			cq_qgemm_packed_bits(const void *packed);
 
 /*
- * Row j of packed weights dequantized, out[kk] = (float) q[j][kk] * scale[j]
- * for kk < k (an int8 model's embedding lookups).
- */
-void		cq_qgemm_packed_row(const void *packed, int j, float *out);
-
-/*
  * y[rows, n] = x[rows, k] W^T + bias, W packed by cq_qgemm_pack, bias [n] or
  * NULL (zero); 0 <= k <= CQ_QGEMM_MAX_K (otherwise y is all NaN).  x and y
  * must not overlap.

@@ -1,13 +1,13 @@
 /*
  * corpq.model_quantize(): an int8 version of a model version (models/
- * FORMAT.md, "precision" and "int8 tensors").  The new version's image holds
- * every linear layer's and the output projection's weights as int8 codes
- * and per-output-row scales (nn/ops/qgemm.h's rule), and by default the
- * token embeddings too (embedding_precision "int8", 8-bit codes per row,
- * dequantized at lookup): about a quarter of the float32 image.  Loading it
- * packs the stored codes as they are, so the version computes the same on
- * every load and every CPU.  Its metrics say which version it was quantized
- * from and how.
+ * FORMAT.md, "precision" and "Weight file version 2").  The new version's
+ * image holds every linear layer's and the output projection's weights as
+ * int8 codes and per-output-row scales (nn/ops/qgemm.h's rule, the one a
+ * version stored with float32 weights is quantized by when it loads), so
+ * those weights take a quarter of their float32 bytes; loading it packs the
+ * stored codes as they are.  It computes exactly what quantizing the float32
+ * weights at load computes, on every load and every CPU.  Its metrics say
+ * which version it was quantized from and how.
  */
 #include "postgres.h"
 
@@ -25,29 +25,16 @@
 typedef struct QuantizeOptions
 {
 	int			weight_bits;	/* the weights' code width (nn/ops/qgemm.h) */
-	int			embeddings;		/* embedding_precision: a cq_precision */
 } QuantizeOptions;
-
-static const char *const precision_names[] = {"float32", "int8", NULL};
-static const int precision_values[] = {CQ_PRECISION_FLOAT32, CQ_PRECISION_INT8};
 
 /*
  * weight_bits 8: codes in [-127, 127]; 7: [-63, 63], whose products AVX2
  * CPUs without VNNI run in three instructions instead of four (qgemm.h).
  * Every CPU computes a version's bits the same way whatever its width.
  */
-/*
- * embedding_precision "int8" (the default): the token embeddings are stored
- * and held as 8-bit codes per row, which brings the image and the loaded
- * model of a `small` model over 8,000-word vocabularies from 0.52-0.63 of
- * the float32 size to 0.26 (docs/models.md, "int8 versions").
- */
 static const CorpqOption quantize_rows[] = {
 	{.key = "weight_bits", CORPQ_OPT_FIELD(QuantizeOptions, weight_bits), .type = CORPQ_OPT_INT,
 	.min = CQ_QGEMM_BITS_MIN, .max = CQ_QGEMM_BITS_MAX, .def = 8},
-	{.key = "embedding_precision", CORPQ_OPT_FIELD(QuantizeOptions, embeddings),
-		.type = CORPQ_OPT_ENUM, .names = precision_names, .values = precision_values,
-	.def = CQ_PRECISION_INT8},
 	{0}
 };
 
@@ -112,9 +99,13 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	m = load_float32(name, &ref, image);
 	m->cfg.precision = CQ_PRECISION_INT8;
 	m->cfg.weight_bits = o.weight_bits;
-	m->cfg.embedding_precision = (cq_precision) o.embeddings;
 	/* the image: the codes and scales of m's float32 weights */
 	size = cq_modelfile_size(m);
+	if (size == 0)
+	{
+		cq_model_free(m);
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	}
 	out = palloc(VARHDRSZ + size);
 	SET_VARSIZE(out, VARHDRSZ + size);
 	s = cq_modelfile_write(m, VARDATA(out), size, &err);
@@ -122,7 +113,6 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	if (s != CQ_OK)
 		corpq_core_fail(s, "could not write the int8 version", err.msg);
 	metrics = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
-		psprintf("{\"quantized_from\": %d, \"weight_bits\": %d, \"embedding_precision\": \"%s\"}",
-				 ref.version, o.weight_bits, precision_names[o.embeddings]))));
+		psprintf("{\"quantized_from\": %d, \"weight_bits\": %d}", ref.version, o.weight_bits))));
 	PG_RETURN_INT32(corpq_model_write_version(ref.id, out, "quantize", -1, metrics, false, true));
 }
