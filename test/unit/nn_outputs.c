@@ -68,3 +68,19 @@ nn_test_pairs(int32_t ids[NN_PAIRS][24], cq_pair *p)
 		p[b] = (cq_pair) {ids[b], 2 + b * 2, ids[b] + 12, 1 + b, 100 + b};
 	}
 }
+
+void
+nn_test_config(int variant, cq_model_config *c)
+{
+	cq_error	err;
+
+	CHECK_INT_EQ(cq_config_preset("tiny", 34, variant == 2 ? 34 : 36, c, &err), CQ_OK);
+	c->d_model = 32;
+	c->heads = 4;
+	c->ffn_dim = 64;
+	c->max_positions = 24;
+	c->tie_output = variant != 1;
+	c->share_embeddings = variant == 2;
+	c->positions = variant == 0 ? CQ_POS_SINUSOIDAL : CQ_POS_LEARNED;
+	c->dropout = c->attention_dropout = c->activation_dropout = 0.1f;
+}

@@ -22,6 +22,13 @@ typedef struct nn_outputs
 	size_t		trans_len;
 } nn_outputs;
 
+/*
+ * A small configuration over 34 (36) token ids, dropout 0.1, of variant 0:
+ * tied output, sinusoids; 1: untied, learned positions; 2: one embedding
+ * shared by source, target and output, learned positions.
+ */
+void		nn_test_config(int variant, cq_model_config *c);
+
 /* NN_PAIRS pairs over token ids 4..33 (ids holds their tokens). */
 void		nn_test_pairs(int32_t ids[NN_PAIRS][24], cq_pair *p);
 

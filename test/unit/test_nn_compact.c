@@ -29,15 +29,7 @@ TEST(nn_compact_keeps_one_copy_and_the_same_bits)
 				   *after = malloc(sizeof(nn_outputs));
 		size_t		floats;
 
-		CHECK_INT_EQ(cq_config_preset("tiny", 34, variant == 2 ? 34 : 36, &c, &err), CQ_OK);
-		c.d_model = 32;
-		c.heads = 4;
-		c.ffn_dim = 64;
-		c.max_positions = 24;
-		c.tie_output = variant != 1;
-		c.share_embeddings = variant == 2;
-		c.positions = variant == 0 ? CQ_POS_SINUSOIDAL : CQ_POS_LEARNED;
-		c.dropout = c.attention_dropout = c.activation_dropout = 0.1f;
+		nn_test_config(variant, &c);
 		CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
 		cq_model_init_random(m, 5 + variant);
 		floats = m->n_floats;

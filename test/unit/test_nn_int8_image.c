@@ -17,7 +17,7 @@
 #include "nn_outputs.h"
 #include "unit.h"
 
-/* 0: tied output, sinusoids; 1: untied, learned positions; 2: shared and tied */
+/* An int8 model of nn_test_config's variant (0 tied, 1 untied, 2 shared). */
 static cq_model *
 float_model(int variant, int bits)
 {
@@ -25,15 +25,7 @@ float_model(int variant, int bits)
 	cq_model   *m = NULL;
 	cq_error	err;
 
-	CHECK_INT_EQ(cq_config_preset("tiny", 34, variant == 2 ? 34 : 36, &c, &err), CQ_OK);
-	c.d_model = 32;
-	c.heads = 4;
-	c.ffn_dim = 64;
-	c.max_positions = 24;
-	c.tie_output = variant != 1;
-	c.share_embeddings = variant == 2;
-	c.positions = variant == 1 ? CQ_POS_LEARNED : CQ_POS_SINUSOIDAL;
-	c.dropout = c.attention_dropout = c.activation_dropout = 0.1f;
+	nn_test_config(variant, &c);
 	c.precision = CQ_PRECISION_INT8;
 	c.weight_bits = bits;
 	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
