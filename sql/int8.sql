@@ -113,6 +113,7 @@ SELECT m.precision, c.config ? 'weight_bits' AS catalog_has_weight_bits,
        (SELECT count(*) FILTER (WHERE corpq.sent_logprob('i7_copy', src, tgt) = corpq.sent_logprob(:'i7', src, tgt))
                = count(*) FROM i8_dev) AS same_bits
   FROM corpq.models m JOIN corpq.model_catalog c ON c.name = m.name WHERE m.name = 'i7_copy';
+SELECT corpq.model_drop('i7_copy');
 
 -- ---- bad input ----
 SELECT corpq.model_quantize(:'i8');
@@ -132,5 +133,5 @@ SET ROLE i8_other;
 SELECT corpq.model_quantize('i8_m');
 RESET ROLE;
 DROP ROLE i8_other;
-SELECT corpq.model_drop('i8_m'), corpq.model_drop('i8_copy'), corpq.model_drop('i7_copy');
+SELECT corpq.model_drop('i8_m'), corpq.model_drop('i8_copy');
 SELECT corpq.vocab_drop('i8_src'), corpq.vocab_drop('i8_tgt');
