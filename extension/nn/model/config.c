@@ -72,8 +72,14 @@ cq_config_default_variants(cq_model_config *c)
 	c->layer_norm_eps = CQ_LAYERNORM_EPS;
 	c->output_bias = false;
 	c->decoder_start_id = CQ_EOS_ID;
-	c->precision = CQ_PRECISION_FLOAT32;
 	c->norm = CQ_NORM_LAYER;
+	cq_config_float32(c);
+}
+
+void
+cq_config_float32(cq_model_config *c)
+{
+	c->precision = CQ_PRECISION_FLOAT32;
 	c->weight_bits = 8;
 }
 

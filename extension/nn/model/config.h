@@ -78,6 +78,12 @@ typedef struct cq_model_config
 /* The variants' defaults: corpq's own architecture. */
 void		cq_config_default_variants(cq_model_config *cfg);
 
+/*
+ * The configuration of the float32 version an int8 one is of: precision
+ * float32 and weight_bits at its default.
+ */
+void		cq_config_float32(cq_model_config *cfg);
+
 /* "tiny", "small" or "base" with the given vocabulary sizes. */
 cq_code cq_config_preset(const char *name, int src_vocab, int tgt_vocab,
 							  cq_model_config *cfg, cq_error *err);

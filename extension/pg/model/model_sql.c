@@ -374,7 +374,7 @@ corpq_model_import(PG_FUNCTION_ARGS)
 							   src_vocab, vocab_size(src_vocab), tgt_vocab, vocab_size(tgt_vocab))));
 		/* the catalog holds the architecture; the precision is a version's */
 		have = m->cfg;
-		have.precision = CQ_PRECISION_FLOAT32;
+		cq_config_float32(&have);
 		id = insert_model(name, &have, parameters, src_vocab, tgt_vocab);
 	}
 	int8 = m->cfg.precision == CQ_PRECISION_INT8;
