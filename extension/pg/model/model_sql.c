@@ -282,10 +282,13 @@ find_model(const char *name, int64 *id, cq_model_config *cfg, char **src_vocab, 
 	*id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	json = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	if (cq_config_from_json(json, strlen(json), cfg, &err) != CQ_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("model \"%s\" has an invalid configuration in corpq.model_catalog", name),
-				 errdetail("%s.", err.msg)));
+	{
+		/* it was valid when it was stored */
+		if (err.code != CQ_ENOMEM)
+			err.code = CQ_ECORRUPT;
+		corpq_core_error(&err, NULL, "model \"%s\" has an invalid configuration in corpq.model_catalog",
+						 name);
+	}
 	*src_vocab = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
 	*tgt_vocab = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4));
 	SPI_finish();

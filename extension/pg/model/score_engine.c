@@ -282,9 +282,7 @@ corpq_measure_from_name(const char *name)
 	cq_error err = {0};
 
 	if (cq_uncertainty_from_name(name, &u, &err) != CQ_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s", err.msg)));
+		corpq_core_error(&err, NULL, "invalid uncertainty measure");
 	return u;
 }
 

@@ -647,16 +647,14 @@ checkpoint(Run *r, bool validated)
 								  r->o.keep_checkpoints);
 }
 
+/* err: CQ_TRAIN_ENONFINITE (CQ_ERANGE, 22003), saying where */
 static void
 diverged(Run *r, const cq_error *err)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-			 errmsg("training diverged: %s", err->msg),
-			 r->resumed_from >= 0 || r->cur.best_version > 0
-			 ? errdetail("The job's checkpoints up to this point are kept in corpq.train_checkpoints.")
-			 : 0,
-			 errhint("Lower lr, raise warmup, or set clip_norm.")));
+	corpq_core_error(err, r->resumed_from >= 0 || r->cur.best_version > 0
+					 ? "Lower lr, raise warmup, or set clip_norm; the job's checkpoints up to this point are kept in corpq.train_checkpoints."
+					 : "Lower lr, raise warmup, or set clip_norm.",
+					 "training diverged");
 }
 
 /* One update with its log row, validation and checkpoint; false when done. */

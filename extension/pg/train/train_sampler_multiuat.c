@@ -102,7 +102,7 @@ train_strategy_multiuat_update(TrainSampler *s, const TrainSamplerView *view)
 	uint64		seed = cq_mix64(s->seed ^ cq_mix64((uint64) view->step ^ UINT64CONST(0x6d756174)));
 
 	if (cq_uncertainty_from_name(sc->o.measure, &u, &err) != CQ_OK)
-		elog(ERROR, "%s", err.msg);
+		corpq_core_error(&err, NULL, "invalid uncertainty measure");
 	for (int i = 0; i < s->n; i++)
 	{
 		cq_pair    *pairs;
