@@ -107,10 +107,11 @@ test/unit/run_unit_san: $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) $(CORE_HDRS) 
 		-fno-omit-frame-pointer -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) $(UNIT_SRCS) -lopenblas -lm $(CORE_LIBS)
 
 # The tests that run the thread pool (common/parallel.h) under
-# ThreadSanitizer: the pool, the kernels it runs, the translator and the
-# forward shared out by pairs.
+# ThreadSanitizer: the pool, the kernels it runs, the translator, the
+# forward shared out by pairs and mining.
 TSAN_TESTS = test/unit/main.c test/unit/test_parallel.c test/unit/test_rowgemm.c \
-	test/unit/test_qgemm.c test/unit/test_translate.c test/unit/test_nn_forward.c
+	test/unit/test_qgemm.c test/unit/test_translate.c test/unit/test_nn_forward.c \
+	test/unit/test_mine.c
 test/unit/run_unit_tsan: $(CORE_SRCS) $(CORE_CXX_OBJS) $(TSAN_TESTS) $(CORE_HDRS) $(wildcard test/unit/*.h)
 	$(UNIT_CC) -O1 -fsanitize=thread -o $@ $(CORE_SRCS) $(CORE_CXX_OBJS) $(TSAN_TESTS) \
 		-lopenblas -lm $(CORE_LIBS)

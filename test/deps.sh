@@ -32,6 +32,10 @@ optional=(sword-text-web sword-text-sparv)
 # ../shared/vendor (nothing when Citus is installed or the source is absent)
 read -r -a citus_deps <<<"$(bash "$(dirname "$0")/citus/build.sh" --deps)"
 need+=("${citus_deps[@]}")
+# pgvector's, when test/pgvector/build.sh will build it (today none beyond
+# corpq's own)
+read -r -a pgvector_deps <<<"$(bash "$(dirname "$0")/pgvector/build.sh" --deps)"
+need+=("${pgvector_deps[@]}")
 
 missing=()
 for p in "${need[@]}"; do

@@ -36,6 +36,10 @@
 #                       psql \copy commands (for a script or a heredoc) that
 #                       load every file of CORPQ_PARALLEL into TABLE's columns
 #                       (id, domain, src, tgt)
+#   corpq_peak_kb PSQL_ARGUMENT...
+#                       the peak memory (VmHWM, kB) of a fresh backend that
+#                       ran psql with these arguments (-c, -f), read while it
+#                       sleeps after them; fails when they fail
 #
 # "name" is CORPQ_TEST_NAME, by default the script's name without .sh.
 #
@@ -153,4 +157,19 @@ corpq_copy_parallel() {
 		# csv with a quote byte that never occurs: fields are taken verbatim
 		printf "\\\\copy %s (id, domain, src, tgt) FROM '%s' WITH (FORMAT csv, DELIMITER E'\\\\t', QUOTE E'\\\\b', HEADER)\n" "$1" "$f"
 	done
+}
+
+corpq_peak_kb() {
+	local pid bg _ marker="SELECT pg_sleep(2) -- corpq_peak_kb $$"
+	q "$@" -c "$marker" >/dev/null &
+	bg=$!
+	pid=""
+	for _ in $(seq 36000); do
+		pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE query = '$marker'")
+		[ -n "$pid" ] && break
+		sleep 0.1
+	done
+	[ -n "$pid" ] || fail "the backend never reached its sleep"
+	awk '/^VmHWM/ {print $2}' "/proc/$pid/status"
+	wait $bg || fail "failed: $*"
 }

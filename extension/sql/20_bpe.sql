@@ -7,7 +7,7 @@
 CREATE TABLE corpq.bpe_models (
     name          text PRIMARY KEY CHECK (name <> '' AND name <> 'whitespace'),
     owner         regrole NOT NULL DEFAULT current_user::regrole,
-    version       text NOT NULL DEFAULT '0.2' CHECK (version IN ('0.1', '0.2', 'sentencepiece')),
+    version       text NOT NULL DEFAULT '0.2' CHECK (version IN ('0.1', '0.2', 'sentencepiece', 'wordpiece')),
     n_merges      int NOT NULL CHECK (n_merges >= 0),
     min_frequency int CHECK (min_frequency >= 1),
     created       timestamptz NOT NULL DEFAULT now()

@@ -21,7 +21,9 @@ SELECT 'bpe', b.name, NULL,
        md5(b.version || E'\n' || coalesce((SELECT string_agg(m.left_symbol || ' ' || m.right_symbol,
                                                              E'\n' ORDER BY m.rank)
                                              FROM corpq.bpe_merges m WHERE m.model = b.name), '')
-           || coalesce((SELECT md5(p.proto) FROM corpq.spm_models p WHERE p.model = b.name), ''))
+           || coalesce((SELECT md5(p.proto) FROM corpq.spm_models p WHERE p.model = b.name), '')
+           || coalesce((SELECT md5(w.options::text || E'\n' || w.tokens::text)
+                          FROM corpq.wordpiece_models w WHERE w.model = b.name), ''))
   FROM corpq.bpe_models b
 UNION ALL
 SELECT 'vocabulary', v.name, NULL,
@@ -48,7 +50,7 @@ SELECT 'antap', a.name, v.version,
   FROM corpq.antap_models a JOIN corpq.antap_versions v ON v.model = a.id
 $$;
 COMMENT ON FUNCTION corpq.catalog_fingerprint() IS
-    'one row per catalog object that scoring depends on: the extension version, BPE models (merges) and SentencePiece models (their bytes), vocabularies (segmentation, tokens by id), model versions (configuration, vocabularies, size, CRC-32 of the weights), lexicons (options, serialised models), ANTAP versions (architecture, CRC-32 of both states); equal fingerprints on two servers mean equal results';
+    'one row per catalog object that scoring depends on: the extension version, BPE models (merges), SentencePiece models (their bytes) and WordPiece models (tokens and options), vocabularies (segmentation, tokens by id), model versions (configuration, vocabularies, size, CRC-32 of the weights), lexicons (options, serialised models), ANTAP versions (architecture, CRC-32 of both states); equal fingerprints on two servers mean equal results';
 
 -- A foreign table on this view is how a coordinator reads a node's catalog:
 --   CREATE FOREIGN TABLE fp_n1 (kind text, name text, version int, fingerprint text)

@@ -18,6 +18,8 @@ SELECT corpq.bpe_learn('enes', 'SELECT src FROM corpus UNION ALL SELECT tgt FROM
 SELECT corpq.bpe_import('imported', E'#version: 0.2\nl o\nlo w\ne r</w>\n');
 SELECT corpq.vocab_build('en', 'SELECT src FROM corpus', 'enes');
 SELECT corpq.vocab_build('es', 'SELECT tgt FROM corpus');
+SELECT corpq.wordpiece_import('wp', E'[UNK]\nthe\nlow\n##er\n##est\nhouse\n', '{"do_lower_case": false}');
+SELECT corpq.vocab_build('en_wp', 'SELECT src FROM corpus', 'wp');
 INSERT INTO corpq.jobs(kind, state, error) VALUES ('lexicon_train', 'failed', 'kept for the dump test');
 SELECT corpq.model_create('dropped', '{"preset": "tiny", "d_model": 8, "heads": 2, "ffn_dim": 16,
                           "encoder_layers": 1, "decoder_layers": 1}', 'en', 'es');
@@ -42,6 +44,8 @@ for t in $tables; do
 done
 [ "$(q -d corpq_src -c "SELECT corpq.bpe_export('enes')")" = "$(q -d corpq_dst -c "SELECT corpq.bpe_export('enes')")" ] \
 	|| fail "bpe_export differs"
+wp="SELECT corpq.bpe_apply('wp', 'the lowest lower house')"
+[ "$(q -d corpq_dst -c "$wp")" = "the low ##est low ##er house" ] || fail "restored WordPiece model segments differently"
 [ "$(q -d corpq_dst -c "SELECT corpq.vocab_decode('en', corpq.vocab_encode('en', 'the newest law'))")" = "the newest law" ] \
 	|| fail "restored vocabulary does not round-trip"
 # A user table with a cav column round-trips through the dump's text form.

@@ -260,6 +260,11 @@ corpq_bpe_export(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is a SentencePiece model, which has no BPE codes", name)));
+	if (seg->wp)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("\"%s\" is a WordPiece model, which has no BPE codes", name),
+				 errhint("Its tokens and options are in corpq.wordpiece_models.")));
 	codes = cq_bpe_write_codes(seg->bpe, &len);
 	if (codes == NULL)
 		corpq_core_fail(CQ_ENOMEM, "out of memory", NULL);
@@ -327,4 +332,10 @@ corpq_bpe_drop(PG_FUNCTION_ARGS)
 				 errmsg("BPE name \"%s\" is reserved and cannot be dropped", CORPQ_WHITESPACE)));
 	corpq_catalog_drop(&corpq_kind_bpe, name);
 	PG_RETURN_VOID();
+}
+
+char *
+corpq_segmenter_new_name(FunctionCallInfo fcinfo)
+{
+	return new_model_name(fcinfo);
 }

@@ -90,6 +90,12 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 		SPI_finish();
 		return;
 	}
+	if (strcmp(vtext, "wordpiece") == 0)
+	{
+		corpq_wordpiece_load(seg, name);
+		SPI_finish();
+		return;
+	}
 	version = strcmp(vtext, "0.1") == 0 ? 1 : 2;
 
 	rc = corpq_sql_as_caller("SELECT left_symbol, right_symbol FROM corpq.bpe_merges "
@@ -158,6 +164,8 @@ corpq_segment(CorpqSegmenter *seg, const char *text, int len)
 	MemoryContext old;
 	cq_code		rc;
 
+	if (seg->wp)
+		return corpq_wordpiece_segment(seg, text, len);
 	if (seg->spm)
 	{
 		const char *pieces;
@@ -280,7 +288,8 @@ corpq_vocab_text(CorpqVocab *v, const int32 *ids, int n, size_t *len)
 		corpq_core_error(&terr, NULL, "could not decode ids");
 	if (!v->seg->spm)
 	{
-		*len = cq_bpe_undo_inplace(joined, jlen);
+		*len = v->seg->wp ? cq_wordpiece_undo_inplace(joined, jlen)
+			: cq_bpe_undo_inplace(joined, jlen);
 		joined[*len] = '\0';
 		return joined;
 	}

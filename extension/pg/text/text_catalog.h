@@ -25,6 +25,7 @@
 #include "text/bpe.h"
 #include "text/spm.h"
 #include "text/vocabulary.h"
+#include "text/wordpiece.h"
 
 
 typedef struct CorpqSegmenter
@@ -34,6 +35,8 @@ typedef struct CorpqSegmenter
 	cq_bpe	   *bpe;			/* NULL for whitespace */
 	cq_spm	   *spm;			/* a SentencePiece model (version 'sentencepiece'),
 								 * freed with cxt; bpe is then NULL */
+	cq_wordpiece *wp;			/* a WordPiece model (version 'wordpiece');
+								 * bpe is then NULL */
 	cq_bpe_cache cache;
 	cq_tokens	tokens;			/* result of the last corpq_segment */
 } CorpqSegmenter;
@@ -57,13 +60,15 @@ void		corpq_segmenter_free(CorpqSegmenter *seg);
 /*
  * Segment a sentence; the result is owned by seg and valid until the next
  * call.  BPE tokens carry the "@@" continuation marker; SentencePiece
- * tokens are its pieces ("\u2581" marks a word start).
+ * tokens are its pieces ("\u2581" marks a word start); WordPiece tokens
+ * its pieces ("##" marks a continuation).
  */
 const cq_tokens *corpq_segment(CorpqSegmenter *seg, const char *text, int len);
 
 /*
  * The text of token ids (<s>, <pad>, </s> skipped): the tokens joined, then
- * the segmentation undone (BPE's "@@ ", or SentencePiece's decoder);
+ * the segmentation undone (BPE's "@@ ", WordPiece's " ##", or
+ * SentencePiece's decoder);
  * palloc'd in CurrentMemoryContext, *len its length.
  */
 char	   *corpq_vocab_text(CorpqVocab *v, const int32 *ids, int n, size_t *len);
@@ -103,6 +108,19 @@ int64		corpq_scan_corpus(const char *query, CorpqRowFn fn, void *arg);
  */
 void		corpq_count_corpus(const char *query, cq_strmap *counts, MemoryContext cxt,
 							   CorpqRowFn fn, void *arg);
+
+/*
+ * WordPiece segmenters (wordpiece_sql.c): load name's row into seg->wp
+ * (inside the caller's SPI connection), and segment with it.
+ */
+void		corpq_wordpiece_load(CorpqSegmenter *seg, const char *name);
+const cq_tokens *corpq_wordpiece_segment(CorpqSegmenter *seg, const char *text, int len);
+
+/*
+ * The name argument (0) of a function that creates a segmenter: not the
+ * reserved "whitespace", free in corpq.bpe_models (bpe_sql.c).
+ */
+char	   *corpq_segmenter_new_name(FunctionCallInfo fcinfo);
 
 /* ERROR unless the database encoding is UTF8 or SQL_ASCII (the core reads UTF-8). */
 void		corpq_require_utf8(void);

@@ -313,40 +313,48 @@ doc_array(Jsonb *doc, const char *key, int *n, const char *what)
 	return v->val.binary.data;
 }
 
+/* The kind of a loaded segmenter, as a document's key names it. */
+static const char *
+segmenter_key(const CorpqSegmenter *seg)
+{
+	return seg->spm ? "spm" : seg->wp ? "wordpiece" : "bpe";
+}
+
 /*
- * corpq.vocab_import(name, vocabulary jsonb) -> size: store a vocabulary
- * exported from another server with the same ids (rebuilding it from a shard
- * would give other ids), owned by the caller.  The tokens must start with the
- * four reserved ones and appear once each; the BPE model must exist here.
- */
-/*
- * The segmenter a vocabulary document's "spm" names: a SentencePiece model
- * already stored with corpq.spm_import (corpq-convert writes the model's file
- * name there; the user replaces it with the imported name).
+ * The segmenter a vocabulary document's "spm" or "wordpiece" names: a
+ * SentencePiece or WordPiece model already stored with corpq.spm_import or
+ * corpq.wordpiece_import (corpq-convert writes the model's file name there;
+ * the user replaces it with the imported name).
  */
 static char *
-spm_segmenter(JsonbValue *spm_v, JsonbValue *bpe_v)
+typed_segmenter(const char *key, JsonbValue *v)
 {
+	bool		wordpiece = strcmp(key, "wordpiece") == 0;
+	const char *kind = wordpiece ? "WordPiece" : "SentencePiece";
 	char	   *name;
 	CorpqSegmenter *seg;
 
-	if (spm_v->type != jbvString || spm_v->val.string.len == 0)
-		bad_document("\"spm\" must name a SentencePiece model stored with corpq.spm_import");
-	if (bpe_v != NULL && bpe_v->type != jbvNull)
-		bad_document("a document has \"bpe\" or \"spm\", not both");
-	name = pnstrdup(spm_v->val.string.val, spm_v->val.string.len);
+	if (v->type != jbvString || v->val.string.len == 0)
+		bad_document(psprintf("\"%s\" must name a %s model stored with corpq.%s_import",
+							  key, kind, key));
+	name = pnstrdup(v->val.string.val, v->val.string.len);
 	if (!corpq_catalog_exists(&corpq_kind_bpe, name))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("SentencePiece model \"%s\" does not exist", name),
-				 errhint("Store the model file first, e.g. SELECT corpq.spm_import('%s', pg_read_binary_file('DIR/%s')), "
-						 "or set \"spm\" to the name you imported it under.", name, name)));
+				 errmsg("%s model \"%s\" does not exist", kind, name),
+				 wordpiece
+				 ? errhint("Store the vocab.txt first, e.g. SELECT corpq.wordpiece_import('%s', pg_read_file('DIR/%s'), "
+						   "pg_read_file('DIR/wordpiece.json')::jsonb), "
+						   "or set \"wordpiece\" to the name you imported it under.", name, name)
+				 : errhint("Store the model file first, e.g. SELECT corpq.spm_import('%s', pg_read_binary_file('DIR/%s')), "
+						   "or set \"spm\" to the name you imported it under.", name, name)));
 	seg = corpq_segmenter_load(name, CurrentMemoryContext);
-	if (seg->spm == NULL)
+	if (strcmp(segmenter_key(seg), key) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("\"%s\" is a BPE model, not a SentencePiece model", name),
-				 errhint("Pass it as \"bpe\".")));
+				 errmsg("\"%s\" is a %s model, not a %s model", name,
+						seg->spm ? "SentencePiece" : seg->wp ? "WordPiece" : "BPE", kind),
+				 errhint("Pass it as \"%s\".", segmenter_key(seg))));
 	corpq_segmenter_free(seg);
 	return name;
 }
@@ -375,14 +383,57 @@ too_many_tokens(int n)
 					   "translation models.", VOCAB_MAX_TOKENS)));
 }
 
+/*
+ * The segmenter of a document (NULL: whitespace): "bpe" names any stored
+ * segmenter (what vocab_export writes), "spm" or "wordpiece" one of that
+ * kind (what corpq-convert writes); at most one of them.
+ */
+static char *
+doc_segmenter(Jsonb *doc)
+{
+	static const char *const typed[] = {"spm", "wordpiece"};
+	JsonbValue *bpe_v = doc_key(doc, "bpe");
+	const char *key = bpe_v ? "bpe" : NULL;
+	JsonbValue *v = NULL;
+	char	   *bpe;
+
+	for (int i = 0; i < lengthof(typed); i++)
+	{
+		JsonbValue *t = doc_key(doc, typed[i]);
+
+		if (t == NULL)
+			continue;
+		if (key != NULL)
+			bad_document(psprintf("a document has \"%s\" or \"%s\", not both", key, typed[i]));
+		key = typed[i];
+		v = t;
+	}
+	if (v != NULL)
+		return typed_segmenter(key, v);
+	if (bpe_v == NULL)
+		return NULL;
+	if (bpe_v->type != jbvString)
+		bad_document("\"bpe\" must be a BPE model name or null");
+	bpe = pnstrdup(bpe_v->val.string.val, bpe_v->val.string.len);
+	if (strcmp(bpe, CORPQ_WHITESPACE) == 0)
+		return NULL;
+	/* an unknown name errors, listing the existing ones */
+	corpq_segmenter_free(corpq_segmenter_load(bpe, CurrentMemoryContext));
+	return bpe;
+}
+
+/*
+ * corpq.vocab_import(name, vocabulary jsonb) -> size: store a vocabulary
+ * exported from another server with the same ids (rebuilding it from a shard
+ * would give other ids), owned by the caller.  The tokens must start with the
+ * four reserved ones and appear once each; the segmenter must exist here.
+ */
 Datum
 corpq_vocab_import(PG_FUNCTION_ARGS)
 {
 	char	   *name;
 	Jsonb	   *doc;
-	JsonbValue *spm_v,
-			   *bpe_v;
-	char	   *bpe = NULL;
+	char	   *bpe;
 	JsonbContainer *tokens,
 			   *counts_c = NULL;
 	int			n,
@@ -410,21 +461,7 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 		bad_document("\"tokens\" must hold the four reserved tokens and at least one more");
 	if (n > VOCAB_MAX_TOKENS)
 		too_many_tokens(n);
-	/* a converted model's SentencePiece vocabulary: "spm" names its segmenter */
-	spm_v = doc_key(doc, "spm");
-	if (spm_v != NULL)
-		bpe = spm_segmenter(spm_v, doc_key(doc, "bpe"));
-	bpe_v = doc_key(doc, "bpe");
-	if (spm_v == NULL && bpe_v != NULL)
-	{
-		if (bpe_v->type != jbvString)
-			bad_document("\"bpe\" must be a BPE model name or null");
-		bpe = pnstrdup(bpe_v->val.string.val, bpe_v->val.string.len);
-		if (strcmp(bpe, CORPQ_WHITESPACE) == 0)
-			bpe = NULL;
-		else					/* an unknown name errors, listing the existing ones */
-			corpq_segmenter_free(corpq_segmenter_load(bpe, CurrentMemoryContext));
-	}
+	bpe = doc_segmenter(doc);
 	if (doc_key(doc, "counts") != NULL)
 	{
 		counts_c = doc_array(doc, "counts", &n_counts, "\"counts\" must be an array of integers >= 0");

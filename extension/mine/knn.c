@@ -1,0 +1,218 @@
+/*
+ * Exact k nearest neighbours in both directions by blocked products (mine.h).
+ *
+ * The sweep: for each block of target rows (packed once for the row kernel),
+ * for each block of source rows, the block of cosines S = X_b Y_b^T
+ * (nn/ops/rowgemm.h, shared out over the pool by the kernel itself), then one
+ * parallel call whose first half of parts updates the source rows' lists (a
+ * range of S's rows each) and whose second half updates the target rows'
+ * lists (a range of S's columns each): every list belongs to one part, so
+ * parts write disjoint memory and need no lock.  Nothing of the pool's size
+ * enters a result: the cosines do not depend on it (rowgemm's contract) and
+ * the lists are the top k under a strict total order (a larger cosine
+ * first, of equal cosines the smaller index), whatever the order of the
+ * candidates.  The caller polls for a cancel between blocks.
+ */
+#include "mine/mine.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "common/interrupt.h"
+#include "common/mem.h"
+#include "common/parallel.h"
+#include "nn/ops/rowgemm.h"
+
+/* The total order of the lists: does (a, ia) come before (b, ib)? */
+static inline bool
+before(float a, int32_t ia, float b, int32_t ib)
+{
+	return a > b || (a == b && ia < ib);
+}
+
+/* Insert (v, j) into a list of len entries, best first, if it belongs there. */
+static inline void
+push(float *sim, int32_t *idx, int len, float v, int32_t j)
+{
+	int			p = len - 1;
+
+	if (!before(v, j, sim[p], idx[p]))
+		return;
+	while (p > 0 && before(v, j, sim[p - 1], idx[p - 1]))
+	{
+		sim[p] = sim[p - 1];
+		idx[p] = idx[p - 1];
+		p--;
+	}
+	sim[p] = v;
+	idx[p] = j;
+}
+
+/* One block of cosines and the lists it updates. */
+typedef struct block
+{
+	const float *s;				/* [rows, cols], row stride cols */
+	int			i0,				/* first source row */
+				j0,				/* first target row */
+				rows,
+				cols,
+				half;			/* parts per direction */
+	cq_knn	   *x2y,
+			   *y2x;
+} block;
+
+static void
+update_rows(const block *b, int r0, int r1)
+{
+	int			len = b->x2y->len;
+
+	for (int r = r0; r < r1; r++)
+	{
+		const float *srow = b->s + (size_t) r * b->cols;
+		float	   *sim = b->x2y->sim + (size_t) (b->i0 + r) * len;
+		int32_t    *idx = b->x2y->idx + (size_t) (b->i0 + r) * len;
+
+		for (int c = 0; c < b->cols; c++)
+			if (srow[c] >= sim[len - 1])
+				push(sim, idx, len, srow[c], b->j0 + c);
+	}
+}
+
+static void
+update_cols(const block *b, int c0, int c1)
+{
+	int			len = b->y2x->len;
+
+	/* row by row: S is read along its rows, the lists stay in cache */
+	for (int r = 0; r < b->rows; r++)
+	{
+		const float *srow = b->s + (size_t) r * b->cols;
+
+		for (int c = c0; c < c1; c++)
+		{
+			float	   *sim = b->y2x->sim + (size_t) (b->j0 + c) * len;
+
+			if (srow[c] >= sim[len - 1])
+				push(sim, b->y2x->idx + (size_t) (b->j0 + c) * len, len, srow[c], b->i0 + r);
+		}
+	}
+}
+
+static void
+update_part(void *arg, int part, int nparts)
+{
+	const block *b = arg;
+	int			p = part % b->half;
+
+	if (part < b->half)
+		update_rows(b, (int) ((long) b->rows * p / b->half), (int) ((long) b->rows * (p + 1) / b->half));
+	else
+		update_cols(b, (int) ((long) b->cols * p / b->half), (int) ((long) b->cols * (p + 1) / b->half));
+}
+
+void
+cq_mine_knn_free(cq_knn *l)
+{
+	cq_free(l->sim);
+	cq_free(l->idx);
+	cq_free(l->mean);
+	memset(l, 0, sizeof(*l));
+}
+
+/* rows empty lists of len entries (every slot after any real candidate). */
+static bool
+lists_init(cq_knn *l, int rows, int len)
+{
+	size_t		cells = (size_t) rows * len;
+
+	memset(l, 0, sizeof(*l));
+	l->rows = rows;
+	l->len = len;
+	l->sim = cq_alloc(sizeof(float) * cells);
+	l->idx = cq_alloc(sizeof(int32_t) * cells);
+	l->mean = cq_alloc(sizeof(double) * (size_t) rows);
+	if (!l->sim || !l->idx || !l->mean)
+		return false;
+	for (size_t c = 0; c < cells; c++)
+	{
+		l->sim[c] = -INFINITY;
+		l->idx[c] = INT32_MAX;
+	}
+	return true;
+}
+
+/* r() of every row, by cq_mine_knn_mean (the one definition of the mean). */
+static void
+lists_means(cq_knn *l)
+{
+	double		buf[CQ_MINE_MAX_K];
+
+	for (int r = 0; r < l->rows; r++)
+	{
+		for (int p = 0; p < l->len; p++)
+			buf[p] = l->sim[(size_t) r * l->len + p];
+		l->mean[r] = cq_mine_knn_mean(buf, l->len, l->len);
+	}
+}
+
+/* The sweep over blocks, into lists made ready by the caller. */
+static cq_code
+sweep(const float *x, int n, const float *y, int m, int d, const cq_mine_options *o,
+	  cq_knn *x2y, cq_knn *y2x, cq_error *err)
+{
+	int			br = o->block_rows < n ? o->block_rows : n,
+				bc = o->block_cols < m ? o->block_cols : m;
+	float	   *s = cq_alloc(sizeof(float) * (size_t) br * bc);
+	float	   *packed = cq_alloc(sizeof(float) * cq_rowgemm_packed_floats(bc, d));
+	block		b = {.s = s, .x2y = x2y, .y2x = y2x, .half = cq_parallel_threads()};
+
+	if (!s || !packed)
+	{
+		cq_free(s);
+		cq_free(packed);
+		return cq_fail(err, CQ_ENOMEM, "no memory for a block of %d x %d cosines", br, bc);
+	}
+	for (b.j0 = 0; b.j0 < m; b.j0 += bc)
+	{
+		b.cols = m - b.j0 < bc ? m - b.j0 : bc;
+		cq_rowgemm_pack(y + (size_t) b.j0 * d, d, b.cols, d, packed);
+		for (b.i0 = 0; b.i0 < n; b.i0 += br)
+		{
+			b.rows = n - b.i0 < br ? n - b.i0 : br;
+			cq_poll();
+			cq_rowgemm_packed(packed, b.cols, d, NULL, x + (size_t) b.i0 * d, d,
+							  s, b.cols, b.rows);
+			cq_parallel_run(update_part, &b, 2 * b.half);
+		}
+	}
+	cq_free(s);
+	cq_free(packed);
+	return CQ_OK;
+}
+
+cq_code
+cq_mine_knn(const float *x, int n, const float *y, int m, int d,
+			const cq_mine_options *o, cq_knn *x2y, cq_knn *y2x, cq_error *err)
+{
+	cq_code		rc = cq_mine_options_validate(o, err);
+
+	memset(x2y, 0, sizeof(*x2y));
+	memset(y2x, 0, sizeof(*y2x));
+	if (rc != CQ_OK)
+		return rc;
+	if (n < 0 || m < 0 || d < 1)
+		return cq_fail(err, CQ_EINVAL, "cannot mine %d x %d vectors of dimension %d", n, m, d);
+	if (!lists_init(x2y, n, m < o->k ? m : o->k) || !lists_init(y2x, m, n < o->k ? n : o->k))
+		rc = cq_fail(err, CQ_ENOMEM, "no memory for the neighbour lists of %d x %d vectors", n, m);
+	else if (n > 0 && m > 0)
+		rc = sweep(x, n, y, m, d, o, x2y, y2x, err);
+	if (rc != CQ_OK)
+	{
+		cq_mine_knn_free(x2y);
+		cq_mine_knn_free(y2x);
+		return rc;
+	}
+	lists_means(x2y);
+	lists_means(y2x);
+	return CQ_OK;
+}

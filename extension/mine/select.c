@@ -1,0 +1,111 @@
+/*
+ * From the k-NN lists to pairs (mine.h): the k-NN means, the ratio margin and
+ * the best candidate of each source (and, with mutual, of each target).
+ */
+#include "mine/mine.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+#include "common/mem.h"
+
+static int
+descending(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x > y ? -1 : x < y ? 1 : 0;
+}
+
+double
+cq_mine_knn_mean(double *values, int n, int k)
+{
+	int			len = n < k ? n : k;
+	double		sum = 0;
+
+	if (len <= 0)
+		return NAN;
+	qsort(values, n, sizeof(double), descending);
+	for (int i = 0; i < len; i++)
+		sum += values[i];
+	return sum / len;
+}
+
+bool
+cq_mine_ratio_margin(double cos, double mean_src, double mean_tgt, double *margin)
+{
+	double		sum = mean_src + mean_tgt;
+
+	/* also false for NaN: a list of an empty set has no mean */
+	if (!(sum > 0))
+		return false;
+	*margin = cos / (sum / 2);
+	return true;
+}
+
+/*
+ * The best entry of one list by margin: row's own mean and the other side's
+ * means (is_src: the row is a source).  Of equal margins the smaller index.
+ * -1 when no entry has a margin.
+ */
+static int32_t
+best_entry(const cq_knn *l, int row, const cq_knn *other, bool is_src,
+		   double *margin, float *cos)
+{
+	const float *sim = l->sim + (size_t) row * l->len;
+	const int32_t *idx = l->idx + (size_t) row * l->len;
+	int32_t		best = -1;
+
+	for (int p = 0; p < l->len; p++)
+	{
+		double		own = l->mean[row],
+					theirs = other->mean[idx[p]],
+					mg;
+
+		if (!cq_mine_ratio_margin(sim[p], is_src ? own : theirs, is_src ? theirs : own, &mg))
+			continue;
+		if (best < 0 || mg > *margin || (mg == *margin && idx[p] < best))
+		{
+			best = idx[p];
+			*margin = mg;
+			*cos = sim[p];
+		}
+	}
+	return best;
+}
+
+cq_code
+cq_mine_select(const cq_knn *x2y, const cq_knn *y2x, bool mutual, double min_margin,
+			   cq_mine_pair *out, int *n_out, cq_error *err)
+{
+	int32_t    *bwd = NULL;
+
+	*n_out = 0;
+	if (mutual && y2x->rows > 0)
+	{
+		bwd = cq_alloc(sizeof(int32_t) * (size_t) y2x->rows);
+		if (bwd == NULL)
+			return cq_fail(err, CQ_ENOMEM, "no memory for the best sources of %d targets", y2x->rows);
+		for (int j = 0; j < y2x->rows; j++)
+		{
+			double		mg;
+			float		c;
+
+			bwd[j] = best_entry(y2x, j, x2y, false, &mg, &c);
+		}
+	}
+	for (int i = 0; i < x2y->rows; i++)
+	{
+		double		mg = 0;
+		float		c = 0;
+		int32_t		j = best_entry(x2y, i, y2x, true, &mg, &c);
+
+		if (j < 0 || (mutual && bwd[j] != i) || !(mg >= min_margin))
+			continue;
+		out[*n_out] = (cq_mine_pair) {i, j, c, mg};
+		(*n_out)++;
+	}
+	cq_free(bwd);
+	return CQ_OK;
+}

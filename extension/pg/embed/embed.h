@@ -1,0 +1,93 @@
+/*
+ * embed/: sentence embeddings in SQL (docs/embeddings.md).  Today the vector
+ * half: sets of vectors read from queries, margin-based mining over them
+ * (extension/mine/mine.h), and the scalar helpers of the pgvector recipe.
+ *
+ *   vector_set.c   a set of (id, vector): read from a query or added one by
+ *                  one, checked, ordered by id, normalised; its memory
+ *   mine_options.c mine_vectors()' options
+ *   mine_sets.c    mining two sets: the memory check and the core call (the
+ *                  C entry point of every mining function)
+ *   mine_sql.c     corpq.mine_vectors()
+ *   margin_sql.c   corpq.margin(), corpq.knn_mean()
+ *
+ * Memory.  Mining holds both sets whole (it compares every source with
+ * every target), so the whole operation is bounded by work_mem, as a sort or
+ * a hash is: the vectors, their ids, and the core's work space
+ * (cq_mine_work_bytes) must fit, checked while the sets are read (a set that
+ * outgrows it stops being read at once) and again before mining.  The error
+ * names work_mem and the size needed.
+ */
+#ifndef CORPQ_EMBED_H
+#define CORPQ_EMBED_H
+
+#include "postgres.h"
+
+#include "utils/jsonb.h"
+
+#include "mine/mine.h"
+
+/*
+ * A set of vectors with their ids, one role in a mining call ("source",
+ * "target").  Rows are kept in the order they were added until
+ * corpq_vector_set_finish, which orders them by id (so that ties between
+ * equal cosines go to the smaller id) and normalises them.
+ */
+typedef struct CorpqVectorSet
+{
+	const char *what;			/* "source" or "target", for messages */
+	int64	   *ids;			/* [n] */
+	float	   *vecs;			/* [n, dim] */
+	int			n;
+	int			cap;			/* rows allocated */
+	int			dim;			/* 0 until the first vector */
+	const struct CorpqVectorSet *other; /* the set that shares work_mem and
+										 * the dimension (NULL: none yet) */
+	MemoryContext cxt;			/* where the rows are (init's current one) */
+} CorpqVectorSet;
+
+/* An empty set in CurrentMemoryContext; other: see above (may be NULL). */
+void		corpq_vector_set_init(CorpqVectorSet *s, const char *what,
+								  const CorpqVectorSet *other);
+
+/*
+ * Add one vector of dim floats (copied).  ERROR for a dimension other than
+ * the set's (or the other set's) and when the sets outgrow work_mem.
+ */
+void		corpq_vector_set_add(CorpqVectorSet *s, int64 id, const float *v, int dim);
+
+/*
+ * Add the rows of query, a SELECT returning (id integer, embedding real[]):
+ * rows whose id or embedding is NULL are skipped; an embedding that is
+ * empty, multidimensional or has a NULL element is an ERROR naming its id.
+ */
+void		corpq_vector_set_read(CorpqVectorSet *s, const char *query);
+
+/*
+ * Order by id (ERROR for a duplicate id), normalise (ERROR naming the id of
+ * a vector with a non-finite component or no direction), and shrink the
+ * arrays to the rows: finish a set before reading the one that shares its
+ * work_mem.
+ */
+void		corpq_vector_set_finish(CorpqVectorSet *s);
+
+/* Bytes the set holds (capacity: vectors, ids, the sort). */
+Size		corpq_vector_set_bytes(const CorpqVectorSet *s);
+
+/* mine_vectors()' options parsed onto the core's (NULL: the defaults). */
+void		corpq_mine_options_parse(Jsonb *options, cq_mine_options *o);
+
+/* One mined pair, by id. */
+typedef void (*CorpqMinePairFn) (void *arg, int64 src_id, int64 tgt_id,
+								 double cosine, double margin);
+
+/*
+ * Mine two finished sets (the one path of every mining function: a caller
+ * with sentences embeds them into sets first): ERROR when the sets and the
+ * work space need more than work_mem; fn once per pair, in ascending source
+ * id.  Cancellable between blocks; threads as corpq.threads (or a job's).
+ */
+void		corpq_mine_sets(const CorpqVectorSet *src, const CorpqVectorSet *tgt,
+							const cq_mine_options *o, CorpqMinePairFn fn, void *arg);
+
+#endif

@@ -1,0 +1,255 @@
+/*
+ * WordPiece segmenters (text/wordpiece.h) in the segmenter catalog:
+ * corpq.wordpiece_import, and loading and running one for text_catalog.h.
+ * A model is a corpq.bpe_models row with version 'wordpiece' and its
+ * corpq.wordpiece_models row (tokens in id order, resolved options).
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/memutils.h"
+
+#include "pg/base/errors.h"
+#include "pg/base/internal_sql.h"
+#include "pg/base/options.h"
+#include "pg/text/text_catalog.h"
+
+PG_FUNCTION_INFO_V1(corpq_wordpiece_import);
+
+/* The options, under the names of transformers' tokenizer_config.json. */
+typedef struct WordpieceOptions
+{
+	bool		do_lower_case;
+	bool		strip_accents;
+	bool		tokenize_chinese_chars;
+	int			max_input_chars_per_word;
+	char	   *special[CQ_WORDPIECE_N_SPECIAL];	/* "" = none */
+	int			variant;
+} WordpieceOptions;
+
+static const char *const variant_names[] = {"slow", "fast", NULL};
+static const int variant_values[] = {CQ_WORDPIECE_SLOW, CQ_WORDPIECE_FAST};
+
+#define SPECIAL_ROW(k, name, def) \
+	{.key = name, CORPQ_OPT_FIELD(WordpieceOptions, special[k]), .type = CORPQ_OPT_STRING, \
+	 .def_string = def, .expected = "a string (\"\": none)"}
+
+static const CorpqOption wordpiece_rows[] = {
+	{.key = "do_lower_case", CORPQ_OPT_FIELD(WordpieceOptions, do_lower_case),
+	 .type = CORPQ_OPT_BOOL, .def = 1},
+	/* absent: do_lower_case (transformers' None), resolved after parsing */
+	{.key = "strip_accents", CORPQ_OPT_FIELD(WordpieceOptions, strip_accents),
+	 .type = CORPQ_OPT_BOOL, .def = 1},
+	{.key = "tokenize_chinese_chars", CORPQ_OPT_FIELD(WordpieceOptions, tokenize_chinese_chars),
+	 .type = CORPQ_OPT_BOOL, .def = 1},
+	{.key = "max_input_chars_per_word", CORPQ_OPT_FIELD(WordpieceOptions, max_input_chars_per_word),
+	 .type = CORPQ_OPT_INT, .min = 1, .max = CQ_WORDPIECE_MAX_WORD_CHARS, .def = 100},
+	{.key = "unk_token", CORPQ_OPT_FIELD(WordpieceOptions, special[CQ_WORDPIECE_UNK]),
+	 .type = CORPQ_OPT_STRING, .def_string = "[UNK]", .valid = corpq_option_nonempty,
+	 .expected = "a non-empty string"},
+	SPECIAL_ROW(CQ_WORDPIECE_SEP, "sep_token", "[SEP]"),
+	SPECIAL_ROW(CQ_WORDPIECE_PAD, "pad_token", "[PAD]"),
+	SPECIAL_ROW(CQ_WORDPIECE_CLS, "cls_token", "[CLS]"),
+	SPECIAL_ROW(CQ_WORDPIECE_MASK, "mask_token", "[MASK]"),
+	{.key = "variant", CORPQ_OPT_FIELD(WordpieceOptions, variant), .type = CORPQ_OPT_ENUM,
+	 .names = variant_names, .values = variant_values, .def = CQ_WORDPIECE_SLOW},
+	{NULL}
+};
+
+static const CorpqOptionTable wordpiece_options = {"WordPiece", wordpiece_rows};
+
+/* The core's options from o (pointing into o). */
+static cq_wordpiece_options
+core_options(const WordpieceOptions *o)
+{
+	cq_wordpiece_options c = {
+		.lower_case = o->do_lower_case, .strip_accents = o->strip_accents,
+		.tokenize_chinese_chars = o->tokenize_chinese_chars, .variant = o->variant,
+		.max_input_chars_per_word = o->max_input_chars_per_word
+	};
+
+	for (int k = 0; k < CQ_WORDPIECE_N_SPECIAL; k++)
+		c.special[k] = o->special[k][0] ? o->special[k] : NULL;
+	return c;
+}
+
+/* Whether the object options has key. */
+static bool
+has_key(Jsonb *options, const char *key)
+{
+	JsonbValue	k;
+
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	return findJsonbValueFromContainer(&options->root, JB_FOBJECT, &k) != NULL;
+}
+
+/* Every token of wp as a text[] in id order. */
+static Datum
+token_array(const cq_wordpiece *wp)
+{
+	int32		n = cq_wordpiece_size(wp);
+	Datum	   *d = palloc(n * sizeof(Datum));
+
+	for (int32 i = 0; i < n; i++)
+	{
+		size_t		len;
+		const char *tok = cq_wordpiece_token(wp, i, &len);
+
+		d[i] = PointerGetDatum(cstring_to_text_with_len(tok, (int) len));
+		if ((i & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	return PointerGetDatum(construct_array(d, n, TEXTOID, -1, false, TYPALIGN_INT));
+}
+
+static void
+store_wordpiece(const char *name, const cq_wordpiece *wp, const char *options_json)
+{
+	Oid			types[3] = {TEXTOID, INT4OID, OIDOID};
+	Datum		vals[3];
+	Oid			w_types[3] = {TEXTOID, TEXTOID, TEXTARRAYOID};
+	Datum		w_vals[3];
+
+	vals[0] = CStringGetTextDatum(name);
+	vals[1] = Int32GetDatum(cq_wordpiece_size(wp));
+	vals[2] = ObjectIdGetDatum(GetUserId());
+	w_vals[0] = vals[0];
+	w_vals[1] = CStringGetTextDatum(options_json);
+	w_vals[2] = token_array(wp);
+	SPI_connect();
+	if (corpq_sql_as_owner("INSERT INTO corpq.bpe_models (name, version, n_merges, owner) "
+						   "VALUES ($1, 'wordpiece', $2, $3::pg_catalog.regrole)",
+						   3, types, vals, NULL, 0) != SPI_OK_INSERT ||
+		corpq_sql_as_owner("INSERT INTO corpq.wordpiece_models (model, options, tokens) "
+						   "VALUES ($1, $2::pg_catalog.jsonb, $3)",
+						   3, w_types, w_vals, NULL, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not store WordPiece model \"%s\"", name);
+	SPI_finish();
+}
+
+/*
+ * corpq.wordpiece_import(name, vocab, options) -> tokens: a vocab.txt as a
+ * segmenter, checked by loading it.  NULL options are the defaults.
+ */
+Datum
+corpq_wordpiece_import(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	text	   *vocab;
+	Jsonb	   *options = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
+	WordpieceOptions o;
+	cq_wordpiece_options co;
+	cq_wordpiece *wp;
+	cq_error	err = {0};
+	int32		n;
+
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "vocab");
+	corpq_require_utf8();
+	name = corpq_segmenter_new_name(fcinfo);
+	vocab = PG_GETARG_TEXT_PP(1);
+	corpq_options_parse(&wordpiece_options, options, &o);
+	if (options == NULL || !has_key(options, "strip_accents"))
+		o.strip_accents = o.do_lower_case;
+	co = core_options(&o);
+	if (cq_wordpiece_load(&co, VARDATA_ANY(vocab), VARSIZE_ANY_EXHDR(vocab), &wp, &err) != CQ_OK)
+		corpq_core_error(&err, "Pass the text of a BERT vocab.txt (one token per line, the unknown token among them), "
+						 "e.g. pg_read_file('DIR/vocab.txt'), and the options of its tokenizer_config.json.",
+						 "invalid WordPiece vocabulary");
+	n = cq_wordpiece_size(wp);
+	store_wordpiece(name, wp, corpq_options_json(&wordpiece_options, &o));
+	cq_wordpiece_free(wp);
+	PG_RETURN_INT32(n);
+}
+
+/* The tokens of the stored array into seg->wp (allocated in seg->cxt). */
+static void
+load_tokens(CorpqSegmenter *seg, const char *name, ArrayType *tokens)
+{
+	ArrayIterator it = array_create_iterator(tokens, 0, NULL);
+	Datum		d;
+	bool		isnull;
+	cq_error	err = {0};
+	int64		i = 0;
+
+	while (array_iterate(it, &d, &isnull))
+	{
+		text	   *t;
+		MemoryContext old;
+		cq_code		rc;
+
+		if (isnull)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("WordPiece model \"%s\" has a NULL token", name)));
+		t = DatumGetTextPP(d);
+		old = MemoryContextSwitchTo(seg->cxt);
+		rc = cq_wordpiece_add(seg->wp, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &err);
+		MemoryContextSwitchTo(old);
+		if (rc != CQ_OK)
+			corpq_core_error(&err, NULL, "WordPiece model \"%s\" is invalid", name);
+		if ((++i & 4095) == 0)
+			CHECK_FOR_INTERRUPTS();
+	}
+	array_free_iterator(it);
+}
+
+void
+corpq_wordpiece_load(CorpqSegmenter *seg, const char *name)
+{
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(name)};
+	bool		isnull;
+	WordpieceOptions o;
+	cq_wordpiece_options co;
+	cq_error	err = {0};
+	MemoryContext old;
+	cq_code		rc;
+
+	if (corpq_sql_as_caller("SELECT options::pg_catalog.text, tokens FROM corpq.wordpiece_models "
+							"WHERE model OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("WordPiece model \"%s\" has no row in corpq.wordpiece_models", name)));
+	corpq_options_parse_text(&wordpiece_options,
+							 TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 1, &isnull)),
+							 &o);
+	co = core_options(&o);
+	old = MemoryContextSwitchTo(seg->cxt);
+	rc = cq_wordpiece_new(&co, &seg->wp, &err);
+	MemoryContextSwitchTo(old);
+	if (rc != CQ_OK)
+		corpq_core_error(&err, NULL, "WordPiece model \"%s\" is invalid", name);
+	load_tokens(seg, name, DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0],
+															SPI_tuptable->tupdesc, 2, &isnull)));
+	if (cq_wordpiece_ready(seg->wp, &err) != CQ_OK)
+	{
+		err.code = CQ_ECORRUPT;
+		corpq_core_error(&err, NULL, "WordPiece model \"%s\" is invalid", name);
+	}
+}
+
+const cq_tokens *
+corpq_wordpiece_segment(CorpqSegmenter *seg, const char *text, int len)
+{
+	cq_error	err = {0};
+	MemoryContext old = MemoryContextSwitchTo(seg->cxt);
+	cq_code		rc = cq_wordpiece_tokenize(seg->wp, text, (size_t) len, &seg->tokens, &err);
+
+	MemoryContextSwitchTo(old);
+	if (rc != CQ_OK)
+		corpq_core_error(&err, NULL, "could not segment text with WordPiece model \"%s\"",
+						 seg->name);
+	return &seg->tokens;
+}
