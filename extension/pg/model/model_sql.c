@@ -136,7 +136,7 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	{
 		s = cq_config_preset(preset, src_size, tgt_size, &cfg, &err);
 		if (s != CQ_OK)
-			corpq_core_fail(s, "invalid model configuration", err.msg);
+			corpq_core_error(&err, NULL, "invalid model configuration");
 		cq_config_to_json(&cfg, base, sizeof(base));
 	}
 	values[1] = CStringGetTextDatum(base);
@@ -154,7 +154,7 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	SPI_finish();
 	s = cq_config_from_json(merged, strlen(merged), &cfg, &err);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "invalid model configuration", err.msg);
+		corpq_core_error(&err, NULL, "invalid model configuration");
 	return cfg;
 }
 
@@ -209,7 +209,7 @@ model_image(const cq_model *m)
 	SET_VARSIZE(b, size + VARHDRSZ);
 	s = cq_modelfile_write(m, VARDATA(b), size, &err);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "could not write the model weight image", err.msg);
+		corpq_core_error(&err, NULL, "could not write the model weight image");
 	return b;
 }
 
@@ -248,7 +248,7 @@ corpq_model_create(PG_FUNCTION_ARGS)
 
 	s = cq_model_new(&cfg, &m, &err);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "could not create the model", err.msg);
+		corpq_core_error(&err, NULL, "could not create the model");
 	cq_model_init_random(m, (uint64) PG_GETARG_INT64(4));
 	parameters = (int64) cq_model_param_count(m);
 	image = model_image(m);
@@ -339,7 +339,7 @@ corpq_model_import(PG_FUNCTION_ARGS)
 	/* every byte is checked before anything is written */
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "invalid model weights", err.msg);
+		corpq_core_error(&err, NULL, "invalid model weights");
 	parameters = (int64) cq_model_param_count(m);
 
 	if (find_model(name, &id, &have, &src_vocab, &tgt_vocab))
