@@ -39,9 +39,10 @@ pieces(cq_wordpiece *wp, const char *text)
 	static char buf[4096];
 	size_t		n;
 	cq_error	err = {0};
-	char	   *s = cq_wordpiece_apply(wp, text, strlen(text), &n, &err);
+	char	   *s;
+	cq_code		rc = cq_wordpiece_apply(wp, text, strlen(text), &s, &n, &err);
 
-	snprintf(buf, sizeof(buf), "%s", s ? s : err.msg);
+	snprintf(buf, sizeof(buf), "%s", rc == CQ_OK ? s : err.msg);
 	cq_free(s);
 	return buf;
 }

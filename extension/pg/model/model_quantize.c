@@ -50,7 +50,7 @@ load_float32(const char *name, const CorpqModelRef *ref, bytea *image)
 
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "could not load model", err.msg);
+		corpq_core_error(&err, NULL, "could not load model");
 	if (m->cfg.precision == CQ_PRECISION_INT8)
 	{
 		cq_model_free(m);
@@ -111,7 +111,7 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	s = cq_modelfile_write(m, VARDATA(out), size, &err);
 	cq_model_free(m);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "could not write the int8 version", err.msg);
+		corpq_core_error(&err, NULL, "could not write the int8 version");
 	metrics = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
 		psprintf("{\"quantized_from\": %d, \"weight_bits\": %d}", ref.version, o.weight_bits))));
 	PG_RETURN_INT32(corpq_model_write_version(ref.id, out, "quantize", -1, metrics, false, true));
