@@ -37,29 +37,9 @@ ANALYZE pairs;
 SQL
 	cat <<'SQL'
 SELECT count(*) AS pairs, pg_size_pretty(pg_total_relation_size('pairs')) AS table_size FROM pairs;
-CREATE FUNCTION best_ms(q text, reps int) RETURNS float8 LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz; best float8 := 'infinity';
-BEGIN
-    FOR i IN 1 .. reps LOOP
-        t0 := clock_timestamp();
-        EXECUTE q;
-        best := least(best, 1000 * extract(epoch FROM clock_timestamp() - t0));
-    END LOOP;
-    RETURN best;
-END $$;
--- best of reps runs with 0 and with 2 workers, alternating so that load from
--- other processes hits both alike
-CREATE FUNCTION race(q text, reps int, OUT ms_0 float8, OUT ms_2 float8) LANGUAGE plpgsql AS $$
-BEGIN
-    ms_0 := 'infinity';
-    ms_2 := 'infinity';
-    FOR i IN 1 .. reps LOOP
-        PERFORM set_config('max_parallel_workers_per_gather', '0', true);
-        ms_0 := least(ms_0, best_ms(q, 1));
-        PERFORM set_config('max_parallel_workers_per_gather', '2', true);
-        ms_2 := least(ms_2, best_ms(q, 1));
-    END LOOP;
-END $$;
+SQL
+	cat "$(dirname "$0")/race.sql"
+	cat <<'SQL'
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;

@@ -1,0 +1,41 @@
+# What the multi-server benchmarks (bench_citus.sh, bench_fdw.sh) share,
+# sourced after test/lib.sh; qn NODE runs psql on a node.
+
+# pairs_sql ROWS: the SQL of the pairs both load on the coordinator: ROWS real
+# en-es pairs from the corpora, cut to 20 tokens per side, their vocabularies
+# and an untrained tiny model m
+pairs_sql() {
+	local rows=$1 punct="([[:punct:]]|¿|¡|«|»|’|‘|“|”|—|…)"
+	cat <<SQL
+CREATE TABLE raw (id text, domain text, src text, tgt text);
+$(corpq_copy_parallel raw)
+CREATE TABLE pairs AS
+SELECT row_number() OVER (ORDER BY md5(id))::bigint AS id, domain,
+       array_to_string((regexp_split_to_array(lower(regexp_replace(src, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS src,
+       array_to_string((regexp_split_to_array(lower(regexp_replace(tgt, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS tgt
+  FROM raw;
+DELETE FROM pairs WHERE id > $rows;
+SELECT corpq.vocab_build('b_src', 'SELECT src FROM pairs', NULL, 8000);
+SELECT corpq.vocab_build('b_tgt', 'SELECT tgt FROM pairs', NULL, 8000);
+SELECT corpq.model_create('m', '{"preset": "tiny"}', 'b_src', 'b_tgt', 1);
+SQL
+}
+
+# exec_time NODE QUERY: execution time in seconds (EXPLAIN ANALYZE, TIMING OFF)
+exec_time() {
+	qn "$1" -c "SET jit = off" -c "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) $2" |
+		sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | awk '{ printf "%.6f", $1 / 1000 }'
+}
+# best NAME1 NODE1 QUERY1 NAME2 NODE2 QUERY2: best of 3 alternating runs -> t_NAME
+best() {
+	local i a b
+	eval "t_$1=1e9 t_$4=1e9"
+	for i in 1 2 3; do
+		a=$(exec_time "$2" "$3")
+		b=$(exec_time "$5" "$6")
+		eval "t_$1=\$(awk -v x=\$t_$1 -v y=$a 'BEGIN { print (y < x) ? y : x }')"
+		eval "t_$4=\$(awk -v x=\$t_$4 -v y=$b 'BEGIN { print (y < x) ? y : x }')"
+	done
+}
+rate() { awk -v n="$1" -v t="$2" 'BEGIN { printf "%.0f", n / t }'; }
+over() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f%%", 100 * (a / b - 1) }'; }
