@@ -6,18 +6,14 @@
 # (make install).  Usage: bench_cav_sql.sh [n_pairs]
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/bench_lib.sh"
 corpq_corpora
 corpq_in_cluster -o max_worker_processes=16 -o max_parallel_workers=8 -- "$@"
 N=${1:-100000}
 SQL=$(mktemp /tmp/bench_cav_sql.XXXXXX.sql)
 trap 'rm -f "$SQL"' EXIT
 {
-	cat <<'SQL'
-\set ON_ERROR_STOP 1
-CREATE EXTENSION corpq;
-CREATE TABLE raw (n serial, id text, domain text, src text, tgt text);
-SQL
-	corpq_copy_parallel raw
+	raw_sql
 	cat <<SQL
 CREATE TABLE pairs AS
 SELECT row_number() OVER (ORDER BY k, n) AS id, domain, src, tgt

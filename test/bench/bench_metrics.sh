@@ -10,6 +10,7 @@
 #   Usage: bench_metrics.sh [n_pairs]     (default: all)
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/bench_lib.sh"
 corpq_corpora
 corpq_in_cluster -o max_worker_processes=16 -o max_parallel_workers=8 -- "$@"
 N=${1:-1000000}
@@ -17,12 +18,7 @@ log "CPU: $(lscpu | sed -n 's/^Model name: *//p') ($(nproc) cores); the metrics 
 SQL=$(mktemp /tmp/bench_metrics.XXXXXX.sql)
 trap 'rm -f "$SQL"' EXIT
 {
-	cat <<'SQL'
-\set ON_ERROR_STOP 1
-CREATE EXTENSION corpq;
-CREATE TABLE raw (n serial, id text, domain text, src text, tgt text);
-SQL
-	corpq_copy_parallel raw
+	raw_sql
 	cat <<SQL
 -- known edits, by row: two words swapped, a word dropped, a word
 -- substituted by the next row's first word, or left as it is

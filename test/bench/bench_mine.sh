@@ -5,8 +5,8 @@
 #   - exact: corpq.mine_vectors() wall time on 1 and 2 threads (corpq.threads),
 #     and the backend's peak memory (VmHWM) over a backend that read the
 #     same rows without mining
-#   - HNSW: the recipe of docs/embeddings.md (its blocks marked "tested by
-#     test/integration/mining.sh", as written there): the two index builds and
+#   - HNSW: the recipe of docs/embeddings.md (its fragments naming
+#     test/integration/mining.sh, as written there): the two index builds and
 #     the neighbour and pair queries timed apart, the peak memory of the
 #     backend that ran the queries, and the share of mine_vectors' pairs the
 #     recipe found (forward and mutual)
@@ -58,8 +58,7 @@ peak_mb() {
 import sys
 sys.path.insert(0, "test/docs")
 import examples
-ours = [b for _, marker, _, b in examples.blocks("docs/embeddings.md")
-        if marker and "test/integration/mining.sh" in marker]
+ours = examples.fragments("docs/embeddings.md", "test/integration/mining.sh")
 for name, body in zip(("vector_columns", "indexes", "neighbours", "pairs"), ours):
     open(f"{sys.argv[1]}/{name}.sql", "w").write("\n".join(body) + "\n")
 EOF

@@ -1,5 +1,33 @@
-# What the multi-server benchmarks (bench_citus.sh, bench_fdw.sh) share,
-# sourced after test/lib.sh; qn NODE runs psql on a node.
+# What the benchmarks share, sourced after test/lib.sh.
+
+# raw_sql: psql input that creates corpq and a table raw (n serial, id,
+# domain, src, tgt) holding the corpora test/lib.sh finds
+raw_sql() {
+	printf '%s\n' '\set ON_ERROR_STOP 1' 'CREATE EXTENSION corpq;' \
+		'CREATE TABLE raw (n serial, id text, domain text, src text, tgt text);'
+	corpq_copy_parallel raw
+}
+
+# ranked_pairs_sql WORDS: SQL that creates corpq, raw and pairs: the pairs of
+# raw with both sides non-empty and of at most WORDS words, with their top
+# domain and r, their rank in it by a hash of the id (to cut dev and test sets)
+ranked_pairs_sql() {
+	cat <<SQL
+CREATE EXTENSION corpq;
+CREATE TABLE raw (id text, domain text, src text, tgt text);
+$(corpq_copy_parallel raw)
+CREATE TABLE pairs AS
+SELECT id, split_part(domain, '/', 1) AS domain, src, tgt,
+       row_number() OVER (PARTITION BY split_part(domain, '/', 1) ORDER BY md5(id)) AS r
+  FROM raw
+ WHERE src <> '' AND tgt <> ''
+   AND array_length(regexp_split_to_array(src, '\s+'), 1) <= $1
+   AND array_length(regexp_split_to_array(tgt, '\s+'), 1) <= $1;
+SQL
+}
+
+# The multi-server benchmarks (bench_citus.sh, bench_fdw.sh); qn NODE runs
+# psql on a node.
 
 # pairs_sql ROWS: the SQL of the pairs both load on the coordinator: ROWS real
 # en-es pairs from the corpora, cut to 20 tokens per side, their vocabularies
