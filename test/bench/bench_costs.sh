@@ -55,14 +55,8 @@ import os, subprocess, sys
 
 QUICK = "--quick" in sys.argv
 
-def psql(*cmds):
-    args = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
-    for c in cmds:
-        args += ["-c", c]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode:
-        sys.exit("psql failed: " + r.stderr)
-    return r.stdout
+sys.path.insert(0, "test/bench")
+from psql_at import psql  # noqa: E402
 
 SET = ["SET max_parallel_workers_per_gather = 0", "SET jit = off"]
 

@@ -42,14 +42,8 @@ job=$(q -c "SELECT corpq.lexicon_train('lx', 'SELECT src, tgt FROM pairs WHERE i
 /usr/bin/python3 - "$@" <<'PY'
 import json, os, subprocess, sys
 
-def psql(*cmds):
-    args = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
-    for c in cmds:
-        args += ["-c", c]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode:
-        sys.exit("psql failed: " + r.stderr)
-    return r.stdout
+sys.path.insert(0, "test/bench")
+from psql_at import psql  # noqa: E402
 
 n = {t: int(psql("SELECT count(*) FROM " + t)) for t in ("pairs", "p_model", "p_unc")}
 umax = float(psql("SELECT percentile_cont(0.9) WITHIN GROUP (ORDER BY corpq.mono_uncertainty('lx', src)) FROM pairs WHERE id <= 10000"))
