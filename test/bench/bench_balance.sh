@@ -16,7 +16,7 @@
 # updates.  Asserts nothing on time or quality.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/bench_lib.sh"
+. test/bench/bench_lib.sh
 corpq_corpora
 corpq_in_cluster -o max_worker_processes=16 -o shared_buffers=256MB -- "$@"
 steps=${BENCH_STEPS:-800}

@@ -6,7 +6,7 @@
 # (make install).  Usage: bench_cav_sql.sh [n_pairs]
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/bench_lib.sh"
+. test/bench/bench_lib.sh
 corpq_corpora
 corpq_in_cluster -o max_worker_processes=16 -o max_parallel_workers=8 -- "$@"
 N=${1:-100000}
@@ -23,7 +23,7 @@ SQL
 	cat <<'SQL'
 SELECT count(*) AS pairs, (SELECT count(*) FROM raw) AS unique_pairs, pg_size_pretty(pg_total_relation_size('pairs')) AS table_size FROM pairs;
 SQL
-	cat "$(dirname "$0")/race.sql"
+	cat test/bench/race.sql
 	cat <<'SQL'
 CREATE FUNCTION vm_hwm_kb() RETURNS bigint LANGUAGE sql AS $$
     SELECT substring(pg_read_file('/proc/' || pg_backend_pid() || '/status') FROM 'VmHWM:\s*(\d+)')::bigint

@@ -22,7 +22,7 @@
 # Usage: bench_citus.sh [ROWS]   (default 4000: tiny scores ~400-650 pairs/s per core)
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/bench_lib.sh"
+. test/bench/bench_lib.sh
 CORPQ_TEST_NAME=bench_citus
 rows=${1:-4000}
 if ! bash test/citus/build.sh --check; then

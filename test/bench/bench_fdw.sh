@@ -15,7 +15,7 @@
 # Usage: bench_fdw.sh [ROWS]   (default 4000: tiny scores ~400 pairs/s per core)
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/bench_lib.sh"
+. test/bench/bench_lib.sh
 corpq_corpora
 rows=${1:-4000}
 CORPQ_SCALEOUT_LIB=1 source test/integration/scaleout_fdw.sh

@@ -10,7 +10,7 @@
 #   Usage: bench_metrics.sh [n_pairs]     (default: all)
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/bench_lib.sh"
+. test/bench/bench_lib.sh
 corpq_corpora
 corpq_in_cluster -o max_worker_processes=16 -o max_parallel_workers=8 -- "$@"
 N=${1:-1000000}
@@ -34,7 +34,7 @@ SQL
 	cat <<'SQL'
 SELECT count(*) AS pairs, pg_size_pretty(pg_total_relation_size('pairs')) AS table_size FROM pairs;
 SQL
-	cat "$(dirname "$0")/race.sql"
+	cat test/bench/race.sql
 	cat <<'SQL'
 SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;

@@ -52,7 +52,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/bench_lib.sh"
+. test/bench/bench_lib.sh
 here="$CORPQ_ROOT/test/bench"
 corpq_corpora
 [ -n "${CORPQ_IN_CLUSTER:-}" ] || make -s test/libcorpqcore.so

@@ -15,7 +15,7 @@
 # Asserts nothing on time.  Usage: bench_train_sql.sh
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-. "$(dirname "$0")/bench_lib.sh"
+. test/bench/bench_lib.sh
 corpq_corpora
 # shellcheck disable=SC2086 # BENCH_PG_OPTS: more pg_virtualenv options, split
 corpq_in_cluster -o max_worker_processes=16 -o shared_buffers=256MB ${BENCH_PG_OPTS:-} -- "$@"
