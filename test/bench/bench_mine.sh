@@ -18,14 +18,8 @@
 # (about a minute on one AVX2 core) and 2 x 10^5 HNSW queries.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	if bash test/pgvector/build.sh --check; then
-		bash test/pgvector/build.sh || fail "pgvector could not be built or installed"
-		export CORPQ_BENCH_PGVECTOR=yes
-	else
-		export CORPQ_BENCH_PGVECTOR="no installed pgvector and no pgvector 0.8.6 release source (../shared/vendor/pgvector-0.8.6.tar.gz, or CORPQ_PGVECTOR_TARBALL)"
-	fi
-fi
+# pgvector goes into the server's installation before the cluster starts
+[ -n "${CORPQ_IN_CLUSTER:-}" ] || corpq_pgvector CORPQ_BENCH_PGVECTOR
 corpq_in_cluster -o shared_buffers=1GB -o max_worker_processes=16 -o max_parallel_maintenance_workers=2 -- "$@"
 
 sizes="10000 100000"
