@@ -29,11 +29,11 @@ SQL
 # The multi-server benchmarks (bench_citus.sh, bench_fdw.sh); qn NODE runs
 # psql on a node.
 
-# pairs_sql ROWS: the SQL of the pairs both load on the coordinator: ROWS real
-# en-es pairs from the corpora, cut to 20 tokens per side, their vocabularies
-# and an untrained tiny model m
-pairs_sql() {
-	local rows=$1 punct="([[:punct:]]|¿|¡|«|»|’|‘|“|”|—|…)"
+# cut_pairs_sql: SQL that loads raw and makes pairs of it: real en-es pairs
+# from the corpora, lower-cased, punctuation split off, cut to 20 tokens a
+# side, numbered by a hash of the id (bench_costs.sh, bench_parallel.sh too)
+cut_pairs_sql() {
+	local punct="([[:punct:]]|¿|¡|«|»|’|‘|“|”|—|…)"
 	cat <<SQL
 CREATE TABLE raw (id text, domain text, src text, tgt text);
 $(corpq_copy_parallel raw)
@@ -42,7 +42,15 @@ SELECT row_number() OVER (ORDER BY md5(id))::bigint AS id, domain,
        array_to_string((regexp_split_to_array(lower(regexp_replace(src, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS src,
        array_to_string((regexp_split_to_array(lower(regexp_replace(tgt, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS tgt
   FROM raw;
-DELETE FROM pairs WHERE id > $rows;
+SQL
+}
+
+# pairs_sql ROWS: the SQL of the pairs both load on the coordinator: ROWS
+# cut pairs, their vocabularies and an untrained tiny model m
+pairs_sql() {
+	cut_pairs_sql
+	cat <<SQL
+DELETE FROM pairs WHERE id > $1;
 SELECT corpq.vocab_build('b_src', 'SELECT src FROM pairs', NULL, 8000);
 SELECT corpq.vocab_build('b_tgt', 'SELECT tgt FROM pairs', NULL, 8000);
 SELECT corpq.model_create('m', '{"preset": "tiny"}', 'b_src', 'b_tgt', 1);
