@@ -27,7 +27,6 @@ for n in c n1 n2; do qn $n -c "CREATE EXTENSION corpq"; done
 qn c >/dev/null <<SQL
 $(pairs_sql "$rows")
 SQL
-SQL
 copy_catalog c n1
 copy_catalog c n2
 link_nodes c n1 n2
