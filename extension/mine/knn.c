@@ -1,5 +1,6 @@
 /*
- * Exact k nearest neighbours in both directions by blocked products (mine.h).
+ * Exact k nearest neighbours in both directions by blocked products (knn.h),
+ * and the k-NN mean r() of the lists.
  *
  * The sweep: for each block of target rows (packed once for the row kernel),
  * for each block of source rows, the block of cosines S = X_b Y_b^T
@@ -13,9 +14,10 @@
  * first, of equal cosines the smaller index), whatever the order of the
  * candidates.  The caller polls for a cancel between blocks.
  */
-#include "mine/mine.h"
+#include "mine/knn.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/interrupt.h"
@@ -215,4 +217,27 @@ cq_mine_knn(const float *x, int n, const float *y, int m, int d,
 	lists_means(x2y);
 	lists_means(y2x);
 	return CQ_OK;
+}
+
+static int
+descending(const void *a, const void *b)
+{
+	double		x = *(const double *) a,
+				y = *(const double *) b;
+
+	return x > y ? -1 : x < y ? 1 : 0;
+}
+
+double
+cq_mine_knn_mean(double *values, int n, int k)
+{
+	int			len = n < k ? n : k;
+	double		sum = 0;
+
+	if (len <= 0)
+		return NAN;
+	qsort(values, n, sizeof(double), descending);
+	for (int i = 0; i < len; i++)
+		sum += values[i];
+	return sum / len;
 }

@@ -1,5 +1,5 @@
 /*
- * Mining in one call (mine.h): the options, the work space they need, and
+ * Mining in one call (mine.h): the work space the options need, and
  * cq_mine = the k-NN lists in both directions, then the selection.
  */
 #include "mine/mine.h"
@@ -7,28 +7,6 @@
 #include <math.h>
 
 #include "nn/ops/rowgemm.h"
-
-void
-cq_mine_options_default(cq_mine_options *o)
-{
-	o->k = CQ_MINE_DEFAULT_K;
-	o->mutual = false;
-	o->min_margin = -INFINITY;
-	o->block_rows = CQ_MINE_DEFAULT_BLOCK_ROWS;
-	o->block_cols = CQ_MINE_DEFAULT_BLOCK_COLS;
-}
-
-cq_code
-cq_mine_options_validate(const cq_mine_options *o, cq_error *err)
-{
-	if (o->k < 1 || o->k > CQ_MINE_MAX_K)
-		return cq_fail(err, CQ_EINVAL, "k is %d, not from 1 to %d", o->k, CQ_MINE_MAX_K);
-	if (o->block_rows < 1 || o->block_cols < 1)
-		return cq_fail(err, CQ_EINVAL, "blocks of %d x %d vectors", o->block_rows, o->block_cols);
-	if (isnan(o->min_margin))
-		return cq_fail(err, CQ_EINVAL, "min_margin is NaN");
-	return CQ_OK;
-}
 
 size_t
 cq_mine_work_bytes(int n, int m, int d, const cq_mine_options *o)

@@ -51,50 +51,8 @@
 #include <stdint.h>
 
 #include "common/error.h"
-
-/* k of the paper and of LASER. */
-#define CQ_MINE_DEFAULT_K 4
-#define CQ_MINE_MAX_K 1000
-/* source rows x target rows of one product block */
-#define CQ_MINE_DEFAULT_BLOCK_ROWS 256
-#define CQ_MINE_DEFAULT_BLOCK_COLS 1024
-
-typedef struct cq_mine_options
-{
-	int			k;				/* 1 .. CQ_MINE_MAX_K */
-	bool		mutual;			/* keep only pairs that are each other's best */
-	double		min_margin;		/* keep pairs with margin >= this (-INFINITY: all) */
-	int			block_rows;		/* >= 1: no result depends on them */
-	int			block_cols;
-} cq_mine_options;
-
-/* k 4, not mutual, no threshold, the default blocks. */
-void		cq_mine_options_default(cq_mine_options *o);
-
-/* CQ_EINVAL naming the first option out of range. */
-cq_code		cq_mine_options_validate(const cq_mine_options *o, cq_error *err);
-
-/*
- * The k nearest neighbours of each vector of one set in the other: rows
- * lists of len = min(k, size of the other set) entries, best first.
- */
-typedef struct cq_knn
-{
-	int			rows;
-	int			len;
-	float	   *sim;			/* [rows, len] cosines, descending */
-	int32_t    *idx;			/* [rows, len] indices in the other set */
-	double	   *mean;			/* [rows] r(): the mean of the row's sims */
-} cq_knn;
-
-/* One mined pair: indices into X and Y. */
-typedef struct cq_mine_pair
-{
-	int32_t		src;
-	int32_t		tgt;
-	float		cosine;
-	double		margin;
-} cq_mine_pair;
+#include "mine/knn.h"
+#include "mine/select.h"
 
 /*
  * Scale each of the n rows of v [n, d] to unit length in place (the norm
@@ -106,43 +64,6 @@ cq_code		cq_mine_normalize(float *v, size_t n, int d, size_t *bad, cq_error *err
 
 /* The work space cq_mine allocates (see above); SIZE_MAX when it overflows. */
 size_t		cq_mine_work_bytes(int n, int m, int d, const cq_mine_options *o);
-
-/*
- * Both lists, x2y (each source's nearest targets) and y2x (each target's
- * nearest sources), by one sweep of blocks of cosines: block_cols targets
- * at a time (packed once), block_rows sources against them (nn/ops/rowgemm.h,
- * on the thread pool), then the rows' lists and the columns' lists updated
- * on the pool (parts own disjoint lists).  cq_poll() between blocks.  The
- * lists are allocated with cq_alloc (cq_mine_knn_free).
- */
-cq_code		cq_mine_knn(const float *x, int n, const float *y, int m, int d,
-						const cq_mine_options *o, cq_knn *x2y, cq_knn *y2x,
-						cq_error *err);
-void		cq_mine_knn_free(cq_knn *l);
-
-/*
- * The mean of the k largest of values[0 .. n) (all of them when n < k),
- * summed in double from the largest down; values is sorted in place,
- * descending.  NaN for n == 0.  The lists' means are this function's.
- */
-double		cq_mine_knn_mean(double *values, int n, int k);
-
-/*
- * The ratio margin cos / ((mean_src + mean_tgt) / 2); false (no margin) when
- * mean_src + mean_tgt is not positive.
- */
-bool		cq_mine_ratio_margin(double cos, double mean_src, double mean_tgt,
-								 double *margin);
-
-/*
- * The pairs: each source's best target by margin among its x2y list (with
- * mutual, only where that source is also the target's best among its y2x
- * list), margin >= min_margin; in source order into out[] (room for
- * x2y->rows pairs); *n_out gets their number.
- */
-cq_code		cq_mine_select(const cq_knn *x2y, const cq_knn *y2x, bool mutual,
-						   double min_margin, cq_mine_pair *out, int *n_out,
-						   cq_error *err);
 
 /* cq_mine_knn then cq_mine_select, the lists freed. */
 cq_code		cq_mine(const float *x, int n, const float *y, int m, int d,

@@ -1,36 +1,13 @@
 /*
- * From the k-NN lists to pairs (mine.h): the k-NN means, the ratio margin and
- * the best candidate of each source (and, with mutual, of each target).
+ * From the k-NN lists to pairs (select.h): the ratio margin and the best
+ * candidate of each source (and, with mutual, of each target).
  */
-#include "mine/mine.h"
+#include "mine/select.h"
 
 #include <math.h>
 #include <stdlib.h>
 
 #include "common/mem.h"
-
-static int
-descending(const void *a, const void *b)
-{
-	double		x = *(const double *) a,
-				y = *(const double *) b;
-
-	return x > y ? -1 : x < y ? 1 : 0;
-}
-
-double
-cq_mine_knn_mean(double *values, int n, int k)
-{
-	int			len = n < k ? n : k;
-	double		sum = 0;
-
-	if (len <= 0)
-		return NAN;
-	qsort(values, n, sizeof(double), descending);
-	for (int i = 0; i < len; i++)
-		sum += values[i];
-	return sum / len;
-}
 
 bool
 cq_mine_ratio_margin(double cos, double mean_src, double mean_tgt, double *margin)

@@ -337,7 +337,7 @@ load_words(cq_bpe_learner *l, const cq_strmap *counts)
 	{
 		size_t		n;
 		const char *w = cq_strmap_key(counts, e, &n);
-		uint32_t	k;
+		uint32_t	k = 0;
 		cq_code		rc;
 
 		if (counts->vals[e] <= 0 || n == 0)

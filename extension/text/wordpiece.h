@@ -56,6 +56,7 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "text/wordpiece_variant.h"
 #include "text/words.h"
 
 /* as corpq's vocabularies (pg/text/vocab_sql.c): LaBSE's 501,153 fit */
@@ -74,12 +75,6 @@ typedef enum cq_wordpiece_special
 	CQ_WORDPIECE_MASK,
 	CQ_WORDPIECE_N_SPECIAL
 } cq_wordpiece_special;
-
-typedef enum cq_wordpiece_variant
-{
-	CQ_WORDPIECE_SLOW,			/* transformers' Python BertTokenizer */
-	CQ_WORDPIECE_FAST			/* tokenizers' (BertTokenizerFast) */
-} cq_wordpiece_variant;
 
 typedef struct cq_wordpiece_options
 {

@@ -3,7 +3,7 @@
  * text/wordpiece.h for where each runs), with ICU's properties, case
  * mapping and normalisation.
  */
-#include "text/wordpiece_impl.h"
+#include "text/wordpiece_chars.h"
 
 #include <string.h>
 

@@ -27,21 +27,6 @@ PG_FUNCTION_INFO_V1(corpq_bpe_tokens);
 PG_FUNCTION_INFO_V1(corpq_bpe_drop);
 PG_FUNCTION_INFO_V1(corpq_spm_import);
 
-/* The name argument of a function that creates a model. */
-static char *
-new_model_name(FunctionCallInfo fcinfo)
-{
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-
-	if (strcmp(name, CORPQ_WHITESPACE) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_RESERVED_NAME),
-				 errmsg("BPE name \"%s\" is reserved", CORPQ_WHITESPACE),
-				 errdetail("It selects whitespace segmentation.")));
-	corpq_check_new_name(&corpq_kind_bpe, name);
-	return name;
-}
-
 /* One side (left or right) of every merge as a text[]. */
 static ArrayType *
 merge_side_array(const cq_bpe *bpe, const int32_t *side)
@@ -134,7 +119,7 @@ corpq_bpe_learn(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("min_frequency must be at least 1")));
 	corpq_require_utf8();
-	name = new_model_name(fcinfo);
+	name = corpq_segmenter_new_name(fcinfo);
 	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
 
 	st.cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq bpe_learn",
@@ -181,7 +166,7 @@ corpq_bpe_import(PG_FUNCTION_ARGS)
 	corpq_require_arg(fcinfo, 0, "name");
 	corpq_require_arg(fcinfo, 1, "codes");
 	corpq_require_utf8();
-	name = new_model_name(fcinfo);
+	name = corpq_segmenter_new_name(fcinfo);
 	codes = PG_GETARG_TEXT_PP(1);
 	rc = cq_bpe_parse_codes(&bpe, VARDATA_ANY(codes), VARSIZE_ANY_EXHDR(codes), &err);
 	/* text that is not subword-nmt's codes: the input's syntax, 22P02 */
@@ -219,7 +204,7 @@ corpq_spm_import(PG_FUNCTION_ARGS)
 	corpq_require_arg(fcinfo, 0, "name");
 	corpq_require_arg(fcinfo, 1, "model");
 	corpq_require_utf8();
-	name = new_model_name(fcinfo);
+	name = corpq_segmenter_new_name(fcinfo);
 	model = PG_GETARG_BYTEA_PP(1);
 	if (cq_spm_load(VARDATA_ANY(model), VARSIZE_ANY_EXHDR(model), &m, &err) != CQ_OK)
 		corpq_core_error(&err, "Pass the bytes of a SentencePiece .model file, e.g. pg_read_binary_file('DIR/source.spm').",
@@ -332,10 +317,4 @@ corpq_bpe_drop(PG_FUNCTION_ARGS)
 				 errmsg("BPE name \"%s\" is reserved and cannot be dropped", CORPQ_WHITESPACE)));
 	corpq_catalog_drop(&corpq_kind_bpe, name);
 	PG_RETURN_VOID();
-}
-
-char *
-corpq_segmenter_new_name(FunctionCallInfo fcinfo)
-{
-	return new_model_name(fcinfo);
 }

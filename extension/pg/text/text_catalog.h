@@ -118,7 +118,7 @@ const cq_tokens *corpq_wordpiece_segment(CorpqSegmenter *seg, const char *text, 
 
 /*
  * The name argument (0) of a function that creates a segmenter: not the
- * reserved "whitespace", free in corpq.bpe_models (bpe_sql.c).
+ * reserved "whitespace", free in corpq.bpe_models (text_catalog.c).
  */
 char	   *corpq_segmenter_new_name(FunctionCallInfo fcinfo);
 
