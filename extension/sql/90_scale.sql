@@ -332,7 +332,7 @@ BEGIN
         RAISE EXCEPTION 'target table % is not co-located with %', target_table, corpus
             USING ERRCODE = 'wrong_object_type',
                   DETAIL = 'Each node writes the scores of its shards into its own shards of the target.',
-                  HINT = format('SELECT create_distributed_table(%L, ''id'', colocate_with => %L);', target_table, corpus);
+                  HINT = format('SELECT alter_distributed_table(%L, colocate_with => %L);', target_table, corpus);
     END IF;
     -- the versions of now, the same on every node
     pins := ARRAY[corpq.model_pin(model)];
@@ -406,18 +406,17 @@ BEGIN
             failure := format('node "%s:%s": %s', w.node_name, w.node_port, w.result);
         END IF;
     END LOOP;
-    IF failure IS NOT NULL THEN
-        IF cardinality(done_j) > 0 THEN
-            PERFORM * FROM master_run_on_worker(done_n, done_p,
-                ARRAY(SELECT format('SELECT corpq.job_cancel(%s)', j) FROM unnest(done_j) WITH ORDINALITY u (j, i) ORDER BY i),
-                true);
-        END IF;
+    IF failure IS NOT NULL AND cardinality(done_j) = 0 THEN
+        RAISE EXCEPTION 'could not submit the score job on %', failure USING ERRCODE = 'external_routine_exception';
+    ELSIF failure IS NOT NULL THEN
+        PERFORM * FROM master_run_on_worker(done_n, done_p,
+            ARRAY(SELECT format('SELECT corpq.job_cancel(%s)', j) FROM unnest(done_j) WITH ORDINALITY u (j, i) ORDER BY i),
+            true);
         RAISE EXCEPTION 'could not submit the score job on %', failure
             USING ERRCODE = 'external_routine_exception',
-                  DETAIL = CASE WHEN cardinality(done_j) > 0
-                                THEN format('The jobs it started on the other nodes were cancelled: %s.',
-                                            (SELECT string_agg(format('%s:%s job %s', n, p, j), ', ')
-                                               FROM unnest(done_n, done_p, done_j) u (n, p, j))) END;
+                  DETAIL = format('The jobs it started on the other nodes were cancelled: %s.',
+                                  (SELECT string_agg(format('%s:%s job %s', n, p, j), ', ')
+                                     FROM unnest(done_n, done_p, done_j) u (n, p, j)));
     END IF;
 END
 $$;

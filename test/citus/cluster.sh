@@ -81,11 +81,11 @@ BEGIN
                           CASE b.version
                                WHEN 'sentencepiece' THEN format('corpq.spm_import(%L, %L::bytea)', b.name, s.proto)
                                WHEN 'wordpiece' THEN format('corpq.wordpiece_import(%L, %L, %L::jsonb)', b.name,
-                                                            array_to_string(w.tokens, E'\n'), w.options)
+                                                            array_to_string(wp.tokens, E'\n'), wp.options)
                                ELSE format('corpq.bpe_import(%L, %L)', b.name, corpq.bpe_export(b.name)) END) AS command
               FROM corpq.bpe_models b
               LEFT JOIN corpq.spm_models s ON s.model = b.name
-              LEFT JOIN corpq.wordpiece_models w ON w.model = b.name
+              LEFT JOIN corpq.wordpiece_models wp ON wp.model = b.name
             UNION ALL
             SELECT 2, 0, 'vocabulary ' || name, size::text,
                    format('SELECT CASE WHEN EXISTS (SELECT FROM corpq.vocabularies WHERE name = %1$L) THEN %2$s
@@ -100,7 +100,7 @@ BEGIN
                           c.name, v.version, corpq.model_export(format('%s@%s', c.name, v.version)::corpq.pinned_model),
                           c.src_vocab, c.tgt_vocab)
               FROM corpq.model_catalog c JOIN corpq.model_versions v ON v.model = c.id
-        ) copies ORDER BY step, version
+        ) copies ORDER BY step, version, what
     LOOP
         FOR w IN SELECT * FROM run_command_on_workers(r.command) LOOP
             -- model_import numbers versions in order: a worker out of step gives another number

@@ -4,7 +4,8 @@
 # or built from ../shared/vendor/citus-13.2.2.tar.gz (test/citus/build.sh);
 # skipped, with one line saying so, when there is neither.  Checked:
 #   - the catalog reaches the workers through corpq's functions called by
-#     run_command_on_workers (bpe_export -> bpe_import, vocab_export ->
+#     run_command_on_workers (bpe_export -> bpe_import, SentencePiece and
+#     WordPiece segmenters by spm_import and wordpiece_import, vocab_export ->
 #     vocab_import, model_export -> model_import; the lexicon trained on
 #     every node from the same ordered query over the distributed table), and
 #     corpq.catalog_check() (no arguments: every Citus worker) passes
@@ -20,6 +21,18 @@
 #     column run whole on the workers, otherwise worker_partial_agg +
 #     coord_combine_agg (with citus.coordinator_aggregation_strategy =
 #     'disabled', so never by pulling rows); results equal one server
+#   - corpq.score_job_distributed: one score job per worker over its shards
+#     into a co-located target (each job's query names its worker's shards,
+#     the model pinned on the coordinator, the jobs owned by the caller); w1
+#     killed (pg_ctl stop -m immediate) once its job committed a chunk,
+#     corpq.worker_job_progress() shows the jobs and then w1's error; after
+#     w1 restarts its job resumes after its last chunk; every id scored once,
+#     sent_prob and uncertainty equal to the coordinator's per-row calls to
+#     the bit, no prepared transactions left; refused before submitting: a
+#     target in another co-location group, a table not distributed by id, an
+#     unknown model, a model only on the coordinator; a target without the
+#     columns refused by every worker; a worker refusing the job gets the
+#     other worker's job cancelled
 #   - faults: a worker added later (Citus creates corpq there; the catalog is
 #     missing until the copy, which skips what the others have, runs again);
 #     a worker down (Citus's error, nothing written, the copy names it); a
@@ -295,16 +308,16 @@ SELECT create_distributed_table('big_elsewhere', 'id', colocate_with => 'none');
 CREATE TABLE big_by_src (id bigint, src text, tgt text);
 SELECT create_distributed_table('big_by_src', 'src');
 SQL
-opts='{"what": "sent_prob, uncertainty", "columns": "score, u", "passes": 10, "batch_size": 8, "chunk_rows": 100}'
+opts='{"what": "sent_prob, uncertainty", "columns": "score, u", "passes": 20, "batch_size": 8, "chunk_rows": 100}'
 # dist_err WHY PATTERN ARGS: score_job_distributed(ARGS) fails with PATTERN
 dist_err() {
 	local err
 	err=$(qc -c "SELECT * FROM corpq.score_job_distributed($3)" 2>&1 >/dev/null) && fail "score_job_distributed with $1 succeeded"
 	echo "$err" | grep -q -- "$2" || fail "score_job_distributed with $1: $err"
 }
-dist_err "a target in another co-location group" "target table big_elsewhere is not co-located with big" "'m', 'big', 'big_elsewhere'"
-dist_err "a local target" "table big_local is not a Citus table distributed by column id" "'m', 'big', 'big_local'"
-dist_err "a corpus distributed by src" "table big_by_src is not a Citus table distributed by column id" "'m', 'big_by_src', 'big_scores'"
+dist_err "a target in another co-location group" "target table public.big_elsewhere is not co-located with public.big" "'m', 'big', 'big_elsewhere'"
+dist_err "a local target" "table public.big_local is not a Citus table distributed by column id" "'m', 'big', 'big_local'"
+dist_err "a corpus distributed by src" "table public.big_by_src is not a Citus table distributed by column id" "'m', 'big_by_src', 'big_scores'"
 dist_err "an unknown model" 'model "m_none" does not exist' "'m_none', 'big', 'big_scores'"
 # a model the workers lack: refused before anything is submitted
 qc -c "SELECT corpq.model_create('m_here', '{\"preset\": \"tiny\", \"max_positions\": 32}', 's_src', 's_tgt', 3)" >/dev/null
@@ -354,8 +367,7 @@ for i in $(seq 600); do
 	sleep 0.05
 done
 [ "$c" -gt 0 ] 2>/dev/null || fail "no chunk committed on w1 seen from the coordinator: $c"
-rows_w1=$(qc -c "SELECT count(*) FROM big WHERE get_shard_id_for_distribution_column('big', id) IN
-                   (SELECT shardid FROM citus_shards WHERE table_name = 'big'::regclass AND nodeport = $port_w1)")
+rows_w1=$(qn w1 -c "SELECT count(*) FROM ($(qn w1 -c "SELECT args ->> 'query' FROM corpq.jobs WHERE id = $job_w1")) q")
 [ "$(qc -c "SELECT count(*) FROM corpq.worker_job_progress() WHERE node = '127.0.0.1:$port_w1' AND id = $job_w1
              AND kind = 'score' AND state = 'running' AND phase = 'scoring' AND done > 0 AND total = $rows_w1 AND unit = 'pairs'")" = 1 ] ||
 	fail "worker_job_progress ($rows_w1 rows on w1): $(qc -c "SELECT * FROM corpq.worker_job_progress()")"
@@ -389,7 +401,7 @@ case "$r2" in "succeeded|1|"*) ;; *) fail "the job on w2: $r2" ;; esac
 bits="md5(string_agg(id || ':' || float8send(s) || ':' || float8send(u), ',' ORDER BY id))"
 a=$(qc -c "SELECT $bits FROM (SELECT id, score s, u FROM big_scores) q")
 b=$(qc -c "SELECT $bits FROM (SELECT id, corpq.sent_prob('m@2', src, tgt) s,
-                                     corpq.uncertainty('m@2', src, tgt, 'enteos', 10, 0) u FROM big_local) q")
+                                     corpq.uncertainty('m@2', src, tgt, 'enteos', 20, 0) u FROM big_local) q")
 [ "$a" = "$b" ] || fail "the distributed jobs' scores differ from the coordinator's per-row sent_prob and uncertainty"
 for n in w1 w2; do
 	[ "$(qn $n -c "SELECT count(*) FROM pg_prepared_xacts")" = 0 ] || fail "prepared transactions left on $n"
