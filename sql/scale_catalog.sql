@@ -66,6 +66,20 @@ SELECT corpq.catalog_check_node('node "unknown"', NULL);
 SELECT count(*) AS null_compares_to_nothing FROM corpq.catalog_compare(NULL);
 -- without arguments it checks the workers of a Citus coordinator
 SELECT corpq.catalog_check();
+-- the distributed score job and the workers' progress need Citus too
+-- (test/citus/run.sh runs them)
+SELECT * FROM corpq.score_job_distributed('sc_m', 'sc_text', 'sc_text');
+SELECT * FROM corpq.worker_job_progress();
+SELECT * FROM corpq.score_job_distributed(NULL, 'sc_text', 'sc_text');
+
+-- model_pin: the version a name means now (what score_job_distributed
+-- sends to every node), name@N as it is when that version exists
+SELECT corpq.model_pin('sc_m') AS latest, corpq.model_pin('sc_m@1') AS pinned,
+       corpq.model_pin('sc_m3') AS other, corpq.model_pin(NULL) IS NULL AS strict;
+SELECT corpq.model_pin('sc_m@3');
+SELECT corpq.model_pin('sc_nothing');
+SELECT corpq.model_pin('sc_m@0');
+SELECT corpq.model_pin('sc_m@1@2');
 
 -- leave the catalog as found (later tests list models and vocabularies)
 SELECT corpq.model_drop(m) FROM unnest(ARRAY['sc_m', 'sc_m2', 'sc_m3']) m;

@@ -54,8 +54,8 @@ citus_workers() {
 	qn "$citus_coordinator" -c "SELECT node_name || ':' || node_port FROM citus_get_active_worker_nodes() ORDER BY 1"
 }
 
-# citus_copy_catalog: the coordinator's BPE models, vocabularies and model
-# versions (in dependency order, versions in order) to every worker, through
+# citus_copy_catalog: the coordinator's segmenters (BPE models, SentencePiece
+# and WordPiece models), vocabularies and model versions (in dependency order, versions in order) to every worker, through
 # corpq's export functions here and import functions there, each import run by
 # run_command_on_workers and its result checked (a worker's failure is a row,
 # not an error).  Each command imports only what the worker lacks (by name,
@@ -73,11 +73,19 @@ DECLARE
 BEGIN
     FOR r IN
         SELECT * FROM (
-            SELECT 1 AS step, 0 AS version, 'BPE model ' || name AS what, n_merges::text AS expect,
+            -- segmenters: BPE codes, SentencePiece models, WordPiece tokens
+            SELECT 1 AS step, 0 AS version, 'segmenter ' || b.name AS what, b.n_merges::text AS expect,
                    format('SELECT CASE WHEN EXISTS (SELECT FROM corpq.bpe_models WHERE name = %1$L) THEN %2$s
-                                       ELSE corpq.bpe_import(%1$L, %3$L) END',
-                          name, n_merges, corpq.bpe_export(name)) AS command
-              FROM corpq.bpe_models
+                                       ELSE %3$s END',
+                          b.name, b.n_merges,
+                          CASE b.version
+                               WHEN 'sentencepiece' THEN format('corpq.spm_import(%L, %L::bytea)', b.name, s.proto)
+                               WHEN 'wordpiece' THEN format('corpq.wordpiece_import(%L, %L, %L::jsonb)', b.name,
+                                                            array_to_string(wp.tokens, E'\n'), wp.options)
+                               ELSE format('corpq.bpe_import(%L, %L)', b.name, corpq.bpe_export(b.name)) END) AS command
+              FROM corpq.bpe_models b
+              LEFT JOIN corpq.spm_models s ON s.model = b.name
+              LEFT JOIN corpq.wordpiece_models wp ON wp.model = b.name
             UNION ALL
             SELECT 2, 0, 'vocabulary ' || name, size::text,
                    format('SELECT CASE WHEN EXISTS (SELECT FROM corpq.vocabularies WHERE name = %1$L) THEN %2$s
@@ -92,7 +100,7 @@ BEGIN
                           c.name, v.version, corpq.model_export(format('%s@%s', c.name, v.version)::corpq.pinned_model),
                           c.src_vocab, c.tgt_vocab)
               FROM corpq.model_catalog c JOIN corpq.model_versions v ON v.model = c.id
-        ) copies ORDER BY step, version
+        ) copies ORDER BY step, version, what
     LOOP
         FOR w IN SELECT * FROM run_command_on_workers(r.command) LOOP
             -- model_import numbers versions in order: a worker out of step gives another number

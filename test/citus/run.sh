@@ -4,7 +4,8 @@
 # or built from ../shared/vendor/citus-13.2.2.tar.gz (test/citus/build.sh);
 # skipped, with one line saying so, when there is neither.  Checked:
 #   - the catalog reaches the workers through corpq's functions called by
-#     run_command_on_workers (bpe_export -> bpe_import, vocab_export ->
+#     run_command_on_workers (bpe_export -> bpe_import, SentencePiece and
+#     WordPiece segmenters by spm_import and wordpiece_import, vocab_export ->
 #     vocab_import, model_export -> model_import; the lexicon trained on
 #     every node from the same ordered query over the distributed table), and
 #     corpq.catalog_check() (no arguments: every Citus worker) passes
@@ -20,6 +21,18 @@
 #     column run whole on the workers, otherwise worker_partial_agg +
 #     coord_combine_agg (with citus.coordinator_aggregation_strategy =
 #     'disabled', so never by pulling rows); results equal one server
+#   - corpq.score_job_distributed: one score job per worker over its shards
+#     into a co-located target (each job's query names its worker's shards,
+#     the model pinned on the coordinator, the jobs owned by the caller); w1
+#     killed (pg_ctl stop -m immediate) once its job committed a chunk,
+#     corpq.worker_job_progress() shows the jobs and then w1's error; after
+#     w1 restarts its job resumes after its last chunk; every id scored once,
+#     sent_prob and uncertainty equal to the coordinator's per-row calls to
+#     the bit, no prepared transactions left; refused before submitting: a
+#     target in another co-location group, a table not distributed by id, an
+#     unknown model, a model only on the coordinator; a target without the
+#     columns refused by every worker; a worker refusing the job gets the
+#     other worker's job cancelled
 #   - faults: a worker added later (Citus creates corpq there; the catalog is
 #     missing until the copy, which skips what the others have, runs again);
 #     a worker down (Citus's error, nothing written, the copy names it); a
@@ -56,9 +69,10 @@ everywhere() {
 	                              FROM run_command_on_workers(:'cmd')")
 	[ "$there" = "$here" ] || fail "$1: coordinator '$here', workers '$there'"
 }
-# wait_jobs: corpq.job_wait() on every job of every node; all must succeed
+# wait_jobs: corpq.job_wait() on every training job of every node; all must
+# succeed (score jobs run on the workers only, and one is cancelled on purpose)
 wait_jobs() {
-	everywhere "SELECT coalesce(string_agg(DISTINCT corpq.job_wait(id, '600 s'), ','), 'succeeded') FROM corpq.jobs"
+	everywhere "SELECT coalesce(string_agg(DISTINCT corpq.job_wait(id, '600 s'), ','), 'succeeded') FROM corpq.jobs WHERE kind <> 'score'"
 	[ "$(qc -c "SELECT coalesce(string_agg(DISTINCT state, ','), 'succeeded') FROM corpq.jobs")" = succeeded ] ||
 		fail "jobs failed: $(qc -c "SELECT string_agg(kind || ': ' || error, '; ') FROM corpq.jobs WHERE state <> 'succeeded'")"
 }
@@ -92,6 +106,17 @@ SELECT corpq.vocab_build('s_src', 'SELECT src FROM corpus ORDER BY id', 's_bpe')
 SELECT corpq.vocab_build('s_tgt', 'SELECT tgt FROM corpus ORDER BY id');
 SELECT corpq.model_create('m', '{"preset": "tiny", "max_positions": 32}', 's_src', 's_tgt', 1);
 SQL
+# a SentencePiece and a WordPiece segmenter too (bpe_export has no codes for
+# them: the copy imports their model bytes and tokens)
+printf '%s\n' 'the house of children' 'a tree of words' 'the earth and the heavens' 'light and words' \
+	>"$so_tmp/spm.txt"
+# (identity normalisation: no 200 kB NFKC table in the model)
+spm_train --input="$so_tmp/spm.txt" --model_prefix="$so_tmp/spm" --vocab_size=25 --model_type=unigram \
+	--normalization_rule_name=identity --hard_vocab_limit=false --num_threads=1 --minloglevel=2 >/dev/null 2>&1 || fail "spm_train failed"
+qc >/dev/null <<SQL
+SELECT corpq.spm_import('s_spm', decode('$(od -An -v -tx1 "$so_tmp/spm.model" | tr -d ' \n')', 'hex'));
+SELECT corpq.wordpiece_import('s_wp', E'[UNK]\nthe\nlow\n##er\n##est\nhouse\n', '{"do_lower_case": false}');
+SQL
 citus_copy_catalog
 # the lexicon (no export function): trained on every node that lacks it from
 # the same rows in the same order, which gives the same lexicon
@@ -100,9 +125,9 @@ lexicon="SELECT CASE WHEN EXISTS (SELECT FROM corpq.lexicons WHERE name = 'lx') 
 everywhere "$lexicon"
 wait_jobs
 [ "$(qc -c "SELECT corpq.catalog_check()")" = 2 ] || fail "catalog_check after the copy"
-[ "$(qc -c "SELECT count(*) FROM corpq.catalog_fingerprint() WHERE kind IN ('bpe', 'vocabulary', 'model', 'lexicon')")" = 5 ] ||
+[ "$(qc -c "SELECT count(*) FROM corpq.catalog_fingerprint() WHERE kind IN ('bpe', 'vocabulary', 'model', 'lexicon')")" = 7 ] ||
 	fail "fingerprint rows: $(qc -c 'SELECT * FROM corpq.catalog_fingerprint()')"
-log "catalog on every node, catalog_check() = 2"
+log "catalog on every node (BPE, SentencePiece and WordPiece segmenters too), catalog_check() = 2"
 
 # ---- jobs: training on the coordinator from the distributed table -------------
 qc -c "SELECT corpq.train('m', 'SELECT src, tgt, domain FROM corpus ORDER BY id', NULL,
@@ -261,6 +286,128 @@ err=$(qc -c "SET citus.coordinator_aggregation_strategy = 'disabled'" \
 echo "$err" | grep -q "unsupported aggregate function cav_accumulate" || fail "ordered aggregate: $err"
 log "aggregates: whole on the workers when grouped by the distribution column, else worker partials combined on the coordinator; equal to one server"
 
+# ---- a distributed score job: one job per worker over its shards -----------------
+# score_job_distributed submits, from the coordinator, one score job per
+# worker over that worker's shards of big into its shards of big_scores; w1
+# is killed (pg_ctl stop -m immediate) once its job has committed a chunk,
+# and started again: its job resumes after its last chunk.  In the end every
+# id is scored once, with the bits of the coordinator's per-row functions.
+qc >/dev/null <<'SQL'
+CREATE TABLE big_local AS
+SELECT g::bigint AS id,
+       concat_ws(' ', 'a' || (g % 31), 'b' || (g * 7 % 23), repeat('c' || (g % 5) || ' ', g % 7)) AS src,
+       concat_ws(' ', 'x' || (g % 19), repeat('y' || (g * 3 % 13) || ' ', g % 9)) AS tgt
+  FROM generate_series(1, 6000) g;
+CREATE TABLE big (id bigint PRIMARY KEY, src text, tgt text);
+SELECT create_distributed_table('big', 'id', colocate_with => 'corpus');
+INSERT INTO big SELECT * FROM big_local;
+CREATE TABLE big_scores (id bigint, score float8, u float8);
+SELECT create_distributed_table('big_scores', 'id', colocate_with => 'big');
+CREATE TABLE big_elsewhere (id bigint, score float8, u float8);
+SELECT create_distributed_table('big_elsewhere', 'id', colocate_with => 'none');
+CREATE TABLE big_by_src (id bigint, src text, tgt text);
+SELECT create_distributed_table('big_by_src', 'src');
+SQL
+opts='{"what": "sent_prob, uncertainty", "columns": "score, u", "passes": 20, "batch_size": 8, "chunk_rows": 100}'
+# dist_err WHY PATTERN ARGS: score_job_distributed(ARGS) fails with PATTERN
+dist_err() {
+	local err
+	err=$(qc -c "SELECT * FROM corpq.score_job_distributed($3)" 2>&1 >/dev/null) && fail "score_job_distributed with $1 succeeded"
+	echo "$err" | grep -q -- "$2" || fail "score_job_distributed with $1: $err"
+}
+dist_err "a target in another co-location group" "target table public.big_elsewhere is not co-located with public.big" "'m', 'big', 'big_elsewhere'"
+dist_err "a local target" "table public.big_local is not a Citus table distributed by column id" "'m', 'big', 'big_local'"
+dist_err "a corpus distributed by src" "table public.big_by_src is not a Citus table distributed by column id" "'m', 'big_by_src', 'big_scores'"
+dist_err "an unknown model" 'model "m_none" does not exist' "'m_none', 'big', 'big_scores'"
+# a model the workers lack: refused before anything is submitted
+qc -c "SELECT corpq.model_create('m_here', '{\"preset\": \"tiny\", \"max_positions\": 32}', 's_src', 's_tgt', 3)" >/dev/null
+dist_err "a model only on the coordinator" "node \"127.0.0.1:[0-9]*\" has a different corpq catalog: model \"m_here\" version 1 differs" \
+	"'m_here', 'big', 'big_scores'"
+qc -c "SELECT corpq.model_drop('m_here')" >/dev/null
+dist_err "a target without the columns" "target table public.big_scores must have the columns" \
+	"'m', 'big', 'big_scores', '{\"columns\": \"nope, u\", \"what\": \"sent_prob, uncertainty\"}'"
+[ "$(qn w1 -c "SELECT count(*) FROM corpq.jobs WHERE kind = 'score'")$(qn w2 -c "SELECT count(*) FROM corpq.jobs WHERE kind = 'score'")" = 00 ] ||
+	fail "a refused score_job_distributed left jobs on the workers"
+# a worker that refuses the job (its sessions are read-only for curator): the
+# job the other worker started is cancelled
+qn w2 -c "SET citus.enable_ddl_propagation = off" -c "ALTER ROLE curator SET default_transaction_read_only = on" >/dev/null
+dist_err "a worker refusing the job" "could not submit the score job on node \"127.0.0.1:$port_w2\"" "'m', 'big', 'big_scores', '$opts'"
+qn w2 -c "SET citus.enable_ddl_propagation = off" -c "ALTER ROLE curator RESET default_transaction_read_only" >/dev/null
+[ "$(qn w1 -c "SELECT string_agg(corpq.job_wait(id, '60 s'), ',') FROM corpq.jobs WHERE kind = 'score'")" = cancelled ] ||
+	fail "the job on w1 was not cancelled when w2 refused: $(qn w1 -c "SELECT state, error FROM corpq.jobs WHERE kind = 'score'")"
+[ "$(qn w2 -c "SELECT count(*) FROM corpq.jobs WHERE kind = 'score'")" = 0 ] || fail "a job on the read-only w2"
+qc -c "TRUNCATE big_scores" >/dev/null
+
+jobs=$(qc -F ' ' -c "SELECT node, job FROM corpq.score_job_distributed('m', 'big', 'big_scores', '$opts') ORDER BY node")
+[ "$(echo "$jobs" | wc -l)" = 2 ] || fail "not one job per worker: $jobs"
+job_w1=$(echo "$jobs" | awk -v n="127.0.0.1:$port_w1" '$1 == n { print $2 }')
+job_w2=$(echo "$jobs" | awk -v n="127.0.0.1:$port_w2" '$1 == n { print $2 }')
+[ -n "$job_w1" ] && [ -n "$job_w2" ] || fail "jobs: $jobs"
+# each job reads its worker's shards and pins the model the coordinator meant
+for n in w1 w2; do
+	eval "j=\$job_$n port=\$port_$n"
+	q=$(qn $n -c "SELECT args ->> 'model' || ' ' || owner || ' ' || (args ->> 'query' ~ 'FROM public\.big_[0-9]+')
+	                FROM corpq.jobs WHERE id = $j")
+	[ "$q" = "m@2 curator true" ] || fail "job $j on $n: $q"
+	shards=$(qn c -c "SELECT string_agg('public.' || shard_name, ',' ORDER BY shard_name) FROM citus_shards
+	                   WHERE table_name = 'big'::regclass AND nodeport = $port")
+	[ "$(qn $n -c "SELECT string_agg(m[1], ',' ORDER BY m[1]) FROM corpq.jobs, regexp_matches(args ->> 'query', 'FROM (public\.big_[0-9]+)', 'g') m WHERE id = $j")" = "$shards" ] ||
+		fail "the job on $n does not read its shards $shards"
+done
+# progress, from the coordinator: w1's job once it has committed a chunk
+progress() {
+	qc -c "SELECT coalesce(figures ->> 'committed_rows', error) FROM corpq.worker_job_progress()
+	        WHERE node = '127.0.0.1:$port_w1' AND (id = $job_w1 OR error IS NOT NULL)"
+}
+for i in $(seq 600); do
+	c=$(progress)
+	[ -n "$c" ] && [ "$c" -gt 0 ] 2>/dev/null && break
+	[ -z "$c" ] && qn w1 -c "SELECT state FROM corpq.jobs WHERE id = $job_w1" | grep -Eq 'succeeded|failed|cancelled' &&
+		fail "the job on w1 ended before the restart: $(qn w1 -c "SELECT state, error, result FROM corpq.jobs WHERE id = $job_w1") (make it longer)"
+	sleep 0.05
+done
+[ "$c" -gt 0 ] 2>/dev/null || fail "no chunk committed on w1 seen from the coordinator: $c"
+rows_w1=$(qn w1 -c "SELECT count(*) FROM ($(qn w1 -c "SELECT args ->> 'query' FROM corpq.jobs WHERE id = $job_w1")) q")
+[ "$(qc -c "SELECT count(*) FROM corpq.worker_job_progress() WHERE node = '127.0.0.1:$port_w1' AND id = $job_w1
+             AND kind = 'score' AND state = 'running' AND phase = 'scoring' AND done > 0 AND total = $rows_w1 AND unit = 'pairs'")" = 1 ] ||
+	fail "worker_job_progress ($rows_w1 rows on w1): $(qc -c "SELECT * FROM corpq.worker_job_progress()")"
+as_pg pg_ctl -D "$so_tmp/w1" -m immediate -w stop >/dev/null
+log "w1 killed with $c rows of its job committed"
+# the coordinator names the worker it cannot read
+p=$(qc -c "SELECT node, error IS NOT NULL FROM corpq.worker_job_progress() WHERE node = '127.0.0.1:$port_w1'")
+[ "$p" = "127.0.0.1:$port_w1|t" ] || fail "worker_job_progress with w1 down: $p"
+restart_node w1
+for i in $(seq 1200); do
+	[ "$(qc -c "SELECT count(*) FROM corpq.worker_job_progress()")" = 0 ] && break
+	sleep 0.25
+done
+[ "$(qc -c "SELECT count(*) FROM corpq.worker_job_progress()")" = 0 ] ||
+	fail "jobs still running: $(qc -c "SELECT * FROM corpq.worker_job_progress()")"
+r1=$(qn w1 -c "SELECT state, attempts, (result ->> 'resumed_from_row')::int > 0, result ->> 'rows' FROM corpq.jobs WHERE id = $job_w1")
+r2=$(qn w2 -c "SELECT state, attempts, result ->> 'rows' FROM corpq.jobs WHERE id = $job_w2")
+case "$r1" in "succeeded|2|t|"*) ;; *) fail "the job on w1 after the restart: $r1 $(qn w1 -c "SELECT error FROM corpq.jobs WHERE id = $job_w1")" ;; esac
+case "$r2" in "succeeded|1|"*) ;; *) fail "the job on w2: $r2" ;; esac
+[ "${r1##*|}" = "$rows_w1" ] && [ $(( ${r1##*|} + ${r2##*|} )) = 6000 ] ||
+	fail "the jobs wrote ${r1##*|} + ${r2##*|} rows, not $rows_w1 + the rest of 6000"
+[ "$(qc -c "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || min(id) || ' ' || max(id) FROM big_scores")" = "6000 6000 1 6000" ] ||
+	fail "not every id scored once: $(qc -c "SELECT count(*), count(DISTINCT id), min(id), max(id) FROM big_scores")"
+# the results as docs/scaling.md reads them from the coordinator
+[ "$(qc -c "SELECT string_agg(r.state || ':' || r.rows, ',' ORDER BY w.nodeport)
+             FROM run_command_on_workers(\$\$SELECT json_agg(json_build_object('job', id, 'state', state, 'rows', result -> 'rows', 'error', error))
+                                          FROM corpq.jobs WHERE kind = 'score' AND state <> 'cancelled'\$\$) w,
+                  json_to_recordset(w.result::json) r (job bigint, state text, rows bigint)")" = \
+	"$(qc -c "SELECT string_agg(x, ',' ORDER BY p) FROM (VALUES ($port_w1, 'succeeded:${r1##*|}'), ($port_w2, 'succeeded:${r2##*|}')) v (p, x)")" ] ||
+	fail "the jobs' results read through run_command_on_workers"
+bits="md5(string_agg(id || ':' || float8send(s) || ':' || float8send(u), ',' ORDER BY id))"
+a=$(qc -c "SELECT $bits FROM (SELECT id, score s, u FROM big_scores) q")
+b=$(qc -c "SELECT $bits FROM (SELECT id, corpq.sent_prob('m@2', src, tgt) s,
+                                     corpq.uncertainty('m@2', src, tgt, 'enteos', 20, 0) u FROM big_local) q")
+[ "$a" = "$b" ] || fail "the distributed jobs' scores differ from the coordinator's per-row sent_prob and uncertainty"
+for n in w1 w2; do
+	[ "$(qn $n -c "SELECT count(*) FROM pg_prepared_xacts")" = 0 ] || fail "prepared transactions left on $n"
+done
+log "score_job_distributed: a job per worker over its shards, w1 killed after $c rows and resumed ($r1); 6000 ids scored once, equal to the per-row functions to the bit"
+
 # ---- faults ----------------------------------------------------------------------
 # a worker added later: Citus creates corpq there (a distributed object), but
 # the catalog is missing until copied
@@ -292,7 +439,7 @@ echo "$err" | grep -q "could not read the corpq catalog of node \"127.0.0.1:$por
 # the copy reports the worker it could not reach (the others are done, and
 # running it again once the worker is back completes it)
 err=$(citus_copy_catalog 2>&1 >/dev/null) && fail "copy with w2 down succeeded"
-echo "$err" | grep -q "copying BPE model s_bpe to worker 127.0.0.1:$port_w2: failed to connect" || fail "copy, worker down: $err"
+echo "$err" | grep -q "copying segmenter s_bpe to worker 127.0.0.1:$port_w2: failed to connect" || fail "copy, worker down: $err"
 restart_node w2
 [ "$(qc -c "SELECT count(*) FROM scores")" = "$before" ] || fail "rows left behind by the insert that failed"
 citus_copy_catalog

@@ -480,3 +480,212 @@ CREATE FUNCTION corpq.knn_mean(cosines float8[], k int DEFAULT 4) RETURNS float8
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.knn_mean(float8[], int) IS
     'a sentence''s mean cosine to its k nearest neighbours, from its cosines to candidates: the mean of the k largest (all of them when there are fewer), NULL elements skipped, NULL when none is left';
+
+-- ---- Citus: score_job_distributed, worker_job_progress and model_pin
+-- (extension/sql/90_scale.sql)
+-- The pinned name@N of a model spec (a name: its latest version here), or ERROR.
+CREATE FUNCTION corpq.model_pin(spec text)
+    RETURNS text
+    LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    pinned text;
+    named  boolean := spec !~ '^[^@]+@[1-9][0-9]*$';
+BEGIN
+    IF named AND strpos(spec, '@') > 0 THEN
+        RAISE EXCEPTION 'invalid model version in "%"', spec
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Write a model name for its latest version or name@N for version N >= 1.';
+    END IF;
+    SELECT format('%s@%s', c.name, v.version) INTO pinned
+      FROM corpq.model_catalog c JOIN corpq.model_versions v ON v.model = c.id
+     WHERE c.name = CASE WHEN named THEN spec ELSE regexp_replace(spec, '@[0-9]+$', '') END
+       AND (named OR v.version = substring(spec FROM '@([0-9]+)$')::int)
+     ORDER BY v.version DESC LIMIT 1;
+    IF pinned IS NULL THEN
+        RAISE EXCEPTION 'model "%" does not exist', spec USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN pinned;
+END
+$$;
+COMMENT ON FUNCTION corpq.model_pin(text) IS
+    'the version a model name means now, as name@N (name@N itself when that version exists); ERROR for a model or version that does not exist';
+
+CREATE FUNCTION corpq.score_job_distributed(model text, corpus regclass, target_table regclass,
+                                            options jsonb DEFAULT NULL)
+    RETURNS TABLE (node text, job bigint)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    opts     jsonb := coalesce(options, '{}');
+    pins     text[];
+    keys     text[];
+    t        record;
+    w        record;
+    names    text[];
+    ports    int[];
+    queries  text[];
+    fp       jsonb;
+    done_n   text[] := '{}';
+    done_p   int[] := '{}';
+    done_j   bigint[] := '{}';
+    failure  text;
+BEGIN
+    IF model IS NULL OR corpus IS NULL OR target_table IS NULL THEN
+        RAISE EXCEPTION 'model, corpus and target_table must not be NULL' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF to_regproc('pg_catalog.master_run_on_worker') IS NULL THEN
+        RAISE EXCEPTION 'corpq.score_job_distributed() scores the shards of a Citus table on their nodes, and Citus is not installed in this database'
+            USING ERRCODE = 'undefined_function', HINT = 'On one server, use corpq.score_job().';
+    END IF;
+    -- both distributed by hash of id, in one co-location group
+    FOR t IN SELECT rel, p.partmethod, p.colocationid,
+                    CASE WHEN p.partmethod = 'h' THEN column_to_column_name(p.logicalrelid, p.partkey) END AS col
+               FROM unnest(ARRAY[corpus, target_table]) rel
+               LEFT JOIN pg_dist_partition p ON p.logicalrelid = rel
+    LOOP
+        IF t.partmethod IS DISTINCT FROM 'h' OR t.col IS DISTINCT FROM 'id' THEN
+            RAISE EXCEPTION 'table % is not a Citus table distributed by column id', t.rel
+                USING ERRCODE = 'wrong_object_type',
+                      HINT = format('SELECT create_distributed_table(%L, ''id''%s);', t.rel,
+                                    CASE WHEN t.rel = target_table THEN format(', colocate_with => %L', corpus) END);
+        END IF;
+    END LOOP;
+    IF (SELECT count(DISTINCT p.colocationid) FROM pg_dist_partition p
+         WHERE p.logicalrelid IN (corpus, target_table)) <> 1 THEN
+        RAISE EXCEPTION 'target table % is not co-located with %', target_table, corpus
+            USING ERRCODE = 'wrong_object_type',
+                  DETAIL = 'Each node writes the scores of its shards into its own shards of the target.',
+                  HINT = format('SELECT alter_distributed_table(%L, colocate_with => %L);', target_table, corpus);
+    END IF;
+    -- the versions of now, the same on every node
+    pins := ARRAY[corpq.model_pin(model)];
+    IF opts ? 'backward' AND jsonb_typeof(opts -> 'backward') = 'string' THEN
+        pins := pins || corpq.model_pin(opts ->> 'backward');
+        opts := jsonb_set(opts, '{backward}', to_jsonb(pins[2]));
+    END IF;
+    -- what the scores depend on: the corpq version, the model versions,
+    -- their vocabularies and the vocabularies' segmenters
+    SELECT array_agg(k) INTO keys FROM (
+        SELECT 'extension|corpq|' AS k
+        UNION SELECT format('model|%s|%s', c.name, v.version)
+          FROM corpq.model_catalog c JOIN corpq.model_versions v ON v.model = c.id
+         WHERE format('%s@%s', c.name, v.version) = ANY (pins)
+        UNION SELECT format('vocabulary|%s|', x.name)
+          FROM corpq.model_catalog c, unnest(ARRAY[c.src_vocab, c.tgt_vocab]) x (name)
+         WHERE c.name = ANY (SELECT regexp_replace(p, '@[0-9]+$', '') FROM unnest(pins) p)
+        UNION SELECT format('bpe|%s|', b.bpe)
+          FROM corpq.vocabularies b JOIN corpq.model_catalog c ON b.name IN (c.src_vocab, c.tgt_vocab)
+         WHERE c.name = ANY (SELECT regexp_replace(p, '@[0-9]+$', '') FROM unnest(pins) p) AND b.bpe IS NOT NULL
+    ) s;
+    -- per node, the query over its shards (one placement per shard)
+    SELECT array_agg(q.nodename ORDER BY q.nodename, q.nodeport), array_agg(q.nodeport ORDER BY q.nodename, q.nodeport),
+           array_agg(q.query ORDER BY q.nodename, q.nodeport)
+      INTO names, ports, queries
+      FROM (SELECT n.nodename, n.nodeport,
+                   format(E'SELECT id, src, tgt FROM (\n%s\n) AS shards ORDER BY id',
+                          string_agg(format('SELECT id, src, tgt FROM %s%s',
+                                            -- Citus leaves the schema out for public
+                                            CASE WHEN c.relnamespace = 'public'::regnamespace THEN 'public.' END,
+                                            shard_name(corpus, s.shardid)),
+                                     E'\nUNION ALL\n' ORDER BY s.shardid)) AS query
+              FROM (SELECT DISTINCT ON (d.shardid) d.shardid, pl.groupid
+                      FROM pg_dist_shard d JOIN pg_dist_placement pl ON pl.shardid = d.shardid
+                     WHERE d.logicalrelid = corpus ORDER BY d.shardid, pl.groupid) s
+              JOIN pg_dist_node n ON n.groupid = s.groupid AND n.noderole = 'primary'
+              JOIN pg_class c ON c.oid = corpus
+             GROUP BY n.nodename, n.nodeport) q;
+    -- every node has this server's fingerprints for keys (the rest of its
+    -- catalog is not compared: this server's stands in for it)
+    FOR w IN SELECT * FROM master_run_on_worker(names, ports,
+                 array_fill('SELECT coalesce(pg_catalog.json_agg(f), ''[]''::json) FROM corpq.catalog_fingerprints f'::text,
+                            ARRAY[cardinality(names)]), true)
+    LOOP
+        IF NOT w.success THEN
+            RAISE EXCEPTION 'could not read the corpq catalog of node "%:%"', w.node_name, w.node_port
+                USING ERRCODE = 'connection_failure', DETAIL = w.result;
+        END IF;
+        SELECT coalesce(jsonb_agg(f), '[]') INTO fp FROM (
+            SELECT * FROM jsonb_to_recordset(w.result::jsonb) AS x (kind text, name text, version int, fingerprint text)
+             WHERE format('%s|%s|%s', x.kind, x.name, x.version) = ANY (keys)
+            UNION ALL
+            SELECT * FROM corpq.catalog_fingerprint() h
+             WHERE format('%s|%s|%s', h.kind, h.name, h.version) <> ALL (keys)) f;
+        PERFORM corpq.catalog_check_node(format('node "%s:%s"', w.node_name, w.node_port), fp);
+    END LOOP;
+    -- submit everywhere; if a node refuses, cancel what the others started
+    FOR w IN SELECT * FROM master_run_on_worker(names, ports,
+                 ARRAY(SELECT format('SELECT corpq.score_job(%L, %L, %L::regclass, %L::jsonb)',
+                                     pins[1], q, target_table::text, opts)
+                         FROM unnest(queries) WITH ORDINALITY u (q, i) ORDER BY i), true)
+    LOOP
+        IF w.success THEN
+            done_n := done_n || w.node_name;
+            done_p := done_p || w.node_port;
+            done_j := done_j || w.result::bigint;
+            node := format('%s:%s', w.node_name, w.node_port);
+            job := w.result::bigint;
+            RETURN NEXT;
+        ELSIF failure IS NULL THEN
+            failure := format('node "%s:%s": %s', w.node_name, w.node_port, w.result);
+        END IF;
+    END LOOP;
+    IF failure IS NOT NULL AND cardinality(done_j) = 0 THEN
+        RAISE EXCEPTION 'could not submit the score job on %', failure USING ERRCODE = 'external_routine_exception';
+    ELSIF failure IS NOT NULL THEN
+        PERFORM * FROM master_run_on_worker(done_n, done_p,
+            ARRAY(SELECT format('SELECT corpq.job_cancel(%s)', j) FROM unnest(done_j) WITH ORDINALITY u (j, i) ORDER BY i),
+            true);
+        RAISE EXCEPTION 'could not submit the score job on %', failure
+            USING ERRCODE = 'external_routine_exception',
+                  DETAIL = format('The jobs it started on the other nodes were cancelled: %s.',
+                                  (SELECT string_agg(format('%s:%s job %s', n, p, j), ', ')
+                                     FROM unnest(done_n, done_p, done_j) u (n, p, j)));
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION corpq.score_job_distributed(text, regclass, regclass, jsonb) IS
+    'on a Citus coordinator: one corpq.score_job per node holding shards of corpus (distributed by id), over that node''s shards, into target_table (co-located with corpus), with the model pinned here and checked on every node (its version, vocabularies and segmenters must have this server''s fingerprints); returns each node (host:port) and its job id there; if a node refuses the job, the others'' jobs are cancelled and the call fails naming it';
+
+-- The calling role's queued and running jobs on every Citus worker
+-- (corpq.job_progress there, read through run_command_on_workers): a worker
+-- that cannot be read gives one row with its error and nothing else.
+CREATE FUNCTION corpq.worker_job_progress()
+    RETURNS TABLE (node text, id bigint, kind text, state text, phase text, done float8, total float8,
+                   unit text, percent numeric, rate float8, eta interval, figures jsonb, error text)
+    LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+DECLARE
+    w record;
+BEGIN
+    IF to_regproc('pg_catalog.run_command_on_workers') IS NULL THEN
+        RAISE EXCEPTION 'corpq.worker_job_progress() reads the jobs of the workers of a Citus coordinator, and Citus is not installed in this database'
+            USING ERRCODE = 'undefined_function', HINT = 'On one server, read corpq.job_progress.';
+    END IF;
+    FOR w IN EXECUTE
+        $q$SELECT nodename, nodeport, success, result
+             FROM pg_catalog.run_command_on_workers(
+                 'SELECT coalesce(pg_catalog.json_agg(p), ''[]''::json) FROM corpq.job_progress p')
+            ORDER BY nodename, nodeport$q$
+    LOOP
+        node := format('%s:%s', w.nodename, w.nodeport);
+        IF NOT w.success THEN
+            error := w.result;
+            RETURN NEXT;
+            CONTINUE;
+        END IF;
+        RETURN QUERY
+            SELECT node, p.id, p.kind, p.state, p.phase, p.done, p.total, p.unit, p.percent, p.rate,
+                   p.eta, p.figures, NULL::text
+              FROM json_to_recordset(w.result::json)
+                   AS p (id bigint, kind text, state text, phase text, done float8, total float8,
+                         unit text, percent numeric, rate float8, eta interval, figures jsonb)
+             ORDER BY p.id;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION corpq.worker_job_progress() IS
+    'on a Citus coordinator: corpq.job_progress of every active worker (the calling role''s queued and running jobs there), one row per job with its node (host:port); a worker that cannot be read gives one row with only node and error';
