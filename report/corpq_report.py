@@ -91,7 +91,7 @@ def gather(db, a):
             # of them in the first bin), and a threshold is read off a log axis
             d["histogram"] = db.json(
                 "SELECT domain, bin, bin_lo, bin_hi, pairs, share "
-                "FROM corpq.score_histogram(%s, 20, spacing => 'log')" % sql_literal(scores))
+                "FROM corpq.score_histogram(%s, 'log', 20)" % sql_literal(scores))
     d["curve"] = db.json(
         "SELECT step, split, label, split || ' ' || label AS series, loss, ppl FROM corpq.train_curve "
         "WHERE job = %d ORDER BY split, label, step" % job) if job else []

@@ -41,7 +41,7 @@ SELECT id FROM cost_pairs
 -- before: the same queries with the default COST 1 ran serially
 BEGIN;
 ALTER FUNCTION corpq.filter_rejects COST 1;
-ALTER FUNCTION corpq.sent_prob(text, text, text, text) COST 1;
+ALTER FUNCTION corpq.sent_prob(text, text, text) COST 1;
 ALTER FUNCTION corpq.lang_is COST 1;
 EXPLAIN (COSTS OFF)
 CREATE TABLE cost_rejects AS SELECT id, corpq.filter_rejects(src, tgt) AS rejected_by FROM cost_pairs;

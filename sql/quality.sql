@@ -67,28 +67,35 @@ SELECT * FROM corpq.score_histogram($$SELECT 'x', 3.0 WHERE false$$, 2);
 -- lo defaults to the smallest positive score, so 0 and -1 go to bin 0
 SELECT domain, bin, bin_lo, bin_hi, pairs, share FROM corpq.score_histogram(
     $$SELECT d, s FROM (VALUES ('a', 0.0625), ('a', 0.2), ('a', 0.25), ('a', 1.0), ('a', 3.0), ('a', 16.0),
-                               ('a', 0.0), ('a', -1.0), ('b', 0.5)) v(d, s)$$, 4, spacing => 'log');
+                               ('a', 0.0), ('a', -1.0), ('b', 0.5)) v(d, s)$$, spacing => 'log', bins => 4);
 -- quantile bins, by hand: the quartiles of all 12 scores (1..10 and 2, 7), interpolated
 -- as percentile_cont does: 2.75, 5.5, 7.25; the counts are per domain
 SELECT domain, bin, bin_lo, bin_hi, pairs, share FROM corpq.score_histogram(
-    $$SELECT 'a', g::float8 FROM generate_series(1, 10) g UNION ALL VALUES ('b', 2), ('b', 7)$$, 4, spacing => 'quantile');
+    $$SELECT 'a', g::float8 FROM generate_series(1, 10) g UNION ALL VALUES ('b', 2), ('b', 7)$$, spacing => 'quantile', bins => 4);
 -- tied scores: the median is 1, so bin 1 is [1, 1), empty
 SELECT bin, bin_lo, bin_hi, pairs FROM corpq.score_histogram(
-    $$SELECT 'a', s FROM unnest(ARRAY[1, 1, 1, 1, 2]::float8[]) s$$, 2, spacing => 'quantile');
+    $$SELECT 'a', s FROM unnest(ARRAY[1, 1, 1, 1, 2]::float8[]) s$$, spacing => 'quantile', bins => 2);
 -- every score lies within the edges of its bin, whatever the spacing
 SELECT h.spacing, sum(h.pairs) AS pairs,
-       sum(h.pairs) = (SELECT count(*) FROM q_scores s JOIN corpq.score_histogram('SELECT domain, p FROM q_scores', 7, spacing => h.spacing) b
+       sum(h.pairs) = (SELECT count(*) FROM q_scores s JOIN corpq.score_histogram('SELECT domain, p FROM q_scores', spacing => h.spacing, bins => 7) b
                         ON b.domain = s.domain AND s.p >= b.bin_lo AND (s.p < b.bin_hi OR (b.bin = 7 AND s.p = b.bin_hi))) AS within
   FROM (SELECT x.spacing, b.pairs FROM unnest(ARRAY['linear', 'log', 'quantile']) x(spacing),
-        LATERAL corpq.score_histogram('SELECT domain, p FROM q_scores', 7, spacing => x.spacing) b) h
+        LATERAL corpq.score_histogram('SELECT domain, p FROM q_scores', spacing => x.spacing, bins => 7) b) h
  GROUP BY h.spacing ORDER BY h.spacing;
 -- quantile bins against percentile_cont and width_bucket by hand
 SELECT count(*) AS quantile_bins_differing
-  FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 4, spacing => 'quantile') h
+  FROM corpq.score_histogram('SELECT domain, p FROM q_scores', spacing => 'quantile', bins => 4) h
   FULL JOIN (SELECT s.domain, width_bucket(s.p, ARRAY[(SELECT min(p) FROM q_scores)] || e.q) AS bin, count(*) AS pairs
                FROM q_scores s, (SELECT percentile_cont(ARRAY[0.25, 0.5, 0.75]) WITHIN GROUP (ORDER BY p) AS q FROM q_scores) e
               GROUP BY 1, 2) b USING (domain, bin)
  WHERE h.pairs IS DISTINCT FROM coalesce(b.pairs, 0);
+-- release 0.1.0's form (scores, bins, lo, hi) is the linear spacing, the same rows
+SELECT count(*) AS rows_differing FROM (
+  (SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 7, 0, 1)
+   EXCEPT ALL SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 'linear', 7, 0, 1))
+  UNION ALL
+  (SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 'linear', 7, 0, 1)
+   EXCEPT ALL SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 7, 0, 1))) d;
 -- the scores query runs once (a sequence counts its rows)
 CREATE TEMP SEQUENCE q_once;
 SELECT sum(pairs) AS pairs FROM corpq.score_histogram($$SELECT 'x', nextval('q_once')::float8 FROM generate_series(1, 5)$$, 2);
@@ -98,9 +105,9 @@ SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 0);
 SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, 1, 0);
 SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, 0, 'Infinity');
 \set VERBOSITY default
-SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, spacing => 'logarithmic');
-SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, spacing => NULL);
-SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 10, 0, 1, 'log');
+SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', spacing => 'logarithmic', bins => 10);
+SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', spacing => NULL, bins => 10);
+SELECT * FROM corpq.score_histogram('SELECT domain, p FROM q_scores', 'log', 10, 0, 1);
 
 -- ---- quality_by_domain: against the per-row functions by hand ----
 CREATE TEMP TABLE q_quality AS

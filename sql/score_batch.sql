@@ -69,7 +69,7 @@ SELECT * FROM corpq.score('b1', 'SELECT id, src, tgt FROM batch_pairs', 'sent_pr
 SELECT * FROM corpq.score('b1', 'SELECT id, src, tgt FROM batch_pairs', 'uncertainty', 8, 'enteos', 0);
 SELECT * FROM corpq.score('b1', 'SELECT id, src, tgt FROM batch_pairs', 'uncertainty', 8, 'nope');
 SELECT * FROM corpq.score('b1', $$SELECT 1, 'a1', 'x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1'$$);
-SELECT * FROM corpq.score('b1', $$SELECT 1, 'a1', 'x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1'$$, on_too_long => 'error');
+SELECT * FROM corpq.score('b1', $$SELECT 1, 'a1', 'x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1 x1'$$, 'sent_prob', 64, 'enteos', 30, 0, 'error');
 \set VERBOSITY terse
 SELECT * FROM corpq.score('nope', 'SELECT id, src, tgt FROM batch_pairs');
 \set VERBOSITY default

@@ -1,8 +1,10 @@
 -- Pairs longer than a model accepts (max_positions - 1 tokens per side):
--- NULL by default in every scoring function (no rows for token_scores and
--- token_hits), an ERROR with on_too_long => 'error', a bad value refused;
--- the batch functions score the rest bit for bit as the per-row ones and
--- count the long ones (NOTICE); the dual_xent filter rejects them.
+-- NULL in every scoring function (no rows for token_scores and token_hits),
+-- in 0.1.0's signatures as with on_too_long 'null'; an ERROR with
+-- on_too_long 'error' (the overload with every argument for uncertainty and
+-- score), a bad value refused; the batch functions score the rest bit for
+-- bit as the per-row ones and count the long ones (NOTICE); the dual_xent
+-- filter rejects them.
 SET client_min_messages = warning;
 
 CREATE TABLE tl_pairs AS
@@ -50,7 +52,9 @@ SELECT corpq.sent_prob('tl', repeat('a1 ', 12), 'x1', 'error');
 SELECT corpq.sent_logprob('tl@1'::corpq.pinned_model, 'a1', repeat('x1 ', 12), on_too_long => 'error');
 SELECT * FROM corpq.token_scores('tl', repeat('a1 ', 12), 'x1', 'error');
 SELECT * FROM corpq.token_hits('tl', repeat('a1 ', 12), 'x1', 'error');
-SELECT corpq.uncertainty('tl', repeat('a1 ', 12), 'x1', on_too_long => 'error');
+SELECT corpq.uncertainty('tl', repeat('a1 ', 12), 'x1', 'enteos', 3, 0, 'error');
+SELECT corpq.uncertainty(model => 'tl@1'::corpq.pinned_model, src => 'a1', tgt => repeat('x1 ', 12),
+                         measure => 'enteos', passes => 3, seed => 0, on_too_long => 'error');
 SELECT corpq.dual_xent('tl', 'tl_b', 'a1', repeat('x1 ', 12), 'error');
 SELECT corpq.sent_prob('tl', repeat('a1 ', 11), 'x1', 'error') IS NOT NULL AS fits_with_error;
 SELECT corpq.sent_prob('tl', 'a1', 'x1', 'skip');
@@ -58,9 +62,13 @@ SELECT corpq.sent_prob('tl', 'a1', 'x1', 'NULL');
 SELECT corpq.sent_logprob('tl@1'::corpq.pinned_model, 'a1', 'x1', 'skip');
 SELECT * FROM corpq.token_scores('tl', 'a1', 'x1', 'skip');
 SELECT * FROM corpq.token_hits('tl@1'::corpq.pinned_model, 'a1', 'x1', 'skip');
-SELECT corpq.uncertainty('tl', 'a1', 'x1', on_too_long => 'skip');
+SELECT corpq.uncertainty('tl', 'a1', 'x1', 'enteos', 3, 0, 'skip');
 SELECT corpq.dual_xent('tl', 'tl_b', 'a1', 'x1', 'skip');
 SELECT corpq.sent_prob('tl', 'a1', 'x1', NULL) IS NULL AS null_option;
+-- on_too_long is no parameter with a DEFAULT: uncertainty's and score()'s
+-- overloads want every argument, so a call naming only it finds no function
+SELECT corpq.uncertainty('tl', 'a1', 'x1', on_too_long => 'error');
+SELECT * FROM corpq.score('tl', 'SELECT id, src, tgt FROM tl_pairs', on_too_long => 'error');
 
 -- ---- batched: the long pairs NULL, the others the per-row bits ----
 CREATE TEMP TABLE tl_ref AS
@@ -68,6 +76,20 @@ SELECT id, corpq.sent_prob('tl', src, tgt) AS p, corpq.sent_logprob('tl', src, t
        corpq.uncertainty('tl', src, tgt, 'entsent', 3, 5) AS u,
        corpq.dual_xent('tl', 'tl_b', src, tgt) AS dx
   FROM tl_pairs;
+-- 0.1.0's signatures (tl_ref) give what on_too_long 'null' gives, bit for bit
+SELECT count(*) AS pairs,
+       count(*) FILTER (WHERE corpq.sent_prob('tl', src, tgt, 'null') IS NOT DISTINCT FROM r.p
+                          AND corpq.sent_logprob('tl@1'::corpq.pinned_model, src, tgt, 'null') IS NOT DISTINCT FROM r.lp
+                          AND corpq.uncertainty('tl', src, tgt, 'entsent', 3, 5, 'null') IS NOT DISTINCT FROM r.u
+                          AND corpq.dual_xent('tl', 'tl_b', src, tgt, 'null') IS NOT DISTINCT FROM r.dx) AS equal,
+       count(*) FILTER (WHERE r.p IS NULL) AS nulls
+  FROM tl_pairs JOIN tl_ref r USING (id);
+SELECT count(*) FILTER (WHERE s.score IS NOT DISTINCT FROM r.p) AS score_equal,
+       (SELECT count(*) FILTER (WHERE d.score IS NOT DISTINCT FROM r2.dx)
+          FROM corpq.dual_xent_scores('tl', 'tl_b', 'SELECT id, src, tgt FROM tl_pairs', 'null') d
+          JOIN tl_ref r2 USING (id)) AS dual_equal
+  FROM corpq.score('tl', 'SELECT id, src, tgt FROM tl_pairs', 'sent_prob', 64, 'enteos', 30, 0, 'null') s
+  JOIN tl_ref r USING (id);
 SELECT b, what, count(*) AS rows, count(*) FILTER (WHERE sc.score IS NULL) AS nulls,
        count(*) FILTER (WHERE sc.score IS NOT DISTINCT FROM
                         CASE what WHEN 'sent_prob' THEN r.p WHEN 'sent_logprob' THEN r.lp ELSE r.u END) AS equal
@@ -94,10 +116,12 @@ SELECT count(*) FROM corpq.dual_xent_scores('tl', 'tl_b', 'SELECT id, src, tgt F
 SELECT count(*) FROM corpq.score('tl', 'SELECT id, src, tgt FROM tl_pairs WHERE id % 10 <> 0');
 SET client_min_messages = warning;
 -- 'error' stops at the first long pair; a bad value or NULL is refused before any row
-SELECT * FROM corpq.score('tl', 'SELECT id, src, tgt FROM tl_pairs ORDER BY id', on_too_long => 'error');
+SELECT * FROM corpq.score('tl', 'SELECT id, src, tgt FROM tl_pairs ORDER BY id', 'sent_prob', 64, 'enteos', 30, 0, 'error');
+SELECT * FROM corpq.score(model => 'tl', corpus => 'SELECT id, src, tgt FROM tl_pairs ORDER BY id', what => 'sent_logprob',
+                          batch_size => 8, measure => 'enteos', passes => 1, seed => 0, on_too_long => 'error');
 SELECT * FROM corpq.dual_xent_scores('tl', 'tl_b', 'SELECT id, src, tgt FROM tl_pairs ORDER BY id', 'error');
-SELECT * FROM corpq.score('tl', 'SELECT id, src, tgt FROM tl_pairs', on_too_long => 'skip');
-SELECT * FROM corpq.score('tl', 'SELECT id, src, tgt FROM tl_pairs', on_too_long => NULL);
+SELECT * FROM corpq.score('tl', 'SELECT id, src, tgt FROM tl_pairs', 'sent_prob', 64, 'enteos', 30, 0, 'skip');
+SELECT * FROM corpq.score('tl', 'SELECT id, src, tgt FROM tl_pairs', 'sent_prob', 64, 'enteos', 30, 0, NULL);
 SELECT * FROM corpq.dual_xent_scores('tl', 'tl_b', 'SELECT id, src, tgt FROM tl_pairs', 'skip');
 
 -- ---- the dual_xent filter: a pair it cannot score is rejected ----

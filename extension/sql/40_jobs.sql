@@ -23,17 +23,19 @@ CREATE TABLE corpq.jobs (
     -- server restarted and the job was orphaned
     server_start timestamptz,
     attempts    int NOT NULL DEFAULT 0,
-    -- how often recovery requeued the job after a crash-restart of the
-    -- server (at most once: a second crash fails it)
-    crash_requeues int NOT NULL DEFAULT 0,
     -- the login role whose session submitted the job: the worker connects as
     -- it (then assumes owner, as SET ROLE did), never as a superuser
     session_role regrole NOT NULL DEFAULT session_user::regrole,
     cancel_requested boolean NOT NULL DEFAULT false,
     -- the submitting session's search_path: the corpus query runs with it
     search_path text,
+    -- how often recovery requeued the job after a crash-restart of the
+    -- server (at most once: a second crash fails it)
+    crash_requeues int NOT NULL DEFAULT 0,
     -- the threads the job's worker runs with (its "threads" option, or
-    -- corpq.job_threads), set before the kind's function runs
+    -- corpq.job_threads), set before the kind's function runs; the columns
+    -- added since 0.1.0 come last, as ALTER TABLE ADD COLUMN put them in
+    -- databases updated from it
     threads     int NOT NULL DEFAULT 1 CHECK (threads >= 1)
 );
 COMMENT ON TABLE corpq.jobs IS

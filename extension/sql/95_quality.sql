@@ -58,9 +58,11 @@ GRANT SELECT ON corpq.lexicon_uncertain_words TO PUBLIC;
 -- The bin edges are computed first (one array), and a score's bin is the
 -- number of lower edges at or below it, so every score lies within the edges
 -- printed for its bin, whatever the spacing.
-CREATE FUNCTION corpq.score_histogram(scores text, bins int DEFAULT 20,
-                                      lo float8 DEFAULT NULL, hi float8 DEFAULT NULL,
-                                      spacing text DEFAULT 'linear')
+-- The spacing comes second, so that this form and 0.1.0's (scores, bins,
+-- lo, hi), kept for the views built on it, never match one call together:
+-- score_histogram(q, 'log') or (q, spacing => 'log', bins => 40).
+CREATE FUNCTION corpq.score_histogram(scores text, spacing text, bins int DEFAULT 20,
+                                      lo float8 DEFAULT NULL, hi float8 DEFAULT NULL)
     RETURNS TABLE (domain text, bin int, bin_lo float8, bin_hi float8, pairs bigint, share float8)
     LANGUAGE plpgsql STABLE PARALLEL UNSAFE
     AS $$
@@ -136,8 +138,16 @@ BEGIN
         USING lo, hi, bins, spacing;
 END
 $$;
-COMMENT ON FUNCTION corpq.score_histogram(text, int, float8, float8, text) IS
+COMMENT ON FUNCTION corpq.score_histogram(text, text, int, float8, float8) IS
     'histogram per domain of scores, a SELECT returning (domain, score), read once: bins bins over [lo, hi] (default: the finite scores'' range, positive ones for log), spaced linear (equal widths), log (equal ratios: lo > 0) or quantile (edges at the quantiles of all domains'' scores: equal counts overall, empty bins where scores tie); a score is in bin k when edge k <= score < edge k + 1 (the top edge in the last bin); every bin listed (pairs 0 included), bin 0 and bins + 1 for scores below lo and above hi when there are some; share = pairs / the domain''s scores; NULL and NaN scores are left out';
+-- 0.1.0's form: linear bins.
+CREATE FUNCTION corpq.score_histogram(scores text, bins int DEFAULT 20,
+                                      lo float8 DEFAULT NULL, hi float8 DEFAULT NULL)
+    RETURNS TABLE (domain text, bin int, bin_lo float8, bin_hi float8, pairs bigint, share float8)
+    LANGUAGE sql STABLE PARALLEL UNSAFE
+    AS $$ SELECT * FROM corpq.score_histogram(scores, 'linear', bins, lo, hi) $$;
+COMMENT ON FUNCTION corpq.score_histogram(text, int, float8, float8) IS
+    'score_histogram with linear spacing: bins bins of equal width over [lo, hi] (default: the finite scores'' range)';
 
 -- Per-domain quality of a corpus, a SELECT returning (src, tgt, domain).
 CREATE FUNCTION corpq.quality_by_domain(corpus text, model text DEFAULT NULL, lexicon text DEFAULT NULL,

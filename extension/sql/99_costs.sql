@@ -8,8 +8,10 @@
 -- counts cpu_operator_costs, and the planner prices a row of a bare scan with
 -- count() at 5 of them, about 0.1 us on the machine it was measured on (so a
 -- unit is 0.02 us); figures for preset small, 20-token pairs, rounded.  Set
--- here by name, for every overload, so that the figures sit in one place
--- next to each other; a name that matches no function is an error.
+-- here by name, for every overload (a new overload gets its name's figure),
+-- so that the figures sit in one place next to each other; a name that
+-- matches no function is an error.  An update script sets them by
+-- signature (ALTER FUNCTION ... COST), for new overloads too.
 -- Set-returning functions keep the default: PostgreSQL charges a function
 -- in FROM once per query, even LATERAL to a table it runs once per row of
 -- (token_scores, token_hits, translate_nbest), so their cost would read as a

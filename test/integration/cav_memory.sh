@@ -7,7 +7,6 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 corpq_in_cluster -t 600
 
-rss_kb() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
 # the backend's peak resident memory so far (monotonic, so a sampler that is
 # starved on a loaded machine still sees the peak if it reads before the exit)
 hwm_kb() { awk '/^VmHWM:/ {print $2}' "/proc/$1/status" 2>/dev/null || echo 0; }
@@ -30,11 +29,16 @@ q -c "CREATE TABLE narrow AS SELECT g AS id, 's' || (g % 100) AS src,
       FROM generate_series(1, 400000) g"
 
 # ---- the cap: work_mem 1MB -> 256 MB per state ----
-# The session prints its pid and idles for a second before accumulating, so
-# the baseline is read before the state exists (reading it once the query was
-# seen active raced the fill on a busy machine and hid half of the growth).
+# The session prints its pid, warms up (a 100-row accumulation maps the
+# library's dependencies and the table's first pages: about 75 MB of file and
+# shared pages that are no part of the state), prints a marker and idles for
+# a second before accumulating, so the baseline is read after the warm-up and
+# before the state exists (reading it once the query was seen active raced the
+# fill on a busy machine and hid half of the growth).
 out=$(mktemp)
-psql -X -Atq -c "SELECT pg_backend_pid()" -c "SELECT pg_sleep(1)" \
+psql -X -Atq -c "SELECT pg_backend_pid()" \
+	-c "SELECT corpq.cav_accumulate(src, tgt, 64) IS NULL FROM wide WHERE id <= 100" \
+	-c "SELECT 'warm'" -c "SELECT pg_sleep(1)" \
 	-c "SET max_parallel_workers_per_gather = 0" -c "SET work_mem = '1MB'" \
 	-c "SELECT corpq.cav_accumulate(src, tgt, 64) IS NULL FROM wide" -c "SELECT pg_sleep(1)" >"$out" 2>&1 &
 bg=$!
@@ -45,7 +49,12 @@ for _ in $(seq 100); do
 	sleep 0.02
 done
 [[ "$pid" =~ ^[0-9]+$ ]] || fail "could not find the accumulating backend: $(cat "$out")"
-base=$(rss_kb "$pid") peak=0
+for _ in $(seq 300); do
+	grep -q '^warm$' "$out" && break
+	sleep 0.02
+done
+grep -q '^warm$' "$out" || fail "the warm-up did not finish: $(cat "$out")"
+base=$(hwm_kb "$pid") peak=0
 while kill -0 $bg 2>/dev/null; do
 	r=$(hwm_kb "$pid")
 	# an exiting backend's status file has no VmHWM line: empty, not 0

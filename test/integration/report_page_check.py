@@ -112,7 +112,7 @@ def expected_views(a):
     return {
         "quality": "SELECT * FROM corpq.quality_by_domain(%s, %s, %s) ORDER BY domain" % (c, lit(a.model), lit(a.lexicon)),
         "rejects": "SELECT * FROM corpq.filter_report_by_domain(%s)" % c,
-        "histogram": "SELECT * FROM corpq.score_histogram(%s, 20, spacing => 'log')" % scores,
+        "histogram": "SELECT * FROM corpq.score_histogram(%s, 'log', 20)" % scores,
         "curve": "SELECT * FROM corpq.train_curve WHERE job = %d ORDER BY split, label, step" % a.job,
         "sampling": "SELECT * FROM corpq.train_sampling_chart WHERE job = %d ORDER BY corpus, step" % a.job,
         "uncertain": "SELECT * FROM corpq.lexicon_uncertain_words WHERE lexicon = %s AND rank <= 20 ORDER BY rank"

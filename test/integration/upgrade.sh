@@ -11,6 +11,15 @@
 # under the new version and translate as translate() did before, and the
 # updated catalog must equal a fresh install's (test/catalog/describe.sql).
 #
+# Between the restart under the new library and ALTER EXTENSION corpq UPDATE
+# the server calls the new library's C functions through the release's SQL
+# definitions, with the release's number of arguments: every function whose
+# signature or definition changed since is called so (scoring, batch
+# scoring, filters, score_histogram, and the whole probe), must give the
+# release's bits, a too-long pair NULL (no rows), and the server must not
+# crash (the checkpointer's start time: pg_postmaster_start_time() survives a
+# crash-restart).
+#
 # The queued job is honestly queued: it was submitted while its database
 # accepted no connections, so its worker could not start (as when a server
 # stops before a job starts); the job waits in corpq.jobs until a server start
@@ -134,6 +143,59 @@ SQL
 }
 probe > "$work/before"
 [ "$(wc -l < "$work/before")" -gt 200 ] || fail "the probe found too little: $(head "$work/before")"
+
+# The functions whose signature or definition changed since the release, as
+# the release defines them.  The lines before "---" keep their meaning in
+# the new version (the release's signatures stay); the rest, score_histogram
+# and filter_defaults, are the release's until the update replaces them.
+u_m_float() { q -c "SELECT max(version) - 1 FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model WHERE c.name = 'u_m'"; }
+calls() {
+	q -v fv="$(u_m_float)" <<'SQL'
+-- pm, pb: the pinned names; p_m, p_b: them as corpq.pinned_model in SQL
+SELECT 'u_m@' || :fv AS pm, 'u_back@1' AS pb, format('%L::corpq.pinned_model', 'u_m@' || :fv) AS p_m,
+       format('%L::corpq.pinned_model', 'u_back@1') AS p_b \gset
+SELECT id, corpq.sent_prob(:p_m, src, tgt), corpq.sent_logprob('u_m', src, tgt),
+       corpq.sent_logprob(:p_m, src, tgt), corpq.dual_xent(:p_m, :p_b, src, tgt),
+       corpq.uncertainty('u_m', src, tgt, 'entsent', 3, 7), corpq.uncertainty(:p_m, src, tgt, 'vartp', 2)
+  FROM dev ORDER BY id;
+SELECT id, corpq.uncertainty('u_m', src, tgt) FROM dev WHERE id < 100 ORDER BY id;
+SELECT 'token_scores', m, md5(string_agg(concat_ws(' ', d.id, t.pos, t.token, t.logprob, t.pred_token, t.pred_prob, t.entropy),
+                                         '|' ORDER BY d.id, t.pos))
+  FROM (VALUES ('name'), ('pinned')) v(m), dev d,
+       LATERAL (SELECT * FROM corpq.token_scores('u_m', d.src, d.tgt) WHERE v.m = 'name'
+                UNION ALL SELECT * FROM corpq.token_scores(:p_m, d.src, d.tgt) WHERE v.m = 'pinned') t
+ GROUP BY m ORDER BY m;
+SELECT 'token_hits', count(*), count(*) FILTER (WHERE h.hit), count(*) FILTER (WHERE p.hit)
+  FROM dev d, corpq.token_hits('u_m', d.src, d.tgt) h, corpq.token_hits(:p_m, d.src, d.tgt) p WHERE p.pos = h.pos;
+SELECT 'score', w, md5(string_agg(s.id || ' ' || s.score, '|' ORDER BY s.id))
+  FROM unnest('{sent_prob,sent_logprob,uncertainty}'::text[]) w,
+       LATERAL corpq.score('u_m', 'SELECT id, src, tgt FROM dev', w, 16, 'comev', 2, 3) s
+ GROUP BY w ORDER BY w;
+SELECT 'score default', md5(string_agg(s.id || ' ' || s.score, '|' ORDER BY s.id))
+  FROM corpq.score('u_m', 'SELECT id, src, tgt FROM dev') s;
+SELECT 'dual_xent_scores', md5(string_agg(s.id || ' ' || s.score, '|' ORDER BY s.id))
+  FROM corpq.dual_xent_scores('u_m', 'u_back', 'SELECT id, src, tgt FROM dev') s;
+-- filters with the model filter (args written out: a spec's defaults may change)
+SELECT percentile_disc(0.4) WITHIN GROUP (ORDER BY corpq.dual_xent(:p_m, :p_b, src, tgt)) AS thr FROM dev \gset
+SELECT format('[{"name": "length_ratio", "args": {"unit": "word"}, "threshold": 1.5},
+                {"name": "dual_xent", "args": {"forward": "%s", "backward": "%s"}, "threshold": %s}]', :'pm', :'pb', :'thr')
+       AS spec \gset
+SELECT 'filter_report', filter, kept, rejected FROM corpq.filter_report('SELECT src, tgt FROM dev', :'spec', 0) ORDER BY filter;
+SELECT 'filter_keeps', count(*) FILTER (WHERE corpq.filter_keeps(src, tgt, :'spec')),
+       md5(string_agg(id || ' ' || array_to_string(corpq.filter_rejects(src, tgt, :'spec'), ','), '|' ORDER BY id))
+  FROM dev;
+SELECT corpq.filter_predicate(:'spec') AS pred \gset
+SELECT format('SELECT ''filter_predicate'', count(*), md5(string_agg(id::text, '','' ORDER BY id)) FROM dev WHERE %s', :'pred') \gexec
+SELECT '---';
+SELECT 'score_histogram', h.* FROM corpq.score_histogram('SELECT id % 2, corpq.sent_prob(''u_m'', src, tgt) FROM dev', 5) h;
+SELECT 'score_histogram', h.* FROM corpq.score_histogram('SELECT 1, corpq.sent_logprob(''u_m'', src, tgt) FROM dev', 4, -60, 0) h;
+SELECT 'filter_defaults', corpq.filter_defaults();
+SELECT 'filter_report', filter, kept, rejected FROM corpq.filter_report('SELECT src, tgt FROM dev') ORDER BY filter;
+SQL
+}
+calls > "$work/calls-before"
+sed '/^---$/,$d' "$work/calls-before" > "$work/calls-kept"
+[ "$(wc -l < "$work/calls-kept")" -gt 70 ] || fail "the calls found too little: $(head "$work/calls-kept")"
 # the translations the queued job must write
 q -c "SELECT id, corpq.translate('u_m', src) FROM dev ORDER BY id" > "$work/translations"
 
@@ -167,16 +229,68 @@ restart
 [ "$(q -d postgres -c "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'corpq job'")" = 0 ] \
 	|| fail "a job started while its database accepted no connections"
 q -d postgres -c "ALTER DATABASE upg ALLOW_CONNECTIONS true"
+
+# Before the update: the new library through the release's definitions.
+checkpointer_start() { q -d postgres -c "SELECT backend_start FROM pg_stat_activity WHERE backend_type = 'checkpointer'"; }
+started=$(checkpointer_start)
+[ -n "$started" ] || fail "no checkpointer in pg_stat_activity"
+[ "$(q -c "SELECT extversion FROM pg_extension WHERE extname = 'corpq'")" = "$rel" ] || fail "the catalog is not $rel's before the update"
+[ "$(q -c "SELECT to_regprocedure('corpq.sent_prob(text, text, text, text)') IS NULL AND to_regprocedure('corpq.sent_prob(text, text, text)') IS NOT NULL")" = t ] \
+	|| fail "the catalog before the update does not have the release's signatures"
+calls > "$work/calls-old-catalog" 2>&1 \
+	|| fail "calls through $rel's definitions failed under the new library: $(tail -n 5 "$work/calls-old-catalog")"
+diff -u --label "$rel" --label "the new library through $rel's definitions" "$work/calls-before" "$work/calls-old-catalog" >&2 \
+	|| fail "the new library gives other results through $rel's definitions (diff above)"
+probe > "$work/probe-old-catalog" 2>&1 || fail "the probe through $rel's definitions failed: $(tail -n 5 "$work/probe-old-catalog")"
+diff -u --label "$rel" --label "the new library through $rel's definitions" "$work/before" "$work/probe-old-catalog" >&2 \
+	|| fail "the new library gives other results through $rel's definitions (diff above)"
+# a pair longer than u_m accepts (31 tokens): NULL, no rows, rejected; not an ERROR
+long=$(q -v fv="$(u_m_float)" 2>&1 <<'SQL'
+SET client_min_messages = warning;
+SELECT 'u_m@' || :fv AS pm, format('%L::corpq.pinned_model', 'u_m@' || :fv) AS p_m \gset
+SELECT concat_ws(' ', corpq.sent_prob('u_m', l.src, 'v1') IS NULL, corpq.sent_prob(:p_m, 'w1', l.tgt) IS NULL,
+                 corpq.sent_logprob('u_m', 'w1', l.tgt) IS NULL, corpq.sent_logprob(:p_m, l.src, 'v1') IS NULL,
+                 corpq.uncertainty('u_m', l.src, 'v1', 'enteos', 2) IS NULL, corpq.uncertainty(:p_m, 'w1', l.tgt) IS NULL,
+                 corpq.dual_xent('u_m', 'u_back', 'w1', l.tgt) IS NULL,
+                 corpq.dual_xent(:p_m, 'u_back@1'::corpq.pinned_model, l.src, 'v1') IS NULL,
+                 (SELECT count(*) FROM corpq.token_scores('u_m', l.src, 'v1')) = 0,
+                 (SELECT count(*) FROM corpq.token_scores(:p_m, 'w1', l.tgt)) = 0,
+                 (SELECT count(*) FROM corpq.token_hits('u_m', 'w1', l.tgt)) = 0,
+                 (SELECT count(*) FROM corpq.token_hits(:p_m, l.src, 'v1')) = 0,
+                 (SELECT array_agg(s.score IS NULL ORDER BY s.id) = '{t,f}'
+                    FROM corpq.score('u_m', format('SELECT 1, %L, ''v1'' UNION ALL SELECT 2, ''w1'', ''v1''', l.src),
+                                     'uncertainty', 8, 'enteos', 2) s),
+                 (SELECT array_agg(s.score IS NULL ORDER BY s.id) = '{t,f}'
+                    FROM corpq.dual_xent_scores('u_m', 'u_back',
+                                                format('SELECT 1, ''w1'', %L UNION ALL SELECT 2, ''w1'', ''v1''', l.tgt)) s),
+                 NOT corpq.filter_keeps(l.src, 'v1', format('[{"name": "dual_xent", "args": {"forward": "%s", "backward": "u_back@1"}, "threshold": 0}]', :'pm')::jsonb))
+  FROM (SELECT rtrim(repeat('w1 ', 40)) AS src, rtrim(repeat('v1 ', 40)) AS tgt) l;
+SQL
+) || fail "a too-long pair through $rel's definitions failed: $long"
+[ "$long" = "t t t t t t t t t t t t t t t" ] \
+	|| fail "a too-long pair through $rel's definitions: $long (expected NULL, no rows, rejected: 15 times t)"
+[ "$(checkpointer_start)" = "$started" ] || fail "the server crashed and restarted during the calls through $rel's definitions"
+log "the new library through $rel's definitions: the release's bits ($(wc -l < "$work/calls-old-catalog") + $(wc -l < "$work/probe-old-catalog") lines), a too-long pair NULL in 15 calls, no crash"
+
 q -c "ALTER EXTENSION corpq UPDATE"
 [ "$(q -c "SELECT extversion FROM pg_extension WHERE extname = 'corpq'")" = "$CORPQ_VERSION" ] \
 	|| fail "ALTER EXTENSION corpq UPDATE did not reach $CORPQ_VERSION"
 [ "$(q -c "SELECT extension || ' ' || library FROM corpq.version()")" = "$CORPQ_VERSION $CORPQ_VERSION" ] \
 	|| fail "corpq.version() after the update: $(q -c "SELECT corpq.version()")"
 log "updated $rel -> $CORPQ_VERSION"
+# version identity starts from the versions the release stored
+issued=$(q -c "SELECT string_agg(catalog || ' ' || name || ' ' || last_version, ', ' ORDER BY name) FROM corpq.issued_versions")
+stored=$(q -c "SELECT string_agg('corpq.model_catalog ' || name || ' ' || v, ', ' ORDER BY name)
+                 FROM (SELECT c.name, max(v.version) AS v FROM corpq.model_catalog c
+                         JOIN corpq.model_versions v ON v.model = c.id GROUP BY c.name) m")
+[ -n "$issued" ] && [ "$issued" = "$stored" ] || fail "corpq.issued_versions after the update: $issued (expected $stored)"
 [ "$(q -c "SELECT state FROM corpq.jobs WHERE id = $queued")" = queued ] || fail "job $queued left the queue too early"
 probe > "$work/after"
 diff -u --label "under $rel" --label "after the update" "$work/before" "$work/after" >&2 \
 	|| fail "objects give different results after the upgrade (diff above)"
+calls | sed '/^---$/,$d' > "$work/calls-after"
+diff -u --label "under $rel" --label "after the update" "$work/calls-kept" "$work/calls-after" >&2 \
+	|| fail "the release's signatures give different results after the upgrade (diff above)"
 log "the same bits: $(wc -l < "$work/after") lines (model versions, sent_prob, dual_xent, translate, the view, align, the lexicon's table, CAVs, segmentation, jobs)"
 
 # The next server start finds the queued job and runs it, under the new version.

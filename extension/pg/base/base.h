@@ -79,4 +79,7 @@ void		corpq_base_init(void);
  */
 void		corpq_install_allocator(void);
 
+/* The version of the extension this library was built as (version.c). */
+const char *corpq_library_version(void);
+
 #endif

@@ -3,9 +3,11 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "pg/base/catalog.h"
 #include "pg/base/internal_sql.h"
@@ -174,6 +176,21 @@ version_missing(const CorpqCatalogKind *k, int64 id, const char *name, int32 ver
 }
 
 /*
+ * Whether this database's catalog has corpq.issued_versions: not between
+ * installing this library and ALTER EXTENSION corpq UPDATE from 0.1.0.
+ * Such a catalog kept no dropped number (0.1.0 reused them), so a pin has
+ * nothing to be checked against, and reading name@N -- in a view, an index
+ * -- keeps working until the update; issuing a version needs the table.
+ */
+static bool
+has_issued_versions(void)
+{
+	Oid			nsp = get_namespace_oid("corpq", true);
+
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid("issued_versions", nsp));
+}
+
+/*
  * ERROR when version of name was issued but is gone: dropped with its row,
  * or pruned.  Its number is never given to other weights, so a pin on it --
  * in an index, a view, a job -- fails rather than compute with others.
@@ -185,6 +202,8 @@ check_not_dropped(const CorpqCatalogKind *k, const char *name, int32 version)
 	Datum		values[3] = {CStringGetTextDatum(k->table), CStringGetTextDatum(name),
 	Int32GetDatum(version)};
 
+	if (!has_issued_versions())
+		return;
 	if (corpq_sql_as_caller(psprintf("SELECT 1 FROM corpq.issued_versions n "
 									 "WHERE n.catalog OPERATOR(pg_catalog.=) $1 "
 									 "AND n.name OPERATOR(pg_catalog.=) $2 "

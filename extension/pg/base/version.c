@@ -64,6 +64,12 @@ catalog_version(void)
 	return version;
 }
 
+const char *
+corpq_library_version(void)
+{
+	return CORPQ_VERSION;
+}
+
 PG_FUNCTION_INFO_V1(corpq_version);
 
 Datum

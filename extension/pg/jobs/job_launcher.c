@@ -30,6 +30,7 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
+#include "pg/base/base.h"
 #include "pg/base/internal_sql.h"
 #include "pg/jobs/job_crash.h"
 #include "pg/jobs/jobs.h"
@@ -256,10 +257,27 @@ corpq_job_recovery_main(Datum arg)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	SPI_connect();
 	pgstat_report_activity(STATE_RUNNING, "corpq: settling orphaned jobs");
-	if (corpq_sql_as_caller("SELECT 1 FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'corpq'",
+	if (corpq_sql_as_caller("SELECT extversion FROM pg_catalog.pg_extension WHERE extname OPERATOR(pg_catalog.=) 'corpq'",
 							0, NULL, NULL, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up the corpq extension");
 	installed = SPI_processed == 1;
+	/*
+	 * A library newer than the database's catalog (installed, not yet
+	 * ALTER EXTENSION corpq UPDATE): its statements name columns the old
+	 * catalog lacks.  Leave the jobs as they are; the first server start
+	 * after the update settles them.
+	 */
+	if (installed && strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+							corpq_library_version()) != 0)
+	{
+		ereport(LOG,
+				(errmsg("corpq: orphaned jobs of database %u are left until ALTER EXTENSION corpq UPDATE",
+						MyDatabaseId),
+				 errdetail("The catalog is version %s, the library %s; the next server start after the update settles them.",
+						   SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1),
+						   corpq_library_version())));
+		installed = false;
+	}
 	/* kept past the commit: the records are removed once the jobs are settled */
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	(void) corpq_job_crash_records(MyDatabaseId, &crash_ids, &crash_reasons, &crash_files);

@@ -186,7 +186,7 @@ dual_xent(FunctionCallInfo fcinfo, bool pinned)
 	text	   *tgt = PG_GETARG_TEXT_PP(3);
 	CorpqTextPair p = {VARDATA_ANY(src), VARSIZE_ANY_EXHDR(src),
 	VARDATA_ANY(tgt), VARSIZE_ANY_EXHDR(tgt)};
-	CorpqTooLong on_too_long = corpq_too_long_from_name(text_to_cstring(PG_GETARG_TEXT_PP(4)));
+	CorpqTooLong on_too_long = corpq_too_long_arg(fcinfo, 4);
 	double		r;
 	bool		null;
 
@@ -283,7 +283,7 @@ corpq_dual_xent_scores(PG_FUNCTION_ARGS)
 	for (int i = 0; i < PG_NARGS(); i++)
 		corpq_require_arg(fcinfo, i, arg_names[i]);
 	corpq_require_utf8();
-	run.on_too_long = corpq_too_long_from_name(text_to_cstring(PG_GETARG_TEXT_PP(3)));
+	run.on_too_long = corpq_too_long_arg(fcinfo, 3);
 	/* the versions of the call's start, whatever is committed meanwhile */
 	run.forward = corpq_model_pin(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	run.backward = corpq_model_pin(text_to_cstring(PG_GETARG_TEXT_PP(1)));

@@ -143,7 +143,7 @@ corpq_notice_too_long(const CorpqScoreCounts *counts, const char *what)
 	ereport(NOTICE,
 			(errmsg(INT64_FORMAT " of " INT64_FORMAT " pairs are longer than %s accepts: their scores are NULL",
 					counts->too_long, counts->rows, what),
-			 errhint("on_too_long => 'error' stops at the first one and names the limit.")));
+			 errhint("A last argument on_too_long 'error' stops at the first one and names the limit.")));
 }
 
 static const CorpqColumn corpus_columns[] = {
@@ -211,7 +211,7 @@ score_args(FunctionCallInfo fcinfo, CorpqScoreArgs *a)
 	if (a->what == CORPQ_SCORE_UNCERTAINTY)
 		corpq_check_passes(a->passes);
 	a->seed = (uint64) PG_GETARG_INT64(6);
-	a->on_too_long = corpq_too_long_from_name(text_to_cstring(PG_GETARG_TEXT_PP(7)));
+	a->on_too_long = corpq_too_long_arg(fcinfo, 7);
 }
 
 Datum

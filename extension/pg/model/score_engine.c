@@ -6,6 +6,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "utils/builtins.h"
 #include "utils/memutils.h"
 
 #include "common/parallel.h"
@@ -123,6 +124,14 @@ corpq_too_long_from_name(const char *name)
 			 errmsg("invalid on_too_long \"%s\"", name),
 			 errdetail("Valid values: null (a pair longer than the model accepts scores NULL), error.")));
 	pg_unreachable();
+}
+
+CorpqTooLong
+corpq_too_long_arg(FunctionCallInfo fcinfo, int argno)
+{
+	if (PG_NARGS() <= argno)
+		return CORPQ_TOO_LONG_NULL;
+	return corpq_too_long_from_name(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
 }
 
 /* Whether n tokens fit a side; false or an ERROR (on_too_long) if not. */

@@ -1,9 +1,10 @@
 /*
  * Per-pair scoring functions: sent_prob, sent_logprob, token_scores,
  * uncertainty -- each on a model name (text, STABLE) or a pinned version
- * (corpq.pinned_model, IMMUTABLE); both are stored as text.  The last
- * argument, on_too_long, says what a pair longer than the model accepts
- * gives: NULL (no rows for token_scores) or an ERROR.
+ * (corpq.pinned_model, IMMUTABLE); both are stored as text.  A pair longer
+ * than the model accepts gives NULL (no rows for token_scores), or an ERROR
+ * when an overload's last argument, on_too_long, says 'error'; the calls
+ * without it (the 0.1.0 signatures) have fewer arguments.
  */
 #include "postgres.h"
 
@@ -29,7 +30,7 @@ PG_FUNCTION_INFO_V1(corpq_uncertainty_pinned);
 /*
  * The scorer on argument 0's model, with arguments 1 and 2 encoded into p;
  * NULL when the pair is too long for the model and argument too_long_arg
- * (on_too_long) says 'null'.
+ * (on_too_long, when the call has it) says 'null'.
  */
 static CorpqScorer *
 prepare(FunctionCallInfo fcinfo, bool pinned, int too_long_arg, cq_pair *p)
@@ -37,7 +38,7 @@ prepare(FunctionCallInfo fcinfo, bool pinned, int too_long_arg, cq_pair *p)
 	CorpqScorer *s = corpq_scorer_cached(fcinfo);
 	text	   *src = PG_GETARG_TEXT_PP(1);
 	text	   *tgt = PG_GETARG_TEXT_PP(2);
-	CorpqTooLong on_too_long = corpq_too_long_from_name(text_to_cstring(PG_GETARG_TEXT_PP(too_long_arg)));
+	CorpqTooLong on_too_long = corpq_too_long_arg(fcinfo, too_long_arg);
 
 	corpq_require_utf8();
 	corpq_scorer_use(s, text_to_cstring(PG_GETARG_TEXT_PP(0)), pinned);

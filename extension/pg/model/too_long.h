@@ -9,6 +9,8 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
+
 /*
  * What a pair gets when a side is longer than the model accepts
  * (max_positions - 1 tokens).  Hours into a corpus, one overlong line must
@@ -26,6 +28,16 @@ extern const char *const corpq_too_long_names[];
 
 /* The value of an on_too_long argument; ERROR listing the valid ones. */
 CorpqTooLong corpq_too_long_from_name(const char *name);
+
+/*
+ * The on_too_long argument at position argno of a SQL call, or 'null' when
+ * the call has fewer arguments: each scoring function has a signature
+ * without it (0.1.0's, kept for the views and indexes that call it) on the
+ * same C function, and a library newer than the catalog is called through
+ * the older definitions until ALTER EXTENSION corpq UPDATE.  Arguments
+ * beyond PG_NARGS() are not there to read.
+ */
+CorpqTooLong corpq_too_long_arg(FunctionCallInfo fcinfo, int argno);
 
 /*
  * What scoring some rows came to, added up over calls: the one count a

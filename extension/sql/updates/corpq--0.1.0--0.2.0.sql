@@ -2,7 +2,9 @@
 -- catalog made by extension/sql/*.sql since 0.1.0 is appended here, in the
 -- commit that makes it; `make update-check` (part of `make test`) fails,
 -- naming the objects, when the result differs from a fresh install of 0.2.0
--- (docs/architecture.md, "A change to the catalog").
+-- (docs/architecture.md, "A change to the catalog").  One group per change,
+-- each under a comment naming the parts it follows; a new function that
+-- 99_costs.sql names needs its ALTER FUNCTION ... COST here too.
 \echo Use "ALTER EXTENSION corpq UPDATE" to load this file. \quit
 
 -- corpq.version() (extension/sql/05_version.sql)
@@ -28,12 +30,13 @@ CREATE OR REPLACE FUNCTION corpq.filter_defaults() RETURNS jsonb
 COMMENT ON FUNCTION corpq.filter_defaults() IS
     'the default filter spec: OpusFilter''s language-independent rule filters at its default thresholds, except alpha_ratio (letters among the non-space characters, at least 0.5: measured on real corpora, docs/filters.md); add char_script_ratio and langid with your scripts and languages';
 
--- score_histogram(): a spacing argument (linear, log, quantile); the old
--- signature goes, or every call would be ambiguous (extension/sql/95_quality.sql)
-DROP FUNCTION corpq.score_histogram(text, int, float8, float8);
-CREATE FUNCTION corpq.score_histogram(scores text, bins int DEFAULT 20,
-                                      lo float8 DEFAULT NULL, hi float8 DEFAULT NULL,
-                                      spacing text DEFAULT 'linear')
+-- score_histogram(): a spacing (linear, log, quantile) in a second form; the
+-- 0.1.0 form stays, linear, for the views that call it (extension/sql/95_quality.sql)
+-- The spacing comes second, so that this form and 0.1.0's (scores, bins,
+-- lo, hi), kept for the views built on it, never match one call together:
+-- score_histogram(q, 'log') or (q, spacing => 'log', bins => 40).
+CREATE FUNCTION corpq.score_histogram(scores text, spacing text, bins int DEFAULT 20,
+                                      lo float8 DEFAULT NULL, hi float8 DEFAULT NULL)
     RETURNS TABLE (domain text, bin int, bin_lo float8, bin_hi float8, pairs bigint, share float8)
     LANGUAGE plpgsql STABLE PARALLEL UNSAFE
     AS $$
@@ -109,5 +112,371 @@ BEGIN
         USING lo, hi, bins, spacing;
 END
 $$;
-COMMENT ON FUNCTION corpq.score_histogram(text, int, float8, float8, text) IS
+COMMENT ON FUNCTION corpq.score_histogram(text, text, int, float8, float8) IS
     'histogram per domain of scores, a SELECT returning (domain, score), read once: bins bins over [lo, hi] (default: the finite scores'' range, positive ones for log), spaced linear (equal widths), log (equal ratios: lo > 0) or quantile (edges at the quantiles of all domains'' scores: equal counts overall, empty bins where scores tie); a score is in bin k when edge k <= score < edge k + 1 (the top edge in the last bin); every bin listed (pairs 0 included), bin 0 and bins + 1 for scores below lo and above hi when there are some; share = pairs / the domain''s scores; NULL and NaN scores are left out';
+-- 0.1.0's form: linear bins.
+CREATE OR REPLACE FUNCTION corpq.score_histogram(scores text, bins int DEFAULT 20,
+                                      lo float8 DEFAULT NULL, hi float8 DEFAULT NULL)
+    RETURNS TABLE (domain text, bin int, bin_lo float8, bin_hi float8, pairs bigint, share float8)
+    LANGUAGE sql STABLE PARALLEL UNSAFE
+    AS $$ SELECT * FROM corpq.score_histogram(scores, 'linear', bins, lo, hi) $$;
+COMMENT ON FUNCTION corpq.score_histogram(text, int, float8, float8) IS
+    'score_histogram with linear spacing: bins bins of equal width over [lo, hi] (default: the finite scores'' range)';
+
+
+-- Scoring: a pair longer than the model accepts scores NULL (no rows for
+-- token_scores and token_hits), where 0.1.0 raised an ERROR; each function
+-- gets an overload with a last argument on_too_long ('null' or 'error'),
+-- on the same C function (extension/sql/75_scoring.sql, 76_token_hits.sql).
+-- 0.1.0's signatures stay as they are: views and expression indexes call
+-- them, and a DROP would stop the update.  The overloads of uncertainty and
+-- score take every argument (no parameter without a DEFAULT may follow one
+-- with).
+CREATE FUNCTION corpq.sent_prob(model text, src text, tgt text, on_too_long text) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_sent_prob'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.sent_prob(model corpq.pinned_model, src text, tgt text, on_too_long text)
+    RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_sent_prob_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.sent_prob(text, text, text) IS
+    'exp of the mean log-probability of the target tokens and </s> given the source, dropout off (data rejuvenation''s sentence probability); NULL for a side longer than the model accepts';
+COMMENT ON FUNCTION corpq.sent_prob(text, text, text, text) IS
+    'sent_prob; a side longer than the model accepts scores NULL (on_too_long ''null'') or is an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.sent_prob(corpq.pinned_model, text, text, text) IS
+    'sent_prob with a pinned model version name@N and on_too_long (''null'' or ''error'')';
+
+CREATE FUNCTION corpq.sent_logprob(model text, src text, tgt text, on_too_long text) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_sent_logprob'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.sent_logprob(model corpq.pinned_model, src text, tgt text, on_too_long text)
+    RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_sent_logprob_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.sent_logprob(text, text, text) IS
+    'sum of the log-probabilities (nats) of the target tokens and </s> given the source, dropout off; NULL for a side longer than the model accepts';
+COMMENT ON FUNCTION corpq.sent_logprob(text, text, text, text) IS
+    'sent_logprob; a side longer than the model accepts scores NULL (on_too_long ''null'') or is an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.sent_logprob(corpq.pinned_model, text, text, text) IS
+    'sent_logprob with a pinned model version name@N and on_too_long (''null'' or ''error'')';
+
+CREATE FUNCTION corpq.token_scores(model text, src text, tgt text, on_too_long text)
+    RETURNS TABLE (pos int, token text, logprob float8, pred_token text,
+                   pred_prob float8, entropy float8)
+    AS 'MODULE_PATHNAME', 'corpq_token_scores'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE ROWS 30;
+CREATE FUNCTION corpq.token_scores(model corpq.pinned_model, src text, tgt text, on_too_long text)
+    RETURNS TABLE (pos int, token text, logprob float8, pred_token text,
+                   pred_prob float8, entropy float8)
+    AS 'MODULE_PATHNAME', 'corpq_token_scores_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE ROWS 30;
+COMMENT ON FUNCTION corpq.token_scores(text, text, text) IS
+    'per target position (1-based, the last is </s>): the target subword, its log-probability, the most probable token, its probability and the entropy (nats) of the prediction, dropout off; no rows for a side longer than the model accepts';
+COMMENT ON FUNCTION corpq.token_scores(text, text, text, text) IS
+    'token_scores; a side longer than the model accepts gives no rows (on_too_long ''null'') or an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.token_scores(corpq.pinned_model, text, text, text) IS
+    'token_scores with a pinned model version name@N and on_too_long (''null'' or ''error'')';
+
+CREATE FUNCTION corpq.uncertainty(model text, src text, tgt text, measure text, passes int,
+                                  seed bigint, on_too_long text)
+    RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_uncertainty'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.uncertainty(model corpq.pinned_model, src text, tgt text, measure text,
+                                  passes int, seed bigint, on_too_long text)
+    RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_uncertainty_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.uncertainty(text, text, text, text, int, bigint) IS
+    'MultiUAT model uncertainty of a pair: the measure (pretp, exptp, vartp, comev, entsent, enteos, exptp_geo, vartp_log, comev_log) averaged over passes Monte Carlo dropout forward passes; the masks depend only on seed, the pass and the pair, so the value is reproducible in every backend and worker; NULL for a side longer than the model accepts';
+COMMENT ON FUNCTION corpq.uncertainty(text, text, text, text, int, bigint, text) IS
+    'uncertainty with every argument given; a side longer than the model accepts scores NULL (on_too_long ''null'') or is an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.uncertainty(corpq.pinned_model, text, text, text, int, bigint, text) IS
+    'uncertainty with a pinned model version name@N, every argument given and on_too_long (''null'' or ''error'')';
+
+CREATE FUNCTION corpq.dual_xent(forward text, backward text, src text, tgt text, on_too_long text)
+    RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_dual_xent'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.dual_xent(forward corpq.pinned_model, backward corpq.pinned_model,
+                                src text, tgt text, on_too_long text) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_dual_xent_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.dual_xent(text, text, text, text) IS
+    'dual conditional cross-entropy score of a pair (Junczys-Dowmunt, WMT 2018): exp(-(|H_f - H_b| + (H_f + H_b) / 2)) in (0, 1], H_f = -ln sent_prob(forward, src, tgt), H_b = -ln sent_prob(backward, tgt, src): high when both directions find the pair probable and agree; NULL for a side longer than a model accepts';
+COMMENT ON FUNCTION corpq.dual_xent(text, text, text, text, text) IS
+    'dual_xent; a side longer than a model accepts scores NULL (on_too_long ''null'') or is an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.dual_xent(corpq.pinned_model, corpq.pinned_model, text, text, text) IS
+    'dual_xent with pinned model versions name@N and on_too_long (''null'' or ''error'')';
+
+CREATE FUNCTION corpq.dual_xent_scores(forward text, backward text, corpus text, on_too_long text)
+    RETURNS TABLE (id bigint, score float8)
+    AS 'MODULE_PATHNAME', 'corpq_dual_xent_scores'
+    LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.dual_xent_scores(text, text, text) IS
+    'dual_xent of every row of corpus, a SELECT returning (id, src, tgt), in batches (each direction''s pairs in length order, cut to corpq.max_batch_mb), with the models'' versions of the call''s start; the values equal dual_xent()''s; NULL src or tgt gives a NULL score, so does a side longer than a model accepts (a NOTICE counts them); a NULL argument is an error';
+COMMENT ON FUNCTION corpq.dual_xent_scores(text, text, text, text) IS
+    'dual_xent_scores; a side longer than a model accepts scores NULL, counted in a NOTICE (on_too_long ''null''), or stops with an ERROR (''error'')';
+
+CREATE FUNCTION corpq.score(model text, corpus text, what text, batch_size int, measure text,
+                            passes int, seed bigint, on_too_long text)
+    RETURNS TABLE (id bigint, score float8)
+    AS 'MODULE_PATHNAME', 'corpq_score'
+    LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.score(text, text, text, int, text, int, bigint) IS
+    'score every row of corpus, a SELECT returning (id, src, tgt), in batches of batch_size pairs: what = sent_prob, sent_logprob or uncertainty (with measure, passes, seed); the values equal the per-row functions''; NULL src or tgt gives a NULL score, so does a side longer than the model accepts (a NOTICE counts them); a NULL argument is an error';
+COMMENT ON FUNCTION corpq.score(text, text, text, int, text, int, bigint, text) IS
+    'score with every argument given; a side longer than the model accepts scores NULL, counted in a NOTICE (on_too_long ''null''), or stops with an ERROR (''error'')';
+
+CREATE FUNCTION corpq.token_hits(model text, src text, tgt text, on_too_long text)
+    RETURNS TABLE (pos int, token text, hit boolean)
+    LANGUAGE sql STABLE STRICT PARALLEL SAFE ROWS 30
+    BEGIN ATOMIC
+        SELECT s.pos, s.token, s.pred_token = s.token
+        FROM corpq.token_scores(model, src, tgt, on_too_long) s;
+    END;
+CREATE FUNCTION corpq.token_hits(model corpq.pinned_model, src text, tgt text, on_too_long text)
+    RETURNS TABLE (pos int, token text, hit boolean)
+    LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE ROWS 30
+    BEGIN ATOMIC
+        SELECT s.pos, s.token, s.pred_token = s.token
+        FROM corpq.token_scores(model, src, tgt, on_too_long) s;
+    END;
+COMMENT ON FUNCTION corpq.token_hits(text, text, text) IS
+    'per target position (1-based; the last is </s>): the gold subword and whether the model''s argmax under teacher forcing equals it, dropout off; no rows for a side longer than the model accepts';
+COMMENT ON FUNCTION corpq.token_hits(text, text, text, text) IS
+    'token_hits; a side longer than the model accepts gives no rows (on_too_long ''null'') or an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.token_hits(corpq.pinned_model, text, text, text) IS
+    'token_hits with a pinned model version name@N and on_too_long (''null'' or ''error'')';
+
+-- Version identity: corpq.issued_versions, the last version number each name
+-- of a catalog with versions issued, kept after a drop
+-- (extension/sql/70_models.sql).  It starts with the names this database
+-- has, at their highest stored version: numbers issued under 0.1.0 and gone
+-- since (dropped with their model) cannot be known.
+CREATE TABLE corpq.issued_versions (
+    catalog      text NOT NULL CHECK (catalog IN ('corpq.model_catalog', 'corpq.antap_models')),
+    name         text NOT NULL CHECK (name <> '' AND strpos(name, '@') = 0),
+    last_version int NOT NULL CHECK (last_version >= 1),
+    PRIMARY KEY (catalog, name)
+);
+COMMENT ON TABLE corpq.issued_versions IS
+    'every name used in this database by a catalog with versions (models, ANTAP models) and the last version number it issued; kept after the drop, so that a version number is never given to other weights';
+SELECT pg_catalog.pg_extension_config_dump('corpq.issued_versions', '');
+ALTER TABLE corpq.issued_versions ENABLE ROW LEVEL SECURITY;
+CREATE POLICY issued_versions_read ON corpq.issued_versions FOR SELECT USING (true);
+GRANT SELECT ON corpq.issued_versions TO PUBLIC;
+INSERT INTO corpq.issued_versions (catalog, name, last_version)
+SELECT 'corpq.model_catalog', c.name, pg_catalog.max(v.version)
+  FROM corpq.model_catalog c JOIN corpq.model_versions v ON v.model OPERATOR(pg_catalog.=) c.id
+ GROUP BY c.name
+UNION ALL
+SELECT 'corpq.antap_models', a.name, pg_catalog.max(v.version)
+  FROM corpq.antap_models a JOIN corpq.antap_versions v ON v.model OPERATOR(pg_catalog.=) a.id
+ GROUP BY a.name;
+
+-- Jobs: how often recovery requeued a job after a crash-restart
+-- (extension/sql/40_jobs.sql; 0 for the jobs already there).
+ALTER TABLE corpq.jobs ADD COLUMN crash_requeues int NOT NULL DEFAULT 0;
+
+-- Planner costs of the per-row functions (extension/sql/99_costs.sql sets
+-- them by name; here by signature, the overloads created above included).
+-- rule filters and duplicate keys
+ALTER FUNCTION corpq.html_tags(text) COST 3;
+ALTER FUNCTION corpq.text_length(text, text) COST 5;
+ALTER FUNCTION corpq.alpha_ratio(text, boolean) COST 10;
+ALTER FUNCTION corpq.numerals_match(text, text) COST 15;
+ALTER FUNCTION corpq.dedup_key(text, text, text, text) COST 20;
+ALTER FUNCTION corpq.length_ratio(text, text, text) COST 20;
+ALTER FUNCTION corpq.terminal_punct_score(text, text) COST 20;
+ALTER FUNCTION corpq.char_script_ratio(text, text) COST 30;
+ALTER FUNCTION corpq.repetition(text, int, int, int) COST 100;
+-- language identification
+ALTER FUNCTION corpq.langid(text) COST 1500;
+ALTER FUNCTION corpq.lang_is(text, text, float8) COST 1500;
+-- filter specs
+ALTER FUNCTION corpq.filter_keeps(text, text, jsonb) COST 1000;
+ALTER FUNCTION corpq.filter_rejects(text, text, jsonb) COST 1000;
+ALTER FUNCTION corpq.filter_stats_trans(internal, text, text, jsonb) COST 1000;
+ALTER FUNCTION corpq.filter_stats_trans(internal, text, text, jsonb, int) COST 1000;
+-- subwords and vocabularies
+ALTER FUNCTION corpq.vocab_encode(text, text) COST 50;
+ALTER FUNCTION corpq.bpe_apply(text, text) COST 80;
+ALTER FUNCTION corpq.bpe_tokens(text, text) COST 100;
+-- sentence metrics and the aggregates' transitions
+ALTER FUNCTION corpq.bleu_tokenize(text, jsonb) COST 50;
+ALTER FUNCTION corpq.bleu_trans(bigint[], text, text) COST 200;
+ALTER FUNCTION corpq.bleu_trans(bigint[], text, text, jsonb) COST 200;
+ALTER FUNCTION corpq.sentence_bleu(text, text, jsonb) COST 250;
+ALTER FUNCTION corpq.chrf_trans(bigint[], text, text) COST 300;
+ALTER FUNCTION corpq.chrf_trans(bigint[], text, text, jsonb) COST 300;
+ALTER FUNCTION corpq.sentence_chrf(text, text, jsonb) COST 300;
+-- lexicons
+ALTER FUNCTION corpq.mono_uncertainty(text, text) COST 50;
+ALTER FUNCTION corpq.word_rarity(text, text) COST 50;
+ALTER FUNCTION corpq.align(text, text, text) COST 4000;
+ALTER FUNCTION corpq.align_score(text, text, text) COST 4000;
+ALTER FUNCTION corpq.coverage(text, text, text) COST 4000;
+-- CAV counts of a pair; ANTAP's prediction of a token
+ALTER FUNCTION corpq.cav_accumulate_trans(corpq.cav, text, text) COST 3000;
+ALTER FUNCTION corpq.cav_accumulate_trans(corpq.cav, text, text, int) COST 3000;
+ALTER FUNCTION corpq.cav_accumulate_trans(corpq.cav, text, text, int, text[]) COST 3000;
+ALTER FUNCTION corpq.cav_accumulate_trans(corpq.cav, text, text, int, text[], text) COST 3000;
+ALTER FUNCTION corpq.antap_predict(text, corpq.cav, text, text) COST 2500;
+-- a model's forward pass (dual_xent two, uncertainty 30: its default passes)
+ALTER FUNCTION corpq.sent_prob(text, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_prob(text, text, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_prob(corpq.pinned_model, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_prob(corpq.pinned_model, text, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_logprob(text, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_logprob(text, text, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_logprob(corpq.pinned_model, text, text) COST 100000;
+ALTER FUNCTION corpq.sent_logprob(corpq.pinned_model, text, text, text) COST 100000;
+ALTER FUNCTION corpq.dual_xent(text, text, text, text) COST 200000;
+ALTER FUNCTION corpq.dual_xent(text, text, text, text, text) COST 200000;
+ALTER FUNCTION corpq.dual_xent(corpq.pinned_model, corpq.pinned_model, text, text) COST 200000;
+ALTER FUNCTION corpq.dual_xent(corpq.pinned_model, corpq.pinned_model, text, text, text) COST 200000;
+ALTER FUNCTION corpq.uncertainty(text, text, text, text, int, bigint) COST 2500000;
+ALTER FUNCTION corpq.uncertainty(text, text, text, text, int, bigint, text) COST 2500000;
+ALTER FUNCTION corpq.uncertainty(corpq.pinned_model, text, text, text, int, bigint) COST 2500000;
+ALTER FUNCTION corpq.uncertainty(corpq.pinned_model, text, text, text, int, bigint, text) COST 2500000;
+-- beam search
+ALTER FUNCTION corpq.translate(text, text, jsonb) COST 10000000;
+ALTER FUNCTION corpq.translate(corpq.pinned_model, text, jsonb) COST 10000000;
+
+-- ---- corpq.jobs.threads: a job's threads, resolved once at submission and
+-- set by the worker before the kind's function runs (extension/sql/40_jobs.sql)
+ALTER TABLE corpq.jobs ADD COLUMN threads int NOT NULL DEFAULT 1 CHECK (threads >= 1);
+
+-- ---- corpq.score_job(): scoring a table as a row job (extension/sql/75_scoring.sql)
+-- ---------------------------------------------------------------------------
+-- Scoring jobs (kind 'score', a row job like translate_job): the scores go
+-- into the caller's table in committed chunks; this table records each
+-- chunk, so that a job resumes after a crash from its last chunk.  Rows are
+-- visible to members of the job owner's role.
+-- ---------------------------------------------------------------------------
+CREATE TABLE corpq.score_chunks (
+    job            bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,
+    chunk          int NOT NULL CHECK (chunk >= 1),
+    rows_done      bigint NOT NULL,
+    scored         bigint NOT NULL,
+    too_long       bigint NOT NULL,
+    tokens         bigint NOT NULL,
+    rows_hash      bigint NOT NULL,
+    score_seconds  float8 NOT NULL,
+    owner          regrole NOT NULL DEFAULT current_user::regrole,
+    committed      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (job, chunk)
+);
+COMMENT ON TABLE corpq.score_chunks IS
+    'one row per chunk a scoring job committed: corpus rows done so far (in the query''s order), of them scored (every score non-NULL) and too long for a model (NULL scores), the target positions scored (tokens and </s>, by the first score), a hash of those rows (checked on resume), seconds of the attempt';
+SELECT pg_catalog.pg_extension_config_dump('corpq.score_chunks', '');
+ALTER TABLE corpq.score_chunks ENABLE ROW LEVEL SECURITY;
+CREATE POLICY score_chunks_owner ON corpq.score_chunks FOR SELECT
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+GRANT SELECT ON corpq.score_chunks TO PUBLIC;
+
+CREATE FUNCTION corpq.score_job(model text, corpus text, target_table regclass,
+                                options jsonb DEFAULT '{}')
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'corpq_score_job'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.score_job(text, text, regclass, jsonb) IS
+    'score every row of corpus, a SELECT returning (id, src, tgt) in a stable order, as a background job that inserts (id, score) into target_table (id bigint and one double precision column per score: score, or the names of option columns) in committed chunks of chunk_rows rows; returns the job id at once; options: what (sent_prob, sent_logprob, uncertainty with measure, passes, seed, dual_xent with backward; several separated by commas), columns, batch_size, chunk_rows, threads, skip_existing (only ids not yet in the target), on_too_long (null or error); the values equal the per-row functions''';
+
+-- ---- WordPiece segmenters (extension/sql/25_wordpiece.sql; a bpe_models version)
+ALTER TABLE corpq.bpe_models DROP CONSTRAINT bpe_models_version_check;
+ALTER TABLE corpq.bpe_models ADD CONSTRAINT bpe_models_version_check
+    CHECK (version IN ('0.1', '0.2', 'sentencepiece', 'wordpiece'));
+-- ---------------------------------------------------------------------------
+-- WordPiece segmenters (the vocab.txt of BERT / LaBSE checkpoints,
+-- docs/text.md): a segmenter of the BPE catalog, a corpq.bpe_models row with
+-- version 'wordpiece' (n_merges: its tokens) and its tokens and resolved
+-- options here.  Same sharing rules as BPE models: all read, owners drop
+-- (corpq.bpe_drop), corpq's functions write.
+-- ---------------------------------------------------------------------------
+CREATE TABLE corpq.wordpiece_models (
+    model    text PRIMARY KEY REFERENCES corpq.bpe_models (name) ON DELETE CASCADE,
+    options  jsonb NOT NULL,
+    tokens   text[] NOT NULL CHECK (cardinality(tokens) >= 1)
+);
+COMMENT ON TABLE corpq.wordpiece_models IS
+    'the tokens (id = array position - 1, the line of vocab.txt) and resolved options of each segmenter whose corpq.bpe_models version is ''wordpiece''';
+SELECT pg_catalog.pg_extension_config_dump('corpq.wordpiece_models', '');
+
+ALTER TABLE corpq.wordpiece_models ENABLE ROW LEVEL SECURITY;
+CREATE POLICY wordpiece_models_read ON corpq.wordpiece_models FOR SELECT USING (true);
+GRANT SELECT ON corpq.wordpiece_models TO PUBLIC;
+
+CREATE FUNCTION corpq.wordpiece_import(name text, vocab text, options jsonb DEFAULT '{}')
+    RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_wordpiece_import'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.wordpiece_import(text, text, jsonb) IS
+    'store a BERT vocab.txt (one token per line, "##" before continuations) with tokenizer options (do_lower_case, strip_accents, tokenize_chinese_chars, max_input_chars_per_word, unk/sep/pad/cls/mask_token, variant) as WordPiece segmenter name, usable wherever a BPE name is; returns its number of tokens';
+
+-- catalog_fingerprint(): WordPiece models' tokens and options count too
+-- (extension/sql/90_scale.sql)
+CREATE OR REPLACE FUNCTION corpq.catalog_fingerprint()
+    RETURNS TABLE (kind text, name text, version int, fingerprint text)
+    LANGUAGE sql STABLE PARALLEL SAFE
+    SET search_path = pg_catalog, pg_temp
+    AS $$
+SELECT 'extension', e.extname::text, NULL::int, e.extversion
+  FROM pg_extension e WHERE e.extname = 'corpq'
+UNION ALL
+SELECT 'bpe', b.name, NULL,
+       md5(b.version || E'\n' || coalesce((SELECT string_agg(m.left_symbol || ' ' || m.right_symbol,
+                                                             E'\n' ORDER BY m.rank)
+                                             FROM corpq.bpe_merges m WHERE m.model = b.name), '')
+           || coalesce((SELECT md5(p.proto) FROM corpq.spm_models p WHERE p.model = b.name), '')
+           || coalesce((SELECT md5(w.options::text || E'\n' || w.tokens::text)
+                          FROM corpq.wordpiece_models w WHERE w.model = b.name), ''))
+  FROM corpq.bpe_models b
+UNION ALL
+SELECT 'vocabulary', v.name, NULL,
+       md5(coalesce(v.bpe, '') || E'\n' || v.size || E'\n' ||
+           coalesce((SELECT string_agg(t.id || ' ' || t.token, E'\n' ORDER BY t.id)
+                       FROM corpq.vocabulary_tokens t WHERE t.vocabulary = v.name), ''))
+  FROM corpq.vocabularies v
+UNION ALL
+-- the stored checksum is the image's CRC-32 trailer, verified on import
+SELECT 'model', c.name, w.version,
+       md5(c.config::text || E'\n' || c.src_vocab || E'\n' || c.tgt_vocab || E'\n' ||
+           w.bytes || E'\n' || w.checksum)
+  FROM corpq.model_catalog c JOIN corpq.model_versions w ON w.model = c.id
+UNION ALL
+SELECT 'lexicon', l.name, NULL,
+       md5(l.options::text || E'\n' || md5(m.model) || E'\n' ||
+           md5(m.src_tokens::text || E'\n' || m.tgt_tokens::text || E'\n' ||
+               m.src_counts::text || E'\n' || m.src_links::text || E'\n' || m.src_entropy::text))
+  FROM corpq.lexicons l JOIN corpq.lexicon_models m ON m.lexicon = l.name
+UNION ALL
+-- the stored checksums are the weight files' CRC-32 trailers
+SELECT 'antap', a.name, v.version,
+       md5(v.config::text || E'\n' || v.checksum_i || E'\n' || v.checksum_ii)
+  FROM corpq.antap_models a JOIN corpq.antap_versions v ON v.model = a.id
+$$;
+COMMENT ON FUNCTION corpq.catalog_fingerprint() IS
+    'one row per catalog object that scoring depends on: the extension version, BPE models (merges), SentencePiece models (their bytes) and WordPiece models (tokens and options), vocabularies (segmentation, tokens by id), model versions (configuration, vocabularies, size, CRC-32 of the weights), lexicons (options, serialised models), ANTAP versions (architecture, CRC-32 of both states); equal fingerprints on two servers mean equal results';
+
+-- ---- mining over vectors (extension/sql/89_embed.sql)
+-- Runs caller-supplied queries through SPI: not in parallel workers.
+CREATE FUNCTION corpq.mine_vectors(src_query text, tgt_query text, options jsonb DEFAULT '{}')
+    RETURNS TABLE (src_id bigint, tgt_id bigint, cosine float8, margin float8)
+    AS 'MODULE_PATHNAME', 'corpq_mine_vectors'
+    LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.mine_vectors(text, text, jsonb) IS
+    'margin-based mining: src_query and tgt_query return (id, embedding real[]) of one dimension (normalised here; rows with a NULL id or embedding skipped); for each source, its k nearest targets by cosine (exact search), the one of largest ratio margin cos / ((r(src) + r(tgt)) / 2), r the mean cosine to the k nearest neighbours on the other side; options k (4), mutual (false: with true only pairs that are each other''s best), min_margin, block_rows, block_cols; ties go to the smaller id; memory bounded by work_mem; threads: corpq.threads';
+
+CREATE FUNCTION corpq.margin(cosine float8, src_knn_mean float8, tgt_knn_mean float8) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_margin'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.margin(float8, float8, float8) IS
+    'the ratio margin of Artetxe & Schwenk (2019): cosine / ((src_knn_mean + tgt_knn_mean) / 2); NULL when src_knn_mean + tgt_knn_mean is not positive';
+
+CREATE FUNCTION corpq.knn_mean(cosines float8[], k int DEFAULT 4) RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_knn_mean'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.knn_mean(float8[], int) IS
+    'a sentence''s mean cosine to its k nearest neighbours, from its cosines to candidates: the mean of the k largest (all of them when there are fewer), NULL elements skipped, NULL when none is left';
