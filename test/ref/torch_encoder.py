@@ -44,19 +44,9 @@ def encoder_shapes(cfg):
 
 
 def encoder_weights(cfg, seed):
-    g = torch.Generator().manual_seed(seed)
-    w = {}
-    for name, shape in encoder_shapes(cfg).items():
-        if name.endswith("layer_norm.weight") or name.endswith("layernorm_embedding.weight"):
-            t = 1.0 + 0.2 * torch.randn(shape, generator=g)
-        elif name.endswith(".bias") or name == "encoder.embed_token_type":
-            t = 0.1 * torch.randn(shape, generator=g)
-        elif "embed" in name:
-            t = torch.randn(shape, generator=g) / math.sqrt(cfg["d_model"])
-        else:
-            t = torch.randn(shape, generator=g) / math.sqrt(shape[1])
-        w[name] = t.float()
-    return w
+    """Random float32 weights (torch_transformer.random_weights' rules; the
+    token type vector drawn as a bias)."""
+    return tt.random_weights(cfg, seed, encoder_shapes(cfg))
 
 
 def _reference_model(cfg, w):

@@ -104,14 +104,15 @@ def tensor_shapes(cfg):
     return s
 
 
-def random_weights(cfg, seed):
-    """float32 weights with every parameter non-trivial (LN gains/biases too)."""
+def random_weights(cfg, seed, shapes=None):
+    """float32 weights with every parameter non-trivial (LN gains/biases too),
+    of tensor_shapes(cfg) or the given shapes."""
     g = torch.Generator().manual_seed(seed)
     w = {}
-    for name, shape in tensor_shapes(cfg).items():
+    for name, shape in (shapes or tensor_shapes(cfg)).items():
         if name.endswith("layer_norm.weight") or name.endswith("layernorm_embedding.weight"):
             t = 1.0 + 0.2 * torch.randn(shape, generator=g)
-        elif name.endswith(".bias"):
+        elif name.endswith(".bias") or len(shape) == 1:
             t = 0.1 * torch.randn(shape, generator=g)
         elif len(shape) == 2 and ("embed" in name or "output_projection" in name):
             t = torch.randn(shape, generator=g) / math.sqrt(cfg["d_model"])
