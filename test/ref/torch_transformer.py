@@ -617,7 +617,11 @@ class _Config(ctypes.Structure):
                 ("output_bias", ctypes.c_bool), ("decoder_start_id", ctypes.c_int),
                 ("precision", ctypes.c_int),     # 0 float32, 1 int8
                 ("norm", ctypes.c_int),          # 0 layer, 1 rms
-                ("weight_bits", ctypes.c_int)]   # int8 versions: 8 or 7
+                ("weight_bits", ctypes.c_int),   # int8 versions: 8 or 7
+                # encoder models (models/FORMAT.md): 0 = translation, mean,
+                # no pooler, no token type vector
+                ("kind", ctypes.c_int), ("pooling", ctypes.c_int),
+                ("pooler", ctypes.c_bool), ("token_type_embedding", ctypes.c_bool)]
 
 
 class _Model(ctypes.Structure):
@@ -649,8 +653,10 @@ class Core:
     def create(self, cfg, seed):
         """A randomly initialised model from the core (cq_model_init_random)."""
         plain = {k: v for k, v in cfg.items() if k in dict(_Config._fields_)
-                 and k not in ("activation", "positions")}
+                 and k not in ("activation", "positions", "kind", "pooling")}
         c = _Config(**plain)
+        c.kind = 1 if cfg.get("kind") == "encoder" else 0
+        c.pooling = 1 if cfg.get("pooling") == "cls" else 0
         c.activation = ["relu", "gelu", "swish"].index(cfg["activation"])
         c.positions = 1 if cfg["positions"] == "learned" else 0
         c.post_norm = variant(cfg, "norm_position") == "post"
@@ -892,7 +898,9 @@ class _TrainConfig(ctypes.Structure):
                 ("warmup_updates", ctypes.c_int), ("adam", _Adam),
                 ("clip_norm", ctypes.c_double), ("label_smoothing", ctypes.c_float),
                 ("update_freq", ctypes.c_int), ("max_tokens", ctypes.c_int),
-                ("seed", ctypes.c_uint64), ("dropout", ctypes.c_bool)]
+                ("seed", ctypes.c_uint64), ("dropout", ctypes.c_bool),
+                # encoder models' dual-encoder loss (dual_pass.h)
+                ("margin", ctypes.c_float), ("scale", ctypes.c_float)]
 
 
 class _TrainState(ctypes.Structure):
