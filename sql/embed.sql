@@ -103,6 +103,12 @@ SELECT abs((1 - (result -> 'dev' ->> 'final_loss')::float8) - em_p1('em_t')) <= 
        em_p1('em_t') > 0.8 AS trained_p1_high
   FROM corpq.jobs WHERE id = :job;
 SELECT corpq.train('em_t', 'SELECT src, tgt FROM em_pairs', NULL, '{"scale": 0}');
+-- multiuat's scorer takes a translation model's loss: the job stops before an update
+SELECT corpq.train('em_t', 'SELECT src, tgt FROM em_pairs WHERE id <= 1000', 'SELECT src, tgt FROM em_dev',
+                   '{"strategy": "multiuat", "steps": 5}') AS uat \gset
+SELECT corpq.job_wait(:uat, '300 s') AS multiuat;
+SELECT state, error FROM corpq.jobs WHERE id = :uat;
+SELECT count(*) AS log_rows FROM corpq.train_log WHERE job = :uat;
 DROP FUNCTION em_p1(text);
 DROP VIEW em_dev;
 DROP TABLE em_pairs;

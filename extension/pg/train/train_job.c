@@ -867,6 +867,12 @@ train_job(CorpqJob *job)
 	corpq_job_xact_commit(cxt);
 
 	build_streams(r, cq_config_sentence_tokens(&init->cfg) + 1);
+	/* multiuat's and multidds' scorers take a translation model's loss */
+	if (init->cfg.kind == CQ_KIND_ENCODER && r->strategy->update)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("strategy \"%s\" does not apply to an encoder model", r->o.strategy),
+				 errhint("Use proportional, temperature or uniform.")));
 	init_cursor(r);
 	start_state(r, init, ref.version);
 	cq_model_free(init);
