@@ -124,7 +124,7 @@ test/libcorpqcore.so: $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c $(CO
 # as a program beside corpq-convert, which runs it on every .spm it copies.
 # Built next to the converter so the converter in the source tree finds it
 # too.  (PGXS's PROGRAM cannot be combined with MODULE_big.)
-SPM_CHECK_SRCS = models/corpq-spm-check.c extension/text/spm_check.c extension/cav/utf8.c \
+SPM_CHECK_SRCS = models/corpq-spm-check.c extension/text/spm_check.c extension/common/utf8.c \
 	extension/common/error.c extension/common/mem.c extension/common/interrupt.c \
 	extension/common/parallel.c
 models/corpq-spm-check: $(SPM_CHECK_SRCS) $(CORE_HDRS)

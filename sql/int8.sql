@@ -95,6 +95,26 @@ SELECT count(*) AS pairs, count(*) FILTER (WHERE s.score = corpq.sent_prob(:'i7'
 SELECT count(*) AS rows, count(*) FILTER (WHERE r.hyp = corpq.translate(:'i7', d.src)) AS same_hyp
   FROM corpq.translate_rows(:'i7', 'SELECT id, src FROM i8_dev ORDER BY id', '{"batch": 5}') r JOIN i8_dev d USING (id);
 
+-- ---- the image: an int8 version stores its linear weights' codes and scales
+-- (weight file version 2, 1 byte per weight); a float32 version stays version 1.
+-- The cache holds and counts what the version needs ----
+SELECT v.version - :fv AS after_float, v.precision, v.metrics ->> 'weight_bits' AS weight_bits,
+       get_byte(v.weights, 8) AS file_version,
+       round(octet_length(v.weights)::numeric /
+             (SELECT octet_length(f.weights) FROM corpq.model_versions f
+               WHERE f.model = v.model AND f.version = :fv), 3) AS of_float32
+  FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model
+ WHERE c.name = 'i8_m' AND v.version >= :fv ORDER BY v.version;
+SELECT (SELECT bytes FROM corpq.model_cache() WHERE model = 'i8_m' AND version = :fv + 1)
+       < 0.5 * (SELECT bytes FROM corpq.model_cache() WHERE model = 'i8_m' AND version = :fv) AS cached_int8_smaller;
+-- a 7-bit image imported: int8 with its width, the catalog keeps the float32 architecture
+SELECT corpq.model_import('i7_copy', corpq.model_export(:'i7'), 'i8_src', 'i8_tgt');
+SELECT m.precision, c.config ? 'weight_bits' AS catalog_has_weight_bits,
+       (SELECT count(*) FILTER (WHERE corpq.sent_logprob('i7_copy', src, tgt) = corpq.sent_logprob(:'i7', src, tgt))
+               = count(*) FROM i8_dev) AS same_bits
+  FROM corpq.models m JOIN corpq.model_catalog c ON c.name = m.name WHERE m.name = 'i7_copy';
+SELECT corpq.model_drop('i7_copy');
+
 -- ---- bad input ----
 SELECT corpq.model_quantize(:'i8');
 SELECT corpq.model_quantize('i8_m', '{"bits": 4}');

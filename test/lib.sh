@@ -36,6 +36,13 @@
 #                       psql \copy commands (for a script or a heredoc) that
 #                       load every file of CORPQ_PARALLEL into TABLE's columns
 #                       (id, domain, src, tgt)
+#   corpq_pgvector VAR  before the cluster starts: pgvector installed into the
+#                       server (test/pgvector/build.sh) and VAR exported as
+#                       "yes", or as why it cannot be (no package, no source)
+#   corpq_backend_pid CONDITION SECONDS
+#                       the pid of the backend of pg_stat_activity WHERE
+#                       CONDITION (another session's), waiting up to SECONDS
+#                       for it; fails when there is none by then
 #   corpq_peak_kb PSQL_ARGUMENT...
 #                       the peak memory (VmHWM, kB) of a fresh backend that
 #                       ran psql with these arguments (-c, -f), read while it
@@ -159,17 +166,30 @@ corpq_copy_parallel() {
 	done
 }
 
+corpq_backend_pid() {
+	local pid="" _
+	for _ in $(seq "$(($2 * 10))"); do
+		pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE $1 AND pid <> pg_backend_pid()")
+		[ -n "$pid" ] && break
+		sleep 0.1
+	done
+	[ -n "$pid" ] && echo "$pid"
+}
+
 corpq_peak_kb() {
 	local pid bg _ marker="SELECT pg_sleep(2) -- corpq_peak_kb $$"
 	q "$@" -c "$marker" >/dev/null &
 	bg=$!
-	pid=""
-	for _ in $(seq 36000); do
-		pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE query = '$marker'")
-		[ -n "$pid" ] && break
-		sleep 0.1
-	done
-	[ -n "$pid" ] || fail "the backend never reached its sleep"
+	pid=$(corpq_backend_pid "query = '$marker'" 3600) || fail "the backend never reached its sleep"
 	awk '/^VmHWM/ {print $2}' "/proc/$pid/status"
 	wait $bg || fail "failed: $*"
+}
+
+corpq_pgvector() {
+	if bash test/pgvector/build.sh --check; then
+		bash test/pgvector/build.sh || fail "pgvector could not be built or installed"
+		export "$1=yes"
+	else
+		export "$1=no installed pgvector and no pgvector 0.8.6 release source (../shared/vendor/pgvector-0.8.6.tar.gz, or CORPQ_PGVECTOR_TARBALL)"
+	fi
 }

@@ -2,7 +2,7 @@
 
 #include <stddef.h>
 
-static int
+static cq_code
 check_side(const char *name, const int32_t *tok, const int64_t *off,
 		   int64_t n_pairs, int32_t vocab, cq_error *err)
 {
@@ -22,10 +22,10 @@ check_side(const char *name, const int32_t *tok, const int64_t *off,
 	return CQ_OK;
 }
 
-int
+cq_code
 cq_bitext_validate(const cq_bitext *b, cq_error *err)
 {
-	int			rc;
+	cq_code		rc;
 
 	if (b == NULL || b->n_pairs < 0 || b->src_vocab < 0 || b->tgt_vocab < 0)
 		return cq_fail(err, CQ_EINVAL, "invalid bitext header");

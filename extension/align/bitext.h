@@ -40,7 +40,7 @@ typedef struct cq_bitext_view
 } cq_bitext_view;
 
 /* Checks offsets are monotone from 0 and every id is within its vocabulary. */
-int			cq_bitext_validate(const cq_bitext *b, cq_error *err);
+cq_code		cq_bitext_validate(const cq_bitext *b, cq_error *err);
 
 cq_bitext_view cq_bitext_direction(const cq_bitext *b, bool reverse);
 

@@ -34,7 +34,7 @@ model_t(const cq_fa_model *md, int32_t e, int32_t f)
 	return cq_ttable_prob_or(&md->tt, e, f, CQ_FA_UNSEEN_PROB);
 }
 
-int
+cq_code
 cq_fa_model_align(const cq_fa_model *md, const int32_t *e, int n,
 				  const int32_t *f, int m, int32_t *a, double *loglik,
 				  cq_error *err)

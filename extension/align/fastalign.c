@@ -66,7 +66,7 @@ cmp_keyed(const void *a, const void *b)
 }
 
 /* Groups the trainable pairs by (m, n). */
-static int
+static cq_code
 build_classes(cq_fa_trainer *tr, cq_error *err)
 {
 	const cq_bitext_view *v = &tr->v;
@@ -123,33 +123,29 @@ build_classes(cq_fa_trainer *tr, cq_error *err)
 	return CQ_OK;
 }
 
-cq_fa_trainer *
+cq_code
 cq_fa_trainer_create(const cq_bitext *b, const cq_fa_options *o,
-					 cq_error *err)
+					 cq_fa_trainer **out, cq_error *err)
 {
 	cq_fa_trainer *tr;
 	int64_t		max_n = 0;
+	cq_code		rc;
 
-	if (cq_bitext_validate(b, err) != CQ_OK)
-		return NULL;
+	*out = NULL;
+	if ((rc = cq_bitext_validate(b, err)) != CQ_OK)
+		return rc;
 	if (!(o->init.p0 >= 0.0 && o->init.p0 < 1.0) || !(o->alpha > 0.0) ||
 		!(o->init.tension > 0.0 && o->init.tension <= CQ_FA_MAX_TENSION) ||
 		o->iterations < 1)
-	{
-		cq_fail(err, CQ_EINVAL, "invalid fast_align options");
-		return NULL;
-	}
+		return cq_fail(err, CQ_EINVAL, "invalid fast_align options");
 	tr = cq_alloc0(sizeof(*tr));
 	if (!tr)
-	{
-		cq_fail(err, CQ_ENOMEM, "out of memory");
-		return NULL;
-	}
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	tr->opt = *o;
 	tr->md.par = o->init;
 	tr->v = cq_bitext_direction(b, o->reverse);
-	if (cq_ttable_build_indexed(&tr->md.tt, &tr->li, &tr->v, o->max_index_bytes, err) != CQ_OK ||
-		build_classes(tr, err) != CQ_OK)
+	if ((rc = cq_ttable_build_indexed(&tr->md.tt, &tr->li, &tr->v, o->max_index_bytes, err)) != CQ_OK ||
+		(rc = build_classes(tr, err)) != CQ_OK)
 		goto fail;
 	for (int64_t k = 0; k < b->n_pairs; k++)
 		if (tr->v.e_off[k + 1] - tr->v.e_off[k] > max_n)
@@ -161,13 +157,14 @@ cq_fa_trainer_create(const cq_bitext *b, const cq_fa_options *o,
 						   sizeof(uint32_t));
 	if (!tr->w || !tr->post || !tr->scratch)
 	{
-		cq_fail(err, CQ_ENOMEM, "out of memory");
+		rc = cq_fail(err, CQ_ENOMEM, "out of memory");
 		goto fail;
 	}
-	return tr;
+	*out = tr;
+	return CQ_OK;
 fail:
 	cq_fa_trainer_free(tr);
-	return NULL;
+	return rc;
 }
 
 /* E-step over one pair; adds to counts and the pass's accumulators. */
@@ -281,7 +278,7 @@ mstep(cq_fa_trainer *tr)
 	tr->md.probs_ready = true;
 }
 
-int
+cq_code
 cq_fa_iterate(cq_fa_trainer *tr, const cq_align_progress *progress,
 			  cq_error *err)
 {
@@ -319,13 +316,13 @@ cq_fa_iterate(cq_fa_trainer *tr, const cq_align_progress *progress,
 	return CQ_OK;
 }
 
-int
+cq_code
 cq_fa_train(cq_fa_trainer *tr, const cq_align_progress *progress,
 			cq_error *err)
 {
 	while (tr->st.passes < tr->opt.iterations - 1)
 	{
-		int			rc = cq_fa_iterate(tr, progress, err);
+		cq_code		rc = cq_fa_iterate(tr, progress, err);
 
 		if (rc != CQ_OK)
 			return rc;

@@ -88,7 +88,7 @@ typedef struct cq_fa_model
  * model: a[j] = aligned position in e or -1 (a may be NULL), and *loglik =
  * sum_j ln p(f_j | e).  Ids outside the table get CQ_FA_UNSEEN_PROB.
  */
-int			cq_fa_model_align(const cq_fa_model *md, const int32_t *e, int n,
+cq_code		cq_fa_model_align(const cq_fa_model *md, const int32_t *e, int n,
 							  const int32_t *f, int m, int32_t *a,
 							  double *loglik, cq_error *err);
 
@@ -115,15 +115,15 @@ typedef struct cq_fa_stats
 typedef struct cq_fa_trainer cq_fa_trainer;
 
 /* The bitext is borrowed until cq_fa_trainer_free. */
-cq_fa_trainer *cq_fa_trainer_create(const cq_bitext *b, const cq_fa_options *o,
-									cq_error *err);
+cq_code		cq_fa_trainer_create(const cq_bitext *b, const cq_fa_options *o,
+								 cq_fa_trainer **out, cq_error *err);
 
 /* One EM pass; CQ_STOPPED leaves the model as it was. */
-int			cq_fa_iterate(cq_fa_trainer *tr, const cq_align_progress *progress,
+cq_code		cq_fa_iterate(cq_fa_trainer *tr, const cq_align_progress *progress,
 						  cq_error *err);
 
 /* Passes until options.iterations - 1 are done. */
-int			cq_fa_train(cq_fa_trainer *tr, const cq_align_progress *progress,
+cq_code		cq_fa_train(cq_fa_trainer *tr, const cq_align_progress *progress,
 						cq_error *err);
 
 const cq_fa_model *cq_fa_trainer_model(const cq_fa_trainer *tr);

@@ -17,24 +17,23 @@ struct cq_ibm1
 	uint32_t   *scratch;		/* see cq_link_index_pair, when the index is absent */
 };
 
-cq_ibm1 *
+cq_code
 cq_ibm1_create(const cq_bitext *b, bool nltk_repeats, size_t max_index_bytes,
-			   cq_error *err)
+			   cq_ibm1 **out, cq_error *err)
 {
 	cq_ibm1    *m;
 	int64_t		max_m = 0;
+	cq_code		rc;
 
-	if (cq_bitext_validate(b, err) != CQ_OK)
-		return NULL;
+	*out = NULL;
+	if ((rc = cq_bitext_validate(b, err)) != CQ_OK)
+		return rc;
 	m = cq_alloc0(sizeof(*m));
 	if (!m)
-	{
-		cq_fail(err, CQ_ENOMEM, "out of memory");
-		return NULL;
-	}
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	m->v = cq_bitext_direction(b, false);
 	m->nltk_repeats = nltk_repeats;
-	if (cq_ttable_build_indexed(&m->tt, &m->li, &m->v, max_index_bytes, err) != CQ_OK)
+	if ((rc = cq_ttable_build_indexed(&m->tt, &m->li, &m->v, max_index_bytes, err)) != CQ_OK)
 		goto fail;
 	for (int64_t k = 0; k < b->n_pairs; k++)
 		if (m->v.f_off[k + 1] - m->v.f_off[k] > max_m)
@@ -46,7 +45,7 @@ cq_ibm1_create(const cq_bitext *b, bool nltk_repeats, size_t max_index_bytes,
 						   sizeof(uint32_t));
 	if (!m->row_total || !m->z || !m->scratch)
 	{
-		cq_fail(err, CQ_ENOMEM, "out of memory");
+		rc = cq_fail(err, CQ_ENOMEM, "out of memory");
 		goto fail;
 	}
 	/* uniform over the distinct target words, i.e. the NULL row's length */
@@ -57,10 +56,11 @@ cq_ibm1_create(const cq_bitext *b, bool nltk_repeats, size_t max_index_bytes,
 		for (int64_t q = 0; q < m->tt.nnz; q++)
 			m->tt.prob[q] = init;
 	}
-	return m;
+	*out = m;
+	return CQ_OK;
 fail:
 	cq_ibm1_free(m);
-	return NULL;
+	return rc;
 }
 
 /*
@@ -105,7 +105,7 @@ pair_normalisers(const cq_ibm1 *m, const int32_t *f, int64_t n_f, int64_t n_e,
 	}
 }
 
-int
+cq_code
 cq_ibm1_iterate(cq_ibm1 *m, const cq_align_progress *progress,
 				cq_error *err)
 {

@@ -30,11 +30,11 @@
 typedef struct cq_ibm1 cq_ibm1;
 
 /* The bitext is borrowed until cq_ibm1_free.  max_index_bytes: see link_index.h. */
-cq_ibm1    *cq_ibm1_create(const cq_bitext *b, bool nltk_repeats,
-						   size_t max_index_bytes, cq_error *err);
+cq_code		cq_ibm1_create(const cq_bitext *b, bool nltk_repeats,
+						   size_t max_index_bytes, cq_ibm1 **out, cq_error *err);
 
 /* One EM iteration; CQ_STOPPED leaves the table as it was. */
-int			cq_ibm1_iterate(cq_ibm1 *m, const cq_align_progress *progress,
+cq_code		cq_ibm1_iterate(cq_ibm1 *m, const cq_align_progress *progress,
 							cq_error *err);
 
 int			cq_ibm1_iterations(const cq_ibm1 *m);

@@ -23,25 +23,22 @@ struct cq_lexdict_builder
 				compacted;		/* entries after the last compaction */
 };
 
-cq_lexdict_builder *
-cq_lexdict_builder_create(int32_t n_src, int32_t n_tgt, cq_error *err)
+cq_code
+cq_lexdict_builder_create(int32_t n_src, int32_t n_tgt, cq_lexdict_builder **out,
+						  cq_error *err)
 {
 	cq_lexdict_builder *b;
 
+	*out = NULL;
 	if (n_src < 0 || n_tgt < 0)
-	{
-		cq_fail(err, CQ_EINVAL, "negative vocabulary size");
-		return NULL;
-	}
+		return cq_fail(err, CQ_EINVAL, "negative vocabulary size");
 	b = cq_alloc0(sizeof(*b));
 	if (!b)
-		cq_fail(err, CQ_ENOMEM, "out of memory");
-	else
-	{
-		b->n_src = n_src;
-		b->n_tgt = n_tgt;
-	}
-	return b;
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
+	b->n_src = n_src;
+	b->n_tgt = n_tgt;
+	*out = b;
+	return CQ_OK;
 }
 
 static int
@@ -70,7 +67,7 @@ compact(cq_lexdict_builder *b)
 	b->n = b->compacted = w;
 }
 
-static int
+static cq_code
 push(cq_lexdict_builder *b, uint64_t key, cq_error *err)
 {
 	if (b->n == b->cap)
@@ -93,7 +90,7 @@ push(cq_lexdict_builder *b, uint64_t key, cq_error *err)
 	return CQ_OK;
 }
 
-int
+cq_code
 cq_lexdict_builder_add(cq_lexdict_builder *b, const int32_t *src, int n_src,
 					   const int32_t *tgt, int n_tgt, const cq_link *links,
 					   int n_links, cq_error *err)
@@ -102,7 +99,7 @@ cq_lexdict_builder_add(cq_lexdict_builder *b, const int32_t *src, int n_src,
 	{
 		int32_t		x,
 					y;
-		int			rc;
+		cq_code		rc;
 
 		if (links[k].s < 0 || links[k].s >= n_src || links[k].t < 0 || links[k].t >= n_tgt)
 			return cq_fail(err, CQ_EINVAL, "link %d-%d outside the pair",
@@ -117,7 +114,7 @@ cq_lexdict_builder_add(cq_lexdict_builder *b, const int32_t *src, int n_src,
 	return CQ_OK;
 }
 
-int
+cq_code
 cq_lexdict_builder_finish(cq_lexdict_builder *b, cq_lexdict *d,
 						  cq_error *err)
 {

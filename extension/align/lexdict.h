@@ -30,17 +30,17 @@ typedef struct cq_lexdict
 
 typedef struct cq_lexdict_builder cq_lexdict_builder;
 
-cq_lexdict_builder *cq_lexdict_builder_create(int32_t n_src, int32_t n_tgt,
-											  cq_error *err);
+cq_code		cq_lexdict_builder_create(int32_t n_src, int32_t n_tgt,
+									  cq_lexdict_builder **out, cq_error *err);
 
 /* Counts the links of one pair (positions into src/tgt, ids from them). */
-int			cq_lexdict_builder_add(cq_lexdict_builder *b,
+cq_code		cq_lexdict_builder_add(cq_lexdict_builder *b,
 								   const int32_t *src, int n_src,
 								   const int32_t *tgt, int n_tgt,
 								   const cq_link *links, int n_links,
 								   cq_error *err);
 
-int			cq_lexdict_builder_finish(cq_lexdict_builder *b, cq_lexdict *out,
+cq_code		cq_lexdict_builder_finish(cq_lexdict_builder *b, cq_lexdict *out,
 									  cq_error *err);
 
 void		cq_lexdict_builder_free(cq_lexdict_builder *b);

@@ -5,7 +5,7 @@
 
 #include "common/mem.h"
 
-int
+cq_code
 cq_lexicon_from_trainers(cq_fa_trainer *fwd, cq_fa_trainer *rev,
 						 cq_lexicon *out, cq_error *err)
 {
@@ -24,7 +24,7 @@ cq_lexicon_from_trainers(cq_fa_trainer *fwd, cq_fa_trainer *rev,
 	return CQ_OK;
 }
 
-int
+cq_code
 cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 					  const int32_t *tgt, int m, cq_sym_mode mode,
 					  cq_link *links, cq_pair_score *out, cq_error *err)
@@ -37,8 +37,8 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 	void	   *work = NULL;
 	double		ll_f = 0.0,
 				ll_r = 0.0;
-	int			rc,
-				nf,
+	cq_code		rc;
+	int			nf,
 				nr,
 				ns;
 
@@ -64,12 +64,8 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 		goto done;
 	nf = cq_links_from_viterbi(a_f, m, true, lf);
 	nr = cq_links_from_viterbi(a_r, n, false, lr);
-	ns = cq_symmetrize(mode, n, m, lf, nf, lr, nr, work, ls, err);
-	if (ns < 0)
-	{
-		rc = ns;
+	if ((rc = cq_symmetrize(mode, n, m, lf, nf, lr, nr, work, ls, &ns, err)) != CQ_OK)
 		goto done;
-	}
 	out->fwd_score = ll_f / m;
 	out->rev_score = ll_r / n;
 	out->align_score = 0.5 * (out->fwd_score + out->rev_score);
@@ -103,7 +99,7 @@ cq_lexicon_free(cq_lexicon *lx)
 	cq_fa_model_free(&lx->rev);
 }
 
-int
+cq_code
 cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 						 cq_sym_mode mode,
 						 const cq_align_progress *progress, cq_lexdict *out,
@@ -119,7 +115,7 @@ cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 			   *lr = NULL,
 			   *ls = NULL;
 	void	   *work = NULL;
-	int			rc = CQ_OK;
+	cq_code		rc;
 
 	const cq_bitext_view *b = cq_fa_trainer_view(fwd),
 			   *rb = cq_fa_trainer_view(rev);
@@ -142,8 +138,8 @@ cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 		if (cq_symmetrize_work_bytes((int) n, (int) m) > max_work)
 			max_work = cq_symmetrize_work_bytes((int) n, (int) m);
 	}
-	if (!(bld = cq_lexdict_builder_create(b->e_vocab, b->f_vocab, err)))
-		return err ? err->code : CQ_ENOMEM;
+	if ((rc = cq_lexdict_builder_create(b->e_vocab, b->f_vocab, &bld, err)) != CQ_OK)
+		return rc;
 	a_f = cq_alloc((size_t) max_m * sizeof(int32_t));
 	a_r = cq_alloc((size_t) max_n * sizeof(int32_t));
 	lf = cq_alloc((size_t) max_m * sizeof(cq_link));
@@ -162,9 +158,10 @@ cq_lexdict_from_trainers(const cq_fa_trainer *fwd, const cq_fa_trainer *rev,
 
 		cq_fa_viterbi(fwd, k, a_f);
 		cq_fa_viterbi(rev, k, a_r);
-		ns = cq_symmetrize(mode, n, m, lf, cq_links_from_viterbi(a_f, m, true, lf),
-						   lr, cq_links_from_viterbi(a_r, n, false, lr), work, ls, err);
-		rc = ns < 0 ? ns : cq_lexdict_builder_add(bld, src, n, tgt, m, ls, ns, err);
+		rc = cq_symmetrize(mode, n, m, lf, cq_links_from_viterbi(a_f, m, true, lf),
+						   lr, cq_links_from_viterbi(a_r, n, false, lr), work, ls, &ns, err);
+		if (rc == CQ_OK)
+			rc = cq_lexdict_builder_add(bld, src, n, tgt, m, ls, ns, err);
 		if (rc == CQ_OK && cq_align_progress_stop(progress, k + 1, b->n_pairs))
 			rc = cq_fail(err, CQ_STOPPED, "stopped while counting links");
 	}

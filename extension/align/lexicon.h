@@ -29,7 +29,7 @@ typedef struct cq_lexicon
 } cq_lexicon;
 
 /* Moves the models out of a forward and a reverse trainer of one bitext. */
-int			cq_lexicon_from_trainers(cq_fa_trainer *fwd, cq_fa_trainer *rev,
+cq_code		cq_lexicon_from_trainers(cq_fa_trainer *fwd, cq_fa_trainer *rev,
 									 cq_lexicon *out, cq_error *err);
 
 typedef struct cq_pair_score
@@ -45,7 +45,7 @@ typedef struct cq_pair_score
  * Force-aligns one pair with both models and symmetrises (mode); links (may
  * be NULL, else n + m entries) receives the links sorted by (s, t).
  */
-int			cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
+cq_code		cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 								  const int32_t *tgt, int m, cq_sym_mode mode,
 								  cq_link *links, cq_pair_score *out,
 								  cq_error *err);
@@ -58,7 +58,7 @@ void		cq_lexicon_free(cq_lexicon *lx);
  * symmetrised with mode, counted into out.  The progress hook may stop it
  * (out is then empty).  Call before the models are taken.
  */
-int			cq_lexdict_from_trainers(const cq_fa_trainer *fwd,
+cq_code		cq_lexdict_from_trainers(const cq_fa_trainer *fwd,
 									 const cq_fa_trainer *rev,
 									 cq_sym_mode mode,
 									 const cq_align_progress *progress,

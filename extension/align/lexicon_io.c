@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/le.h"
 #include "common/mem.h"
 
 static const char magic[8] = {'C', 'Q', 'L', 'E', 'X', 'I', 'C', 'N'};
@@ -29,16 +30,14 @@ cq_lexicon_checksum(const void *buf, size_t len)
 static uint8_t *
 put_u64(uint8_t *p, uint64_t v)
 {
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t) (v >> (8 * i));
+	cq_le_put_u64(p, v);
 	return p + 8;
 }
 
 static uint8_t *
 put_u32(uint8_t *p, uint32_t v)
 {
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t) (v >> (8 * i));
+	cq_le_put_u32(p, v);
 	return p + 4;
 }
 
@@ -142,15 +141,14 @@ typedef struct reader
 static uint64_t
 get_u64(reader *r)
 {
-	uint64_t	v = 0;
+	uint64_t	v;
 
 	if (r->left < 8)
 	{
 		r->bad = true;
 		return 0;
 	}
-	for (int i = 0; i < 8; i++)
-		v |= (uint64_t) r->p[i] << (8 * i);
+	v = cq_le_get_u64(r->p);
 	r->p += 8;
 	r->left -= 8;
 	return v;
@@ -159,15 +157,14 @@ get_u64(reader *r)
 static uint32_t
 get_u32(reader *r)
 {
-	uint32_t	v = 0;
+	uint32_t	v;
 
 	if (r->left < 4)
 	{
 		r->bad = true;
 		return 0;
 	}
-	for (int i = 0; i < 4; i++)
-		v |= (uint32_t) r->p[i] << (8 * i);
+	v = cq_le_get_u32(r->p);
 	r->p += 4;
 	r->left -= 4;
 	return v;
@@ -195,13 +192,13 @@ get_f64(reader *r)
 	return d;
 }
 
-static int
+static cq_code
 corrupt(cq_error *err, const char *what)
 {
 	return cq_fail(err, CQ_ECORRUPT, "corrupt lexicon: %s", what);
 }
 
-static int
+static cq_code
 get_dir(reader *r, cq_fa_model *md, int32_t n_e, int32_t n_f,
 		cq_error *err)
 {
@@ -210,7 +207,7 @@ get_dir(reader *r, cq_fa_model *md, int32_t n_e, int32_t n_f,
 				ready,
 				pad;
 	uint64_t	nnz;
-	int			rc;
+	cq_code		rc;
 
 	md->par.tension = get_f64(r);
 	md->par.p0 = get_f64(r);
@@ -265,7 +262,7 @@ get_dir(reader *r, cq_fa_model *md, int32_t n_e, int32_t n_f,
 	return r->bad ? corrupt(err, "truncated") : CQ_OK;
 }
 
-int
+cq_code
 cq_lexicon_deserialize(const void *buf, size_t len, cq_lexicon *out,
 					   cq_error *err)
 {
@@ -273,7 +270,7 @@ cq_lexicon_deserialize(const void *buf, size_t len, cq_lexicon *out,
 	uint64_t	sum;
 	int32_t		vs,
 				vt;
-	int			rc;
+	cq_code		rc;
 
 	memset(out, 0, sizeof(*out));
 	if (buf == NULL || len < HEADER_BYTES + 8)

@@ -31,7 +31,7 @@ size_t		cq_lexicon_serialize(const cq_lexicon *lx, double min_prob,
 								 void *buf, size_t cap);
 
 /* Rebuilds a lexicon (tables without counts) from a serialised one. */
-int			cq_lexicon_deserialize(const void *buf, size_t len, cq_lexicon *out,
+cq_code		cq_lexicon_deserialize(const void *buf, size_t len, cq_lexicon *out,
 								   cq_error *err);
 
 /* The trailer's checksum of len bytes (exported for tests). */

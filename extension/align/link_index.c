@@ -109,13 +109,13 @@ fill_pair(const cq_ttable *t, const cq_bitext_view *v, int64_t k, uint32_t *out)
 	}
 }
 
-int
+cq_code
 cq_ttable_build_indexed(cq_ttable *t, cq_link_index *li,
 						const cq_bitext_view *v, size_t max_bytes,
 						cq_error *err)
 {
 	int64_t		total = cq_link_index_entries(v);
-	int			rc;
+	cq_code		rc;
 
 	memset(li, 0, sizeof(*li));
 	if ((size_t) total <= max_bytes / sizeof(uint32_t))

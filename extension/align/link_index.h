@@ -30,7 +30,7 @@ int64_t		cq_link_index_max_pair(const cq_bitext_view *v);
  * (else li stays empty and callers search).  Fails if the table reaches
  * 2^32 entries.
  */
-int			cq_ttable_build_indexed(cq_ttable *t, cq_link_index *li,
+cq_code		cq_ttable_build_indexed(cq_ttable *t, cq_link_index *li,
 									const cq_bitext_view *v, size_t max_bytes,
 									cq_error *err);
 

@@ -99,7 +99,7 @@ final(grid *g, const uint8_t *m, bool both)
 				add_link(g, s, t);
 }
 
-static int
+static cq_code
 fill(grid *g, uint8_t *m, const cq_link *l, int n, cq_error *err)
 {
 	for (int k = 0; k < n; k++)
@@ -112,16 +112,17 @@ fill(grid *g, uint8_t *m, const cq_link *l, int n, cq_error *err)
 	return CQ_OK;
 }
 
-int
+cq_code
 cq_symmetrize(cq_sym_mode mode, int n_src, int n_tgt,
 			  const cq_link *fwd, int n_fwd, const cq_link *rev, int n_rev,
-			  void *work, cq_link *out, cq_error *err)
+			  void *work, cq_link *out, int *n_out, cq_error *err)
 {
 	size_t		cells = (size_t) n_src * n_tgt;
 	grid		g;
-	int			n = 0,
-				rc;
+	int			n = 0;
+	cq_code		rc;
 
+	*n_out = 0;
 	if (n_src < 0 || n_tgt < 0)
 		return cq_fail(err, CQ_EINVAL, "negative sentence length");
 	memset(work, 0, cq_symmetrize_work_bytes(n_src, n_tgt));
@@ -161,7 +162,8 @@ cq_symmetrize(cq_sym_mode mode, int n_src, int n_tgt,
 				out[n].t = t;
 				n++;
 			}
-	return n;
+	*n_out = n;
+	return CQ_OK;
 }
 
 size_t

@@ -45,13 +45,13 @@ size_t		cq_symmetrize_work_bytes(int n_src, int n_tgt);
 
 /*
  * Symmetrises fwd (s->t) and rev (t->s) links; out needs n_fwd + n_rev
- * entries and receives the result sorted by (s, t).  Returns the number of
- * links, or a negative cq_code (a link outside the sentence).
+ * entries and receives the result sorted by (s, t), *n_out links.
+ * CQ_EINVAL for a link outside the sentence.
  */
-int			cq_symmetrize(cq_sym_mode mode, int n_src, int n_tgt,
+cq_code		cq_symmetrize(cq_sym_mode mode, int n_src, int n_tgt,
 						  const cq_link *fwd, int n_fwd,
 						  const cq_link *rev, int n_rev,
-						  void *work, cq_link *out, cq_error *err);
+						  void *work, cq_link *out, int *n_out, cq_error *err);
 
 /* Pharaoh "s-t s-t ..." text of links into buf (NUL-terminated, truncated to cap). */
 size_t		cq_links_format(const cq_link *links, int n, char *buf, size_t cap);

@@ -5,7 +5,7 @@
 
 #include "common/mem.h"
 
-int
+cq_code
 cq_ttable_alloc(cq_ttable *t, int32_t n_e, int32_t n_f, int64_t nnz,
 				bool with_counts, cq_error *err)
 {
@@ -37,7 +37,7 @@ cmp_i32(const void *a, const void *b)
 }
 
 /* Inverted index e -> pairs containing e (each pair once per e). */
-static int
+static cq_code
 invert(const cq_bitext_view *v, int64_t **inv_off_out, int64_t **inv_out)
 {
 	int64_t    *off = cq_alloc0(((size_t) v->e_vocab + 1) * sizeof(int64_t));
@@ -134,7 +134,7 @@ index_row(const cq_bitext_view *v, int32_t e, const int64_t *inv, int64_t lo,
 	}
 }
 
-int
+cq_code
 cq_ttable_build(cq_ttable *t, const cq_bitext_view *v, uint32_t *idx,
 				const int64_t *idx_off, cq_error *err)
 {
@@ -144,7 +144,7 @@ cq_ttable_build(cq_ttable *t, const cq_bitext_view *v, uint32_t *idx,
 	int32_t    *mark = NULL;
 	uint32_t   *pos = NULL;
 	colbuf		cols = {0};
-	int			rc;
+	cq_code		rc;
 
 	memset(t, 0, sizeof(*t));
 	if (invert(v, &inv_off, &inv) != CQ_OK)

@@ -31,12 +31,12 @@ typedef struct cq_ttable
  * fills the link index (link_index.h layout, pair k at idx_off[k]) from a
  * dense f -> position map per row, which costs no searching.
  */
-int			cq_ttable_build(cq_ttable *t, const cq_bitext_view *v,
+cq_code		cq_ttable_build(cq_ttable *t, const cq_bitext_view *v,
 							uint32_t *idx, const int64_t *idx_off,
 							cq_error *err);
 
 /* Allocate an empty table of the given shape (row_off zeroed). */
-int			cq_ttable_alloc(cq_ttable *t, int32_t n_e, int32_t n_f, int64_t nnz,
+cq_code		cq_ttable_alloc(cq_ttable *t, int32_t n_e, int32_t n_f, int64_t nnz,
 							bool with_counts, cq_error *err);
 
 /* Index of (e, f) in col/prob, or -1; e == n_e is the NULL row. */

@@ -26,11 +26,12 @@ hash_bytes(const char *s, size_t len)
 	return h;
 }
 
-cq_vocab *
-cq_vocab_create(cq_error *err)
+cq_code
+cq_vocab_create(cq_vocab **out, cq_error *err)
 {
 	cq_vocab   *v = cq_alloc0(sizeof(*v));
 
+	*out = NULL;
 	if (v)
 	{
 		v->n_slots = 1024;
@@ -38,12 +39,12 @@ cq_vocab_create(cq_error *err)
 		if (v->slot)
 		{
 			memset(v->slot, 0xff, v->n_slots * sizeof(int32_t));
-			return v;
+			*out = v;
+			return CQ_OK;
 		}
 		cq_free(v);
 	}
-	cq_fail(err, CQ_ENOMEM, "out of memory");
-	return NULL;
+	return cq_fail(err, CQ_ENOMEM, "out of memory creating a vocabulary");
 }
 
 static size_t
@@ -90,22 +91,25 @@ grow_slots(cq_vocab *v)
 	return true;
 }
 
-int32_t
-cq_vocab_intern(cq_vocab *v, const char *s, size_t len)
+cq_code
+cq_vocab_intern(cq_vocab *v, const char *s, size_t len, int32_t *id, cq_error *err)
 {
 	size_t		i = find_slot(v, s, len);
 
 	if (v->slot[i] >= 0)
-		return v->slot[i];
+	{
+		*id = v->slot[i];
+		return CQ_OK;
+	}
 	if (v->size == INT32_MAX - 2)
-		return -1;
+		return cq_fail(err, CQ_ELIMIT, "more than %d distinct tokens", INT32_MAX - 2);
 	if (v->arena_len + len + 1 > v->arena_cap)
 	{
 		size_t		cap = 2 * (v->arena_cap + len + 1) + 4096;
 		char	   *na = cq_realloc(v->arena, cap);
 
 		if (!na)
-			return -1;
+			return cq_fail(err, CQ_ENOMEM, "out of memory interning tokens");
 		v->arena = na;
 		v->arena_cap = cap;
 	}
@@ -115,7 +119,7 @@ cq_vocab_intern(cq_vocab *v, const char *s, size_t len)
 		size_t	   *nw = cq_realloc(v->word_at, (size_t) cap * sizeof(size_t));
 
 		if (!nw)
-			return -1;
+			return cq_fail(err, CQ_ENOMEM, "out of memory interning tokens");
 		v->word_at = nw;
 		v->ids_cap = cap;
 	}
@@ -126,8 +130,9 @@ cq_vocab_intern(cq_vocab *v, const char *s, size_t len)
 	v->slot[i] = v->size++;
 	/* keep the load factor under one half */
 	if ((size_t) v->size * 2 > v->n_slots && !grow_slots(v))
-		return -1;
-	return v->size - 1;
+		return cq_fail(err, CQ_ENOMEM, "out of memory interning tokens");
+	*id = v->size - 1;
+	return CQ_OK;
 }
 
 static bool
@@ -136,16 +141,17 @@ is_space(char c)
 	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
-int
+cq_code
 cq_vocab_intern_line(cq_vocab *v, const char *line, size_t len, int32_t *ids,
-					 int cap)
+					 int cap, int *n, cq_error *err)
 {
-	int			n = 0;
 	size_t		p = 0;
 
+	*n = 0;
 	while (p < len)
 	{
 		size_t		start;
+		cq_code		rc;
 
 		while (p < len && is_space(line[p]))
 			p++;
@@ -154,11 +160,14 @@ cq_vocab_intern_line(cq_vocab *v, const char *line, size_t len, int32_t *ids,
 		start = p;
 		while (p < len && !is_space(line[p]))
 			p++;
-		if (n == cap || (ids[n] = cq_vocab_intern(v, line + start, p - start)) < 0)
-			return -1;
-		n++;
+		if (*n == cap)
+			return cq_fail(err, CQ_ELIMIT, "the line has more than %d tokens", cap);
+		rc = cq_vocab_intern(v, line + start, p - start, &ids[*n], err);
+		if (rc != CQ_OK)
+			return rc;
+		(*n)++;
 	}
-	return n;
+	return CQ_OK;
 }
 
 int32_t

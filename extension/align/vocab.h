@@ -13,21 +13,21 @@
 
 typedef struct cq_vocab cq_vocab;
 
-cq_vocab   *cq_vocab_create(cq_error *err);
+cq_code		cq_vocab_create(cq_vocab **out, cq_error *err);
 
-/* Id of the token s[0..len), adding it if new; -1 when out of memory. */
-int32_t		cq_vocab_intern(cq_vocab *v, const char *s, size_t len);
+/* *id = the id of the token s[0..len), added if new; CQ_ENOMEM, CQ_ELIMIT. */
+cq_code		cq_vocab_intern(cq_vocab *v, const char *s, size_t len, int32_t *id,
+							cq_error *err);
 
 /* Id of an existing token, or -1. */
 int32_t		cq_vocab_lookup(const cq_vocab *v, const char *s, size_t len);
 
 /*
  * Interns the tokens of line[0..len) split on ASCII whitespace into ids
- * (cap entries); returns the token count, or -1 when cap is too small or
- * memory runs out.
+ * (cap entries), *n of them; CQ_ELIMIT when there are more than cap.
  */
-int			cq_vocab_intern_line(cq_vocab *v, const char *line, size_t len,
-								 int32_t *ids, int cap);
+cq_code		cq_vocab_intern_line(cq_vocab *v, const char *line, size_t len,
+								 int32_t *ids, int cap, int *n, cq_error *err);
 
 int32_t		cq_vocab_size(const cq_vocab *v);
 

@@ -130,12 +130,13 @@ cq_code
 cq_antap_config_from_json(const char *text, size_t len, cq_antap_config *c, cq_error *err)
 {
 	cq_json_object obj;
-	char		msg[128];
-	cq_code		rc = CQ_OK;
+	cq_error	jerr;
+	cq_code		rc;
 	const cq_json_member *kind;
 
-	if (!cq_json_parse_object(text, len, &obj, msg, sizeof(msg)))
-		return cq_fail(err, CQ_EFORMAT, "ANTAP configuration is not valid JSON: %s", msg);
+	if ((rc = cq_json_parse_object(text, len, &obj, &jerr)) != CQ_OK)
+		return rc == CQ_ENOMEM ? cq_fail(err, rc, "%s", jerr.msg) :
+			cq_fail(err, CQ_EFORMAT, "ANTAP configuration is not valid JSON: %s", jerr.msg);
 	kind = cq_json_get(&obj, "model");
 	if (!kind || kind->type != CQ_JSON_STRING || strcmp(kind->string, "antap") != 0)
 		rc = cq_fail(err, CQ_EFORMAT, "ANTAP configuration lacks \"model\": \"antap\"");

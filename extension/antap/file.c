@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "antap/model.h"
+#include "common/le.h"
 #include "common/mem.h"
 #include "common/tensorfile.h"
 
@@ -18,27 +19,35 @@ static const cq_tensorfile_format antap_format = {
 };
 
 static void
-get_tensor(const void *ctx, int i, const char **name, int *ndim, const int **dims,
-		   size_t *offset)
+entry(const void *ctx, int i, cq_tensorfile_entry *e)
 {
 	const cq_tensor_info *t = &((const cq_antap_model *) ctx)->tensors[i];
 
-	*name = t->name;
-	*ndim = t->ndim;
-	*dims = t->dims;
-	*offset = t->offset;
+	*e = (cq_tensorfile_entry) {t->name, t->ndim, {(uint32_t) t->dims[0], (uint32_t) t->dims[1]},
+	CQ_DTYPE_FLOAT32};
+}
+
+static void
+fill(const void *ctx, int i, unsigned char *dst)
+{
+	const cq_antap_model *m = ctx;
+
+	cq_le_copy_floats(dst, m->params + m->tensors[i].offset, m->tensors[i].numel);
+}
+
+static cq_tensorfile_source
+source(const cq_antap_model *m)
+{
+	return (cq_tensorfile_source) {m->n_tensors, entry, fill, m};
 }
 
 size_t
 cq_antap_file_size(const cq_antap_model *m)
 {
 	char		cfg[CONFIG_MAX];
-	size_t		clen = cq_antap_config_to_json(&m->cfg, cfg, sizeof(cfg)),
-				table = 0;
+	cq_tensorfile_source src = source(m);
 
-	for (int i = 0; i < m->n_tensors; i++)
-		table += cq_tensorfile_record_bytes(strlen(m->tensors[i].name), m->tensors[i].ndim);
-	return cq_tensorfile_data_offset(clen, table) + m->n_floats * sizeof(float) + 4;
+	return cq_tensorfile_size(cq_antap_config_to_json(&m->cfg, cfg, sizeof(cfg)), &src);
 }
 
 cq_code
@@ -46,9 +55,9 @@ cq_antap_file_write(const cq_antap_model *m, void *buf, size_t size, cq_error *e
 {
 	char		cfg[CONFIG_MAX];
 	size_t		clen = cq_antap_config_to_json(&m->cfg, cfg, sizeof(cfg));
+	cq_tensorfile_source src = source(m);
 
-	return cq_tensorfile_write(&antap_format, buf, size, cfg, clen, m->n_tensors, get_tensor, m,
-							   m->params, m->n_floats, err);
+	return cq_tensorfile_write(&antap_format, buf, size, cfg, clen, &src, err);
 }
 
 /* One record of the tensor table into m. */

@@ -226,7 +226,7 @@ run_epoch(cq_antap_trainer *t, const cq_antap_data *d, fit_bufs *b, int epoch,
 		pr->batch = batch + 1;
 		pr->steps = t->t;
 		if (hook && hook(arg, pr))
-			return CQ_STOPPED;
+			return cq_fail(err, CQ_STOPPED, "stopped in epoch %d after batch %d", epoch, batch + 1);
 	}
 	pr->train_mse = sum / d->n_train;
 	return CQ_OK;
@@ -302,7 +302,7 @@ cq_antap_fit(cq_antap_model *m, cq_antap_model *best, const cq_antap_data *d,
 		pr.best_epoch = res->best_epoch;
 		if (hook && hook(arg, &pr))
 		{
-			rc = CQ_STOPPED;
+			rc = cq_fail(err, CQ_STOPPED, "stopped after epoch %d", epoch);
 			goto done;
 		}
 		if (bad >= o->patience)

@@ -14,7 +14,8 @@
 #define CQ_CAV_VIEW_H
 
 #include "cav/cav.h"
-#include "cav/codec.h"
+#include "common/le.h"
+#include "common/varint.h"
 
 #include <stdbool.h>
 
@@ -97,9 +98,9 @@ cav_entry_iter_next(cav_entry_iter *it, cav_entry *e)
 				count;
 
 	if (it->left == 0 ||
-		!cav_get_varint(&it->p, it->end, &delta) ||
-		!cav_get_varint(&it->p, it->end, &dist) ||
-		!cav_get_varint(&it->p, it->end, &count))
+		!cq_varint_get(&it->p, it->end, &delta) ||
+		!cq_varint_get(&it->p, it->end, &dist) ||
+		!cq_varint_get(&it->p, it->end, &count))
 		return false;
 	it->left--;
 	it->row += (uint32_t) delta;

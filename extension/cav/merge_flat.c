@@ -20,7 +20,7 @@ typedef struct side_map
 static size_t
 section_size(const cav_view *v, size_t pos, uint32_t n)
 {
-	return ((size_t) n + 1) * 4 + cav_get_u32(v->buf + pos + (size_t) n * 4);
+	return ((size_t) n + 1) * 4 + cq_le_get_u32(v->buf + pos + (size_t) n * 4);
 }
 
 /*
@@ -62,14 +62,14 @@ dict_union(const cav_view *a, size_t apos, uint32_t an,
 			bmap[j++] = n;
 		if (out)
 		{
-			cav_put_u32(out + (size_t) n * 4, (uint32_t) off);
+			cq_le_put_u32(out + (size_t) n * 4, (uint32_t) off);
 			memcpy(out + ((size_t) n_total + 1) * 4 + off, s, len);
 		}
 		off += len;
 		n++;
 	}
 	if (out)
-		cav_put_u32(out + (size_t) n * 4, (uint32_t) off);
+		cq_le_put_u32(out + (size_t) n * 4, (uint32_t) off);
 	*bytes = off;
 	return n;
 }
@@ -80,7 +80,7 @@ mat_target(const side_map *s, uint32_t idx)
 {
 	if (idx >= s->v->n_mat)
 		return UINT32_MAX;
-	return s->tgt[cav_get_u32(cav_view_rec(s->v, idx) + CAV_REC_TGT)];
+	return s->tgt[cq_le_get_u32(cav_view_rec(s->v, idx) + CAV_REC_TGT)];
 }
 
 /* Next entry of one side with its row in union numbering; false at the end. */
@@ -130,9 +130,9 @@ merge_entries(const side_map *a, uint32_t ia, const side_map *b, uint32_t ib,
 		const cav_entry *e = ka <= kb ? &ea : &eb;
 		int64_t		count = (ka <= kb ? ea.count : 0) + (kb <= ka ? eb.count : 0);
 
-		p = cav_put_varint(p, e->row - prev);
-		p = cav_put_varint(p, e->dist);
-		p = cav_put_varint(p, (uint64_t) count);
+		p = cq_varint_put(p, e->row - prev);
+		p = cq_varint_put(p, e->dist);
+		p = cq_varint_put(p, (uint64_t) count);
 		prev = e->row;
 		n++;
 		if (ka <= kb)
@@ -224,13 +224,13 @@ write_matrices(out_buf *o, const side_map *a, const side_map *b,
 
 		if (ta <= tb)
 		{
-			nnz_in += cav_get_u32(cav_view_rec(a->v, ia) + CAV_REC_NNZ);
-			occ += cav_get_u64(cav_view_rec(a->v, ia) + CAV_REC_OCC);
+			nnz_in += cq_le_get_u32(cav_view_rec(a->v, ia) + CAV_REC_NNZ);
+			occ += cq_le_get_u64(cav_view_rec(a->v, ia) + CAV_REC_OCC);
 		}
 		if (tb <= ta)
 		{
-			nnz_in += cav_get_u32(cav_view_rec(b->v, ib) + CAV_REC_NNZ);
-			occ += cav_get_u64(cav_view_rec(b->v, ib) + CAV_REC_OCC);
+			nnz_in += cq_le_get_u32(cav_view_rec(b->v, ib) + CAV_REC_NNZ);
+			occ += cq_le_get_u64(cav_view_rec(b->v, ib) + CAV_REC_OCC);
 		}
 		if (occ > INT64_MAX)
 			return cq_fail(err, CQ_EINVAL, "occurrence count overflow merging CAVs");
@@ -240,10 +240,10 @@ write_matrices(out_buf *o, const side_map *a, const side_map *b,
 		end = merge_entries(a, ta <= tb ? ia : UINT32_MAX, b, tb <= ta ? ib : UINT32_MAX,
 							n_src_out, o->buf + o->room + o->len, &nnz);
 		rec = o->buf + o->room + table + (size_t) k * CAV_REC_SIZE;
-		cav_put_u32(rec + CAV_REC_TGT, ta < tb ? ta : tb);
-		cav_put_u32(rec + CAV_REC_NNZ, nnz);
-		cav_put_u64(rec + CAV_REC_OCC, occ);
-		cav_put_u64(rec + CAV_REC_START, o->len - entries);
+		cq_le_put_u32(rec + CAV_REC_TGT, ta < tb ? ta : tb);
+		cq_le_put_u32(rec + CAV_REC_NNZ, nnz);
+		cq_le_put_u64(rec + CAV_REC_OCC, occ);
+		cq_le_put_u64(rec + CAV_REC_START, o->len - entries);
 		o->len = end - (o->buf + o->room);
 		ia += ta <= tb;
 		ib += tb <= ta;
@@ -256,10 +256,10 @@ put_header(uint8_t *p, const cav_view *a, const cav_view *b, uint32_t n_src,
 		   uint32_t n_tgt, uint32_t n_mat)
 {
 	memcpy(p, a->buf, CAV_HEADER_SIZE);	/* magic, version, l_max, n_res */
-	cav_put_u32(p + CAV_H_NSRC, n_src);
-	cav_put_u32(p + CAV_H_NTGT, n_tgt);
-	cav_put_u32(p + CAV_H_NMAT, n_mat);
-	cav_put_u64(p + CAV_H_NPAIRS, a->n_pairs + b->n_pairs);
+	cq_le_put_u32(p + CAV_H_NSRC, n_src);
+	cq_le_put_u32(p + CAV_H_NTGT, n_tgt);
+	cq_le_put_u32(p + CAV_H_NMAT, n_mat);
+	cq_le_put_u64(p + CAV_H_NPAIRS, a->n_pairs + b->n_pairs);
 }
 
 cq_code

@@ -1,9 +1,10 @@
 /* Writing a state in the canonical layout (FORMAT.md). */
 #include "cav/state_impl.h"
 
-#include "cav/codec.h"
 #include "cav/format.h"
+#include "common/le.h"
 #include "common/mem.h"
+#include "common/varint.h"
 
 #include <string.h>
 
@@ -110,9 +111,9 @@ encode_matrix(const cav_state *st, canon *c, const cav_cells *m, cq_error *err)
 	{
 		uint32_t	row = (uint32_t) (c->sorted[i].key >> 16);
 
-		p = cav_put_varint(p, row - prev);
-		p = cav_put_varint(p, c->sorted[i].key & 0xffff);
-		p = cav_put_varint(p, (uint64_t) c->sorted[i].count);
+		p = cq_varint_put(p, row - prev);
+		p = cq_varint_put(p, c->sorted[i].key & 0xffff);
+		p = cq_varint_put(p, (uint64_t) c->sorted[i].count);
 		prev = row;
 	}
 	c->enc_len = p - c->enc;
@@ -168,11 +169,11 @@ put_dict(uint8_t *p, const cav_dict *d, const uint32_t *order)
 		size_t		len;
 		const char *s = cav_dict_str(d, order[r], &len);
 
-		cav_put_u32(p + (size_t) r * 4, off);
+		cq_le_put_u32(p + (size_t) r * 4, off);
 		memcpy(bytes + off, s, len);
 		off += (uint32_t) len;
 	}
-	cav_put_u32(p + (size_t) d->n * 4, off);
+	cq_le_put_u32(p + (size_t) d->n * 4, off);
 	return bytes + off;
 }
 
@@ -186,15 +187,15 @@ static void
 put_header(uint8_t *p, const cav_state *st, uint32_t n_mat)
 {
 	memcpy(p + CAV_H_MAGIC, CAV_MAGIC, 4);
-	cav_put_u16(p + CAV_H_VERSION, CAV_VERSION);
-	cav_put_u16(p + CAV_H_RESERVED16, 0);
-	cav_put_u32(p + CAV_H_LMAX, st->l_max);
-	cav_put_u32(p + CAV_H_NSRC, st->src.n);
-	cav_put_u32(p + CAV_H_NTGT, st->tgt.n);
-	cav_put_u32(p + CAV_H_NRES, st->res.n);
-	cav_put_u32(p + CAV_H_NMAT, n_mat);
-	cav_put_u32(p + CAV_H_RESERVED32, 0);
-	cav_put_u64(p + CAV_H_NPAIRS, st->n_pairs);
+	cq_le_put_u16(p + CAV_H_VERSION, CAV_VERSION);
+	cq_le_put_u16(p + CAV_H_RESERVED16, 0);
+	cq_le_put_u32(p + CAV_H_LMAX, st->l_max);
+	cq_le_put_u32(p + CAV_H_NSRC, st->src.n);
+	cq_le_put_u32(p + CAV_H_NTGT, st->tgt.n);
+	cq_le_put_u32(p + CAV_H_NRES, st->res.n);
+	cq_le_put_u32(p + CAV_H_NMAT, n_mat);
+	cq_le_put_u32(p + CAV_H_RESERVED32, 0);
+	cq_le_put_u64(p + CAV_H_NPAIRS, st->n_pairs);
 }
 
 static uint8_t *
@@ -206,10 +207,10 @@ put_table(uint8_t *p, const cav_state *st, const canon *c)
 
 		if (m->occ == 0)
 			continue;
-		cav_put_u32(p + CAV_REC_TGT, r);
-		cav_put_u32(p + CAV_REC_NNZ, m->n);
-		cav_put_u64(p + CAV_REC_OCC, m->occ);
-		cav_put_u64(p + CAV_REC_START, c->starts[r]);
+		cq_le_put_u32(p + CAV_REC_TGT, r);
+		cq_le_put_u32(p + CAV_REC_NNZ, m->n);
+		cq_le_put_u64(p + CAV_REC_OCC, m->occ);
+		cq_le_put_u64(p + CAV_REC_START, c->starts[r]);
 		p += CAV_REC_SIZE;
 	}
 	return p;

@@ -1,8 +1,8 @@
 /* Creating, inspecting and freeing a CAV accumulation state. */
 #include "cav/state_impl.h"
 
-#include "cav/codec.h"
 #include "common/mem.h"
+#include "common/utf8.h"
 
 #include <string.h>
 
@@ -14,7 +14,7 @@ cav_check_token(const char *s, size_t len, cq_error *err)
 	if (len > CAV_MAX_TOKEN_BYTES)
 		return cq_fail(err, CQ_EINVAL, "token of %zu bytes, above the maximum of %d",
 						len, CAV_MAX_TOKEN_BYTES);
-	if (!cav_utf8_valid((const uint8_t *) s, len))
+	if (!cq_utf8_valid((const uint8_t *) s, len))
 		return cq_fail(err, CQ_EINVAL, "token is not valid UTF-8 or contains NUL");
 	return CQ_OK;
 }

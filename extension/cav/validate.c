@@ -6,6 +6,7 @@
 #include "cav/view_impl.h"
 
 #include "cav/dict.h"
+#include "common/utf8.h"
 
 #include <string.h>
 
@@ -46,24 +47,24 @@ check_dict(const uint8_t *buf, size_t len, size_t *pos, uint32_t n,
 
 	if (table > len - *pos)
 		return BAD("%s dictionary offsets run past the end", what);
-	if (cav_get_u32(off) != 0)
+	if (cq_le_get_u32(off) != 0)
 		return BAD("%s dictionary does not start at offset 0", what);
-	blob = cav_get_u32(off + (size_t) n * 4);
+	blob = cq_le_get_u32(off + (size_t) n * 4);
 	if (blob > len - *pos - table)
 		return BAD("%s dictionary strings run past the end", what);
 	for (uint32_t i = 0; i < n; i++)
 	{
-		uint32_t	a = cav_get_u32(off + (size_t) i * 4),
-					b = cav_get_u32(off + (size_t) i * 4 + 4);
+		uint32_t	a = cq_le_get_u32(off + (size_t) i * 4),
+					b = cq_le_get_u32(off + (size_t) i * 4 + 4);
 		const uint8_t *s = off + table + a;
 
 		if (b <= a || b > blob)
 			return BAD("%s dictionary offset %u out of order", what, i);
-		if (b - a > CAV_MAX_TOKEN_BYTES || !cav_utf8_valid(s, b - a))
+		if (b - a > CAV_MAX_TOKEN_BYTES || !cq_utf8_valid(s, b - a))
 			return BAD("%s token %u is not valid UTF-8", what, i);
 		if (i > 0)
 		{
-			uint32_t	pa = cav_get_u32(off + (size_t) (i - 1) * 4);
+			uint32_t	pa = cq_le_get_u32(off + (size_t) (i - 1) * 4);
 
 			if (cav_bytes_cmp((const char *) off + table + pa, a - pa,
 							  (const char *) s, b - a) >= 0)
@@ -81,16 +82,16 @@ check_header(const uint8_t *b, size_t len, cav_view *v, cq_error *err)
 		return BAD("%zu bytes, shorter than the header", len);
 	if (memcmp(b + CAV_H_MAGIC, CAV_MAGIC, 4) != 0)
 		return BAD("bad magic number");
-	if (cav_get_u16(b + CAV_H_VERSION) != CAV_VERSION)
-		return BAD("unsupported version %u", cav_get_u16(b + CAV_H_VERSION));
-	if (cav_get_u16(b + CAV_H_RESERVED16) || cav_get_u32(b + CAV_H_RESERVED32))
+	if (cq_le_get_u16(b + CAV_H_VERSION) != CAV_VERSION)
+		return BAD("unsupported version %u", cq_le_get_u16(b + CAV_H_VERSION));
+	if (cq_le_get_u16(b + CAV_H_RESERVED16) || cq_le_get_u32(b + CAV_H_RESERVED32))
 		return BAD("reserved header fields are not zero");
-	v->l_max = cav_get_u32(b + CAV_H_LMAX);
-	v->n_src = cav_get_u32(b + CAV_H_NSRC);
-	v->n_tgt = cav_get_u32(b + CAV_H_NTGT);
-	v->n_restrict = cav_get_u32(b + CAV_H_NRES);
-	v->n_mat = cav_get_u32(b + CAV_H_NMAT);
-	v->n_pairs = cav_get_u64(b + CAV_H_NPAIRS);
+	v->l_max = cq_le_get_u32(b + CAV_H_LMAX);
+	v->n_src = cq_le_get_u32(b + CAV_H_NSRC);
+	v->n_tgt = cq_le_get_u32(b + CAV_H_NTGT);
+	v->n_restrict = cq_le_get_u32(b + CAV_H_NRES);
+	v->n_mat = cq_le_get_u32(b + CAV_H_NMAT);
+	v->n_pairs = cq_le_get_u64(b + CAV_H_NPAIRS);
 	if (v->l_max < 1 || v->l_max > CAV_MAX_LMAX)
 		return BAD("l_max %u out of range", v->l_max);
 	if (v->n_src >= (1u << 30) || v->n_tgt >= (1u << 30) || v->n_restrict >= (1u << 30))
@@ -106,8 +107,8 @@ check_record(const cav_view *v, uint32_t i, size_t ent_len, int64_t prev_tgt,
 			 cq_error *err)
 {
 	const uint8_t *r = cav_view_rec(v, i);
-	uint32_t	tgt = cav_get_u32(r + CAV_REC_TGT);
-	uint64_t	start = cav_get_u64(r + CAV_REC_START);
+	uint32_t	tgt = cq_le_get_u32(r + CAV_REC_TGT);
+	uint64_t	start = cq_le_get_u64(r + CAV_REC_START);
 
 	if ((int64_t) tgt <= prev_tgt || tgt >= v->n_tgt)
 		return BAD("matrix %u: target id %u out of order", i, tgt);
@@ -121,9 +122,9 @@ check_record(const cav_view *v, uint32_t i, size_t ent_len, int64_t prev_tgt,
 		if (cav_section_find(v->buf, v->res_dict, v->n_restrict, s, l) == UINT32_MAX)
 			return BAD("matrix %u: token outside the restricted set", i);
 	}
-	if (cav_get_u64(r + CAV_REC_OCC) < 1 || cav_get_u64(r + CAV_REC_OCC) > INT64_MAX)
+	if (cq_le_get_u64(r + CAV_REC_OCC) < 1 || cq_le_get_u64(r + CAV_REC_OCC) > INT64_MAX)
 		return BAD("matrix %u: occurrences out of range", i);
-	if (cav_get_u32(r + CAV_REC_NNZ) < 1)
+	if (cq_le_get_u32(r + CAV_REC_NNZ) < 1)
 		return BAD("matrix %u: no entries", i);
 	if (start > ent_len)
 		return BAD("matrix %u: entries start past the end", i);
@@ -140,9 +141,9 @@ check_entries(const cav_view *v, uint32_t i, const uint8_t *p, const uint8_t *en
 			  cq_error *err)
 {
 	const uint8_t *r = cav_view_rec(v, i);
-	uint32_t	nnz = cav_get_u32(r + CAV_REC_NNZ);
-	uint64_t	occ = cav_get_u64(r + CAV_REC_OCC);
-	uint64_t	self = (uint64_t) v->n_src + cav_get_u32(r + CAV_REC_TGT);
+	uint32_t	nnz = cq_le_get_u32(r + CAV_REC_NNZ);
+	uint64_t	occ = cq_le_get_u64(r + CAV_REC_OCC);
+	uint64_t	self = (uint64_t) v->n_src + cq_le_get_u32(r + CAV_REC_TGT);
 	uint64_t	n_rows = (uint64_t) v->n_src + v->n_tgt;
 	uint64_t	row = 0,
 				prev_key = 0;
@@ -155,8 +156,8 @@ check_entries(const cav_view *v, uint32_t i, const uint8_t *p, const uint8_t *en
 					count,
 					key;
 
-		if (!cav_get_varint(&p, end, &delta) || !cav_get_varint(&p, end, &dist) ||
-			!cav_get_varint(&p, end, &count))
+		if (!cq_varint_get(&p, end, &delta) || !cq_varint_get(&p, end, &dist) ||
+			!cq_varint_get(&p, end, &count))
 			return BAD("matrix %u: entry %u truncated or malformed", i, e);
 		if (delta >= n_rows - row || dist >= v->l_max)
 			return BAD("matrix %u: entry %u out of range", i, e);
@@ -197,15 +198,15 @@ check_matrices(cav_view *v, cq_error *err)
 		rc = check_record(v, i, ent_len, prev_tgt, err);
 		if (rc)
 			return rc;
-		prev_tgt = cav_get_u32(cav_view_rec(v, i) + CAV_REC_TGT);
+		prev_tgt = cq_le_get_u32(cav_view_rec(v, i) + CAV_REC_TGT);
 	}
 	if (v->n_mat == 0 && ent_len != 0)
 		return BAD("trailing bytes after the matrix table");
 	for (uint32_t i = 0; i < v->n_mat; i++)
 	{
-		uint64_t	start = cav_get_u64(cav_view_rec(v, i) + CAV_REC_START);
+		uint64_t	start = cq_le_get_u64(cav_view_rec(v, i) + CAV_REC_START);
 		uint64_t	end = i + 1 < v->n_mat ?
-			cav_get_u64(cav_view_rec(v, i + 1) + CAV_REC_START) : ent_len;
+			cq_le_get_u64(cav_view_rec(v, i + 1) + CAV_REC_START) : ent_len;
 
 		if ((i == 0 && start != 0) || end <= start)
 			return BAD("matrix %u: entry extent out of order", i);
@@ -233,7 +234,7 @@ skip_dict(const cav_view *v, size_t *pos, uint32_t n, cq_error *err)
 
 	if (table > v->len - *pos)
 		return BAD("dictionary offsets run past the end");
-	table += cav_get_u32(v->buf + *pos + (size_t) n * 4);
+	table += cq_le_get_u32(v->buf + *pos + (size_t) n * 4);
 	if (table > v->len - *pos)
 		return BAD("dictionary strings run past the end");
 	*pos += table;

@@ -4,16 +4,16 @@
 
 #include "cav/budget.h"
 #include "cav/cav_view.h"
-#include "cav/codec.h"
 #include "cav/format.h"
+#include "common/le.h"
 
 /* String i of the dictionary section at pos holding n strings. */
 static inline const char *
 cav_section_str(const uint8_t *buf, size_t pos, uint32_t n, uint32_t i, size_t *len)
 {
 	const uint8_t *off = buf + pos;
-	uint32_t	a = cav_get_u32(off + (size_t) i * 4),
-				b = cav_get_u32(off + (size_t) i * 4 + 4);
+	uint32_t	a = cq_le_get_u32(off + (size_t) i * 4),
+				b = cq_le_get_u32(off + (size_t) i * 4 + 4);
 
 	*len = b - a;
 	return (const char *) (off + ((size_t) n + 1) * 4 + a);

@@ -5,11 +5,11 @@ void
 cav_view_token(const cav_view *v, uint32_t idx, cav_token_info *out)
 {
 	const uint8_t *r = cav_view_rec(v, idx);
-	uint32_t	tgt = cav_get_u32(r + CAV_REC_TGT);
+	uint32_t	tgt = cq_le_get_u32(r + CAV_REC_TGT);
 
 	out->str = cav_section_str(v->buf, v->tgt_dict, v->n_tgt, tgt, &out->len);
-	out->occurrences = cav_get_u64(r + CAV_REC_OCC);
-	out->nnz = cav_get_u32(r + CAV_REC_NNZ);
+	out->occurrences = cq_le_get_u64(r + CAV_REC_OCC);
+	out->nnz = cq_le_get_u32(r + CAV_REC_NNZ);
 	out->row = v->n_src + tgt;
 }
 
@@ -25,7 +25,7 @@ cav_view_find(const cav_view *v, const char *tok, size_t len, uint32_t *idx,
 	while (tgt != UINT32_MAX && lo < hi)
 	{
 		uint32_t	mid = lo + (hi - lo) / 2;
-		uint32_t	t = cav_get_u32(cav_view_rec(v, mid) + CAV_REC_TGT);
+		uint32_t	t = cq_le_get_u32(cav_view_rec(v, mid) + CAV_REC_TGT);
 
 		if (t == tgt)
 		{
@@ -61,14 +61,14 @@ void
 cav_entry_iter_init(const cav_view *v, uint32_t idx, cav_entry_iter *it)
 {
 	const uint8_t *r = cav_view_rec(v, idx);
-	uint64_t	start = cav_get_u64(r + CAV_REC_START);
+	uint64_t	start = cq_le_get_u64(r + CAV_REC_START);
 	uint64_t	end = idx + 1 < v->n_mat ?
-		cav_get_u64(cav_view_rec(v, idx + 1) + CAV_REC_START) : v->len - v->entries;
+		cq_le_get_u64(cav_view_rec(v, idx + 1) + CAV_REC_START) : v->len - v->entries;
 
 	it->p = v->buf + v->entries + start;
 	it->end = v->buf + v->entries + end;
 	it->row = 0;
-	it->left = cav_get_u32(r + CAV_REC_NNZ);
+	it->left = cq_le_get_u32(r + CAV_REC_NNZ);
 }
 
 uint32_t

@@ -8,31 +8,38 @@
 #include <string.h>
 
 #include "common/mem.h"
+#include "common/utf8.h"
 
+/*
+ * The parse functions return false on failure, after fail() has recorded
+ * the code and the message (with the byte offset) for the caller.
+ */
 typedef struct parser
 {
 	const char *s;
 	size_t		len;
 	size_t		pos;
-	char	   *err;
-	size_t		errlen;
+	cq_code		code;
+	cq_error   *err;
 } parser;
 
-static bool fail(parser *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool fail_as(parser *p, cq_code code, const char *fmt, ...)
+			__attribute__((format(printf, 3, 4)));
 
 static bool
-fail(parser *p, const char *fmt, ...)
+fail_as(parser *p, cq_code code, const char *fmt, ...)
 {
 	va_list		ap;
-	int			n;
+	char		what[CQ_ERROR_MESSAGE_SIZE];
 
-	n = snprintf(p->err, p->errlen, "at byte %zu: ", p->pos);
 	va_start(ap, fmt);
-	if (n >= 0 && (size_t) n < p->errlen)
-		vsnprintf(p->err + n, p->errlen - n, fmt, ap);
+	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
+	p->code = cq_fail(p->err, code, "at byte %zu: %s", p->pos, what);
 	return false;
 }
+
+#define fail(p, ...) fail_as(p, CQ_EINVAL, __VA_ARGS__)
 
 static void
 skip_ws(parser *p)
@@ -52,47 +59,6 @@ expect(parser *p, char c)
 }
 
 /* A string literal at p->pos into a fresh allocation. */
-/*
- * Length of the well-formed UTF-8 sequence at s[0..n) (RFC 3629: no
- * overlong form, no surrogate, nothing above U+10FFFF), 0 if there is none.
- */
-static size_t
-utf8_sequence(const unsigned char *s, size_t n)
-{
-	size_t		len;
-	unsigned	lo = 0x80,
-				hi = 0xbf;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-	{
-		len = 3;
-		if (s[0] == 0xe0)
-			lo = 0xa0;
-		else if (s[0] == 0xed)
-			hi = 0x9f;
-	}
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-	{
-		len = 4;
-		if (s[0] == 0xf0)
-			lo = 0x90;
-		else if (s[0] == 0xf4)
-			hi = 0x8f;
-	}
-	else
-		return 0;
-	if (n < len || s[1] < lo || s[1] > hi)
-		return 0;
-	for (size_t i = 2; i < len; i++)
-		if (s[i] < 0x80 || s[i] > 0xbf)
-			return 0;
-	return len;
-}
-
 static bool
 parse_string(parser *p, char **out)
 {
@@ -105,7 +71,7 @@ parse_string(parser *p, char **out)
 	p->pos++;
 	buf = cq_alloc(p->len - p->pos + 1);	/* decoded is never longer */
 	if (!buf)
-		return fail(p, "out of memory");
+		return fail_as(p, CQ_ENOMEM, "out of memory");
 	while (p->pos < p->len && p->s[p->pos] != '"')
 	{
 		unsigned char c = p->s[p->pos++];
@@ -117,8 +83,8 @@ parse_string(parser *p, char **out)
 		}
 		if (c >= 0x80)
 		{
-			size_t		len = utf8_sequence((const unsigned char *) p->s + p->pos - 1,
-											p->len - p->pos + 1);
+			size_t		len = cq_utf8_decode((const uint8_t *) p->s + p->pos - 1,
+											 p->len - p->pos + 1, NULL);
 
 			if (len == 0)
 			{
@@ -284,7 +250,7 @@ add_member(parser *p, cq_json_object *obj, int *cap)
 		cq_json_member *grown = cq_realloc(obj->members, sizeof(*grown) * ncap);
 
 		if (!grown)
-			return fail(p, "out of memory");
+			return fail_as(p, CQ_ENOMEM, "out of memory");
 		obj->members = grown;
 		*cap = ncap;
 	}
@@ -296,11 +262,10 @@ add_member(parser *p, cq_json_object *obj, int *cap)
 	return expect(p, ':') && parse_value(p, m);
 }
 
-bool
-cq_json_parse_object(const char *text, size_t len, cq_json_object *out,
-					 char *err, size_t errlen)
+cq_code
+cq_json_parse_object(const char *text, size_t len, cq_json_object *out, cq_error *err)
 {
-	parser		p = {text, len, 0, err, errlen};
+	parser		p = {text, len, 0, CQ_OK, err};
 	int			cap = 0;
 	bool		ok;
 
@@ -329,7 +294,7 @@ cq_json_parse_object(const char *text, size_t len, cq_json_object *out,
 		ok = fail(&p, "trailing characters after the object");
 	if (!ok)
 		cq_json_free(out);
-	return ok;
+	return ok ? CQ_OK : p.code;
 }
 
 void

@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "common/error.h"
+
 typedef enum cq_json_type
 {
 	CQ_JSON_NULL,
@@ -34,9 +36,12 @@ typedef struct cq_json_object
 	cq_json_member *members;
 } cq_json_object;
 
-/* Parse text[0..len); on failure returns false and fills err (NUL-ended). */
-bool		cq_json_parse_object(const char *text, size_t len,
-								 cq_json_object *out, char *err, size_t errlen);
+/*
+ * Parse text[0..len) into *out (cq_json_free it).  CQ_EINVAL for text that
+ * is not such an object, CQ_ENOMEM; the message starts "at byte N: ".
+ */
+cq_code		cq_json_parse_object(const char *text, size_t len,
+								 cq_json_object *out, cq_error *err);
 void		cq_json_free(cq_json_object *obj);
 
 /* The member with this key, or NULL (the last one wins on duplicates). */

@@ -1,6 +1,7 @@
 /*
  * Little-endian integers and float32 arrays in byte buffers: the byte order of
- * corpq's weight files (models/FORMAT.md, models/ANTAP.md) on any host.
+ * corpq's weight files (models/FORMAT.md, models/ANTAP.md) and of the CAV
+ * layout (cav/FORMAT.md) on any host.
  */
 #ifndef CQ_COMMON_LE_H
 #define CQ_COMMON_LE_H
@@ -8,6 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+static inline uint16_t
+cq_le_get_u16(const unsigned char *p)
+{
+	return (uint16_t) (p[0] | p[1] << 8);
+}
 
 static inline uint32_t
 cq_le_get_u32(const unsigned char *p)
@@ -19,6 +26,13 @@ static inline uint64_t
 cq_le_get_u64(const unsigned char *p)
 {
 	return (uint64_t) cq_le_get_u32(p) | (uint64_t) cq_le_get_u32(p + 4) << 32;
+}
+
+static inline void
+cq_le_put_u16(unsigned char *p, uint16_t v)
+{
+	p[0] = (unsigned char) v;
+	p[1] = (unsigned char) (v >> 8);
 }
 
 static inline void

@@ -4,6 +4,7 @@
 #include "common/tensorfile.h"
 
 #include <math.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "common/crc32.h"
@@ -11,70 +12,114 @@
 #include "common/mem.h"
 
 size_t
-cq_tensorfile_record_bytes(size_t name_len, int ndim)
+cq_dtype_size(cq_dtype t)
 {
-	return 2 + name_len + 2 + 4 * (size_t) ndim + 8;
+	return t == CQ_DTYPE_INT8 ? 1 : 4;
+}
+
+const char *
+cq_dtype_name(cq_dtype t)
+{
+	return t == CQ_DTYPE_INT8 ? "int8" : "float32";
+}
+
+static size_t
+align_up(size_t n)
+{
+	return (n + CQ_TENSORFILE_ALIGN - 1) / CQ_TENSORFILE_ALIGN * CQ_TENSORFILE_ALIGN;
+}
+
+/* The data bytes of e, padded to the next tensor's alignment. */
+static size_t
+entry_bytes(const cq_tensorfile_entry *e)
+{
+	return align_up((size_t) e->dims[0] * (e->ndim == 2 ? e->dims[1] : 1) * cq_dtype_size(e->dtype));
+}
+
+/* The table's bytes, the data section's and whether any tensor is not float32. */
+static void
+measure(const cq_tensorfile_source *src, size_t *table, size_t *data, bool *typed)
+{
+	cq_tensorfile_entry e;
+
+	*table = *data = 0;
+	*typed = false;
+	for (int i = 0; i < src->n; i++)
+	{
+		src->entry(src->ctx, i, &e);
+		*table += 2 + strlen(e.name) + 2 + 4 * (size_t) e.ndim + 8;
+		*data += entry_bytes(&e);
+		*typed |= e.dtype != CQ_DTYPE_FLOAT32;
+	}
 }
 
 size_t
-cq_tensorfile_data_offset(size_t config_len, size_t table_bytes)
+cq_tensorfile_size(size_t config_len, const cq_tensorfile_source *src)
 {
-	return (CQ_TENSORFILE_HEADER + config_len + table_bytes + CQ_TENSORFILE_ALIGN - 1) /
-		CQ_TENSORFILE_ALIGN * CQ_TENSORFILE_ALIGN;
+	size_t		table,
+				data;
+	bool		typed;
+
+	measure(src, &table, &data, &typed);
+	return align_up(CQ_TENSORFILE_HEADER + config_len + table) + data + 4;
+}
+
+/* Record e at p (the table), its data at offset off of the section. */
+static size_t
+put_record(unsigned char *p, const cq_tensorfile_entry *e, bool typed, uint64_t off)
+{
+	size_t		nlen = strlen(e->name),
+				pos = 0;
+
+	p[pos++] = (unsigned char) nlen;	/* u16, names are < 64 bytes */
+	p[pos++] = 0;
+	memcpy(p + pos, e->name, nlen);
+	pos += nlen;
+	p[pos++] = (unsigned char) e->ndim;
+	p[pos++] = typed ? (unsigned char) e->dtype : 0;
+	for (int k = 0; k < e->ndim; k++, pos += 4)
+		cq_le_put_u32(p + pos, e->dims[k]);
+	cq_le_put_u64(p + pos, off);
+	return pos + 8;
 }
 
 cq_code
 cq_tensorfile_write(const cq_tensorfile_format *fmt, void *buf, size_t size,
 					const char *config, size_t config_len,
-					int n_tensors, cq_tensorfile_get get, const void *ctx,
-					const float *data, size_t n_floats, cq_error *err)
+					const cq_tensorfile_source *src, cq_error *err)
 {
 	unsigned char *p = buf;
-	size_t		table = 0,
+	size_t		table,
+				data_size,
 				data_off,
-				data_size = n_floats * sizeof(float),
-				pos;
-	const char *name;
-	const int  *dims;
-	int			ndim;
-	size_t		off;
+				pos,
+				off = 0;
+	bool		typed;
+	cq_tensorfile_entry e;
 
-	for (int i = 0; i < n_tensors; i++)
-	{
-		get(ctx, i, &name, &ndim, &dims, &off);
-		table += cq_tensorfile_record_bytes(strlen(name), ndim);
-	}
-	data_off = cq_tensorfile_data_offset(config_len, table);
+	measure(src, &table, &data_size, &typed);
+	if (typed && fmt->typed_version == 0)
+		return cq_fail(err, CQ_EINVAL, "a %s holds float32 tensors only", fmt->what);
+	data_off = align_up(CQ_TENSORFILE_HEADER + config_len + table);
 	if (size < data_off + data_size + 4)
 		return cq_fail(err, CQ_EINVAL, "buffer of %zu bytes is too small for the %zu-byte file",
 					   size, data_off + data_size + 4);
-	memset(p, 0, data_off);
+	memset(p, 0, data_off + data_size);
 	memcpy(p, fmt->magic, 8);
-	cq_le_put_u32(p + 8, fmt->version);
+	cq_le_put_u32(p + 8, typed ? fmt->typed_version : fmt->version);
 	cq_le_put_u32(p + 12, (uint32_t) config_len);
-	cq_le_put_u32(p + 16, (uint32_t) n_tensors);
+	cq_le_put_u32(p + 16, (uint32_t) src->n);
 	cq_le_put_u64(p + 24, data_off);
 	cq_le_put_u64(p + 32, data_size);
 	memcpy(p + CQ_TENSORFILE_HEADER, config, config_len);
 	pos = CQ_TENSORFILE_HEADER + config_len;
-	for (int i = 0; i < n_tensors; i++)
+	for (int i = 0; i < src->n; i++)
 	{
-		size_t		nlen;
-
-		get(ctx, i, &name, &ndim, &dims, &off);
-		nlen = strlen(name);
-		p[pos++] = (unsigned char) nlen;	/* u16, names are < 64 bytes */
-		p[pos++] = 0;
-		memcpy(p + pos, name, nlen);
-		pos += nlen;
-		p[pos++] = (unsigned char) ndim;
-		p[pos++] = 0;
-		for (int k = 0; k < ndim; k++, pos += 4)
-			cq_le_put_u32(p + pos, (uint32_t) dims[k]);
-		cq_le_put_u64(p + pos, off * sizeof(float));
-		pos += 8;
+		src->entry(src->ctx, i, &e);
+		pos += put_record(p + pos, &e, typed, off);
+		src->fill(src->ctx, i, p + data_off + off);
+		off += entry_bytes(&e);
 	}
-	cq_le_copy_floats(p + data_off, data, n_floats);
 	cq_le_put_u32(p + data_off + data_size, cq_crc32(0, p, data_off + data_size));
 	return CQ_OK;
 }
@@ -101,9 +146,13 @@ cq_tensorfile_open(cq_tensorfile *tf, const cq_tensorfile_format *fmt,
 		return cq_fail(err, CQ_EFORMAT, "%s is truncated: %zu bytes", what, len);
 	tf->check = CQ_TF_VERSION;
 	version = cq_le_get_u32(p + 8);
-	if (version != fmt->version)
-		return cq_fail(err, CQ_EFORMAT, "%s format version %u is not supported (this build reads %u)",
-					   what, version, fmt->version);
+	if (version != fmt->version && (fmt->typed_version == 0 || version != fmt->typed_version))
+		return fmt->typed_version == 0
+			? cq_fail(err, CQ_EFORMAT, "%s format version %u is not supported (this build reads %u)",
+					  what, version, fmt->version)
+			: cq_fail(err, CQ_EFORMAT, "%s format version %u is not supported (this build reads %u and %u)",
+					  what, version, fmt->version, fmt->typed_version);
+	tf->version = version;
 	tf->check = CQ_TF_FRAMING;
 	tf->config_len = cq_le_get_u32(p + 12);
 	tf->n_tensors = cq_le_get_u32(p + 16);
@@ -163,9 +212,17 @@ cq_tensorfile_next(cq_tensorfile *tf, cq_tensorfile_record *rec, cq_error *err)
 	rec->ndim = p[q];
 	if (rec->ndim < 1 || rec->ndim > 2 || q + 2 + 4 * (size_t) rec->ndim + 8 > end)
 		return cq_fail(err, CQ_EFORMAT, "%s tensor table is malformed at \"%s\"", what, rec->name);
-	if (p[q + 1] != 0)
+	rec->dtype = CQ_DTYPE_FLOAT32;
+	if (tf->version != tf->fmt->typed_version && p[q + 1] != 0)
 		return cq_fail(err, CQ_EFORMAT, "%s tensor table: the reserved byte of \"%s\" is not zero",
 					   what, rec->name);
+	if (tf->version == tf->fmt->typed_version)
+	{
+		if (p[q + 1] >= CQ_DTYPE_COUNT)
+			return cq_fail(err, CQ_EFORMAT, "%s tensor table: \"%s\" has unknown dtype %u",
+						   what, rec->name, p[q + 1]);
+		rec->dtype = (cq_dtype) p[q + 1];
+	}
 	q += 2;
 	rec->dims[0] = rec->dims[1] = 0;
 	for (int k = 0; k < rec->ndim; k++, q += 4)
@@ -176,17 +233,26 @@ cq_tensorfile_next(cq_tensorfile *tf, cq_tensorfile_record *rec, cq_error *err)
 	return CQ_OK;
 }
 
-cq_code
-cq_tensorfile_place(cq_tensorfile *tf, const cq_tensorfile_record *rec,
-					size_t numel, float *dst, cq_error *err)
+/*
+ * Claim the bytes of rec's tensor of numel values of dtype want: it has that
+ * dtype, its offset is aligned, it lies in the data section and overlaps no
+ * tensor claimed before.
+ */
+static cq_code
+claim(cq_tensorfile *tf, const cq_tensorfile_record *rec, size_t numel, cq_dtype want,
+	  cq_error *err)
 {
 	uint64_t	off = rec->offset,
+				bytes = numel * cq_dtype_size(want),
 				stop;
 
 	tf->check = CQ_TF_FRAMING;
-	if (off % CQ_TENSORFILE_ALIGN != 0 || off > tf->data_size || tf->data_size - off < numel * 4)
+	if (rec->dtype != want)
+		return cq_fail(err, CQ_EFORMAT, "tensor \"%s\" is %s, %s expected", rec->name,
+					   cq_dtype_name(rec->dtype), cq_dtype_name(want));
+	if (off % CQ_TENSORFILE_ALIGN != 0 || off > tf->data_size || tf->data_size - off < bytes)
 		return cq_fail(err, CQ_EFORMAT, "tensor \"%s\" lies outside the data section", rec->name);
-	stop = off + numel * 4;
+	stop = off + bytes;
 	if (!tf->placed && tf->n_tensors > 0 &&
 		!(tf->placed = cq_alloc(sizeof(uint64_t) * 2 * tf->n_tensors)))
 	{
@@ -203,7 +269,18 @@ cq_tensorfile_place(cq_tensorfile *tf, const cq_tensorfile_record *rec,
 		tf->placed[2 * tf->n_placed + 1] = stop;
 		tf->n_placed++;
 	}
-	cq_le_copy_floats(dst, tf->p + tf->data_off + off, numel);
+	return CQ_OK;
+}
+
+cq_code
+cq_tensorfile_place(cq_tensorfile *tf, const cq_tensorfile_record *rec,
+					size_t numel, float *dst, cq_error *err)
+{
+	cq_code		s = claim(tf, rec, numel, CQ_DTYPE_FLOAT32, err);
+
+	if (s != CQ_OK)
+		return s;
+	cq_le_copy_floats(dst, tf->p + tf->data_off + rec->offset, numel);
 	for (size_t i = 0; i < numel; i++)
 		if (!isfinite(dst[i]))
 		{
@@ -211,6 +288,26 @@ cq_tensorfile_place(cq_tensorfile *tf, const cq_tensorfile_record *rec,
 			return cq_fail(err, CQ_EFORMAT, "tensor \"%s\" has a non-finite value (%g) at index %zu",
 						   rec->name, (double) dst[i], i);
 		}
+	return CQ_OK;
+}
+
+cq_code
+cq_tensorfile_place_codes(cq_tensorfile *tf, const cq_tensorfile_record *rec,
+						  size_t numel, int qmax, const int8_t **codes, cq_error *err)
+{
+	cq_code		s = claim(tf, rec, numel, CQ_DTYPE_INT8, err);
+	const int8_t *q = (const int8_t *) (tf->p + tf->data_off + rec->offset);
+
+	if (s != CQ_OK)
+		return s;
+	for (size_t i = 0; i < numel; i++)
+		if (q[i] < -qmax || q[i] > qmax)
+		{
+			tf->check = CQ_TF_VALUE;
+			return cq_fail(err, CQ_EFORMAT, "tensor \"%s\" has code %d at index %zu, outside [-%d, %d]",
+						   rec->name, q[i], i, qmax, qmax);
+		}
+	*codes = q;
 	return CQ_OK;
 }
 

@@ -1,6 +1,7 @@
 #include "metrics/cpbuf.h"
 
 #include "common/mem.h"
+#include "common/utf8.h"
 
 void
 cq_cpbuf_free(cq_cpbuf *b)
@@ -29,43 +30,6 @@ cq_cpbuf_reserve(cq_cpbuf *b, size_t n)
 	return true;
 }
 
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 if it is not one. */
-static int
-utf8_seq(const unsigned char *s, size_t avail, uint32_t *cp)
-{
-	unsigned char c = s[0];
-	int			len;
-	uint32_t	v;
-
-	if (c < 0x80)
-	{
-		*cp = c;
-		return 1;
-	}
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2, v = c & 0x1F;
-	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3, v = c & 0x0F;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4, v = c & 0x07;
-	else
-		return 0;
-	if ((size_t) len > avail)
-		return 0;
-	for (int i = 1; i < len; i++)
-	{
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-		v = (v << 6) | (s[i] & 0x3F);
-	}
-	/* overlong forms, surrogates and values beyond U+10FFFF are invalid */
-	if ((len == 3 && v < 0x800) || (len == 4 && (v < 0x10000 || v > 0x10FFFF)) ||
-		(v >= 0xD800 && v <= 0xDFFF))
-		return 0;
-	*cp = v;
-	return len;
-}
-
 bool
 cq_cpbuf_from_utf8(cq_cpbuf *b, const char *s, size_t len)
 {
@@ -78,14 +42,14 @@ cq_cpbuf_from_utf8(cq_cpbuf *b, const char *s, size_t len)
 	while (i < len)
 	{
 		uint32_t	cp;
-		int			k;
+		size_t		k;
 
 		if (p[i] < 0x80)
 		{
 			cq_cpbuf_put(b, p[i++]);
 			continue;
 		}
-		k = utf8_seq(p + i, len - i, &cp);
+		k = cq_utf8_decode(p + i, len - i, &cp);
 		if (k == 0)
 		{
 			cp = 0xFFFD;

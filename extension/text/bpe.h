@@ -36,12 +36,12 @@ typedef struct cq_bpe
 	cq_pairmap	ranks;			/* (left, right) -> lowest rank */
 } cq_bpe;
 
-/* An empty model of the given codes version (1 or 2); 0 or an error code. */
-int			cq_bpe_init(cq_bpe *bpe, int version);
+/* An empty model of the given codes version (1 or 2); CQ_ENOMEM. */
+cq_code		cq_bpe_init(cq_bpe *bpe, int version);
 void		cq_bpe_free(cq_bpe *bpe);
 
 /* Append the merge (left, right); both non-empty, without spaces. */
-int			cq_bpe_add_merge(cq_bpe *bpe, const char *left, size_t llen,
+cq_code		cq_bpe_add_merge(cq_bpe *bpe, const char *left, size_t llen,
 							 const char *right, size_t rlen, cq_error *err);
 
 /*
@@ -49,10 +49,10 @@ int			cq_bpe_add_merge(cq_bpe *bpe, const char *left, size_t llen,
  * selects the version; without it the file is version 0.1 and its first line
  * is a merge.  Each merge line is "left right" (surrounding spaces, \r and \n
  * are stripped, then exactly one space must separate two non-empty symbols).
- * On failure err->line is the 1-based line number.  bpe must be uninitialised
- * or freed; on failure it is left freed.
+ * A bad line is CQ_EINVAL, its 1-based number in the message.  bpe must be
+ * uninitialised or freed; on failure it is left freed.
  */
-int			cq_bpe_parse_codes(cq_bpe *bpe, const char *codes, size_t len,
+cq_code		cq_bpe_parse_codes(cq_bpe *bpe, const char *codes, size_t len,
 							   cq_error *err);
 
 /* The codes file (header for version 0.2, then one merge per line); cq_alloc. */
@@ -71,24 +71,25 @@ typedef struct cq_bpe_cache
 	size_t		max_words;
 } cq_bpe_cache;
 
-int			cq_bpe_cache_init(cq_bpe_cache *c, size_t max_words);
+/* CQ_ENOMEM. */
+cq_code		cq_bpe_cache_init(cq_bpe_cache *c, size_t max_words);
 void		cq_bpe_cache_free(cq_bpe_cache *c);
 
 /*
  * Segment one word (no whitespace inside) into subword end offsets: ends[i]
  * is the byte offset just past subword i, *n_out the number of subwords.
- * ends needs room for wlen entries.  cache may be NULL.
+ * ends needs room for wlen entries.  cache may be NULL.  CQ_ENOMEM.
  */
-int			cq_bpe_segment_word(const cq_bpe *bpe, cq_bpe_cache *cache,
+cq_code		cq_bpe_segment_word(const cq_bpe *bpe, cq_bpe_cache *cache,
 								const char *word, size_t wlen,
 								uint32_t *ends, size_t *n_out);
 
 /*
  * Segment a sentence: the subwords of every word, "@@" appended to all but
  * the last subword of each word.  bpe NULL = whitespace segmentation.
- * out is cleared first.
+ * out is cleared first.  CQ_ENOMEM.
  */
-int			cq_bpe_tokenize(const cq_bpe *bpe, cq_bpe_cache *cache,
+cq_code		cq_bpe_tokenize(const cq_bpe *bpe, cq_bpe_cache *cache,
 							const char *text, size_t len, cq_tokens *out);
 
 /*

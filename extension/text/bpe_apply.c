@@ -5,7 +5,7 @@
 
 #include "common/mem.h"
 
-int
+cq_code
 cq_bpe_cache_init(cq_bpe_cache *c, size_t max_words)
 {
 	memset(c, 0, sizeof(*c));
@@ -35,7 +35,7 @@ cache_get(const cq_bpe_cache *c, const char *w, size_t n, uint32_t *ends, size_t
 	return 1;
 }
 
-static int
+static cq_code
 cache_put(cq_bpe_cache *c, const char *w, size_t n, const uint32_t *ends, size_t k)
 {
 	if (c->words.n >= c->max_words)
@@ -59,10 +59,11 @@ cache_put(cq_bpe_cache *c, const char *w, size_t n, const uint32_t *ends, size_t
 		c->segs = s;
 		c->segs_cap = cap;
 	}
-	int64_t		e = cq_strmap_intern(&c->words, w, n, NULL);
+	int64_t		e;
+	cq_code		rc = cq_strmap_intern(&c->words, w, n, &e, NULL);
 
-	if (e < 0)
-		return CQ_ENOMEM;
+	if (rc != CQ_OK)
+		return rc;
 	c->words.vals[e] = (int64_t) c->segs_len;
 	c->segs[c->segs_len] = (uint32_t) k;
 	memcpy(c->segs + c->segs_len + 1, ends, k * sizeof(uint32_t));
@@ -158,7 +159,7 @@ segment_uncached(const cq_bpe *bpe, const char *word, size_t wlen,
 	return n;
 }
 
-int
+cq_code
 cq_bpe_segment_word(const cq_bpe *bpe, cq_bpe_cache *cache,
 					const char *word, size_t wlen, uint32_t *ends, size_t *n_out)
 {
@@ -205,7 +206,7 @@ cq_bpe_segment_word(const cq_bpe *bpe, cq_bpe_cache *cache,
 	return cache ? cache_put(cache, word, wlen, ends, n) : CQ_OK;
 }
 
-int
+cq_code
 cq_bpe_tokenize(const cq_bpe *bpe, cq_bpe_cache *cache,
 				const char *text, size_t len, cq_tokens *out)
 {
@@ -219,7 +220,7 @@ cq_bpe_tokenize(const cq_bpe *bpe, cq_bpe_cache *cache,
 				s,
 				wl,
 				k;
-	int			rc = CQ_OK;
+	cq_code		rc = CQ_OK;
 
 	cq_tokens_clear(out);
 	while (rc == CQ_OK && cq_next_word(text, len, &pos, &s, &wl))

@@ -47,7 +47,7 @@ header_version(const char *line, size_t n)
 }
 
 /* One merge line [s, e) of the codes file. */
-static int
+static cq_code
 parse_merge_line(cq_bpe *bpe, const char *s, const char *e, int lineno,
 				 cq_error *err)
 {
@@ -61,7 +61,7 @@ parse_merge_line(cq_bpe *bpe, const char *s, const char *e, int lineno,
 		return cq_fail(err, CQ_EINVAL,
 							"invalid line %d in BPE codes: expected two symbols separated by one space",
 							lineno);
-	int			rc = cq_bpe_add_merge(bpe, s, sp - s, sp + 1, e - sp - 1, err);
+	cq_code		rc = cq_bpe_add_merge(bpe, s, sp - s, sp + 1, e - sp - 1, err);
 
 	/* the merge's own message, with the line it came from */
 	if (rc != CQ_OK && err)
@@ -74,7 +74,7 @@ parse_merge_line(cq_bpe *bpe, const char *s, const char *e, int lineno,
 	return rc;
 }
 
-int
+cq_code
 cq_bpe_parse_codes(cq_bpe *bpe, const char *codes, size_t len, cq_error *err)
 {
 	const char *p = codes,
@@ -111,7 +111,7 @@ cq_bpe_parse_codes(cq_bpe *bpe, const char *codes, size_t len, cq_error *err)
 
 		if (!e)
 			e = end;
-		int			rc = parse_merge_line(bpe, p, e, lineno, err);
+		cq_code		rc = parse_merge_line(bpe, p, e, lineno, err);
 
 		if (rc != CQ_OK)
 		{

@@ -168,14 +168,17 @@ heap_fix(cq_bpe_learner *l, int32_t p)
 
 /* ---- pairs ---- */
 
-/* The pair (a, b), created with count 0 if absent; -1 on ENOMEM. */
-static int32_t
-pair_get(cq_bpe_learner *l, int32_t a, int32_t b)
+/* *out = the pair (a, b), created with count 0 if absent; CQ_ENOMEM. */
+static cq_code
+pair_get(cq_bpe_learner *l, int32_t a, int32_t b, int32_t *out)
 {
 	int32_t		p = cq_pairmap_get(&l->index, a, b);
 
 	if (p >= 0)
-		return p;
+	{
+		*out = p;
+		return CQ_OK;
+	}
 	if (l->n_pairs == l->cap_pairs)
 	{
 		size_t		cap = l->cap_pairs * 2;
@@ -187,18 +190,19 @@ pair_get(cq_bpe_learner *l, int32_t a, int32_t b)
 		if (nh)
 			l->heap = nh;
 		if (!np || !nh)
-			return -1;
+			return CQ_ENOMEM;
 		l->cap_pairs = cap;
 	}
 	p = (int32_t) l->n_pairs;
-	if (cq_pairmap_put_new(&l->index, a, b, p) == INT32_MIN)
-		return -1;
+	if (cq_pairmap_put_new(&l->index, a, b, p, NULL) != CQ_OK)
+		return CQ_ENOMEM;
 	l->n_pairs++;
 	l->pairs[p] = (lpair) {a, b, 0, 0, -1, -1, NULL, 0, 0};
-	return p;
+	*out = p;
+	return CQ_OK;
 }
 
-static int
+static cq_code
 push_i32(int32_t **arr, int32_t *n, int32_t *cap, int32_t v)
 {
 	if (*n == *cap)
@@ -220,12 +224,12 @@ push_i32(int32_t **arr, int32_t *n, int32_t *cap, int32_t v)
  * word for the pair.  Changes wait in "pending" so that the heap, repaired
  * one pair at a time, never compares against an unrepaired key.
  */
-static int
+static cq_code
 pair_add(cq_bpe_learner *l, int32_t a, int32_t b, int64_t delta, int32_t word)
 {
-	int32_t		p = pair_get(l, a, b);
+	int32_t		p;
 
-	if (p < 0)
+	if (pair_get(l, a, b, &p) != CQ_OK)
 		return CQ_ENOMEM;
 
 	lpair	   *x = &l->pairs[p];
@@ -253,35 +257,42 @@ pair_add(cq_bpe_learner *l, int32_t a, int32_t b, int64_t delta, int32_t word)
 
 /* ---- construction ---- */
 
-/* Intern word's characters (+ "</w>" on the last) into out[]; count or -1. */
-static int64_t
-word_symbols(cq_bpe_learner *l, const char *w, size_t n, int32_t *out)
+/*
+ * Intern word's characters (+ "</w>" on the last) into out[], *count of
+ * them; CQ_ENOMEM, or CQ_ELIMIT past 2^31 symbols.
+ */
+static cq_code
+word_symbols(cq_bpe_learner *l, const char *w, size_t n, int32_t *out, uint32_t *count)
 {
-	int64_t		k = 0;
+	uint32_t	k = 0;
 	char		buf[8];
 
 	for (size_t p = 0; p < n;)
 	{
 		size_t		cl = cq_utf8_char_len(w + p, w + n);
 		int64_t		id;
+		cq_code		rc;
 
 		if (p + cl == n)
 		{
 			memcpy(buf, w + p, cl);
 			memcpy(buf + cl, CQ_BPE_EOW, 4);
-			id = cq_strmap_intern(&l->syms, buf, cl + 4, NULL);
+			rc = cq_strmap_intern(&l->syms, buf, cl + 4, &id, NULL);
 		}
 		else
-			id = cq_strmap_intern(&l->syms, w + p, cl, NULL);
-		if (id < 0 || id > INT32_MAX)
-			return -1;
+			rc = cq_strmap_intern(&l->syms, w + p, cl, &id, NULL);
+		if (rc != CQ_OK)
+			return rc;
+		if (id > INT32_MAX)
+			return CQ_ELIMIT;
 		out[k++] = (int32_t) id;
 		p += cl;
 	}
-	return k;
+	*count = k;
+	return CQ_OK;
 }
 
-static int
+static cq_code
 alloc_arrays(cq_bpe_learner *l, size_t n_words, size_t total, size_t max_len)
 {
 	l->sym = cq_alloc((total ? total : 1) * sizeof(int32_t));
@@ -304,7 +315,7 @@ alloc_arrays(cq_bpe_learner *l, size_t n_words, size_t total, size_t max_len)
 	return cq_pairmap_init(&l->index, 4096);
 }
 
-static int
+static cq_code
 load_words(cq_bpe_learner *l, const cq_strmap *counts)
 {
 	size_t		total = 0,
@@ -326,15 +337,16 @@ load_words(cq_bpe_learner *l, const cq_strmap *counts)
 	{
 		size_t		n;
 		const char *w = cq_strmap_key(counts, e, &n);
+		uint32_t	k;
+		cq_code		rc;
 
 		if (counts->vals[e] <= 0 || n == 0)
 			continue;
-		int64_t		k = word_symbols(l, w, n, l->sym + off);
-
-		if (k < 0)
-			return CQ_ENOMEM;
+		rc = word_symbols(l, w, n, l->sym + off, &k);
+		if (rc != CQ_OK)
+			return rc;
 		l->start[l->n_words] = off;
-		l->len[l->n_words] = (uint32_t) k;
+		l->len[l->n_words] = k;
 		l->freq[l->n_words] = counts->vals[e];
 		l->stamp[l->n_words] = -1;
 		l->n_words++;
@@ -343,24 +355,39 @@ load_words(cq_bpe_learner *l, const cq_strmap *counts)
 	return CQ_OK;
 }
 
-cq_bpe_learner *
-cq_bpe_learner_new(const cq_strmap *counts, int64_t min_frequency)
+/* The message of a failure of the learner's inner calls (bare codes). */
+static cq_code
+learner_error(cq_error *err, cq_code code)
+{
+	if (code == CQ_ELIMIT)
+		return cq_fail(err, code, "the words have more than 2^31 distinct symbols");
+	return cq_fail(err, code, "out of memory");
+}
+
+cq_code
+cq_bpe_learner_new(const cq_strmap *counts, int64_t min_frequency, cq_bpe_learner **out,
+				   cq_error *err)
 {
 	cq_bpe_learner *l = cq_alloc0(sizeof(cq_bpe_learner));
+	cq_code		rc;
 
+	*out = NULL;
 	if (!l)
-		return NULL;
+		return learner_error(err, CQ_ENOMEM);
 	l->min_frequency = min_frequency;
 	l->step = -1;
-	if (load_words(l, counts) != CQ_OK)
-		goto fail;
-	for (size_t w = 0; w < l->n_words; w++)
+	rc = load_words(l, counts);
+	for (size_t w = 0; rc == CQ_OK && w < l->n_words; w++)
 	{
 		const int32_t *s = l->sym + l->start[w];
 
-		for (uint32_t i = 0; i + 1 < l->len[w]; i++)
-			if (pair_add(l, s[i], s[i + 1], l->freq[w], (int32_t) w) != CQ_OK)
-				goto fail;
+		for (uint32_t i = 0; rc == CQ_OK && i + 1 < l->len[w]; i++)
+			rc = pair_add(l, s[i], s[i + 1], l->freq[w], (int32_t) w);
+	}
+	if (rc != CQ_OK)
+	{
+		cq_bpe_learner_free(l);
+		return learner_error(err, rc);
 	}
 	for (size_t p = 0; p < l->n_pairs; p++)
 	{
@@ -370,10 +397,8 @@ cq_bpe_learner_new(const cq_strmap *counts, int64_t min_frequency)
 	}
 	l->n_touched = 0;
 	l->step = 0;
-	return l;
-fail:
-	cq_bpe_learner_free(l);
-	return NULL;
+	*out = l;
+	return CQ_OK;
 }
 
 void
@@ -408,14 +433,14 @@ cq_bpe_learner_free(cq_bpe_learner *l)
  * pairs that overlap a merged position change: the old ones lose the word's
  * count, the new ones (all containing s) gain it and list the word.
  */
-static int
+static cq_code
 rewrite_word(cq_bpe_learner *l, int32_t w, int32_t a, int32_t b, int32_t s)
 {
 	int32_t    *sy = l->sym + l->start[w];
 	uint32_t	n = l->len[w],
 				o = 0;
 	int64_t		f = l->freq[w];
-	int			rc = CQ_OK;
+	cq_code		rc = CQ_OK;
 
 	for (uint32_t i = 0; i < n; o++)
 	{
@@ -447,7 +472,7 @@ rewrite_word(cq_bpe_learner *l, int32_t w, int32_t a, int32_t b, int32_t s)
 	return rc;
 }
 
-static int
+static cq_code
 record_merge(cq_bpe_learner *l, int32_t a, int32_t b)
 {
 	if (l->n_merges == l->cap_merges)
@@ -470,51 +495,60 @@ record_merge(cq_bpe_learner *l, int32_t a, int32_t b)
 	return CQ_OK;
 }
 
-/* Intern left + right as a symbol; -1 on ENOMEM. */
-static int32_t
-concat_symbol(cq_bpe_learner *l, int32_t a, int32_t b)
+/* *out = left + right interned as a symbol; CQ_ENOMEM, CQ_ELIMIT. */
+static cq_code
+concat_symbol(cq_bpe_learner *l, int32_t a, int32_t b, int32_t *out)
 {
 	size_t		na,
 				nb;
 	const char *sa = cq_strmap_key(&l->syms, a, &na);
 	const char *sb = cq_strmap_key(&l->syms, b, &nb);
 	char	   *buf = cq_alloc(na + nb);
+	int64_t		id;
+	cq_code		rc;
 
 	if (!buf)
-		return -1;
+		return CQ_ENOMEM;
 	memcpy(buf, sa, na);
 	memcpy(buf + na, sb, nb);
-	int64_t		id = cq_strmap_intern(&l->syms, buf, na + nb, NULL);
-
+	rc = cq_strmap_intern(&l->syms, buf, na + nb, &id, NULL);
 	cq_free(buf);
-	return (id < 0 || id > INT32_MAX) ? -1 : (int32_t) id;
+	if (rc == CQ_OK && id > INT32_MAX)
+		rc = CQ_ELIMIT;
+	if (rc == CQ_OK)
+		*out = (int32_t) id;
+	return rc;
 }
 
-int
-cq_bpe_learner_step(cq_bpe_learner *l)
+cq_code
+cq_bpe_learner_step(cq_bpe_learner *l, bool *learned, cq_error *err)
 {
+	*learned = false;
 	if (l->n_heap == 0)
-		return 0;
+		return CQ_OK;
 
 	int32_t		p = l->heap[0];
 	int32_t		a = l->pairs[p].a,
 				b = l->pairs[p].b;
 
 	if (l->pairs[p].count < l->min_frequency || l->n_merges == INT32_MAX - 1)
-		return 0;
+		return CQ_OK;
 	l->last_count = l->pairs[p].count;
 
-	int32_t		s = concat_symbol(l, a, b);
+	int32_t		s;
+	cq_code		rc = concat_symbol(l, a, b, &s);
 
-	if (s < 0 || record_merge(l, a, b) != CQ_OK)
-		return -1;
+	if (rc == CQ_OK)
+		rc = record_merge(l, a, b);
+	if (rc != CQ_OK)
+		return learner_error(err, rc);
+	*learned = true;
 	l->step++;
 	l->n_touched = 0;
 
 	/* take the word list: no new occurrence of (a, b) can arise */
 	int32_t    *words = l->pairs[p].words;
 	int32_t		n_words = l->pairs[p].n_words;
-	int			rc = CQ_OK;
 
 	l->pairs[p].words = NULL;
 	l->pairs[p].n_words = l->pairs[p].cap_words = 0;
@@ -536,7 +570,7 @@ cq_bpe_learner_step(cq_bpe_learner *l)
 		x->pending = 0;
 		heap_fix(l, l->touched[i]);
 	}
-	return rc == CQ_OK ? 1 : -1;
+	return rc == CQ_OK ? CQ_OK : learner_error(err, rc);
 }
 
 int32_t
@@ -551,7 +585,7 @@ cq_bpe_learner_last_count(const cq_bpe_learner *l)
 	return l->last_count;
 }
 
-int
+cq_code
 cq_bpe_learner_model(const cq_bpe_learner *l, cq_bpe *out, cq_error *err)
 {
 	if (cq_bpe_init(out, 2) != CQ_OK)
@@ -562,7 +596,7 @@ cq_bpe_learner_model(const cq_bpe_learner *l, cq_bpe *out, cq_error *err)
 					nb;
 		const char *sa = cq_strmap_key(&l->syms, l->merge_a[i], &na);
 		const char *sb = cq_strmap_key(&l->syms, l->merge_b[i], &nb);
-		int			rc = cq_bpe_add_merge(out, sa, na, sb, nb, err);
+		cq_code		rc = cq_bpe_add_merge(out, sa, na, sb, nb, err);
 
 		if (rc != CQ_OK)
 		{
@@ -573,31 +607,28 @@ cq_bpe_learner_model(const cq_bpe_learner *l, cq_bpe *out, cq_error *err)
 	return CQ_OK;
 }
 
-int
+cq_code
 cq_bpe_learn(const cq_strmap *counts, int32_t max_merges, int64_t min_frequency,
-			 int (*keep_going) (void *arg), void *arg,
+			 bool (*keep_going) (void *arg), void *arg,
 			 cq_bpe *out, cq_error *err)
 {
-	cq_bpe_learner *l = cq_bpe_learner_new(counts, min_frequency);
-	int			rc = CQ_OK;
+	cq_bpe_learner *l;
+	cq_code		rc = cq_bpe_learner_new(counts, min_frequency, &l, err);
+	bool		learned = true;
 
-	if (!l)
-		return cq_fail(err, CQ_ENOMEM, "out of memory");
-	while (cq_bpe_learner_n_merges(l) < max_merges)
+	if (rc != CQ_OK)
+		return rc;
+	while (learned && cq_bpe_learner_n_merges(l) < max_merges)
 	{
 		if (keep_going && !keep_going(arg))
 		{
-			rc = cq_fail(err, CQ_ERANGE, "BPE learning cancelled");
+			rc = cq_fail(err, CQ_STOPPED, "BPE learning stopped after %d merges",
+						 cq_bpe_learner_n_merges(l));
 			break;
 		}
-		rc = cq_bpe_learner_step(l);
-		if (rc <= 0)
-		{
-			if (rc < 0)
-				rc = cq_fail(err, CQ_ENOMEM, "out of memory");
+		rc = cq_bpe_learner_step(l, &learned, err);
+		if (rc != CQ_OK)
 			break;
-		}
-		rc = CQ_OK;
 	}
 	if (rc == CQ_OK)
 		rc = cq_bpe_learner_model(l, out, err);

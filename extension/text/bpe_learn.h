@@ -18,19 +18,23 @@
 #ifndef CQ_BPE_LEARN_H
 #define CQ_BPE_LEARN_H
 
+#include <stdbool.h>
+
 #include "text/bpe.h"
 
 typedef struct cq_bpe_learner cq_bpe_learner;
 
-/* A learner over the words of counts (vals = counts); NULL on ENOMEM. */
-cq_bpe_learner *cq_bpe_learner_new(const cq_strmap *counts, int64_t min_frequency);
+/*
+ * *out = a learner over the words of counts (vals = counts).  It fails only
+ * with CQ_ENOMEM or CQ_ELIMIT (more than 2^31 distinct symbols), and so does
+ * cq_bpe_learner_step.
+ */
+cq_code		cq_bpe_learner_new(const cq_strmap *counts, int64_t min_frequency,
+							   cq_bpe_learner **out, cq_error *err);
 void		cq_bpe_learner_free(cq_bpe_learner *l);
 
-/*
- * Learn one merge: 1 if learned, 0 if no pair reaches min_frequency, -1 on
- * allocation failure.
- */
-int			cq_bpe_learner_step(cq_bpe_learner *l);
+/* Learn one merge: *learned is false when no pair reaches min_frequency. */
+cq_code		cq_bpe_learner_step(cq_bpe_learner *l, bool *learned, cq_error *err);
 
 int32_t		cq_bpe_learner_n_merges(const cq_bpe_learner *l);
 
@@ -38,16 +42,16 @@ int32_t		cq_bpe_learner_n_merges(const cq_bpe_learner *l);
 int64_t		cq_bpe_learner_last_count(const cq_bpe_learner *l);
 
 /* The merges learned so far as a version 0.2 model (*out uninitialised). */
-int			cq_bpe_learner_model(const cq_bpe_learner *l, cq_bpe *out,
+cq_code		cq_bpe_learner_model(const cq_bpe_learner *l, cq_bpe *out,
 								 cq_error *err);
 
 /*
  * Convenience: up to max_merges steps.  keep_going (may be NULL) is called
- * before each step; returning 0 stops with CQ_ERANGE ("cancelled").
+ * before each step; returning false stops with CQ_STOPPED (no model).
  */
-int			cq_bpe_learn(const cq_strmap *counts, int32_t max_merges,
+cq_code		cq_bpe_learn(const cq_strmap *counts, int32_t max_merges,
 						 int64_t min_frequency,
-						 int (*keep_going) (void *arg), void *arg,
+						 bool (*keep_going) (void *arg), void *arg,
 						 cq_bpe *out, cq_error *err);
 
 #endif

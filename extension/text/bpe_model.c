@@ -5,7 +5,7 @@
 
 #include "common/mem.h"
 
-int
+cq_code
 cq_bpe_init(cq_bpe *bpe, int version)
 {
 	memset(bpe, 0, sizeof(*bpe));
@@ -41,7 +41,7 @@ valid_symbol(const char *s, size_t n)
 	return 1;
 }
 
-static int
+static cq_code
 grow_merges(cq_bpe *bpe)
 {
 	int32_t		cap = bpe->cap_merges ? bpe->cap_merges * 2 : 256;
@@ -64,7 +64,7 @@ grow_merges(cq_bpe *bpe)
 	return CQ_OK;
 }
 
-int
+cq_code
 cq_bpe_add_merge(cq_bpe *bpe, const char *left, size_t llen,
 				 const char *right, size_t rlen, cq_error *err)
 {
@@ -83,15 +83,22 @@ cq_bpe_add_merge(cq_bpe *bpe, const char *left, size_t llen,
 		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	memcpy(cat, left, llen);
 	memcpy(cat + llen, right, rlen);
-	int64_t		l = cq_strmap_intern(&bpe->syms, left, llen, NULL);
-	int64_t		r = l < 0 ? -1 : cq_strmap_intern(&bpe->syms, right, rlen, NULL);
-	int64_t		m = r < 0 ? -1 : cq_strmap_intern(&bpe->syms, cat, llen + rlen, NULL);
+	int64_t		l,
+				r,
+				m;
+	cq_code		rc = cq_strmap_intern(&bpe->syms, left, llen, &l, NULL);
 
+	if (rc == CQ_OK)
+		rc = cq_strmap_intern(&bpe->syms, right, rlen, &r, NULL);
+	if (rc == CQ_OK)
+		rc = cq_strmap_intern(&bpe->syms, cat, llen + rlen, &m, NULL);
 	cq_free(cat);
-	if (m < 0 || m > INT32_MAX)
-		return cq_fail(err, CQ_ENOMEM, "out of memory");
+	if (rc == CQ_ENOMEM)
+		return cq_fail(err, rc, "out of memory");
+	if (rc != CQ_OK || m > INT32_MAX)
+		return cq_fail(err, CQ_ELIMIT, "merge %d: too many symbols", bpe->n_merges + 1);
 	/* a repeated pair keeps its first (lowest) rank, as in apply_bpe.py */
-	if (cq_pairmap_put_new(&bpe->ranks, (int32_t) l, (int32_t) r, bpe->n_merges) == INT32_MIN)
+	if (cq_pairmap_put_new(&bpe->ranks, (int32_t) l, (int32_t) r, bpe->n_merges, NULL) != CQ_OK)
 		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	bpe->left[bpe->n_merges] = (int32_t) l;
 	bpe->right[bpe->n_merges] = (int32_t) r;

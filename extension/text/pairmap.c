@@ -20,7 +20,7 @@ pair_slot(uint64_t k, size_t mask)
 	return (size_t) k & mask;
 }
 
-int
+cq_code
 cq_pairmap_init(cq_pairmap *m, size_t expected)
 {
 	m->cap = 16;
@@ -55,7 +55,7 @@ cq_pairmap_get(const cq_pairmap *m, int32_t a, int32_t b)
 	}
 }
 
-static int
+static cq_code
 grow(cq_pairmap *m)
 {
 	size_t		cap = m->cap * 2;
@@ -87,26 +87,32 @@ grow(cq_pairmap *m)
 	return CQ_OK;
 }
 
-int32_t
-cq_pairmap_put_new(cq_pairmap *m, int32_t a, int32_t b, int32_t val)
+cq_code
+cq_pairmap_put_new(cq_pairmap *m, int32_t a, int32_t b, int32_t val, int32_t *stored)
 {
 	uint64_t	k = pair_key(a, b);
 
 	if ((m->n + 1) * 2 > m->cap && grow(m) != CQ_OK)
-		return INT32_MIN;
+		return CQ_ENOMEM;
 
 	size_t		mask = m->cap - 1;
 
 	for (size_t s = pair_slot(k, mask);; s = (s + 1) & mask)
 	{
 		if (m->keys[s] == k)
-			return m->vals[s];
+		{
+			val = m->vals[s];
+			break;
+		}
 		if (m->keys[s] == 0)
 		{
 			m->keys[s] = k;
 			m->vals[s] = val;
 			m->n++;
-			return val;
+			break;
 		}
 	}
+	if (stored)
+		*stored = val;
+	return CQ_OK;
 }

@@ -12,7 +12,7 @@
 
 extern "C"
 {
-#include "cav/codec.h"
+#include "common/utf8.h"
 }
 
 #include <cstdio>
@@ -121,7 +121,7 @@ result(cq_spm *m, cq_code code, const char *msg, const char **out, size_t *out_l
 {
 	if (code != CQ_OK)
 		return cq_fail(err, code, "%s", msg);
-	if (!cav_utf8_valid(reinterpret_cast<const uint8_t *>(m->out.data()), m->out.size()))
+	if (!cq_utf8_valid(reinterpret_cast<const uint8_t *>(m->out.data()), m->out.size()))
 		return cq_fail(err, CQ_ECORRUPT, "the SentencePiece model produced bytes that are not UTF-8 (or NUL)");
 	*out = m->out.c_str();
 	*out_len = m->out.size();

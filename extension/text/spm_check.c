@@ -11,10 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cav/codec.h"
 #include "common/interrupt.h"
 #include "common/le.h"
 #include "common/mem.h"
+#include "common/utf8.h"
+#include "common/varint.h"
 
 /* protobuf wire types */
 enum
@@ -57,7 +58,7 @@ typedef struct spm_ctx
 
 /*
  * The next field of m into f (*got false at the end of m).  Varints are
- * canonical LEB128 (cav/codec.h), tags fit 32 bits, field numbers are at
+ * canonical LEB128 (common/varint.h), tags fit 32 bits, field numbers are at
  * least 1, lengths stay inside m; groups (wire types 3, 4), which ModelProto
  * never uses, are refused.
  */
@@ -70,19 +71,19 @@ pb_next(const spm_ctx *c, pb_msg *m, pb_field *f, bool *got, const char *where)
 	*got = false;
 	if (m->p >= m->end)
 		return CQ_OK;
-	if (!cav_get_varint(&m->p, m->end, &tag) || tag > UINT32_MAX || (tag >> 3) == 0)
+	if (!cq_varint_get(&m->p, m->end, &tag) || tag > UINT32_MAX || (tag >> 3) == 0)
 		return cq_fail(c->err, CQ_EFORMAT, "%s: malformed field tag at byte %zu", where, at);
 	f->num = (uint32_t) (tag >> 3);
 	f->wt = (int) (tag & 7);
 	switch (f->wt)
 	{
 		case WT_VARINT:
-			if (!cav_get_varint(&m->p, m->end, &f->v))
+			if (!cq_varint_get(&m->p, m->end, &f->v))
 				return cq_fail(c->err, CQ_EFORMAT, "%s: field %u: malformed varint at byte %zu",
 							   where, (unsigned) f->num, at);
 			break;
 		case WT_LEN:
-			if (!cav_get_varint(&m->p, m->end, &f->v) || f->v > (uint64_t) (m->end - m->p))
+			if (!cq_varint_get(&m->p, m->end, &f->v) || f->v > (uint64_t) (m->end - m->p))
 				return cq_fail(c->err, CQ_EFORMAT, "%s: field %u: length at byte %zu passes the end of its message",
 							   where, (unsigned) f->num, at);
 			f->len = (size_t) f->v;
@@ -140,7 +141,7 @@ check_text(const spm_ctx *c, const pb_field *f, size_t max, const char *where, c
 {
 	if (f->len > max)
 		return cq_fail(c->err, CQ_EFORMAT, "%s.%s is %zu bytes (at most %zu)", where, field, f->len, max);
-	if (!cav_utf8_valid(f->data, f->len))
+	if (!cq_utf8_valid(f->data, f->len))
 		return cq_fail(c->err, CQ_EFORMAT, "%s.%s is not valid UTF-8 (or contains NUL)", where, field);
 	return CQ_OK;
 }
@@ -350,7 +351,7 @@ check_string(const spm_ctx *c, const trie *t, uint32_t value)
 	if (nul == NULL)
 		return cq_fail(c->err, CQ_EFORMAT, "%s.precompiled_charsmap: the string at %u is not NUL-terminated within %d bytes",
 					   t->where, value, CQ_SPM_MAX_NORMALIZED_BYTES);
-	if (!cav_utf8_valid(s, (size_t) (nul - s)))
+	if (!cq_utf8_valid(s, (size_t) (nul - s)))
 		return cq_fail(c->err, CQ_EFORMAT, "%s.precompiled_charsmap: the string at %u is not valid UTF-8",
 					   t->where, value);
 	return CQ_OK;

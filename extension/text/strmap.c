@@ -18,7 +18,7 @@ hash_bytes(const char *s, size_t len)
 	return h ^ (h >> 32);
 }
 
-int
+cq_code
 cq_strmap_init(cq_strmap *m, size_t expected)
 {
 	memset(m, 0, sizeof(*m));
@@ -76,7 +76,7 @@ cq_strmap_find(const cq_strmap *m, const char *key, size_t len)
 }
 
 /* Double the slot table (load factor stays below 1/2). */
-static int
+static cq_code
 grow_slots(cq_strmap *m)
 {
 	size_t		cap = m->cap * 2;
@@ -98,7 +98,7 @@ grow_slots(cq_strmap *m)
 	return CQ_OK;
 }
 
-static int
+static cq_code
 grow_entries(cq_strmap *m)
 {
 	size_t		nc = m->n_cap ? m->n_cap * 2 : 16;
@@ -126,7 +126,7 @@ grow_entries(cq_strmap *m)
 	return CQ_OK;
 }
 
-static int
+static cq_code
 reserve_arena(cq_strmap *m, size_t extra)
 {
 	size_t		need = m->arena_len + extra;
@@ -146,8 +146,8 @@ reserve_arena(cq_strmap *m, size_t extra)
 	return CQ_OK;
 }
 
-int64_t
-cq_strmap_intern(cq_strmap *m, const char *key, size_t len, int *inserted)
+cq_code
+cq_strmap_intern(cq_strmap *m, const char *key, size_t len, int64_t *index, int *inserted)
 {
 	uint64_t	h = hash_bytes(key, len);
 	size_t		slot;
@@ -156,19 +156,22 @@ cq_strmap_intern(cq_strmap *m, const char *key, size_t len, int *inserted)
 	if (inserted)
 		*inserted = 0;
 	if (e >= 0)
-		return e;
+	{
+		*index = e;
+		return CQ_OK;
+	}
 	if (len > UINT32_MAX || m->n >= UINT32_MAX - 1)
-		return -1;
+		return CQ_ELIMIT;
 	if ((m->n + 1) * 2 > m->cap)
 	{
 		if (grow_slots(m) != CQ_OK)
-			return -1;
+			return CQ_ENOMEM;
 		probe(m, key, len, h, &slot);
 	}
 	if (m->n == m->n_cap && grow_entries(m) != CQ_OK)
-		return -1;
+		return CQ_ENOMEM;
 	if (reserve_arena(m, len + 1) != CQ_OK)
-		return -1;
+		return CQ_ENOMEM;
 	e = (int64_t) m->n++;
 	memcpy(m->arena + m->arena_len, key, len);
 	m->arena[m->arena_len + len] = '\0';
@@ -180,5 +183,6 @@ cq_strmap_intern(cq_strmap *m, const char *key, size_t len, int *inserted)
 	m->slots[slot] = (uint32_t) e + 1;
 	if (inserted)
 		*inserted = 1;
-	return e;
+	*index = e;
+	return CQ_OK;
 }

@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/error.h"
+
 typedef struct cq_strmap
 {
 	uint32_t   *slots;			/* [cap] entry index + 1, 0 = empty */
@@ -27,15 +29,20 @@ typedef struct cq_strmap
 	size_t		arena_cap;
 } cq_strmap;
 
-int			cq_strmap_init(cq_strmap *m, size_t expected);	/* 0 or ENOMEM */
+/* An empty map with room for about expected keys; CQ_ENOMEM. */
+cq_code		cq_strmap_init(cq_strmap *m, size_t expected);
 void		cq_strmap_free(cq_strmap *m);
 
 /* Entry index of the key, or -1. */
 int64_t		cq_strmap_find(const cq_strmap *m, const char *key, size_t len);
 
-/* Entry index, inserting the key (with vals 0) if absent; -1 on ENOMEM. */
-int64_t		cq_strmap_intern(cq_strmap *m, const char *key, size_t len,
-							 int *inserted);
+/*
+ * *index = the key's entry index, the key inserted (with vals 0) if absent;
+ * *inserted (may be NULL) says which.  CQ_ENOMEM, or CQ_ELIMIT for a key
+ * of 4 GB or the 2^32-1th entry.
+ */
+cq_code		cq_strmap_intern(cq_strmap *m, const char *key, size_t len,
+							 int64_t *index, int *inserted);
 
 static inline const char *
 cq_strmap_key(const cq_strmap *m, size_t i, size_t *len)

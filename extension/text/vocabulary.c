@@ -9,7 +9,7 @@
 
 const char *const cq_vocabulary_specials[CQ_VOCAB_N_SPECIAL] = {"<s>", "<pad>", "</s>", "<unk>"};
 
-int
+cq_code
 cq_vocabulary_init(cq_vocabulary *v)
 {
 	return cq_strmap_init(&v->map, 1024);
@@ -21,13 +21,17 @@ cq_vocabulary_free(cq_vocabulary *v)
 	cq_strmap_free(&v->map);
 }
 
-int
+cq_code
 cq_vocabulary_add(cq_vocabulary *v, const char *tok, size_t len, cq_error *err)
 {
+	int64_t		id;
 	int			inserted;
+	cq_code		rc = cq_strmap_intern(&v->map, tok, len, &id, &inserted);
 
-	if (cq_strmap_intern(&v->map, tok, len, &inserted) < 0)
-		return cq_fail(err, CQ_ENOMEM, "out of memory");
+	if (rc == CQ_ENOMEM)
+		return cq_fail(err, rc, "out of memory");
+	if (rc != CQ_OK)
+		return cq_fail(err, rc, "a token of %zu bytes, or more than 2^32 tokens", len);
 	if (!inserted)
 		return cq_fail(err, CQ_EINVAL,
 							"token \"%.*s\" appears twice in the vocabulary",
@@ -67,7 +71,7 @@ by_count_then_bytes(const void *x, const void *y)
 	return (a->len > b->len) - (a->len < b->len);
 }
 
-int
+cq_code
 cq_vocabulary_build(cq_vocabulary *v, const cq_strmap *counts, int32_t max_size,
 			   int64_t min_count, cq_error *err)
 {
@@ -79,7 +83,7 @@ cq_vocabulary_build(cq_vocabulary *v, const cq_strmap *counts, int32_t max_size,
 
 	ranked	   *r = cq_alloc((counts->n ? counts->n : 1) * sizeof(ranked));
 	size_t		n = 0;
-	int			rc = CQ_OK;
+	cq_code		rc = CQ_OK;
 
 	if (!r)
 		rc = cq_fail(err, CQ_ENOMEM, "out of memory");
@@ -118,7 +122,7 @@ cq_vocabulary_encode(const cq_vocabulary *v, const cq_tokens *t, int32_t *ids)
 		ids[i] = cq_vocabulary_id(v, t->buf + t->off[i], t->len[i]);
 }
 
-int
+cq_code
 cq_vocabulary_join(const cq_vocabulary *v, const int32_t *ids, size_t n,
 				   char **out, size_t *out_len, cq_error *err)
 {
@@ -157,12 +161,12 @@ cq_vocabulary_join(const cq_vocabulary *v, const int32_t *ids, size_t n,
 	return CQ_OK;
 }
 
-int
+cq_code
 cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
 					 char **out, size_t *out_len, cq_error *err)
 {
 	size_t		p;
-	int			rc = cq_vocabulary_join(v, ids, n, out, &p, err);
+	cq_code		rc = cq_vocabulary_join(v, ids, n, out, &p, err);
 
 	if (rc != CQ_OK)
 		return rc;

@@ -25,15 +25,15 @@ typedef struct cq_vocabulary
 	cq_strmap	map;			/* token -> id (entry index) */
 } cq_vocabulary;
 
-/* An empty vocabulary (no specials): for loading tokens in id order. */
-int			cq_vocabulary_init(cq_vocabulary *v);
+/* An empty vocabulary (no specials): for loading tokens in id order; CQ_ENOMEM. */
+cq_code		cq_vocabulary_init(cq_vocabulary *v);
 void		cq_vocabulary_free(cq_vocabulary *v);
 
 /*
  * Append a token with the next id; an error if it is already present (a
  * vocabulary holds each token once).
  */
-int			cq_vocabulary_add(cq_vocabulary *v, const char *tok, size_t len, cq_error *err);
+cq_code		cq_vocabulary_add(cq_vocabulary *v, const char *tok, size_t len, cq_error *err);
 
 static inline int32_t
 cq_vocabulary_size(const cq_vocabulary *v)
@@ -47,8 +47,8 @@ cq_vocabulary_size(const cq_vocabulary *v)
  * (max_size >= 5).  Tokens spelled like a special are skipped.  *v
  * uninitialised.
  */
-int			cq_vocabulary_build(cq_vocabulary *v, const cq_strmap *counts,
-						   int32_t max_size, int64_t min_count, cq_error *err);
+cq_code		cq_vocabulary_build(cq_vocabulary *v, const cq_strmap *counts,
+								int32_t max_size, int64_t min_count, cq_error *err);
 
 /* Id of a token, CQ_VOCAB_UNK when absent. */
 int32_t		cq_vocabulary_id(const cq_vocabulary *v, const char *tok, size_t len);
@@ -59,18 +59,19 @@ void		cq_vocabulary_encode(const cq_vocabulary *v, const cq_tokens *t, int32_t *
 /*
  * Detokenised text of ids: the tokens joined by spaces, then the BPE
  * segmentation undone with cq_bpe_undo ("lo@@ w" -> "low"); <s>, <pad> and
- * </s> are skipped, <unk> is written as "<unk>".  ERANGE (err->line = position + 1) for an id
- * outside the vocabulary.  The result is cq_alloc'd.
+ * </s> are skipped, <unk> is written as "<unk>".  CQ_ERANGE for an id
+ * outside the vocabulary (the message gives its position).  The result is
+ * cq_alloc'd.
  */
-int			cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
-							char **out, size_t *out_len, cq_error *err);
+cq_code		cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t n,
+								 char **out, size_t *out_len, cq_error *err);
 
 /*
  * The tokens of ids joined by single spaces, the segmentation kept (<s>,
  * <pad>, </s> skipped): what cq_vocabulary_decode undoes BPE on, and what a
  * SentencePiece decoder (text/spm.h) takes.  Errors and result as above.
  */
-int			cq_vocabulary_join(const cq_vocabulary *v, const int32_t *ids, size_t n,
+cq_code		cq_vocabulary_join(const cq_vocabulary *v, const int32_t *ids, size_t n,
 							   char **out, size_t *out_len, cq_error *err);
 
 #endif

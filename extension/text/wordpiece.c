@@ -311,17 +311,18 @@ cq_wordpiece_tokenize(cq_wordpiece *wp, const char *text, size_t len, cq_tokens 
 	return CQ_OK;
 }
 
-char *
-cq_wordpiece_apply(cq_wordpiece *wp, const char *text, size_t len, size_t *out_len,
-				   cq_error *err)
+cq_code
+cq_wordpiece_apply(cq_wordpiece *wp, const char *text, size_t len, char **out,
+				   size_t *out_len, cq_error *err)
 {
 	cq_tokens	t;
-	char	   *s = NULL;
+	cq_code		rc;
 
+	*out = NULL;
 	cq_tokens_init(&t);
-	if (cq_wordpiece_tokenize(wp, text, len, &t, err) == CQ_OK &&
-		!(s = cq_tokens_join(&t, out_len)))
-		cq_fail(err, CQ_ENOMEM, "out of memory");
+	rc = cq_wordpiece_tokenize(wp, text, len, &t, err);
+	if (rc == CQ_OK && !(*out = cq_tokens_join(&t, out_len)))
+		rc = cq_fail(err, CQ_ENOMEM, "out of memory");
 	cq_tokens_free(&t);
-	return s;
+	return rc;
 }

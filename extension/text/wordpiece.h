@@ -135,11 +135,11 @@ cq_code		cq_wordpiece_tokenize(cq_wordpiece *wp, const char *text, size_t len,
 								  cq_tokens *out, cq_error *err);
 
 /*
- * The pieces joined by single spaces (what the glue stores and shows);
- * cq_alloc'd, NUL-terminated; NULL with err set on failure.
+ * *out = the pieces joined by single spaces, cq_alloc'd and NUL-terminated
+ * (*out_len bytes); *out NULL on failure.  Errors as cq_wordpiece_tokenize.
  */
-char	   *cq_wordpiece_apply(cq_wordpiece *wp, const char *text, size_t len,
-							   size_t *out_len, cq_error *err);
+cq_code		cq_wordpiece_apply(cq_wordpiece *wp, const char *text, size_t len,
+							   char **out, size_t *out_len, cq_error *err);
 
 /*
  * Text from space-joined pieces, in place, as transformers'

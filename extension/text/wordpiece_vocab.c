@@ -117,6 +117,7 @@ static cq_code
 add_token(cq_wordpiece *wp, const char *tok, size_t len)
 {
 	int64_t		e;
+	cq_code		rc;
 
 	if (wp->n_lines >= CQ_WORDPIECE_MAX_TOKENS || len > CQ_WORDPIECE_MAX_TOKEN_BYTES)
 		return CQ_ELIMIT;
@@ -131,9 +132,9 @@ add_token(cq_wordpiece *wp, const char *tok, size_t len)
 		wp->cap_lines = cap;
 	}
 	/* a repeated token stays one entry: matching only asks whether it is one */
-	e = cq_strmap_intern(&wp->vocab, tok, len, NULL);
-	if (e < 0)
-		return CQ_ENOMEM;
+	rc = cq_strmap_intern(&wp->vocab, tok, len, &e, NULL);
+	if (rc != CQ_OK)
+		return rc;
 	wp->line[wp->n_lines++] = (uint32_t) e;
 	if (len > wp->longest)
 		wp->longest = len;

@@ -50,7 +50,7 @@ cq_next_word(const char *text, size_t len, size_t *pos,
 	return 1;
 }
 
-int
+cq_code
 cq_count_words(cq_strmap *counts, const char *text, size_t len)
 {
 	size_t		pos = 0,
@@ -59,10 +59,11 @@ cq_count_words(cq_strmap *counts, const char *text, size_t len)
 
 	while (cq_next_word(text, len, &pos, &s, &n))
 	{
-		int64_t		e = cq_strmap_intern(counts, text + s, n, NULL);
+		int64_t		e;
+		cq_code		rc = cq_strmap_intern(counts, text + s, n, &e, NULL);
 
-		if (e < 0)
-			return CQ_ENOMEM;
+		if (rc != CQ_OK)
+			return rc;
 		counts->vals[e]++;
 	}
 	return CQ_OK;
@@ -90,7 +91,7 @@ cq_tokens_clear(cq_tokens *t)
 	t->buf_len = 0;
 }
 
-int
+cq_code
 cq_tokens_push(cq_tokens *t, const char *s, size_t n, const char *suffix)
 {
 	size_t		sl = suffix ? strlen(suffix) : 0;
@@ -135,21 +136,22 @@ cq_tokens_push(cq_tokens *t, const char *s, size_t n, const char *suffix)
 	return CQ_OK;
 }
 
-int
+cq_code
 cq_count_tokens(cq_strmap *counts, const cq_tokens *t)
 {
 	for (size_t i = 0; i < t->n; i++)
 	{
-		int64_t		e = cq_strmap_intern(counts, t->buf + t->off[i], t->len[i], NULL);
+		int64_t		e;
+		cq_code		rc = cq_strmap_intern(counts, t->buf + t->off[i], t->len[i], &e, NULL);
 
-		if (e < 0)
-			return CQ_ENOMEM;
+		if (rc != CQ_OK)
+			return rc;
 		counts->vals[e]++;
 	}
 	return CQ_OK;
 }
 
-int
+cq_code
 cq_whitespace_tokenize(const char *text, size_t len, cq_tokens *out)
 {
 	size_t		pos = 0,

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/error.h"
 #include "text/strmap.h"
 
 static inline int
@@ -30,8 +31,8 @@ size_t		cq_utf8_char_len(const char *s, const char *end);
 int			cq_next_word(const char *text, size_t len, size_t *pos,
 						 size_t *start, size_t *wlen);
 
-/* Count every word of text into counts (vals[i] += 1); 0 or ENOMEM. */
-int			cq_count_words(cq_strmap *counts, const char *text, size_t len);
+/* Count every word of text into counts (vals[i] += 1); strmap's errors. */
+cq_code		cq_count_words(cq_strmap *counts, const char *text, size_t len);
 
 /*
  * A list of NUL-terminated tokens in one buffer: token i starts at
@@ -52,8 +53,8 @@ void		cq_tokens_init(cq_tokens *t);
 void		cq_tokens_free(cq_tokens *t);
 void		cq_tokens_clear(cq_tokens *t);
 
-/* Append the bytes s[0..n) followed by suffix (may be NULL); 0 or ENOMEM. */
-int			cq_tokens_push(cq_tokens *t, const char *s, size_t n,
+/* Append the bytes s[0..n) followed by suffix (may be NULL); CQ_ENOMEM. */
+cq_code		cq_tokens_push(cq_tokens *t, const char *s, size_t n,
 						   const char *suffix);
 
 static inline const char *
@@ -64,11 +65,11 @@ cq_tokens_get(const cq_tokens *t, size_t i, size_t *len)
 	return t->buf + t->off[i];
 }
 
-/* Count every token into counts (vals[i] += 1); 0 or ENOMEM. */
-int			cq_count_tokens(cq_strmap *counts, const cq_tokens *t);
+/* Count every token into counts (vals[i] += 1); strmap's errors. */
+cq_code		cq_count_tokens(cq_strmap *counts, const cq_tokens *t);
 
-/* Whitespace segmentation: the words of text, unchanged. */
-int			cq_whitespace_tokenize(const char *text, size_t len, cq_tokens *out);
+/* Whitespace segmentation: the words of text, unchanged; CQ_ENOMEM. */
+cq_code		cq_whitespace_tokenize(const char *text, size_t len, cq_tokens *out);
 
 /*
  * The tokens joined by single spaces into a new NUL-terminated string

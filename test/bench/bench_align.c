@@ -124,12 +124,23 @@ typedef struct corpus
 } corpus;
 
 static void
+die(const cq_error *err)
+{
+	fprintf(stderr, "error: %s\n", err->msg);
+	exit(1);
+}
+
+static void
 add_side(cq_vocab *v, ivec *tok, ivec *off, const char *text, size_t len, FILE *dump)
 {
 	char	   *norm = malloc(3 * len + 16);
 	size_t		nl = normalise(text, len, norm);
 	int32_t    *ids = malloc((nl + 1) * sizeof(int32_t));
-	int			n = cq_vocab_intern_line(v, norm, nl, ids, (int) nl + 1);
+	int			n;
+	cq_error	err;
+
+	if (cq_vocab_intern_line(v, norm, nl, ids, (int) nl + 1, &n, &err) != CQ_OK)
+		die(&err);
 
 	for (int i = 0; i < n; i++)
 	{
@@ -147,13 +158,14 @@ load(corpus *c, char *const *files, int n_files, int64_t max_pairs, FILE *dump)
 {
 	char	   *line = NULL;
 	size_t		cap = 0;
+	cq_error	err;
 
 	c->src.elt = c->tgt.elt = sizeof(int32_t);
 	c->so.elt = c->to.elt = sizeof(int64_t);
 	*(int64_t *) ivec_push(&c->so) = 0;
 	*(int64_t *) ivec_push(&c->to) = 0;
-	c->vs = cq_vocab_create(NULL);
-	c->vt = cq_vocab_create(NULL);
+	if (cq_vocab_create(&c->vs, &err) != CQ_OK || cq_vocab_create(&c->vt, &err) != CQ_OK)
+		die(&err);
 	for (int f = 0; f < n_files && c->n < max_pairs; f++)
 	{
 		FILE	   *in;
@@ -193,13 +205,6 @@ load(corpus *c, char *const *files, int n_files, int64_t max_pairs, FILE *dump)
 	free(line);
 }
 
-static void
-die(const cq_error *err)
-{
-	fprintf(stderr, "error: %s\n", err->msg);
-	exit(1);
-}
-
 /* Trains one direction, timing each pass; returns the trainer. */
 static cq_fa_trainer *
 train(const cq_bitext *b, bool reverse, size_t index_budget, int passes,
@@ -216,7 +221,7 @@ train(const cq_bitext *b, bool reverse, size_t index_budget, int passes,
 	o.reverse = reverse;
 	o.max_index_bytes = index_budget;
 	o.tension_rule = rule;
-	if (!(tr = cq_fa_trainer_create(b, &o, &err)))
+	if (cq_fa_trainer_create(b, &o, &tr, &err) != CQ_OK)
 		die(&err);
 	printf("%s: setup (co-occurrence table%s) %.2f s\n", label,
 		   index_budget ? " + link index" : "", now() - t0);
@@ -341,7 +346,7 @@ main(int argc, char **argv)
 		cq_ibm1    *m;
 		double		t1 = now();
 
-		if (!(m = cq_ibm1_create(&b, true, (size_t) 1 << 30, &err)))
+		if (cq_ibm1_create(&b, true, (size_t) 1 << 30, &m, &err) != CQ_OK)
 			die(&err);
 		printf("IBM Model 1 (NLTK-exact) en->es: setup %.2f s\n", now() - t1);
 		t1 = now();

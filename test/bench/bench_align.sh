@@ -14,7 +14,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 gcc -std=gnu11 -O3 -march=native -Wall -Wextra -Wno-unused-parameter \
 	-Wno-sign-compare -Iextension -o "$tmp/bench_align" test/bench/bench_align.c \
-	extension/common/mem.c extension/align/*.c -lm
+	extension/common/mem.c extension/common/error.c extension/align/*.c -lm
 "$tmp/bench_align" -n "$pairs" -b "$tmp/bitext" -a "$tmp/core.al" "${CORPQ_PARALLEL[@]}" | tee "$tmp/core.out"
 if [ -n "${FAST_ALIGN:-}" ] && [ -x "$FAST_ALIGN" ]; then
 	start=$(date +%s.%N)

@@ -16,6 +16,7 @@
 # updates.  Asserts nothing on time or quality.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
+. test/bench/bench_lib.sh
 corpq_corpora
 corpq_in_cluster -o max_worker_processes=16 -o shared_buffers=256MB -- "$@"
 steps=${BENCH_STEPS:-800}
@@ -24,16 +25,7 @@ slr=${BENCH_SCORER_LR:-0.005}
 t0=$(date +%s)
 
 q >/dev/null <<SQL
-CREATE EXTENSION corpq;
-CREATE TABLE raw (id text, domain text, src text, tgt text);
-$(corpq_copy_parallel raw)
-CREATE TABLE pairs AS
-SELECT id, split_part(domain, '/', 1) AS domain, src, tgt,
-       row_number() OVER (PARTITION BY split_part(domain, '/', 1) ORDER BY md5(id)) AS r
-  FROM raw
- WHERE src <> '' AND tgt <> ''
-   AND array_length(regexp_split_to_array(src, '\s+'), 1) <= 40
-   AND array_length(regexp_split_to_array(tgt, '\s+'), 1) <= 40;
+$(ranked_pairs_sql 40)
 CREATE VIEW train_set AS SELECT src, tgt, domain FROM pairs WHERE r > 300;
 CREATE VIEW dev_set AS SELECT src, tgt, domain FROM pairs WHERE r <= 300;
 SELECT corpq.bpe_learn('b_en', 'SELECT src FROM train_set', 3500);

@@ -31,9 +31,8 @@ def load_lib():
     lib.cq_strmap_init.argtypes = [vp, sz]
     lib.cq_strmap_free.argtypes = [vp]
     lib.cq_count_words.argtypes = [vp, ctypes.c_char_p, sz]
-    lib.cq_bpe_learner_new.argtypes = [vp, ctypes.c_int64]
-    lib.cq_bpe_learner_new.restype = vp
-    lib.cq_bpe_learner_step.argtypes = [vp]
+    lib.cq_bpe_learner_new.argtypes = [vp, ctypes.c_int64, ctypes.POINTER(vp), vp]
+    lib.cq_bpe_learner_step.argtypes = [vp, ctypes.POINTER(ctypes.c_bool), vp]
     lib.cq_bpe_learner_model.argtypes = [vp, vp, vp]
     lib.cq_bpe_learner_free.argtypes = [vp]
     lib.cq_bpe_write_codes.argtypes = [vp, ctypes.POINTER(sz)]
@@ -79,11 +78,14 @@ def main():
         b = s.encode("utf-8")
         lib.cq_count_words(counts, b, len(b))
     t1 = time.perf_counter()
-    learner = lib.cq_bpe_learner_new(counts, 2)
+    learner = ctypes.c_void_p()
+    assert lib.cq_bpe_learner_new(counts, 2, ctypes.byref(learner), None) == 0
     t2 = time.perf_counter()
     n = 0
     first_k = None
-    while n < merges and lib.cq_bpe_learner_step(learner) == 1:
+    learned = ctypes.c_bool()
+    while n < merges and lib.cq_bpe_learner_step(learner, ctypes.byref(learned), None) == 0 \
+            and learned.value:
         n += 1
         if n == py_merges:
             first_k = time.perf_counter() - t2

@@ -6,18 +6,14 @@
 # (make install).  Usage: bench_cav_sql.sh [n_pairs]
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
+. test/bench/bench_lib.sh
 corpq_corpora
 corpq_in_cluster -o max_worker_processes=16 -o max_parallel_workers=8 -- "$@"
 N=${1:-100000}
 SQL=$(mktemp /tmp/bench_cav_sql.XXXXXX.sql)
 trap 'rm -f "$SQL"' EXIT
 {
-	cat <<'SQL'
-\set ON_ERROR_STOP 1
-CREATE EXTENSION corpq;
-CREATE TABLE raw (n serial, id text, domain text, src text, tgt text);
-SQL
-	corpq_copy_parallel raw
+	raw_sql
 	cat <<SQL
 CREATE TABLE pairs AS
 SELECT row_number() OVER (ORDER BY k, n) AS id, domain, src, tgt
@@ -26,29 +22,9 @@ ANALYZE pairs;
 SQL
 	cat <<'SQL'
 SELECT count(*) AS pairs, (SELECT count(*) FROM raw) AS unique_pairs, pg_size_pretty(pg_total_relation_size('pairs')) AS table_size FROM pairs;
-CREATE FUNCTION best_ms(q text, reps int) RETURNS float8 LANGUAGE plpgsql AS $$
-DECLARE t0 timestamptz; best float8 := 'infinity';
-BEGIN
-    FOR i IN 1 .. reps LOOP
-        t0 := clock_timestamp();
-        EXECUTE q;
-        best := least(best, 1000 * extract(epoch FROM clock_timestamp() - t0));
-    END LOOP;
-    RETURN best;
-END $$;
--- best of reps runs with 0 and with 2 workers, alternating so that load from
--- other processes hits both alike
-CREATE FUNCTION race(q text, reps int, OUT ms_0 float8, OUT ms_2 float8) LANGUAGE plpgsql AS $$
-BEGIN
-    ms_0 := 'infinity';
-    ms_2 := 'infinity';
-    FOR i IN 1 .. reps LOOP
-        PERFORM set_config('max_parallel_workers_per_gather', '0', true);
-        ms_0 := least(ms_0, best_ms(q, 1));
-        PERFORM set_config('max_parallel_workers_per_gather', '2', true);
-        ms_2 := least(ms_2, best_ms(q, 1));
-    END LOOP;
-END $$;
+SQL
+	cat test/bench/race.sql
+	cat <<'SQL'
 CREATE FUNCTION vm_hwm_kb() RETURNS bigint LANGUAGE sql AS $$
     SELECT substring(pg_read_file('/proc/' || pg_backend_pid() || '/status') FROM 'VmHWM:\s*(\d+)')::bigint
 $$;

@@ -22,6 +22,7 @@
 # Usage: bench_citus.sh [ROWS]   (default 4000: tiny scores ~400-650 pairs/s per core)
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
+. test/bench/bench_lib.sh
 CORPQ_TEST_NAME=bench_citus
 rows=${1:-4000}
 if ! bash test/citus/build.sh --check; then
@@ -38,19 +39,8 @@ echo
 . test/citus/cluster.sh
 trap 'so_cleanup; rm -f "$fdw_out"' EXIT
 citus_start c w1 w2
-punct="([[:punct:]]|¿|¡|«|»|’|‘|“|”|—|…)"
 qn c >/dev/null <<SQL
-CREATE TABLE raw (id text, domain text, src text, tgt text);
-$(corpq_copy_parallel raw)
-CREATE TABLE pairs AS
-SELECT row_number() OVER (ORDER BY md5(id))::bigint AS id, domain,
-       array_to_string((regexp_split_to_array(lower(regexp_replace(src, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS src,
-       array_to_string((regexp_split_to_array(lower(regexp_replace(tgt, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS tgt
-  FROM raw;
-DELETE FROM pairs WHERE id > $rows;
-SELECT corpq.vocab_build('b_src', 'SELECT src FROM pairs', NULL, 8000);
-SELECT corpq.vocab_build('b_tgt', 'SELECT tgt FROM pairs', NULL, 8000);
-SELECT corpq.model_create('m', '{"preset": "tiny"}', 'b_src', 'b_tgt', 1);
+$(pairs_sql "$rows")
 CREATE TABLE pairs_one (id bigint PRIMARY KEY, domain text, src text, tgt text);
 SELECT create_distributed_table('pairs_one', 'id', shard_count => 1);
 INSERT INTO pairs_one SELECT * FROM pairs;
@@ -84,24 +74,6 @@ shard2=$(shard_of pairs_two w2)
 [ -n "$shard1" ] && [ -n "$shard2" ] || fail "pairs_two's shards are not one per worker"
 half1=$(qn w1 -c "SELECT count(*) FROM $shard1")
 
-# exec_time NODE QUERY: execution time in seconds (EXPLAIN ANALYZE, TIMING OFF)
-exec_time() {
-	qn "$1" -c "SET jit = off" -c "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) $2" |
-		sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | awk '{ printf "%.6f", $1 / 1000 }'
-}
-# best NAME1 NODE1 QUERY1 NAME2 NODE2 QUERY2: best of 3 alternating runs -> t_NAME
-best() {
-	local i a b
-	eval "t_$1=1e9 t_$4=1e9"
-	for i in 1 2 3; do
-		a=$(exec_time "$2" "$3")
-		b=$(exec_time "$5" "$6")
-		eval "t_$1=\$(awk -v x=\$t_$1 -v y=$a 'BEGIN { print (y < x) ? y : x }')"
-		eval "t_$4=\$(awk -v x=\$t_$4 -v y=$b 'BEGIN { print (y < x) ? y : x }')"
-	done
-}
-rate() { awk -v n="$1" -v t="$2" 'BEGIN { printf "%.0f", n / t }'; }
-over() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f%%", 100 * (a / b - 1) }'; }
 per_row() { awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.1f us", 1e6 * (a - b) / n }'; }
 
 pinned="corpq.sent_prob('m@1'::corpq.pinned_model, src, tgt)"

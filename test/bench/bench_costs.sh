@@ -14,19 +14,13 @@
 # Usage: bench_costs.sh [--quick]   (--quick: fewer rows, rougher figures)
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
+. test/bench/bench_lib.sh
 corpq_corpora
 corpq_in_cluster -o shared_buffers=256MB -- "$@"
 
-punct="([[:punct:]]|¿|¡|«|»|’|‘|“|”|—|…)"
 q >/dev/null <<SQL
 CREATE EXTENSION corpq;
-CREATE TABLE raw (id text, domain text, src text, tgt text);
-$(corpq_copy_parallel raw)
-CREATE TABLE pairs AS
-SELECT row_number() OVER (ORDER BY md5(id))::bigint AS id, domain,
-       array_to_string((regexp_split_to_array(lower(regexp_replace(src, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS src,
-       array_to_string((regexp_split_to_array(lower(regexp_replace(tgt, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS tgt
-  FROM raw;
+$(cut_pairs_sql)
 SELECT corpq.bpe_learn('b_bpe', 'SELECT src FROM pairs WHERE id <= 20000', 2000);
 SELECT corpq.vocab_build('b_src', 'SELECT src FROM pairs', NULL, 8000);
 SELECT corpq.vocab_build('b_tgt', 'SELECT tgt FROM pairs', NULL, 8000);
@@ -55,14 +49,8 @@ import os, subprocess, sys
 
 QUICK = "--quick" in sys.argv
 
-def psql(*cmds):
-    args = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
-    for c in cmds:
-        args += ["-c", c]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode:
-        sys.exit("psql failed: " + r.stderr)
-    return r.stdout
+sys.path.insert(0, "test/bench")
+from psql_at import psql  # noqa: E402
 
 SET = ["SET max_parallel_workers_per_gather = 0", "SET jit = off"]
 

@@ -15,6 +15,7 @@
 # Usage: bench_fdw.sh [ROWS]   (default 4000: tiny scores ~400 pairs/s per core)
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
+. test/bench/bench_lib.sh
 corpq_corpora
 rows=${1:-4000}
 CORPQ_SCALEOUT_LIB=1 source test/integration/scaleout_fdw.sh
@@ -23,19 +24,8 @@ start_node c
 start_node n1
 start_node n2
 for n in c n1 n2; do qn $n -c "CREATE EXTENSION corpq"; done
-punct="([[:punct:]]|¿|¡|«|»|’|‘|“|”|—|…)"
 qn c >/dev/null <<SQL
-CREATE TABLE raw (id text, domain text, src text, tgt text);
-$(corpq_copy_parallel raw)
-CREATE TABLE pairs AS
-SELECT row_number() OVER (ORDER BY md5(id))::bigint AS id, domain,
-       array_to_string((regexp_split_to_array(lower(regexp_replace(src, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS src,
-       array_to_string((regexp_split_to_array(lower(regexp_replace(tgt, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS tgt
-  FROM raw;
-DELETE FROM pairs WHERE id > $rows;
-SELECT corpq.vocab_build('b_src', 'SELECT src FROM pairs', NULL, 8000);
-SELECT corpq.vocab_build('b_tgt', 'SELECT tgt FROM pairs', NULL, 8000);
-SELECT corpq.model_create('m', '{"preset": "tiny"}', 'b_src', 'b_tgt', 1);
+$(pairs_sql "$rows")
 SQL
 copy_catalog c n1
 copy_catalog c n2
@@ -75,24 +65,6 @@ SQL
 for n in n1 n2; do qn $n -c "VACUUM ANALYZE pairs_shard"; done
 half1=$(qn n1 -c "SELECT count(*) FROM pairs_shard")
 
-# exec_time NODE QUERY: execution time in seconds (EXPLAIN ANALYZE, TIMING OFF)
-exec_time() {
-	qn "$1" -c "SET jit = off" -c "EXPLAIN (ANALYZE, TIMING OFF, SUMMARY ON) $2" |
-		sed -n 's/^Execution Time: \([0-9.]*\) ms$/\1/p' | awk '{ printf "%.6f", $1 / 1000 }'
-}
-# best NAME1 NODE1 QUERY1 NAME2 NODE2 QUERY2: best of 3 alternating runs -> t_NAME
-best() {
-	local i a b
-	eval "t_$1=1e9 t_$4=1e9"
-	for i in 1 2 3; do
-		a=$(exec_time "$2" "$3")
-		b=$(exec_time "$5" "$6")
-		eval "t_$1=\$(awk -v x=\$t_$1 -v y=$a 'BEGIN { print (y < x) ? y : x }')"
-		eval "t_$4=\$(awk -v x=\$t_$4 -v y=$b 'BEGIN { print (y < x) ? y : x }')"
-	done
-}
-rate() { awk -v n="$1" -v t="$2" 'BEGIN { printf "%.0f", n / t }'; }
-over() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%+.1f%%", 100 * (a / b - 1) }'; }
 
 echo "bench_fdw: $rows real en-es pairs (20 tokens max per side), preset tiny, 3 servers on 2 cores;"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -16,7 +16,7 @@ if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
 	gcc -std=gnu11 -O3 -march=native -Iextension -o "$tmp/bench_align" \
-		test/bench/bench_align.c extension/common/mem.c extension/align/*.c -lm
+		test/bench/bench_align.c extension/common/mem.c extension/common/error.c extension/align/*.c -lm
 	"$tmp/bench_align" -n "$pairs" "${CORPQ_PARALLEL[@]}" > "$tmp/core.out"
 	export CORE_OUT="$tmp/core.out"
 	corpq_cluster_run -o max_worker_processes=16 -o shared_buffers=512MB -o max_wal_size=4GB

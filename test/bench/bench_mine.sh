@@ -5,8 +5,8 @@
 #   - exact: corpq.mine_vectors() wall time on 1 and 2 threads (corpq.threads),
 #     and the backend's peak memory (VmHWM) over a backend that read the
 #     same rows without mining
-#   - HNSW: the recipe of docs/embeddings.md (its blocks marked "tested by
-#     test/integration/mining.sh", as written there): the two index builds and
+#   - HNSW: the recipe of docs/embeddings.md (its fragments naming
+#     test/integration/mining.sh, as written there): the two index builds and
 #     the neighbour and pair queries timed apart, the peak memory of the
 #     backend that ran the queries, and the share of mine_vectors' pairs the
 #     recipe found (forward and mutual)
@@ -18,14 +18,8 @@
 # (about a minute on one AVX2 core) and 2 x 10^5 HNSW queries.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	if bash test/pgvector/build.sh --check; then
-		bash test/pgvector/build.sh || fail "pgvector could not be built or installed"
-		export CORPQ_BENCH_PGVECTOR=yes
-	else
-		export CORPQ_BENCH_PGVECTOR="no installed pgvector and no pgvector 0.8.6 release source (../shared/vendor/pgvector-0.8.6.tar.gz, or CORPQ_PGVECTOR_TARBALL)"
-	fi
-fi
+# pgvector goes into the server's installation before the cluster starts
+[ -n "${CORPQ_IN_CLUSTER:-}" ] || corpq_pgvector CORPQ_BENCH_PGVECTOR
 corpq_in_cluster -o shared_buffers=1GB -o max_worker_processes=16 -o max_parallel_maintenance_workers=2 -- "$@"
 
 sizes="10000 100000"
@@ -58,8 +52,7 @@ peak_mb() {
 import sys
 sys.path.insert(0, "test/docs")
 import examples
-ours = [b for _, marker, _, b in examples.blocks("docs/embeddings.md")
-        if marker and "test/integration/mining.sh" in marker]
+ours = examples.fragments("docs/embeddings.md", "test/integration/mining.sh")
 for name, body in zip(("vector_columns", "indexes", "neighbours", "pairs"), ours):
     open(f"{sys.argv[1]}/{name}.sql", "w").write("\n".join(body) + "\n")
 EOF

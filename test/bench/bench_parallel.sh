@@ -11,19 +11,13 @@
 # that alternate the worker counts; nothing is asserted on time.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
+. test/bench/bench_lib.sh
 corpq_corpora
 corpq_in_cluster -o max_worker_processes=16 -o max_parallel_workers=8 -o shared_buffers=512MB -- "$@"
 
-punct="([[:punct:]]|¿|¡|«|»|’|‘|“|”|—|…)"
 q >/dev/null <<SQL
 CREATE EXTENSION corpq;
-CREATE TABLE raw (id text, domain text, src text, tgt text, ord bigserial);
-$(corpq_copy_parallel raw)
-CREATE TABLE pairs AS
-SELECT row_number() OVER (ORDER BY md5(id))::bigint AS id, domain,
-       array_to_string((regexp_split_to_array(lower(regexp_replace(src, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS src,
-       array_to_string((regexp_split_to_array(lower(regexp_replace(tgt, '$punct', ' \1 ', 'g')), '\s+'))[1:20], ' ') AS tgt
-  FROM raw;
+$(cut_pairs_sql)
 SELECT corpq.vocab_build('b_src', 'SELECT src FROM pairs', NULL, 8000);
 SELECT corpq.vocab_build('b_tgt', 'SELECT tgt FROM pairs', NULL, 8000);
 SELECT corpq.model_create('tiny', '{"preset": "tiny"}', 'b_src', 'b_tgt', 1);
@@ -42,14 +36,8 @@ job=$(q -c "SELECT corpq.lexicon_train('lx', 'SELECT src, tgt FROM pairs WHERE i
 /usr/bin/python3 - "$@" <<'PY'
 import json, os, subprocess, sys
 
-def psql(*cmds):
-    args = ["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1"]
-    for c in cmds:
-        args += ["-c", c]
-    r = subprocess.run(args, capture_output=True, text=True)
-    if r.returncode:
-        sys.exit("psql failed: " + r.stderr)
-    return r.stdout
+sys.path.insert(0, "test/bench")
+from psql_at import psql  # noqa: E402
 
 n = {t: int(psql("SELECT count(*) FROM " + t)) for t in ("pairs", "p_model", "p_unc")}
 umax = float(psql("SELECT percentile_cont(0.9) WITHIN GROUP (ORDER BY corpq.mono_uncertainty('lx', src)) FROM pairs WHERE id <= 10000"))

@@ -52,6 +52,7 @@
 set -euo pipefail
 shopt -s inherit_errexit
 . "$(dirname "$0")/../lib.sh"
+. test/bench/bench_lib.sh
 here="$CORPQ_ROOT/test/bench"
 corpq_corpora
 [ -n "${CORPQ_IN_CLUSTER:-}" ] || make -s test/libcorpqcore.so
@@ -74,16 +75,7 @@ say "CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), 
 say "budget $minutes min per run, presets: $presets, training sets: $datas, torch: $torch, extra options: {${extra}}"
 
 q >/dev/null <<SQL
-CREATE EXTENSION corpq;
-CREATE TABLE raw (id text, domain text, src text, tgt text);
-$(corpq_copy_parallel raw)
-CREATE TABLE pairs AS
-SELECT id, split_part(domain, '/', 1) AS domain, src, tgt,
-       row_number() OVER (PARTITION BY split_part(domain, '/', 1) ORDER BY md5(id)) AS r
-  FROM raw
- WHERE src <> '' AND tgt <> ''
-   AND array_length(regexp_split_to_array(src, '\s+'), 1) <= 50
-   AND array_length(regexp_split_to_array(tgt, '\s+'), 1) <= 50;
+$(ranked_pairs_sql 50)
 CREATE TABLE test_set AS SELECT id, domain, src, tgt, r FROM pairs WHERE r <= $test_pairs;
 CREATE TABLE dev_set AS SELECT id, domain, src, tgt FROM pairs WHERE r > $test_pairs AND r <= $test_pairs + $dev_pairs;
 CREATE TABLE train_set AS SELECT id, domain, src, tgt FROM pairs WHERE r > $test_pairs + $dev_pairs;

@@ -15,6 +15,7 @@
 # Asserts nothing on time.  Usage: bench_train_sql.sh
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
+. test/bench/bench_lib.sh
 corpq_corpora
 # shellcheck disable=SC2086 # BENCH_PG_OPTS: more pg_virtualenv options, split
 corpq_in_cluster -o max_worker_processes=16 -o shared_buffers=256MB ${BENCH_PG_OPTS:-} -- "$@"
@@ -22,17 +23,8 @@ seconds=${BENCH_SECONDS:-900}
 t0=$(date +%s)
 
 q >/dev/null <<SQL
-CREATE EXTENSION corpq;
-CREATE TABLE raw (id text, domain text, src text, tgt text);
-$(corpq_copy_parallel raw)
 -- up to 50 words a side; split by a hash of the id: 300 dev and 300 test pairs per domain
-CREATE TABLE pairs AS
-SELECT id, split_part(domain, '/', 1) AS domain, src, tgt,
-       row_number() OVER (PARTITION BY split_part(domain, '/', 1) ORDER BY md5(id)) AS r
-  FROM raw
- WHERE src <> '' AND tgt <> ''
-   AND array_length(regexp_split_to_array(src, '\s+'), 1) <= 50
-   AND array_length(regexp_split_to_array(tgt, '\s+'), 1) <= 50;
+$(ranked_pairs_sql 50)
 CREATE VIEW train_set AS SELECT src, tgt, domain FROM pairs WHERE r > 600;
 CREATE VIEW dev_set AS SELECT src, tgt, domain FROM pairs WHERE r <= 300;
 CREATE TABLE test_set AS SELECT id, domain, src, tgt, r FROM pairs WHERE r > 300 AND r <= 600;

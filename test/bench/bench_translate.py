@@ -105,17 +105,7 @@ def weight_flops(cfg, srcs, out, beam):
 
 
 def sgemm_gflops(lib, m, n, k, reps):
-    a = np.random.rand(m, k).astype(np.float32)
-    b = np.random.rand(n, k).astype(np.float32)
-    c = np.empty((m, n), np.float32)
-    f = lib.cq_sgemm
-    f.restype = None
-    f.argtypes = [ctypes.c_bool, ctypes.c_bool, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                  ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
-                  ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
-    t, _ = timed(lambda: f(False, True, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, k,
-                           0.0, c.ctypes.data, n), reps, 1)
-    return 2.0 * m * n * k / t / 1e9
+    return blas_cores.sgemm_gflops(lib, m, n, k, lambda fn: timed(fn, reps, 1)[0])
 
 
 def main():

@@ -103,3 +103,20 @@ def table(results, higher_is_better):
         print("  default / best forced core:" + "".join(
             "  %s %.3f" % (k, results["default"][k] / max(r[k] for r in forced.values()))
             for k in keys if k in higher_is_better))
+
+
+def sgemm_gflops(lib, m, n, k, seconds):
+    """GFLOP/s of the library's cq_sgemm on m x k times (n x k)^T, by
+    seconds(fn), the benchmark's timing of a call."""
+    import numpy as np
+    a = np.random.rand(m, k).astype(np.float32)
+    b = np.random.rand(n, k).astype(np.float32)
+    c = np.empty((m, n), np.float32)
+    f = lib.cq_sgemm
+    f.restype = None
+    f.argtypes = [ctypes.c_bool, ctypes.c_bool, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                  ctypes.c_float, ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+                  ctypes.c_float, ctypes.c_void_p, ctypes.c_int]
+    t = seconds(lambda: f(False, True, m, n, k, 1.0, a.ctypes.data, k, b.ctypes.data, k,
+                          0.0, c.ctypes.data, n))
+    return 2.0 * m * n * k / t / 1e9

@@ -7,6 +7,11 @@ clone, or the corpus test/data/make-corpus.sh builds).
 
 parallel lists the parallel TSV files (id, domain, src, tgt, a header line);
 which corpora were used is said on stderr.
+
+    corpora.sample(n, columns)
+
+up to n rows spread evenly over each parallel file: the given columns of
+each, in one list ([] when there are no corpora).
 """
 
 import os
@@ -26,3 +31,20 @@ def find():
         sys.exit(1)             # lib.sh said why
     out = run.stdout.splitlines()
     return out[0], out[1:]
+
+
+def sample(n, columns):
+    try:
+        files = find()[1]
+    except SystemExit:
+        return []
+    lines = []
+    for path in files:
+        with open(path, encoding="utf-8") as f:
+            rows = f.read().split("\n")[1:]
+        step = max(1, len(rows) // n)
+        for row in rows[::step][:n]:
+            parts = row.split("\t")
+            if len(parts) == 4:
+                lines += [parts[c] for c in columns]
+    return lines

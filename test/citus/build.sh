@@ -23,52 +23,12 @@
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 CORPQ_TEST_NAME=citus
-citus_version=13.2.2
-PG_CONFIG=${PG_CONFIG:-pg_config}
-
-citus_installed() {
-	command -v "$PG_CONFIG" >/dev/null 2>&1 || return 1
-	[ -f "$("$PG_CONFIG" --sharedir)/extension/citus.control" ] &&
-		[ -f "$("$PG_CONFIG" --pkglibdir)/citus.so" ]
-}
-
-# the tarball as "path|where found", or fail
-citus_tarball() {
-	if [ -n "${CORPQ_CITUS_TARBALL:-}" ]; then
-		[ -f "$CORPQ_CITUS_TARBALL" ] && echo "$CORPQ_CITUS_TARBALL|CORPQ_CITUS_TARBALL"
-		return
-	fi
-	corpq_shared "vendor/citus-$citus_version.tar.gz"
-}
-
+ext_name=citus ext_label=Citus ext_version=13.2.2
+ext_tarball=citus-$ext_version.tar.gz ext_env=CORPQ_CITUS_TARBALL
 # lz4 and zstd for columnar compression, krb5 for linking libpq's GSSAPI; not
 # libcurl: it only serves the usage statistics, built out below
 build_deps=(liblz4-dev libzstd-dev libkrb5-dev)
-
-if [ "${1:-}" = --check ]; then
-	citus_installed || citus_tarball >/dev/null
-	exit
-fi
-if [ "${1:-}" = --deps ]; then
-	if ! citus_installed && citus_tarball >/dev/null; then echo "${build_deps[@]}"; fi
-	exit 0
-fi
-
-if citus_installed; then
-	log "using the installed Citus ($("$PG_CONFIG" --pkglibdir)/citus.so)"
-	exit 0
-fi
-if ! where=$(citus_tarball); then
-	log "no installed Citus and no ../shared/vendor/citus-$citus_version.tar.gz"
-	exit 3
-fi
-tarball=${where%%|*}
-from="$tarball (${where#*|})"
-
-cache=${CORPQ_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/corpq}
-pgver=$("$PG_CONFIG" --version | awk '{ print $2 }')
-build=$cache/citus-$citus_version-$(sha256sum "$tarball" | cut -c1-12)-pg$pgver
-mkdir -p "$cache"
+ext_make_args=()
 
 # Citus 13.2.2's pg_version_compat.h defines a static inline
 # have_createdb_privilege() for servers before 16; PostgreSQL 15.20 exports a
@@ -82,11 +42,11 @@ rename_compat_fallback() {
 	grep -q '^#define have_createdb_privilege citus_compat' "$h" || fail "the compatibility rename did not apply to $h"
 }
 
-build_citus() {
+ext_build() {
 	local log_file=$build.log
 	rm -rf "$build"
 	mkdir -p "$build"
-	log "building Citus $citus_version from $from into $build (once per machine; a few minutes)"
+	log "building Citus $ext_version from $from into $build (once per machine; a few minutes)"
 	tar -xzf "$tarball" -C "$build" --strip-components=1
 	(
 		cd "$build"
@@ -98,11 +58,5 @@ build_citus() {
 	touch "$build/.corpq-built"
 }
 
-exec 9>"$cache/citus.lock"
-flock 9
-[ -f "$build/.corpq-built" ] || build_citus
-make -C "$build" install >"$build.install.log" 2>&1 ||
-	{ tail -20 "$build.install.log"; fail "make install of Citus failed (log: $build.install.log)"; }
-flock -u 9
-citus_installed || fail "Citus is not installed after make install from $build"
-log "using Citus $citus_version built from $from (cache: $build)"
+. test/vendor_build.sh
+vendor_build "$@"

@@ -9,7 +9,7 @@
 #      line saying why, when there is neither an installed pgvector nor the
 #      tarball): vector columns mined through embedding::real[] give the bits
 #      of the real[] columns; the recipe of docs/embeddings.md -- its SQL
-#      blocks marked "tested by test/integration/mining.sh", run as they are
+#      fragments naming test/integration/mining.sh, run as they are
 #      written there: HNSW indexes, LATERAL k-NN queries into en_nn and
 #      es_nn, corpq.knn_mean() into en_knn and es_knn, corpq.margin() into
 #      mined and mined_mutual -- on 3,000 clustered vectors per side (d = 32, 2,400
@@ -19,15 +19,8 @@
 #      forward and mutual.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
-if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
-	# pgvector goes into the server's installation before the cluster starts
-	if bash test/pgvector/build.sh --check; then
-		bash test/pgvector/build.sh || fail "pgvector could not be built or installed"
-		export CORPQ_MINING_PGVECTOR=yes
-	else
-		export CORPQ_MINING_PGVECTOR="no installed pgvector and no pgvector 0.8.6 release source (../shared/vendor/pgvector-0.8.6.tar.gz, or CORPQ_PGVECTOR_TARBALL)"
-	fi
-fi
+# pgvector goes into the server's installation before the cluster starts
+[ -n "${CORPQ_IN_CLUSTER:-}" ] || corpq_pgvector CORPQ_MINING_PGVECTOR
 corpq_in_cluster -t 1800
 
 tmp=$(mktemp -d)
@@ -92,10 +85,9 @@ EOF
 import sys
 sys.path.insert(0, "test/docs")
 import examples
-ours = [b for _, marker, _, b in examples.blocks("docs/embeddings.md")
-        if marker and "test/integration/mining.sh" in marker]
+ours = examples.fragments("docs/embeddings.md", "test/integration/mining.sh")
 if len(ours) != 4:
-    raise SystemExit(f"expected 4 blocks tested by mining.sh, found {len(ours)}")
+    raise SystemExit(f"expected 4 fragments naming mining.sh, found {len(ours)}")
 for name, body in zip(("vector_columns", "indexes", "neighbours", "pairs"), ours):
     open(f"{sys.argv[1]}/{name}.sql", "w").write("\n".join(body) + "\n")
 EOF

@@ -23,10 +23,6 @@ SELECT corpq.vocab_build('sc_tgt', 'SELECT tgt FROM sc');
 SELECT corpq.model_create('sc', '{"preset": "small"}', 'sc_src', 'sc_tgt', 1);
 SQL
 
-peak_kb() {	# VmHWM of a backend, kB
-	awk '/^VmHWM/ {print $2}' "/proc/$1/status"
-}
-
 # 1. Memory: batch_size 600 (every pair in one batch): the old code's work
 # space was 4 x (3 d + 6 d + F) x 240,600 positions, about 3.7 GB; now the
 # batch is cut to 256 MB (the default corpq.max_batch_mb).
@@ -42,18 +38,7 @@ log "score of 600 long pairs at batch_size 600: $(echo "$out" | sed -n 2p)"
 
 # the peak of a backend that scored the whole table in one call: its VmHWM,
 # read while it sleeps after the call
-q -c "SELECT count(*) FROM corpq.score('sc', 'SELECT id, src, tgt FROM sc', 'sent_prob', 600)" \
-	-c "SELECT pg_sleep(5)" >/dev/null &
-bg=$!
-pid=""
-for _ in $(seq 1200); do
-	pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE query = 'SELECT pg_sleep(5)'")
-	[ -n "$pid" ] && break
-	sleep 0.1
-done
-[ -n "$pid" ] || fail "the scoring backend never reached its sleep"
-peak=$(peak_kb "$pid")
-wait $bg || fail "score failed"
+peak=$(corpq_peak_kb -c "SELECT count(*) FROM corpq.score('sc', 'SELECT id, src, tgt FROM sc', 'sent_prob', 600)")
 log "backend peak memory: $((peak / 1024)) MB (corpq.max_batch_mb 256)"
 [ "${peak:-0}" -gt 0 ] || fail "could not read the backend's peak memory"
 [ "$peak" -lt $((1024 * 1024)) ] || fail "backend peak $((peak / 1024)) MB, over 1 GB"
@@ -80,13 +65,7 @@ awk -v l="$late" 'BEGIN {exit !(l < 3)}' || fail "the cancel took $late s"
 q -c "SELECT count(*) FROM corpq.score('sc', 'SELECT id, src, tgt FROM sc', 'uncertainty', 600, 'enteos', 30)" \
 	>/dev/null 2>"$errfile" &
 bg=$!
-pid=""
-for _ in $(seq 100); do
-	pid=$(q -c "SELECT pid FROM pg_stat_activity WHERE query LIKE '%corpq.score(%uncertainty%' AND pid <> pg_backend_pid()")
-	[ -n "$pid" ] && break
-	sleep 0.1
-done
-[ -n "$pid" ] || fail "the scoring backend did not start"
+pid=$(corpq_backend_pid "query LIKE '%corpq.score(%uncertainty%'" 10) || fail "the scoring backend did not start"
 sleep 1
 t0=$(date +%s.%N)
 q -c "SELECT pg_cancel_backend($pid)" >/dev/null

@@ -26,6 +26,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ref_marian import pad_batch
+
 
 def hf_positions(n, d):
     j = np.arange(d)
@@ -106,13 +108,7 @@ class HFMarianRef:
         return torch.log_softmax(h @ self.lm_head.T + self.bias, dim=-1)
 
     def _batch(self, seqs):
-        L = max(map(len, seqs))
-        t = torch.full((len(seqs), L), self.pad, dtype=torch.long)
-        ok = torch.zeros(len(seqs), L, dtype=torch.bool)
-        for b, s in enumerate(seqs):
-            t[b, :len(s)] = torch.tensor(s, dtype=torch.long)
-            ok[b, :len(s)] = True
-        return t, ok
+        return pad_batch(seqs, self.pad)
 
     @torch.no_grad()
     def log_probs(self, pairs):

@@ -47,6 +47,18 @@ def marian_signal(n, d, start=0):
     return out
 
 
+
+def pad_batch(seqs, pad):
+    """Sequences of ids as one [B, L] tensor padded with pad, and its [B, L] mask
+    of real positions (ref_hf_marian.py too)."""
+    L = max(map(len, seqs))
+    t = torch.full((len(seqs), L), pad, dtype=torch.long)
+    ok = torch.zeros(len(seqs), L, dtype=torch.bool)
+    for b, s in enumerate(seqs):
+        t[b, :len(s)] = torch.tensor(s, dtype=torch.long)
+        ok[b, :len(s)] = True
+    return t, ok
+
 class MarianRef:
     def __init__(self, arrays, yml, dtype=torch.float64):
         self.dt = dtype
@@ -162,13 +174,7 @@ class MarianRef:
         return torch.log_softmax(y @ self.out_w.T + self.out_b, dim=-1)
 
     def _batch(self, seqs):
-        L = max(map(len, seqs))
-        t = torch.zeros(len(seqs), L, dtype=torch.long)
-        ok = torch.zeros(len(seqs), L, dtype=torch.bool)
-        for b, s in enumerate(seqs):
-            t[b, :len(s)] = torch.tensor(s, dtype=torch.long)
-            ok[b, :len(s)] = True
-        return t, ok
+        return pad_batch(seqs, 0)
 
     @torch.no_grad()
     def log_probs(self, pairs):

@@ -58,13 +58,24 @@ def _sig(name, res, *args):
     return f
 
 
-ibm1_create = _sig("cq_ibm1_create", P, C.POINTER(Bitext), C.c_bool, C.c_size_t, C.POINTER(Error))
+def _out(create):
+    """A constructor `cq_code f(..., T **out, cq_error *err)` as one returning the pointer (None on failure)."""
+    def call(*args):
+        out = P()
+        rc = create(*args[:-1], C.byref(out), args[-1])
+        return out.value if rc == 0 else None
+    return call
+
+
+ibm1_create = _out(_sig("cq_ibm1_create", C.c_int, C.POINTER(Bitext), C.c_bool, C.c_size_t,
+                        C.POINTER(P), C.POINTER(Error)))
 ibm1_iterate = _sig("cq_ibm1_iterate", C.c_int, P, P, C.POINTER(Error))
 ibm1_table = _sig("cq_ibm1_table", C.POINTER(TTable), P)
 ibm1_viterbi = _sig("cq_ibm1_viterbi", None, P, C.c_int64, P)
 ibm1_free = _sig("cq_ibm1_free", None, P)
 fa_options_default = _sig("cq_fa_options_default", None, C.POINTER(FaOptions))
-fa_create = _sig("cq_fa_trainer_create", P, C.POINTER(Bitext), C.POINTER(FaOptions), C.POINTER(Error))
+fa_create = _out(_sig("cq_fa_trainer_create", C.c_int, C.POINTER(Bitext), C.POINTER(FaOptions),
+                      C.POINTER(P), C.POINTER(Error)))
 fa_iterate = _sig("cq_fa_iterate", C.c_int, P, P, C.POINTER(Error))
 fa_model = _sig("cq_fa_trainer_model", C.POINTER(FaModel), P)
 fa_stats = _sig("cq_fa_trainer_stats", None, P, C.POINTER(FaStats))
@@ -75,7 +86,7 @@ class Link(C.Structure):
 
 
 symmetrize = _sig("cq_symmetrize", C.c_int, C.c_int, C.c_int, C.c_int, P, C.c_int, P, C.c_int, P, P,
-                  C.POINTER(Error))
+                  C.POINTER(C.c_int), C.POINTER(Error))
 symmetrize_work_bytes = _sig("cq_symmetrize_work_bytes", C.c_size_t, C.c_int, C.c_int)
 SYM_MODES = {"intersect": 0, "union": 1, "grow-diag": 2, "grow-diag-final": 3,
              "grow-diag-final-and": 4}
@@ -88,11 +99,11 @@ def core_symmetrize(mode, ns, nt, fwd, rev):
     out = (Link * max(1, len(fwd) + len(rev)))()
     work = C.create_string_buffer(max(1, symmetrize_work_bytes(ns, nt)))
     err = Error()
-    n = symmetrize(SYM_MODES[mode], ns, nt, C.cast(lf, P), len(fwd), C.cast(lr, P), len(rev),
-                   C.cast(work, P), C.cast(out, P), C.byref(err))
-    if n < 0:
+    n = C.c_int()
+    if symmetrize(SYM_MODES[mode], ns, nt, C.cast(lf, P), len(fwd), C.cast(lr, P), len(rev),
+                  C.cast(work, P), C.cast(out, P), C.byref(n), C.byref(err)) != 0:
         raise ValueError(err.msg.decode())
-    return [(out[k].s, out[k].t) for k in range(n)]
+    return [(out[k].s, out[k].t) for k in range(n.value)]
 
 
 bitext_validate = _sig("cq_bitext_validate", C.c_int, C.POINTER(Bitext), C.POINTER(Error))

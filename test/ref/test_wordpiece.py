@@ -62,8 +62,9 @@ class Core:
         lib.cq_wordpiece_load.argtypes = [ctypes.POINTER(Options), ctypes.c_char_p, S,
                                           ctypes.POINTER(P), P]
         lib.cq_wordpiece_free.argtypes = [P]
-        lib.cq_wordpiece_apply.argtypes = [P, ctypes.c_char_p, S, ctypes.POINTER(S), P]
-        lib.cq_wordpiece_apply.restype = P
+        lib.cq_wordpiece_apply.argtypes = [P, ctypes.c_char_p, S, ctypes.POINTER(P),
+                                           ctypes.POINTER(S), P]
+        lib.cq_wordpiece_apply.restype = ctypes.c_int
         lib.cq_wordpiece_undo_inplace.argtypes = [ctypes.c_char_p, S]
         lib.cq_wordpiece_undo_inplace.restype = S
         lib.cq_free.argtypes = [P]
@@ -84,11 +85,11 @@ class Core:
         return m
 
     def pieces(self, m, data):
-        n, err = ctypes.c_size_t(), Error()
-        p = self.lib.cq_wordpiece_apply(m, data, len(data), ctypes.byref(n), ctypes.byref(err))
-        if not p:
+        p, n, err = ctypes.c_void_p(), ctypes.c_size_t(), Error()
+        if self.lib.cq_wordpiece_apply(m, data, len(data), ctypes.byref(p), ctypes.byref(n),
+                                       ctypes.byref(err)):
             raise RuntimeError(err.msg.decode())
-        s = ctypes.string_at(p, n.value).decode("utf-8")
+        s = ctypes.string_at(p.value, n.value).decode("utf-8")
         self.lib.cq_free(p)
         return s.split(" ") if s else []
 

@@ -73,28 +73,24 @@ def tensor_shapes(cfg):
     if variant(cfg, "layernorm_embedding"):
         ln("encoder.layernorm_embedding")
         ln("decoder.layernorm_embedding")
-    for i in range(cfg["encoder_layers"]):
-        p = "encoder.layers.%d." % i
+    def layer(p, cross):        # a layer; a decoder's attends to the encoder too
         ln(p + "self_attn_layer_norm")
         lin(p + "self_attn.qkv", 3 * d, d)
         lin(p + "self_attn.out_proj", d, d)
+        if cross:
+            ln(p + "encoder_attn_layer_norm")
+            lin(p + "encoder_attn.q", d, d)
+            lin(p + "encoder_attn.kv", 2 * d, d)
+            lin(p + "encoder_attn.out_proj", d, d)
         ln(p + "final_layer_norm")
         lin(p + "fc1", f, d)
         lin(p + "fc2", d, f)
+    for i in range(cfg["encoder_layers"]):
+        layer("encoder.layers.%d." % i, False)
     if variant(cfg, "encoder_final_norm"):
         ln("encoder.layer_norm")
     for i in range(cfg["decoder_layers"]):
-        p = "decoder.layers.%d." % i
-        ln(p + "self_attn_layer_norm")
-        lin(p + "self_attn.qkv", 3 * d, d)
-        lin(p + "self_attn.out_proj", d, d)
-        ln(p + "encoder_attn_layer_norm")
-        lin(p + "encoder_attn.q", d, d)
-        lin(p + "encoder_attn.kv", 2 * d, d)
-        lin(p + "encoder_attn.out_proj", d, d)
-        ln(p + "final_layer_norm")
-        lin(p + "fc1", f, d)
-        lin(p + "fc2", d, f)
+        layer("decoder.layers.%d." % i, True)
     if variant(cfg, "decoder_final_norm"):
         ln("decoder.layer_norm")
     if not cfg["tie_output"]:
@@ -472,16 +468,22 @@ class Transformer(torch.nn.Module):
             m.weight.data.copy_(W)
             if m.bias is not None:
                 m.bias.data.copy_(b)
+
+        def self_attn(p, ln, a):        # a self-attention block and its norm
+            lin(ln, p + "self_attn_layer_norm")
+            for j, m in enumerate((a.q, a.k, a.v)):
+                lin(m, p + "self_attn.qkv", slice(j * d, (j + 1) * d))
+            lin(a.out, p + "self_attn.out_proj")
+
+        def ffn(p, ln, f):              # a feed-forward block and its norm
+            lin(ln, p + "final_layer_norm")
+            lin(f.fc1, p + "fc1")
+            lin(f.fc2, p + "fc2")
         with torch.no_grad():
             for i, L in enumerate(self.enc):
                 p = "encoder.layers.%d." % i
-                lin(L.ln1, p + "self_attn_layer_norm")
-                for j, m in enumerate((L.attn.q, L.attn.k, L.attn.v)):
-                    lin(m, p + "self_attn.qkv", slice(j * d, (j + 1) * d))
-                lin(L.attn.out, p + "self_attn.out_proj")
-                lin(L.ln2, p + "final_layer_norm")
-                lin(L.ffn.fc1, p + "fc1")
-                lin(L.ffn.fc2, p + "fc2")
+                self_attn(p, L.ln1, L.attn)
+                ffn(p, L.ln2, L.ffn)
             if variant(c, "encoder_final_norm"):
                 lin(self.enc_ln, "encoder.layer_norm")
             if variant(c, "layernorm_embedding"):
@@ -489,18 +491,13 @@ class Transformer(torch.nn.Module):
                     lin(m, side + ".layernorm_embedding")
             for i, L in enumerate(self.dec):
                 p = "decoder.layers.%d." % i
-                lin(L.ln1, p + "self_attn_layer_norm")
-                for j, m in enumerate((L.self_attn.q, L.self_attn.k, L.self_attn.v)):
-                    lin(m, p + "self_attn.qkv", slice(j * d, (j + 1) * d))
-                lin(L.self_attn.out, p + "self_attn.out_proj")
+                self_attn(p, L.ln1, L.self_attn)
                 lin(L.ln2, p + "encoder_attn_layer_norm")
                 lin(L.cross.q, p + "encoder_attn.q")
                 lin(L.cross.k, p + "encoder_attn.kv", slice(0, d))
                 lin(L.cross.v, p + "encoder_attn.kv", slice(d, 2 * d))
                 lin(L.cross.out, p + "encoder_attn.out_proj")
-                lin(L.ln3, p + "final_layer_norm")
-                lin(L.ffn.fc1, p + "fc1")
-                lin(L.ffn.fc2, p + "fc2")
+                ffn(p, L.ln3, L.ffn)
             if variant(c, "decoder_final_norm"):
                 lin(self.dec_ln, "decoder.layer_norm")
 

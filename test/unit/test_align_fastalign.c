@@ -54,8 +54,7 @@ TEST(fastalign_one_pass_hand_worked)
 
 	cq_fa_options_default(&o);
 	o.optimize_tension = false;
-	tr = cq_fa_trainer_create(&b, &o, &err);
-	CHECK(tr != NULL);
+	CHECK_INT_EQ(cq_fa_trainer_create(&b, &o, &tr, &err), CQ_OK);
 	if (!tr)
 		return;
 	CHECK_INT_EQ(cq_fa_iterate(tr, NULL, &err), CQ_OK);
@@ -121,7 +120,7 @@ TEST(fastalign_progress_can_stop_a_pass)
 	cq_fa_stats st;
 
 	cq_fa_options_default(&o);
-	tr = cq_fa_trainer_create(&b, &o, &err);
+	CHECK_INT_EQ(cq_fa_trainer_create(&b, &o, &tr, &err), CQ_OK);
 	stop_at = 1;
 	CHECK_INT_EQ(cq_fa_iterate(tr, &p, &err), CQ_STOPPED);
 	CHECK(strstr(err.msg, "stopped") != NULL);
@@ -142,11 +141,11 @@ TEST(ibm1_one_iteration_hand_worked)
 {
 	cq_bitext	b = hand_bitext();
 	cq_error err = {0};
-	cq_ibm1    *m = cq_ibm1_create(&b, true, 1 << 20, &err);
+	cq_ibm1    *m;
 	const cq_ttable *t;
 	int32_t		a[2];
 
-	CHECK(m != NULL);
+	CHECK_INT_EQ(cq_ibm1_create(&b, true, 1 << 20, &m, &err), CQ_OK);
 	if (!m)
 		return;
 	CHECK_INT_EQ(cq_ibm1_iterate(m, NULL, &err), CQ_OK);
@@ -173,9 +172,11 @@ TEST(bitext_rejects_bad_ids)
 	cq_bitext	b = {1, src, (const int64_t[]) {0, 2}, hw_tgt, (const int64_t[]) {0, 1}, 2, 2};
 	cq_error err = {0};
 	cq_fa_options o;
+	cq_fa_trainer *tr = (cq_fa_trainer *) &o;
 
 	cq_fa_options_default(&o);
-	CHECK(cq_fa_trainer_create(&b, &o, &err) == NULL);
+	CHECK_INT_EQ(cq_fa_trainer_create(&b, &o, &tr, &err), CQ_EINVAL);
+	CHECK(tr == NULL);
 	CHECK_INT_EQ(err.code, CQ_EINVAL);
 	CHECK(strstr(err.msg, "outside vocabulary") != NULL);
 }
@@ -184,10 +185,11 @@ TEST(ibm1_stop_keeps_the_table)
 {
 	cq_bitext	b = hand_bitext();
 	cq_error err = {0};
-	cq_ibm1    *m = cq_ibm1_create(&b, false, 0, &err);
+	cq_ibm1    *m;
 	int			calls = 0;
 	cq_align_progress p = {stop_hook, &calls, 1};
 
+	CHECK_INT_EQ(cq_ibm1_create(&b, false, 0, &m, &err), CQ_OK);
 	stop_at = 2;
 	CHECK_INT_EQ(cq_ibm1_iterate(m, &p, &err), CQ_STOPPED);
 	CHECK_INT_EQ(cq_ibm1_iterations(m), 0);
@@ -268,9 +270,9 @@ TEST(fastalign_degenerate_bitexts)
 		int32_t		a[1] = {7};
 
 		cq_fa_options_default(&o);
-		f = cq_fa_trainer_create(bs[c], &o, &err);
+		CHECK_INT_EQ(cq_fa_trainer_create(bs[c], &o, &f, &err), CQ_OK);
 		o.reverse = true;
-		r = cq_fa_trainer_create(bs[c], &o, &err);
+		CHECK_INT_EQ(cq_fa_trainer_create(bs[c], &o, &r, &err), CQ_OK);
 		CHECK(f && r);
 		CHECK_INT_EQ(cq_fa_train(f, NULL, &err), 0);
 		CHECK_INT_EQ(cq_fa_train(r, NULL, &err), 0);

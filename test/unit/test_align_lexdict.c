@@ -17,12 +17,16 @@
 TEST(lexdict_hand_worked_entropy)
 {
 	cq_error err = {0};
-	cq_lexdict_builder *b = cq_lexdict_builder_create(3, 3, &err);
+	cq_lexdict_builder *b;
 	cq_lexdict	d;
 	const int32_t s1[] = {0, 1}, t1[] = {0, 2}, s2[] = {0}, t2[] = {1},
 				s3[] = {0, 0}, t3[] = {0, 0}, sent[] = {0, 1, 2};
 	const cq_link l2[] = {{0, 0}, {1, 1}}, l1[] = {{0, 0}};
 	const cq_link bad[] = {{0, 5}};
+
+	CHECK_INT_EQ(cq_lexdict_builder_create(-1, 3, &b, &err), CQ_EINVAL);
+	CHECK(b == NULL);
+	CHECK_INT_EQ(cq_lexdict_builder_create(3, 3, &b, &err), CQ_OK);
 
 	CHECK_INT_EQ(cq_lexdict_builder_add(b, s1, 2, t1, 2, l2, 2, &err), 0);
 	CHECK_INT_EQ(cq_lexdict_builder_add(b, s2, 1, t2, 1, l1, 1, &err), 0);
@@ -51,11 +55,12 @@ TEST(lexdict_counts_survive_compaction)
 	enum {NS = 37, NT = 23, N = 300000};
 	static int64_t want[NS][NT];
 	cq_error err = {0};
-	cq_lexdict_builder *b = cq_lexdict_builder_create(NS, NT, &err);
+	cq_lexdict_builder *b;
 	cq_lexdict	d;
 	uint32_t	x = 12345;
 	int			bad = 0;
 
+	CHECK_INT_EQ(cq_lexdict_builder_create(NS, NT, &b, &err), CQ_OK);
 	memset(want, 0, sizeof(want));
 	for (int k = 0; k < N; k++)
 	{
@@ -94,14 +99,20 @@ TEST(lexdict_counts_survive_compaction)
 /* Interning: first seen, first numbered; growth keeps every id. */
 TEST(vocab_interns_whitespace_tokens)
 {
-	cq_vocab   *v = cq_vocab_create(NULL);
-	int32_t		ids[8];
+	cq_vocab   *v;
+	cq_error	err = {0};
+	int32_t		ids[8],
+				id;
+	int			n;
 	char		w[16];
 	int			bad = 0;
 
-	CHECK_INT_EQ(cq_vocab_intern_line(v, "  la casa\tla\n", 13, ids, 8), 3);
+	CHECK_INT_EQ(cq_vocab_create(&v, NULL), CQ_OK);
+	CHECK_INT_EQ(cq_vocab_intern_line(v, "  la casa\tla\n", 13, ids, 8, &n, NULL), CQ_OK);
+	CHECK_INT_EQ(n, 3);
 	CHECK(ids[0] == 0 && ids[1] == 1 && ids[2] == 0);
-	CHECK_INT_EQ(cq_vocab_intern_line(v, "a b c", 5, ids, 2), -1);
+	CHECK_INT_EQ(cq_vocab_intern_line(v, "a b c", 5, ids, 2, &n, &err), CQ_ELIMIT);
+	CHECK(strstr(err.msg, "more than 2 tokens") != NULL);
 	CHECK_STR_EQ(cq_vocab_word(v, 1), "casa");
 	CHECK(cq_vocab_word(v, 99) == NULL);
 	CHECK_INT_EQ(cq_vocab_lookup(v, "cas", 3), -1);
@@ -109,7 +120,7 @@ TEST(vocab_interns_whitespace_tokens)
 	{
 		int			l = snprintf(w, sizeof(w), "w%d", i);
 
-		cq_vocab_intern(v, w, l);
+		bad += cq_vocab_intern(v, w, l, &id, NULL) != CQ_OK || id != i + 4;
 	}
 	for (int i = 0; i < 5000; i++)
 	{

@@ -36,10 +36,10 @@ train_lexicon(cq_lexicon *lx)
 	}
 	b = (cq_bitext) {NP, src, so, tgt, to, 9, 11};
 	cq_fa_options_default(&o);
-	f = cq_fa_trainer_create(&b, &o, &err);
+	CHECK_INT_EQ(cq_fa_trainer_create(&b, &o, &f, &err), CQ_OK);
 	o.reverse = true;
 	o.variational_bayes = true;
-	r = cq_fa_trainer_create(&b, &o, &err);
+	CHECK_INT_EQ(cq_fa_trainer_create(&b, &o, &r, &err), CQ_OK);
 	cq_fa_train(f, NULL, &err);
 	cq_fa_train(r, NULL, &err);
 	CHECK_INT_EQ(cq_lexicon_from_trainers(f, r, lx, &err), CQ_OK);

@@ -12,10 +12,11 @@ sym(cq_sym_mode mode, int ns, int nt, const cq_link *f, int nf,
 	static char buf[256];
 	cq_link		out[64];
 	void	   *work = malloc(cq_symmetrize_work_bytes(ns, nt));
-	int			n = cq_symmetrize(mode, ns, nt, f, nf, r, nr, work, out, NULL);
+	int			n;
+	cq_code		rc = cq_symmetrize(mode, ns, nt, f, nf, r, nr, work, out, &n, NULL);
 
 	free(work);
-	if (n < 0)
+	if (rc != CQ_OK)
 		return "error";
 	cq_links_format(out, n, buf, sizeof(buf));
 	return buf;
@@ -85,12 +86,14 @@ TEST(symmetrize_viterbi_links_and_errors)
 	cq_link		out[4];
 	char		work[64];
 	char		small[8];
+	int			n = -1;
 
 	CHECK_INT_EQ(nf, 2);
 	CHECK_INT_EQ(nr, 2);
 	CHECK_STR_EQ(sym(CQ_SYM_UNION, 2, 3, lf, nf, lr, nr), "0-0 0-2 1-0");
-	CHECK_INT_EQ(cq_symmetrize(CQ_SYM_UNION, 2, 3, bad, 1, lr, nr, work, out, &err),
+	CHECK_INT_EQ(cq_symmetrize(CQ_SYM_UNION, 2, 3, bad, 1, lr, nr, work, out, &n, &err),
 				 CQ_EINVAL);
+	CHECK_INT_EQ(n, 0);
 	CHECK(strstr(err.msg, "outside") != NULL);
 	cq_links_format(lf, nf, small, sizeof(small));
 	CHECK_STR_EQ(small, "1-0 0-2");

@@ -274,6 +274,16 @@ TEST(antap_forward_batch_independent)
  * well below the variance of the targets; with a short patience it stops
  * early, and State I is the best validation epoch.
  */
+/* Stops at the end of epoch *arg (a positive number) or at batch -*arg of epoch 1. */
+static bool
+stop_at(void *arg, const cq_antap_progress *p)
+{
+	int			when = *(int *) arg;
+
+	return when > 0 ? p->end_of_epoch && p->epoch == when :
+		!p->end_of_epoch && p->epoch == 1 && p->batch == -when;
+}
+
 TEST(antap_fit_learns_and_stops_early)
 {
 	cq_antap_config cfg = small_cfg;
@@ -362,6 +372,28 @@ TEST(antap_fit_learns_and_stops_early)
 		CHECK_INT_EQ(cq_antap_fit(m2, b2, &d, &o, NULL, NULL, &r2, &err), CQ_OK);
 		CHECK(memcmp(m2->params, m->params, sizeof(float) * m->n_floats) == 0);
 		CHECK(memcmp(b2->params, best->params, sizeof(float) * m->n_floats) == 0);
+		cq_antap_free(m2);
+		cq_antap_free(b2);
+	}
+	/* a hook that asks to stop is CQ_STOPPED, recorded in err with where */
+	{
+		cq_antap_model *m2,
+				   *b2;
+		cq_antap_fit_result r2;
+		int			when = 2;
+
+		CHECK_INT_EQ(cq_antap_new(&cfg, &m2, &err), CQ_OK);
+		CHECK_INT_EQ(cq_antap_new(&cfg, &b2, &err), CQ_OK);
+		cq_antap_init_random(m2, 2);
+		err = (cq_error) {0};
+		CHECK_INT_EQ(cq_antap_fit(m2, b2, &d, &o, stop_at, &when, &r2, &err), CQ_STOPPED);
+		CHECK_INT_EQ(err.code, CQ_STOPPED);
+		CHECK_STR_EQ(err.msg, "stopped after epoch 2");
+		when = -3;
+		err = (cq_error) {0};
+		CHECK_INT_EQ(cq_antap_fit(m2, b2, &d, &o, stop_at, &when, &r2, &err), CQ_STOPPED);
+		CHECK_INT_EQ(err.code, CQ_STOPPED);
+		CHECK_STR_EQ(err.msg, "stopped in epoch 1 after batch 3");
 		cq_antap_free(m2);
 		cq_antap_free(b2);
 	}

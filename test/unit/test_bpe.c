@@ -12,7 +12,7 @@ parse_ok(const char *codes)
 {
 	cq_bpe		b;
 	cq_error err = {0};
-	int			rc = cq_bpe_parse_codes(&b, codes, strlen(codes), &err);
+	cq_code		rc = cq_bpe_parse_codes(&b, codes, strlen(codes), &err);
 
 	if (rc != CQ_OK)
 		unit_fail(__FILE__, __LINE__, "parse failed: %s", err.msg);
@@ -287,15 +287,16 @@ TEST(bpe_learn_overlapping_pairs_and_prefix_ties)
 TEST(bpe_learn_multibyte_and_step_api)
 {
 	cq_strmap	m = counts_of("ni\xc3\xb1o ni\xc3\xb1o a\xc3\xb1o");
-	cq_bpe_learner *l = cq_bpe_learner_new(&m, 2);
+	cq_bpe_learner *l;
+	bool		learned;
 
-	CHECK(l != NULL);
+	CHECK_INT_EQ(cq_bpe_learner_new(&m, 2, &l, NULL), CQ_OK);
 	/* (ñ, o</w>) x3 first, then (i, ño</w>) x2 vs (n, i) x2: 'n' > 'i' */
-	CHECK_INT_EQ(cq_bpe_learner_step(l), 1);
+	CHECK(cq_bpe_learner_step(l, &learned, NULL) == CQ_OK && learned);
 	CHECK_INT_EQ(cq_bpe_learner_last_count(l), 3);
-	CHECK_INT_EQ(cq_bpe_learner_step(l), 1);
-	CHECK_INT_EQ(cq_bpe_learner_step(l), 1);
-	CHECK_INT_EQ(cq_bpe_learner_step(l), 0);
+	CHECK(cq_bpe_learner_step(l, &learned, NULL) == CQ_OK && learned);
+	CHECK(cq_bpe_learner_step(l, &learned, NULL) == CQ_OK && learned);
+	CHECK(cq_bpe_learner_step(l, &learned, NULL) == CQ_OK && !learned);
 	CHECK_INT_EQ(cq_bpe_learner_n_merges(l), 3);
 
 	cq_bpe		b;
@@ -311,7 +312,7 @@ TEST(bpe_learn_multibyte_and_step_api)
 	cq_strmap_free(&m);
 }
 
-static int
+static bool
 stop_after_two(void *arg)
 {
 	return ++*(int *) arg <= 2;
@@ -324,8 +325,9 @@ TEST(bpe_learn_cancel_callback)
 	cq_error err = {0};
 	int			calls = 0;
 
-	CHECK(cq_bpe_learn(&m, 100, 1, stop_after_two, &calls, &b, &err) != CQ_OK);
+	CHECK_INT_EQ(cq_bpe_learn(&m, 100, 1, stop_after_two, &calls, &b, &err), CQ_STOPPED);
 	CHECK_INT_EQ(calls, 3);
+	CHECK(strstr(err.msg, "after 2 merges") != NULL);
 	cq_strmap_free(&m);
 }
 

@@ -2,8 +2,8 @@
 #include "test_cav.h"
 #include "unit.h"
 
-#include "cav/codec.h"
 #include "cav/format.h"
+#include "common/le.h"
 #include "common/mem.h"
 
 #include <stdlib.h>
@@ -209,27 +209,27 @@ TEST(cav_validator_rejects_each_corruption)
 #define MUTATE(what, stmt) \
 	do { memcpy(b, good, len); stmt; expect_format_error(b, len, what); } while (0)
 	MUTATE("magic", b[0] = 'X');
-	MUTATE("version", cav_put_u16(b + CAV_H_VERSION, 2));
+	MUTATE("version", cq_le_put_u16(b + CAV_H_VERSION, 2));
 	MUTATE("reserved", b[CAV_H_RESERVED32] = 1);
-	MUTATE("l_max 0", cav_put_u32(b + CAV_H_LMAX, 0));
-	MUTATE("l_max smaller than a distance", cav_put_u32(b + CAV_H_LMAX, 2));
-	MUTATE("n_src + 1", cav_put_u32(b + CAV_H_NSRC, v.n_src + 1));
-	MUTATE("n_tgt huge", cav_put_u32(b + CAV_H_NTGT, 0x7fffffff));
-	MUTATE("n_mat - 1", cav_put_u32(b + CAV_H_NMAT, v.n_mat - 1));
-	MUTATE("restricted count", cav_put_u32(b + CAV_H_NRES, 1));
-	MUTATE("source offset 0", cav_put_u32(b + v.src_dict, 1));
-	MUTATE("source offset order", cav_put_u32(b + v.src_dict + 4, 0));
-	MUTATE("source blob length", cav_put_u32(b + v.src_dict + 4 * v.n_src, 0xffffff));
+	MUTATE("l_max 0", cq_le_put_u32(b + CAV_H_LMAX, 0));
+	MUTATE("l_max smaller than a distance", cq_le_put_u32(b + CAV_H_LMAX, 2));
+	MUTATE("n_src + 1", cq_le_put_u32(b + CAV_H_NSRC, v.n_src + 1));
+	MUTATE("n_tgt huge", cq_le_put_u32(b + CAV_H_NTGT, 0x7fffffff));
+	MUTATE("n_mat - 1", cq_le_put_u32(b + CAV_H_NMAT, v.n_mat - 1));
+	MUTATE("restricted count", cq_le_put_u32(b + CAV_H_NRES, 1));
+	MUTATE("source offset 0", cq_le_put_u32(b + v.src_dict, 1));
+	MUTATE("source offset order", cq_le_put_u32(b + v.src_dict + 4, 0));
+	MUTATE("source blob length", cq_le_put_u32(b + v.src_dict + 4 * v.n_src, 0xffffff));
 	MUTATE("invalid UTF-8", b[v.src_dict + 4 * (v.n_src + 1)] = 0xff);
 	MUTATE("NUL in token", b[v.tgt_dict + 4 * (v.n_tgt + 1)] = 0);
 	MUTATE("target order", b[v.tgt_dict + 4 * (v.n_tgt + 1)] = 0x7e);
-	MUTATE("table target id", cav_put_u32(b + rec + CAV_REC_SIZE + CAV_REC_TGT, 0));
-	MUTATE("nnz + 1", cav_put_u32(b + rec + CAV_REC_NNZ, cav_get_u32(good + rec + CAV_REC_NNZ) + 1));
-	MUTATE("nnz 0", cav_put_u32(b + rec + CAV_REC_NNZ, 0));
-	MUTATE("occurrences + 1", cav_put_u64(b + rec + CAV_REC_OCC, cav_get_u64(good + rec + CAV_REC_OCC) + 1));
-	MUTATE("occurrences 0", cav_put_u64(b + rec + CAV_REC_OCC, 0));
-	MUTATE("start 1", cav_put_u64(b + rec + CAV_REC_START, 1));
-	MUTATE("start past end", cav_put_u64(b + rec + CAV_REC_SIZE + CAV_REC_START, len));
+	MUTATE("table target id", cq_le_put_u32(b + rec + CAV_REC_SIZE + CAV_REC_TGT, 0));
+	MUTATE("nnz + 1", cq_le_put_u32(b + rec + CAV_REC_NNZ, cq_le_get_u32(good + rec + CAV_REC_NNZ) + 1));
+	MUTATE("nnz 0", cq_le_put_u32(b + rec + CAV_REC_NNZ, 0));
+	MUTATE("occurrences + 1", cq_le_put_u64(b + rec + CAV_REC_OCC, cq_le_get_u64(good + rec + CAV_REC_OCC) + 1));
+	MUTATE("occurrences 0", cq_le_put_u64(b + rec + CAV_REC_OCC, 0));
+	MUTATE("start 1", cq_le_put_u64(b + rec + CAV_REC_START, 1));
+	MUTATE("start past end", cq_le_put_u64(b + rec + CAV_REC_SIZE + CAV_REC_START, len));
 	MUTATE("entry count 0", b[ent + 2] = 0);
 	MUTATE("overlong varint", (b[ent] |= 0x80, b[ent + 1] = 0));
 	MUTATE("row past dictionary", b[ent] = 0x7f);

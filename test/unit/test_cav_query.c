@@ -168,9 +168,9 @@ TEST(cav_topk_matches_brute_force)
 	free(p);
 }
 
-/* Straight PyTorch bin formula over the dense matrix. */
+/* Straight PyTorch bin formula over a dense H x W matrix. */
 static void
-dense_pool(const int64_t *m, size_t H, size_t W, uint32_t oh, uint32_t ow, double *out)
+pool_doubles(const double *x, size_t H, size_t W, uint32_t oh, uint32_t ow, double *out)
 {
 	for (uint32_t i = 0; i < oh; i++)
 		for (uint32_t j = 0; j < ow; j++)
@@ -183,9 +183,21 @@ dense_pool(const int64_t *m, size_t H, size_t W, uint32_t oh, uint32_t ow, doubl
 
 			for (size_t r = r0; r < r1; r++)
 				for (size_t c = c0; c < c1; c++)
-					s += (double) m[r * W + c];
+					s += x[r * W + c];
 			out[i * ow + j] = s / (double) ((r1 - r0) * (c1 - c0));
 		}
+}
+
+/* The bin formula over the dense count matrix. */
+static void
+dense_pool(const int64_t *m, size_t H, size_t W, uint32_t oh, uint32_t ow, double *out)
+{
+	double	   *x = malloc(sizeof(double) * H * W);
+
+	for (size_t i = 0; i < H * W; i++)
+		x[i] = (double) m[i];
+	pool_doubles(x, H, W, oh, ow, out);
+	free(x);
 }
 
 TEST(cav_pool_matches_dense)
@@ -236,20 +248,7 @@ dense_layer_norm_pool(const int64_t *m, size_t H, size_t W, double eps, uint32_t
 	var /= (double) (H * W);
 	for (size_t i = 0; i < H * W; i++)
 		x[i] = ((double) m[i] - mean) / sqrt(var + eps);
-	for (size_t i = 0; i < oh; i++)
-		for (size_t j = 0; j < ow; j++)
-		{
-			size_t		r0 = i * H / oh,
-						r1 = ((i + 1) * H + oh - 1) / oh,
-						c0 = j * W / ow,
-						c1 = ((j + 1) * W + ow - 1) / ow;
-			double		s = 0;
-
-			for (size_t r = r0; r < r1; r++)
-				for (size_t c = c0; c < c1; c++)
-					s += x[r * W + c];
-			out[i * ow + j] = s / (double) ((r1 - r0) * (c1 - c0));
-		}
+	pool_doubles(x, H, W, oh, ow, out);
 	free(x);
 }
 

@@ -7,9 +7,9 @@ TEST(json_flat_object)
 {
 	const char *t = " { \"a\" : 1.5e2, \"b\":\"x\\\"y\\n\\u0041\", \"c\": true, \"d\": false, \"e\": null } ";
 	cq_json_object o;
-	char		err[100];
+	cq_error	err;
 
-	CHECK(cq_json_parse_object(t, strlen(t), &o, err, sizeof(err)));
+	CHECK_INT_EQ(cq_json_parse_object(t, strlen(t), &o, &err), CQ_OK);
 	CHECK_INT_EQ(o.n, 5);
 	CHECK_NEAR(cq_json_get(&o, "a")->number, 150.0, 0);
 	CHECK_STR_EQ(cq_json_get(&o, "b")->string, "x\"y\nA");
@@ -25,15 +25,16 @@ TEST(json_rejects_malformed)
 	const char *bad[] = {"", "{", "{\"a\"}", "{\"a\":}", "{\"a\":1,}", "{\"a\":1} x",
 		"{\"a\":[1]}", "{\"a\":{}}", "{\"a\":\"unterminated}", "{\"a\":1e999}",
 	"{\"a\":-}", "[1]", "{a:1}", "{\"a\":tru}", "{\"a\":\"\\q\"}"};
-	char		err[100];
+	cq_error	err;
 
 	for (int i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
 	{
 		cq_json_object o;
 
-		err[0] = '\0';
-		CHECK(!cq_json_parse_object(bad[i], strlen(bad[i]), &o, err, sizeof(err)));
-		CHECK(strncmp(err, "at byte", 7) == 0);
+		err.msg[0] = '\0';
+		CHECK_INT_EQ(cq_json_parse_object(bad[i], strlen(bad[i]), &o, &err), CQ_EINVAL);
+		CHECK_INT_EQ(err.code, CQ_EINVAL);
+		CHECK(strncmp(err.msg, "at byte", 7) == 0);
 	}
 }
 
@@ -153,25 +154,25 @@ TEST(json_rfc8259_numbers_and_utf8)
 		"{\"\xff\":1}", "{\"a\":\"\xc3\"}", "{\"a\":\"\xc0\xaf\"}", "{\"a\":\"\xed\xa0\x80\"}",
 		"{\"a\":\"\xf4\x90\x80\x80\"}", "{\"\xe2\x82\":1}", "{\"a\":\"\\u+041\"}"};
 	const char *good = "{\"a\":0, \"b\":-0.5, \"c\":1E+2, \"d\":10e-1, \"\xc3\xa9t\xc3\xa9\":\"\xe2\x82\xac\xf0\x9f\x98\x80\"}";
-	char		err[160];
+	cq_error	err;
 	cq_json_object o;
 
 	for (int i = 0; i < (int) (sizeof(bad) / sizeof(bad[0])); i++)
 	{
-		err[0] = '\0';
-		if (cq_json_parse_object(bad[i], strlen(bad[i]), &o, err, sizeof(err)))
+		err.msg[0] = '\0';
+		if (cq_json_parse_object(bad[i], strlen(bad[i]), &o, &err) == CQ_OK)
 		{
 			unit_fail(__FILE__, __LINE__, "accepted %s", bad[i]);
 			cq_json_free(&o);
 		}
 		else
-			CHECK(strncmp(err, "at byte", 7) == 0);
+			CHECK(strncmp(err.msg, "at byte", 7) == 0);
 	}
-	CHECK(!cq_json_parse_object(bad[0], strlen(bad[0]), &o, err, sizeof(err)) &&
-		  strstr(err, "leading zero") != NULL);
-	CHECK(!cq_json_parse_object(bad[11], strlen(bad[11]), &o, err, sizeof(err)) &&
-		  strstr(err, "UTF-8") != NULL);
-	CHECK(cq_json_parse_object(good, strlen(good), &o, err, sizeof(err)));
+	CHECK(cq_json_parse_object(bad[0], strlen(bad[0]), &o, &err) == CQ_EINVAL &&
+		  strstr(err.msg, "leading zero") != NULL);
+	CHECK(cq_json_parse_object(bad[11], strlen(bad[11]), &o, &err) == CQ_EINVAL &&
+		  strstr(err.msg, "UTF-8") != NULL);
+	CHECK_INT_EQ(cq_json_parse_object(good, strlen(good), &o, &err), CQ_OK);
 	CHECK_INT_EQ(o.n, 5);
 	CHECK_NEAR(cq_json_get(&o, "b")->number, -0.5, 0);
 	CHECK_NEAR(cq_json_get(&o, "c")->number, 100.0, 0);
@@ -270,7 +271,6 @@ TEST(config_arch_keys_are_the_json_keys)
 	cq_error	err;
 	cq_json_object o;
 	char		buf[1100],
-				msg[80],
 				list[1100];
 	int			listed = 1;
 
@@ -287,7 +287,7 @@ TEST(config_arch_keys_are_the_json_keys)
 	c.pooling = CQ_POOL_CLS;
 	c.pooler = c.token_type_embedding = true;
 	cq_config_to_json(&c, buf, sizeof(buf));
-	CHECK(cq_json_parse_object(buf, strlen(buf), &o, msg, sizeof(msg)));
+	CHECK_INT_EQ(cq_json_parse_object(buf, strlen(buf), &o, &err), CQ_OK);
 	snprintf(list, sizeof(list), ",%s,", cq_config_arch_keys());
 	for (const char *p = list + 1; *p; p++)
 		listed += *p == ',';

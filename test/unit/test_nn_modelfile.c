@@ -132,8 +132,8 @@ TEST(modelfile_every_corruption)
 	CHECK_INT_EQ(load_status(p, 5, "magic"), CQ_EFORMAT);
 	FRESH();
 	CHECK_INT_EQ(load_status(p, 30, "truncated"), CQ_EFORMAT);
-	put32(p + 8, 2);
-	CHECK_INT_EQ(load_status(p, len, "version 2"), CQ_EFORMAT);
+	put32(p + 8, 3);
+	CHECK_INT_EQ(load_status(p, len, "version 3"), CQ_EFORMAT);
 	FRESH();
 	CHECK_INT_EQ(load_status(p, len - 1, "truncated"), CQ_EFORMAT);
 	CHECK_INT_EQ(load_status(p, len / 2, "truncated"), CQ_EFORMAT);
@@ -252,6 +252,160 @@ TEST(modelfile_every_corruption)
 	cq_model_free(m);
 }
 
+/* Position of the ndim byte of tensor name's record (the dtype byte follows). */
+static long
+record_at(const unsigned char *p, size_t len, const char *name)
+{
+	long		at = find(p, len, name);
+
+	CHECK(at > 0);
+	return at + (long) strlen(name);
+}
+
+static uint64_t
+get64(const unsigned char *p)
+{
+	uint64_t	v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v |= (uint64_t) p[i] << (8 * i);
+	return v;
+}
+
+/* Where tensor name's data begins in the image. */
+static size_t
+data_at(const unsigned char *p, size_t len, const char *name)
+{
+	long		r = record_at(p, len, name);
+
+	return get64(p + 24) + get64(p + r + 2 + 4 * p[r]);
+}
+
+/* An int8 model's image (version 2): its codes and scales, every refusal. */
+TEST(modelfile_int8_image_refusals)
+{
+	cq_model   *m = small_model(16, 2, 24, 20, false, true);
+	size_t		len,
+				at;
+	unsigned char *orig,
+			   *p;
+	long		r;
+	const char *fc1 = "encoder.layers.1.fc1.weight",
+			   *fc1s = "encoder.layers.1.fc1.weight_scale";
+	const float minus_one = -1.0f,
+				minus_zero = -0.0f;
+
+	m->cfg.precision = CQ_PRECISION_INT8;
+	orig = image(m, &len);
+	p = malloc(len);
+#define FRESH() memcpy(p, orig, len)
+	FRESH();
+	CHECK_INT_EQ(p[8], 2);
+	CHECK_INT_EQ(load_status(p, len, NULL), CQ_OK);
+
+	/* dtypes: unknown, or not the one the tensor needs */
+	r = record_at(p, len, fc1);
+	CHECK_INT_EQ(p[r + 1], 1);		/* int8 */
+	p[r + 1] = 2;
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "unknown dtype 2"), CQ_EFORMAT);
+	FRESH();
+	p[r + 1] = 0;
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "\"encoder.layers.1.fc1.weight\" is float32, int8 expected"),
+				 CQ_EFORMAT);
+	FRESH();
+	p[record_at(p, len, fc1s) + 1] = 1;
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "is int8, float32 expected"), CQ_EFORMAT);
+	FRESH();
+	p[record_at(p, len, "encoder.layers.1.fc1.bias") + 1] = 1;
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "is int8, float32 expected"), CQ_EFORMAT);
+
+	/* a code outside [-127, 127] */
+	FRESH();
+	at = data_at(p, len, fc1);
+	p[at + 5] = 0x80;				/* -128 */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "has code -128 at index 5, outside [-127, 127]"), CQ_EFORMAT);
+
+	/* scales: negative (-0 too), non-finite, misshapen, missing, twice, of a float tensor */
+	FRESH();
+	at = data_at(p, len, fc1s);
+	memcpy(p + at + 8, &minus_one, 4);
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "negative scale (-1) at index 2"), CQ_EFORMAT);
+	FRESH();
+	memcpy(p + at, &minus_zero, 4);
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "negative scale (-0) at index 0"), CQ_EFORMAT);
+	FRESH();
+	put32(p + at + 4, 0x7fc00000u);
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "weight_scale\" has a non-finite value"), CQ_EFORMAT);
+	FRESH();
+	r = record_at(p, len, fc1s);
+	put32(p + r + 2, 25);
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "has shape [25], the config needs [24]"), CQ_EFORMAT);
+	FRESH();
+	put32(p + 16, (p[16] | p[17] << 8) - 1);	/* the last record unlisted */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "lacks tensor \"decoder.output_projection.weight_scale\""),
+				 CQ_EFORMAT);
+	FRESH();
+	r = record_at(p, len, fc1s);
+	memcpy(p + r - 33, "decoder.layers.0", 16);	/* encoder.layers.1 -> decoder.layers.0 */
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "tensor \"decoder.layers.0.fc1.weight_scale\" twice"),
+				 CQ_EFORMAT);
+	FRESH();
+	r = record_at(p, len, "encoder.layers.0.self_attn.qkv.weight_scale");
+	memcpy(p + r - 43, "decoder.layers.0.encoder_attn.kv.bias_scale", 43);
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "unknown tensor \"decoder.layers.0.encoder_attn.kv.bias_scale\""),
+				 CQ_EFORMAT);
+
+	/* placement: misaligned, overlapping, a section cut short */
+	FRESH();
+	r = record_at(p, len, fc1);
+	p[r + 2 + 8] += 4;
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "\"encoder.layers.1.fc1.weight\" lies outside the data section"),
+				 CQ_EFORMAT);
+	FRESH();
+	memcpy(p + r + 2 + 8, p + record_at(p, len, "encoder.layers.1.fc2.weight") + 2 + 8, 8);
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "overlaps an earlier tensor"), CQ_EFORMAT);
+	FRESH();
+	{
+		uint64_t	size = get64(p + 32) - 64;
+
+		for (int i = 0; i < 8; i++)
+			p[32 + i] = (unsigned char) (size >> (8 * i));
+		recrc(p, len - 64);
+		CHECK_INT_EQ(load_status(p, len - 64, "lies outside the data section"), CQ_EFORMAT);
+	}
+#undef FRESH
+	/* codes of 7-bit weights: [-63, 63] */
+	free(orig);
+	free(p);
+	m->cfg.weight_bits = 7;
+	orig = image(m, &len);
+	p = malloc(len);
+	memcpy(p, orig, len);
+	CHECK_INT_EQ(load_status(p, len, NULL), CQ_OK);
+	at = data_at(p, len, fc1);
+	CHECK(p[at] != 64);
+	p[at] = 64;
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "has code 64 at index 0, outside [-63, 63]"), CQ_EFORMAT);
+	free(p);
+	free(orig);
+	cq_model_free(m);
+}
+
 /* The size of a config without a model equals the allocated model's. */
 TEST(model_size_for_config)
 {
@@ -269,40 +423,47 @@ TEST(model_size_for_config)
 	}
 }
 
-/* Random damage never crashes the loader nor makes it read out of bounds. */
+/* Random damage never crashes the loader nor makes it read out of bounds
+ * (a float32 image, and an int8 image of codes and scales). */
 TEST(modelfile_fuzz)
 {
-	cq_model   *m = small_model(8, 2, 8, 6, true, false);
-	size_t		len;
-	unsigned char *orig = image(m, &len);
-	unsigned int seed = 12345;
-	int			ok = 0;
-
-	for (int it = 0; it < 3000; it++)
+	for (int int8 = 0; int8 < 2; int8++)
 	{
-		size_t		n = len;
-		unsigned char *p;
-		int			flips = 1 + rand_r(&seed) % 6;
+		cq_model   *m = small_model(8, 2, 8, 6, true, false);
+		size_t		len;
+		unsigned char *orig;
+		unsigned int seed = 12345;
+		int			ok = 0;
 
-		if (it % 5 == 0)
-			n = rand_r(&seed) % (len + 1);
-		p = malloc(n ? n : 1);		/* exactly n bytes: ASan sees overreads */
-		memcpy(p, orig, n);
-		for (int f = 0; f < flips && n > 0; f++)
+		if (int8)
+			m->cfg.precision = CQ_PRECISION_INT8;
+		orig = image(m, &len);
+		for (int it = 0; it < 3000; it++)
 		{
-			/* mostly the header and table, where the structure is */
-			size_t		at = rand_r(&seed) % (it % 3 ? (n < 600 ? n : 600) : n);
+			size_t		n = len;
+			unsigned char *p;
+			int			flips = 1 + rand_r(&seed) % 6;
 
-			p[at] = (unsigned char) rand_r(&seed);
+			if (it % 5 == 0)
+				n = rand_r(&seed) % (len + 1);
+			p = malloc(n ? n : 1);	/* exactly n bytes: ASan sees overreads */
+			memcpy(p, orig, n);
+			for (int f = 0; f < flips && n > 0; f++)
+			{
+				/* mostly the header and table, where the structure is */
+				size_t		at = rand_r(&seed) % (it % 3 ? (n < 600 ? n : 600) : n);
+
+				p[at] = (unsigned char) rand_r(&seed);
+			}
+			if (it % 2 == 0 && n == len)
+				recrc(p, n);
+			ok += load_status(p, n, NULL) == CQ_OK;
+			free(p);
 		}
-		if (it % 2 == 0 && n == len)
-			recrc(p, n);
-		ok += load_status(p, n, NULL) == CQ_OK;
-		free(p);
+		CHECK(ok < 3000);
+		free(orig);
+		cq_model_free(m);
 	}
-	CHECK(ok < 3000);
-	free(orig);
-	cq_model_free(m);
 }
 
 /* The initialiser's distributions (model.h) on a larger model. */

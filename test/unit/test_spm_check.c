@@ -12,8 +12,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "cav/codec.h"
 #include "common/le.h"
+#include "common/utf8.h"
+#include "common/varint.h"
 #include "text/spm.h"
 #include "text/spm_check.h"
 
@@ -48,7 +49,7 @@ put_varint(buf *b, uint64_t v)
 {
 	uint8_t		t[10];
 
-	put(b, t, (size_t) (cav_put_varint(t, v) - t));
+	put(b, t, (size_t) (cq_varint_put(t, v) - t));
 }
 
 static void
@@ -157,13 +158,13 @@ check_usable(const buf *b, const char *s, const char *file, int line)
 		return;
 	}
 	if (cq_spm_encode(m, s, strlen(s), &out, &len, &err) != CQ_OK ||
-		!cav_utf8_valid((const uint8_t *) out, len))
+		!cq_utf8_valid((const uint8_t *) out, len))
 		unit_fail(file, line, "encode: %s", err.msg);
 	else
 	{
 		pieces = strndup(out, len);
 		if (cq_spm_decode(m, pieces, len, &out, &len, &err) != CQ_OK ||
-			!cav_utf8_valid((const uint8_t *) out, len))
+			!cq_utf8_valid((const uint8_t *) out, len))
 			unit_fail(file, line, "decode: %s", err.msg);
 		free(pieces);
 	}
@@ -283,21 +284,21 @@ find_charsmap(const buf *b, size_t *off, size_t *len)
 				n;
 
 	*off = *len = 0;
-	while (p < end && cav_get_varint(&p, end, &tag))
+	while (p < end && cq_varint_get(&p, end, &tag))
 	{
 		if ((tag & 7) == 0)
 		{
-			cav_get_varint(&p, end, &n);
+			cq_varint_get(&p, end, &n);
 			continue;
 		}
-		if ((tag & 7) != 2 || !cav_get_varint(&p, end, &n))
+		if ((tag & 7) != 2 || !cq_varint_get(&p, end, &n))
 			return;
 		if (tag >> 3 == 3)
 		{
 			const uint8_t *q = p,
 					   *qend = p + n;
 
-			while (q < qend && cav_get_varint(&q, qend, &tag) && cav_get_varint(&q, qend, &n))
+			while (q < qend && cq_varint_get(&q, qend, &tag) && cq_varint_get(&q, qend, &n))
 			{
 				if (tag == (2 << 3 | 2))
 				{
@@ -330,7 +331,7 @@ with_charsmap(const buf *cm)
 	{
 		const uint8_t *start = p;
 
-		if (!cav_get_varint(&p, end, &tag) || !cav_get_varint(&p, end, &len))
+		if (!cq_varint_get(&p, end, &tag) || !cq_varint_get(&p, end, &len))
 			break;
 		if ((tag & 7) == 2)
 			p += len;
@@ -883,7 +884,7 @@ TEST(spm_check_output_is_utf8)
 	CHECK(len == 3 && memcmp(out, "the", 3) == 0);
 	/* text that is not UTF-8 is normalized to U+FFFD: the pieces are UTF-8 */
 	CHECK_INT_EQ(cq_spm_encode(m, "a\xa7", 2, &out, &len, &err), CQ_OK);
-	CHECK(cav_utf8_valid((const uint8_t *) out, len));
+	CHECK(cq_utf8_valid((const uint8_t *) out, len));
 	cq_spm_free(m);
 }
 

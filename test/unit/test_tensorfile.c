@@ -26,6 +26,54 @@ golden(const unsigned char *p, size_t len, size_t want_len, uint32_t want_crc)
 	CHECK_INT_EQ(crc, want_crc);
 }
 
+/* Model c (its default variants), weights from seed 7, and its file image. */
+static unsigned char *
+model_image(cq_model_config c, cq_model **m, size_t *len)
+{
+	cq_error err;
+	unsigned char *img;
+
+	cq_config_default_variants(&c);
+	CHECK_INT_EQ(cq_model_new(&c, m, &err), CQ_OK);
+	cq_model_init_random(*m, 7);
+	*len = cq_modelfile_size(*m);
+	img = malloc(*len);
+	CHECK_INT_EQ(cq_modelfile_write(*m, img, *len, &err), CQ_OK);
+	return img;
+}
+
+/* A small model (d_model 16, a layer a side) and its file image. */
+static unsigned char *
+small_model_image(cq_model **m, size_t *len)
+{
+	const cq_model_config c = {
+		.d_model = 16, .heads = 2, .encoder_layers = 1, .decoder_layers = 1,
+		.ffn_dim = 24, .activation = CQ_ACT_RELU, .max_positions = 12,
+		.positions = CQ_POS_SINUSOIDAL, .src_vocab_size = 20, .tgt_vocab_size = 23,
+	};
+
+	return model_image(c, m, len);
+}
+
+/* A small AnTAP model, weights from seed 7, and its file image. */
+static unsigned char *
+antap_image(cq_antap_model **m, size_t *len)
+{
+	static const cq_antap_config cfg = {
+		.pool_rows = 5, .pool_cols = 4, .seq_len = 3, .d_model = 4, .heads = 2,
+		.ffn_dim = 6, .pred_factor = 3
+	};
+	cq_error	err = {0};
+	unsigned char *img;
+
+	CHECK_INT_EQ(cq_antap_new(&cfg, m, &err), CQ_OK);
+	cq_antap_init_random(*m, 7);
+	*len = cq_antap_file_size(*m);
+	img = malloc(*len);
+	CHECK_INT_EQ(cq_antap_file_write(*m, img, *len, &err), CQ_OK);
+	return img;
+}
+
 TEST(tensorfile_model_bytes_unchanged)
 {
 	for (int variant = 0; variant < 2; variant++)
@@ -41,16 +89,9 @@ TEST(tensorfile_model_bytes_unchanged)
 		static const size_t want_len[2] = {37252, 34116};
 		static const uint32_t want_crc[2] = {0x8f42c873, 0x4073d0a7};
 		cq_model   *m = NULL;
-		cq_error err;
 		size_t		len;
-		unsigned char *p;
+		unsigned char *p = model_image(c, &m, &len);
 
-		cq_config_default_variants(&c);
-		CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
-		cq_model_init_random(m, 7);
-		len = cq_modelfile_size(m);
-		p = malloc(len);
-		CHECK_INT_EQ(cq_modelfile_write(m, p, len, &err), CQ_OK);
 		golden(p, len, want_len[variant], want_crc[variant]);
 		free(p);
 		cq_model_free(m);
@@ -59,20 +100,10 @@ TEST(tensorfile_model_bytes_unchanged)
 
 TEST(tensorfile_antap_bytes_unchanged)
 {
-	static const cq_antap_config cfg = {
-		.pool_rows = 5, .pool_cols = 4, .seq_len = 3, .d_model = 4, .heads = 2,
-		.ffn_dim = 6, .pred_factor = 3
-	};
 	cq_antap_model *m = NULL;
-	cq_error	err = {0};
 	size_t		len;
-	unsigned char *p;
+	unsigned char *p = antap_image(&m, &len);
 
-	CHECK_INT_EQ(cq_antap_new(&cfg, &m, &err), CQ_OK);
-	cq_antap_init_random(m, 7);
-	len = cq_antap_file_size(m);
-	p = malloc(len);
-	CHECK_INT_EQ(cq_antap_file_write(m, p, len, &err), CQ_OK);
 	golden(p, len, 2564, 0x7424d95b);
 	free(p);
 	cq_antap_free(m);
@@ -187,22 +218,10 @@ static const char *const want_msg[] = {"overlaps", "reserved", "reserved", "prin
 
 TEST(tensorfile_model_rejects_broken_images)
 {
-	cq_model_config c = {
-		.d_model = 16, .heads = 2, .encoder_layers = 1, .decoder_layers = 1,
-		.ffn_dim = 24, .activation = CQ_ACT_RELU, .max_positions = 12,
-		.positions = CQ_POS_SINUSOIDAL, .src_vocab_size = 20, .tgt_vocab_size = 23,
-	};
 	cq_model   *m = NULL;
 	cq_error err;
 	size_t		len;
-	unsigned char *orig;
-
-	cq_config_default_variants(&c);
-	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
-	cq_model_init_random(m, 7);
-	len = cq_modelfile_size(m);
-	orig = malloc(len);
-	CHECK_INT_EQ(cq_modelfile_write(m, orig, len, &err), CQ_OK);
+	unsigned char *orig = small_model_image(&m, &len);
 	for (int kind = 0; kind < 5; kind++)
 	{
 		unsigned char *p = broken(orig, len, kind, "encoder.layers.0.fc1.weight",
@@ -238,10 +257,6 @@ TEST(tensorfile_model_rejects_broken_images)
 
 TEST(tensorfile_antap_rejects_broken_images)
 {
-	static const cq_antap_config cfg = {
-		.pool_rows = 5, .pool_cols = 4, .seq_len = 3, .d_model = 4, .heads = 2,
-		.ffn_dim = 6, .pred_factor = 3
-	};
 	cq_antap_model *m = NULL;
 	cq_error	err = {0};
 	size_t		len,
@@ -251,11 +266,7 @@ TEST(tensorfile_antap_rejects_broken_images)
 			   *small;
 	int			n;
 
-	CHECK_INT_EQ(cq_antap_new(&cfg, &m, &err), CQ_OK);
-	cq_antap_init_random(m, 7);
-	len = cq_antap_file_size(m);
-	orig = malloc(len);
-	CHECK_INT_EQ(cq_antap_file_write(m, orig, len, &err), CQ_OK);
+	orig = antap_image(&m, &len);
 	/* the largest tensor and a smaller one */
 	n = records(orig, pos);
 	CHECK(n == m->n_tensors && n >= 2);
@@ -301,22 +312,10 @@ TEST(tensorfile_antap_rejects_broken_images)
  * is not UTF-8 (checksum recomputed) fails as a configuration error. */
 TEST(tensorfile_model_config_strict_json)
 {
-	cq_model_config c = {
-		.d_model = 16, .heads = 2, .encoder_layers = 1, .decoder_layers = 1,
-		.ffn_dim = 24, .activation = CQ_ACT_RELU, .max_positions = 12,
-		.positions = CQ_POS_SINUSOIDAL, .src_vocab_size = 20, .tgt_vocab_size = 23,
-	};
 	cq_model   *m = NULL;
 	cq_error err;
 	size_t		len;
-	unsigned char *orig;
-
-	cq_config_default_variants(&c);
-	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
-	cq_model_init_random(m, 7);
-	len = cq_modelfile_size(m);
-	orig = malloc(len);
-	CHECK_INT_EQ(cq_modelfile_write(m, orig, len, &err), CQ_OK);
+	unsigned char *orig = small_model_image(&m, &len);
 	for (int kind = 0; kind < 2; kind++)
 	{
 		unsigned char *p = malloc(len);

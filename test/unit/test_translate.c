@@ -150,6 +150,18 @@ run(const cq_model *m, const cq_translate_options *o, const cq_source *srcs, int
 	return s;
 }
 
+/* What most tests translate with: a model, sources (sources() fills them),
+ * what came out and the sink and error of the run. */
+typedef struct fixture
+{
+	cq_model   *m;
+	cq_source	srcs[8];
+	int32_t		ids[8][10];
+	kept		out[8];
+	sink		k;
+	cq_error err;
+} fixture;
+
 /* Random sources of 0 .. 9 tokens (the first is empty), tags 0 .. n-1. */
 static void
 sources(cq_source *srcs, int32_t ids[][10], int n, int vs, unsigned seed)
@@ -261,101 +273,79 @@ TEST(translate_log_softmax_row_has_the_forward_bits)
 	CHECK(memcmp(l, out, sizeof(out)) == 0);
 }
 
-/* The decoder IS the forward, bit for bit, when products are row-independent. */
-TEST(translate_equals_forward_bitwise_under_reference_gemm)
+/*
+ * Beams 1, 3 and 5 on six sources give the forward's bits, on a model with
+ * and without shared embeddings; pack: the extension's packed weights.
+ */
+static void
+translate_equals_forward_bitwise(bool pack)
 {
-	cq_sgemm_fn prev = cq_blas_bind(NULL);
-	cq_model   *m = model(40, 45, 11, true);
-	cq_source	srcs[6];
-	int32_t		ids[6][10];
-	kept		out[6];
-	sink		k = {0};
-	cq_error err;
+	fixture		f = {.m = model(40, 45, 11, true)};
 	const int	beams[3] = {1, 3, 5};
 
-	sources(srcs, ids, 6, 40, 3);
+	sources(f.srcs, f.ids, 6, 40, 3);
 	for (int variant = 0; variant < 2; variant++)
 	{
+		if (pack)
+			f.m = packed(f.m);
 		for (int b = 0; b < 3; b++)
 		{
 			cq_translate_options o = beam_options(beams[b], beams[b], b == 2 ? 0.6 : 1.0);
 
-			CHECK_INT_EQ(run(m, &o, srcs, 6, 4, out, &k, &err), CQ_OK);
-			against_forward(m, &o, srcs, out, 6, true);
+			CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 4, f.out, &f.k, &f.err), CQ_OK);
+			against_forward(f.m, &o, f.srcs, f.out, 6, true);
 		}
-		cq_model_free(m);
-		m = variant == 0 ? model_of(40, 45, 23, true, true) : NULL;
+		cq_model_free(f.m);
+		f.m = variant == 0 ? model_of(40, 45, 23, true, true) : NULL;
 	}
+}
+
+/* The decoder IS the forward, bit for bit, when products are row-independent. */
+TEST(translate_equals_forward_bitwise_under_reference_gemm)
+{
+	cq_sgemm_fn prev = cq_blas_bind(NULL);
+
+	translate_equals_forward_bitwise(false);
 	cq_blas_bind(prev);
 }
 
 /* Packed (the extension's inference path), under OpenBLAS: bit for bit. */
 TEST(translate_equals_forward_bitwise_packed)
 {
-	cq_model   *m = packed(model(40, 45, 11, true));
-	cq_source	srcs[6];
-	int32_t		ids[6][10];
-	kept		out[6];
-	sink		k = {0};
-	cq_error err;
-	const int	beams[3] = {1, 3, 5};
-
-	sources(srcs, ids, 6, 40, 3);
-	for (int variant = 0; variant < 2; variant++)
-	{
-		for (int b = 0; b < 3; b++)
-		{
-			cq_translate_options o = beam_options(beams[b], beams[b], b == 2 ? 0.6 : 1.0);
-
-			CHECK_INT_EQ(run(m, &o, srcs, 6, 4, out, &k, &err), CQ_OK);
-			against_forward(m, &o, srcs, out, 6, true);
-		}
-		cq_model_free(m);
-		m = variant == 0 ? packed(model_of(40, 45, 23, true, true)) : NULL;
-	}
+	translate_equals_forward_bitwise(true);
 }
 
 TEST(translate_equals_forward_within_tolerance_under_openblas)
 {
-	cq_model   *m = model(40, 45, 12, false);
-	cq_source	srcs[6];
-	int32_t		ids[6][10];
-	kept		out[6];
-	sink		k = {0};
-	cq_error err;
+	fixture		f = {.m = model(40, 45, 12, false)};
 	cq_translate_options o = beam_options(4, 4, 1.0);
 	double		worst;
 
-	sources(srcs, ids, 6, 40, 4);
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 3, out, &k, &err), CQ_OK);
-	worst = against_forward(m, &o, srcs, out, 6, false);
+	sources(f.srcs, f.ids, 6, 40, 4);
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 3, f.out, &f.k, &f.err), CQ_OK);
+	worst = against_forward(f.m, &o, f.srcs, f.out, 6, false);
 	if (!(worst <= TOL_OPENBLAS))
 		unit_fail(__FILE__, __LINE__, "max |incremental - forward| %.3g > %g", worst, TOL_OPENBLAS);
-	cq_model_free(m);
+	cq_model_free(f.m);
 }
 
 /* Greedy = argmax of the teacher-forced distribution at every position. */
 TEST(translate_greedy_is_the_forward_argmax_loop)
 {
 	cq_sgemm_fn prev = cq_blas_bind(NULL);
-	cq_model   *m = model(30, 33, 13, true);
-	cq_source	srcs[4];
-	int32_t		ids[4][10];
-	kept		out[4];
-	sink		k = {0};
-	cq_error err;
+	fixture		f = {.m = model(30, 33, 13, true)};
 	cq_translate_options o = beam_options(1, 1, 1.0);
-	int			v = m->cfg.tgt_vocab_size;
+	int			v = f.m->cfg.tgt_vocab_size;
 
 	o.min_len = 2;
-	sources(srcs, ids, 4, 30, 5);
-	CHECK_INT_EQ(run(m, &o, srcs, 4, 2, out, &k, &err), CQ_OK);
+	sources(f.srcs, f.ids, 4, 30, 5);
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 4, 2, f.out, &f.k, &f.err), CQ_OK);
 	for (int i = 1; i < 4; i++)
 	{
 		int32_t		prefix[MAXT + 1];
-		int			len = out[i].len[0];
+		int			len = f.out[i].len[0];
 
-		memcpy(prefix, out[i].tok[0], sizeof(int32_t) * len);
+		memcpy(prefix, f.out[i].tok[0], sizeof(int32_t) * len);
 		prefix[len] = CQ_EOS_ID;
 		for (int t = 0; t <= len; t++)
 		{
@@ -373,7 +363,7 @@ TEST(translate_greedy_is_the_forward_argmax_loop)
 					continue;
 				y[t] = tok;
 				/* an EOS gold at position t is the forward's last position */
-				forward_logps(m, &srcs[i], y, tok == CQ_EOS_ID ? t : t + 1, logp, &sent);
+				forward_logps(f.m, &f.srcs[i], y, tok == CQ_EOS_ID ? t : t + 1, logp, &sent);
 				if (logp[t] > best)
 				{
 					best = logp[t];
@@ -383,7 +373,7 @@ TEST(translate_greedy_is_the_forward_argmax_loop)
 			CHECK_INT_EQ(arg, prefix[t]);
 		}
 	}
-	cq_model_free(m);
+	cq_model_free(f.m);
 	cq_blas_bind(prev);
 }
 
@@ -523,98 +513,83 @@ TEST(translate_batch_invariant_packed)
 
 TEST(translate_sampling_topk1_is_greedy)
 {
-	cq_model   *m = model(40, 45, 15, true);
-	cq_source	srcs[6];
-	int32_t		ids[6][10];
-	kept		greedy[6],
-				sampled[6];
-	sink		k = {0};
-	cq_error err;
+	fixture		f = {.m = model(40, 45, 15, true)};
+	kept		sampled[6];
 	cq_translate_options o = beam_options(1, 1, 1.0);
 
-	sources(srcs, ids, 6, 40, 7);
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 6, greedy, &k, &err), CQ_OK);
+	sources(f.srcs, f.ids, 6, 40, 7);
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 6, f.out, &f.k, &f.err), CQ_OK);
 	o.search = CQ_SEARCH_SAMPLE;
 	o.topk = 1;
 	for (uint64_t seed = 1; seed < 4; seed++)
 	{
 		o.seed = seed;
-		CHECK_INT_EQ(run(m, &o, srcs, 6, 6, sampled, &k, &err), CQ_OK);
+		CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 6, sampled, &f.k, &f.err), CQ_OK);
 		for (int i = 0; i < 6; i++)
-			CHECK(same_kept(&greedy[i], &sampled[i]));
+			CHECK(same_kept(&f.out[i], &sampled[i]));
 	}
-	cq_model_free(m);
+	cq_model_free(f.m);
 }
 
 /* Sampling: a sentence's draws depend on (seed, id), not on the run. */
 TEST(translate_sampling_reproduces_and_depends_on_seed_and_id)
 {
-	cq_model   *m = model(40, 45, 16, true);
-	cq_source	srcs[6];
-	int32_t		ids[6][10];
-	kept		a[6],
-				b[6];
-	sink		k = {0};
-	cq_error err;
+	fixture		f = {.m = model(40, 45, 16, true)};
+	kept		b[6];
 	cq_translate_options o = beam_options(2, 2, 1.0);
 	int			differ = 0;
 
 	o.search = CQ_SEARCH_SAMPLE;
 	o.seed = 5;
-	sources(srcs, ids, 6, 40, 8);
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 4, a, &k, &err), CQ_OK);
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 4, b, &k, &err), CQ_OK);
+	sources(f.srcs, f.ids, 6, 40, 8);
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 4, f.out, &f.k, &f.err), CQ_OK);
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 4, b, &f.k, &f.err), CQ_OK);
 	for (int i = 0; i < 6; i++)
-		CHECK(same_kept(&a[i], &b[i]));
+		CHECK(same_kept(&f.out[i], &b[i]));
 	o.seed = 6;
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 4, b, &k, &err), CQ_OK);
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 4, b, &f.k, &f.err), CQ_OK);
 	for (int i = 1; i < 6; i++)
-		differ += !same_kept(&a[i], &b[i]);
+		differ += !same_kept(&f.out[i], &b[i]);
 	CHECK(differ >= 3);
 	o.seed = 5;
 	for (int i = 0; i < 6; i++)
-		srcs[i].id += 77;
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 4, b, &k, &err), CQ_OK);
+		f.srcs[i].id += 77;
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 4, b, &f.k, &f.err), CQ_OK);
 	differ = 0;
 	for (int i = 1; i < 6; i++)
-		differ += !same_kept(&a[i], &b[i]);
+		differ += !same_kept(&f.out[i], &b[i]);
 	CHECK(differ >= 3);
-	cq_model_free(m);
+	cq_model_free(f.m);
 }
 
 TEST(translate_lengths_are_bounded)
 {
-	cq_model   *m = model(40, 45, 17, true);
-	cq_source	srcs[6];
-	int32_t		ids[6][10];
-	kept		out[6];
-	sink		k = {0};
-	cq_error err;
+	fixture		f = {.m = model(40, 45, 17, true)};
 	cq_translate_options o = beam_options(3, 3, 1.0);
 
-	sources(srcs, ids, 6, 40, 9);
+	sources(f.srcs, f.ids, 6, 40, 9);
 	/* min_len above max_len: </s> only at max_len, every hypothesis that long */
 	o.max_len_b = 3;
 	o.min_len = 50;
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 3, out, &k, &err), CQ_OK);
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 3, f.out, &f.k, &f.err), CQ_OK);
 	for (int i = 0; i < 6; i++)
-		for (int h = 0; h < out[i].n_hyps; h++)
-			CHECK_INT_EQ(out[i].len[h], srcs[i].len ? 3 : 0);
+		for (int h = 0; h < f.out[i].n_hyps; h++)
+			CHECK_INT_EQ(f.out[i].len[h], f.srcs[i].len ? 3 : 0);
 	/* max_len = trunc(a (|src| + 1) + b), capped by the positions */
 	o.max_len_a = 1.5;
 	o.max_len_b = 1;
-	CHECK_INT_EQ(cq_translate_max_len(&o, &m->cfg, 4), 8);
-	CHECK_INT_EQ(cq_translate_max_len(&o, &m->cfg, 0), 0);
-	CHECK_INT_EQ(cq_translate_max_len(&o, &m->cfg, 20), 23);
+	CHECK_INT_EQ(cq_translate_max_len(&o, &f.m->cfg, 4), 8);
+	CHECK_INT_EQ(cq_translate_max_len(&o, &f.m->cfg, 0), 0);
+	CHECK_INT_EQ(cq_translate_max_len(&o, &f.m->cfg, 20), 23);
 	o.max_len_a = 0;
 	o.max_len_b = 200;
 	o.min_len = 0;
-	CHECK_INT_EQ(cq_translate_max_len(&o, &m->cfg, 1), 23);
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 3, out, &k, &err), CQ_OK);
+	CHECK_INT_EQ(cq_translate_max_len(&o, &f.m->cfg, 1), 23);
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 3, f.out, &f.k, &f.err), CQ_OK);
 	for (int i = 0; i < 6; i++)
-		for (int h = 0; h < out[i].n_hyps; h++)
-			CHECK(out[i].len[h] <= 23);
-	cq_model_free(m);
+		for (int h = 0; h < f.out[i].n_hyps; h++)
+			CHECK(f.out[i].len[h] <= 23);
+	cq_model_free(f.m);
 }
 
 TEST(translate_empty_source_gives_eos_only)
@@ -649,64 +624,49 @@ repeats_ngram(const int32_t *y, int len, int n)
 
 TEST(translate_no_repeat_ngram)
 {
-	cq_model   *m = model(12, 14, 19, true);	/* few tokens: repeats are likely */
-	cq_source	srcs[6];
-	int32_t		ids[6][10];
-	kept		out[6];
-	sink		k = {0};
-	cq_error err;
+	fixture		f = {.m = model(12, 14, 19, true)};	/* few tokens: repeats are likely */
 	cq_translate_options o = beam_options(3, 3, 1.0);
 	int			repeats = 0;
 
-	sources(srcs, ids, 6, 12, 10);
+	sources(f.srcs, f.ids, 6, 12, 10);
 	o.min_len = 10;
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 6, out, &k, &err), CQ_OK);
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 6, f.out, &f.k, &f.err), CQ_OK);
 	for (int i = 0; i < 6; i++)
-		repeats += repeats_ngram(out[i].tok[0], out[i].len[0], 2);
+		repeats += repeats_ngram(f.out[i].tok[0], f.out[i].len[0], 2);
 	CHECK(repeats > 0);			/* the check below can fail */
 	for (int n = 1; n <= 3; n++)
 	{
 		o.no_repeat_ngram_size = n;
 		o.max_len_b = n == 1 ? 8 : 12;	/* 10 non-special tokens */
 		o.min_len = 0;
-		CHECK_INT_EQ(run(m, &o, srcs, 6, 6, out, &k, &err), CQ_OK);
+		CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 6, f.out, &f.k, &f.err), CQ_OK);
 		for (int i = 0; i < 6; i++)
-			for (int h = 0; h < out[i].n_hyps; h++)
-				CHECK(!repeats_ngram(out[i].tok[h], out[i].len[h], n));
+			for (int h = 0; h < f.out[i].n_hyps; h++)
+				CHECK(!repeats_ngram(f.out[i].tok[h], f.out[i].len[h], n));
 	}
-	cq_model_free(m);
+	cq_model_free(f.m);
 }
 
 TEST(translate_keeps_unk)
 {
-	cq_model   *m = model(40, 45, 20, true);
-	cq_source	srcs[4];
-	int32_t		ids[4][10];
-	kept		out[4];
-	sink		k = {0};
-	cq_error err;
+	fixture		f = {.m = model(40, 45, 20, true)};
 	cq_translate_options o = beam_options(2, 1, 1.0);
 	int			unks = 0;
 
-	sources(srcs, ids, 4, 40, 11);
+	sources(f.srcs, f.ids, 4, 40, 11);
 	o.unk_penalty = -30.0;		/* a bonus: <unk> wins */
 	o.max_len_b = 5;
-	CHECK_INT_EQ(run(m, &o, srcs, 4, 4, out, &k, &err), CQ_OK);
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 4, 4, f.out, &f.k, &f.err), CQ_OK);
 	for (int i = 1; i < 4; i++)
-		for (int t = 0; t < out[i].len[0]; t++)
-			unks += out[i].tok[0][t] == CQ_UNK_ID;
+		for (int t = 0; t < f.out[i].len[0]; t++)
+			unks += f.out[i].tok[0][t] == CQ_UNK_ID;
 	CHECK(unks > 0);
-	cq_model_free(m);
+	cq_model_free(f.m);
 }
 
 TEST(translate_progress_and_cancel)
 {
-	cq_model   *m = model(40, 45, 21, true);
-	cq_source	srcs[6];
-	int32_t		ids[6][10];
-	kept		out[6];
-	sink		k = {0};
-	cq_error err;
+	fixture		f = {.m = model(40, 45, 21, true)};
 	cq_translate_options o = beam_options(2, 1, 1.0);
 	size_t		bytes;
 	void	   *ws;
@@ -715,21 +675,21 @@ TEST(translate_progress_and_cancel)
 	long		tokens = 0;
 	int			done = 0;
 
-	sources(srcs, ids, 6, 40, 12);
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 2, out, &k, &err), CQ_OK);
-	CHECK_INT_EQ(k.emitted, 6);
+	sources(f.srcs, f.ids, 6, 40, 12);
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 2, f.out, &f.k, &f.err), CQ_OK);
+	CHECK_INT_EQ(f.k.emitted, 6);
 	for (int i = 0; i < 6; i++)
-		tokens += out[i].len[0] + 1;
-	/* the step API by hand: progress counts what came out */
-	bytes = cq_translator_bytes(m, &o, 2, 9);
+		tokens += f.out[i].len[0] + 1;
+	/* the step API by hand: progress counts what came f.out */
+	bytes = cq_translator_bytes(f.m, &o, 2, 9);
 	ws = malloc(bytes);
-	CHECK_INT_EQ(cq_translator_init(m, &o, 2, 9, ws, bytes, &t, &err), CQ_OK);
+	CHECK_INT_EQ(cq_translator_init(f.m, &o, 2, 9, ws, bytes, &t, &f.err), CQ_OK);
 	for (int next = 0; next < 6 || cq_translator_busy(t);)
 	{
 		while (next < 6 && cq_translator_free_slots(t) > 0)
-			CHECK_INT_EQ(cq_translator_admit(t, &srcs[next++], &err), CQ_OK);
+			CHECK_INT_EQ(cq_translator_admit(t, &f.srcs[next++], &f.err), CQ_OK);
 		CHECK(cq_translator_progress(t)->active <= 2);
-		CHECK_INT_EQ(cq_translator_step(t, &err), CQ_OK);
+		CHECK_INT_EQ(cq_translator_step(t, &f.err), CQ_OK);
 		while (cq_translator_next(t, &tr))
 			done++;
 	}
@@ -738,18 +698,18 @@ TEST(translate_progress_and_cancel)
 	CHECK_INT_EQ(cq_translator_progress(t)->tokens, tokens);
 	CHECK(cq_translator_progress(t)->steps >= 13);
 	/* a full batch refuses another sentence */
-	CHECK_INT_EQ(cq_translator_admit(t, &srcs[1], &err), CQ_OK);
-	CHECK_INT_EQ(cq_translator_admit(t, &srcs[2], &err), CQ_OK);
-	CHECK_INT_EQ(cq_translator_admit(t, &srcs[3], &err), CQ_EINVAL);
+	CHECK_INT_EQ(cq_translator_admit(t, &f.srcs[1], &f.err), CQ_OK);
+	CHECK_INT_EQ(cq_translator_admit(t, &f.srcs[2], &f.err), CQ_OK);
+	CHECK_INT_EQ(cq_translator_admit(t, &f.srcs[3], &f.err), CQ_EINVAL);
 	free(ws);
 	/* cancelled after two steps: nothing more is decoded */
-	k.cancel_after = 2;
-	k.emitted = 0;
-	k.ticks = 0;
-	CHECK_INT_EQ(run(m, &o, srcs, 6, 2, out, &k, &err), CQ_STOPPED);
-	CHECK_INT_EQ(k.ticks, 2);
-	CHECK(k.emitted <= 2);
-	cq_model_free(m);
+	f.k.cancel_after = 2;
+	f.k.emitted = 0;
+	f.k.ticks = 0;
+	CHECK_INT_EQ(run(f.m, &o, f.srcs, 6, 2, f.out, &f.k, &f.err), CQ_STOPPED);
+	CHECK_INT_EQ(f.k.ticks, 2);
+	CHECK(f.k.emitted <= 2);
+	cq_model_free(f.m);
 }
 
 /* Bad option i (0 .. N_BAD-1); returns a word its message must hold. */

@@ -39,9 +39,10 @@ pieces(cq_wordpiece *wp, const char *text)
 	static char buf[4096];
 	size_t		n;
 	cq_error	err = {0};
-	char	   *s = cq_wordpiece_apply(wp, text, strlen(text), &n, &err);
+	char	   *s;
+	cq_code		rc = cq_wordpiece_apply(wp, text, strlen(text), &s, &n, &err);
 
-	snprintf(buf, sizeof(buf), "%s", s ? s : err.msg);
+	snprintf(buf, sizeof(buf), "%s", rc == CQ_OK ? s : err.msg);
 	cq_free(s);
 	return buf;
 }
@@ -92,6 +93,26 @@ TEST(wordpiece_basic_tokenizer)
 }
 
 /* _clean_text, _is_control, _is_whitespace, _is_punctuation */
+/* Cased: each (text, pieces) of slow under the slow variant, of fast under the fast one. */
+static void
+check_slow_fast(const char *vocab, const char *const slow[][2], int n_slow,
+				const char *const fast[][2], int n_fast)
+{
+	cq_wordpiece_options o = options(false);
+
+	for (int variant = 0; variant < 2; variant++)
+	{
+		const char *const (*cases)[2] = variant ? fast : slow;
+		cq_wordpiece *wp;
+
+		o.variant = variant ? CQ_WORDPIECE_FAST : o.variant;
+		wp = load(&o, vocab);
+		for (int i = 0; i < (variant ? n_fast : n_slow); i++)
+			CHECK_STR_EQ(pieces(wp, cases[i][0]), cases[i][1]);
+		cq_wordpiece_free(wp);
+	}
+}
+
 TEST(wordpiece_clean_and_punctuation)
 {
 	cq_wordpiece_options o = options(false);
@@ -122,15 +143,8 @@ TEST(wordpiece_special_tokens)
 	CHECK_STR_EQ(pieces(wp, "[SE\xe2\x80\x8bP]"), "[ sep ]");
 	cq_wordpiece_free(wp);
 	/* cased, a word spelled like a special after cleaning stays whole (slow) */
-	o = options(false);
-	wp = load(&o, v);
-	CHECK_STR_EQ(pieces(wp, "[SE\xe2\x80\x8bP]"), "[SEP]");
-	cq_wordpiece_free(wp);
-	o.variant = CQ_WORDPIECE_FAST;
-	wp = load(&o, v);
-	CHECK_STR_EQ(pieces(wp, "Hello[SEP]"), "[UNK] [SEP]");
-	CHECK_STR_EQ(pieces(wp, "[SE\xe2\x80\x8bP]"), "[ SEP ]");
-	cq_wordpiece_free(wp);
+	check_slow_fast(v, (const char *const[][2]) {{"[SE\xe2\x80\x8bP]", "[SEP]"}}, 1,
+					(const char *const[][2]) {{"Hello[SEP]", "[UNK] [SEP]"}, {"[SE\xe2\x80\x8bP]", "[ SEP ]"}}, 2);
 }
 
 /* İ lower-cases to i + U+0307; Σ lower-cases alone (no final sigma) */
@@ -154,19 +168,12 @@ TEST(wordpiece_lower_case)
 /* NFC in the slow variant only; CJK extension E starts later in the fast one */
 TEST(wordpiece_variants)
 {
-	cq_wordpiece_options o = options(false);
-	const char *v = "[UNK]\n\xc3\xa9\ne\n##\xcc\x81\n\xf0\xab\xa0\xa0\n##\xf0\xab\xa0\xa0\nx\n##x\n";
-	cq_wordpiece *wp = load(&o, v);
-
-	CHECK_STR_EQ(pieces(wp, "e\xcc\x81"), "\xc3\xa9");
 	/* U+2B820 (CJK extension E) is split off in the slow variant */
-	CHECK_STR_EQ(pieces(wp, "x\xf0\xab\xa0\xa0x"), "x \xf0\xab\xa0\xa0 x");
-	cq_wordpiece_free(wp);
-	o.variant = CQ_WORDPIECE_FAST;
-	wp = load(&o, v);
-	CHECK_STR_EQ(pieces(wp, "e\xcc\x81"), "e ##\xcc\x81");
-	CHECK_STR_EQ(pieces(wp, "x\xf0\xab\xa0\xa0x"), "x ##\xf0\xab\xa0\xa0 ##x");
-	cq_wordpiece_free(wp);
+	check_slow_fast("[UNK]\n\xc3\xa9\ne\n##\xcc\x81\n\xf0\xab\xa0\xa0\n##\xf0\xab\xa0\xa0\nx\n##x\n",
+					(const char *const[][2]) {{"e\xcc\x81", "\xc3\xa9"},
+											  {"x\xf0\xab\xa0\xa0x", "x \xf0\xab\xa0\xa0 x"}}, 2,
+					(const char *const[][2]) {{"e\xcc\x81", "e ##\xcc\x81"},
+											  {"x\xf0\xab\xa0\xa0x", "x ##\xf0\xab\xa0\xa0 ##x"}}, 2);
 }
 
 TEST(wordpiece_max_input_chars)

@@ -72,8 +72,14 @@ cq_config_default_variants(cq_model_config *c)
 	c->layer_norm_eps = CQ_LAYERNORM_EPS;
 	c->output_bias = false;
 	c->decoder_start_id = CQ_EOS_ID;
-	c->precision = CQ_PRECISION_FLOAT32;
 	c->norm = CQ_NORM_LAYER;
+	cq_config_float32(c);
+}
+
+void
+cq_config_float32(cq_model_config *c)
+{
+	c->precision = CQ_PRECISION_FLOAT32;
 	c->weight_bits = 8;
 	c->kind = CQ_KIND_TRANSLATION;
 	c->pooling = CQ_POOL_MEAN;
@@ -397,14 +403,15 @@ from_json(const char *text, size_t len, int src_vocab, int tgt_vocab,
 		  cq_model_config *cfg, cq_error *err)
 {
 	cq_json_object o;
-	char		msg[160];
+	cq_error	jerr;
 	cq_code s;
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->src_vocab_size = src_vocab;
 	cfg->tgt_vocab_size = tgt_vocab;
-	if (!cq_json_parse_object(text, len, &o, msg, sizeof(msg)))
-		return cq_fail(err, CQ_EINVAL, "config is not valid JSON: %s", msg);
+	if ((s = cq_json_parse_object(text, len, &o, &jerr)) != CQ_OK)
+		return s == CQ_ENOMEM ? cq_fail(err, s, "%s", jerr.msg) :
+			cq_fail(err, CQ_EINVAL, "config is not valid JSON: %s", jerr.msg);
 	s = read_all(&o, cfg, err);
 	cq_json_free(&o);
 	return s ? s : cq_config_validate(cfg, err);

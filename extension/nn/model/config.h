@@ -104,6 +104,12 @@ typedef struct cq_model_config
 void		cq_config_default_variants(cq_model_config *cfg);
 
 /*
+ * The configuration of the float32 version an int8 one is of: precision
+ * float32 and weight_bits at its default.
+ */
+void		cq_config_float32(cq_model_config *cfg);
+
+/*
  * A translation configuration (a preset) made an encoder's: kind encoder,
  * no decoder (decoder_layers 0), one embedding (share_embeddings and
  * tie_output true).  The vocabulary sizes must be equal (one joint

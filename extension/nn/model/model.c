@@ -7,21 +7,65 @@
 
 #include "common/mem.h"
 #include "nn/model/positions.h"
+#include "nn/ops/qgemm.h"
 
 /* Appends tensors to the table, or only counts them when table is NULL. */
 typedef struct layout
 {
 	cq_tensor_info *table;
-	float	 ***views;				/* where each tensor's pointer goes */
+	float	 ***views;				/* float32 tensors: where each pointer goes */
+	void	 ***slots;				/* code tensors: where each packed copy goes */
 	int			n;
 	size_t		floats;				/* padding included */
 	size_t		params;				/* numel only */
+	/* an int8 image's layout (cq_model_new_coded), else 0 */
+	int			weight_bits;		/* the linear weights' codes */
+	size_t		packed;				/* bytes of the code tensors' packed copies */
+	size_t		codes;				/* their codes */
+	size_t		scales;				/* and rows */
 } layout;
 
 static size_t
 aligned(size_t n)
 {
 	return (n + CQ_TENSOR_ALIGN_FLOATS - 1) / CQ_TENSOR_ALIGN_FLOATS * CQ_TENSOR_ALIGN_FLOATS;
+}
+
+/* A tensor of float32 values (bits 0) bound to view, or of codes bound to slot. */
+static void
+put(layout *l, float **view, void **slot, int bits, int d0, int d1, const char *name)
+{
+	size_t		numel = (size_t) d0 * (d1 > 0 ? d1 : 1);
+
+	if (l->table)
+	{
+		cq_tensor_info *t = &l->table[l->n];
+
+		snprintf(t->name, sizeof(t->name), "%s", name);
+		t->ndim = d1 > 0 ? 2 : 1;
+		t->dims[0] = d0;
+		t->dims[1] = d1 > 0 ? d1 : 0;
+		t->offset = bits ? l->packed : l->floats;
+		t->numel = numel;
+		t->bits = bits;
+		if (l->views)
+		{
+			l->views[l->n] = bits ? NULL : view;
+			l->slots[l->n] = bits ? slot : NULL;
+		}
+	}
+	l->n++;
+	if (bits)
+	{
+		l->packed += (cq_qgemm_packed_bytes(d0, d1) + 63) / 64 * 64;
+		l->codes += numel;
+		l->scales += d0;
+	}
+	else
+	{
+		l->floats += aligned(numel);
+		l->params += numel;
+	}
 }
 
 static void add(layout *l, float **view, int d0, int d1, const char *fmt, ...)
@@ -31,25 +75,12 @@ static void
 add(layout *l, float **view, int d0, int d1, const char *fmt, ...)
 {
 	va_list		ap;
-	size_t		numel = (size_t) d0 * (d1 > 0 ? d1 : 1);
+	char		name[CQ_TENSOR_NAME_MAX];
 
-	if (l->table)
-	{
-		cq_tensor_info *t = &l->table[l->n];
-
-		va_start(ap, fmt);
-		vsnprintf(t->name, sizeof(t->name), fmt, ap);
-		va_end(ap);
-		t->ndim = d1 > 0 ? 2 : 1;
-		t->dims[0] = d0;
-		t->dims[1] = d1 > 0 ? d1 : 0;
-		t->offset = l->floats;
-		t->numel = numel;
-		l->views[l->n] = view;
-	}
-	l->n++;
-	l->floats += aligned(numel);
-	l->params += numel;
+	va_start(ap, fmt);
+	vsnprintf(name, sizeof(name), fmt, ap);
+	va_end(ap);
+	put(l, view, NULL, 0, d0, d1, name);
 }
 
 /*
@@ -84,9 +115,12 @@ static void
 add_linear(layout *l, cq_linear *lin, int out, int in, const char *prefix,
 		   int i, const char *what)
 {
+	char		name[CQ_TENSOR_NAME_MAX];
+
 	lin->out = out;
 	lin->in = in;
-	add(l, &lin->w, out, in, "%s.layers.%d.%s.weight", prefix, i, what);
+	snprintf(name, sizeof(name), "%s.layers.%d.%s.weight", prefix, i, what);
+	put(l, &lin->w, &lin->qpacked, l->weight_bits, out, in, name);
 	add(l, &lin->b, out, 0, "%s.layers.%d.%s.bias", prefix, i, what);
 }
 
@@ -169,34 +203,143 @@ build_layout(cq_model *m, layout *l)
 	}
 	add_norm(l, c, &m->dec_ln, c->decoder_final_norm && decoder, "decoder.layer_norm");
 	if (!c->tie_output)
-		add(l, &m->out_proj, c->tgt_vocab_size, d, "decoder.output_projection.weight");
+		put(l, &m->out_proj, &m->output.qpacked, l->weight_bits, c->tgt_vocab_size, d,
+			"decoder.output_projection.weight");
+	else if (l->weight_bits)
+		/* an int8 image: a tied projection has codes of its own (the
+		 * embedding it is tied to stays float32) */
+		put(l, NULL, &m->output.qpacked, l->weight_bits, c->tgt_vocab_size, d,
+			"decoder.output_projection.weight");
 	if (c->output_bias)
 		add(l, &m->out_bias, c->tgt_vocab_size, 0, "decoder.output_projection.bias");
+}
+
+/* The layout of cfg's int8 image (coded) or of its float32 parameter block. */
+static layout
+layout_for(const cq_model_config *cfg, bool coded)
+{
+	layout		l = {0};
+
+	if (coded)
+		l.weight_bits = cfg->weight_bits;
+	return l;
+}
+
+/* Lay out (table NULL: count) a model of cfg that is not allocated. */
+static layout
+layout_only(const cq_model_config *cfg, bool coded, cq_tensor_info *table)
+{
+	cq_model	m;
+	layout		l = layout_for(cfg, coded);
+
+	memset(&m, 0, sizeof(m));
+	m.cfg = *cfg;
+	l.table = table;
+	build_layout(&m, &l);
+	return l;
 }
 
 void
 cq_model_size_for(const cq_model_config *cfg, size_t *floats, size_t *params)
 {
-	cq_model	m;
-	layout		l = {0};
+	layout		l = layout_only(cfg, false, NULL);
 
-	memset(&m, 0, sizeof(m));
-	m.cfg = *cfg;
-	build_layout(&m, &l);
 	*floats = l.floats;
 	*params = l.params;
 }
 
-cq_code
-cq_model_new(const cq_model_config *cfg, cq_model **out, cq_error *err)
+size_t
+cq_model_data_min(const cq_model_config *cfg, bool coded)
 {
-	cq_code s = cq_config_validate(cfg, err);
+	layout		l = layout_only(cfg, coded, NULL);
+
+	return 4 * l.params + l.codes + 4 * l.scales;
+}
+
+int
+cq_model_coded_tensors(const cq_model_config *cfg, cq_tensor_info *table)
+{
+	return layout_only(cfg, true, table).n;
+}
+
+/* The 64-byte aligned start of an allocation made 64 bytes larger. */
+static void *
+align64(void *p)
+{
+	return (void *) (((uintptr_t) p + 63) & ~(uintptr_t) 63);
+}
+
+/* Allocate m's table, block and packed copies for l (counted) and bind them. */
+static bool
+allocate(cq_model *m, layout *l)
+{
+	layout		bind = *l;
+
+	m->n_tensors = l->n;
+	m->n_floats = l->floats;
+	m->tensors = cq_alloc0(sizeof(cq_tensor_info) * l->n);
+	bind.views = cq_alloc(sizeof(float **) * l->n);
+	bind.slots = cq_alloc(sizeof(void **) * l->n);
+	m->raw = cq_alloc0(m->n_floats * sizeof(float) + 64);
+	if (l->packed)
+		m->packed_raw = cq_alloc(l->packed + 64);
+	if (m->cfg.positions == CQ_POS_SINUSOIDAL)
+		m->sinusoid = cq_alloc(sizeof(float) * m->cfg.max_positions * m->cfg.d_model);
+	if (!m->tensors || !bind.views || !bind.slots || !m->raw || (l->packed && !m->packed_raw) ||
+		(m->cfg.positions == CQ_POS_SINUSOIDAL && !m->sinusoid))
+	{
+		cq_free(bind.views);
+		cq_free(bind.slots);
+		return false;
+	}
+	m->params = align64(m->raw);
+	bind.table = m->tensors;
+	bind.n = 0;
+	bind.floats = bind.params = bind.packed = bind.codes = bind.scales = 0;
+	build_layout(m, &bind);			/* name, place and bind */
+	for (int i = 0; i < m->n_tensors; i++)
+	{
+		if (bind.views[i])
+			*bind.views[i] = m->params + m->tensors[i].offset;
+		if (bind.slots[i])
+			*bind.slots[i] = (unsigned char *) align64(m->packed_raw) + m->tensors[i].offset;
+	}
+	cq_free(bind.views);
+	cq_free(bind.slots);
+	return true;
+}
+
+/* Tied and shared tensors, the output projection as a linear. */
+static void
+wire(cq_model *m)
+{
+	const cq_model_config *c = &m->cfg;
+
+	if (c->share_embeddings)
+		m->tgt_embed = m->src_embed;
+	if (c->tie_output)
+		m->out_proj = m->tgt_embed;
+	m->output.w = m->out_proj;
+	m->output.b = m->out_bias;
+	m->output.out = c->tgt_vocab_size;
+	m->output.in = c->d_model;
+}
+
+static cq_code
+model_new(const cq_model_config *cfg, bool coded, cq_model **out, cq_error *err)
+{
+	cq_code		s = cq_config_validate(cfg, err);
 	cq_model   *m;
-	layout		l = {0};
+	layout		l = layout_for(cfg, coded);
 
 	*out = NULL;
 	if (s)
 		return s;
+	if (coded && cfg->precision != CQ_PRECISION_INT8)
+		return cq_fail(err, CQ_EINVAL, "only an int8 model has code tensors");
+	if (coded && (cfg->d_model > CQ_QGEMM_MAX_K || cfg->ffn_dim > CQ_QGEMM_MAX_K))
+		return cq_fail(err, CQ_EINVAL, "an int8 model's layers take at most %d inputs",
+					   CQ_QGEMM_MAX_K);
 	m = cq_alloc0(sizeof(*m));
 	if (!m)
 		return cq_fail(err, CQ_ENOMEM, "out of memory for a model");
@@ -205,39 +348,40 @@ cq_model_new(const cq_model_config *cfg, cq_model **out, cq_error *err)
 	/* an encoder has no decoder layers: one unused slot, never a 0-byte allocation */
 	m->dec = cq_alloc0(sizeof(*m->dec) * (cfg->decoder_layers > 0 ? cfg->decoder_layers : 1));
 	if (m->enc && m->dec)
-	{
 		build_layout(m, &l);		/* count */
-		m->n_tensors = l.n;
-		m->n_floats = l.floats;
-		m->tensors = cq_alloc0(sizeof(cq_tensor_info) * l.n);
-		l = (layout) {m->tensors, cq_alloc(sizeof(float **) * m->n_tensors), 0, 0, 0};
-		m->raw = cq_alloc0(m->n_floats * sizeof(float) + 64);
-		if (cfg->positions == CQ_POS_SINUSOIDAL)
-			m->sinusoid = cq_alloc(sizeof(float) * cfg->max_positions * cfg->d_model);
-	}
-	if (!m->enc || !m->dec || !m->tensors || !l.views || !m->raw ||
-		(cfg->positions == CQ_POS_SINUSOIDAL && !m->sinusoid))
+	if (!m->enc || !m->dec || !allocate(m, &l))
 	{
-		cq_free(l.views);
 		cq_model_free(m);
 		return cq_fail(err, CQ_ENOMEM, "out of memory for a model of %zu parameters",
-						  l.floats);
+					   l.params + l.codes);
 	}
-	m->params = (float *) (((uintptr_t) m->raw + 63) & ~(uintptr_t) 63);
-	build_layout(m, &l);			/* name, place and bind */
-	for (int i = 0; i < m->n_tensors; i++)
-		*l.views[i] = m->params + m->tensors[i].offset;
-	cq_free(l.views);
-	if (cfg->share_embeddings)
-		m->tgt_embed = m->src_embed;
-	if (cfg->tie_output)
-		m->out_proj = m->tgt_embed;
-	m->output = (cq_linear) {m->out_proj, m->out_bias, cfg->tgt_vocab_size, cfg->d_model, NULL};
+	wire(m);
 	if (m->sinusoid)
 		cq_sinusoid_table(m->sinusoid, cfg->max_positions, cfg->d_model,
 						  cfg->position_offset, cfg->sinusoid_half);
+	m->compact = coded;
 	*out = m;
 	return CQ_OK;
+}
+
+cq_code
+cq_model_new(const cq_model_config *cfg, cq_model **out, cq_error *err)
+{
+	return model_new(cfg, false, out, err);
+}
+
+cq_code
+cq_model_new_coded(const cq_model_config *cfg, cq_model **out, cq_error *err)
+{
+	return model_new(cfg, true, out, err);
+}
+
+void
+cq_model_fill_codes(cq_model *m, const cq_tensor_info *t, const int8_t *codes,
+					const float *scales)
+{
+	cq_qgemm_pack(codes, scales, t->dims[0], t->dims[1], t->bits,
+				  (unsigned char *) align64(m->packed_raw) + t->offset);
 }
 
 void
@@ -272,9 +416,10 @@ cq_model_param_floats(const cq_model *m)
 size_t
 cq_model_param_count(const cq_model *m)
 {
-	size_t		n = 0;
+	size_t		floats,
+				params;
 
-	for (int i = 0; i < m->n_tensors; i++)
-		n += m->tensors[i].numel;
-	return n;
+	/* what the model holds may be less (compact) or coded (an int8 image) */
+	cq_model_size_for(&m->cfg, &floats, &params);
+	return params;
 }

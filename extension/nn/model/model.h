@@ -26,8 +26,12 @@ typedef struct cq_tensor_info
 	char		name[CQ_TENSOR_NAME_MAX];
 	int			ndim;				/* 1 or 2 */
 	int			dims[2];
-	size_t		offset;				/* in floats from the block start */
+	size_t		offset;				/* in floats from the block start; codes: bytes
+									 * from the start of the packed copies */
 	size_t		numel;
+	int			bits;				/* 0: float32 in the block; 7 or 8: int8 codes of
+									 * that width and per-row scales, packed
+									 * (qgemm.h), an int8 image's (cq_model_new_coded) */
 } cq_tensor_info;
 
 typedef struct cq_encoder_layer
@@ -94,6 +98,27 @@ cq_code cq_model_new(const cq_model_config *cfg, cq_model **out, cq_error *err);
 void		cq_model_free(cq_model *m);
 
 /*
+ * A model laid out as its int8 image stores it (models/FORMAT.md, "int8
+ * tensors"; cfg->precision int8): every linear weight and the output
+ * projection (a tied one too: its own codes) are code tensors (bits 7 or 8
+ * in the table) with no float32 storage, only room for their packed copies,
+ * which cq_model_fill_codes fills.  Embeddings, norms and biases stay
+ * float32.  The model is compact (see cq_model_compact): it serves
+ * inference only.
+ */
+cq_code		cq_model_new_coded(const cq_model_config *cfg, cq_model **out, cq_error *err);
+
+/*
+ * The tensors of cfg's int8 image, in file order, into table (NULL: only
+ * counted); returns how many.  cfg must be valid, precision int8.
+ */
+int			cq_model_coded_tensors(const cq_model_config *cfg, cq_tensor_info *table);
+
+/* Pack code tensor t of a cq_model_new_coded model: its codes [rows, cols], scales [rows]. */
+void		cq_model_fill_codes(cq_model *m, const cq_tensor_info *t, const int8_t *codes,
+								const float *scales);
+
+/*
  * fairseq-style random initialisation from a seed (Philox, so the result is
  * the same on every machine): Linear weights Xavier-uniform (q/k/v blocks with
  * gain 1/sqrt 2), biases 0, norms gain 1 (bias 0), token embeddings and learned
@@ -106,7 +131,8 @@ void		cq_model_init_random(cq_model *m, uint64_t seed);
  * projection once, in one allocation (about the size of those weights), for
  * the row-independent kernel (rowgemm.h) that cq_linear_rows then uses.  A
  * packed model is read-only; training works on unpacked models (OpenBLAS).
- * cq_model_unpack frees the packed copies.
+ * cq_model_unpack frees the packed copies.  A compact model is packed
+ * already: nothing to do.
  */
 cq_code cq_model_pack(cq_model *m, cq_error *err);
 void		cq_model_unpack(cq_model *m);
@@ -120,7 +146,8 @@ void		cq_model_unpack(cq_model *m);
  * output projection's packed copy.  Saves about the size of the linear
  * weights.
  * The tensor table then lists what the block holds; a compact model serves
- * inference only (no training, no weight file, no cq_model_unpack).
+ * inference only (no training, no weight file, no cq_model_unpack).  A model
+ * compact already (an int8 image's) stays as it is.
  */
 cq_code cq_model_compact(cq_model *m, cq_error *err);
 
@@ -132,8 +159,15 @@ cq_code cq_model_compact(cq_model *m, cq_error *err);
  */
 void		cq_model_size_for(const cq_model_config *cfg, size_t *floats, size_t *params);
 
+/*
+ * The least bytes of the data section of a weight file for cfg (tensors do
+ * not overlap): 4 per float32 value; coded (an int8 image) 1 per code and
+ * 4 per scale.  Checked before a loader allocates the model.
+ */
+size_t		cq_model_data_min(const cq_model_config *cfg, bool coded);
+
 const cq_tensor_info *cq_model_tensor(const cq_model *m, const char *name);
 size_t		cq_model_param_floats(const cq_model *m);	/* padding included */
-size_t		cq_model_param_count(const cq_model *m);	/* real parameters */
+size_t		cq_model_param_count(const cq_model *m);	/* of the float32 architecture */
 
 #endif

@@ -2,7 +2,9 @@
  * Packing a model for inference (model.h, rowgemm.h): every linear weight and
  * the output projection, once, so that no scoring call repacks them and every
  * product runs the row-independent kernel.  An int8 model (config precision)
- * gets its linears quantized per output row and packed for qgemm.h instead.
+ * gets its linears quantized per output row and packed for qgemm.h instead;
+ * one loaded from an int8 image (cq_model_new_coded) is packed from its
+ * stored codes as it is loaded and compact already.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -120,6 +122,8 @@ cq_model_pack(cq_model *m, cq_error *err)
 	pack_state	st = {.int8 = m->cfg.precision == CQ_PRECISION_INT8, .bits = m->cfg.weight_bits};
 	size_t		most = 0;
 
+	if (m->compact)
+		return CQ_OK;			/* packed already: the packed copies are the weights */
 	cq_model_unpack(m);
 	each_linear(m, count, &st);
 	if (st.too_large)
@@ -253,6 +257,8 @@ cq_model_compact(cq_model *m, cq_error *err)
 	void	   *raw;
 	int			n = 0;
 
+	if (m->compact)
+		return CQ_OK;
 	if (!m->packed_raw)
 		return cq_fail(err, CQ_EINVAL, "only a packed model can be compacted");
 	k.keep = cq_alloc(sizeof(bool) * m->n_tensors);

@@ -1,11 +1,17 @@
 /*
  * corpq weight files (models/FORMAT.md): magic, version, config JSON, tensor
- * table, aligned little-endian float32 data, CRC-32 over everything.
+ * table, aligned little-endian data, CRC-32 over everything.  A float32
+ * model's file (version 1) holds float32 tensors; an int8 model's (version
+ * 2, "int8 tensors") holds its weights as int8 codes and float32 per-row
+ * scales, which the loader packs as they are (no float32 copy of them).  A
+ * version-1 file of an int8 model (written before version 2) holds float32
+ * weights, quantized when the model is packed (cq_model_pack).
  *
  * The loader checks every field and returns a status with a message for
  * each way a file can be wrong (bad magic or version, truncation, checksum,
- * config, a missing, unknown, duplicated or misshapen tensor, an offset out
- * of range); it never reads outside buf[0..len).
+ * config, a missing, unknown, duplicated or misshapen tensor, a wrong dtype,
+ * an offset out of range, overlapping tensors, a non-finite value, a code
+ * out of range, a negative scale); it never reads outside buf[0..len).
  */
 #ifndef CQ_NN_MODELFILE_H
 #define CQ_NN_MODELFILE_H
@@ -17,14 +23,19 @@
 #include "common/error.h"
 
 #define CQ_MODELFILE_MAGIC "CORPQNN\0"
-#define CQ_MODELFILE_VERSION 1
+#define CQ_MODELFILE_VERSION 1			/* every tensor float32 */
+#define CQ_MODELFILE_VERSION_TYPED 2	/* records carry a dtype: int8 images */
 #define CQ_MODELFILE_HEADER 40		/* bytes before the config JSON */
 
 /* A new model from a file image. */
 cq_code cq_modelfile_load(const void *buf, size_t len, cq_model **out,
 							   cq_error *err);
 
-/* Size of m's file image, and the image itself into buf[0..size). */
+/*
+ * Size of m's file image (0 when out of memory), and the image itself into
+ * buf[0..size).  An int8 model's image holds the codes and scales of its
+ * float32 weights (m must not be compact).
+ */
 size_t		cq_modelfile_size(const cq_model *m);
 cq_code cq_modelfile_write(const cq_model *m, void *buf, size_t size,
 								cq_error *err);

@@ -74,6 +74,9 @@ cq_train_state_new(const cq_model *init, const cq_train_config *tc,
 	*out = NULL;
 	if ((s = cq_train_config_validate(tc, err)))
 		return s;
+	/* its linear weights are packed codes only (a checkpoint may embed any image) */
+	if (init->compact)
+		return cq_fail(err, CQ_EINVAL, "a model loaded from an int8 image or compacted cannot be trained");
 	st = cq_alloc0(sizeof(*st));
 	if (!st)
 		return cq_fail(err, CQ_ENOMEM, "out of memory for the training state");

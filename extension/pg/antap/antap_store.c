@@ -17,6 +17,7 @@
 #include "utils/memutils.h"
 
 #include "pg/base/catalog.h"
+#include "pg/base/errors.h"
 #include "pg/antap/antap.h"
 #include "pg/base/internal_sql.h"
 
@@ -61,7 +62,7 @@ weight_file(const cq_antap_model *m, int64 *crc)
 	cq_error	err = {0};
 
 	if (cq_antap_file_write(m, VARDATA(b), size, &err) != CQ_OK)
-		elog(ERROR, "could not write the ANTAP weight file: %s", err.msg);
+		corpq_core_error(&err, NULL, "could not write the ANTAP weight file");
 	SET_VARSIZE(b, VARHDRSZ + size);
 	*crc = (int64) ((uint32) p[size - 4] | (uint32) p[size - 3] << 8 |
 					(uint32) p[size - 2] << 16 | (uint32) p[size - 1] << 24);

@@ -39,8 +39,12 @@ corpq_core_sqlstate(cq_code code)
 	return ERRCODE_INTERNAL_ERROR;
 }
 
-void
-corpq_core_error(const cq_error *err, const char *hint, const char *fmt,...)
+static void report(const cq_error *err, int sqlstate, const char *hint, const char *fmt,
+				   va_list ap) pg_attribute_printf(4, 0) pg_attribute_noreturn();
+
+/* The ERROR of corpq_core_error and corpq_core_error_code. */
+static void
+report(const cq_error *err, int sqlstate, const char *hint, const char *fmt, va_list ap)
 {
 	StringInfoData what;
 	const char *msg = err->msg;
@@ -50,23 +54,43 @@ corpq_core_error(const cq_error *err, const char *hint, const char *fmt,...)
 	initStringInfo(&what);
 	for (;;)
 	{
-		va_list		ap;
+		va_list		copy;
 		int			needed;
 
-		va_start(ap, fmt);
-		needed = appendStringInfoVA(&what, fmt, ap);
-		va_end(ap);
+		va_copy(copy, ap);
+		needed = appendStringInfoVA(&what, fmt, copy);
+		va_end(copy);
 		if (needed == 0)
 			break;
 		enlargeStringInfo(&what, needed);
 	}
 	ereport(ERROR,
-			(errcode(corpq_core_sqlstate(err->code)),
+			(errcode(sqlstate),
 			 errmsg("%s", what.data),
 			 len > 0 ? errdetail("%.*s%s", (int) len, msg,
 								 msg[len - 1] == '.' ? "" : ".") : 0,
 			 hint ? errhint("%s", hint) : 0));
 	pg_unreachable();
+}
+
+void
+corpq_core_error(const cq_error *err, const char *hint, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	report(err, corpq_core_sqlstate(err->code), hint, fmt, ap);
+	va_end(ap);
+}
+
+void
+corpq_core_error_code(const cq_error *err, int sqlstate, const char *hint, const char *fmt,...)
+{
+	va_list		ap;
+
+	va_start(ap, fmt);
+	report(err, sqlstate, hint, fmt, ap);
+	va_end(ap);
 }
 
 void

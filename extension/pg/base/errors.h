@@ -21,7 +21,10 @@
  * they are not capitalised, since many start with an identifier such as
  * l_max).  When the same bytes mean different things to different callers
  * (a CAV from a client is malformed input, one read back from a table is
- * corrupted), the caller changes err->code before reporting.
+ * corrupted), the caller changes err->code to the category that holds
+ * before reporting.  A caller that needs a SQLSTATE no category gives (text
+ * in a known format that does not parse: 22P02) names it with
+ * corpq_core_error_code.  No other glue code formats a core error.
  */
 #ifndef CORPQ_BASE_ERRORS_H
 #define CORPQ_BASE_ERRORS_H
@@ -51,8 +54,20 @@ void		corpq_core_error(const cq_error *err, const char *hint, const char *fmt,..
 			pg_attribute_printf(3, 4) pg_attribute_noreturn();
 
 /*
- * The same from a returned code and its message (what: the main message; a
- * failure reported with CQ_OK is a broken invariant, CQ_EINTERNAL).
+ * The same with a SQLSTATE chosen by the caller instead of the table's: for
+ * the few sites where the failure means something more precise to the user
+ * than its category (say why at the call).
+ */
+void		corpq_core_error_code(const cq_error *err, int sqlstate, const char *hint,
+								  const char *fmt,...)
+			pg_attribute_printf(4, 5) pg_attribute_noreturn();
+
+/*
+ * The same from a returned code and its message, for a core call that
+ * reports with a bare code and no cq_error (the text containers: strmap,
+ * pairmap, tokens, whose failures are CQ_ENOMEM and CQ_ELIMIT); a call that
+ * filled a cq_error goes to corpq_core_error.  what: the main message; a
+ * failure reported with CQ_OK is a broken invariant, CQ_EINTERNAL.
  */
 void		corpq_core_fail(cq_code code, const char *what, const char *detail)
 			pg_attribute_noreturn();

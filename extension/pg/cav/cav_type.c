@@ -166,7 +166,7 @@ total_nnz(const cav_view *v)
 	uint64		nnz = 0;
 
 	for (uint32 i = 0; i < v->n_mat; i++)
-		nnz += cav_get_u32(cav_view_rec(v, i) + CAV_REC_NNZ);
+		nnz += cq_le_get_u32(cav_view_rec(v, i) + CAV_REC_NNZ);
 	return nnz;
 }
 
@@ -304,7 +304,7 @@ corpq_cav_to_jsonb(PG_FUNCTION_ARGS)
 	cavsql_open_arg(fcinfo, 0, &v);
 	initStringInfo(&out);
 	appendStringInfo(&out, "{\"version\": %d, \"l_max\": %u, \"pairs\": " UINT64_FORMAT ", \"source\": ",
-					 (int) cav_get_u16(v.buf + CAV_H_VERSION), v.l_max, (uint64) v.n_pairs);
+					 (int) cq_le_get_u16(v.buf + CAV_H_VERSION), v.l_max, (uint64) v.n_pairs);
 	json_dict(&out, &v, v.src_dict, v.n_src);
 	appendStringInfoString(&out, ", \"target\": ");
 	json_dict(&out, &v, v.tgt_dict, v.n_tgt);

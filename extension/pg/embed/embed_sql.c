@@ -95,7 +95,7 @@ embed(FunctionCallInfo fcinfo, bool pinned)
 	vec = palloc(sizeof(float) * d);
 	st = cq_encode(m, &one, 1, NULL, s->ws, s->ws_bytes, vec, &err);
 	if (st != CQ_OK)
-		corpq_core_fail(st, "could not embed the sentence", err.msg);
+		corpq_core_error(&err, NULL, "could not embed the sentence");
 	elems = palloc(sizeof(Datum) * d);
 	for (int i = 0; i < d; i++)
 		elems[i] = Float4GetDatum(vec[i]);

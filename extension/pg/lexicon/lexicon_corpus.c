@@ -8,6 +8,7 @@
 #include "utils/memutils.h"
 
 #include "pg/base/corpus_query.h"
+#include "pg/base/errors.h"
 #include "pg/lexicon/lexicon_catalog.h"
 
 /* Rows fetched from the cursor at a time. */
@@ -71,17 +72,16 @@ add_side(Reader *r, cq_vocab *v, Growing *ids, Growing *off, bool count,
 	const cq_tokens *t = lexicon_tokenize(r->seg, r->lowercase, text, len);
 	MemoryContext old = MemoryContextSwitchTo(r->cxt);
 	int32	   *dst = grow(ids, t->n);
+	cq_error	err;			/* filled by a failing call only */
 
 	for (size_t i = 0; i < t->n; i++)
 	{
 		size_t		tl;
 		const char *ts = cq_tokens_get(t, i, &tl);
-		int32		id = cq_vocab_intern(v, ts, tl);
+		int32		id;
 
-		if (id < 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OUT_OF_MEMORY),
-					 errmsg("out of memory interning corpus tokens")));
+		if (cq_vocab_intern(v, ts, tl, &id, &err) != CQ_OK)
+			corpq_core_error(&err, NULL, "could not read the corpus");
 		dst[i] = id;
 		if (count)
 		{
@@ -152,10 +152,9 @@ lexicon_read_corpus(CorpqJob *job, const char *query, const LexOptions *o,
 	r.seg = corpq_segmenter_load(o->bpe, cxt);
 
 	old = MemoryContextSwitchTo(cxt);
-	c->src_vocab = cq_vocab_create(&err);
-	c->tgt_vocab = cq_vocab_create(&err);
-	if (!c->src_vocab || !c->tgt_vocab)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	if (cq_vocab_create(&c->src_vocab, &err) != CQ_OK ||
+		cq_vocab_create(&c->tgt_vocab, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "could not read the corpus");
 	*(int64 *) grow(&r.src_off, 1) = 0;
 	*(int64 *) grow(&r.tgt_off, 1) = 0;
 	r.src_off.n = r.tgt_off.n = 1;

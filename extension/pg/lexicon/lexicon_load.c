@@ -14,6 +14,7 @@
 
 #include "align/lexicon_io.h"
 #include "pg/base/catalog.h"
+#include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/lexicon/lexicon_catalog.h"
 
@@ -45,15 +46,18 @@ static cq_vocab *
 vocab_from(Datum *words, int n, const char *name)
 {
 	cq_error err = {0};
-	cq_vocab   *v = cq_vocab_create(&err);
+	cq_vocab   *v;
 
-	if (v == NULL)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	if (cq_vocab_create(&v, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "could not load lexicon \"%s\"", name);
 	for (int i = 0; i < n; i++)
 	{
 		text	   *t = DatumGetTextPP(words[i]);
+		int32		id;
 
-		if (cq_vocab_intern(v, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t)) != i)
+		if (cq_vocab_intern(v, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &id, &err) != CQ_OK)
+			corpq_core_error(&err, NULL, "could not load lexicon \"%s\"", name);
+		if (id != i)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("lexicon \"%s\" has a duplicate or invalid token at position %d", name, i + 1)));
@@ -133,7 +137,7 @@ load_model(LexLoaded *lx)
 	bytea	   *blob;
 	MemoryContext old;
 	cq_error err = {0};
-	int			rc;
+	cq_code		rc;
 
 	SPI_connect();
 	row = corpq_catalog_row(&corpq_kind_lexicon,
@@ -145,9 +149,12 @@ load_model(LexLoaded *lx)
 	rc = cq_lexicon_deserialize(VARDATA_ANY(blob), VARSIZE_ANY_EXHDR(blob), &lx->model, &err);
 	MemoryContextSwitchTo(old);
 	if (rc != CQ_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("lexicon \"%s\" has an invalid model: %s", lx->name, err.msg)));
+	{
+		/* it was valid when the job stored it */
+		if (err.code != CQ_ENOMEM)
+			err.code = CQ_ECORRUPT;
+		corpq_core_error(&err, NULL, "lexicon \"%s\" has an invalid model", lx->name);
+	}
 	if (lx->model.src_vocab != lx->dict.n_src || lx->model.tgt_vocab != lx->dict.n_tgt)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),

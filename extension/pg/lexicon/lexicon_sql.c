@@ -14,6 +14,7 @@
 
 #include "align/lexdict.h"
 #include "align/symmetrize.h"
+#include "pg/base/errors.h"
 #include "pg/lexicon/lexicon_catalog.h"
 
 typedef struct PairResult
@@ -64,9 +65,7 @@ score_pair(FunctionCallInfo fcinfo, PairResult *out)
 	}
 	if (cq_lexicon_score_pair(&lx->model, src, n, tgt, m, lx->opt.symmetrize,
 							  out->links, &out->score, &err) != CQ_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INTERNAL_ERROR),
-				 errmsg("could not align the pair: %s", err.msg)));
+		corpq_core_error(&err, NULL, "could not align the pair");
 }
 
 PG_FUNCTION_INFO_V1(corpq_lexicon_align);

@@ -79,13 +79,6 @@ corpq_lexicon_train(PG_FUNCTION_ARGS)
 
 /* ---- the job ---- */
 
-/* A failed alignment core call, through the one reporter (base/errors.h). */
-static void
-align_error(const char *what, const cq_error *err)
-{
-	corpq_core_fail(err->code, what, err->msg);
-}
-
 /* What the core's progress hook reports through corpq_job_progress(). */
 typedef struct Progress
 {
@@ -142,12 +135,12 @@ train(CorpqJob *job, cq_fa_trainer *fwd, cq_fa_trainer *rev, const LexOptions *o
 	for (int it = 1; it < o->iterations; it++)
 	{
 		if (cq_fa_iterate(fwd, &prog, &err) != CQ_OK)
-			align_error("fast_align training failed", &err);
+			corpq_core_error(&err, NULL, "fast_align training failed");
 		p.base += n_pairs;
 		p.figures = pass_figures(it, "src-tgt", fwd);
 		corpq_job_progress(job, "em", p.base, p.total, "pairs", p.figures, true);
 		if (cq_fa_iterate(rev, &prog, &err) != CQ_OK)
-			align_error("fast_align training failed", &err);
+			corpq_core_error(&err, NULL, "fast_align training failed");
 		p.base += n_pairs;
 		p.figures = pass_figures(it, "tgt-src", rev);
 		corpq_job_progress(job, "em", p.base, p.total, "pairs", p.figures, true);
@@ -228,13 +221,13 @@ lexicon_train_job(CorpqJob *job)
 
 	/* em */
 	if (cq_bitext_validate(&c.bitext, &err) != CQ_OK)
-		align_error("invalid corpus", &err);
+		corpq_core_error(&err, NULL, "invalid corpus");
 	lexicon_fa_options(&o, false, &fo);
-	if (!(fwd = cq_fa_trainer_create(&c.bitext, &fo, &err)))
-		align_error("could not start fast_align", &err);
+	if (cq_fa_trainer_create(&c.bitext, &fo, &fwd, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "could not start fast_align");
 	lexicon_fa_options(&o, true, &fo);
-	if (!(rev = cq_fa_trainer_create(&c.bitext, &fo, &err)))
-		align_error("could not start fast_align", &err);
+	if (cq_fa_trainer_create(&c.bitext, &fo, &rev, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "could not start fast_align");
 	train(job, fwd, rev, &o, c.bitext.n_pairs);
 	pt.em = seconds_since(phase);
 	phase = GetCurrentTimestamp();
@@ -243,11 +236,11 @@ lexicon_train_job(CorpqJob *job)
 	p.total = (double) c.bitext.n_pairs;
 	corpq_job_progress(job, "dictionary", 0, p.total, "pairs", NULL, true);
 	if (cq_lexdict_from_trainers(fwd, rev, o.symmetrize, &prog, &dict, &err) != CQ_OK)
-		align_error("could not build the dictionary", &err);
+		corpq_core_error(&err, NULL, "could not build the dictionary");
 	cq_fa_trainer_stats(fwd, &sf);
 	cq_fa_trainer_stats(rev, &sr);
 	if (cq_lexicon_from_trainers(fwd, rev, &lx, &err) != CQ_OK)
-		align_error("could not build the lexicon", &err);
+		corpq_core_error(&err, NULL, "could not build the lexicon");
 	cq_fa_trainer_free(fwd);
 	cq_fa_trainer_free(rev);
 	pt.dictionary = seconds_since(phase);

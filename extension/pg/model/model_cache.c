@@ -242,8 +242,7 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 		s = cq_model_compact(m, &err);
 	MemoryContextSwitchTo(old);
 	if (s != CQ_OK)
-		corpq_core_fail(s, psprintf("could not load model \"%s@%d\"", ref->name, ref->version),
-							  err.msg);
+		corpq_core_error(&err, NULL, "could not load model \"%s@%d\"", ref->name, ref->version);
 	return m;
 }
 

@@ -1,11 +1,13 @@
 /*
  * corpq.model_quantize(): an int8 version of a model version (models/
- * FORMAT.md, "precision").  The new version holds the same float32 weights
- * with the configuration key precision "int8": inference quantizes every
- * linear layer and the output projection per output row when it loads the
- * version (nn/ops/qgemm.h), a pure function of the stored weights, so the
- * version computes the same on every load and every CPU.  Its metrics say
- * which version it was quantized from.
+ * FORMAT.md, "precision" and "Weight file version 2").  The new version's
+ * image holds every linear layer's and the output projection's weights as
+ * int8 codes and per-output-row scales (nn/ops/qgemm.h's rule, the one a
+ * version stored with float32 weights is quantized by when it loads), so
+ * those weights take a quarter of their float32 bytes; loading it packs the
+ * stored codes as they are.  It computes exactly what quantizing the float32
+ * weights at load computes, on every load and every CPU.  Its metrics say
+ * which version it was quantized from and how.
  */
 #include "postgres.h"
 
@@ -48,7 +50,7 @@ load_float32(const char *name, const CorpqModelRef *ref, bytea *image)
 
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "could not load model", err.msg);
+		corpq_core_error(&err, NULL, "could not load model");
 	if (m->cfg.precision == CQ_PRECISION_INT8)
 	{
 		cq_model_free(m);
@@ -97,13 +99,19 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	m = load_float32(name, &ref, image);
 	m->cfg.precision = CQ_PRECISION_INT8;
 	m->cfg.weight_bits = o.weight_bits;
+	/* the image: the codes and scales of m's float32 weights */
 	size = cq_modelfile_size(m);
+	if (size == 0)
+	{
+		cq_model_free(m);
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	}
 	out = palloc(VARHDRSZ + size);
 	SET_VARSIZE(out, VARHDRSZ + size);
 	s = cq_modelfile_write(m, VARDATA(out), size, &err);
 	cq_model_free(m);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "could not write the int8 version", err.msg);
+		corpq_core_error(&err, NULL, "could not write the int8 version");
 	metrics = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
 		psprintf("{\"quantized_from\": %d, \"weight_bits\": %d}", ref.version, o.weight_bits))));
 	PG_RETURN_INT32(corpq_model_write_version(ref.id, out, "quantize", -1, metrics, false, true));

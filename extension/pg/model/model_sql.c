@@ -139,7 +139,7 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 
 		s = cq_config_preset(preset, src_size, tgt_size, &cfg, &err);
 		if (s != CQ_OK)
-			corpq_core_fail(s, "invalid model configuration", err.msg);
+			corpq_core_error(&err, NULL, "invalid model configuration");
 		/* an encoder's preset is the preset without its decoder */
 		if (kind != NULL && strcmp(kind, "encoder") == 0)
 			cq_config_make_encoder(&cfg);
@@ -160,7 +160,7 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	SPI_finish();
 	s = cq_config_from_json(merged, strlen(merged), &cfg, &err);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "invalid model configuration", err.msg);
+		corpq_core_error(&err, NULL, "invalid model configuration");
 	return cfg;
 }
 
@@ -227,7 +227,7 @@ model_image(const cq_model *m)
 	SET_VARSIZE(b, size + VARHDRSZ);
 	s = cq_modelfile_write(m, VARDATA(b), size, &err);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "could not write the model weight image", err.msg);
+		corpq_core_error(&err, NULL, "could not write the model weight image");
 	return b;
 }
 
@@ -267,7 +267,7 @@ corpq_model_create(PG_FUNCTION_ARGS)
 
 	s = cq_model_new(&cfg, &m, &err);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "could not create the model", err.msg);
+		corpq_core_error(&err, NULL, "could not create the model");
 	cq_model_init_random(m, (uint64) PG_GETARG_INT64(4));
 	parameters = (int64) cq_model_param_count(m);
 	image = model_image(m);
@@ -301,10 +301,13 @@ find_model(const char *name, int64 *id, cq_model_config *cfg, char **src_vocab, 
 	*id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	json = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	if (cq_config_from_json(json, strlen(json), cfg, &err) != CQ_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("model \"%s\" has an invalid configuration in corpq.model_catalog", name),
-				 errdetail("%s.", err.msg)));
+	{
+		/* it was valid when it was stored */
+		if (err.code != CQ_ENOMEM)
+			err.code = CQ_ECORRUPT;
+		corpq_core_error(&err, NULL, "model \"%s\" has an invalid configuration in corpq.model_catalog",
+						 name);
+	}
 	*src_vocab = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3));
 	*tgt_vocab = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4));
 	SPI_finish();
@@ -355,7 +358,7 @@ corpq_model_import(PG_FUNCTION_ARGS)
 	/* every byte is checked before anything is written */
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "invalid model weights", err.msg);
+		corpq_core_error(&err, NULL, "invalid model weights");
 	parameters = (int64) cq_model_param_count(m);
 
 	if (find_model(name, &id, &have, &src_vocab, &tgt_vocab))
@@ -394,7 +397,7 @@ corpq_model_import(PG_FUNCTION_ARGS)
 							   src_vocab, vocab_size(src_vocab), tgt_vocab, vocab_size(tgt_vocab))));
 		/* the catalog holds the architecture; the precision is a version's */
 		have = m->cfg;
-		have.precision = CQ_PRECISION_FLOAT32;
+		cq_config_float32(&have);
 		id = insert_model(name, &have, parameters, src_vocab, tgt_vocab);
 	}
 	int8 = m->cfg.precision == CQ_PRECISION_INT8;

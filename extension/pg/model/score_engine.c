@@ -256,7 +256,7 @@ corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropo
 	m = corpq_model_get(&s->cur->ref);
 	st = cq_batch_shape_of(m, pairs, n, &shape, &err);
 	if (st != CQ_OK)
-		corpq_core_fail(st, "could not score sentence pairs", err.msg);
+		corpq_core_error(&err, NULL, "could not score sentence pairs");
 	/*
 	 * On several threads the pairs go to the pool in parts, each with a
 	 * workspace of its own; the same bits on one thread, which needs less
@@ -281,7 +281,7 @@ corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n, const cq_dropo
 	ensure_outputs(s, shape.tgt_positions, n);
 	st = cq_forward_parallel(m, pairs, n, dropout, threads, s->ws, s->ws_bytes, &s->out, &err);
 	if (st != CQ_OK)
-		corpq_core_fail(st, "could not score sentence pairs", err.msg);
+		corpq_core_error(&err, NULL, "could not score sentence pairs");
 }
 
 cq_uncertainty
@@ -291,9 +291,7 @@ corpq_measure_from_name(const char *name)
 	cq_error err = {0};
 
 	if (cq_uncertainty_from_name(name, &u, &err) != CQ_OK)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s", err.msg)));
+		corpq_core_error(&err, NULL, "invalid uncertainty measure");
 	return u;
 }
 
@@ -343,7 +341,7 @@ corpq_scorer_uncertainty(CorpqScorer *s, const cq_pair *pairs, int n,
 														 passes, t, nt, &out[i], &err);
 
 		if (st != CQ_OK)
-			corpq_core_fail(st, "could not compute the uncertainty", err.msg);
+			corpq_core_error(&err, NULL, "could not compute the uncertainty");
 		off += t;
 	}
 	pfree(pmax);

@@ -111,8 +111,8 @@ check_options(CorpqTranslateEngine *e, const cq_model *m)
 	cq_code st = cq_translate_options_check(&e->o.core, &m->cfg, &err);
 
 	if (st != CQ_OK)
-		corpq_core_fail(st, psprintf("invalid translation options for model \"%s\"",
-										   e->scorer->cur->spec), err.msg);
+		corpq_core_error(&err, NULL, "invalid translation options for model \"%s\"",
+						 e->scorer->cur->spec);
 }
 
 /* Field by field: padding bytes may differ between two copies. */
@@ -286,10 +286,9 @@ corpq_translate_add_row(CorpqTranslateEngine *e, const CorpqBatch *b, uint64 i, 
 /* ---- the translator ---- */
 
 static void
-core_error(CorpqTranslateEngine *e, cq_code st, const cq_error *err)
+core_error(CorpqTranslateEngine *e, const cq_error *err)
 {
-	corpq_core_fail(st, psprintf("could not translate with model \"%s\"",
-									   e->scorer->cur->spec), err->msg);
+	corpq_core_error(err, NULL, "could not translate with model \"%s\"", e->scorer->cur->spec);
 }
 
 /*
@@ -313,7 +312,7 @@ build(CorpqTranslateEngine *e, int max_src)
 	{
 		/* invalid sizes: init says why */
 		st = cq_translator_init(m, &e->o.core, e->slots, max_src, NULL, 0, &e->tr, &err);
-		core_error(e, st, &err);
+		core_error(e, &err);
 	}
 	/* fewer sentences at once changes no translation, only the pace */
 	while (bytes > corpq_batch_bytes_limit() && e->slots > 1)
@@ -335,7 +334,7 @@ build(CorpqTranslateEngine *e, int max_src)
 	e->tr = NULL;
 	st = cq_translator_init(m, &e->o.core, e->slots, max_src, e->ws, e->ws_bytes, &e->tr, &err);
 	if (st != CQ_OK)
-		core_error(e, st, &err);
+		core_error(e, &err);
 	e->model = m;
 	e->max_src = max_src;
 	e->evictions = corpq_model_cache_evictions();
@@ -379,7 +378,7 @@ admit(CorpqTranslateEngine *e)
 			return false;
 		st = cq_translator_admit(e->tr, &src, &err);
 		if (st != CQ_OK)
-			core_error(e, st, &err);
+			core_error(e, &err);
 		e->next++;
 	}
 	return true;
@@ -429,7 +428,7 @@ step(CorpqTranslateEngine *e)
 	INSTR_TIME_SUBTRACT(t1, t0);
 	e->stats.step_seconds += INSTR_TIME_GET_DOUBLE(t1);
 	if (st != CQ_OK)
-		core_error(e, st, &err);
+		core_error(e, &err);
 	take_finished(e);
 	hand_back(e);
 }

@@ -95,7 +95,7 @@ count_row(void *arg, const char *text, int len)
 {
 	LearnState *st = arg;
 	MemoryContext old = MemoryContextSwitchTo(st->cxt);
-	int			rc = cq_count_words(&st->counts, text, len);
+	cq_code		rc = cq_count_words(&st->counts, text, len);
 
 	MemoryContextSwitchTo(old);
 	if (rc != CQ_OK)
@@ -115,7 +115,8 @@ corpq_bpe_learn(PG_FUNCTION_ARGS)
 	cq_bpe_learner *learner;
 	cq_bpe		bpe;
 	cq_error err = {0};
-	int			rc;
+	cq_code		rc;
+	bool		more = true;
 	int32		learned;
 
 	corpq_require_arg(fcinfo, 0, "name");
@@ -141,27 +142,25 @@ corpq_bpe_learn(PG_FUNCTION_ARGS)
 	corpq_count_corpus(query, &st.counts, st.cxt, count_row, &st);
 
 	old = MemoryContextSwitchTo(st.cxt);
-	learner = cq_bpe_learner_new(&st.counts, min_frequency);
+	rc = cq_bpe_learner_new(&st.counts, min_frequency, &learner, &err);
 	MemoryContextSwitchTo(old);
-	if (learner == NULL)
-		corpq_core_fail(CQ_ENOMEM, "out of memory", NULL);
-	while (cq_bpe_learner_n_merges(learner) < merges)
+	if (rc != CQ_OK)
+		corpq_core_error(&err, NULL, "BPE learning failed");
+	while (more && cq_bpe_learner_n_merges(learner) < merges)
 	{
 		CHECK_FOR_INTERRUPTS();
 		old = MemoryContextSwitchTo(st.cxt);
-		rc = cq_bpe_learner_step(learner);
+		rc = cq_bpe_learner_step(learner, &more, &err);
 		MemoryContextSwitchTo(old);
-		if (rc < 0)
-			corpq_core_fail(CQ_ENOMEM, "BPE learning failed", "out of memory");
-		if (rc == 0)
-			break;
+		if (rc != CQ_OK)
+			corpq_core_error(&err, NULL, "BPE learning failed");
 	}
 
 	old = MemoryContextSwitchTo(st.cxt);
 	rc = cq_bpe_learner_model(learner, &bpe, &err);
 	MemoryContextSwitchTo(old);
 	if (rc != CQ_OK)
-		corpq_core_fail(rc, "BPE learning failed", err.msg);
+		corpq_core_error(&err, NULL, "BPE learning failed");
 	learned = bpe.n_merges;
 	store_model(name, &bpe, min_frequency);
 	MemoryContextDelete(st.cxt);
@@ -176,7 +175,7 @@ corpq_bpe_import(PG_FUNCTION_ARGS)
 	text	   *codes;
 	cq_bpe		bpe;
 	cq_error err = {0};
-	int			rc;
+	cq_code		rc;
 	int32		n;
 
 	corpq_require_arg(fcinfo, 0, "name");
@@ -185,14 +184,13 @@ corpq_bpe_import(PG_FUNCTION_ARGS)
 	name = new_model_name(fcinfo);
 	codes = PG_GETARG_TEXT_PP(1);
 	rc = cq_bpe_parse_codes(&bpe, VARDATA_ANY(codes), VARSIZE_ANY_EXHDR(codes), &err);
+	/* text that is not subword-nmt's codes: the input's syntax, 22P02 */
 	if (rc == CQ_EINVAL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-				 errmsg("invalid BPE codes"),
-				 errdetail("%s", err.msg),
-				 errhint("Codes are subword-nmt's format: an optional first line \"#version: 0.2\", then one merge \"left right\" per line.")));
+		corpq_core_error_code(&err, ERRCODE_INVALID_TEXT_REPRESENTATION,
+							  "Codes are subword-nmt's format: an optional first line \"#version: 0.2\", then one merge \"left right\" per line.",
+							  "invalid BPE codes");
 	if (rc != CQ_OK)
-		corpq_core_fail(rc, "invalid BPE codes", err.msg);
+		corpq_core_error(&err, NULL, "invalid BPE codes");
 	n = bpe.n_merges;
 	store_model(name, &bpe, 0);
 	cq_bpe_free(&bpe);

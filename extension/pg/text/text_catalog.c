@@ -79,6 +79,7 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 	char	   *vtext;
 	MemoryContext old;
 	cq_error err = {0};
+	cq_code		st;
 
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
@@ -116,11 +117,16 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 		text	   *r = DatumGetTextPP(SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &isnull));
 
 		old = MemoryContextSwitchTo(seg->cxt);
-		rc = cq_bpe_add_merge(seg->bpe, VARDATA_ANY(l), VARSIZE_ANY_EXHDR(l),
+		st = cq_bpe_add_merge(seg->bpe, VARDATA_ANY(l), VARSIZE_ANY_EXHDR(l),
 							  VARDATA_ANY(r), VARSIZE_ANY_EXHDR(r), &err);
 		MemoryContextSwitchTo(old);
-		if (rc != CQ_OK)
-			corpq_core_fail(rc, psprintf("BPE model \"%s\" has an invalid merge", name), err.msg);
+		if (st != CQ_OK)
+		{
+			/* every merge was checked when it was stored */
+			if (st != CQ_ENOMEM)
+				err.code = CQ_ECORRUPT;
+			corpq_core_error(&err, NULL, "BPE model \"%s\" has an invalid merge", name);
+		}
 	}
 	SPI_finish();
 }
@@ -156,7 +162,7 @@ const cq_tokens *
 corpq_segment(CorpqSegmenter *seg, const char *text, int len)
 {
 	MemoryContext old;
-	int			rc;
+	cq_code		rc;
 
 	if (seg->wp)
 		return corpq_wordpiece_segment(seg, text, len);
@@ -197,6 +203,7 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 	bool		isnull;
 	char	   *bpe_name = NULL;
 	cq_error err = {0};
+	cq_code		st;
 
 	v->cxt = cxt;
 	v->name = MemoryContextStrdup(cxt, name);
@@ -229,10 +236,15 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("vocabulary \"%s\" has no token with id %d", name, (int) i)));
 		old = MemoryContextSwitchTo(cxt);
-		rc = cq_vocabulary_add(&v->vocab, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &err);
+		st = cq_vocabulary_add(&v->vocab, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &err);
 		MemoryContextSwitchTo(old);
-		if (rc != CQ_OK)
-			corpq_core_fail(rc, psprintf("vocabulary \"%s\" is invalid", name), err.msg);
+		if (st != CQ_OK)
+		{
+			/* every token was checked when it was stored */
+			if (st != CQ_ENOMEM)
+				err.code = CQ_ECORRUPT;
+			corpq_core_error(&err, NULL, "vocabulary \"%s\" is invalid", name);
+		}
 	}
 	SPI_finish();
 	v->seg = corpq_segmenter_load(bpe_name, cxt);
@@ -263,18 +275,17 @@ corpq_vocab_text(CorpqVocab *v, const int32 *ids, int n, size_t *len)
 	char	   *joined;
 	size_t		jlen;
 	cq_error terr = {0};
-	int			rc = cq_vocabulary_join(&v->vocab, ids, (size_t) n, &joined, &jlen, &terr);
+	cq_code		rc = cq_vocabulary_join(&v->vocab, ids, (size_t) n, &joined, &jlen, &terr);
 	const char *text;
 	cq_error	err = {0};
 	char	   *out;
 
+	/* an id the vocabulary does not have is a bad argument, not a numeric overflow */
 	if (rc == CQ_ERANGE)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("token id out of range for vocabulary \"%s\"", v->name),
-				 errdetail("%s", terr.msg)));
+		corpq_core_error_code(&terr, ERRCODE_INVALID_PARAMETER_VALUE, NULL,
+							  "token id out of range for vocabulary \"%s\"", v->name);
 	if (rc != CQ_OK)
-		corpq_core_fail(rc, "could not decode ids", terr.msg);
+		corpq_core_error(&terr, NULL, "could not decode ids");
 	if (!v->seg->spm)
 	{
 		*len = v->seg->wp ? cq_wordpiece_undo_inplace(joined, jlen)

@@ -54,7 +54,7 @@ corpq_count_corpus(const char *query, cq_strmap *counts, MemoryContext cxt,
 				   CorpqRowFn fn, void *arg)
 {
 	MemoryContext old = MemoryContextSwitchTo(cxt);
-	int			rc = cq_strmap_init(counts, 1 << 16);
+	cq_code		rc = cq_strmap_init(counts, 1 << 16);
 
 	MemoryContextSwitchTo(old);
 	if (rc != CQ_OK)

@@ -51,7 +51,7 @@ count_row(void *arg, const char *text, int len)
 	CountState *st = arg;
 	const cq_tokens *t = corpq_segment(st->seg, text, len);
 	MemoryContext old = MemoryContextSwitchTo(st->cxt);
-	int			rc = cq_count_tokens(&st->counts, t);
+	cq_code		rc = cq_count_tokens(&st->counts, t);
 
 	MemoryContextSwitchTo(old);
 	if (rc != CQ_OK)
@@ -107,7 +107,7 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	MemoryContext old;
 	cq_vocabulary	v;
 	cq_error err = {0};
-	int			rc;
+	cq_code		rc;
 	int32		size;
 	int64	   *counts;
 
@@ -150,7 +150,7 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	rc = cq_vocabulary_build(&v, &st.counts, max_size, min_count, &err);
 	MemoryContextSwitchTo(old);
 	if (rc != CQ_OK)
-		corpq_core_fail(rc, "could not build the vocabulary", err.msg);
+		corpq_core_error(&err, NULL, "could not build the vocabulary");
 	size = cq_vocabulary_size(&v);
 	counts = palloc(sizeof(int64) * size);
 	for (int32 i = 0; i < size; i++)
@@ -484,7 +484,7 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		JsonbValue *t = getIthJsonbValueFromContainer(tokens, i);
-		int			rc;
+		cq_code		rc;
 
 		if (t == NULL || t->type != jbvString || t->val.string.len == 0)
 			bad_document("\"tokens\" must be an array of non-empty strings");
@@ -496,7 +496,7 @@ corpq_vocab_import(PG_FUNCTION_ARGS)
 		rc = cq_vocabulary_add(&v, t->val.string.val, t->val.string.len, &err);
 		MemoryContextSwitchTo(old);
 		if (rc != CQ_OK)
-			corpq_core_fail(rc, "invalid vocabulary document", err.msg);
+			corpq_core_error(&err, NULL, "invalid vocabulary document");
 		if (counts_c)
 			counts[i] = doc_int(getIthJsonbValueFromContainer(counts_c, i), 0, PG_INT64_MAX,
 								"\"counts\" must be an array of integers >= 0");

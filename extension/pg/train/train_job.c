@@ -216,7 +216,7 @@ load_latest(Run *r, CorpqModelRef *ref)
 	s = cq_modelfile_load(VARDATA_ANY(w), VARSIZE_ANY_EXHDR(w), &m, &err);
 	SPI_finish();
 	if (s != CQ_OK)
-		corpq_core_fail(s, "could not load model", err.msg);
+		corpq_core_error(&err, NULL, "could not load model");
 	return m;
 }
 
@@ -261,7 +261,7 @@ build_streams(Run *r, int max_positions)
 		st = cq_batcher_new(sl, tl, s->n, r->o.max_tokens, max_positions,
 							(uint64) r->o.seed, &s->b, &err);
 		if (st != CQ_OK)
-			corpq_core_fail(st, "could not batch the corpus", err.msg);
+			corpq_core_error(&err, NULL, "could not batch the corpus");
 		if (s->b->n_kept == 0)
 			s->b = NULL;
 		else
@@ -354,7 +354,7 @@ calibration_pass(void *arg, int k)
 
 		st = cq_batcher_batch(one->b, 0, (long) ((g / live) % one->b->n_batches), &idx, &np, &err);
 		if (st != CQ_OK)
-			corpq_core_fail(st, "could not take a calibration batch", err.msg);
+			corpq_core_error(&err, NULL, "could not take a calibration batch");
 		pairs = palloc(sizeof(cq_pair) * np);
 		for (int i = 0; i < np; i++)
 			train_corpus_pair(&r->corpus, one->index[idx[i]], &pairs[i]);
@@ -363,7 +363,7 @@ calibration_pass(void *arg, int k)
 	}
 	st = cq_train_gradients(r->st, batches, n, &stats, &err);
 	if (st != CQ_OK)
-		corpq_core_fail(st, "calibration pass failed", err.msg);
+		corpq_core_error(&err, NULL, "calibration pass failed");
 	seconds = (double) (GetCurrentTimestamp() - t0) / USECS_PER_SEC;
 	for (int j = 0; j < n; j++)
 		pfree((void *) batches[j].pairs);
@@ -391,7 +391,7 @@ plan_schedule(Run *r)
 	r->st->tc.lr = r->sched.lr;
 	r->st->tc.warmup_updates = r->sched.warmup;
 	if ((st = cq_train_config_validate(&r->st->tc, &err)) != CQ_OK)
-		corpq_core_fail(st, "could not start training", err.msg);
+		corpq_core_error(&err, NULL, "could not start training");
 }
 
 /* A resumed distribution: valid, and no mass on a corpus without batches. */
@@ -482,7 +482,7 @@ start_state(Run *r, const cq_model *init, int32 init_version)
 		return;
 	}
 	if ((s = cq_train_state_new(init, &tc, &r->st, &err)) != CQ_OK)
-		corpq_core_fail(s, "could not start training", err.msg);
+		corpq_core_error(&err, NULL, "could not start training");
 	if (r->o.dropout >= 0)
 		r->st->model->cfg.dropout = (float) r->o.dropout;
 	if (r->o.attention_dropout >= 0)
@@ -528,7 +528,7 @@ next_batches(Run *r)
 
 		st = cq_batcher_batch(s->b, r->cur.epoch[c], (long) r->cur.next[c], &idx, &np, &err);
 		if (st != CQ_OK)
-			corpq_core_fail(st, "could not take the next batch", err.msg);
+			corpq_core_error(&err, NULL, "could not take the next batch");
 		pairs = palloc(sizeof(cq_pair) * np);
 		for (int i = 0; i < np; i++)
 		{
@@ -604,7 +604,7 @@ version_image(Run *r)
 	cfg->attention_dropout = saved[1];
 	cfg->activation_dropout = saved[2];
 	if (s != CQ_OK)
-		corpq_core_fail(s, "could not write the model weight image", err.msg);
+		corpq_core_error(&err, NULL, "could not write the model weight image");
 	return b;
 }
 
@@ -649,16 +649,14 @@ checkpoint(Run *r, bool validated)
 								  r->o.keep_checkpoints);
 }
 
+/* err: CQ_TRAIN_ENONFINITE (CQ_ERANGE, 22003), saying where */
 static void
 diverged(Run *r, const cq_error *err)
 {
-	ereport(ERROR,
-			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
-			 errmsg("training diverged: %s", err->msg),
-			 r->resumed_from >= 0 || r->cur.best_version > 0
-			 ? errdetail("The job's checkpoints up to this point are kept in corpq.train_checkpoints.")
-			 : 0,
-			 errhint("Lower lr, raise warmup, or set clip_norm.")));
+	corpq_core_error(err, r->resumed_from >= 0 || r->cur.best_version > 0
+					 ? "Lower lr, raise warmup, or set clip_norm; the job's checkpoints up to this point are kept in corpq.train_checkpoints."
+					 : "Lower lr, raise warmup, or set clip_norm.",
+					 "training diverged");
 }
 
 /* One update with its log row, validation and checkpoint; false when done. */
@@ -687,7 +685,7 @@ update(Run *r, MemoryContext upd)
 	if (s == CQ_TRAIN_ENONFINITE)
 		diverged(r, &err);
 	if (s != CQ_OK)
-		corpq_core_fail(s, "training step failed", err.msg);
+		corpq_core_error(&err, NULL, "training step failed");
 	t1 = GetCurrentTimestamp();
 	dt = (double) (t1 - t0) / USECS_PER_SEC;
 	r->cur.seconds += dt;

@@ -43,7 +43,7 @@ gradient(const cq_model *m, cq_model *grad, const cq_pair *pairs, int n, uint64 
 	memset(grad->params, 0, sizeof(float) * grad->n_floats);
 	st = cq_train_pass(m, grad, pairs, n, &d, label_smoothing, ws, ws_bytes, &out, &err);
 	if (st != CQ_OK)
-		corpq_core_fail(st, "could not compute a gradient for the sampler", err.msg);
+		corpq_core_error(&err, NULL, "could not compute a gradient for the sampler");
 	pfree(ws);
 	CHECK_FOR_INTERRUPTS();
 	return out.tokens > 0 ? out.nll / out.tokens : NAN;
@@ -84,7 +84,7 @@ train_strategy_multidds_update(TrainSampler *s, const TrainSamplerView *view)
 	float		ls = (float) sc->o.label_smoothing;
 
 	if ((st = cq_model_new(&m->cfg, &grad, &err)) != CQ_OK)
-		corpq_core_fail(st, "could not allocate a gradient for the sampler", err.msg);
+		corpq_core_error(&err, NULL, "could not allocate a gradient for the sampler");
 	for (int i = 0; i < s->n; i++)
 	{
 		cq_pair    *pairs;

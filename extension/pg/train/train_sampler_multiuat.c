@@ -48,7 +48,7 @@ batch_reward(const cq_model *m, const cq_pair *pairs, int n, cq_uncertainty u, i
 				nll = 0;
 
 	if ((st = cq_batch_shape_of(m, pairs, n, &shape, &err)) != CQ_OK)
-		corpq_core_fail(st, "could not score a dev batch for the sampler", err.msg);
+		corpq_core_error(&err, NULL, "could not score a dev batch for the sampler");
 	nt = shape.tgt_positions;
 	ws_bytes = cq_forward_workspace_bytes(&m->cfg, &shape);
 	ws = MemoryContextAllocHuge(CurrentMemoryContext, ws_bytes);
@@ -67,7 +67,7 @@ batch_reward(const cq_model *m, const cq_pair *pairs, int n, cq_uncertainty u, i
 		out.entropy = entropy + (size_t) k * nt;
 		out.logp = logp + (size_t) k * nt;
 		if ((st = cq_forward(m, pairs, n, &mc, ws, ws_bytes, &out, &err)) != CQ_OK)
-			corpq_core_fail(st, "could not score a dev batch for the sampler", err.msg);
+			corpq_core_error(&err, NULL, "could not score a dev batch for the sampler");
 		for (int b = 0; b < n; b++)
 			nll -= out.sent_logp[b];
 		CHECK_FOR_INTERRUPTS();
@@ -79,7 +79,7 @@ batch_reward(const cq_model *m, const cq_pair *pairs, int n, cq_uncertainty u, i
 
 		if ((st = cq_uncertainty_measure_strided(u, p_max + off, entropy + off, passes, t, nt,
 												 &r, &err)) != CQ_OK)
-			corpq_core_fail(st, "could not measure the model's uncertainty", err.msg);
+			corpq_core_error(&err, NULL, "could not measure the model's uncertainty");
 		sum += r;
 		off += t;
 	}
@@ -102,7 +102,7 @@ train_strategy_multiuat_update(TrainSampler *s, const TrainSamplerView *view)
 	uint64		seed = cq_mix64(s->seed ^ cq_mix64((uint64) view->step ^ UINT64CONST(0x6d756174)));
 
 	if (cq_uncertainty_from_name(sc->o.measure, &u, &err) != CQ_OK)
-		elog(ERROR, "%s", err.msg);
+		corpq_core_error(&err, NULL, "invalid uncertainty measure");
 	for (int i = 0; i < s->n; i++)
 	{
 		cq_pair    *pairs;

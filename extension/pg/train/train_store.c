@@ -108,7 +108,7 @@ state_image(const cq_train_state *st)
 	b = MemoryContextAllocHuge(CurrentMemoryContext, size + VARHDRSZ);
 	SET_VARSIZE(b, size + VARHDRSZ);
 	if ((s = cq_train_checkpoint_write(st, VARDATA(b), size, &err)) != CQ_OK)
-		corpq_core_fail(s, "could not write the training checkpoint", err.msg);
+		corpq_core_error(&err, NULL, "could not write the training checkpoint");
 	return b;
 }
 
@@ -354,7 +354,7 @@ train_checkpoint_resume(int64 job, int64 model_id, cq_train_state **st, TrainCur
 		MemoryContextSwitchTo(spi);
 	}
 	if (s != CQ_OK)
-		corpq_core_fail(s, "could not load the job's last training checkpoint", err.msg);
+		corpq_core_error(&err, NULL, "could not load the job's last training checkpoint");
 	if ((*st)->step != step)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),

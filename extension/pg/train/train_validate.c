@@ -80,7 +80,7 @@ embed_side(const cq_model *m, const TrainCorpus *dev, bool target, int max_token
 		st = cq_encode(m, s + from, (int) (to - from), NULL, ws, ws_bytes,
 					   vecs + from * m->cfg.d_model, &err);
 		if (st != CQ_OK)
-			corpq_core_fail(st, "could not embed the dev pairs", err.msg);
+			corpq_core_error(&err, NULL, "could not embed the dev pairs");
 		CHECK_FOR_INTERRUPTS();
 	}
 }
@@ -143,7 +143,7 @@ train_validate(CorpqJob *job, const cq_model *m, const TrainCorpus *dev,
 		for (int i = 0; i < n; i++)
 			train_corpus_pair(dev, from + i, &pairs[i]);
 		if ((s = cq_batch_shape_of(m, pairs, n, &shape, &err)) != CQ_OK)
-			corpq_core_fail(s, "could not score the dev pairs", err.msg);
+			corpq_core_error(&err, NULL, "could not score the dev pairs");
 		need = cq_forward_workspace_bytes(&m->cfg, &shape);
 		if (need > ws_bytes)
 		{
@@ -159,7 +159,7 @@ train_validate(CorpqJob *job, const cq_model *m, const TrainCorpus *dev,
 		out.sent_logp = palloc(sizeof(double) * n);
 		out.sent_count = palloc(sizeof(int) * n);
 		if ((s = cq_forward(m, pairs, n, &off, ws, ws_bytes, &out, &err)) != CQ_OK)
-			corpq_core_fail(s, "could not score the dev pairs", err.msg);
+			corpq_core_error(&err, NULL, "could not score the dev pairs");
 		for (int i = 0; i < n; i++)
 		{
 			int			l = dev->label[from + i];
