@@ -115,6 +115,14 @@ DROP TABLE em_pairs;
 SELECT corpq.model_drop('em_t');
 SELECT corpq.vocab_drop('em_ab');
 
+-- int8 versions (model_quantize): the pooler is quantized like every linear
+SELECT corpq.model_quantize('em') AS em_int8, corpq.model_quantize('em_cls') AS cls_int8;
+SELECT m, cardinality(corpq.embed(m, 'w2 v2')) AS d,
+       abs(sqrt((SELECT sum(x::float8 * x) FROM unnest(corpq.embed(m, 'w2 v2')) x)) - 1) < 1e-6 AS unit,
+       corpq.embed(m, 'w2 v2') <> corpq.embed((m || '@1')::corpq.pinned_model, 'w2 v2') AS other_bits,
+       (SELECT sum(x::float8 * y) FROM unnest(corpq.embed(m, 'w2 v2'), corpq.embed((m || '@1')::corpq.pinned_model, 'w2 v2')) u(x, y)) > 0.99
+         AS close_to_float32
+  FROM unnest(ARRAY['em', 'em_cls']) m;
 SELECT corpq.model_drop(m) FROM unnest(ARRAY['em', 'em_tr', 'em_cls']) m;
 SELECT corpq.vocab_drop(v) FROM unnest(ARRAY['em_joint', 'em_other']) v;
 DROP TABLE em_sents;
