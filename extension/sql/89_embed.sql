@@ -27,3 +27,19 @@ CREATE FUNCTION corpq.knn_mean(cosines float8[], k int DEFAULT 4) RETURNS float8
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.knn_mean(float8[], int) IS
     'a sentence''s mean cosine to its k nearest neighbours, from its cosines to candidates: the mean of the k largest (all of them when there are fewer), NULL elements skipped, NULL when none is left';
+
+-- The encoder half: a sentence's vector from an encoder model (kind
+-- encoder, models/FORMAT.md), on a model name (the latest version when the
+-- query starts: STABLE) or a pinned version name@N (IMMUTABLE).
+CREATE FUNCTION corpq.embed(model text, sentence text, on_too_long text DEFAULT 'null')
+    RETURNS real[]
+    AS 'MODULE_PATHNAME', 'corpq_embed'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.embed(model corpq.pinned_model, sentence text, on_too_long text DEFAULT 'null')
+    RETURNS real[]
+    AS 'MODULE_PATHNAME', 'corpq_embed_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.embed(text, text, text) IS
+    'the sentence''s vector from an encoder model: d_model values of unit length (pooled and L2-normalised), dropout off; a sentence longer than the model accepts (max_positions - 2 tokens) gives NULL (on_too_long ''null'') or an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.embed(corpq.pinned_model, text, text) IS
+    'embed with a pinned model version name@N';

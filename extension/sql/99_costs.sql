@@ -50,6 +50,9 @@ BEGIN
         -- (its default passes)
         ('sent_prob', 100000), ('sent_logprob', 100000), ('dual_xent', 200000),
         ('uncertainty', 2500000),
+        -- an encoder's pass over one sentence: about half a pair's forward
+        -- (no decoder, no output projection); not yet measured
+        ('embed', 50000),
         -- beam search (small, beam 5: 190-270 ms per sentence)
         ('translate', 10000000)
     ) v(name, cost)

@@ -100,14 +100,15 @@ def tensor_shapes(cfg):
     return s
 
 
-def random_weights(cfg, seed):
-    """float32 weights with every parameter non-trivial (LN gains/biases too)."""
+def random_weights(cfg, seed, shapes=None):
+    """float32 weights with every parameter non-trivial (LN gains/biases too),
+    of tensor_shapes(cfg) or the given shapes."""
     g = torch.Generator().manual_seed(seed)
     w = {}
-    for name, shape in tensor_shapes(cfg).items():
+    for name, shape in (shapes or tensor_shapes(cfg)).items():
         if name.endswith("layer_norm.weight") or name.endswith("layernorm_embedding.weight"):
             t = 1.0 + 0.2 * torch.randn(shape, generator=g)
-        elif name.endswith(".bias"):
+        elif name.endswith(".bias") or len(shape) == 1:
             t = 0.1 * torch.randn(shape, generator=g)
         elif len(shape) == 2 and ("embed" in name or "output_projection" in name):
             t = torch.randn(shape, generator=g) / math.sqrt(cfg["d_model"])
@@ -613,7 +614,11 @@ class _Config(ctypes.Structure):
                 ("output_bias", ctypes.c_bool), ("decoder_start_id", ctypes.c_int),
                 ("precision", ctypes.c_int),     # 0 float32, 1 int8
                 ("norm", ctypes.c_int),          # 0 layer, 1 rms
-                ("weight_bits", ctypes.c_int)]   # int8 versions: 8 or 7
+                ("weight_bits", ctypes.c_int),   # int8 versions: 8 or 7
+                # encoder models (models/FORMAT.md): 0 = translation, mean,
+                # no pooler, no token type vector
+                ("kind", ctypes.c_int), ("pooling", ctypes.c_int),
+                ("pooler", ctypes.c_bool), ("token_type_embedding", ctypes.c_bool)]
 
 
 class _Model(ctypes.Structure):
@@ -645,8 +650,10 @@ class Core:
     def create(self, cfg, seed):
         """A randomly initialised model from the core (cq_model_init_random)."""
         plain = {k: v for k, v in cfg.items() if k in dict(_Config._fields_)
-                 and k not in ("activation", "positions")}
+                 and k not in ("activation", "positions", "kind", "pooling")}
         c = _Config(**plain)
+        c.kind = 1 if cfg.get("kind") == "encoder" else 0
+        c.pooling = 1 if cfg.get("pooling") == "cls" else 0
         c.activation = ["relu", "gelu", "swish"].index(cfg["activation"])
         c.positions = 1 if cfg["positions"] == "learned" else 0
         c.post_norm = variant(cfg, "norm_position") == "post"
@@ -888,7 +895,9 @@ class _TrainConfig(ctypes.Structure):
                 ("warmup_updates", ctypes.c_int), ("adam", _Adam),
                 ("clip_norm", ctypes.c_double), ("label_smoothing", ctypes.c_float),
                 ("update_freq", ctypes.c_int), ("max_tokens", ctypes.c_int),
-                ("seed", ctypes.c_uint64), ("dropout", ctypes.c_bool)]
+                ("seed", ctypes.c_uint64), ("dropout", ctypes.c_bool),
+                # encoder models' dual-encoder loss (dual_pass.h)
+                ("margin", ctypes.c_float), ("scale", ctypes.c_float)]
 
 
 class _TrainState(ctypes.Structure):

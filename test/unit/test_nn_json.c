@@ -282,6 +282,10 @@ TEST(config_arch_keys_are_the_json_keys)
 	c.decoder_start_id = 1;
 	c.precision = CQ_PRECISION_INT8;
 	c.norm = CQ_NORM_RMS;
+	/* the encoder keys too (written only when they differ from the default) */
+	c.kind = CQ_KIND_ENCODER;
+	c.pooling = CQ_POOL_CLS;
+	c.pooler = c.token_type_embedding = true;
 	cq_config_to_json(&c, buf, sizeof(buf));
 	CHECK_INT_EQ(cq_json_parse_object(buf, strlen(buf), &o, &err), CQ_OK);
 	snprintf(list, sizeof(list), ",%s,", cq_config_arch_keys());

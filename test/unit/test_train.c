@@ -257,6 +257,30 @@ TEST(train_finite_differences_rms)
 	cq_model_free(post);
 }
 
+/*
+ * Encoder models (dual_pass.h): the dual encoder's loss through mean pooling,
+ * and through the first position with the pooler, a token type vector, the
+ * embedding norm and post-norm blocks (LaBSE's layout), with dropout.
+ */
+TEST(train_finite_differences_encoder)
+{
+	cq_model_config c = micro_config(CQ_ACT_GELU, CQ_POS_LEARNED, true, true);
+	cq_model   *mean,
+			   *cls;
+
+	cq_config_make_encoder(&c);
+	mean = micro_from(&c, 12);
+	c.pooling = CQ_POOL_CLS;
+	c.pooler = c.token_type_embedding = c.layernorm_embedding = c.post_norm = true;
+	c.encoder_final_norm = false;
+	cls = micro_from(&c, 13);
+	finite_differences(mean, false, "encoder, mean");
+	finite_differences(cls, false, "encoder, cls+pooler, post");
+	finite_differences(cls, true, "encoder, cls+dropout");
+	cq_model_free(mean);
+	cq_model_free(cls);
+}
+
 TEST(train_adamw_by_hand)
 {
 	/* t = 1: m = 0.1 g, v = 0.02 g^2, corrected m/sqrt(v) = sign(g) */

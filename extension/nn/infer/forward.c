@@ -75,6 +75,8 @@ cq_batch_shape_of(const cq_model *m, const cq_pair *pairs, int n,
 	const cq_model_config *c = &m->cfg;
 
 	memset(s, 0, sizeof(*s));
+	if (c->kind == CQ_KIND_ENCODER)
+		return cq_fail(err, CQ_EINVAL, "an encoder model does not score sentence pairs");
 	if (n < 1 || !pairs)
 		return cq_fail(err, CQ_EINVAL, "a batch needs at least one pair");
 	for (int b = 0; b < n; b++)

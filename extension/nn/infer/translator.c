@@ -125,6 +125,8 @@ check_sizes(const cq_model *m, const cq_translate_options *o, int batch, int max
 
 	if (s)
 		return s;
+	if (m->cfg.kind == CQ_KIND_ENCODER)
+		return cq_fail(err, CQ_EINVAL, "an encoder model does not translate");
 	if (batch < 1)
 		return cq_fail(err, CQ_EINVAL, "a batch needs at least one sentence, not %d", batch);
 	if (max_src < 0 || max_src + 1 > m->cfg.max_positions)

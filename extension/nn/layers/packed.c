@@ -2,6 +2,7 @@
 #include "nn/layers/packed.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "nn/layers/norm.h"
 #include "nn/ops/rowgemm.h"
@@ -11,7 +12,8 @@ cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos, float *x)
 {
 	int			d = m->cfg.d_model;
 	const float *table = target ? m->tgt_embed : m->src_embed,
-			   *pe = cq_position_table(m, target) + (long) pos * d;
+			   *pe = cq_position_table(m, target) + (long) pos * d,
+			   *tt = target ? NULL : m->tok_type;
 	float		scale = cq_embed_scale(&m->cfg);
 
 	if (!table)
@@ -19,10 +21,13 @@ cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos, float *x)
 		/* a compact model's tied embedding is its output projection, packed */
 		for (int i = 0; i < d; i++)
 			x[i] = cq_rowgemm_packed_at(m->output.packed, d, tok, i) * scale + pe[i];
-		return;
 	}
-	for (int i = 0; i < d; i++)
-		x[i] = table[(long) tok * d + i] * scale + pe[i];
+	else
+		for (int i = 0; i < d; i++)
+			x[i] = table[(long) tok * d + i] * scale + pe[i];
+	/* an encoder's token type vector (BERT: segment 0 at every position) */
+	for (int i = 0; tt && i < d; i++)
+		x[i] += tt[i];
 }
 
 float
@@ -74,4 +79,17 @@ cq_logit_block_rows(const cq_model_config *c, long rows)
 
 	r = r < 64 ? 64 : r;
 	return rows < r ? rows : r;
+}
+
+void
+cq_sentence_pairs(const cq_sentence *s, int n, int32_t *ids_buf, cq_pair *pairs)
+{
+	for (int i = 0; i < n; i++)
+	{
+		ids_buf[0] = CQ_BOS_ID;
+		if (s[i].len > 0)
+			memcpy(ids_buf + 1, s[i].ids, sizeof(int32_t) * s[i].len);
+		pairs[i] = (cq_pair) {ids_buf, s[i].len + 1, NULL, 0, s[i].key};
+		ids_buf += s[i].len + 1;
+	}
 }

@@ -28,6 +28,25 @@ typedef struct cq_pair
 	uint64_t	key;			/* keys this pair's dropout masks (MC mode) */
 } cq_pair;
 
+/*
+ * A sentence in token ids, the unit of an encoder model (kind encoder): it
+ * reads <s> ids </s>, packed as the source side of a cq_pair whose source
+ * is <s> ids (cq_sentence_pairs), so every pass runs it unchanged.
+ */
+typedef struct cq_sentence
+{
+	const int32_t *ids;			/* without <s> and </s> */
+	int			len;
+	uint64_t	key;			/* keys its dropout masks */
+} cq_sentence;
+
+/*
+ * pairs[i] = sentence i as an encoder's input: ids_buf gets <s> ids of each
+ * sentence back to back (sum of len + 1 ids), the pair's source points
+ * there, its target is empty.
+ */
+void		cq_sentence_pairs(const cq_sentence *s, int n, int32_t *ids_buf, cq_pair *pairs);
+
 /* Positions of one side of a pair: its tokens + 1 (</s>). */
 static inline int
 cq_side_positions(const cq_pair *p, bool target)
@@ -57,7 +76,8 @@ cq_position_table(const cq_model *m, bool target)
 
 /*
  * x[d] = E[tok] s + position(pos), on the source or target side; s = sqrt(d)
- * (1 without scale_embeddings).  Before the embedding norm, if any.
+ * (1 without scale_embeddings); plus an encoder's token type vector
+ * (token_type_embedding).  Before the embedding norm, if any.
  */
 void		cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos,
 						   float *x);

@@ -81,6 +81,25 @@ cq_config_float32(cq_model_config *c)
 {
 	c->precision = CQ_PRECISION_FLOAT32;
 	c->weight_bits = 8;
+	c->kind = CQ_KIND_TRANSLATION;
+	c->pooling = CQ_POOL_MEAN;
+	c->pooler = false;
+	c->token_type_embedding = false;
+}
+
+void
+cq_config_make_encoder(cq_model_config *c)
+{
+	c->kind = CQ_KIND_ENCODER;
+	c->decoder_layers = 0;
+	c->share_embeddings = true;
+	c->tie_output = true;
+}
+
+int
+cq_config_sentence_tokens(const cq_model_config *c)
+{
+	return c->max_positions - (c->kind == CQ_KIND_ENCODER ? 2 : 1);
 }
 
 static cq_code
@@ -101,6 +120,43 @@ range_prob(cq_error *err, const char *key, float v)
 	return CQ_OK;
 }
 
+/* The keys of one kind only: the decoder's, or an encoder's pooling. */
+static cq_code
+validate_kind(const cq_model_config *c, cq_error *err)
+{
+	cq_model_config d;
+	const char *key = NULL;
+
+	cq_config_default_variants(&d);
+	if ((unsigned) c->kind > CQ_KIND_ENCODER || (unsigned) c->pooling > CQ_POOL_CLS)
+		return cq_fail(err, CQ_EINVAL, "bad kind or pooling value");
+	if (c->kind == CQ_KIND_TRANSLATION)
+	{
+		key = c->pooling != d.pooling ? "pooling" : c->pooler ? "pooler"
+			: c->token_type_embedding ? "token_type_embedding" : NULL;
+		if (key)
+			return cq_fail(err, CQ_EINVAL, "config key \"%s\" applies to encoder models only (\"kind\": \"encoder\")",
+						   key);
+		return CQ_OK;
+	}
+	if (c->decoder_layers != 0)
+		return cq_fail(err, CQ_EINVAL,
+					   "an encoder model has no decoder: config key \"decoder_layers\" is %d, must be 0",
+					   c->decoder_layers);
+	if (!c->share_embeddings || !c->tie_output)
+		return cq_fail(err, CQ_EINVAL,
+					   "an encoder model has one embedding: config keys \"share_embeddings\" and \"tie_output\" must be true");
+	key = c->output_bias ? "output_bias" : c->decoder_final_norm != d.decoder_final_norm
+		? "decoder_final_norm" : c->decoder_start_id != d.decoder_start_id ? "decoder_start_id" : NULL;
+	if (key)
+		return cq_fail(err, CQ_EINVAL, "config key \"%s\" applies to translation models only", key);
+	if (c->max_positions < 2)
+		return cq_fail(err, CQ_EINVAL,
+					   "config key \"max_positions\" is %d, an encoder model needs at least 2 (<s> and </s>)",
+					   c->max_positions);
+	return CQ_OK;
+}
+
 cq_code
 cq_config_validate(const cq_model_config *c, cq_error *err)
 {
@@ -109,7 +165,8 @@ cq_config_validate(const cq_model_config *c, cq_error *err)
 	if ((s = range_int(err, "d_model", c->d_model, 2, MAX_DIM)) ||
 		(s = range_int(err, "heads", c->heads, 1, c->d_model < 4095 ? c->d_model : 4095)) ||
 		(s = range_int(err, "encoder_layers", c->encoder_layers, 1, MAX_LAYERS)) ||
-		(s = range_int(err, "decoder_layers", c->decoder_layers, 1, MAX_LAYERS)) ||
+		(c->kind != CQ_KIND_ENCODER &&
+		 (s = range_int(err, "decoder_layers", c->decoder_layers, 1, MAX_LAYERS))) ||
 		(s = range_int(err, "ffn_dim", c->ffn_dim, 1, 4 * MAX_DIM)) ||
 		(s = range_int(err, "max_positions", c->max_positions, 1, MAX_POSITIONS)) ||
 		(s = range_int(err, "src_vocab_size", c->src_vocab_size, 4, MAX_VOCAB)) ||
@@ -123,6 +180,10 @@ cq_config_validate(const cq_model_config *c, cq_error *err)
 						  c->d_model, c->heads);
 	if (c->d_model % 2 != 0)
 		return cq_fail(err, CQ_EINVAL, "d_model %d must be even", c->d_model);
+	if (c->kind == CQ_KIND_ENCODER && c->src_vocab_size != c->tgt_vocab_size)
+		return cq_fail(err, CQ_EINVAL,
+					   "an encoder model has one vocabulary for both languages, got sizes %d and %d",
+					   c->src_vocab_size, c->tgt_vocab_size);
 	if (c->share_embeddings && c->src_vocab_size != c->tgt_vocab_size)
 		return cq_fail(err, CQ_EINVAL,
 						  "share_embeddings needs equal vocabulary sizes, got %d and %d",
@@ -143,7 +204,7 @@ cq_config_validate(const cq_model_config *c, cq_error *err)
 		return s;
 	if (c->weight_bits != 8 && c->precision != CQ_PRECISION_INT8)
 		return cq_fail(err, CQ_EINVAL, "config key \"weight_bits\" applies to int8 models only");
-	return CQ_OK;
+	return validate_kind(c, err);
 }
 
 static cq_code
@@ -223,7 +284,8 @@ cq_config_arch_keys(void)
 		"attention_dropout,activation_dropout,max_positions,positions,tie_output,"
 		"share_embeddings,norm_position,encoder_final_norm,decoder_final_norm,"
 		"scale_embeddings,layernorm_embedding,position_offset,sinusoid_denominator,"
-		"layer_norm_eps,output_bias,decoder_start_id,norm";
+		"layer_norm_eps,output_bias,decoder_start_id,norm,kind,pooling,pooler,"
+		"token_type_embedding";
 }
 
 /* An optional key: absent leaves *out as it is. */
@@ -270,6 +332,15 @@ read_variants(const cq_json_object *o, cq_model_config *c, cq_error *err)
 		c->precision = v == 1 ? CQ_PRECISION_INT8 : CQ_PRECISION_FLOAT32;
 	if (!s && present(o, "weight_bits"))
 		s = get_int(o, "weight_bits", &c->weight_bits, err);
+	if (!s && present(o, "kind") &&
+		!(s = get_choice(o, "kind", "translation", "encoder", &v, err)))
+		c->kind = v == 1 ? CQ_KIND_ENCODER : CQ_KIND_TRANSLATION;
+	if (!s && present(o, "pooling") && !(s = get_choice(o, "pooling", "mean", "cls", &v, err)))
+		c->pooling = v == 1 ? CQ_POOL_CLS : CQ_POOL_MEAN;
+	if (!s && present(o, "pooler"))
+		s = get_bool(o, "pooler", &c->pooler, err);
+	if (!s && present(o, "token_type_embedding"))
+		s = get_bool(o, "token_type_embedding", &c->token_type_embedding, err);
 	return s;
 }
 
@@ -437,6 +508,14 @@ variants_json(const cq_model_config *c, char *buf, size_t size)
 		append(buf, size, &n, ", \"precision\": \"int8\"");
 	if (c->weight_bits != d.weight_bits)
 		append(buf, size, &n, ", \"weight_bits\": %d", c->weight_bits);
+	if (c->kind == CQ_KIND_ENCODER)
+		append(buf, size, &n, ", \"kind\": \"encoder\"");
+	if (c->pooling == CQ_POOL_CLS)
+		append(buf, size, &n, ", \"pooling\": \"cls\"");
+	if (c->pooler)
+		append(buf, size, &n, ", \"pooler\": true");
+	if (c->token_type_embedding)
+		append(buf, size, &n, ", \"token_type_embedding\": true");
 	return n;
 }
 
@@ -491,5 +570,7 @@ cq_config_equal(const cq_model_config *a, const cq_model_config *b)
 		a->layernorm_embedding == b->layernorm_embedding &&
 		a->position_offset == b->position_offset && a->sinusoid_half == b->sinusoid_half &&
 		a->layer_norm_eps == b->layer_norm_eps && a->output_bias == b->output_bias &&
-		a->decoder_start_id == b->decoder_start_id && a->norm == b->norm;
+		a->decoder_start_id == b->decoder_start_id && a->norm == b->norm &&
+		a->kind == b->kind && a->pooling == b->pooling && a->pooler == b->pooler &&
+		a->token_type_embedding == b->token_type_embedding;
 }

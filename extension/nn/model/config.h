@@ -36,6 +36,25 @@ typedef enum cq_precision
 	CQ_PRECISION_INT8
 } cq_precision;
 
+/*
+ * What a model is: a translation model (encoder-decoder, scored and decoded
+ * as a pair) or a sentence encoder (one encoder for both languages, its
+ * output pooled into one L2-normalised vector per sentence; no decoder, no
+ * output projection).
+ */
+typedef enum cq_model_kind
+{
+	CQ_KIND_TRANSLATION,
+	CQ_KIND_ENCODER
+} cq_model_kind;
+
+/* How an encoder model's positions become one sentence vector. */
+typedef enum cq_pooling
+{
+	CQ_POOL_MEAN,				/* the mean of every position's output */
+	CQ_POOL_CLS					/* the first position's (<s>, BERT's [CLS]) */
+} cq_pooling;
+
 typedef enum cq_positions
 {
 	CQ_POS_SINUSOIDAL,
@@ -73,6 +92,12 @@ typedef struct cq_model_config
 	cq_precision precision;			/* inference's products [float32] */
 	cq_norm_kind norm;				/* the kind of every norm [layer] */
 	int			weight_bits;		/* int8: the weights' code width, 8 or 7 [8] (qgemm.h) */
+	/* the model's kind and, for encoders, its pooling (models/FORMAT.md) */
+	cq_model_kind kind;				/* [translation] */
+	cq_pooling	pooling;			/* encoder: [mean] */
+	bool		pooler;				/* encoder: dense + tanh on the pooled vector [false] */
+	bool		token_type_embedding;	/* encoder: one learned [d] vector added to every
+										 * position (BERT's segment 0) [false] */
 } cq_model_config;
 
 /* The variants' defaults: corpq's own architecture. */
@@ -83,6 +108,21 @@ void		cq_config_default_variants(cq_model_config *cfg);
  * float32 and weight_bits at its default.
  */
 void		cq_config_float32(cq_model_config *cfg);
+
+/*
+ * A translation configuration (a preset) made an encoder's: kind encoder,
+ * no decoder (decoder_layers 0), one embedding (share_embeddings and
+ * tie_output true).  The vocabulary sizes must be equal (one joint
+ * vocabulary); cq_config_validate says so.
+ */
+void		cq_config_make_encoder(cq_model_config *cfg);
+
+/*
+ * The most tokens one sentence may have: max_positions - 1 (a translation
+ * model's side: the tokens and </s>) or max_positions - 2 (an encoder's
+ * input: <s>, the tokens, </s>).
+ */
+int			cq_config_sentence_tokens(const cq_model_config *cfg);
 
 /* "tiny", "small" or "base" with the given vocabulary sizes. */
 cq_code cq_config_preset(const char *name, int src_vocab, int tgt_vocab,

@@ -83,7 +83,8 @@ cq_model_init_random(cq_model *m, uint64_t seed)
 	if (m->src_pos)
 	{
 		fill_normal(m->src_pos, (size_t) c->max_positions * d, 1.0f / sqrtf(d), key, 2);
-		fill_normal(m->tgt_pos, (size_t) c->max_positions * d, 1.0f / sqrtf(d), key, 3);
+		if (m->tgt_pos)			/* an encoder has no decoder positions */
+			fill_normal(m->tgt_pos, (size_t) c->max_positions * d, 1.0f / sqrtf(d), key, 3);
 	}
 	if (!c->tie_output)
 		fill_normal(m->out_proj, (size_t) c->tgt_vocab_size * d, 1.0f / sqrtf(d), key, 4);
@@ -113,6 +114,11 @@ cq_model_init_random(cq_model *m, uint64_t seed)
 		xavier(&e->fc1, 1, 1.0f, key, &s);
 		xavier(&e->fc2, 1, 1.0f, key, &s);
 	}
+	/* an encoder's pooler after the layers; its token type vector stays 0 */
+	if (m->pooler.w)
+		xavier(&m->pooler, 1, 1.0f, key, &s);
+	if (m->tok_type)
+		memset(m->tok_type, 0, sizeof(float) * d);
 	/* the optional norms and the output bias: identity and 0 */
 	ones(&m->enc_ln);
 	ones(&m->dec_ln);

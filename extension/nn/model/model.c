@@ -124,6 +124,23 @@ add_linear(layout *l, cq_linear *lin, int out, int in, const char *prefix,
 	add(l, &lin->b, out, 0, "%s.layers.%d.%s.bias", prefix, i, what);
 }
 
+/* An encoder's tensors outside its layers: the token type vector, the pooler. */
+static void
+add_encoder_extras(cq_model *m, layout *l, bool pooler)
+{
+	const cq_model_config *c = &m->cfg;
+	int			d = c->d_model;
+
+	if (!pooler && c->token_type_embedding)
+		add(l, &m->tok_type, d, 0, "encoder.embed_token_type");
+	if (pooler && c->pooler)
+	{
+		m->pooler.out = m->pooler.in = d;
+		add(l, &m->pooler.w, d, d, "encoder.pooler.dense.weight");
+		add(l, &m->pooler.b, d, 0, "encoder.pooler.dense.bias");
+	}
+}
+
 /* A layer's self-attention (norm, qkv, out) or feed-forward (norm, fc1, fc2) tensors. */
 static void
 add_sublayer(layout *l, const cq_model_config *c, const char *prefix, int i, cq_norm *n,
@@ -142,6 +159,7 @@ build_layout(cq_model *m, layout *l)
 	const cq_model_config *c = &m->cfg;
 	int			d = c->d_model,
 				f = c->ffn_dim;
+	bool		decoder = c->kind != CQ_KIND_ENCODER;
 
 	add(l, &m->src_embed, c->src_vocab_size, d, "encoder.embed_tokens");
 	if (!c->share_embeddings)
@@ -149,10 +167,13 @@ build_layout(cq_model *m, layout *l)
 	if (c->positions == CQ_POS_LEARNED)
 	{
 		add(l, &m->src_pos, c->max_positions, d, "encoder.embed_positions");
-		add(l, &m->tgt_pos, c->max_positions, d, "decoder.embed_positions");
+		if (decoder)
+			add(l, &m->tgt_pos, c->max_positions, d, "decoder.embed_positions");
 	}
+	add_encoder_extras(m, l, false);
 	add_norm(l, c, &m->src_embed_ln, c->layernorm_embedding, "encoder.layernorm_embedding");
-	add_norm(l, c, &m->tgt_embed_ln, c->layernorm_embedding, "decoder.layernorm_embedding");
+	add_norm(l, c, &m->tgt_embed_ln, c->layernorm_embedding && decoder,
+			 "decoder.layernorm_embedding");
 	for (int i = 0; i < c->encoder_layers; i++)
 	{
 		cq_encoder_layer scratch;
@@ -164,6 +185,7 @@ build_layout(cq_model *m, layout *l)
 					 &e->fc1, f, d, "fc1", &e->fc2, d, f, "fc2");
 	}
 	add_norm(l, c, &m->enc_ln, c->encoder_final_norm, "encoder.layer_norm");
+	add_encoder_extras(m, l, true);
 	for (int i = 0; i < c->decoder_layers; i++)
 	{
 		cq_decoder_layer scratch;
@@ -179,7 +201,7 @@ build_layout(cq_model *m, layout *l)
 		add_sublayer(l, c, "decoder", i, &e->ffn_ln, "final_layer_norm",
 					 &e->fc1, f, d, "fc1", &e->fc2, d, f, "fc2");
 	}
-	add_norm(l, c, &m->dec_ln, c->decoder_final_norm, "decoder.layer_norm");
+	add_norm(l, c, &m->dec_ln, c->decoder_final_norm && decoder, "decoder.layer_norm");
 	if (!c->tie_output)
 		put(l, &m->out_proj, &m->output.qpacked, l->weight_bits, c->tgt_vocab_size, d,
 			"decoder.output_projection.weight");
@@ -323,7 +345,8 @@ model_new(const cq_model_config *cfg, bool coded, cq_model **out, cq_error *err)
 		return cq_fail(err, CQ_ENOMEM, "out of memory for a model");
 	m->cfg = *cfg;
 	m->enc = cq_alloc0(sizeof(*m->enc) * cfg->encoder_layers);
-	m->dec = cq_alloc0(sizeof(*m->dec) * cfg->decoder_layers);
+	/* an encoder has no decoder layers: one unused slot, never a 0-byte allocation */
+	m->dec = cq_alloc0(sizeof(*m->dec) * (cfg->decoder_layers > 0 ? cfg->decoder_layers : 1));
 	if (m->enc && m->dec)
 		build_layout(m, &l);		/* count */
 	if (!m->enc || !m->dec || !allocate(m, &l))

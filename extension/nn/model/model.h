@@ -82,6 +82,8 @@ typedef struct cq_model
 	cq_norm	src_embed_ln;		/* layernorm_embedding (w NULL: absent) */
 	cq_norm	tgt_embed_ln;
 	float	   *out_bias;			/* [tgt_vocab] output_bias, else NULL */
+	float	   *tok_type;			/* [d] encoder token_type_embedding, else NULL */
+	cq_linear	pooler;				/* encoder pooler [d, d] (w NULL: absent) */
 
 	float	   *sinusoid;			/* [max_positions, d] table, not a parameter */
 	void	   *packed_raw;			/* the allocation behind every linear's packed copy */

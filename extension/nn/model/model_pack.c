@@ -17,7 +17,10 @@
 
 typedef void (*linear_fn) (cq_linear *l, void *ctx);
 
-/* fn on every linear of m, in layout order, then the output projection. */
+/*
+ * fn on every linear of m, in layout order, then the output projection (a
+ * translation model's) or the pooler (an encoder's, if it has one).
+ */
 static void
 each_linear(cq_model *m, linear_fn fn, void *ctx)
 {
@@ -38,7 +41,10 @@ each_linear(cq_model *m, linear_fn fn, void *ctx)
 		for (int j = 0; j < (int) (sizeof(l) / sizeof(l[0])); j++)
 			fn(l[j], ctx);
 	}
-	fn(&m->output, ctx);
+	if (m->cfg.kind != CQ_KIND_ENCODER)
+		fn(&m->output, ctx);
+	else if (m->pooler.w || m->pooler.packed || m->pooler.qpacked)
+		fn(&m->pooler, ctx);
 }
 
 /* Where the packed copies go, and in which form. */
@@ -168,7 +174,8 @@ each_view(cq_model *m, view_fn fn, void *ctx)
 {
 	float	  **top[] = {&m->src_embed, &m->tgt_embed, &m->src_pos, &m->tgt_pos, &m->out_proj,
 		&m->output.w, &m->output.b, &m->out_bias, &m->enc_ln.w, &m->enc_ln.b, &m->dec_ln.w,
-	&m->dec_ln.b, &m->src_embed_ln.w, &m->src_embed_ln.b, &m->tgt_embed_ln.w, &m->tgt_embed_ln.b};
+	&m->dec_ln.b, &m->src_embed_ln.w, &m->src_embed_ln.b, &m->tgt_embed_ln.w, &m->tgt_embed_ln.b,
+	&m->tok_type, &m->pooler.w, &m->pooler.b};
 
 	for (int i = 0; i < (int) (sizeof(top) / sizeof(top[0])); i++)
 		fn(top[i], ctx);

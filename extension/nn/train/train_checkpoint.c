@@ -37,8 +37,37 @@ typedef struct ckpt_header
 	int32_t		update_freq;
 	int32_t		max_tokens;
 	int32_t		dropout;
-	uint32_t	zero;
+	uint32_t	zero;				/* 0; an encoder model's: its scale's float bits */
 } ckpt_header;						/* 112 bytes, no padding: 16 + 112 = 128 */
+
+/*
+ * The loss's parameters by the model's kind: a translation model's label
+ * smoothing (and 0 after the last field), an encoder's margin (in label
+ * smoothing's place) and scale (in the last field).
+ */
+static void
+put_loss(const cq_train_state *st, ckpt_header *h)
+{
+	if (st->model->cfg.kind != CQ_KIND_ENCODER)
+		return;
+	h->label_smoothing = st->tc.margin;
+	memcpy(&h->zero, &st->tc.scale, sizeof(float));
+}
+
+static cq_code
+get_loss(const cq_model *m, const ckpt_header *h, cq_train_config *tc, cq_error *err)
+{
+	cq_train_config def;
+
+	if (m->cfg.kind != CQ_KIND_ENCODER)
+		return h->zero != 0 ? cq_fail(err, CQ_EFORMAT, "the training checkpoint header has invalid fields")
+			: CQ_OK;
+	cq_train_config_default(&def);
+	tc->label_smoothing = def.label_smoothing;
+	tc->margin = h->label_smoothing;
+	memcpy(&tc->scale, &h->zero, sizeof(float));
+	return CQ_OK;
+}
 
 _Static_assert(16 + sizeof(ckpt_header) <= CQ_TRAIN_CKPT_HEADER, "header fits");
 
@@ -72,6 +101,8 @@ cq_train_checkpoint_write(const cq_train_state *st, void *buf, size_t size,
 		tc->adam.eps, tc->adam.weight_decay, tc->label_smoothing, tc->warmup_updates,
 	tc->update_freq, tc->max_tokens, tc->dropout, 0};
 	cq_code s;
+
+	put_loss(st, &h);
 
 	if (!buf || size < need)
 		return cq_fail(err, CQ_EINVAL, "checkpoint buffer of %zu bytes, %zu needed", size, need);
@@ -123,11 +154,12 @@ cq_train_checkpoint_load(const void *buf, size_t len, cq_train_state **out,
 	memcpy(&crc, in + len - 4, 4);
 	if (crc != cq_crc32(0, in, len - 4))
 		return cq_fail(err, CQ_EFORMAT, "the training checkpoint's checksum does not match");
-	if (reserved != 0 || h.zero != 0 || h.step < 0 || h.epoch < 0 || h.batch_in_epoch < 0)
+	if (reserved != 0 || h.step < 0 || h.epoch < 0 || h.batch_in_epoch < 0)
 		return cq_fail(err, CQ_EFORMAT, "the training checkpoint header has invalid fields");
+	cq_train_config_default(&tc);
 	tc = (cq_train_config) {h.lr, h.warmup_init_lr, h.warmup_updates,
 		{h.beta1, h.beta2, h.eps, h.weight_decay}, h.clip_norm, h.label_smoothing,
-	h.update_freq, h.max_tokens, h.seed, h.dropout != 0};
+	h.update_freq, h.max_tokens, h.seed, h.dropout != 0, tc.margin, tc.scale};
 	if ((s = cq_modelfile_load(in + CQ_TRAIN_CKPT_HEADER, h.model_bytes, &m, err)))
 		return s;
 	if (m->n_floats != h.n_floats)
@@ -135,6 +167,11 @@ cq_train_checkpoint_load(const void *buf, size_t len, cq_train_state **out,
 		cq_model_free(m);
 		return cq_fail(err, CQ_EFORMAT, "the checkpoint's moments have %zu floats, its model %zu",
 						  (size_t) h.n_floats, m->n_floats);
+	}
+	if ((s = get_loss(m, &h, &tc, err)))
+	{
+		cq_model_free(m);
+		return s;
 	}
 	s = cq_train_state_new(m, &tc, out, err);
 	cq_model_free(m);

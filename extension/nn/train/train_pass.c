@@ -79,35 +79,58 @@ carve_ffn(cq_carver *cv, cq_ffn_keep *s, long rows, int d, int f)
 	s->a = cq_carve_floats(cv, rows * f);
 }
 
+/*
+ * What a workspace's size depends on: positions per side, the sums of
+ * squared lengths (self-attention) and of their products (cross-attention),
+ * the longest sentence.
+ */
+typedef struct pass_shape
+{
+	long		ns,
+				nt,
+				s2,
+				t2,
+				x2,
+				l;
+} pass_shape;
+
+static pass_shape
+shape_of(const cq_model_config *c, const cq_pair *pairs, int n)
+{
+	pass_shape	sh = {0};
+
+	for (int b = 0; b < n; b++)
+	{
+		/* an encoder model's pass has no target side (encoder_forward) */
+		long		ls = cq_side_positions(&pairs[b], false),
+					lt = c->kind == CQ_KIND_ENCODER ? 0 : cq_side_positions(&pairs[b], true);
+
+		sh.ns += ls;
+		sh.nt += lt;
+		sh.s2 += ls * ls;
+		sh.t2 += lt * lt;
+		sh.x2 += lt * ls;
+		sh.l = ls > sh.l ? ls : sh.l;
+		sh.l = lt > sh.l ? lt : sh.l;
+	}
+	return sh;
+}
+
 /* Lays the workspace out (base NULL: only sizes it); returns its bytes. */
 static size_t
-carve(const cq_model_config *c, const cq_pair *pairs, int n, char *base, pass *p)
+carve(const cq_model_config *c, const pass_shape *sh, char *base, pass *p)
 {
 	pass		unused,
 			   *w = p ? p : &unused;
 	cq_carver	cv = cq_carver_start(base);
-	long		ns = 0,
-				nt = 0,
-				s2 = 0,
-				t2 = 0,
-				x2 = 0,
-				l = 0,
+	long		ns = sh->ns,
+				nt = sh->nt,
+				s2 = sh->s2,
+				t2 = sh->t2,
+				x2 = sh->x2,
+				l = sh->l,
 				d = c->d_model,
 				f = c->ffn_dim;
-
-	for (int b = 0; b < n; b++)
-	{
-		long		ls = cq_side_positions(&pairs[b], false),
-					lt = cq_side_positions(&pairs[b], true);
-
-		ns += ls;
-		nt += lt;
-		s2 += ls * ls;
-		t2 += lt * lt;
-		x2 += lt * ls;
-		l = ls > l ? ls : l;
-		l = lt > l ? lt : l;
-	}
 	long		nmax = ns > nt ? ns : nt;
 
 	w->enc = cq_carve(&cv, sizeof(cq_layer_keep) * c->encoder_layers);
@@ -167,7 +190,9 @@ carve(const cq_model_config *c, const cq_pair *pairs, int n, char *base, pass *p
 size_t
 cq_train_pass_workspace_bytes(const cq_model_config *cfg, const cq_pair *pairs, int n)
 {
-	return carve(cfg, pairs, n, NULL, NULL);
+	pass_shape	sh = shape_of(cfg, pairs, n);
+
+	return carve(cfg, &sh, NULL, NULL);
 }
 
 /* ---- dropout ------------------------------------------------------------- */
@@ -207,8 +232,8 @@ embed_fwd(pass *p, bool target, float *x)
 }
 
 /*
- * dE[token] += s dsum, dPos[t] += dsum (learned positions), with dsum = dx
- * through the dropout and N_emb; dx is consumed.
+ * dE[token] += s dsum, dPos[t] += dsum (learned positions), dTT += dsum
+ * (token type), with dsum = dx through the dropout and N_emb; dx is consumed.
  */
 static void
 embed_bwd(pass *p, bool target, float *dx)
@@ -216,7 +241,8 @@ embed_bwd(pass *p, bool target, float *dx)
 	cq_model   *g = p->g;
 	const cq_norm *n = target ? &p->m->tgt_embed_ln : &p->m->src_embed_ln;
 	float	   *table = target ? g->tgt_embed : g->src_embed,
-			   *pos = p->m->sinusoid ? NULL : (target ? g->tgt_pos : g->src_pos);
+			   *pos = p->m->sinusoid ? NULL : (target ? g->tgt_pos : g->src_pos),
+			   *tt = target ? NULL : g->tok_type;	/* an encoder's token type vector */
 	float		scale = cq_embed_scale(&p->m->cfg);
 	long		row = 0,
 				rows = target ? p->nt : p->ns;
@@ -242,6 +268,8 @@ embed_bwd(pass *p, bool target, float *dx)
 			if (pos)
 				for (int i = 0; i < p->d; i++)
 					pos[(long) t * p->d + i] += dr[i];
+			for (int i = 0; tt && i < p->d; i++)
+				tt[i] += dr[i];
 		}
 }
 
@@ -261,18 +289,25 @@ side_pass(pass *p, bool target)
 	};
 }
 
+/* The encoder side: embeddings, blocks, final norm into enc_out. */
+static void
+encoder_forward(pass *p)
+{
+	cq_block_pass enc = side_pass(p, false);
+
+	embed_fwd(p, false, p->m->cfg.encoder_layers ? p->enc[0].self.io.x_in : p->enc_in);
+	cq_block_stack(&enc, NULL, p->enc, p->enc_in);
+	cq_norm_forward_keep(&p->m->enc_ln, p->enc_in, p->enc_out, p->ns, &p->enc_stats);
+}
+
 static void
 forward(pass *p)
 {
 	const cq_model *m = p->m;
-	int			E = m->cfg.encoder_layers,
-				D = m->cfg.decoder_layers;
-	cq_block_pass enc = side_pass(p, false),
-				dec = side_pass(p, true);
+	int			D = m->cfg.decoder_layers;
+	cq_block_pass dec = side_pass(p, true);
 
-	embed_fwd(p, false, E ? p->enc[0].self.io.x_in : p->enc_in);
-	cq_block_stack(&enc, NULL, p->enc, p->enc_in);
-	cq_norm_forward_keep(&m->enc_ln, p->enc_in, p->enc_out, p->ns, &p->enc_stats);
+	encoder_forward(p);
 	embed_fwd(p, true, D ? p->dec[0].self.io.x_in : p->dec_in);
 	cq_block_stack(&dec, NULL, p->dec, p->dec_in);
 	cq_norm_forward_keep(&m->dec_ln, p->dec_in, p->dec_h, p->nt, &p->dec_stats);
@@ -325,26 +360,57 @@ loss_and_output_bwd(pass *p, float eps, cq_train_pass_out *out)
 	}
 }
 
+static cq_block_grads
+block_grads(pass *p)
+{
+	return (cq_block_grads) {p->g, p->dh, p->dq, p->dkv, p->dctx, p->du, p->dp, p->d_enc_out};
+}
+
+/* The encoder side's backward from d(loss)/d(enc_out). */
+static void
+encoder_backward(pass *p, const float *d_enc_out)
+{
+	cq_block_pass enc = side_pass(p, false);
+	cq_block_grads gr = block_grads(p);
+
+	memset(p->dx_enc, 0, sizeof(float) * p->ns * p->d);
+	cq_norm_backward(&p->m->enc_ln, &p->g->enc_ln, p->enc_in, &p->enc_stats, d_enc_out,
+					 p->dx_enc, p->ns);
+	cq_block_stack_backward(&enc, &gr, p->dx_enc, p->enc);
+	embed_bwd(p, false, p->dx_enc);
+}
+
 static void
 backward(pass *p)
 {
 	const cq_model *m = p->m;
 	cq_model   *g = p->g;
 	int			d = p->d;
-	cq_block_pass enc = side_pass(p, false),
-				dec = side_pass(p, true);
-	cq_block_grads gr = {g, p->dh, p->dq, p->dkv, p->dctx, p->du, p->dp, p->d_enc_out};
+	cq_block_pass dec = side_pass(p, true);
+	cq_block_grads gr = block_grads(p);
 
 	memset(p->dx_dec, 0, sizeof(float) * p->nt * d);
 	cq_norm_backward(&m->dec_ln, &g->dec_ln, p->dec_in, &p->dec_stats, p->dh, p->dx_dec, p->nt);
 	memset(p->d_enc_out, 0, sizeof(float) * p->ns * d);
 	cq_block_stack_backward(&dec, &gr, p->dx_dec, p->dec);
 	embed_bwd(p, true, p->dx_dec);
-	memset(p->dx_enc, 0, sizeof(float) * p->ns * d);
-	cq_norm_backward(&m->enc_ln, &g->enc_ln, p->enc_in, &p->enc_stats, p->d_enc_out, p->dx_enc,
-					 p->ns);
-	cq_block_stack_backward(&enc, &gr, p->dx_enc, p->enc);
-	embed_bwd(p, false, p->dx_enc);
+	encoder_backward(p, p->d_enc_out);
+}
+
+/* The pass over ws as carve lays it out for these pairs. */
+static pass
+laid_out_pass(const cq_model *m, cq_model *grad, const cq_pair *pairs, int n,
+			  const cq_train_dropout *dropout, void *ws)
+{
+	pass		p = {m, grad, pairs, n};
+	pass_shape	sh = shape_of(&m->cfg, pairs, n);
+
+	carve(&m->cfg, &sh, ws, &p);
+	p.d = m->cfg.d_model;
+	p.f = m->cfg.ffn_dim;
+	if (dropout && dropout->on)
+		p.drop = (cq_dropout_stream) {true, dropout->seed, dropout->pass, 0};
+	return p;
 }
 
 cq_code
@@ -354,11 +420,13 @@ cq_train_pass(const cq_model *m, cq_model *grad, const cq_pair *pairs, int n,
 {
 	cq_batch_shape shape;
 	cq_code s = cq_batch_shape_of(m, pairs, n, &shape, err);
-	pass		p = {m, grad, pairs, n};
+	pass		p;
 	size_t		need;
 
 	if (s)
 		return s;
+	if (m->cfg.kind == CQ_KIND_ENCODER)
+		return cq_fail(err, CQ_EINVAL, "an encoder model is trained as a dual encoder (cq_dual_pass)");
 	if (m->compact)
 		return cq_fail(err, CQ_EINVAL, "a compacted model cannot be trained");
 	if (!grad || !cq_config_equal(&m->cfg, &grad->cfg))
@@ -368,13 +436,39 @@ cq_train_pass(const cq_model *m, cq_model *grad, const cq_pair *pairs, int n,
 		return cq_fail(err, CQ_EINTERNAL,
 						  "workspace of %zu bytes is too small, the batch needs %zu",
 						  ws_bytes, need);
-	carve(&m->cfg, pairs, n, ws, &p);
-	p.d = m->cfg.d_model;
-	p.f = m->cfg.ffn_dim;
-	if (dropout && dropout->on)
-		p.drop = (cq_dropout_stream) {true, dropout->seed, dropout->pass, 0};
+	p = laid_out_pass(m, grad, pairs, n, dropout, ws);
 	forward(&p);
 	loss_and_output_bwd(&p, eps, out);
 	backward(&p);
 	return CQ_OK;
+}
+
+/* ---- the encoder side alone (encoder models, dual_pass.c) ------------------ */
+
+size_t
+cq_encoder_pass_workspace_bytes(const cq_model_config *cfg, long positions, long sum_sq,
+								long longest)
+{
+	pass_shape	sh = {positions, 0, sum_sq, 0, 0, longest};
+
+	return carve(cfg, &sh, NULL, NULL);
+}
+
+const float *
+cq_encoder_pass_forward(const cq_model *m, const cq_pair *pairs, int n,
+						const cq_train_dropout *dropout, void *ws)
+{
+	pass		p = laid_out_pass(m, NULL, pairs, n, dropout, ws);
+
+	encoder_forward(&p);
+	return p.enc_out;
+}
+
+void
+cq_encoder_pass_backward(const cq_model *m, cq_model *grad, const cq_pair *pairs, int n,
+						 const cq_train_dropout *dropout, void *ws, const float *d_out)
+{
+	pass		p = laid_out_pass(m, grad, pairs, n, dropout, ws);
+
+	encoder_backward(&p, d_out);
 }

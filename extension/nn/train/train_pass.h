@@ -59,4 +59,22 @@ cq_code cq_train_pass(const cq_model *m, cq_model *grad, const cq_pair *pairs,
 						   float label_smoothing, void *ws, size_t ws_bytes,
 						   cq_train_pass_out *out, cq_error *err);
 
+/*
+ * The encoder side of the pass alone, for the loss of an encoder model
+ * (dual_pass.h): the n pairs' sources are its sentences (as
+ * cq_sentence_pairs lays them out; targets unused), checked by the caller.
+ * The forward keeps in ws (cq_encoder_pass_workspace_bytes of the
+ * sentences' positions, the sum of their squares and the longest) what the
+ * backward needs and returns the final norm's output [rows, d] (in ws); the
+ * backward, on the same ws, pairs and dropout, adds d(loss)/dθ to grad given
+ * d(loss)/d(that output).
+ */
+size_t		cq_encoder_pass_workspace_bytes(const cq_model_config *cfg, long positions,
+											long sum_sq, long longest);
+const float *cq_encoder_pass_forward(const cq_model *m, const cq_pair *pairs, int n,
+									 const cq_train_dropout *dropout, void *ws);
+void		cq_encoder_pass_backward(const cq_model *m, cq_model *grad, const cq_pair *pairs,
+									 int n, const cq_train_dropout *dropout, void *ws,
+									 const float *d_out);
+
 #endif

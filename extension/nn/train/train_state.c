@@ -7,6 +7,7 @@
 #include "common/mem.h"
 #include "common/rng.h"
 #include "nn/train/schedule.h"
+#include "nn/train/dual_pass.h"
 #include "nn/train/train_pass.h"
 
 void
@@ -16,7 +17,7 @@ cq_train_config_default(cq_train_config *tc)
 		.lr = 5e-4, .warmup_init_lr = 1e-7, .warmup_updates = 4000,
 		.adam = {0.9f, 0.98f, 1e-9f, 1e-4f}, .clip_norm = 0.0,
 		.label_smoothing = 0.1f, .update_freq = 1, .max_tokens = 4096,
-		.seed = 1, .dropout = true,
+		.seed = 1, .dropout = true, .margin = 0.3f, .scale = 20.0f,
 	};
 }
 
@@ -35,6 +36,8 @@ cq_train_config_validate(const cq_train_config *tc, cq_error *err)
 		return cq_fail(err, CQ_EINVAL, "clip_norm must not be negative, label smoothing in [0, 1)");
 	if (tc->update_freq < 1 || tc->max_tokens < 1)
 		return cq_fail(err, CQ_EINVAL, "update_freq and max_tokens must be positive");
+	if (!(tc->margin >= 0.0f && tc->margin < 1.0f) || !(tc->scale > 0.0f && tc->scale <= 1000.0f))
+		return cq_fail(err, CQ_EINVAL, "margin must be in [0, 1), scale in (0, 1000]");
 	return CQ_OK;
 }
 
@@ -116,6 +119,30 @@ ensure_workspace(cq_train_state *st, size_t need, cq_error *err)
 	return CQ_OK;
 }
 
+/* One micro-batch's pass: a translation model's or an encoder's (dual_pass.h). */
+static cq_code
+one_pass(cq_train_state *st, const cq_train_batch *b, const cq_train_dropout *dr,
+		 cq_train_pass_out *o, cq_error *err)
+{
+	const cq_model_config *c = &st->model->cfg;
+	cq_batch_shape shape;
+	cq_code s;
+
+	if (c->kind == CQ_KIND_ENCODER)
+	{
+		if ((s = cq_dual_pass_check(st->model, b->pairs, b->n_pairs, err)) ||
+			(s = ensure_workspace(st, cq_dual_pass_workspace_bytes(c, b->pairs, b->n_pairs), err)))
+			return s;
+		return cq_dual_pass(st->model, st->grad, b->pairs, b->n_pairs, dr, st->tc.margin,
+							st->tc.scale, st->ws, st->ws_bytes, o, err);
+	}
+	if ((s = cq_batch_shape_of(st->model, b->pairs, b->n_pairs, &shape, err)) ||
+		(s = ensure_workspace(st, cq_train_pass_workspace_bytes(c, b->pairs, b->n_pairs), err)))
+		return s;
+	return cq_train_pass(st->model, st->grad, b->pairs, b->n_pairs, dr,
+						 st->tc.label_smoothing, st->ws, st->ws_bytes, o, err);
+}
+
 static void
 zero_grad(cq_train_state *st)
 {
@@ -133,6 +160,7 @@ cq_train_gradients(cq_train_state *st, const cq_train_batch *batches, int n_batc
 	long		tokens = 0;
 	int			pairs = 0;
 	cq_train_dropout dr = {st->tc.dropout, cq_mix64(st->tc.seed ^ cq_mix64((uint64_t) st->step)), 0};
+	bool		encoder = st->model->cfg.kind == CQ_KIND_ENCODER;
 	cq_code s;
 
 	memset(stats, 0, sizeof(*stats));
@@ -142,37 +170,31 @@ cq_train_gradients(cq_train_state *st, const cq_train_batch *batches, int n_batc
 	for (int i = 0; i < n_batches; i++)
 	{
 		cq_train_pass_out o;
-		cq_batch_shape shape;
 
-		if ((s = cq_batch_shape_of(st->model, batches[i].pairs, batches[i].n_pairs, &shape, err)) ||
-			(s = ensure_workspace(st, cq_train_pass_workspace_bytes(&st->model->cfg,
-																   batches[i].pairs,
-																   batches[i].n_pairs), err)))
-			goto fail;
 		dr.pass = (uint32_t) i;
-		s = cq_train_pass(st->model, g, batches[i].pairs, batches[i].n_pairs, &dr,
-						  st->tc.label_smoothing, st->ws, st->ws_bytes, &o, err);
-		if (s)
+		if ((s = one_pass(st, &batches[i], &dr, &o, err)))
 			goto fail;
 		loss += o.loss;
 		nll += o.nll;
 		tokens += o.tokens;
 		pairs += batches[i].n_pairs;
 	}
-	float		inv = (float) (1.0 / tokens);
+	/* per target token (fairseq's sample_size), an encoder's per pair */
+	double		norm = encoder ? pairs : tokens;
+	float		inv = (float) (1.0 / norm);
 
 	for (size_t j = 0; j < g->n_floats; j++)
 	{
 		g->params[j] *= inv;
 		sq += (double) g->params[j] * g->params[j];
 	}
-	*stats = (cq_train_stats) {loss / tokens, nll / tokens, tokens, pairs, sqrt(sq),
+	*stats = (cq_train_stats) {loss / norm, nll / norm, tokens, pairs, sqrt(sq),
 	cq_train_next_lr(st), st->step};
 	if (!isfinite(loss) || !isfinite(sq))
 	{
 		s = cq_fail(err, CQ_TRAIN_ENONFINITE,
 					   "the loss (%g) or the gradient norm (%g) is not finite at update %lld",
-					   loss / tokens, sqrt(sq), (long long) st->step + 1);
+					   loss / norm, sqrt(sq), (long long) st->step + 1);
 		goto fail;
 	}
 	return CQ_OK;

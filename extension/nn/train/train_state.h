@@ -51,6 +51,9 @@ typedef struct cq_train_config
 	int			max_tokens;		/* batch budget (for the job): 2048 */
 	uint64_t	seed;			/* dropout masks and batch order: 1 */
 	bool		dropout;		/* dropout on while training: true */
+	/* encoder models (dual_pass.h): the additive margin and the scale */
+	float		margin;			/* 0.3 (LaBSE) */
+	float		scale;			/* 20 */
 } cq_train_config;
 
 void		cq_train_config_default(cq_train_config *tc);
@@ -99,7 +102,11 @@ typedef struct cq_train_stats
  * divided by their token count (fairseq's sample_size normalisation), so
  * accumulation over micro-batches equals one batch of them all.  Dropout
  * masks are keyed by (tc.seed, st->step, micro-batch index, pair key).
- * CQ_TRAIN_ENONFINITE when the loss or the gradient norm is not finite.
+ * An encoder model's loss is the dual encoder's (dual_pass.h: each
+ * micro-batch's pairs are each other's negatives), divided by the pairs of
+ * the update; its stats' loss and nll are per pair, tokens the positions
+ * encoded.  CQ_TRAIN_ENONFINITE when the loss or the gradient norm is not
+ * finite.
  */
 cq_code cq_train_gradients(cq_train_state *st, const cq_train_batch *batches,
 								int n_batches, cq_train_stats *stats, cq_error *err);

@@ -1,7 +1,8 @@
 /*
- * embed/: sentence embeddings in SQL (docs/embeddings.md).  Today the vector
- * half: sets of vectors read from queries, margin-based mining over them
- * (extension/mine/mine.h), and the scalar helpers of the pgvector recipe.
+ * embed/: sentence embeddings in SQL (docs/embeddings.md): sets of vectors
+ * read from queries, margin-based mining over them (extension/mine/mine.h),
+ * the scalar helpers of the pgvector recipe, and sentence vectors from
+ * encoder models (extension/nn/infer/encode.h).
  *
  *   vector_set.c   a set of (id, vector): read from a query or added one by
  *                  one, checked, ordered by id, normalised; its memory
@@ -10,6 +11,7 @@
  *                  C entry point of every mining function)
  *   mine_sql.c     corpq.mine_vectors()
  *   margin_sql.c   corpq.margin(), corpq.knn_mean()
+ *   embed_sql.c    corpq.embed(): a sentence's vector from an encoder model
  *
  * Memory.  Mining holds both sets whole (it compares every source with
  * every target), so the whole operation is bounded by work_mem, as a sort or

@@ -116,7 +116,8 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 							"(SELECT pg_catalog.string_agg(k, ', ' ORDER BY k) "
 							"FROM pg_catalog.jsonb_object_keys(CASE WHEN pg_catalog.jsonb_typeof($1) "
 							"OPERATOR(pg_catalog.=) 'object' THEN $1 ELSE '{}' END) k "
-							"WHERE k OPERATOR(pg_catalog.<>) ALL ($3::pg_catalog.text[]))",
+							"WHERE k OPERATOR(pg_catalog.<>) ALL ($3::pg_catalog.text[])), "
+							"$1 OPERATOR(pg_catalog.->>) 'kind'",
 							3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the model configuration");
 	if (strcmp(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1), "object") != 0)
@@ -134,9 +135,14 @@ merge_config(Jsonb *config, int src_size, int tgt_size)
 	preset = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
 	if (preset != NULL)
 	{
+		char	   *kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
+
 		s = cq_config_preset(preset, src_size, tgt_size, &cfg, &err);
 		if (s != CQ_OK)
 			corpq_core_error(&err, NULL, "invalid model configuration");
+		/* an encoder's preset is the preset without its decoder */
+		if (kind != NULL && strcmp(kind, "encoder") == 0)
+			cq_config_make_encoder(&cfg);
 		cq_config_to_json(&cfg, base, sizeof(base));
 	}
 	values[1] = CStringGetTextDatum(base);
@@ -162,6 +168,18 @@ void
 corpq_model_config_check(Jsonb *config, const char *src_vocab, const char *tgt_vocab)
 {
 	(void) merge_config(config, vocab_size(src_vocab), vocab_size(tgt_vocab));
+}
+
+/* An encoder model reads both languages with one vocabulary. */
+static void
+check_encoder_vocab(const cq_model_config *cfg, const char *src_vocab, const char *tgt_vocab)
+{
+	if (cfg->kind == CQ_KIND_ENCODER && strcmp(src_vocab, tgt_vocab) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("an encoder model has one vocabulary for both languages, got \"%s\" and \"%s\"",
+						src_vocab, tgt_vocab),
+				 errhint("Pass the same joint vocabulary as src_vocab and tgt_vocab.")));
 }
 
 /* Insert the catalog row of a new model; returns its id. */
@@ -237,6 +255,7 @@ corpq_model_create(PG_FUNCTION_ARGS)
 	tgt_vocab = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	check_model_name(name);
 	cfg = merge_config(PG_GETARG_JSONB_P(1), vocab_size(src_vocab), vocab_size(tgt_vocab));
+	check_encoder_vocab(&cfg, src_vocab, tgt_vocab);
 	{
 		size_t		floats,
 					params;
@@ -367,6 +386,7 @@ corpq_model_import(PG_FUNCTION_ARGS)
 		check_model_name(name);
 		src_vocab = text_to_cstring(PG_GETARG_TEXT_PP(2));
 		tgt_vocab = text_to_cstring(PG_GETARG_TEXT_PP(3));
+		check_encoder_vocab(&m->cfg, src_vocab, tgt_vocab);
 		if (vocab_size(src_vocab) != m->cfg.src_vocab_size ||
 			vocab_size(tgt_vocab) != m->cfg.tgt_vocab_size)
 			ereport(ERROR,

@@ -40,6 +40,8 @@ typedef struct TrainOptions
 	double		attention_dropout;
 	double		activation_dropout;
 	double		label_smoothing;
+	double		margin;			/* encoder models: the additive margin */
+	double		scale;			/* encoder models: the softmax scale */
 	double		weight_decay;
 	double		clip_norm;		/* 0 = off */
 	int64		seed;

@@ -311,6 +311,8 @@ train_config(Run *r, cq_train_config *tc)
 	tc->adam.weight_decay = (float) o->weight_decay;
 	tc->clip_norm = o->clip_norm;
 	tc->label_smoothing = (float) o->label_smoothing;
+	tc->margin = (float) o->margin;
+	tc->scale = (float) o->scale;
 	tc->update_freq = o->update_freq;
 	tc->max_tokens = o->max_tokens;
 	tc->seed = (uint64) o->seed;
@@ -858,10 +860,17 @@ train_job(CorpqJob *job)
 	load_args(r);
 	init = load_latest(r, &ref);
 	MemoryContextSwitchTo(cxt);
-	read_corpora(r, init->cfg.max_positions);
+	/* a side's tokens and </s>; an encoder's sentence also has <s> */
+	read_corpora(r, cq_config_sentence_tokens(&init->cfg) + 1);
 	corpq_job_xact_commit(cxt);
 
-	build_streams(r, init->cfg.max_positions);
+	build_streams(r, cq_config_sentence_tokens(&init->cfg) + 1);
+	/* multiuat's and multidds' scorers take a translation model's loss */
+	if (init->cfg.kind == CQ_KIND_ENCODER && r->strategy->update)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("strategy \"%s\" does not apply to an encoder model", r->o.strategy),
+				 errhint("Use proportional, temperature or uniform.")));
 	init_cursor(r);
 	start_state(r, init, ref.version);
 	cq_model_free(init);

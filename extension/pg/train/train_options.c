@@ -67,6 +67,9 @@ static const CorpqOption rows[] = {
 	{NUM_ROW("activation_dropout", activation_dropout, CORPQ_RANGE_CLOSED, 0, 0.99),
 	.flags = CORPQ_OPT_UNSET},
 	{NUM_ROW("label_smoothing", label_smoothing, CORPQ_RANGE_CLOSED, 0, 0.99), .def = 0.1},
+	/* encoder models' dual-encoder loss (LaBSE's margin; nn/train/dual_pass.h) */
+	{NUM_ROW("margin", margin, CORPQ_RANGE_CLOSED, 0, 0.99), .def = 0.3},
+	{NUM_ROW("scale", scale, CORPQ_RANGE_OPEN_LO, 0, 1000), .def = 20},
 	{NUM_ROW("weight_decay", weight_decay, CORPQ_RANGE_CLOSED, 0, 1), .def = 1e-4},
 	{NUM_ROW("clip_norm", clip_norm, CORPQ_RANGE_CLOSED, 0, 1e6),
 	.expected = "0 (off) or a positive number"},

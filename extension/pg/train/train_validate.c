@@ -4,6 +4,12 @@
  * target position (</s> included) per corpus label.  The dev loss is that
  * nll per token, not the label-smoothed training loss, so exp(loss) is the
  * perplexity sent_prob implies.
+ *
+ * An encoder model's dev figure is retrieval's miss rate, 1 - P@1: every
+ * dev source and target embedded with dropout off (cq_encode, embed()'s
+ * pass), and a pair missed unless its target is its source's nearest among
+ * all the dev targets (nn/train/retrieval.h); "nll" counts the misses,
+ * "tokens" the pairs, so lower is better as for the loss.
  */
 #include "postgres.h"
 
@@ -12,7 +18,9 @@
 #include "miscadmin.h"
 #include "utils/memutils.h"
 
+#include "nn/infer/encode.h"
 #include "nn/infer/forward.h"
+#include "nn/train/retrieval.h"
 #include "pg/base/errors.h"
 #include "pg/model/model_catalog.h"
 #include "pg/train/train.h"
@@ -36,6 +44,71 @@ chunk_end(const TrainCorpus *dev, long from, int max_tokens)
 	return i;
 }
 
+/* vecs[n_pairs, d] = one side of every dev pair, batches of about max_tokens positions. */
+static void
+embed_side(const cq_model *m, const TrainCorpus *dev, bool target, int max_tokens, float *vecs)
+{
+	cq_sentence *s = palloc(sizeof(cq_sentence) * dev->n_pairs);
+	void	   *ws = NULL;
+	size_t		ws_bytes = 0;
+	long		to;
+
+	for (long i = 0; i < dev->n_pairs; i++)
+	{
+		cq_pair		p;
+
+		train_corpus_pair(dev, i, &p);
+		s[i] = target ? (cq_sentence) {p.tgt, p.tgt_len, 0} : (cq_sentence) {p.src, p.src_len, 0};
+	}
+	for (long from = 0; from < dev->n_pairs; from = to)
+	{
+		long		positions = 0;
+		size_t		need;
+		cq_error err = {0};
+		cq_code		st;
+
+		for (to = from; to < dev->n_pairs && (to == from || positions + s[to].len + 2 <= max_tokens); to++)
+			positions += s[to].len + 2;
+		need = cq_encode_sentences_bytes(&m->cfg, s + from, (int) (to - from));
+		if (need > ws_bytes)
+		{
+			if (ws)
+				pfree(ws);
+			ws = MemoryContextAllocHuge(CurrentMemoryContext, need);
+			ws_bytes = need;
+		}
+		st = cq_encode(m, s + from, (int) (to - from), NULL, ws, ws_bytes,
+					   vecs + from * m->cfg.d_model, &err);
+		if (st != CQ_OK)
+			corpq_core_error(&err, NULL, "could not embed the dev pairs");
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/* An encoder model's figures: misses of retrieval at 1 per label. */
+static void
+validate_encoder(const cq_model *m, const TrainCorpus *dev, int max_tokens, TrainDevFigures *f)
+{
+	long		n = dev->n_pairs,
+				d = m->cfg.d_model;
+	float	   *x = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(float) * n * d),
+			   *y = MemoryContextAllocHuge(CurrentMemoryContext, sizeof(float) * n * d),
+			   *scratch = MemoryContextAllocHuge(CurrentMemoryContext,
+												 sizeof(float) * cq_retrieval_scratch_floats((int) n));
+	bool	   *hit = palloc(sizeof(bool) * n);
+
+	embed_side(m, dev, false, max_tokens, x);
+	embed_side(m, dev, true, max_tokens, y);
+	cq_retrieval_hits(x, y, (int) n, (int) d, scratch, hit);
+	for (long i = 0; i < n; i++)
+	{
+		f->nll[dev->label[i]] += !hit[i];
+		f->tokens[dev->label[i]]++;
+		f->all_nll += !hit[i];
+		f->all_tokens++;
+	}
+}
+
 void
 train_validate(CorpqJob *job, const cq_model *m, const TrainCorpus *dev,
 			   int max_tokens, TrainDevFigures *f)
@@ -52,7 +125,9 @@ train_validate(CorpqJob *job, const cq_model *m, const TrainCorpus *dev,
 	f->all_tokens = 0;
 	memset(f->nll, 0, sizeof(double) * f->n_labels);
 	memset(f->tokens, 0, sizeof(long) * f->n_labels);
-	for (long from = 0; from < dev->n_pairs; from = to)
+	if (m->cfg.kind == CQ_KIND_ENCODER)
+		validate_encoder(m, dev, max_tokens, f);
+	for (long from = 0; m->cfg.kind != CQ_KIND_ENCODER && from < dev->n_pairs; from = to)
 	{
 		int			n;
 		cq_pair    *pairs;

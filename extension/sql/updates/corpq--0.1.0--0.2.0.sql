@@ -689,3 +689,19 @@ END
 $$;
 COMMENT ON FUNCTION corpq.worker_job_progress() IS
     'on a Citus coordinator: corpq.job_progress of every active worker (the calling role''s queued and running jobs there), one row per job with its node (host:port); a worker that cannot be read gives one row with only node and error';
+
+-- ---- sentence vectors from encoder models (extension/sql/89_embed.sql)
+CREATE FUNCTION corpq.embed(model text, sentence text, on_too_long text DEFAULT 'null')
+    RETURNS real[]
+    AS 'MODULE_PATHNAME', 'corpq_embed'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.embed(model corpq.pinned_model, sentence text, on_too_long text DEFAULT 'null')
+    RETURNS real[]
+    AS 'MODULE_PATHNAME', 'corpq_embed_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.embed(text, text, text) IS
+    'the sentence''s vector from an encoder model: d_model values of unit length (pooled and L2-normalised), dropout off; a sentence longer than the model accepts (max_positions - 2 tokens) gives NULL (on_too_long ''null'') or an ERROR (''error'')';
+COMMENT ON FUNCTION corpq.embed(corpq.pinned_model, text, text) IS
+    'embed with a pinned model version name@N';
+ALTER FUNCTION corpq.embed(text, text, text) COST 50000;
+ALTER FUNCTION corpq.embed(corpq.pinned_model, text, text) COST 50000;
