@@ -109,6 +109,7 @@ SELECT corpq.train('em_t', 'SELECT src, tgt FROM em_pairs WHERE id <= 1000', 'SE
 SELECT corpq.job_wait(:uat, '300 s') AS multiuat;
 SELECT state, error FROM corpq.jobs WHERE id = :uat;
 SELECT count(*) AS log_rows FROM corpq.train_log WHERE job = :uat;
+DELETE FROM corpq.jobs WHERE id IN (:job, :uat);
 DROP FUNCTION em_p1(text);
 DROP VIEW em_dev;
 DROP TABLE em_pairs;
