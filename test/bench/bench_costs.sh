@@ -7,7 +7,8 @@
 # fifth of that scan's measured time per row; units = the COST that says the
 # truth on this machine, printed next to the COST pg_proc has (two builtins
 # of COST 1 for comparison).  Models untrained (time does not depend on the
-# weights): tiny and small, 8000-token vocabularies.
+# weights): tiny and small, 8000-token vocabularies (an encoder of small on
+# a joint one for embed).
 # Each figure: CPU time of `SELECT count(f(...)) FROM t` minus that of
 # `SELECT count(src) FROM t` (serial plan, jit off), best of 3, divided by
 # the rows.  Prints figures; asserts nothing.  About 3 minutes alone.
@@ -28,6 +29,8 @@ SELECT corpq.model_create('tiny', '{"preset": "tiny"}', 'b_src', 'b_tgt', 1);
 SELECT corpq.model_create('small', '{"preset": "small"}', 'b_src', 'b_tgt', 1);
 SELECT corpq.model_create('small_b', '{"preset": "small"}', 'b_tgt', 'b_src', 2);
 SELECT corpq.model_quantize('small') AS int8_version;
+SELECT corpq.vocab_build('b_joint', 'SELECT src FROM pairs UNION ALL SELECT tgt FROM pairs', NULL, 8000);
+SELECT corpq.model_create('enc_small', '{"preset": "small", "kind": "encoder"}', 'b_joint', 'b_joint', 1);
 VACUUM ANALYZE pairs;
 CREATE TABLE p_cheap AS SELECT * FROM pairs ORDER BY id LIMIT 20000;
 CREATE TABLE p_mid AS SELECT * FROM pairs ORDER BY id LIMIT 2000;
@@ -122,6 +125,7 @@ cases = [
     ("sent_prob small int8", "corpq.sent_prob('small@2', src, tgt)", model, False, "{t}", None),
     ("token_scores small", "t.pos", slow if QUICK else model, False, TS, "token_scores"),
     ("dual_xent small/small", "corpq.dual_xent('small@1', 'small_b', src, tgt)", model, False, "{t}", "dual_xent"),
+    ("embed small (encoder)", "corpq.embed('enc_small', src)", model, False, "{t}", "embed"),
     ("uncertainty small, 30 passes", "corpq.uncertainty('small@1', src, tgt)", slow, False, "{t}", "uncertainty"),
     ("translate small, beam 5", "corpq.translate('small@1', src)", slow, False, "{t}", "translate"),
 ]

@@ -228,7 +228,7 @@ compare_int8() {
 		q >/dev/null <<SQL
 UPDATE int8_evals SET dlogp = (SELECT avg(abs(corpq.sent_logprob('$name@$v'::corpq.pinned_model, src, tgt)
                                             - corpq.sent_logprob('$name@$last'::corpq.pinned_model, src, tgt)))
-                                 FROM test_pairs WHERE domain = ANY ($(doms_of "$data")))
+                                 FROM test_pairs WHERE domain = ANY ($(doms_of "$data")::text[]))
  WHERE model = '$name' AND version = $v;
 SELECT clock_timestamp() AS t0 \\gset
 CREATE TEMP TABLE hyps AS SELECT src, tgt, corpq.translate('$name@$v'::corpq.pinned_model, src) AS hyp

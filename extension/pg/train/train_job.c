@@ -767,8 +767,9 @@ read_corpora(Run *r, int max_positions)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the corpus has no usable pairs"),
 				 errdetail("The query returned " INT64_FORMAT " rows: " INT64_FORMAT " with a NULL side, "
-						   INT64_FORMAT " longer than max_positions - 1 tokens.",
-						   r->corpus.rows, r->corpus.null_rows, r->corpus.too_long)));
+						   INT64_FORMAT " longer than the model's %d tokens a sentence.",
+						   r->corpus.rows, r->corpus.null_rows, r->corpus.too_long,
+						   max_positions - 1)));
 	r->has_dev = dev != NULL;
 	if (dev)
 	{
