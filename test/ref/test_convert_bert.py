@@ -416,6 +416,35 @@ def test_bad(tmp, base):
             lambda s: s.__setitem__("bert.embeddings.LayerNorm.weight", torch.ones(32)))
     tensors("non-finite weight", 1, "non-finite",
             lambda s: s.__setitem__("pooler.dense.bias", torch.full((32,), float("nan"))))
+    # LaBSE's own sizes: the image would not fit a bytea; refused from the
+    # configuration and the safetensors header (a sparse file) before a weight is read
+    n[0] += 1
+    big = os.path.join(bad, "labse_sized")
+    os.mkdir(big)
+    V, d, f, L, M = 501153, 768, 3072, 12, 512
+    with open(os.path.join(big, "config.json"), "w") as fh:
+        json.dump(bert_config(V, d=d, heads=12, ffn=f, layers=L, M=M), fh)
+    with open(os.path.join(big, "vocab.txt"), "w") as fh:
+        fh.write("\n".join(SPECIAL + ["w%d" % i for i in range(V - len(SPECIAL))]) + "\n")
+    # every tensor's shape: a small state with d 4, FFN 8 scaled up
+    small = bert_state(torch.Generator().manual_seed(1), 8, d=4, ffn=8, layers=L, M=4)
+    dims = {"embeddings.word_embeddings.weight": [V, d], "embeddings.position_embeddings.weight": [M, d],
+            "embeddings.token_type_embeddings.weight": [2, d]}
+    head, off = {}, 0
+    for k, v in small.items():
+        sh = dims.get(k) or [{4: d, 8: f}[x] for x in v.shape]
+        nb = 4 * int(np.prod(sh))
+        head[k] = {"dtype": "F32", "shape": sh, "data_offsets": [off, off + nb]}
+        off += nb
+    h = json.dumps(head).encode()
+    path = os.path.join(big, "model.safetensors")
+    with open(path, "wb") as fh:
+        fh.write(len(h).to_bytes(8, "little") + h)
+    os.truncate(path, 8 + len(h) + off)
+    tc.expect_fail(bad, "hf-bert LaBSE's sizes (%.2f GB of weights)" % (off / 1e9),
+                   ["hf-bert", "--model-dir", big, "--output", os.path.join(bad, "o%d" % n[0])], 2,
+                   "more than the 1 GB a bytea")
+    shutil.rmtree(big)
     # sentence-transformers pipelines corpq does not compute
     def st_case(name, status, needle, **kw):
         n[0] += 1
