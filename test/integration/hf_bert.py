@@ -9,14 +9,33 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-for p in (os.path.join(HERE, "..", "ref"), os.path.join(HERE, "..", "docs"), HERE):
+for p in (os.path.join(HERE, "..", "ref"), os.path.join(HERE, "..", "docs")):
     sys.path.insert(0, p)
 import test_convert_bert as tb  # noqa: E402  (the BERT layout, written with random weights)
 from ref_hf_bert import HFBertRef, HFBertTokenizer  # noqa: E402
 import examples  # noqa: E402  (the SQL blocks of the documents)
-from byom import check, failures, lit, psql  # noqa: E402  (the SQL helpers of byom.py)
 
 TOL = 1e-5            # float32 corpq against the float64 reference, per component
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    failures.extend([] if ok else [what])
+
+
+def psql(script):
+    """The rows (tab-separated fields) psql prints for script; exits on an error."""
+    r = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-F", "\t"],
+                       input=script, capture_output=True, text=True)
+    if r.returncode:
+        sys.exit("psql failed: %s\nin:\n%s" % (r.stderr, script[:2000]))
+    return [row.split("\t") for row in r.stdout.splitlines() if row]
+
+
+def lit(s):
+    """s as an SQL string literal (standard_conforming_strings)."""
+    return "'%s'" % s.replace("'", "''")
 
 
 def read(path, mode="r"):
