@@ -99,10 +99,10 @@ def bert_state(g, V, d=32, heads=4, ffn=64, layers=2, M=40, types=2, pooler=True
             sd[p + "attention.self.%s.bias" % x] = tc.rnd(g, d, scale=0.1)
         sd[p + "attention.output.dense.weight"] = tc.rnd(g, d, d)
         sd[p + "attention.output.dense.bias"] = tc.rnd(g, d, scale=0.1)
-        sd[p + "attention.output.LayerNorm.weight"], sd[p + "attention.output.LayerNorm.bias"] = tc.ln_pair(g, d)
-        sd[p + "intermediate.dense.weight"], sd[p + "intermediate.dense.bias"] = tc.rnd(g, ffn, d), tc.rnd(g, ffn, scale=0.1)
-        sd[p + "output.dense.weight"], sd[p + "output.dense.bias"] = tc.rnd(g, d, ffn), tc.rnd(g, d, scale=0.1)
-        sd[p + "output.LayerNorm.weight"], sd[p + "output.LayerNorm.bias"] = tc.ln_pair(g, d)
+        for name, (rows, cols) in (("intermediate.dense", (ffn, d)), ("output.dense", (d, ffn))):
+            sd[p + name + ".weight"], sd[p + name + ".bias"] = tc.rnd(g, rows, cols), tc.rnd(g, rows, scale=0.1)
+        for name in ("attention.output.LayerNorm", "output.LayerNorm"):
+            sd[p + name + ".weight"], sd[p + name + ".bias"] = tc.ln_pair(g, d)
     if pooler:
         sd["pooler.dense.weight"], sd["pooler.dense.bias"] = tc.rnd(g, d, d), tc.rnd(g, d, scale=0.1)
     return sd
