@@ -479,6 +479,65 @@ def hf_cases(d, n):
                                                "--output", os.path.join(d, "ok_st")])
 
 
+def bert_cases(d, n):
+    """hf-bert's readers: its tensors by name and shape, its configuration
+    and tokenizer files (test_convert_bert.py has the full list)."""
+    import test_convert_bert as tb
+    g = torch.Generator().manual_seed(45)
+    md, c, sd, _, _ = tb.bert_model(d, "bertbase", g, fmt=("safetensors",))
+
+    def bert(name, status, needle, cfg_over=None, drop=None, shape=None, raw=None, sparse=None):
+        n[0] += 1
+        d2 = os.path.join(d, "b%d" % n[0])
+        shutil.copytree(md, d2)
+        if cfg_over is not None:
+            with open(os.path.join(d2, "config.json"), "w") as f:
+                json.dump(dict(c, **cfg_over), f)
+        if drop or shape:
+            sd2 = {k: v for k, v in sd.items() if k not in (drop or ())}
+            sd2.update({k: torch.zeros(*v) for k, v in (shape or {}).items()})
+            st_write(os.path.join(d2, "model.safetensors"), sd2)
+        for f, data in (raw or {}).items():
+            with open(os.path.join(d2, f), "wb") as h:
+                h.write(data)
+        for f, size in (sparse or {}).items():
+            os.truncate(os.path.join(d2, f), size)
+        expect(name, ["hf-bert", "--model-dir", d2, "--output", os.path.join(d, "o%d" % n[0])],
+               status, needle)
+
+    print("hf-bert")
+    bert("BERT missing tensor", 1, "missing tensor encoder.layer.0.attention.self.key.weight",
+         drop=["encoder.layer.0.attention.self.key.weight"])
+    bert("BERT wrong shape", 1, "embeddings.token_type_embeddings.weight has shape [2, 31]",
+         shape={"embeddings.token_type_embeddings.weight": (2, 31)})
+    bert("BERT safetensors declaring 2^40 x 32 values in 16 bytes", 1, "the tensors cover",
+         raw={"model.safetensors": _st_huge_embedding()})
+    bert("BERT hidden_act relu", 2, "hidden_act 'relu'", cfg_over={"hidden_act": "relu"})
+    bert("BERT max_position_embeddings 1e8", 2, "max_position_embeddings 100000000 is outside",
+         cfg_over={"max_position_embeddings": 100000000})
+    bert("BERT type_vocab_size 1e9", 2, "type_vocab_size 1000000000 is outside",
+         cfg_over={"type_vocab_size": 1000000000})
+    bert("BERT tokenizer.json nested 100,000 deep", 1, "is nested too deeply",
+         raw={"tokenizer.json": b"[" * 100000 + b"]" * 100000})
+    bert("BERT tokenizer_config.json that is a string", 1, "is 'x', not an object",
+         raw={"tokenizer_config.json": b'"x"'})
+    bert("BERT vocab.txt of 300 MB (a sparse file)", 1, "holds more than the",
+         sparse={"vocab.txt": 300 << 20})
+    expect_ok("hf-bert (model.safetensors)", ["hf-bert", "--model-dir", md,
+                                             "--output", os.path.join(d, "ok_bert")])
+
+
+def _st_huge_embedding():
+    """model.safetensors whose header declares a word embedding of 2^40 x 32
+    values over 16 bytes: refused from the header, nothing allocated."""
+    buf = io.BytesIO()
+    head = {"embeddings.word_embeddings.weight": {"dtype": "F32", "shape": [1 << 40, 32],
+                                                  "data_offsets": [0, (1 << 40) * 128]}}
+    h = json.dumps(head).encode()
+    buf.write(len(h).to_bytes(8, "little") + h + bytes(16))
+    return buf.getvalue()
+
+
 def npz_members(arrays):
     """(name, .npy bytes) of np.savez's members."""
     out = []
@@ -556,6 +615,7 @@ def main():
         for part in (fairseq_numpy, fairseq_records, fairseq_memory, fairseq_errors):
             part(F)
         hf_cases(d, n)
+        bert_cases(d, n)
         marian_cases(d, n)
     print("test_convert_hostile: %d failures" % len(failures))
     sys.exit(1 if failures else 0)
