@@ -11,6 +11,8 @@
  *                  C entry point of every mining function)
  *   mine_sql.c     corpq.mine_vectors()
  *   margin_sql.c   corpq.margin(), corpq.knn_mean()
+ *   embed_rows.c   sentences embedded in batches with an encoder model: the
+ *                  one path of every function and job that embeds
  *   embed_sql.c    corpq.embed(): a sentence's vector from an encoder model
  *
  * Memory.  Mining holds both sets whole (it compares every source with
@@ -28,6 +30,7 @@
 #include "utils/jsonb.h"
 
 #include "mine/mine.h"
+#include "pg/model/model_score.h"
 
 /*
  * A set of vectors with their ids, one role in a mining call ("source",
@@ -91,5 +94,43 @@ typedef void (*CorpqMinePairFn) (void *arg, int64 src_id, int64 tgt_id,
  */
 void		corpq_mine_sets(const CorpqVectorSet *src, const CorpqVectorSet *tgt,
 							const cq_mine_options *o, CorpqMinePairFn fn, void *arg);
+
+/* ---- sentences embedded in batches (embed_rows.c) ---- */
+
+/* ERROR unless the scorer's current model is an encoder model; what: the caller, for the hint. */
+void		corpq_embed_require_encoder(const CorpqScorer *s, const char *what);
+
+/* The dimension of the current (encoder) model's vectors. */
+int			corpq_embed_dim(const CorpqScorer *s);
+
+/* One sentence of a batch: its text in, its tokens and whether it has a vector out. */
+typedef struct CorpqEmbedRow
+{
+	const char *text;			/* NULL: a NULL sentence, no vector */
+	int			len;			/* bytes */
+	bool		null;			/* out: no vector (a NULL sentence, or too long) */
+	int			tokens;			/* out, when not null: the sentence's tokens */
+} CorpqEmbedRow;
+
+typedef struct CorpqEmbedArgs
+{
+	int			batch_size;		/* sentences per pass, at most */
+	CorpqTooLong on_too_long;	/* a sentence longer than the model accepts */
+} CorpqEmbedArgs;
+
+/* The default of batch_size: as score()'s. */
+#define CORPQ_EMBED_BATCH_SIZE 64
+
+/*
+ * Embed rows[0..n) with the scorer's current model (an encoder: checked):
+ * the sentences are encoded, ordered by length and embedded batch_size at a
+ * time (cut to corpq.max_batch_mb); row i's vector goes to
+ * out[i * dim .. (i + 1) * dim) (untouched for a null row).  A sentence's
+ * vector has the same bits alone or in any batch and on any number of
+ * threads (nn/infer/encode.h), so every caller agrees with corpq.embed().
+ * Scratch memory is freed on return; the workspace stays with the scorer.
+ */
+void		corpq_embed_rows(CorpqScorer *s, const CorpqEmbedArgs *a, CorpqEmbedRow *rows,
+							 int n, float *out);
 
 #endif
