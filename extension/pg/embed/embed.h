@@ -13,7 +13,9 @@
  *   margin_sql.c   corpq.margin(), corpq.knn_mean()
  *   embed_rows.c   sentences embedded in batches with an encoder model: the
  *                  one path of every function and job that embeds
- *   embed_sql.c    corpq.embed(): a sentence's vector from an encoder model
+ *   embed_sql.c    corpq.embed(): a sentence's vector from an encoder model;
+ *                  corpq.embed_rows(): a query's vectors in one statement
+ *   embed_job.c    corpq.embed_job(): a table's vectors by a row job
  *
  * Memory.  Mining holds both sets whole (it compares every source with
  * every target), so the whole operation is bounded by work_mem, as a sort or
@@ -100,6 +102,12 @@ void		corpq_mine_sets(const CorpqVectorSet *src, const CorpqVectorSet *tgt,
 /* ERROR unless the scorer's current model is an encoder model; what: the caller, for the hint. */
 void		corpq_embed_require_encoder(const CorpqScorer *s, const char *what);
 
+/* That ERROR for model (a spec: "name" or "name@N"), when the caller found it is not one. */
+void		corpq_embed_not_encoder(const char *model, const char *what) pg_attribute_noreturn();
+
+/* A vector of d floats as a real[] (palloc'd), the value every embedding function returns. */
+Datum		corpq_embed_array(const float *v, int d);
+
 /* The dimension of the current (encoder) model's vectors. */
 int			corpq_embed_dim(const CorpqScorer *s);
 
@@ -122,6 +130,13 @@ typedef struct CorpqEmbedArgs
 #define CORPQ_EMBED_BATCH_SIZE 64
 
 /*
+ * Rows a caller reads and hands to corpq_embed_rows at once for batch_size:
+ * whole batches, enough to sort by length, and their vectors (rows * d
+ * floats) small beside the model.
+ */
+int			corpq_embed_block_rows(int batch_size);
+
+/*
  * Embed rows[0..n) with the scorer's current model (an encoder: checked):
  * the sentences are encoded, ordered by length and embedded batch_size at a
  * time (cut to corpq.max_batch_mb); row i's vector goes to
@@ -132,5 +147,10 @@ typedef struct CorpqEmbedArgs
  */
 void		corpq_embed_rows(CorpqScorer *s, const CorpqEmbedArgs *a, CorpqEmbedRow *rows,
 							 int n, float *out);
+
+/* ---- the job kind "embed" (embed_job.c) ---- */
+
+/* _PG_init's call for embed/: register the job kind "embed". */
+void		corpq_embed_init(void);
 
 #endif

@@ -10,7 +10,9 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/memutils.h"
 
 #include "nn/infer/encode.h"
@@ -20,20 +22,49 @@
 #include "pg/model/model_catalog.h"
 
 void
+corpq_embed_not_encoder(const char *model, const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+			 errmsg("model \"%s\" is not an encoder model", model),
+			 errhint("%s needs a model created with \"kind\": \"encoder\"; "
+					 "a translation model scores pairs (corpq.sent_prob).", what)));
+}
+
+void
 corpq_embed_require_encoder(const CorpqScorer *s, const char *what)
 {
 	if (s->cfg.kind != CQ_KIND_ENCODER)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("model \"%s\" is not an encoder model", s->cur->spec),
-				 errhint("%s needs a model created with \"kind\": \"encoder\"; "
-						 "a translation model scores pairs (corpq.sent_prob).", what)));
+		corpq_embed_not_encoder(s->cur->spec, what);
+}
+
+Datum
+corpq_embed_array(const float *v, int d)
+{
+	Size		bytes = ARR_OVERHEAD_NONULLS(1) + sizeof(float4) * d;
+	ArrayType  *a = palloc0(bytes);
+
+	/* construct_array's layout, without a Datum per element */
+	SET_VARSIZE(a, bytes);
+	a->ndim = 1;
+	a->dataoffset = 0;
+	a->elemtype = FLOAT4OID;
+	ARR_DIMS(a)[0] = d;
+	ARR_LBOUND(a)[0] = 1;
+	memcpy(ARR_DATA_PTR(a), v, sizeof(float4) * d);
+	return PointerGetDatum(a);
 }
 
 int
 corpq_embed_dim(const CorpqScorer *s)
 {
 	return s->cfg.d_model;
+}
+
+int
+corpq_embed_block_rows(int batch_size)
+{
+	return Min(Max(1024, Min(batch_size, 1 << 16) * 8), 8192);
 }
 
 /* A row's encoded sentence, for sorting by length. */

@@ -1,24 +1,30 @@
 /*
  * corpq.embed(model, sentence [, on_too_long]): a sentence's vector from an
  * encoder model (kind encoder, models/FORMAT.md "Encoder models"), on a
- * model name (STABLE) or a pinned version (IMMUTABLE).  The model is
+ * model name (STABLE) or a pinned version (IMMUTABLE); and
+ * corpq.embed_rows(model, corpus, options): the vectors of a query's rows
+ * (id, sentence) in one statement, batched as score() batches.  The model is
  * resolved once per query through the scorer of model_score.h (the same
- * version for the whole query, the vocabulary loaded once); the vector is
+ * version for the whole query, the vocabulary loaded once); the vectors are
  * corpq_embed_rows' (embed.h), the path of every caller that embeds, which
  * gives a sentence the same bits alone or in any batch.
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
 #include "fmgr.h"
-#include "utils/array.h"
+#include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/tuplestore.h"
 
+#include "pg/base/corpus_query.h"
+#include "pg/base/errors.h"
+#include "pg/base/options.h"
 #include "pg/embed/embed.h"
 #include "pg/model/model_score.h"
 
 PG_FUNCTION_INFO_V1(corpq_embed);
 PG_FUNCTION_INFO_V1(corpq_embed_pinned);
+PG_FUNCTION_INFO_V1(corpq_embed_rows_srf);
 
 static Datum
 embed(FunctionCallInfo fcinfo, bool pinned)
@@ -28,7 +34,6 @@ embed(FunctionCallInfo fcinfo, bool pinned)
 	CorpqEmbedArgs a = {.batch_size = 1, .on_too_long = corpq_too_long_arg(fcinfo, 2)};
 	CorpqEmbedRow row = {.text = VARDATA_ANY(sentence), .len = VARSIZE_ANY_EXHDR(sentence)};
 	float	   *vec;
-	Datum	   *elems;
 	int			d;
 
 	corpq_scorer_use(s, text_to_cstring(PG_GETARG_TEXT_PP(0)), pinned);
@@ -38,11 +43,7 @@ embed(FunctionCallInfo fcinfo, bool pinned)
 	corpq_embed_rows(s, &a, &row, 1, vec);
 	if (row.null)
 		PG_RETURN_NULL();
-	elems = palloc(sizeof(Datum) * d);
-	for (int i = 0; i < d; i++)
-		elems[i] = Float4GetDatum(vec[i]);
-	PG_RETURN_ARRAYTYPE_P(construct_array(elems, d, FLOAT4OID, sizeof(float4), true,
-										  TYPALIGN_INT));
+	PG_RETURN_DATUM(corpq_embed_array(vec, d));
 }
 
 Datum
@@ -55,4 +56,110 @@ Datum
 corpq_embed_pinned(PG_FUNCTION_ARGS)
 {
 	return embed(fcinfo, true);
+}
+
+/* ---- corpq.embed_rows() ---- */
+
+typedef struct EmbedRowsOptions
+{
+	int			batch_size;
+	int			on_too_long;	/* CorpqTooLong (too_long.h) */
+} EmbedRowsOptions;
+
+#define OPT(field) CORPQ_OPT_FIELD(EmbedRowsOptions, field)
+
+static const CorpqOption rows_options[] = {
+	{.key = "batch_size", OPT(batch_size), .type = CORPQ_OPT_INT, .min = 1, .max = 65536,
+	.def = CORPQ_EMBED_BATCH_SIZE},
+	{.key = "on_too_long", OPT(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
+	.def = CORPQ_TOO_LONG_NULL},
+	{0}
+};
+
+static const CorpqOptionTable rows_table = {"embed_rows", rows_options};
+
+static const CorpqColumn corpus_columns[] = {
+	{"id", CORPQ_COLUMN_INTEGER}, {"sentence", CORPQ_COLUMN_TEXT}
+};
+
+static const CorpqQuerySpec corpus_spec = {
+	.what = "corpus", .columns = corpus_columns, .min_columns = 2, .max_columns = 2,
+	.example = "SELECT id, sentence FROM my_sentences"
+};
+
+/* What the batch function needs: the scorer, the arguments, the result. */
+typedef struct EmbedRowsRun
+{
+	CorpqScorer *s;
+	CorpqEmbedArgs a;
+	CorpqEmbedRow *rows;		/* [block] */
+	float	   *out;			/* [block, d] */
+	int			d;
+	int64		n_rows;
+	int64		too_long;
+	ReturnSetInfo *rsinfo;
+} EmbedRowsRun;
+
+/* Embed a block of the corpus (in the batch context), return it in order. */
+static void
+embed_batch(void *arg, const CorpqBatch *batch)
+{
+	EmbedRowsRun *r = arg;
+	int			n = (int) batch->n;
+
+	for (int i = 0; i < n; i++)
+	{
+		memset(&r->rows[i], 0, sizeof(CorpqEmbedRow));
+		if (!corpq_batch_text(batch, i, 2, &r->rows[i].text, &r->rows[i].len))
+			r->rows[i].text = NULL;
+	}
+	corpq_embed_rows(r->s, &r->a, r->rows, n, r->out);
+	for (int i = 0; i < n; i++)
+	{
+		int64		id = 0;
+		bool		id_null = !corpq_batch_int64(batch, i, 1, &id);
+		Datum		values[2] = {Int64GetDatum(id), (Datum) 0};
+		bool		nulls[2] = {id_null, r->rows[i].null};
+
+		if (!r->rows[i].null)
+			values[1] = corpq_embed_array(r->out + (Size) i * r->d, r->d);
+		r->too_long += r->rows[i].null && r->rows[i].text != NULL;
+		r->n_rows++;
+		tuplestore_putvalues(r->rsinfo->setResult, r->rsinfo->setDesc, values, nulls);
+	}
+}
+
+Datum
+corpq_embed_rows_srf(PG_FUNCTION_ARGS)
+{
+	EmbedRowsOptions o;
+	EmbedRowsRun run = {0};
+	char	   *query;
+	int			block;
+
+	/* not STRICT: a NULL argument is an error, not an empty result */
+	corpq_require_arg(fcinfo, 0, "model");
+	corpq_require_arg(fcinfo, 1, "corpus");
+	corpq_options_parse(&rows_table, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &o);
+	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	corpq_require_utf8();
+
+	InitMaterializedSRF(fcinfo, 0);
+	run.s = corpq_scorer_create(CurrentMemoryContext);
+	corpq_scorer_use(run.s, text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	corpq_embed_require_encoder(run.s, "corpq.embed_rows");
+	run.a.batch_size = o.batch_size;
+	run.a.on_too_long = (CorpqTooLong) o.on_too_long;
+	run.d = corpq_embed_dim(run.s);
+	block = corpq_embed_block_rows(o.batch_size);
+	run.rows = MemoryContextAllocHuge(run.s->cxt, (Size) block * sizeof(CorpqEmbedRow));
+	run.out = MemoryContextAllocHuge(run.s->cxt, (Size) block * run.d * sizeof(float));
+	run.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	(void) corpq_query_stream(query, &corpus_spec, block, embed_batch, &run);
+	if (run.too_long > 0)
+		ereport(NOTICE,
+				(errmsg(INT64_FORMAT " of " INT64_FORMAT " sentences are longer than model \"%s\" accepts: their vectors are NULL",
+						run.too_long, run.n_rows, run.s->cur->spec),
+				 errhint("The option on_too_long \"error\" stops at the first one and names the limit.")));
+	return (Datum) 0;
 }
