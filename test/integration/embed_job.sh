@@ -11,14 +11,15 @@
 #             saying why otherwise) a vector(d) column takes the vectors
 #             through pgvector's assignment cast from real[], exactly; a
 #             column of another dimension is refused at submission.
-# EMBED_JOB_SENTENCES sets the corpus size (40,000 by default).
+# EMBED_JOB_SENTENCES sets the corpus size (100,000 by default: the stop
+# lands mid-job on a fast machine too).
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 # pgvector goes into the server's installation before the cluster starts
 [ -n "${CORPQ_IN_CLUSTER:-}" ] || corpq_pgvector CORPQ_EMBED_PGVECTOR
 corpq_in_cluster -t 1200 -o shared_preload_libraries=corpq -o max_worker_processes=16
 
-N=${EMBED_JOB_SENTENCES:-40000}
+N=${EMBED_JOB_SENTENCES:-100000}
 CHUNK=$((N / 100))
 OPTS="{\"chunk_rows\": $CHUNK, \"batch_size\": 64, \"threads\": 2}"
 qa() { psql -X -v ON_ERROR_STOP=1 -Atq -U ej_alice "$@"; }
