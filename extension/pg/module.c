@@ -11,6 +11,7 @@
 
 #include "pg/antap/antap.h"
 #include "pg/base/base.h"
+#include "pg/embed/embed.h"
 #include "pg/jobs/jobs.h"
 #include "pg/lexicon/lexicon_catalog.h"
 #include "pg/model/model_catalog.h"
@@ -32,5 +33,6 @@ _PG_init(void)
 	corpq_lexicon_init();
 	corpq_antap_init();
 	corpq_pipeline_init();
+	corpq_embed_init();
 	MarkGUCPrefixReserved("corpq");
 }

@@ -11,7 +11,11 @@
  *                  C entry point of every mining function)
  *   mine_sql.c     corpq.mine_vectors()
  *   margin_sql.c   corpq.margin(), corpq.knn_mean()
- *   embed_sql.c    corpq.embed(): a sentence's vector from an encoder model
+ *   embed_rows.c   sentences embedded in batches with an encoder model: the
+ *                  one path of every function and job that embeds
+ *   embed_sql.c    corpq.embed(): a sentence's vector from an encoder model;
+ *                  corpq.embed_rows(): a query's vectors in one statement
+ *   embed_job.c    corpq.embed_job(): a table's vectors by a row job
  *
  * Memory.  Mining holds both sets whole (it compares every source with
  * every target), so the whole operation is bounded by work_mem, as a sort or
@@ -28,6 +32,7 @@
 #include "utils/jsonb.h"
 
 #include "mine/mine.h"
+#include "pg/model/model_score.h"
 
 /*
  * A set of vectors with their ids, one role in a mining call ("source",
@@ -91,5 +96,61 @@ typedef void (*CorpqMinePairFn) (void *arg, int64 src_id, int64 tgt_id,
  */
 void		corpq_mine_sets(const CorpqVectorSet *src, const CorpqVectorSet *tgt,
 							const cq_mine_options *o, CorpqMinePairFn fn, void *arg);
+
+/* ---- sentences embedded in batches (embed_rows.c) ---- */
+
+/* ERROR unless the scorer's current model is an encoder model; what: the caller, for the hint. */
+void		corpq_embed_require_encoder(const CorpqScorer *s, const char *what);
+
+/* That ERROR for model (a spec: "name" or "name@N"), when the caller found it is not one. */
+void		corpq_embed_not_encoder(const char *model, const char *what) pg_attribute_noreturn();
+
+/* A vector of d floats as a real[] (palloc'd), the value every embedding function returns. */
+Datum		corpq_embed_array(const float *v, int d);
+
+/* The dimension of the current (encoder) model's vectors. */
+int			corpq_embed_dim(const CorpqScorer *s);
+
+/* One sentence of a batch: its text in, its tokens and whether it has a vector out. */
+typedef struct CorpqEmbedRow
+{
+	const char *text;			/* NULL: a NULL sentence, no vector */
+	int			len;			/* bytes */
+	bool		null;			/* out: no vector (a NULL sentence, or too long) */
+	int			tokens;			/* out, when not null: the sentence's tokens */
+} CorpqEmbedRow;
+
+typedef struct CorpqEmbedArgs
+{
+	int			batch_size;		/* sentences per pass, at most */
+	CorpqTooLong on_too_long;	/* a sentence longer than the model accepts */
+} CorpqEmbedArgs;
+
+/* The default of batch_size: as score()'s. */
+#define CORPQ_EMBED_BATCH_SIZE 64
+
+/*
+ * Rows a caller reads and hands to corpq_embed_rows at once for batch_size:
+ * whole batches, enough to sort by length, and their vectors (rows * d
+ * floats) small beside the model.
+ */
+int			corpq_embed_block_rows(int batch_size);
+
+/*
+ * Embed rows[0..n) with the scorer's current model (an encoder: checked):
+ * the sentences are encoded, ordered by length and embedded batch_size at a
+ * time (cut to corpq.max_batch_mb); row i's vector goes to
+ * out[i * dim .. (i + 1) * dim) (untouched for a null row).  A sentence's
+ * vector has the same bits alone or in any batch and on any number of
+ * threads (nn/infer/encode.h), so every caller agrees with corpq.embed().
+ * Scratch memory is freed on return; the workspace stays with the scorer.
+ */
+void		corpq_embed_rows(CorpqScorer *s, const CorpqEmbedArgs *a, CorpqEmbedRow *rows,
+							 int n, float *out);
+
+/* ---- the job kind "embed" (embed_job.c) ---- */
+
+/* _PG_init's call for embed/: register the job kind "embed". */
+void		corpq_embed_init(void);
 
 #endif

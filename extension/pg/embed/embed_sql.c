@@ -1,106 +1,49 @@
 /*
  * corpq.embed(model, sentence [, on_too_long]): a sentence's vector from an
  * encoder model (kind encoder, models/FORMAT.md "Encoder models"), on a
- * model name (STABLE) or a pinned version (IMMUTABLE).  The model is
+ * model name (STABLE) or a pinned version (IMMUTABLE); and
+ * corpq.embed_rows(model, corpus, options): the vectors of a query's rows
+ * (id, sentence) in one statement, batched as score() batches.  The model is
  * resolved once per query through the scorer of model_score.h (the same
- * version for the whole query, the vocabulary loaded once); the vector is
- * cq_encode's, which gives a sentence the same bits alone or in any batch.
+ * version for the whole query, the vocabulary loaded once); the vectors are
+ * corpq_embed_rows' (embed.h), the path of every caller that embeds, which
+ * gives a sentence the same bits alone or in any batch.
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
 #include "fmgr.h"
-#include "utils/array.h"
+#include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/tuplestore.h"
 
-#include "nn/infer/encode.h"
-#include "pg/base/base.h"
+#include "pg/base/corpus_query.h"
 #include "pg/base/errors.h"
+#include "pg/base/options.h"
+#include "pg/embed/embed.h"
 #include "pg/model/model_score.h"
 
 PG_FUNCTION_INFO_V1(corpq_embed);
 PG_FUNCTION_INFO_V1(corpq_embed_pinned);
-
-/* ERROR unless the scorer's current model is an encoder model. */
-static void
-require_encoder(const CorpqScorer *s)
-{
-	if (s->cfg.kind != CQ_KIND_ENCODER)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("model \"%s\" is not an encoder model", s->cur->spec),
-				 errhint("corpq.embed needs a model created with \"kind\": \"encoder\"; "
-						 "a translation model scores pairs (corpq.sent_prob).")));
-}
-
-/* Whether n tokens fit the encoder; false or an ERROR (on_too_long) if not. */
-static bool
-sentence_fits(const CorpqScorer *s, int n, CorpqTooLong on_too_long)
-{
-	int			most = cq_config_sentence_tokens(&s->cfg);
-
-	if (n <= most)
-		return true;
-	if (on_too_long == CORPQ_TOO_LONG_ERROR)
-		ereport(ERROR,
-				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("sentence has %d tokens, model \"%s\" accepts at most %d",
-						n, s->cur->spec, most),
-				 errhint("The model's max_positions is %d, <s> and </s> included; split longer sentences or filter them out.",
-						 s->cfg.max_positions)));
-	return false;
-}
-
-/* The scorer's workspace grown to bytes (within corpq.max_batch_mb). */
-static void
-ensure_workspace(CorpqScorer *s, Size bytes)
-{
-	if (bytes > corpq_batch_bytes_limit())
-		corpq_batch_too_large(1, "sentence", bytes);
-	if (bytes <= s->ws_bytes)
-		return;
-	if (s->ws)
-		pfree(s->ws);
-	s->ws = NULL;
-	s->ws = MemoryContextAllocHuge(s->cxt, bytes);
-	s->ws_bytes = bytes;
-}
+PG_FUNCTION_INFO_V1(corpq_embed_rows_srf);
 
 static Datum
 embed(FunctionCallInfo fcinfo, bool pinned)
 {
 	CorpqScorer *s = corpq_scorer_cached(fcinfo);
 	text	   *sentence = PG_GETARG_TEXT_PP(1);
-	CorpqTooLong on_too_long = corpq_too_long_arg(fcinfo, 2);
-	cq_sentence one = {0};
-	const cq_model *m;
-	cq_error	err = {0};
-	cq_code		st;
+	CorpqEmbedArgs a = {.batch_size = 1, .on_too_long = corpq_too_long_arg(fcinfo, 2)};
+	CorpqEmbedRow row = {.text = VARDATA_ANY(sentence), .len = VARSIZE_ANY_EXHDR(sentence)};
 	float	   *vec;
-	Datum	   *elems;
 	int			d;
 
-	corpq_require_utf8();
 	corpq_scorer_use(s, text_to_cstring(PG_GETARG_TEXT_PP(0)), pinned);
-	require_encoder(s);
-	one.ids = corpq_vocab_encode_text(s->src_vocab, VARDATA_ANY(sentence),
-									  VARSIZE_ANY_EXHDR(sentence), &one.len);
-	if (!sentence_fits(s, one.len, on_too_long))
-		PG_RETURN_NULL();
-	corpq_blas_ensure();
-	ensure_workspace(s, cq_encode_sentences_bytes(&s->cfg, &one, 1));
-	/* looked up on every call: anything run since may have evicted it */
-	m = corpq_model_get(&s->cur->ref);
-	d = m->cfg.d_model;
+	corpq_embed_require_encoder(s, "corpq.embed");
+	d = corpq_embed_dim(s);
 	vec = palloc(sizeof(float) * d);
-	st = cq_encode(m, &one, 1, NULL, s->ws, s->ws_bytes, vec, &err);
-	if (st != CQ_OK)
-		corpq_core_error(&err, NULL, "could not embed the sentence");
-	elems = palloc(sizeof(Datum) * d);
-	for (int i = 0; i < d; i++)
-		elems[i] = Float4GetDatum(vec[i]);
-	PG_RETURN_ARRAYTYPE_P(construct_array(elems, d, FLOAT4OID, sizeof(float4), true,
-										  TYPALIGN_INT));
+	corpq_embed_rows(s, &a, &row, 1, vec);
+	if (row.null)
+		PG_RETURN_NULL();
+	PG_RETURN_DATUM(corpq_embed_array(vec, d));
 }
 
 Datum
@@ -113,4 +56,110 @@ Datum
 corpq_embed_pinned(PG_FUNCTION_ARGS)
 {
 	return embed(fcinfo, true);
+}
+
+/* ---- corpq.embed_rows() ---- */
+
+typedef struct EmbedRowsOptions
+{
+	int			batch_size;
+	int			on_too_long;	/* CorpqTooLong (too_long.h) */
+} EmbedRowsOptions;
+
+#define OPT(field) CORPQ_OPT_FIELD(EmbedRowsOptions, field)
+
+static const CorpqOption rows_options[] = {
+	{.key = "batch_size", OPT(batch_size), .type = CORPQ_OPT_INT, .min = 1, .max = 65536,
+	.def = CORPQ_EMBED_BATCH_SIZE},
+	{.key = "on_too_long", OPT(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
+	.def = CORPQ_TOO_LONG_NULL},
+	{0}
+};
+
+static const CorpqOptionTable rows_table = {"embed_rows", rows_options};
+
+static const CorpqColumn corpus_columns[] = {
+	{"id", CORPQ_COLUMN_INTEGER}, {"sentence", CORPQ_COLUMN_TEXT}
+};
+
+static const CorpqQuerySpec corpus_spec = {
+	.what = "corpus", .columns = corpus_columns, .min_columns = 2, .max_columns = 2,
+	.example = "SELECT id, sentence FROM my_sentences"
+};
+
+/* What the batch function needs: the scorer, the arguments, the result. */
+typedef struct EmbedRowsRun
+{
+	CorpqScorer *s;
+	CorpqEmbedArgs a;
+	CorpqEmbedRow *rows;		/* [block] */
+	float	   *out;			/* [block, d] */
+	int			d;
+	int64		n_rows;
+	int64		too_long;
+	ReturnSetInfo *rsinfo;
+} EmbedRowsRun;
+
+/* Embed a block of the corpus (in the batch context), return it in order. */
+static void
+embed_batch(void *arg, const CorpqBatch *batch)
+{
+	EmbedRowsRun *r = arg;
+	int			n = (int) batch->n;
+
+	for (int i = 0; i < n; i++)
+	{
+		memset(&r->rows[i], 0, sizeof(CorpqEmbedRow));
+		if (!corpq_batch_text(batch, i, 2, &r->rows[i].text, &r->rows[i].len))
+			r->rows[i].text = NULL;
+	}
+	corpq_embed_rows(r->s, &r->a, r->rows, n, r->out);
+	for (int i = 0; i < n; i++)
+	{
+		int64		id = 0;
+		bool		id_null = !corpq_batch_int64(batch, i, 1, &id);
+		Datum		values[2] = {Int64GetDatum(id), (Datum) 0};
+		bool		nulls[2] = {id_null, r->rows[i].null};
+
+		if (!r->rows[i].null)
+			values[1] = corpq_embed_array(r->out + (Size) i * r->d, r->d);
+		r->too_long += r->rows[i].null && r->rows[i].text != NULL;
+		r->n_rows++;
+		tuplestore_putvalues(r->rsinfo->setResult, r->rsinfo->setDesc, values, nulls);
+	}
+}
+
+Datum
+corpq_embed_rows_srf(PG_FUNCTION_ARGS)
+{
+	EmbedRowsOptions o;
+	EmbedRowsRun run = {0};
+	char	   *query;
+	int			block;
+
+	/* not STRICT: a NULL argument is an error, not an empty result */
+	corpq_require_arg(fcinfo, 0, "model");
+	corpq_require_arg(fcinfo, 1, "corpus");
+	corpq_options_parse(&rows_table, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &o);
+	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	corpq_require_utf8();
+
+	InitMaterializedSRF(fcinfo, 0);
+	run.s = corpq_scorer_create(CurrentMemoryContext);
+	corpq_scorer_use(run.s, text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	corpq_embed_require_encoder(run.s, "corpq.embed_rows");
+	run.a.batch_size = o.batch_size;
+	run.a.on_too_long = (CorpqTooLong) o.on_too_long;
+	run.d = corpq_embed_dim(run.s);
+	block = corpq_embed_block_rows(o.batch_size);
+	run.rows = MemoryContextAllocHuge(run.s->cxt, (Size) block * sizeof(CorpqEmbedRow));
+	run.out = MemoryContextAllocHuge(run.s->cxt, (Size) block * run.d * sizeof(float));
+	run.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	(void) corpq_query_stream(query, &corpus_spec, block, embed_batch, &run);
+	if (run.too_long > 0)
+		ereport(NOTICE,
+				(errmsg(INT64_FORMAT " of " INT64_FORMAT " sentences are longer than model \"%s\" accepts: their vectors are NULL",
+						run.too_long, run.n_rows, run.s->cur->spec),
+				 errhint("The option on_too_long \"error\" stops at the first one and names the limit.")));
+	return (Datum) 0;
 }

@@ -9,6 +9,7 @@
 #include <sys/resource.h>
 
 #include "catalog/namespace.h"
+#include "catalog/pg_cast.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
@@ -21,6 +22,7 @@
 #include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 #include "utils/timestamp.h"
 
 #include "common/parallel.h"
@@ -106,6 +108,26 @@ wrong_target(const CorpqRowJobKind *kind, const char *name, const CorpqRowJobCol
 			 errhint("CREATE TABLE %s (%s).", kind->target_example, cols)));
 }
 
+/* Whether a column of type have (a base type) takes the values of column c. */
+static bool
+column_takes(const CorpqRowJobColumn *c, Oid have)
+{
+	Oid			want = getBaseType(c->type);
+	HeapTuple	tup;
+	char		context;
+
+	if (have == want)
+		return true;
+	if (!c->assign)
+		return false;
+	tup = SearchSysCache2(CASTSOURCETARGET, ObjectIdGetDatum(want), ObjectIdGetDatum(have));
+	if (!HeapTupleIsValid(tup))
+		return false;
+	context = ((Form_pg_cast) GETSTRUCT(tup))->castcontext;
+	ReleaseSysCache(tup);
+	return context == COERCION_CODE_ASSIGNMENT || context == COERCION_CODE_IMPLICIT;
+}
+
 char *
 corpq_row_job_check_target(const CorpqRowJobKind *kind, Oid relid,
 						   const CorpqRowJobColumn *columns, int n)
@@ -131,7 +153,7 @@ corpq_row_job_check_target(const CorpqRowJobKind *kind, Oid relid,
 	{
 		AttrNumber	att = get_attnum(relid, columns[i].name);
 
-		if (att == InvalidAttrNumber || getBaseType(get_atttype(relid, att)) != columns[i].type)
+		if (att == InvalidAttrNumber || !column_takes(&columns[i], getBaseType(get_atttype(relid, att))))
 			wrong_target(kind, name, columns, n);
 		if (!may_insert &&
 			pg_attribute_aclcheck(relid, att, GetUserId(), ACL_INSERT) != ACLCHECK_OK)
@@ -250,11 +272,13 @@ corpq_row_job_columns(CorpqRowJob *rj, const CorpqRowJobColumn *columns, int n)
 	char	   *name = corpq_row_job_check_target(rj->kind, rj->target, columns, n);
 	StringInfoData cols,
 				args,
-				names;
+				names,
+				select;
 
 	initStringInfo(&cols);
 	initStringInfo(&args);
 	initStringInfo(&names);
+	initStringInfo(&select);
 	rj->n_columns = n;
 	rj->types = palloc(sizeof(Oid) * n);
 	rj->array_types = palloc(sizeof(Oid) * n);
@@ -264,13 +288,20 @@ corpq_row_job_columns(CorpqRowJob *rj, const CorpqRowJobColumn *columns, int n)
 	{
 		rj->types[c] = columns[c].type;
 		rj->array_types[c] = get_array_type(columns[c].type);
+		if (!OidIsValid(rj->array_types[c]))
+			elog(ERROR, "a row job cannot write values of type %s (it has no array type)",
+				 format_type_be(columns[c].type));
 		appendStringInfo(&cols, "%s%s", c ? ", " : "", quote_identifier(columns[c].name));
 		appendStringInfo(&args, "%spg_catalog.unnest($%d)", c ? ", " : "", c + 1);
 		appendStringInfo(&names, "%sc%d", c ? ", " : "", c);
+		/* a domain's values go in as its base type's, as a user's INSERT of them would */
+		appendStringInfo(&select, "%sc%d", c ? ", " : "", c);
+		if (getBaseType(columns[c].type) != columns[c].type)
+			appendStringInfo(&select, "::%s", format_type_be_qualified(getBaseType(columns[c].type)));
 	}
 	rj->target_name = name;
 	rj->insert_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM ROWS FROM (%s) AS u(%s)",
-							  name, cols.data, names.data, args.data, names.data);
+							  name, cols.data, select.data, args.data, names.data);
 	MemoryContextSwitchTo(old);
 }
 

@@ -1,8 +1,8 @@
 /*
  * Row jobs: the machinery of every job kind that maps the rows (id,
  * inputs...) of a user's query to rows (id, outputs...) of a user's table
- * and commits as it goes -- translate_job, score_job, and the kinds to come
- * (an embedding job: (id, text) -> (id, vector)).
+ * and commits as it goes -- translate_job, score_job, embed_job ((id, text)
+ * -> (id, vector)), and the kinds to come.
  *
  * What it does, once for all of them:
  *   - at submission, the target's check (row_job_check_target): a table the
@@ -61,12 +61,23 @@
 /* Counters a kind may keep per chunk (CorpqRowJobKind.counters). */
 #define CORPQ_ROW_JOB_MAX_COUNTERS 8
 
-/* A column of the target: its name and type. */
+/*
+ * A column of the target: its name and the type of the values the kind
+ * writes.  A domain stands for its base type in the target's check; a kind
+ * that writes arrays names a domain over the array type (corpq.real_vector
+ * for real[]), since the chunk's values travel to the INSERT as one array per
+ * column and PostgreSQL has no arrays of arrays, but has arrays of domains.
+ */
 typedef struct CorpqRowJobColumn
 {
 	const char *name;
 	Oid			type;
 	const char *type_name;		/* as messages name it: "double precision" */
+	/*
+	 * Also a column of a type the values cast to on assignment (a cast of
+	 * pg_cast, as pgvector's from real[] to vector): the INSERT converts.
+	 */
+	bool		assign;
 } CorpqRowJobColumn;
 
 struct CorpqRowJob;

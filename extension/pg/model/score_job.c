@@ -283,7 +283,7 @@ static const CorpqRowJobKind kind = {
 static CorpqRowJobColumn *
 target_columns(const ScorePlan *p)
 {
-	CorpqRowJobColumn *c = palloc(sizeof(CorpqRowJobColumn) * (p->n + 1));
+	CorpqRowJobColumn *c = palloc0(sizeof(CorpqRowJobColumn) * (p->n + 1));
 
 	c[0].name = "id";
 	c[0].type = INT8OID;

@@ -705,3 +705,55 @@ COMMENT ON FUNCTION corpq.embed(corpq.pinned_model, text, text) IS
     'embed with a pinned model version name@N';
 ALTER FUNCTION corpq.embed(text, text, text) COST 50000;
 ALTER FUNCTION corpq.embed(corpq.pinned_model, text, text) COST 50000;
+
+-- ---- corpq.embed_rows(): a query's vectors in one statement (extension/sql/89_embed.sql)
+-- The vectors of a query's rows in one statement, batched as score() batches.
+-- Runs the caller's query through SPI: not in parallel workers.
+CREATE FUNCTION corpq.embed_rows(model text, corpus text, options jsonb DEFAULT '{}')
+    RETURNS TABLE (id bigint, embedding real[])
+    AS 'MODULE_PATHNAME', 'corpq_embed_rows_srf'
+    LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.embed_rows(text, text, jsonb) IS
+    'embed every row of corpus, a SELECT returning (id, sentence), with an encoder model, in the query''s order: sentences ordered by length and embedded batch_size at a time (option batch_size, 64); each vector equals corpq.embed()''s; a NULL sentence gives a NULL vector, so does one longer than the model accepts (a NOTICE counts them; option on_too_long ''error'' stops instead); a NULL model or corpus is an error';
+
+-- ---- corpq.embed_job(): embedding a table as a row job (extension/sql/89_embed.sql)
+-- ---------------------------------------------------------------------------
+-- Embedding jobs (kind 'embed', a row job like score_job): the vectors of a
+-- table's sentences go into the caller's table in committed chunks; this
+-- table records each chunk, so that a job resumes after a crash from its
+-- last chunk.  Rows are visible to members of the job owner's role.
+-- ---------------------------------------------------------------------------
+CREATE TABLE corpq.embed_chunks (
+    job            bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,
+    chunk          int NOT NULL CHECK (chunk >= 1),
+    rows_done      bigint NOT NULL,
+    embedded       bigint NOT NULL,
+    too_long       bigint NOT NULL,
+    tokens         bigint NOT NULL,
+    rows_hash      bigint NOT NULL,
+    embed_seconds  float8 NOT NULL,
+    owner          regrole NOT NULL DEFAULT current_user::regrole,
+    committed      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (job, chunk)
+);
+COMMENT ON TABLE corpq.embed_chunks IS
+    'one row per chunk an embedding job committed: corpus rows done so far (in the query''s order), of them embedded and too long for the model (NULL vectors), the tokens of the embedded sentences (without <s> and </s>), a hash of those rows (checked on resume), seconds of the attempt';
+SELECT pg_catalog.pg_extension_config_dump('corpq.embed_chunks', '');
+ALTER TABLE corpq.embed_chunks ENABLE ROW LEVEL SECURITY;
+CREATE POLICY embed_chunks_owner ON corpq.embed_chunks FOR SELECT
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+GRANT SELECT ON corpq.embed_chunks TO PUBLIC;
+
+-- A chunk's vectors reach the job's INSERT as one array of these: PostgreSQL
+-- has no arrays of arrays, but arrays of a domain over real[].
+CREATE DOMAIN corpq.real_vector AS real[];
+COMMENT ON DOMAIN corpq.real_vector IS
+    'a real[] vector as an element of an array: how an embedding job passes a chunk''s vectors to its INSERT';
+
+CREATE FUNCTION corpq.embed_job(model text, corpus text, target_table regclass,
+                                options jsonb DEFAULT '{}')
+    RETURNS bigint
+    AS 'MODULE_PATHNAME', 'corpq_embed_job'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.embed_job(text, text, regclass, jsonb) IS
+    'embed every row of corpus, a SELECT returning (id, sentence) in a stable order, with an encoder model (pinned at submission) as a background job that inserts (id, embedding) into target_table (id bigint and a real[] column, or a column of a type real[] casts to on assignment, as pgvector''s vector of the model''s dimension) in committed chunks of chunk_rows rows; returns the job id at once; options: column (embedding), batch_size, chunk_rows, threads, skip_existing (only ids not yet in the target), on_too_long (null or error); a NULL sentence, and one too long for the model, gets a NULL vector; each vector equals corpq.embed(model@N, sentence)';

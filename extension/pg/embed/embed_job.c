@@ -1,0 +1,408 @@
+/*
+ * corpq.embed_job(model, corpus, target_table, options): submission in the
+ * caller's backend, and the "embed" job, a row job (pg/jobs/row_job.h): the
+ * corpus query's rows (id, sentence) are embedded in blocks -- each block's
+ * sentences encoded, ordered by length and embedded batch by batch by
+ * corpq_embed_rows (embed.h), the path of corpq.embed() -- and go into the
+ * target as (id, embedding) in committed chunks, recorded in
+ * corpq.embed_chunks.  A sentence's vector does not depend on its batch, so
+ * each equals corpq.embed(model@N, sentence) bit for bit and a job resumed
+ * after a crash writes what an uninterrupted run writes.
+ *
+ * The vectors are real[]; the chunk's vectors reach the INSERT as an array
+ * of corpq.real_vector (a domain over real[]: PostgreSQL has no arrays of
+ * arrays), and a target column of a type real[] casts to on assignment
+ * (pgvector's vector) takes them through that cast.
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "utils/builtins.h"
+#include "utils/json.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "pg/base/errors.h"
+#include "pg/base/internal_sql.h"
+#include "pg/base/options.h"
+#include "pg/embed/embed.h"
+#include "pg/jobs/row_job.h"
+#include "pg/model/dual_xent.h"
+
+PG_FUNCTION_INFO_V1(corpq_embed_job);
+
+/* ---- options ---- */
+
+typedef struct EmbedJobOptions
+{
+	char	   *column;			/* the target's column for the vectors */
+	int			batch_size;
+	int			chunk_rows;
+	int			threads;		/* the job's (pg/jobs/jobs.h) */
+	bool		skip_existing;
+	int			on_too_long;	/* CorpqTooLong (too_long.h) */
+} EmbedJobOptions;
+
+/* A .valid check: a column name, not "id". */
+static bool
+column_valid(const void *field)
+{
+	const char *c = *(char *const *) field;
+
+	return c[0] != '\0' && strcmp(c, "id") != 0 && strlen(c) < NAMEDATALEN;
+}
+
+#define OPT(field) CORPQ_OPT_FIELD(EmbedJobOptions, field)
+
+static const CorpqOption rows[] = {
+	{.key = "column", OPT(column), .type = CORPQ_OPT_STRING, .def_string = "embedding",
+	.valid = column_valid, .expected = "a column name other than \"id\""},
+	{.key = "batch_size", OPT(batch_size), .type = CORPQ_OPT_INT, .min = 1, .max = 65536,
+	.def = CORPQ_EMBED_BATCH_SIZE},
+	{.key = "chunk_rows", OPT(chunk_rows), .type = CORPQ_OPT_INT, .min = 1, .max = 10000000,
+	.def = 1000},
+	CORPQ_JOB_THREADS_OPTION(EmbedJobOptions, threads),
+	{.key = "skip_existing", OPT(skip_existing), .type = CORPQ_OPT_BOOL},
+	{.key = "on_too_long", OPT(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
+	.def = CORPQ_TOO_LONG_NULL},
+	{0}
+};
+
+static const CorpqOptionTable table = {"embed job", rows};
+
+/* ---- the corpus and the target ---- */
+
+static const CorpqColumn corpus_columns[] = {
+	{"id", CORPQ_COLUMN_INTEGER}, {"sentence", CORPQ_COLUMN_TEXT}
+};
+
+static const CorpqQuerySpec corpus_spec = {
+	.what = "corpus", .columns = corpus_columns, .min_columns = 2, .max_columns = 2,
+	.example = "SELECT id, sentence FROM my_sentences ORDER BY id", .need_rows = false
+};
+
+static double embed_seconds(void *arg);
+static void setup(CorpqRowJob *rj, void *arg);
+
+static const char *const counters[] = {"embedded", "too_long", "tokens", NULL};
+
+enum
+{
+	COUNT_EMBEDDED, COUNT_TOO_LONG, COUNT_TOKENS, N_COUNTS
+};
+
+static const CorpqRowJobKind kind = {
+	.kind = "embed", .source = &corpus_spec, .target_example = "my_embeddings",
+	.chunks_table = "corpq.embed_chunks", .counters = counters,
+	.seconds_column = "embed_seconds", .seconds = embed_seconds, .setup = setup,
+	.phase = "embedding", .unit = "sentences", .done = "embedded"
+};
+
+/* corpq.real_vector, the domain over real[] the vectors travel as. */
+static Oid
+real_vector_type(void)
+{
+	Oid			nsp = get_namespace_oid("corpq", false);
+	Oid			type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+									   CStringGetDatum("real_vector"), ObjectIdGetDatum(nsp));
+
+	if (!OidIsValid(type))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type corpq.real_vector does not exist"),
+				 errhint("The catalog is older than the library: ALTER EXTENSION corpq UPDATE.")));
+	return type;
+}
+
+/* id bigint, then the vectors: real[], or a type real[] casts to on assignment. */
+static void
+target_columns(const char *column, CorpqRowJobColumn *c)
+{
+	memset(c, 0, sizeof(CorpqRowJobColumn) * 2);
+	c[0].name = "id";
+	c[0].type = INT8OID;
+	c[0].type_name = "bigint";
+	c[1].name = column;
+	c[1].type = real_vector_type();
+	c[1].type_name = "real[]";
+	c[1].assign = true;
+}
+
+/* ---- submission ---- */
+
+/*
+ * At submission: ERROR unless the pinned model (given: as the caller named
+ * it) is an encoder, read from the catalog (nothing is loaded); returns its
+ * dimension.
+ */
+static int
+encoder_dim(const char *model, const char *given)
+{
+	CorpqModelRef ref;
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1];
+	char	   *model_kind = NULL;
+	int			d = 0;
+
+	corpq_model_resolve(model, true, &ref);
+	values[0] = Int64GetDatum(ref.id);
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT config OPERATOR(pg_catalog.->>) 'kind', "
+							"(config OPERATOR(pg_catalog.->>) 'd_model')::pg_catalog.int4 "
+							"FROM corpq.model_catalog WHERE id OPERATOR(pg_catalog.=) $1",
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.model_catalog");
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+
+		model_kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		d = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+		if (isnull)
+			d = 0;
+	}
+	if (model_kind == NULL || strcmp(model_kind, "encoder") != 0)
+		corpq_embed_not_encoder(given, "corpq.embed_job");
+	SPI_finish();
+	return d;
+}
+
+/*
+ * A target column of another type than real[] with a type modifier (pgvector's
+ * vector(n), halfvec(n)) takes vectors of that dimension: ERROR at submission
+ * rather than at the first chunk.
+ */
+static void
+check_dimension(Oid target, const char *target_name, const char *column, int d)
+{
+	AttrNumber	att = get_attnum(target, column);
+	Oid			type;
+	int32		typmod;
+	Oid			collation;
+
+	get_atttypetypmodcoll(target, att, &type, &typmod, &collation);
+	if (getBaseType(type) == FLOAT4ARRAYOID || typmod < 0 || d <= 0 || typmod == d)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_DATATYPE_MISMATCH),
+			 errmsg("column %s of %s is of type %s, the model's vectors have %d dimensions",
+					quote_identifier(column), target_name, format_type_with_typemod(type, typmod), d),
+			 errhint("Give the column the model's dimension, or make it real[].")));
+}
+
+static char *
+args_json(const char *model, const char *corpus, Oid target, const char *target_name,
+		  const EmbedJobOptions *o)
+{
+	StringInfoData b;
+
+	initStringInfo(&b);
+	appendStringInfoString(&b, "{\"model\": ");
+	escape_json(&b, model);
+	appendStringInfoString(&b, ", \"query\": ");
+	escape_json(&b, corpus);
+	appendStringInfo(&b, ", \"target\": %u, \"target_name\": ", target);
+	escape_json(&b, target_name);
+	appendStringInfo(&b, ", \"options\": %s}", corpq_options_json(&table, o));
+	return b.data;
+}
+
+Datum
+corpq_embed_job(PG_FUNCTION_ARGS)
+{
+	EmbedJobOptions o;
+	CorpqRowJobColumn columns[2];
+	char	   *given;
+	char	   *model;
+	char	   *corpus;
+	Oid			target;
+	char	   *target_name;
+	int			d;
+
+	corpq_require_arg(fcinfo, 0, "model");
+	corpq_require_arg(fcinfo, 1, "corpus");
+	corpq_require_arg(fcinfo, 2, "target_table");
+	corpq_options_parse(&table, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), &o);
+	corpq_require_utf8();
+	/* the version of now: a version committed while the job runs changes nothing */
+	given = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	model = corpq_model_pin(given);
+	d = encoder_dim(model, given);
+	corpus = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	target = PG_GETARG_OID(2);
+	target_columns(o.column, columns);
+	target_name = corpq_row_job_check_target(&kind, target, columns, 2);
+	check_dimension(target, target_name, o.column, d);
+	corpq_row_job_check_query(&kind, corpus, target_name, o.skip_existing);
+	PG_RETURN_INT64(corpq_job_submit("embed", args_json(model, corpus, target, target_name, &o),
+									 o.threads));
+}
+
+/* ---- the job ---- */
+
+/* One row of a block: the sentence as read. */
+typedef struct BlockRow
+{
+	int64		id;
+	uint64		mark;
+	const char *text;			/* NULL: a NULL sentence */
+	int			len;
+} BlockRow;
+
+typedef struct EmbedRun
+{
+	CorpqJob   *job;
+	EmbedJobOptions o;
+	char	   *model;			/* name@N */
+	CorpqScorer *scorer;
+	int			dim;
+	CorpqRowJob *rj;
+	MemoryContext block_cxt;
+	BlockRow   *rows;
+	int			n;
+} EmbedRun;
+
+static double
+embed_seconds(void *arg)
+{
+	return corpq_row_job_compute_seconds(((EmbedRun *) arg)->rj);
+}
+
+static void
+read_rows(void *arg, const CorpqBatch *b, const uint64 *marks)
+{
+	EmbedRun   *r = arg;
+	MemoryContext old = MemoryContextSwitchTo(r->block_cxt);
+
+	for (uint64 i = 0; i < b->n; i++)
+	{
+		BlockRow   *row = &r->rows[r->n++];
+		const char *s;
+		int			len;
+
+		(void) corpq_batch_int64(b, i, 1, &row->id);	/* never NULL: the row job checked */
+		row->mark = marks[i];
+		row->text = NULL;
+		row->len = 0;
+		/* the batch's values go with the fetch */
+		if (corpq_batch_text(b, i, 2, &s, &len))
+		{
+			row->text = pnstrdup(s, len);
+			row->len = len;
+		}
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Embed the block's rows and put them into the target in the query's order
+ * (chunks may commit): a NULL sentence and (on_too_long "null") one longer
+ * than the model accepts get a NULL vector.
+ */
+static void
+embed_block(EmbedRun *r)
+{
+	MemoryContext old = MemoryContextSwitchTo(r->block_cxt);
+	CorpqEmbedArgs a = {.batch_size = r->o.batch_size, .on_too_long = r->o.on_too_long};
+	CorpqEmbedRow *er = palloc0(sizeof(CorpqEmbedRow) * Max(r->n, 1));
+	float	   *out = MemoryContextAllocHuge(r->block_cxt, sizeof(float) * Max(r->n, 1) * r->dim);
+
+	for (int i = 0; i < r->n; i++)
+	{
+		er[i].text = r->rows[i].text;
+		er[i].len = r->rows[i].len;
+	}
+	corpq_embed_rows(r->scorer, &a, er, r->n, out);
+	MemoryContextSwitchTo(old);
+	for (int i = 0; i < r->n; i++)
+	{
+		Datum		values[2];
+		bool		nulls[2] = {false, er[i].null};
+		int64		counts[N_COUNTS] = {0};
+
+		values[0] = Int64GetDatum(r->rows[i].id);
+		values[1] = (Datum) 0;
+		if (!er[i].null)
+		{
+			MemoryContextSwitchTo(corpq_row_job_memory(r->rj));
+			values[1] = corpq_embed_array(out + (Size) i * r->dim, r->dim);
+			MemoryContextSwitchTo(old);
+		}
+		counts[COUNT_EMBEDDED] = !er[i].null;
+		counts[COUNT_TOO_LONG] = er[i].null && r->rows[i].text != NULL;
+		counts[COUNT_TOKENS] = er[i].null ? 0 : er[i].tokens;
+		corpq_row_job_put(r->rj, values, nulls, r->rows[i].mark, counts);
+	}
+}
+
+/* In the job's first transaction: the target's columns, the pinned model. */
+static void
+setup(CorpqRowJob *rj, void *arg)
+{
+	EmbedRun   *r = arg;
+	CorpqRowJobColumn columns[2];
+
+	target_columns(r->o.column, columns);
+	corpq_row_job_columns(rj, columns, 2);
+	r->scorer = corpq_scorer_create(CurrentMemoryContext);
+	corpq_scorer_use(r->scorer, r->model, true);
+	corpq_embed_require_encoder(r->scorer, "corpq.embed_job");
+	r->dim = corpq_embed_dim(r->scorer);
+}
+
+static char *
+kind_members(EmbedRun *r)
+{
+	StringInfoData b;
+
+	initStringInfo(&b);
+	appendStringInfoString(&b, "\"model\": ");
+	escape_json(&b, r->model);
+	appendStringInfoString(&b, ", \"column\": ");
+	escape_json(&b, r->o.column);
+	appendStringInfo(&b, ", \"dimension\": %d, \"embed_seconds\": %.3f, \"skip_existing\": %s",
+					 r->dim, corpq_row_job_compute_seconds(r->rj),
+					 r->o.skip_existing ? "true" : "false");
+	return b.data;
+}
+
+static void
+embed_job(CorpqJob *job)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	EmbedRun   *r = palloc0(sizeof(EmbedRun));
+	int			n_block;
+
+	r->job = job;
+	r->model = corpq_job_arg(job, "model");
+	corpq_options_parse_text(&table, corpq_job_arg(job, "options"), &r->o);
+	n_block = corpq_embed_block_rows(r->o.batch_size);
+	r->rows = MemoryContextAllocHuge(cxt, sizeof(BlockRow) * n_block);
+	r->block_cxt = AllocSetContextCreate(cxt, "corpq embed block", ALLOCSET_DEFAULT_SIZES);
+	r->rj = corpq_row_job_begin(job, &kind, r->o.chunk_rows, r->o.skip_existing, r);
+	corpq_row_job_start(r->rj);
+
+	/* block by block; a full chunk commits inside embed_block */
+	corpq_job_xact_begin(cxt);
+	MemoryContextSwitchTo(cxt);
+	while (corpq_row_job_fetch(r->rj, n_block, read_rows, r) > 0)
+	{
+		embed_block(r);
+		r->n = 0;
+		MemoryContextReset(r->block_cxt);
+		corpq_row_job_progress(r->rj, false);
+	}
+	corpq_row_job_finish(r->rj, kind_members(r));
+	corpq_job_xact_commit(cxt);
+}
+
+void
+corpq_embed_init(void)
+{
+	corpq_job_register_kind("embed", embed_job, true);
+}
