@@ -93,3 +93,34 @@ CREATE FUNCTION corpq.embed_job(model text, corpus text, target_table regclass,
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.embed_job(text, text, regclass, jsonb) IS
     'embed every row of corpus, a SELECT returning (id, sentence) in a stable order, with an encoder model (pinned at submission) as a background job that inserts (id, embedding) into target_table (id bigint and a real[] column, or a column of a type real[] casts to on assignment, as pgvector''s vector of the model''s dimension) in committed chunks of chunk_rows rows; returns the job id at once; options: column (embedding), batch_size, chunk_rows, threads, skip_existing (only ids not yet in the target), on_too_long (null or error); a NULL sentence, and one too long for the model, gets a NULL vector; each vector equals corpq.embed(model@N, sentence)';
+
+-- Mining on sentences: each query's (id, sentence) rows embedded with an
+-- encoder model (the vectors embed() gives) and mined as mine_vectors mines
+-- them.  It runs caller-supplied queries through SPI (not in parallel
+-- workers) and reads a model name's latest version when it starts: STABLE
+-- and PARALLEL RESTRICTED, as mine_vectors.  A version is pinned by writing
+-- 'name@N'; an overload on corpq.pinned_model would change no label (the
+-- queries keep it STABLE), so there is none.
+CREATE FUNCTION corpq.mine_pairs(model text, src_query text, tgt_query text, options jsonb DEFAULT '{}')
+    RETURNS TABLE (src_id bigint, tgt_id bigint, cosine float8, margin float8)
+    AS 'MODULE_PATHNAME', 'corpq_mine_pairs'
+    LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.mine_pairs(text, text, text, jsonb) IS
+    'margin-based mining on sentences: src_query and tgt_query return (id, sentence text) (rows with a NULL id or sentence skipped), each sentence embedded with the encoder model (its latest version when the call starts, or name@N), in batches as the rows are read; then as mine_vectors over those vectors, with the same result; options those of mine_vectors (k 4, mutual, min_margin, block_rows, block_cols) and batch_size (64), on_too_long (null: a sentence longer than the model accepts is left out, counted in a NOTICE; error); memory: the vectors bounded by work_mem, the embedding by corpq.max_batch_mb; threads: corpq.threads';
+
+-- A pair's two sentences compared: the cosine of their vectors from one
+-- encoder, per row (the embedding_cosine filter's score), on a model name
+-- (STABLE) or a pinned version (IMMUTABLE), as embed.
+CREATE FUNCTION corpq.embedding_cosine(model text, src text, tgt text, on_too_long text DEFAULT 'null')
+    RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_embedding_cosine'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE;
+CREATE FUNCTION corpq.embedding_cosine(model corpq.pinned_model, src text, tgt text,
+                                       on_too_long text DEFAULT 'null')
+    RETURNS float8
+    AS 'MODULE_PATHNAME', 'corpq_embedding_cosine_pinned'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.embedding_cosine(text, text, text, text) IS
+    'the cosine of src''s and tgt''s vectors from an encoder model (the dot product of embed(model, src) and embed(model, tgt), summed in double in order), in [-1, 1]; NULL when a side is longer than the model accepts (on_too_long ''null'') or an ERROR (''error''); the score of the embedding_cosine filter';
+COMMENT ON FUNCTION corpq.embedding_cosine(corpq.pinned_model, text, text, text) IS
+    'embedding_cosine with a pinned model version name@N';

@@ -6,13 +6,14 @@
 -- predicate.  The score functions are IMMUTABLE (they depend on the text and
 -- the Unicode / CLD2 tables of the installed libraries) and PARALLEL SAFE.
 --
--- A spec may also hold the model filter dual_xent (corpq.dual_xent() against
--- a threshold).  A model name's latest version is catalog state, so the
--- IMMUTABLE functions of a spec (filter_stats, filter_rejects, filter_keeps)
--- take pinned versions name@N only; the STABLE ones (filter_report,
--- filter_predicate) also take names and pin them to the latest version when
--- they start.  Models load in any backend, parallel workers included (the
--- cache is per backend), so everything stays PARALLEL SAFE.
+-- A spec may also hold the model filters dual_xent (corpq.dual_xent() against
+-- a threshold) and embedding_cosine (corpq.embedding_cosine(), likewise).  A
+-- model name's latest version is catalog state, so the IMMUTABLE functions
+-- of a spec (filter_stats, filter_rejects, filter_keeps) take pinned
+-- versions name@N only; the STABLE ones (filter_report, filter_predicate)
+-- also take names and pin them to the latest version when they start.
+-- Models load in any backend, parallel workers included (the cache is per
+-- backend), so everything stays PARALLEL SAFE.
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION corpq.text_length(t text, unit text DEFAULT 'word') RETURNS int
     AS 'MODULE_PATHNAME', 'corpq_text_length'

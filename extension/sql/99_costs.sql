@@ -53,6 +53,9 @@ BEGIN
         -- an encoder's pass over one sentence: about half a pair's forward
         -- (no decoder, no output projection); not yet measured
         ('embed', 50000),
+        -- two of them: a pair's sides (a filter_keeps call with an
+        -- embedding_cosine filter costs what embedding_cosine costs)
+        ('embedding_cosine', 100000),
         -- beam search (small, beam 5: 190-270 ms per sentence)
         ('translate', 10000000)
     ) v(name, cost)

@@ -126,6 +126,8 @@ cases = [
     ("token_scores small", "t.pos", slow if QUICK else model, False, TS, "token_scores"),
     ("dual_xent small/small", "corpq.dual_xent('small@1', 'small_b', src, tgt)", model, False, "{t}", "dual_xent"),
     ("embed small (encoder)", "corpq.embed('enc_small', src)", model, False, "{t}", "embed"),
+    ("embedding_cosine small (encoder)", "corpq.embedding_cosine('enc_small', src, tgt)", model, False, "{t}",
+     "embedding_cosine"),
     ("uncertainty small, 30 passes", "corpq.uncertainty('small@1', src, tgt)", slow, False, "{t}", "uncertainty"),
     ("translate small, beam 5", "corpq.translate('small@1', src)", slow, False, "{t}", "translate"),
 ]

@@ -3,7 +3,10 @@
 #   1. corpq.mine_vectors() on 40,000 x 40,000 vectors of d = 256 (minutes of
 #      products) is cancelled by statement_timeout within a moment: the core
 #      polls between blocks; and a backend that mined 10,000 x 10,000 under
-#      work_mem 40 MB grew by no more than that and its query batches.
+#      work_mem 40 MB grew by no more than that and its query batches;
+#      corpq.mine_pairs() on 100,000 x 100,000 sentences (a small encoder:
+#      about a minute of embedding) is cancelled within a moment too, while
+#      it embeds.
 #   2. pgvector (built once per machine by test/pgvector/build.sh from
 #      ../shared/vendor/pgvector-0.8.6.tar.gz; this part is skipped, with a
 #      line saying why, when there is neither an installed pgvector nor the
@@ -35,15 +38,33 @@ SELECT g::bigint AS id, array(SELECT (random() - 0.5 + 0 * g)::real FROM generat
   FROM generate_series(1, 40000) g;
 SQL
 
-t0=$(date +%s.%N)
-err=$(q -c "SET work_mem = '128MB'" -c "SET statement_timeout = '3s'" \
-	-c "SELECT count(*) FROM corpq.mine_vectors('SELECT id, embedding FROM big', 'SELECT id, embedding FROM big')" 2>&1) \
-	&& fail "mining 40,000 x 40,000 was not cancelled"
-t1=$(date +%s.%N)
-grep -q 'statement timeout' <<<"$err" || fail "unexpected error: $err"
-late=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a - 3}')
-log "statement_timeout 3 s on 40,000 x 40,000 x 256 (4e11 multiply-adds): returned $late s after the timeout"
-awk -v l="$late" 'BEGIN {exit !(l < 2)}' || fail "the cancel took $late s"
+# cancelled what work_mem sql: the query must stop with statement_timeout 3 s,
+# less than 2 s after the timeout
+cancelled() {
+	local t0 t1 err late
+	t0=$(date +%s.%N)
+	err=$(q -c "SET work_mem = '$2'" -c "SET statement_timeout = '3s'" -c "$3" 2>&1) \
+		&& fail "$1 was not cancelled"
+	t1=$(date +%s.%N)
+	grep -q 'statement timeout' <<<"$err" || fail "unexpected error: $err"
+	late=$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", b - a - 3}')
+	log "statement_timeout 3 s on $1: returned $late s after the timeout"
+	awk -v l="$late" 'BEGIN {exit !(l < 2)}' || fail "the cancel took $late s"
+}
+cancelled "40,000 x 40,000 x 256 (4e11 multiply-adds)" 128MB \
+	"SELECT count(*) FROM corpq.mine_vectors('SELECT id, embedding FROM big', 'SELECT id, embedding FROM big')"
+
+# mine_pairs: the cancel is taken between embedding batches (64 sentences of
+# a small encoder, milliseconds)
+q >/dev/null <<'SQL'
+CREATE TABLE sents AS
+SELECT g AS id, format('w%s w%s w%s w%s w%s', g % 101, g % 103, g % 107, g % 109, g % 113) AS sentence
+  FROM generate_series(1, 100000) g;
+SELECT corpq.vocab_build('sents_v', 'SELECT sentence FROM sents');
+SELECT corpq.model_create('sents_enc', '{"preset": "small", "kind": "encoder"}', 'sents_v', 'sents_v', 1);
+SQL
+cancelled "mine_pairs of 100,000 x 100,000 sentences" 300MB \
+	"SELECT count(*) FROM corpq.mine_pairs('sents_enc', 'SELECT id, sentence FROM sents', 'SELECT id, sentence FROM sents')"
 
 # the same rows read without mining, then mined: the difference is mining's.
 # The bound counts the sets (2 x 10,000 x (4 x 256 + 24) bytes), and while a

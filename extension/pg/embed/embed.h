@@ -6,7 +6,7 @@
  *
  *   vector_set.c   a set of (id, vector): read from a query or added one by
  *                  one, checked, ordered by id, normalised; its memory
- *   mine_options.c mine_vectors()' options
+ *   mine_options.c mine_vectors()' and mine_pairs()' options
  *   mine_sets.c    mining two sets: the memory check and the core call (the
  *                  C entry point of every mining function)
  *   mine_sql.c     corpq.mine_vectors()
@@ -16,6 +16,10 @@
  *   embed_sql.c    corpq.embed(): a sentence's vector from an encoder model;
  *                  corpq.embed_rows(): a query's vectors in one statement
  *   embed_job.c    corpq.embed_job(): a table's vectors by a row job
+ *   mine_pairs_sql.c corpq.mine_pairs(): sentences embedded into two sets,
+ *                  then mined as mine_vectors() mines
+ *   embed_cosine.c the cosine of a pair's two sentences (embed_cosine.h):
+ *                  corpq.embedding_cosine() and the embedding_cosine filter
  *
  * Memory.  Mining holds both sets whole (it compares every source with
  * every target), so the whole operation is bounded by work_mem, as a sort or
@@ -97,6 +101,13 @@ typedef void (*CorpqMinePairFn) (void *arg, int64 src_id, int64 tgt_id,
 void		corpq_mine_sets(const CorpqVectorSet *src, const CorpqVectorSet *tgt,
 							const cq_mine_options *o, CorpqMinePairFn fn, void *arg);
 
+/*
+ * The CorpqMinePairFn of the mining functions: the pair as a row (src_id,
+ * tgt_id, cosine, margin) of a materialized SRF; rsinfo: its ReturnSetInfo.
+ */
+void		corpq_mine_put_pair(void *rsinfo, int64 src_id, int64 tgt_id, double cosine,
+								double margin);
+
 /* ---- sentences embedded in batches (embed_rows.c) ---- */
 
 /* ERROR unless the scorer's current model is an encoder model; what: the caller, for the hint. */
@@ -128,6 +139,16 @@ typedef struct CorpqEmbedArgs
 
 /* The default of batch_size: as score()'s. */
 #define CORPQ_EMBED_BATCH_SIZE 64
+
+/* mine_pairs()' options: mine_vectors()' and how the sentences are embedded. */
+typedef struct CorpqMinePairsOptions
+{
+	cq_mine_options mine;
+	CorpqEmbedArgs embed;
+} CorpqMinePairsOptions;
+
+/* mine_pairs()' options parsed (NULL: the defaults). */
+void		corpq_mine_pairs_options_parse(Jsonb *options, CorpqMinePairsOptions *o);
 
 /*
  * Rows a caller reads and hands to corpq_embed_rows at once for batch_size:

@@ -6,7 +6,9 @@
 
 #include <math.h>
 
+#include "funcapi.h"
 #include "miscadmin.h"
+#include "utils/tuplestore.h"
 
 #include "pg/base/errors.h"
 #include "pg/embed/embed.h"
@@ -50,4 +52,15 @@ corpq_mine_sets(const CorpqVectorSet *src, const CorpqVectorSet *tgt,
 	for (int i = 0; i < n; i++)
 		fn(arg, src->ids[pairs[i].src], tgt->ids[pairs[i].tgt], pairs[i].cosine, pairs[i].margin);
 	pfree(pairs);
+}
+
+void
+corpq_mine_put_pair(void *rsinfo, int64 src_id, int64 tgt_id, double cosine, double margin)
+{
+	ReturnSetInfo *r = rsinfo;
+	Datum		values[4] = {Int64GetDatum(src_id), Int64GetDatum(tgt_id),
+	Float8GetDatum(cosine), Float8GetDatum(margin)};
+	bool		nulls[4] = {false, false, false, false};
+
+	tuplestore_putvalues(r->setResult, r->setDesc, values, nulls);
 }

@@ -8,7 +8,6 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
-#include "utils/tuplestore.h"
 
 #include "pg/base/errors.h"
 #include "pg/embed/embed.h"
@@ -17,17 +16,6 @@ PG_FUNCTION_INFO_V1(corpq_mine_vectors);
 
 /* corpq.mine_vectors()'s arguments, in order (89_embed.sql). */
 static const char *const arg_names[] = {"src_query", "tgt_query", "options"};
-
-static void
-put_pair(void *arg, int64 src_id, int64 tgt_id, double cosine, double margin)
-{
-	ReturnSetInfo *rsinfo = arg;
-	Datum		values[4] = {Int64GetDatum(src_id), Int64GetDatum(tgt_id),
-	Float8GetDatum(cosine), Float8GetDatum(margin)};
-	bool		nulls[4] = {false, false, false, false};
-
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-}
 
 Datum
 corpq_mine_vectors(PG_FUNCTION_ARGS)
@@ -48,6 +36,6 @@ corpq_mine_vectors(PG_FUNCTION_ARGS)
 	corpq_vector_set_init(&tgt, "target", &src);
 	corpq_vector_set_read(&tgt, text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	corpq_vector_set_finish(&tgt);
-	corpq_mine_sets(&src, &tgt, &o, put_pair, fcinfo->resultinfo);
+	corpq_mine_sets(&src, &tgt, &o, corpq_mine_put_pair, fcinfo->resultinfo);
 	return (Datum) 0;
 }

@@ -105,12 +105,28 @@ static const CorpqOption dual_xent_rows[] = {
 	{0}
 };
 
+/*
+ * The cosine of the two sides' vectors from one encoder model, in [-1, 1];
+ * where a pair of translations lies depends on the model (an untrained one
+ * puts every pair near 1) and the languages: the threshold must be given.
+ * on_too_long: as dual_xent's.
+ */
+static const CorpqOption embedding_cosine_rows[] = {
+	{.key = "model", ARG(model), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
+	 .valid = corpq_option_nonempty, .expected = "an encoder model name or name@N"},
+	{.key = "on_too_long", ARG(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
+	 .def = CORPQ_TOO_LONG_NULL},
+	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER, .flags = CORPQ_OPT_UNSET,
+	.range = CORPQ_RANGE_CLOSED, .lo = -1, .hi = 1},
+	{0}
+};
+
 typedef struct FilterKind
 {
 	const char *name;
 	cq_filter_kind kind;		/* unused by model filters */
 	CorpqOptionTable options;
-	bool		model;			/* decided on a model's score, not by the core */
+	FilterModelKind model;		/* decided on a model's score, not by the core */
 } FilterKind;
 
 static const FilterKind kinds[] = {
@@ -122,7 +138,9 @@ static const FilterKind kinds[] = {
 	{"repetition", CQ_FILTER_REPETITION, {"repetition filter", repetition_rows}},
 	{"html_tags", CQ_FILTER_HTML_TAGS, {"html_tags filter", html_tags_rows}},
 	{"langid", CQ_FILTER_LANGID, {"langid filter", langid_rows}},
-	{"dual_xent", 0, {"dual_xent filter", dual_xent_rows}, .model = true},
+	{"dual_xent", 0, {"dual_xent filter", dual_xent_rows}, .model = FILTER_MODEL_DUAL_XENT},
+	{"embedding_cosine", 0, {"embedding_cosine filter", embedding_cosine_rows},
+	.model = FILTER_MODEL_EMBEDDING_COSINE},
 };
 
 static char *
@@ -252,11 +270,30 @@ merge_args(JsonbValue *args, JsonbValue *threshold, int index)
 	return JsonbValueToJsonb(res);
 }
 
-#define DUAL_XENT_HINT "For example {\"name\": \"dual_xent\", \"args\": {\"forward\": \"en-es\", \"backward\": \"es-en\"}, \"threshold\": 0.2}."
+/* What the messages about a model filter kind say. */
+typedef struct ModelKindText
+{
+	const char *example;		/* hint: a spec item of the kind */
+	const char *scale;			/* detail: the score's range */
+	const char *look;			/* hint: where to look for a threshold */
+} ModelKindText;
 
-/* A model filter's model, pinned: "name@N" (see FilterModels). */
+static const ModelKindText model_texts[] = {
+	[FILTER_MODEL_DUAL_XENT] = {
+		"For example {\"name\": \"dual_xent\", \"args\": {\"forward\": \"en-es\", \"backward\": \"es-en\"}, \"threshold\": 0.2}.",
+		"The score is in (0, 1]; where to cut depends on the models and the corpus.",
+		"Look at the distribution of corpq.dual_xent_scores() over a sample first."
+	},
+	[FILTER_MODEL_EMBEDDING_COSINE] = {
+		"For example {\"name\": \"embedding_cosine\", \"args\": {\"model\": \"enc\"}, \"threshold\": 0.5}.",
+		"The score is a cosine in [-1, 1]; where to cut depends on the model and the corpus.",
+		"Look at the distribution of corpq.embedding_cosine() over a sample first (corpq.score_histogram())."
+	},
+};
+
+/* A model filter's model, pinned: "name@N" (see FilterModels); what: "forward model". */
 static char *
-pin_model(const char *spec, const char *what, FilterModels models)
+pin_model(const char *spec, const char *what, const FilterKind *k, FilterModels models)
 {
 	int			name_len;
 	int32		version;
@@ -264,11 +301,29 @@ pin_model(const char *spec, const char *what, FilterModels models)
 	if (models == FILTER_MODELS_PINNED && !corpq_model_split_spec(spec, &name_len, &version))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s model \"%s\" of the dual_xent filter is not a pinned version", what, spec),
+				 errmsg("%s \"%s\" of the %s filter is not a pinned version", what, spec, k->name),
 				 errdetail("filter_keeps, filter_rejects and filter_stats are IMMUTABLE, and the latest version of a model name can change."),
 				 errhint("Write \"%s@N\" for version N, or use filter_report() or filter_predicate(), which pin the latest version.",
 						 spec)));
 	return corpq_model_pin(spec);
+}
+
+/* ERROR unless the filter's model args are given. */
+static void
+require_models(const FilterSpec *s, const FilterKind *k)
+{
+	const FilterArgs *a = &s->args;
+
+	if (k->model == FILTER_MODEL_DUAL_XENT && (a->forward == NULL || a->backward == NULL))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s filter needs args forward and backward", k->name),
+				 errhint("%s", model_texts[k->model].example)));
+	if (k->model == FILTER_MODEL_EMBEDDING_COSINE && a->model == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s filter needs arg model", k->name),
+				 errhint("%s", model_texts[k->model].example)));
 }
 
 /* A model filter's args, checked, names pinned. */
@@ -277,20 +332,22 @@ resolve_model(FilterSpec *s, const FilterKind *k, FilterModels models)
 {
 	FilterArgs *a = &s->args;
 
-	if (a->forward == NULL || a->backward == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("%s filter needs args forward and backward", k->name),
-				 errhint(DUAL_XENT_HINT)));
+	require_models(s, k);
 	if (a->threshold == CORPQ_OPT_UNSET_VALUE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s filter needs a threshold", k->name),
-				 errdetail("The score is in (0, 1]; where to cut depends on the models and the corpus."),
-				 errhint("Look at the distribution of corpq.dual_xent_scores() over a sample first.")));
-	a->forward = pin_model(a->forward, "forward", models);
-	a->backward = pin_model(a->backward, "backward", models);
+				 errdetail("%s", model_texts[k->model].scale),
+				 errhint("%s", model_texts[k->model].look)));
+	if (k->model == FILTER_MODEL_EMBEDDING_COSINE)
+		a->model = pin_model(a->model, "model", k, models);
+	else
+	{
+		a->forward = pin_model(a->forward, "forward model", k, models);
+		a->backward = pin_model(a->backward, "backward model", k, models);
+	}
 	s->model = true;
+	s->model_kind = k->model;
 }
 
 /* The core filter from parsed args. */
@@ -302,7 +359,9 @@ resolve(FilterSpec *s, const FilterKind *k, FilterModels models)
 
 	memset(f, 0, sizeof(*f));
 	s->model = false;
-	s->scorer = NULL;
+	s->model_kind = FILTER_MODEL_NONE;
+	s->dual_xent = NULL;
+	s->embed_cosine = NULL;
 	if (k->model)
 	{
 		resolve_model(s, k, models);

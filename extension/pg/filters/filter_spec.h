@@ -8,12 +8,14 @@
  * range say what was expected.  A spec is checked whole before any row is
  * read.
  *
- * Model filters (dual_xent) cannot be core filters: their score needs the
- * catalog's models (pg/model/dual_xent.h).  They keep one decision rule all
- * the same: filter_model_keeps() on the score corpq_dual_xent_score()
- * computes, whichever function evaluates the spec.  Their model names are
- * stored pinned ("name@N") once parsed, so a spec means the same versions
- * wherever it goes next (an aggregate's workers, a written predicate).
+ * Model filters (dual_xent, embedding_cosine) cannot be core filters: their
+ * score needs the catalog's models (pg/model/dual_xent.h,
+ * pg/embed/embed_cosine.h).  They keep one decision rule all the same:
+ * filter_model_keeps() on the score the kind's one batched function
+ * computes (filter_model.c), whichever function evaluates the spec.  Their
+ * model names are stored pinned ("name@N") once parsed, so a spec means the
+ * same versions wherever it goes next (an aggregate's workers, a written
+ * predicate).
  */
 #ifndef CORPQ_PG_FILTERS_FILTER_SPEC_H
 #define CORPQ_PG_FILTERS_FILTER_SPEC_H
@@ -23,6 +25,7 @@
 #include "utils/jsonb.h"
 
 #include "filters/filter_set.h"
+#include "pg/embed/embed_cosine.h"
 #include "pg/model/dual_xent.h"
 
 /* Everything a filter's args and threshold can hold (the option tables' target). */
@@ -41,8 +44,17 @@ typedef struct FilterArgs
 	int			max_length;
 	char	   *forward;		/* dual_xent: model names, "name@N" once parsed */
 	char	   *backward;
-	int			on_too_long;	/* dual_xent: CorpqTooLong */
+	char	   *model;			/* embedding_cosine: the encoder, likewise */
+	int			on_too_long;	/* model filters: CorpqTooLong */
 } FilterArgs;
+
+/* What scores a model filter. */
+typedef enum FilterModelKind
+{
+	FILTER_MODEL_NONE,			/* a rule filter: the core decides */
+	FILTER_MODEL_DUAL_XENT,		/* corpq_dual_xent_score() */
+	FILTER_MODEL_EMBEDDING_COSINE	/* corpq_embed_cosine_score() */
+} FilterModelKind;
 
 typedef struct FilterSpec
 {
@@ -51,7 +63,10 @@ typedef struct FilterSpec
 	FilterArgs	args;			/* as given, defaults filled in */
 	cq_filter	filter;			/* what the core evaluates (not model filters) */
 	bool		model;			/* a model filter: filter_model_keeps() decides */
-	CorpqDualXent *scorer;		/* model filters: created on first use */
+	FilterModelKind model_kind;
+	/* model filters: the kind's scorer, created on first use */
+	CorpqDualXent *dual_xent;
+	CorpqEmbedCosine *embed_cosine;
 } FilterSpec;
 
 typedef struct FilterList
