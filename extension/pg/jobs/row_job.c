@@ -602,6 +602,8 @@ corpq_row_job_put(CorpqRowJob *rj, const Datum *values, const bool *nulls, uint6
 		corpq_job_xact_commit(rj->cxt);
 		corpq_job_xact_begin(rj->cxt);
 		MemoryContextSwitchTo(old);
+		/* at once, so that job_progress never lags the committed chunks */
+		corpq_row_job_progress(rj, true);
 	}
 }
 
