@@ -248,6 +248,13 @@ DROP OWNED BY regress_train_other;
 REVOKE ALL ON corpq.object_owners FROM regress_train_other;
 DROP ROLE regress_train_other;
 
+-- dropout options override the model's rates for the run: the job trains
+-- (its gradients follow the same configuration)
+SELECT corpq.train('tm', 'SELECT src, tgt FROM train_set ORDER BY src, tgt', NULL,
+                   '{"steps": 3, "dropout": 0, "attention_dropout": 0, "activation_dropout": 0.3, "max_tokens": 256, "threads": 1}') AS dj \gset
+SELECT corpq.job_wait(:dj, '600 s');
+SELECT state, error, result ->> 'steps' AS steps FROM corpq.jobs WHERE id = :dj;
+
 -- dropping the model drops its checkpoints' state rows with its versions
 SELECT corpq.model_drop('tm');
 SELECT count(*) AS checkpoints_left FROM corpq.train_checkpoints;

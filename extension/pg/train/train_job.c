@@ -446,6 +446,18 @@ check_resumed(Run *r, const cq_model *init)
 	check_resumed_prob(r);
 }
 
+/* The dropout rates the options give, over the model's. */
+static void
+override_dropout(cq_model_config *c, const TrainOptions *o)
+{
+	if (o->dropout >= 0)
+		c->dropout = (float) o->dropout;
+	if (o->attention_dropout >= 0)
+		c->attention_dropout = (float) o->attention_dropout;
+	if (o->activation_dropout >= 0)
+		c->activation_dropout = (float) o->activation_dropout;
+}
+
 /* Start from the latest version, or resume from the job's last checkpoint. */
 static void
 start_state(Run *r, const cq_model *init, int32 init_version)
@@ -483,12 +495,9 @@ start_state(Run *r, const cq_model *init, int32 init_version)
 	}
 	if ((s = cq_train_state_new(init, &tc, &r->st, &err)) != CQ_OK)
 		corpq_core_error(&err, NULL, "could not start training");
-	if (r->o.dropout >= 0)
-		r->st->model->cfg.dropout = (float) r->o.dropout;
-	if (r->o.attention_dropout >= 0)
-		r->st->model->cfg.attention_dropout = (float) r->o.attention_dropout;
-	if (r->o.activation_dropout >= 0)
-		r->st->model->cfg.activation_dropout = (float) r->o.activation_dropout;
+	/* the gradients' too: a pass checks that both have one configuration */
+	override_dropout(&r->st->model->cfg, &r->o);
+	override_dropout(&r->st->grad->cfg, &r->o);
 	r->cur.first_version = init_version;
 	plan_schedule(r);
 }
