@@ -317,6 +317,57 @@ TEST(encoder_same_bits_alone_in_batch_and_on_threads)
 	cq_model_free(m);
 }
 
+/*
+ * Sentences shared out to the pool in parts (cq_encode_parallel) get the
+ * bits cq_encode gives each alone, on 1 to 4 lanes; a workspace a byte short
+ * is refused.
+ */
+TEST(encoder_parallel_same_bits_as_alone)
+{
+	cq_model_config c = enc_config(40, CQ_POOL_MEAN, true);
+	cq_model   *m;
+	enum
+	{
+	N = 9};
+	int32_t		ids[N][30];
+	cq_sentence s[N];
+	float		alone[N][16],
+				got[N][16];
+	cq_philox_key key = cq_philox_key_from_seed(8);
+	cq_error	err;
+	int			saved = cq_parallel_threads();
+
+	c.max_positions = 40;
+	m = enc_model(&c, 11, true);
+	for (int i = 0; i < N; i++)
+	{
+		float		u[31];
+
+		cq_philox_uniform(key, (uint32_t) i, 0, 0, 0, 31, u);
+		s[i] = (cq_sentence) {ids[i], i == 4 ? 0 : 1 + (int) (u[30] * 29.99f), (uint64_t) i};
+		for (int t = 0; t < 30; t++)
+			ids[i][t] = 4 + (int) (u[t] * 35.99f);
+	}
+	cq_parallel_set_threads(1);
+	for (int i = 0; i < N; i++)
+		CHECK_INT_EQ(encode(m, &s[i], 1, alone[i], &err), CQ_OK);
+	for (int t = 1; t <= 4; t++)
+	{
+		size_t		bytes = cq_encode_parallel_bytes(&m->cfg, s, N, t);
+		void	   *ws = malloc(bytes);
+
+		cq_parallel_set_threads(t);
+		memset(got, 0, sizeof(got));
+		CHECK_INT_EQ(cq_encode_parallel(m, s, N, NULL, t, ws, bytes, got[0], &err), CQ_OK);
+		CHECK(memcmp(alone, got, sizeof(alone)) == 0);
+		CHECK_INT_EQ(cq_encode_parallel(m, s, N, NULL, t, ws, bytes - 1, got[0], &err), CQ_EINTERNAL);
+		free(ws);
+	}
+	CHECK(cq_encode_parallel_bytes(&m->cfg, s, N, 1) == cq_encode_sentences_bytes(&m->cfg, s, N));
+	cq_parallel_set_threads(saved);
+	cq_model_free(m);
+}
+
 TEST(encoder_refusals)
 {
 	cq_model_config c = enc_config(20, CQ_POOL_MEAN, false);

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "common/carve.h"
+#include "common/parallel.h"
+#include "nn/infer/parts.h"
 #include "nn/layers/block.h"
 #include "nn/layers/norm.h"
 #include "nn/layers/pool.h"
@@ -149,5 +151,118 @@ cq_encode(const cq_model *m, const cq_sentence *s, int n, const cq_dropout *drop
 	cq_block_stack(&bp, w.x, NULL, w.x);
 	cq_norm_forward(&m->enc_ln, w.x, w.x, positions, c->d_model);
 	cq_pool_forward(m, w.pairs, n, w.x, w.pooled, out, NULL);
+	return CQ_OK;
+}
+
+/* ---- on several threads ---- */
+
+typedef struct plan
+{
+	int			parts;
+	int			lanes;
+	int			bounds[CQ_PARTS_MAX + 1];
+	size_t		lane_bytes;
+} plan;
+
+/* cq_parts_cut's view of the sentences */
+typedef struct sentences_work
+{
+	const cq_model_config *c;
+	const cq_sentence *s;
+} sentences_work;
+
+/* Multiply-adds of one sentence's pass per layer, roughly: the products and attention. */
+static double
+sentence_work(const void *arg, int i)
+{
+	const sentences_work *w = arg;
+	double		d = w->c->d_model,
+				f = w->c->ffn_dim,
+				l = w->s[i].len + 2;
+
+	return l * (4 * d * d + 2 * d * f) + 2 * l * l * d;
+}
+
+static void
+make_plan(const cq_model_config *c, const cq_sentence *s, int n, int threads, plan *pl)
+{
+	long		positions;
+	int			longest;
+	sentences_work w = {c, s};
+
+	shape(s, n, &positions, &longest);
+	pl->parts = cq_parts_cut(sentence_work, &w, n, cq_parts_count(positions, n, threads), pl->bounds);
+	pl->lanes = pl->parts < threads ? pl->parts : threads;
+	pl->lane_bytes = 0;
+	for (int k = 0; k < pl->parts; k++)
+	{
+		size_t		b = (cq_encode_sentences_bytes(c, s + pl->bounds[k],
+												   pl->bounds[k + 1] - pl->bounds[k]) + 63) / 64 * 64;
+
+		pl->lane_bytes = b > pl->lane_bytes ? b : pl->lane_bytes;
+	}
+}
+
+size_t
+cq_encode_parallel_bytes(const cq_model_config *cfg, const cq_sentence *s, int n, int threads)
+{
+	plan		pl;
+
+	if (n < 1 || !s)
+		return 0;
+	make_plan(cfg, s, n, threads, &pl);
+	return pl.lanes > 1 ? pl.lane_bytes * pl.lanes : cq_encode_sentences_bytes(cfg, s, n);
+}
+
+/* What the lanes share: the plan, the batch, where the next part is. */
+typedef struct lanes_job
+{
+	const plan *pl;
+	const cq_model *m;
+	const cq_sentence *s;
+	const cq_dropout *dropout;
+	char	   *ws;
+	float	   *out;
+	int			next;			/* the next part to take (atomic) */
+} lanes_job;
+
+static void
+run_lane(void *arg, int lane, int nlanes)
+{
+	lanes_job  *j = arg;
+	int			k;
+
+	while ((k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->pl->parts)
+	{
+		int			lo = j->pl->bounds[k],
+					hi = j->pl->bounds[k + 1];
+		cq_error	err = {0};
+
+		/* checked with the whole batch before: cannot fail */
+		(void) cq_encode(j->m, j->s + lo, hi - lo, j->dropout, j->ws + (size_t) lane * j->pl->lane_bytes,
+						 j->pl->lane_bytes, j->out + (size_t) lo * j->m->cfg.d_model, &err);
+	}
+}
+
+cq_code
+cq_encode_parallel(const cq_model *m, const cq_sentence *s, int n, const cq_dropout *dropout,
+				   int threads, void *ws, size_t ws_bytes, float *out, cq_error *err)
+{
+	cq_code		st = check(m, s, n, err);
+	plan		pl;
+	lanes_job	j = {&pl, m, s, dropout, ws, out, 0};
+
+	if (st)
+		return st;
+	make_plan(&m->cfg, s, n, threads, &pl);
+	if (pl.lanes <= 1)
+		return cq_encode(m, s, n, dropout, ws, ws_bytes, out, err);
+	if (!ws || ws_bytes < pl.lane_bytes * pl.lanes)
+		return cq_fail(err, CQ_EINTERNAL, "workspace of %zu bytes is too small, the batch needs %zu",
+					   ws_bytes, pl.lane_bytes * pl.lanes);
+	if (!out)
+		return cq_fail(err, CQ_EINVAL, "the output array is missing");
+	/* a part's products run inline on its thread (common/parallel.h) */
+	cq_parallel_run(run_lane, &j, pl.lanes);
 	return CQ_OK;
 }

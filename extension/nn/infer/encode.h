@@ -45,4 +45,18 @@ size_t		cq_encode_sentences_bytes(const cq_model_config *cfg, const cq_sentence 
 cq_code cq_encode(const cq_model *m, const cq_sentence *s, int n, const cq_dropout *dropout,
 				  void *ws, size_t ws_bytes, float *out, cq_error *err);
 
+/*
+ * The same shared out to the thread pool by sentences, as cq_forward_parallel
+ * shares out pairs: contiguous parts of about equal work (parts.h), each of
+ * up to `threads` lanes encoding whole parts on a workspace of its own, the
+ * products inline.  Each sentence's vector has the bits cq_encode gives it.
+ * threads 1 (or one sentence) is cq_encode.  The workspace:
+ * cq_encode_parallel_bytes for the same sentences and threads.
+ */
+size_t		cq_encode_parallel_bytes(const cq_model_config *cfg, const cq_sentence *s, int n,
+									 int threads);
+cq_code cq_encode_parallel(const cq_model *m, const cq_sentence *s, int n,
+								const cq_dropout *dropout, int threads, void *ws, size_t ws_bytes,
+								float *out, cq_error *err);
+
 #endif

@@ -9,6 +9,7 @@
 
 #include "common/carve.h"
 #include "common/parallel.h"
+#include "nn/infer/parts.h"
 #include "nn/layers/block.h"
 
 /* The workspace, carved in this order. */
@@ -261,7 +262,7 @@ typedef struct plan
 {
 	int			parts;
 	int			lanes;
-	int			bounds[CQ_FORWARD_MAX_PARTS + 1];
+	int			bounds[CQ_PARTS_MAX + 1];
 	size_t		lane_bytes;
 } plan;
 
@@ -298,47 +299,30 @@ shape_of(const cq_pair *pairs, int lo, int hi)
 	return s;
 }
 
-/* Cut pairs[0, n) into pl->parts contiguous parts of about equal work. */
-static void
-cut_parts(const cq_model_config *c, const cq_pair *pairs, int n, plan *pl)
+/* cq_parts_cut's view of a pair's work */
+typedef struct pairs_work
 {
-	double		total = 0,
-				done = 0;
-	int			k = 1;
+	const cq_model_config *c;
+	const cq_pair *pairs;
+} pairs_work;
 
-	for (int b = 0; b < n; b++)
-		total += pair_work(c, &pairs[b]);
-	pl->bounds[0] = 0;
-	for (int b = 0; b < n && k < pl->parts; b++)
-	{
-		done += pair_work(c, &pairs[b]);
-		/* close part k - 1 after b once it holds its share, leaving a pair per part to come */
-		if ((done >= total * k / pl->parts || n - (b + 1) == pl->parts - k) && b + 1 < n)
-			pl->bounds[k++] = b + 1;
-	}
-	pl->parts = k;
-	pl->bounds[k] = n;
+static double
+pair_work_of(const void *arg, int i)
+{
+	const pairs_work *w = arg;
+
+	return pair_work(w->c, &w->pairs[i]);
 }
 
 static void
 make_plan(const cq_model_config *c, const cq_pair *pairs, int n, int threads, plan *pl)
 {
 	long		rows = 0;
-	int			want;
+	pairs_work	w = {c, pairs};
 
 	for (int b = 0; b < n; b++)
 		rows += pairs[b].tgt_len + 1;
-	/*
-	 * Up to 2 parts per thread, so that a thread held up by the machine
-	 * leaves work to the others, but parts of CQ_FORWARD_PART_ROWS target
-	 * positions or more: each part reads all the weights once.
-	 */
-	want = rows / CQ_FORWARD_PART_ROWS;
-	want = want > 2 * threads ? 2 * threads : want;
-	want = want < threads ? threads : want;
-	want = want > n ? n : want;
-	pl->parts = threads <= 1 || n < 2 ? 1 : want > CQ_FORWARD_MAX_PARTS ? CQ_FORWARD_MAX_PARTS : want;
-	cut_parts(c, pairs, n, pl);
+	pl->parts = cq_parts_cut(pair_work_of, &w, n, cq_parts_count(rows, n, threads), pl->bounds);
 	pl->lanes = pl->parts < threads ? pl->parts : threads;
 	pl->lane_bytes = 0;
 	for (int k = 0; k < pl->parts; k++)
@@ -406,7 +390,7 @@ cq_forward_parallel(const cq_model *m, const cq_pair *pairs, int n_pairs,
 	cq_batch_shape shape;
 	cq_code s = cq_batch_shape_of(m, pairs, n_pairs, &shape, err);
 	plan		pl;
-	long		row0[CQ_FORWARD_MAX_PARTS];
+	long		row0[CQ_PARTS_MAX];
 	lanes_job	j = {&pl, m, pairs, dropout, workspace_mem, out, row0, 0};
 
 	if (s)

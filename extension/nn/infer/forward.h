@@ -83,7 +83,7 @@ cq_code cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
 /*
  * The same forward shared out to the thread pool (common/parallel.h) by
  * pairs: the batch is cut into contiguous parts of about equal work (at
- * most 2 per thread, of CQ_FORWARD_PART_ROWS target positions or more), and
+ * most 2 per thread, of CQ_PARTS_ROWS target positions or more: parts.h), and
  * each of up to `threads` lanes runs whole forwards of the parts it takes,
  * on a workspace of its own, the products inline.  One join per call,
  * against one per product chunk when a single forward splits its products
@@ -94,8 +94,6 @@ cq_code cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
  * and threads (`threads` times the largest part's).  Cancel points: none
  * inside (a part may not poll); callers poll between batches.
  */
-#define CQ_FORWARD_PART_ROWS 256
-#define CQ_FORWARD_MAX_PARTS 64
 size_t		cq_forward_parallel_bytes(const cq_model_config *cfg, const cq_pair *pairs,
 									  int n_pairs, int threads);
 cq_code cq_forward_parallel(const cq_model *m, const cq_pair *pairs, int n_pairs,

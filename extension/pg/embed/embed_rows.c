@@ -15,6 +15,7 @@
 #include "utils/array.h"
 #include "utils/memutils.h"
 
+#include "common/parallel.h"
 #include "nn/infer/encode.h"
 #include "pg/base/base.h"
 #include "pg/base/errors.h"
@@ -177,14 +178,31 @@ embed_encoded(CorpqScorer *s, const CorpqEmbedArgs *a, Encoded **order, int m, f
 		Size		ws_bytes;
 		cq_error	err = {0};
 
+		int			threads = cq_parallel_threads();
+
 		CHECK_FOR_INTERRUPTS();
 		nb = batch_cut(s, order + b, m - b, cap, &ws_bytes);
-		ensure_workspace(s, ws_bytes);
 		for (int i = 0; i < nb; i++)
 			batch[i] = order[b + i]->sentence;
+		/*
+		 * On several threads the sentences go to the pool in parts, each with
+		 * a workspace of its own: the same bits as on one thread, which needs
+		 * less (the batch was cut to fit that).
+		 */
+		if (threads > 1)
+		{
+			Size		parallel = cq_encode_parallel_bytes(&s->cfg, batch, nb, threads) +
+				(Size) nb * s->cfg.d_model * sizeof(float);
+
+			if (parallel <= corpq_batch_bytes_limit())
+				ws_bytes = Max(ws_bytes, parallel);
+			else
+				threads = 1;
+		}
+		ensure_workspace(s, ws_bytes);
 		/* looked up for every batch: anything run since may have evicted it */
 		model = corpq_model_get(&s->cur->ref);
-		if (cq_encode(model, batch, nb, NULL, s->ws, s->ws_bytes, vecs, &err) != CQ_OK)
+		if (cq_encode_parallel(model, batch, nb, NULL, threads, s->ws, s->ws_bytes, vecs, &err) != CQ_OK)
 			corpq_core_error(&err, NULL, "could not embed the sentences");
 		for (int i = 0; i < nb; i++)
 			memcpy(out + (Size) order[b + i]->row * d, vecs + (Size) i * d, sizeof(float) * d);
