@@ -33,6 +33,7 @@
 #include "pg/base/base.h"
 #include "pg/base/internal_sql.h"
 #include "pg/jobs/job_crash.h"
+#include "pg/jobs/job_settled.h"
 #include "pg/jobs/jobs.h"
 
 /* How often a job may be started again after restarts before it fails. */
@@ -58,6 +59,7 @@ corpq_job_launcher_init(void)
 	if (!process_shared_preload_libraries_in_progress)
 		return;
 	corpq_jobs_preloaded = true;
+	corpq_job_settled_init();
 
 	/* restarted after a crash-restart (10 s), which is when it is needed */
 	corpq_job_worker_spec(&w, "corpq_job_launcher_main", "corpq job launcher", 10);
@@ -287,6 +289,8 @@ corpq_job_recovery_main(Datum arg)
 	SPI_finish();
 	PopActiveSnapshot();
 	CommitTransactionCommand();
+	/* committed: sessions may now reap what dies from here on */
+	corpq_job_settled_mark(MyDatabaseId);
 	corpq_job_crash_forget(crash_files);
 	pgstat_report_activity(STATE_IDLE, NULL);
 	proc_exit(0);

@@ -26,6 +26,7 @@
 
 #include "pg/base/base.h"
 #include "pg/base/internal_sql.h"
+#include "pg/jobs/job_settled.h"
 #include "pg/jobs/jobs.h"
 
 int			corpq_max_jobs = 4;
@@ -175,7 +176,8 @@ corpq_jobs_orphaned_sql(bool restarted)
  * requested); returns how many.  With corpq preloaded, jobs orphaned by a
  * server restart belong to the recovery worker (it requeues restartable
  * kinds), which may not have run yet: only jobs whose worker died under the
- * current postmaster are reaped here.  A row whose state or worker changed
+ * current postmaster are reaped here, and only once recovery has run since
+ * the last start or crash-restart (job_settled.h).  A row whose state or worker changed
  * since it was judged (it finished, or recovery relaunched it) is left alone.
  */
 static uint64
@@ -183,8 +185,12 @@ reap_orphans(void)
 {
 	Oid			argtypes[2] = {INT8ARRAYOID, INT4ARRAYOID};
 	Datum		values[2];
-	bool		dead = corpq_jobs_dead_workers(&values[0], &values[1]);
+	bool		dead;
 
+	/* a crash-restart's orphans are recovery's to settle first (job_settled.h) */
+	if (corpq_jobs_preloaded && !corpq_job_settled(MyDatabaseId))
+		return 0;
+	dead = corpq_jobs_dead_workers(&values[0], &values[1]);
 	if (!dead && corpq_jobs_preloaded)
 		return 0;
 	if (corpq_sql_as_owner(psprintf("UPDATE corpq.jobs j SET "
