@@ -65,6 +65,8 @@ typedef struct TrainOptions
 
 /* Validate options (ERROR naming the key and the valid range) with defaults. */
 void		train_options_parse(Jsonb *options, TrainOptions *o);
+/* max_tokens, when the options left it unset, for an encoder model or not */
+void		train_options_resolve_model(TrainOptions *o, bool encoder);
 /* Every option, resolved, as a JSON object (parses back to the same). */
 char	   *train_options_json(const TrainOptions *o);
 

@@ -82,6 +82,26 @@ check_model(const char *name, CorpqModelRef *ref)
 	return ref->id;
 }
 
+/* Whether the catalog's configuration of model id says kind encoder. */
+static bool
+model_is_encoder(int64 id)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		v[1] = {Int64GetDatum(id)};
+	char	   *kind;
+	bool		encoder;
+
+	SPI_connect();
+	if (corpq_sql_as_caller("SELECT config OPERATOR(pg_catalog.->>) 'kind' FROM corpq.model_catalog "
+							"WHERE id OPERATOR(pg_catalog.=) $1",
+							1, argtypes, v, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the configuration of model %lld", (long long) id);
+	kind = SPI_processed == 1 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : NULL;
+	encoder = kind != NULL && strcmp(kind, "encoder") == 0;
+	SPI_finish();
+	return encoder;
+}
+
 PG_FUNCTION_INFO_V1(corpq_train);
 
 Datum
@@ -109,6 +129,7 @@ corpq_train(PG_FUNCTION_ARGS)
 				 errmsg("strategy \"%s\" needs a dev query", o.strategy),
 				 errhint("Pass a dev query returning (src, tgt, label) with rows of every corpus label.")));
 	model_id = check_model(model, &ref);
+	train_options_resolve_model(&o, model_is_encoder(model_id));
 	/* unknown vocabularies or BPE models error here, listing the existing ones */
 	corpq_vocab_free(corpq_vocab_load(ref.src_vocab, CurrentMemoryContext));
 	corpq_vocab_free(corpq_vocab_load(ref.tgt_vocab, CurrentMemoryContext));
@@ -870,6 +891,8 @@ train_job(CorpqJob *job)
 	load_args(r);
 	init = load_latest(r, &ref);
 	MemoryContextSwitchTo(cxt);
+	/* a job stored before max_tokens was resolved at submission */
+	train_options_resolve_model(&r->o, init->cfg.kind == CQ_KIND_ENCODER);
 	/* a side's tokens and </s>; an encoder's sentence also has <s> */
 	read_corpora(r, cq_config_sentence_tokens(&init->cfg) + 1);
 	corpq_job_xact_commit(cxt);
