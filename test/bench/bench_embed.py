@@ -56,7 +56,7 @@ class Peer:
     """The same model on torch.nn.TransformerEncoderLayer (float32)."""
 
     def __init__(self, cfg, w):
-        ref = tt.Transformer(dict(cfg, decoder_final_norm=False), te_alias(w), dtype=torch.float32)
+        ref = te.reference_model(cfg, w, torch.float32)
         d, f = cfg["d_model"], cfg["ffn_dim"]
         self.layers = []
         for layer in ref.enc:
@@ -79,28 +79,14 @@ class Peer:
 
     @torch.inference_mode()
     def embed(self, batch):
-        toks = [[tt.BOS] + s + [tt.EOS] for s in batch]
-        n, L = len(toks), max(map(len, toks))
-        ids = torch.full((n, L), tt.PAD, dtype=torch.long)
-        valid = torch.zeros((n, L), dtype=torch.bool)
-        for i, t in enumerate(toks):
-            ids[i, :len(t)] = torch.tensor(t)
-            valid[i, :len(t)] = True
+        ids, valid = te.padded(batch)
+        L = ids.shape[1]
         x = self.embed_tokens[ids] * self.scale + self.pos[:L][None]
         for m in self.layers:
             x = m(x, src_key_padding_mask=~valid)
         h = self.final(x)
         p = (h * valid[..., None]).sum(1) / valid.sum(1, keepdim=True)
         return torch.nn.functional.normalize(p, dim=-1).numpy()
-
-
-def te_alias(w):
-    alias = dict(w)
-    for k in ("embed_positions", "layernorm_embedding.weight", "layernorm_embedding.bias",
-              "layer_norm.weight", "layer_norm.bias"):
-        if "encoder." + k in w:
-            alias.setdefault("decoder." + k, w["encoder." + k])
-    return alias
 
 
 class Core:

@@ -49,7 +49,7 @@ def encoder_weights(cfg, seed):
     return tt.random_weights(cfg, seed, encoder_shapes(cfg))
 
 
-def _reference_model(cfg, w):
+def reference_model(cfg, w, dtype=torch.float64):
     """torch_transformer.Transformer over the encoder's weights: the decoder
     tensors it expects are aliases it never uses."""
     alias = dict(w)
@@ -57,14 +57,12 @@ def _reference_model(cfg, w):
               "layer_norm.weight", "layer_norm.bias"):
         if "encoder." + k in w:
             alias.setdefault("decoder." + k, w["encoder." + k])
-    return tt.Transformer(dict(cfg, decoder_final_norm=False), alias)
+    return tt.Transformer(dict(cfg, decoder_final_norm=False), alias, dtype=dtype)
 
 
-@torch.no_grad()
-def embed(cfg, w, sentences):
-    """float64 [n, d] vectors of the sentences (lists of ids, no <s> </s>)."""
-    model = _reference_model(cfg, w)
-    d = cfg["d_model"]
+def padded(sentences):
+    """<s> ids </s> of each sentence as a padded [n, L] batch, and its mask of
+    real positions."""
     toks = [[tt.BOS] + list(s) + [tt.EOS] for s in sentences]
     n, L = len(toks), max(map(len, toks))
     ids = torch.full((n, L), tt.PAD, dtype=torch.long)
@@ -72,6 +70,16 @@ def embed(cfg, w, sentences):
     for i, t in enumerate(toks):
         ids[i, :len(t)] = torch.tensor(t)
         valid[i, :len(t)] = True
+    return ids, valid
+
+
+@torch.no_grad()
+def embed(cfg, w, sentences):
+    """float64 [n, d] vectors of the sentences (lists of ids, no <s> </s>)."""
+    model = reference_model(cfg, w)
+    d = cfg["d_model"]
+    ids, valid = padded(sentences)
+    n, L = ids.shape
     scale = math.sqrt(d) if tt.variant(cfg, "scale_embeddings") else 1.0
     x = model.src_embed[ids] * scale + model.src_pos[:L][None]
     if cfg.get("token_type_embedding"):

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "common/carve.h"
-#include "common/parallel.h"
 #include "nn/infer/parts.h"
 #include "nn/layers/block.h"
 #include "nn/layers/norm.h"
@@ -156,57 +155,50 @@ cq_encode(const cq_model *m, const cq_sentence *s, int n, const cq_dropout *drop
 
 /* ---- on several threads ---- */
 
-typedef struct plan
-{
-	int			parts;
-	int			lanes;
-	int			bounds[CQ_PARTS_MAX + 1];
-	size_t		lane_bytes;
-} plan;
-
-/* cq_parts_cut's view of the sentences */
-typedef struct sentences_work
+/* The sentences as parts.h sees them. */
+typedef struct sentences_view
 {
 	const cq_model_config *c;
 	const cq_sentence *s;
-} sentences_work;
+} sentences_view;
 
 /* Multiply-adds of one sentence's pass per layer, roughly: the products and attention. */
 static double
 sentence_work(const void *arg, int i)
 {
-	const sentences_work *w = arg;
-	double		d = w->c->d_model,
-				f = w->c->ffn_dim,
-				l = w->s[i].len + 2;
+	const sentences_view *v = arg;
+	double		d = v->c->d_model,
+				f = v->c->ffn_dim,
+				l = v->s[i].len + 2;
 
 	return l * (4 * d * d + 2 * d * f) + 2 * l * l * d;
 }
 
+static size_t
+part_bytes(const void *arg, int lo, int hi)
+{
+	const sentences_view *v = arg;
+
+	return cq_encode_sentences_bytes(v->c, v->s + lo, hi - lo);
+}
+
+static const cq_parts_ops sentences_ops = {sentence_work, part_bytes};
+
 static void
-make_plan(const cq_model_config *c, const cq_sentence *s, int n, int threads, plan *pl)
+make_plan(const cq_model_config *c, const cq_sentence *s, int n, int threads, cq_parts_plan *pl)
 {
 	long		positions;
 	int			longest;
-	sentences_work w = {c, s};
+	sentences_view v = {c, s};
 
 	shape(s, n, &positions, &longest);
-	pl->parts = cq_parts_cut(sentence_work, &w, n, cq_parts_count(positions, n, threads), pl->bounds);
-	pl->lanes = pl->parts < threads ? pl->parts : threads;
-	pl->lane_bytes = 0;
-	for (int k = 0; k < pl->parts; k++)
-	{
-		size_t		b = (cq_encode_sentences_bytes(c, s + pl->bounds[k],
-												   pl->bounds[k + 1] - pl->bounds[k]) + 63) / 64 * 64;
-
-		pl->lane_bytes = b > pl->lane_bytes ? b : pl->lane_bytes;
-	}
+	cq_parts_plan_make(&sentences_ops, &v, n, positions, threads, pl);
 }
 
 size_t
 cq_encode_parallel_bytes(const cq_model_config *cfg, const cq_sentence *s, int n, int threads)
 {
-	plan		pl;
+	cq_parts_plan pl;
 
 	if (n < 1 || !s)
 		return 0;
@@ -214,34 +206,26 @@ cq_encode_parallel_bytes(const cq_model_config *cfg, const cq_sentence *s, int n
 	return pl.lanes > 1 ? pl.lane_bytes * pl.lanes : cq_encode_sentences_bytes(cfg, s, n);
 }
 
-/* What the lanes share: the plan, the batch, where the next part is. */
-typedef struct lanes_job
+/* What every part reads: the batch and where the vectors go. */
+typedef struct encode_parts
 {
-	const plan *pl;
 	const cq_model *m;
 	const cq_sentence *s;
 	const cq_dropout *dropout;
-	char	   *ws;
+	size_t		lane_bytes;
 	float	   *out;
-	int			next;			/* the next part to take (atomic) */
-} lanes_job;
+} encode_parts;
 
 static void
-run_lane(void *arg, int lane, int nlanes)
+encode_part(void *arg, int k, int lo, int hi, void *ws)
 {
-	lanes_job  *j = arg;
-	int			k;
+	const encode_parts *e = arg;
+	cq_error	err = {0};
 
-	while ((k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->pl->parts)
-	{
-		int			lo = j->pl->bounds[k],
-					hi = j->pl->bounds[k + 1];
-		cq_error	err = {0};
-
-		/* checked with the whole batch before: cannot fail */
-		(void) cq_encode(j->m, j->s + lo, hi - lo, j->dropout, j->ws + (size_t) lane * j->pl->lane_bytes,
-						 j->pl->lane_bytes, j->out + (size_t) lo * j->m->cfg.d_model, &err);
-	}
+	(void) k;
+	/* checked with the whole batch before: cannot fail */
+	(void) cq_encode(e->m, e->s + lo, hi - lo, e->dropout, ws, e->lane_bytes,
+					 e->out + (size_t) lo * e->m->cfg.d_model, &err);
 }
 
 cq_code
@@ -249,8 +233,8 @@ cq_encode_parallel(const cq_model *m, const cq_sentence *s, int n, const cq_drop
 				   int threads, void *ws, size_t ws_bytes, float *out, cq_error *err)
 {
 	cq_code		st = check(m, s, n, err);
-	plan		pl;
-	lanes_job	j = {&pl, m, s, dropout, ws, out, 0};
+	cq_parts_plan pl;
+	encode_parts e = {m, s, dropout, 0, out};
 
 	if (st)
 		return st;
@@ -262,7 +246,8 @@ cq_encode_parallel(const cq_model *m, const cq_sentence *s, int n, const cq_drop
 					   ws_bytes, pl.lane_bytes * pl.lanes);
 	if (!out)
 		return cq_fail(err, CQ_EINVAL, "the output array is missing");
+	e.lane_bytes = pl.lane_bytes;
 	/* a part's products run inline on its thread (common/parallel.h) */
-	cq_parallel_run(run_lane, &j, pl.lanes);
+	cq_parts_run(&pl, encode_part, &e, ws);
 	return CQ_OK;
 }

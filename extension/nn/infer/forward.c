@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "common/carve.h"
-#include "common/parallel.h"
 #include "nn/infer/parts.h"
 #include "nn/layers/block.h"
 
@@ -251,21 +250,6 @@ cq_forward(const cq_model *m, const cq_pair *pairs, int n_pairs,
 
 /* ---- a batch shared out to the pool ------------------------------------ */
 
-/*
- * The plan of a parallel forward: parts [bounds[k], bounds[k + 1]) of the
- * pairs, contiguous and of about equal work, run by `lanes` parts of the
- * pool, each with a workspace of lane_bytes.  A lane takes the next part
- * until none is left, so a lane whose thread is held up leaves its parts to
- * the others.
- */
-typedef struct plan
-{
-	int			parts;
-	int			lanes;
-	int			bounds[CQ_PARTS_MAX + 1];
-	size_t		lane_bytes;
-} plan;
-
 /* Multiply-adds of one pair, roughly: the weight products and attention. */
 static double
 pair_work(const cq_model_config *c, const cq_pair *p)
@@ -299,46 +283,48 @@ shape_of(const cq_pair *pairs, int lo, int hi)
 	return s;
 }
 
-/* cq_parts_cut's view of a pair's work */
-typedef struct pairs_work
+/* The pairs as parts.h sees them. */
+typedef struct pairs_view
 {
 	const cq_model_config *c;
 	const cq_pair *pairs;
-} pairs_work;
+} pairs_view;
 
 static double
 pair_work_of(const void *arg, int i)
 {
-	const pairs_work *w = arg;
+	const pairs_view *v = arg;
 
-	return pair_work(w->c, &w->pairs[i]);
+	return pair_work(v->c, &v->pairs[i]);
 }
 
+static size_t
+part_bytes(const void *arg, int lo, int hi)
+{
+	const pairs_view *v = arg;
+	cq_batch_shape s = shape_of(v->pairs, lo, hi);
+
+	return cq_forward_workspace_bytes(v->c, &s);
+}
+
+static const cq_parts_ops pairs_ops = {pair_work_of, part_bytes};
+
 static void
-make_plan(const cq_model_config *c, const cq_pair *pairs, int n, int threads, plan *pl)
+make_plan(const cq_model_config *c, const cq_pair *pairs, int n, int threads, cq_parts_plan *pl)
 {
 	long		rows = 0;
-	pairs_work	w = {c, pairs};
+	pairs_view	v = {c, pairs};
 
 	for (int b = 0; b < n; b++)
 		rows += pairs[b].tgt_len + 1;
-	pl->parts = cq_parts_cut(pair_work_of, &w, n, cq_parts_count(rows, n, threads), pl->bounds);
-	pl->lanes = pl->parts < threads ? pl->parts : threads;
-	pl->lane_bytes = 0;
-	for (int k = 0; k < pl->parts; k++)
-	{
-		cq_batch_shape s = shape_of(pairs, pl->bounds[k], pl->bounds[k + 1]);
-		size_t		b = (cq_forward_workspace_bytes(c, &s) + 63) / 64 * 64;
-
-		pl->lane_bytes = b > pl->lane_bytes ? b : pl->lane_bytes;
-	}
+	cq_parts_plan_make(&pairs_ops, &v, n, rows, threads, pl);
 }
 
 size_t
 cq_forward_parallel_bytes(const cq_model_config *cfg, const cq_pair *pairs, int n_pairs,
 						  int threads)
 {
-	plan		pl;
+	cq_parts_plan pl;
 
 	if (n_pairs < 1 || !pairs)
 		return 0;
@@ -346,40 +332,29 @@ cq_forward_parallel_bytes(const cq_model_config *cfg, const cq_pair *pairs, int 
 	return pl.lane_bytes * pl.lanes;
 }
 
-/* What the lanes share: the plan, the batch, where the next part is. */
-typedef struct lanes_job
+/* What every part reads: the batch, and where each part's output rows start. */
+typedef struct forward_parts
 {
-	const plan *pl;
 	const cq_model *m;
 	const cq_pair *pairs;
 	const cq_dropout *dropout;
-	char	   *ws;
 	const cq_forward_out *out;
 	const long *row0;			/* [parts] first output row of each part */
-	int			next;			/* the next part to take (atomic) */
-} lanes_job;
+} forward_parts;
 
 static void
-run_lane(void *arg, int lane, int nlanes)
+forward_part(void *arg, int k, int lo, int hi, void *ws)
 {
-	lanes_job  *j = arg;
-	int			k;
+	const forward_parts *f = arg;
+	cq_batch_shape s = shape_of(f->pairs, lo, hi);
+	long		r = f->row0[k];
+	cq_forward_out o = {
+		f->out->logp + r, f->out->p_max + r, f->out->entropy + r,
+		f->out->argmax ? f->out->argmax + r : NULL,
+		f->out->sent_logp + lo, f->out->sent_count + lo
+	};
 
-	while ((k = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED)) < j->pl->parts)
-	{
-		int			lo = j->pl->bounds[k],
-					hi = j->pl->bounds[k + 1];
-		cq_batch_shape s = shape_of(j->pairs, lo, hi);
-		long		r = j->row0[k];
-		cq_forward_out o = {
-			j->out->logp + r, j->out->p_max + r, j->out->entropy + r,
-			j->out->argmax ? j->out->argmax + r : NULL,
-			j->out->sent_logp + lo, j->out->sent_count + lo
-		};
-
-		forward_checked(j->m, j->pairs + lo, hi - lo, &s, j->dropout,
-						j->ws + (size_t) lane * j->pl->lane_bytes, &o);
-	}
+	forward_checked(f->m, f->pairs + lo, hi - lo, &s, f->dropout, ws, &o);
 }
 
 cq_code
@@ -389,9 +364,9 @@ cq_forward_parallel(const cq_model *m, const cq_pair *pairs, int n_pairs,
 {
 	cq_batch_shape shape;
 	cq_code s = cq_batch_shape_of(m, pairs, n_pairs, &shape, err);
-	plan		pl;
+	cq_parts_plan pl;
 	long		row0[CQ_PARTS_MAX];
-	lanes_job	j = {&pl, m, pairs, dropout, workspace_mem, out, row0, 0};
+	forward_parts f = {m, pairs, dropout, out, row0};
 
 	if (s)
 		return s;
@@ -408,6 +383,6 @@ cq_forward_parallel(const cq_model *m, const cq_pair *pairs, int n_pairs,
 	for (int k = 1; k < pl.parts; k++)
 		row0[k] = row0[k - 1] + shape_of(pairs, pl.bounds[k - 1], pl.bounds[k]).tgt_positions;
 	/* a part's products run inline on its thread (common/parallel.h) */
-	cq_parallel_run(run_lane, &j, pl.lanes);
+	cq_parts_run(&pl, forward_part, &f, workspace_mem);
 	return CQ_OK;
 }
