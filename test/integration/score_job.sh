@@ -194,9 +194,13 @@ same_rows cancelled "$done_rows"
 log "cancelled after $done_rows rows: they stay, equal to sent_prob (its worker ran $nt thread)"
 
 # ---- pg_cron's run: the 100 new rows, once ----
+# A run that came during the restarts above may have submitted its job but
+# be recorded as failed ("server restarted": its status was still running),
+# so wait for a run pg_cron records as succeeded too: the next minute's.
 for _ in $(seq 1500); do
 	[ "$(q -c "SELECT count(*) FROM corpq.jobs WHERE kind = 'score' AND state = 'succeeded'
-	             AND args ->> 'target_name' = 'public.cron_scores'")" -ge 1 ] && break
+	             AND args ->> 'target_name' = 'public.cron_scores'")" -ge 1 ] &&
+		[ "$(q -c "SELECT count(*) FROM cron.job_run_details WHERE status = 'succeeded'")" -ge 1 ] && break
 	sleep 0.1
 done
 runs=$(q -c "SELECT count(*) FROM cron.job_run_details WHERE status = 'succeeded'")
