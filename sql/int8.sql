@@ -84,22 +84,34 @@ SELECT format('i8_m@%s', :fv + 3) AS i7 \gset
 SELECT v.precision, v.metrics ->> 'weight_bits' AS weight_bits
   FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model
  WHERE c.name = 'i8_m' AND v.version = :fv + 3;
-SELECT count(*) AS pairs,
-       count(*) FILTER (WHERE corpq.sent_logprob(:'i7', src, tgt) <> corpq.sent_logprob(:'i8', src, tgt)) AS differ_from_8bit,
-       max(abs(corpq.sent_logprob(:'i7', src, tgt) - corpq.sent_logprob(:'f32', src, tgt))
-           / greatest(1, abs(corpq.sent_logprob(:'f32', src, tgt)))) < 0.1 AS close
-  FROM i8_dev;
-SELECT abs(pg_temp.auc(:'i7') - pg_temp.auc(:'f32')) <= 0.01 AS int7_auc_close;
-SELECT count(*) AS pairs, count(*) FILTER (WHERE s.score = corpq.sent_prob(:'i7', d.src, d.tgt)) AS same_bits
-  FROM corpq.score(:'i7', 'SELECT id, src, tgt FROM i8_dev', 'sent_prob', 7) s JOIN i8_dev d USING (id);
+-- a variant v of the int8 version: pairs it scores otherwise than the int8
+-- version, close to float32 (log p and AUC), batched = per row
+CREATE FUNCTION pg_temp.variant(v text, i8 text, f32 text)
+RETURNS TABLE (pairs bigint, differ bigint, close bool, auc_close bool, same_bits bigint)
+LANGUAGE sql AS $$
+  SELECT count(*),
+         count(*) FILTER (WHERE corpq.sent_logprob(v, src, tgt) <> corpq.sent_logprob(i8, src, tgt)),
+         max(abs(corpq.sent_logprob(v, src, tgt) - corpq.sent_logprob(f32, src, tgt))
+             / greatest(1, abs(corpq.sent_logprob(f32, src, tgt)))) < 0.1,
+         abs(pg_temp.auc(v) - pg_temp.auc(f32)) <= 0.01,
+         (SELECT count(*) FILTER (WHERE s.score = corpq.sent_prob(v, d.src, d.tgt))
+            FROM corpq.score(v, 'SELECT id, src, tgt FROM i8_dev', 'sent_prob', 7) s JOIN i8_dev d USING (id))
+    FROM i8_dev $$;
+SELECT * FROM pg_temp.variant(:'i7', :'i8', :'f32');
 SELECT count(*) AS rows, count(*) FILTER (WHERE r.hyp = corpq.translate(:'i7', d.src)) AS same_hyp
   FROM corpq.translate_rows(:'i7', 'SELECT id, src FROM i8_dev ORDER BY id', '{"batch": 5}') r JOIN i8_dev d USING (id);
 
--- ---- the image: an int8 version stores its linear weights' codes and scales
--- (weight file version 2, 1 byte per weight); a float32 version stays version 1.
--- The cache holds and counts what the version needs ----
+-- ---- float32 token embeddings (embedding_precision "float32"; int8 is the
+-- default): a version of its own, the same guarantees ----
+SELECT corpq.model_quantize(:'f32', '{"embedding_precision": "float32"}') = :fv + 4 AS float32_embeddings_version;
+SELECT pairs, differ > 0 AS differ, close, auc_close, same_bits
+  FROM pg_temp.variant(format('i8_m@%s', :fv + 4), :'i8', :'f32');
+
+-- ---- the image: an int8 version stores its weights' and embeddings' codes
+-- and scales (weight file version 2, 1 byte per weight); a float32 version
+-- stays version 1.  The cache holds and counts what the version needs ----
 SELECT v.version - :fv AS after_float, v.precision, v.metrics ->> 'weight_bits' AS weight_bits,
-       get_byte(v.weights, 8) AS file_version,
+       v.metrics ->> 'embedding_precision' AS embeddings, get_byte(v.weights, 8) AS file_version,
        round(octet_length(v.weights)::numeric /
              (SELECT octet_length(f.weights) FROM corpq.model_versions f
                WHERE f.model = v.model AND f.version = :fv), 3) AS of_float32
@@ -120,6 +132,7 @@ SELECT corpq.model_quantize(:'i8');
 SELECT corpq.model_quantize('i8_m', '{"bits": 4}');
 SELECT corpq.model_quantize('i8_m', '{"weight_bits": 4}');
 SELECT corpq.model_quantize('i8_m', '{"weight_bits": "7"}');
+SELECT corpq.model_quantize('i8_m', '{"embedding_precision": "int4"}');
 SELECT corpq.model_quantize('i8_m', '[7]');
 SELECT corpq.model_quantize('nope');
 SELECT corpq.model_quantize(NULL);

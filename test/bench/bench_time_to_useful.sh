@@ -39,9 +39,10 @@
 #   BENCH_DATA       training sets ("bible all")
 #   BENCH_TORCH      1: also the PyTorch reference (1)
 #   BENCH_INT8       1: also the last checkpoint of the first variant against
-#                    its int8 variants (model_quantize, 8- and 7-bit weight
-#                    codes): AUC, perplexity, mean |dlog p| against float32,
-#                    BLEU / chrF of Bible test translations (1)
+#                    its int8 variants (model_quantize: 8- and 7-bit codes,
+#                    and 8-bit with float32 token embeddings): AUC,
+#                    perplexity, mean |dlog p| against float32, BLEU / chrF
+#                    of Bible test translations (1)
 #   BENCH_OPTS       extra corpq.train() options as JSON members, e.g.
 #                    '"steps": 1000, "lr": 0.001' (none: the defaults); several
 #                    variants separated by ';' train one after the other as
@@ -89,7 +90,8 @@ SELECT corpq.vocab_build('v_es', 'SELECT tgt FROM train_set', 'b_es', 8000);
 CREATE TABLE test_pairs AS
 SELECT t.domain, t.src, t.tgt, u.tgt AS other, array_length(corpq.vocab_encode('v_es', t.tgt), 1) + 1 AS n
   FROM test_set t JOIN test_set u ON u.domain = t.domain AND u.r = CASE WHEN t.r = $test_pairs THEN 1 ELSE t.r + 1 END;
-CREATE TABLE int8_evals (model text, version int, precision text, bits int, domain text, auc float8, ppl float8,
+CREATE TABLE int8_evals (model text, version int, precision text, bits int, embeddings text, domain text,
+                         auc float8, ppl float8,
                          bleu float8, chrf float8, sents_per_s float8, dlogp float8);
 CREATE TABLE evals (system text, data text, preset text, version int, step bigint, seconds float8,
                     domain text, auc float8, ppl float8);
@@ -208,23 +210,25 @@ run_torch() {
 	       WHERE system = \$\$$4\$\$ AND data = '$data' AND preset = '$preset' AND step = 0"
 }
 
-# The last checkpoint of model $1 against its int8 variants (model_quantize,
-# 8-bit and 7-bit weight codes), on the same held-out pairs: AUC and
+# The last checkpoint of model $1 against its int8 variants (model_quantize:
+# 8-bit and 7-bit codes with int8 token embeddings, the default, and 8-bit
+# with float32 embeddings), on the same held-out pairs: AUC and
 # perplexity as above, the mean |log p - log p of float32| over the test
 # pairs, and BLEU / chrF of translations (default options: beam 5) of the
 # Bible test sources, with translation speed in this session (one thread).
 compare_int8() {
-	local name=$1 data=$2 preset=$3 last v8 v7 v bits
+	local name=$1 data=$2 preset=$3 last v8 v7 vf v bits emb
 	last=$(q -c "SELECT max(v.version) FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model
 	              WHERE c.name = '$name'")
 	v8=$(q -c "SELECT corpq.model_quantize('$name@$last')")
 	v7=$(q -c "SELECT corpq.model_quantize('$name@$last', '{\"weight_bits\": 7}')")
-	for v in "$last" "$v8" "$v7"; do
-		bits=$([ "$v" = "$v8" ] && echo 8 || { [ "$v" = "$v7" ] && echo 7 || echo NULL; })
-		q -c "INSERT INTO int8_evals SELECT '$name', $v, (SELECT v.precision FROM corpq.model_versions v
-		        JOIN corpq.model_catalog c ON c.id = v.model WHERE c.name = '$name' AND v.version = $v), $bits,
-		        e.*, NULL, NULL, NULL, NULL
-		        FROM eval_version('$name@$v', $(doms_of "$data")) e"
+	vf=$(q -c "SELECT corpq.model_quantize('$name@$last', '{\"embedding_precision\": \"float32\"}')")
+	for v in "$last" "$v8" "$v7" "$vf"; do
+		q -c "INSERT INTO int8_evals SELECT '$name', $v, v.precision, (v.metrics ->> 'weight_bits')::int,
+		        v.metrics ->> 'embedding_precision', e.*, NULL, NULL, NULL, NULL
+		        FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model,
+		             eval_version('$name@$v', $(doms_of "$data")) e
+		       WHERE c.name = '$name' AND v.version = $v"
 		q >/dev/null <<SQL
 UPDATE int8_evals SET dlogp = (SELECT avg(abs(corpq.sent_logprob('$name@$v'::corpq.pinned_model, src, tgt)
                                             - corpq.sent_logprob('$name@$last'::corpq.pinned_model, src, tgt)))
@@ -272,8 +276,8 @@ SELECT data, preset, dom AS domain, t AS auc, sys AS system,
 SQL
 say "(an empty minutes cell: not reached within $minutes min)"
 if [ "${BENCH_INT8:-1}" = 1 ]; then
-	say "the last checkpoint in float32 and int8 with 8- and 7-bit weight codes (model_quantize): held-out AUC / ppl, mean |dlog p| against float32, BLEU / chrF of beam-5 translations of the Bible test sources, sentences/s (one session thread):"
-	q -P footer=off -A -F ' | ' -c "SELECT model, version, precision, bits, domain, round(auc::numeric, 4) AS auc, round(ppl::numeric, 2) AS ppl,
+	say "the last checkpoint in float32 and int8 (model_quantize: 8- and 7-bit codes, int8 or float32 token embeddings): held-out AUC / ppl, mean |dlog p| against float32, BLEU / chrF of beam-5 translations of the Bible test sources, sentences/s (one session thread):"
+	q -P footer=off -A -F ' | ' -c "SELECT model, version, precision, bits, embeddings, domain, round(auc::numeric, 4) AS auc, round(ppl::numeric, 2) AS ppl,
 	         round(dlogp::numeric, 4) AS mean_abs_dlogp, round(bleu::numeric, 2) AS bleu, round(chrf::numeric, 2) AS chrf,
 	         round(sents_per_s::numeric, 1) AS sents_per_s
 	    FROM int8_evals ORDER BY model, domain, version"

@@ -139,18 +139,22 @@ def dlogp(ref, got):
     return np.concatenate([np.abs(r["logp"] - g["logp"]) for r, g in zip(ref, got)])
 
 
-def run_int8(core, tmp, label, cfg, seed, bits=8):
+def run_int8(core, tmp, label, cfg, seed, bits=8, embeddings="float32"):
     """An int8 model (precision "int8") against the reference's fake-quantized
     products (torch_transformer.int8_linear, written from models/FORMAT.md,
     codes rounded in float32 as the rule says).  Weights are stored in float32,
     so their codes are C's exactly; an activation's code is rounded from C's
     float32 value there and from the float64 reference's here, and a value
     within ~1e-6 of a code boundary may round the other way: one such flip
-    moves the later positions of its pair.  So most positions must agree to
-    TOL_INT8, and the mean error against the int8 reference must be far below
-    that against float32 (the quantization itself).  The kernels are checked
-    bit for bit in test_qgemm.c.  A pair's scores are the same bits alone and
-    in a batch."""
+    moves the later positions of its pair (one in the encoder: all of them).
+    So most positions must agree to TOL_INT8 against the int8 reference and
+    almost none against float32 (the quantization itself moves every
+    position), and the mean error against the int8 reference must be well
+    below that against float32.  How far below depends on the flips: over
+    8 pairs, one or two flipped pairs give a third of the float32 error
+    (small gelu untied, seed 403, with float32 embeddings as with int8 ones),
+    none give 1e-7.  The kernels are checked bit for bit in test_qgemm.c.
+    A pair's scores are the same bits alone and in a batch."""
     rng = random.Random(seed)
     batch = random_pairs(rng, 8, cfg["src_vocab_size"], cfg["tgt_vocab_size"])
     w = tt.random_weights(cfg, seed)
@@ -158,6 +162,9 @@ def run_int8(core, tmp, label, cfg, seed, bits=8):
     if bits != 8:
         c8["weight_bits"] = bits
         label += ", %d-bit weights" % bits
+    if embeddings != "float32":
+        c8["embedding_precision"] = embeddings
+        label += ", %s embeddings" % embeddings
     m = core.load(tt.write_corpq(os.path.join(tmp, label + ".cqm"), c8, w))
     try:
         got = core.score(m, batch)
@@ -168,7 +175,9 @@ def run_int8(core, tmp, label, cfg, seed, bits=8):
     e8 = dlogp(tt.Transformer(c8, w).score(batch), got)
     e32 = dlogp(tt.Transformer(cfg, w).score(batch), got)
     check(np.median(e8) <= TOL_INT8, "%s: int8 median |dlogp| %.3g" % (label, np.median(e8)))
-    check(e8.mean() * 5 < e32.mean(), "%s: int8 mean |dlogp| %.3g against the int8 reference, "
+    check((e32 <= TOL_INT8).mean() <= 0.1, "%s: %.0f%% of positions within %g of float32"
+          % (label, 100 * (e32 <= TOL_INT8).mean(), TOL_INT8))
+    check(e8.mean() * 2 < e32.mean(), "%s: int8 mean |dlogp| %.3g against the int8 reference, "
           "%.3g against float32" % (label, e8.mean(), e32.mean()))
     print("  %-34s int8: |dlogp| median %.1e, mean %.1e, max %.1e against the int8 reference; "
           "mean %.1e against float32" % (label, np.median(e8), e8.mean(), e8.max(), e32.mean()))
@@ -284,6 +293,8 @@ def main():
         for i in (0, 3, 6, 9):
             run_int8(core, tmp, configs[i][0], configs[i][1], 200 + i)
             run_int8(core, tmp, configs[i][0], configs[i][1], 300 + i, bits=7)
+            run_int8(core, tmp, configs[i][0], configs[i][1], 400 + i, embeddings="int8")
+        run_int8(core, tmp, configs[3][0], configs[3][1], 500, bits=7, embeddings="int8")
         check_rejections(core, tmp)
         check_philox()
         check_c_writer(core)

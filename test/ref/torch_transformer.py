@@ -36,7 +36,7 @@ VARIANT_DEFAULTS = dict(norm_position="pre", encoder_final_norm=True, decoder_fi
                         sinusoid_denominator="half_minus_one", layer_norm_eps=1e-5,
                         output_bias=False, decoder_start_id=EOS, precision="float32",
                         norm="layer",
-                        weight_bits=8)
+                        weight_bits=8, embedding_precision="float32")
 
 
 def variant(cfg, key):
@@ -442,6 +442,16 @@ class Transformer(torch.nn.Module):
             m.to(dtype)
         self._load(weights)
         self.wmax = 63 if variant(c, "weight_bits") == 7 else 127
+        if variant(c, "embedding_precision") == "int8":
+            # token embeddings as codes of the weights' width, per token row,
+            # decoded in float32 as the format says (code x scale, rounded
+            # once); a tied output projection is quantized from the float32
+            # table by the same rule in int8_linear, to the same codes
+            def codes(t):
+                return int8_rows(t.float(), self.wmax).to(self.dtype)
+            src = codes(self.src_embed)
+            self.tgt_embed = src if c["share_embeddings"] else codes(self.tgt_embed)
+            self.src_embed = src
         if variant(c, "precision") == "int8":
             for m in self.modules():
                 if isinstance(m, torch.nn.Linear):
@@ -618,7 +628,8 @@ class _Config(ctypes.Structure):
                 # encoder models (models/FORMAT.md): 0 = translation, mean,
                 # no pooler, no token type vector
                 ("kind", ctypes.c_int), ("pooling", ctypes.c_int),
-                ("pooler", ctypes.c_bool), ("token_type_embedding", ctypes.c_bool)]
+                ("pooler", ctypes.c_bool), ("token_type_embedding", ctypes.c_bool),
+                ("embedding_precision", ctypes.c_int)]   # 0 float32, 1 int8
 
 
 class _Model(ctypes.Structure):
@@ -650,7 +661,7 @@ class Core:
     def create(self, cfg, seed):
         """A randomly initialised model from the core (cq_model_init_random)."""
         plain = {k: v for k, v in cfg.items() if k in dict(_Config._fields_)
-                 and k not in ("activation", "positions", "kind", "pooling")}
+                 and k not in ("activation", "positions", "kind", "pooling", "embedding_precision")}
         c = _Config(**plain)
         c.kind = 1 if cfg.get("kind") == "encoder" else 0
         c.pooling = 1 if cfg.get("pooling") == "cls" else 0
@@ -660,6 +671,7 @@ class Core:
         c.sinusoid_half = variant(cfg, "sinusoid_denominator") == "half"
         c.norm = ["layer", "rms"].index(variant(cfg, "norm"))
         c.weight_bits = variant(cfg, "weight_bits")
+        c.embedding_precision = ["float32", "int8"].index(variant(cfg, "embedding_precision"))
         for k in ("encoder_final_norm", "decoder_final_norm", "scale_embeddings",
                   "layernorm_embedding", "position_offset", "layer_norm_eps", "output_bias",
                   "decoder_start_id"):

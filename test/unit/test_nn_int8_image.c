@@ -17,9 +17,12 @@
 #include "nn_outputs.h"
 #include "unit.h"
 
-/* An int8 model of nn_test_config's variant (0 tied, 1 untied, 2 shared). */
+/*
+ * An int8 model of nn_test_config's variant (0 tied, 1 untied, 2 shared),
+ * with its embeddings as codes when int8_embed.
+ */
 static cq_model *
-float_model(int variant, int bits)
+float_model(int variant, int bits, bool int8_embed)
 {
 	cq_model_config c;
 	cq_model   *m = NULL;
@@ -28,6 +31,7 @@ float_model(int variant, int bits)
 	nn_test_config(variant, &c);
 	c.precision = CQ_PRECISION_INT8;
 	c.weight_bits = bits;
+	c.embedding_precision = int8_embed ? CQ_PRECISION_INT8 : CQ_PRECISION_FLOAT32;
 	CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
 	if (m)
 		cq_model_init_random(m, 11 + variant);
@@ -107,6 +111,48 @@ same_pack(const cq_linear *a, const cq_linear *b)
 		memcmp(a->qpacked, b->qpacked, cq_qgemm_packed_bytes(a->out, a->in)) == 0;
 }
 
+/* What a loaded int8 model holds of its embeddings (f: its float32 model). */
+static void
+check_embeddings(const cq_model *f, const cq_model *old, const cq_model *now, int variant)
+{
+	const cq_model_config *c = &now->cfg;
+	bool		codes = c->embedding_precision == CQ_PRECISION_INT8;
+
+	if (!codes)
+	{
+		/* a tied embedding stays float32 */
+		CHECK(now->src_embed != NULL && now->tgt_embed != NULL && !now->src_embed_codes);
+		CHECK(variant == 1 ? now->output.w == NULL : now->output.w == now->tgt_embed);
+		return;
+	}
+	/* codes only, packed as stored; a tied projection is its embedding's codes */
+	CHECK(!now->src_embed && !now->tgt_embed && !now->output.w);
+	CHECK(now->src_embed_codes && now->tgt_embed_codes);
+	CHECK(memcmp(old->src_embed_codes, now->src_embed_codes,
+				 cq_qgemm_packed_bytes(c->src_vocab_size, c->d_model)) == 0);
+	CHECK(memcmp(old->tgt_embed_codes, now->tgt_embed_codes,
+				 cq_qgemm_packed_bytes(c->tgt_vocab_size, c->d_model)) == 0);
+	CHECK((variant == 2) == (now->src_embed_codes == now->tgt_embed_codes));
+	CHECK((variant != 1) == (now->tgt_embed_codes == now->output.qpacked));
+	/* the lookup: each row's codes times its scale, from the float32 rows */
+	for (int side = 0; side < 2; side++)
+	{
+		const float *table = side ? f->tgt_embed : f->src_embed;
+		int			d = c->d_model,
+					tok = 5 + side;
+		int8_t		q[64];
+		float		x[64],
+					s = cq_qgemm_quantize_vec_bits(table + tok * d, d, c->weight_bits, q),
+					r = cq_embed_scale(c);
+		bool		ok = true;
+
+		cq_embed_token(now, side, tok, 0, x);
+		for (int i = 0; i < d; i++)
+			ok &= x[i] == ((float) q[i] * s) * r + cq_position_table(now, side)[i];
+		CHECK(ok);
+	}
+}
+
 TEST(int8_image_has_the_bits_of_quantize_at_load)
 {
 	int32_t		ids[NN_PAIRS][24];
@@ -114,9 +160,10 @@ TEST(int8_image_has_the_bits_of_quantize_at_load)
 
 	nn_test_pairs(ids, p);
 	for (int variant = 0; variant < 3; variant++)
-		for (int bits = 7; bits <= 8; bits++)
+		for (int k = 0; k < 4; k++)
 		{
-			cq_model   *m = float_model(variant, bits),
+			int			bits = 7 + k % 2;
+			cq_model   *m = float_model(variant, bits, k >= 2),
 					   *old,
 					   *now;
 			size_t		old_len,
@@ -138,10 +185,9 @@ TEST(int8_image_has_the_bits_of_quantize_at_load)
 				  same_pack(&old->dec[0].cross_kv, &now->dec[0].cross_kv) &&
 				  same_pack(&old->output, &now->output));
 			CHECK_INT_EQ(cq_qgemm_packed_bits(now->output.qpacked), bits);
-			/* no float32 copy of a linear weight; a tied embedding stays float32 */
+			/* no float32 copy of a linear weight */
 			CHECK(now->enc[0].qkv.w == NULL && now->dec[0].fc1.w == NULL);
-			CHECK(now->src_embed != NULL && now->tgt_embed != NULL);
-			CHECK(variant == 1 ? now->output.w == NULL : now->output.w == now->tgt_embed);
+			check_embeddings(m, old, now, variant);
 			nn_run(old, p, a);
 			nn_run(now, p, b);
 			CHECK(a->trans_len > 0);
@@ -237,8 +283,10 @@ TEST(int8_image_size_and_memory)
 	const char *presets[] = {"tiny", "small"};
 
 	for (int p = 0; p < 2; p++)
-		for (int tied = 1; tied >= 0; tied--)
+		for (int k = 0; k < 4; k++)
 		{
+			int			tied = k % 2 == 0;
+			bool		int8_embed = k >= 2;
 			cq_model_config c;
 			cq_model   *m = NULL;
 			cq_error	err;
@@ -246,6 +294,7 @@ TEST(int8_image_size_and_memory)
 						len,
 						codes = 0,
 						rows = 0,
+						coded_floats = 0,
 						floats,
 						params,
 						held,
@@ -260,31 +309,36 @@ TEST(int8_image_size_and_memory)
 			CHECK_INT_EQ(cq_config_preset(presets[p], 8000, 8000, &c, &err), CQ_OK);
 			c.tie_output = tied;
 			c.precision = CQ_PRECISION_INT8;
+			c.embedding_precision = int8_embed ? CQ_PRECISION_INT8 : CQ_PRECISION_FLOAT32;
 			CHECK_INT_EQ(cq_model_new(&c, &m, &err), CQ_OK);
 			if (!m)
 				continue;
 			cq_model_init_random(m, 3);
 			img = image(m, &len);
 			old_img = v1_image(m, &old_len);
-			/* the image's code tensors: every linear weight and the output projection */
+			/*
+			 * The image's code tensors: every linear weight, the output
+			 * projection, with int8 embeddings the embeddings; the float32
+			 * image holds the same weights but a tied projection's own codes.
+			 */
 			table = calloc(cq_model_coded_tensors(&c, NULL), sizeof(cq_tensor_info));
 			for (int t = 0; t < cq_model_coded_tensors(&c, table); t++)
 				if (table[t].bits)
 				{
 					codes += table[t].numel;
 					rows += table[t].dims[0];
+					if (cq_model_tensor(m, table[t].name))
+						coded_floats += table[t].numel;
 				}
 			free(table);
-			/* the float32 image holds those weights but a tied projection's */
 			cq_model_size_for(&c, &floats, &params);
-			expect = (4.0 * params - 4.0 * (codes - (tied ? (size_t) 8000 * c.d_model : 0)) +
-					  codes + 4.0 * rows) / (4.0 * params);
+			expect = (4.0 * params - 4.0 * coded_floats + codes + 4.0 * rows) / (4.0 * params);
 			load_bytes(img, len, &held, &peak);
 			load_bytes(old_img, old_len, &old_held, &old_peak);
-			printf("     %s V 8000 %s: image %zu bytes stored as float32, %zu as codes (%.3f); "
-				   "loaded %zu and %zu, load peak %zu and %zu\n",
-				   presets[p], tied ? "tied" : "untied", old_len, len, (double) len / old_len,
-				   old_held, held, old_peak, peak);
+			printf("     %s V 8000 %s, %s embeddings: image %zu bytes stored as float32, %zu as "
+				   "codes (%.3f); loaded %zu and %zu, load peak %zu and %zu\n",
+				   presets[p], tied ? "tied" : "untied", int8_embed ? "int8" : "float32",
+				   old_len, len, (double) len / old_len, old_held, held, old_peak, peak);
 			CHECK_NEAR((double) len / old_len, expect, 0.005);
 			CHECK(held <= old_held + 4096);
 			CHECK(peak < old_peak);
@@ -295,10 +349,39 @@ TEST(int8_image_size_and_memory)
 		}
 }
 
+/*
+ * base over 8,000-word vocabularies, computed from its tensors (its random
+ * initialisation takes long): the data sections of its images.  With int8
+ * embeddings every weight matrix is codes, so an image is about a quarter
+ * of the float32 one (the rest: a scale per row, norms and biases).
+ */
+TEST(int8_image_base_sizes)
+{
+	for (int k = 0; k < 4; k++)
+	{
+		cq_model_config c;
+		cq_error	err;
+		size_t		f32,
+					q8;
+
+		CHECK_INT_EQ(cq_config_preset("base", 8000, 8000, &c, &err), CQ_OK);
+		c.tie_output = k % 2 == 0;
+		c.precision = CQ_PRECISION_INT8;
+		c.embedding_precision = k >= 2 ? CQ_PRECISION_INT8 : CQ_PRECISION_FLOAT32;
+		f32 = cq_model_data_min(&c, false);
+		q8 = cq_model_data_min(&c, true);
+		printf("     base V 8000 %s, %s embeddings: data %zu bytes as float32, %zu as codes (%.3f)\n",
+			   c.tie_output ? "tied" : "untied", k >= 2 ? "int8" : "float32", f32, q8,
+			   (double) q8 / f32);
+		if (k >= 2)
+			CHECK((double) q8 / f32 < 0.26);
+	}
+}
+
 /* A model loaded from an int8 image holds no float32 linear weights: no training. */
 TEST(int8_image_model_is_not_trained)
 {
-	cq_model   *m = float_model(0, 8),
+	cq_model   *m = float_model(0, 8, true),
 			   *now;
 	cq_train_state *st = NULL;
 	cq_train_config tc;

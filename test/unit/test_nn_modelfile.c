@@ -423,11 +423,52 @@ TEST(model_size_for_config)
 	}
 }
 
+/* An int8 image with int8 embeddings: the embeddings are code tensors, checked as such. */
+TEST(modelfile_int8_embeddings_refusals)
+{
+	cq_model   *m = small_model(16, 2, 24, 20, true, false);
+	size_t		len;
+	unsigned char *orig,
+			   *p;
+	const char *emb = "decoder.embed_tokens";
+
+	m->cfg.precision = CQ_PRECISION_INT8;
+	m->cfg.embedding_precision = CQ_PRECISION_INT8;
+	orig = image(m, &len);
+	p = malloc(len);
+	memcpy(p, orig, len);
+	CHECK_INT_EQ(load_status(p, len, NULL), CQ_OK);
+	/* tied: no tensor of the projection's own, the embedding's codes are it */
+	CHECK(find(p, len, "decoder.output_projection.weight") < 0);
+	CHECK_INT_EQ(p[record_at(p, len, emb) + 1], 1);
+	p[record_at(p, len, emb) + 1] = 0;
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "\"decoder.embed_tokens\" is float32, int8 expected"),
+				 CQ_EFORMAT);
+	memcpy(p, orig, len);
+	p[data_at(p, len, emb) + 3] = 0x80;
+	recrc(p, len);
+	CHECK_INT_EQ(load_status(p, len, "has code -128 at index 3, outside [-127, 127]"), CQ_EFORMAT);
+	/* a float32 configuration cannot say int8 embeddings */
+	{
+		cq_model_config c = m->cfg;
+		cq_error	err;
+
+		c.precision = CQ_PRECISION_FLOAT32;
+		CHECK_INT_EQ(cq_config_validate(&c, &err), CQ_EINVAL);
+		CHECK(strstr(err.msg, "needs \"precision\": \"int8\"") != NULL);
+	}
+	free(p);
+	free(orig);
+	cq_model_free(m);
+}
+
 /* Random damage never crashes the loader nor makes it read out of bounds
- * (a float32 image, and an int8 image of codes and scales). */
+ * (a float32 image, and int8 images of codes and scales: float32 and int8
+ * embeddings). */
 TEST(modelfile_fuzz)
 {
-	for (int int8 = 0; int8 < 2; int8++)
+	for (int int8 = 0; int8 < 3; int8++)
 	{
 		cq_model   *m = small_model(8, 2, 8, 6, true, false);
 		size_t		len;
@@ -437,6 +478,8 @@ TEST(modelfile_fuzz)
 
 		if (int8)
 			m->cfg.precision = CQ_PRECISION_INT8;
+		if (int8 == 2)
+			m->cfg.embedding_precision = CQ_PRECISION_INT8;
 		orig = image(m, &len);
 		for (int it = 0; it < 3000; it++)
 		{

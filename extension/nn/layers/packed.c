@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nn/layers/norm.h"
+#include "nn/ops/qgemm.h"
 #include "nn/ops/rowgemm.h"
 
 void
@@ -14,9 +15,17 @@ cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos, float *x)
 	const float *table = target ? m->tgt_embed : m->src_embed,
 			   *pe = cq_position_table(m, target) + (long) pos * d,
 			   *tt = target ? NULL : m->tok_type;
+	const void *codes = target ? m->tgt_embed_codes : m->src_embed_codes;
 	float		scale = cq_embed_scale(&m->cfg);
 
-	if (!table)
+	if (codes)
+	{
+		/* embedding_precision int8: the row's codes times its scale */
+		cq_qgemm_packed_row(codes, tok, x);
+		for (int i = 0; i < d; i++)
+			x[i] = x[i] * scale + pe[i];
+	}
+	else if (!table)
 	{
 		/* a compact model's tied embedding is its output projection, packed */
 		for (int i = 0; i < d; i++)

@@ -73,18 +73,20 @@ cq_config_default_variants(cq_model_config *c)
 	c->output_bias = false;
 	c->decoder_start_id = CQ_EOS_ID;
 	c->norm = CQ_NORM_LAYER;
+	c->kind = CQ_KIND_TRANSLATION;
+	c->pooling = CQ_POOL_MEAN;
+	c->pooler = false;
+	c->token_type_embedding = false;
 	cq_config_float32(c);
 }
 
+/* Only the precision keys: an int8 encoder's float32 version is an encoder. */
 void
 cq_config_float32(cq_model_config *c)
 {
 	c->precision = CQ_PRECISION_FLOAT32;
 	c->weight_bits = 8;
-	c->kind = CQ_KIND_TRANSLATION;
-	c->pooling = CQ_POOL_MEAN;
-	c->pooler = false;
-	c->token_type_embedding = false;
+	c->embedding_precision = CQ_PRECISION_FLOAT32;
 }
 
 void
@@ -204,6 +206,11 @@ cq_config_validate(const cq_model_config *c, cq_error *err)
 		return s;
 	if (c->weight_bits != 8 && c->precision != CQ_PRECISION_INT8)
 		return cq_fail(err, CQ_EINVAL, "config key \"weight_bits\" applies to int8 models only");
+	if ((unsigned) c->embedding_precision > CQ_PRECISION_INT8)
+		return cq_fail(err, CQ_EINVAL, "bad embedding_precision value");
+	if (c->embedding_precision == CQ_PRECISION_INT8 && c->precision != CQ_PRECISION_INT8)
+		return cq_fail(err, CQ_EINVAL,
+					   "config key \"embedding_precision\" is \"int8\", which needs \"precision\": \"int8\"");
 	return validate_kind(c, err);
 }
 
@@ -332,6 +339,9 @@ read_variants(const cq_json_object *o, cq_model_config *c, cq_error *err)
 		c->precision = v == 1 ? CQ_PRECISION_INT8 : CQ_PRECISION_FLOAT32;
 	if (!s && present(o, "weight_bits"))
 		s = get_int(o, "weight_bits", &c->weight_bits, err);
+	if (!s && present(o, "embedding_precision") &&
+		!(s = get_choice(o, "embedding_precision", "float32", "int8", &v, err)))
+		c->embedding_precision = v == 1 ? CQ_PRECISION_INT8 : CQ_PRECISION_FLOAT32;
 	if (!s && present(o, "kind") &&
 		!(s = get_choice(o, "kind", "translation", "encoder", &v, err)))
 		c->kind = v == 1 ? CQ_KIND_ENCODER : CQ_KIND_TRANSLATION;
@@ -508,6 +518,8 @@ variants_json(const cq_model_config *c, char *buf, size_t size)
 		append(buf, size, &n, ", \"precision\": \"int8\"");
 	if (c->weight_bits != d.weight_bits)
 		append(buf, size, &n, ", \"weight_bits\": %d", c->weight_bits);
+	if (c->embedding_precision == CQ_PRECISION_INT8)
+		append(buf, size, &n, ", \"embedding_precision\": \"int8\"");
 	if (c->kind == CQ_KIND_ENCODER)
 		append(buf, size, &n, ", \"kind\": \"encoder\"");
 	if (c->pooling == CQ_POOL_CLS)

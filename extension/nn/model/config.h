@@ -98,14 +98,16 @@ typedef struct cq_model_config
 	bool		pooler;				/* encoder: dense + tanh on the pooled vector [false] */
 	bool		token_type_embedding;	/* encoder: one learned [d] vector added to every
 										 * position (BERT's segment 0) [false] */
+	cq_precision embedding_precision;	/* int8: the token embeddings as codes of
+										 * weight_bits, per token row [float32] */
 } cq_model_config;
 
 /* The variants' defaults: corpq's own architecture. */
 void		cq_config_default_variants(cq_model_config *cfg);
 
 /*
- * The configuration of the float32 version an int8 one is of: precision
- * float32 and weight_bits at its default.
+ * The configuration of the float32 version an int8 one is of: precision and
+ * embedding_precision float32, weight_bits at its default.
  */
 void		cq_config_float32(cq_model_config *cfg);
 

@@ -161,9 +161,13 @@ build_layout(cq_model *m, layout *l)
 				f = c->ffn_dim;
 	bool		decoder = c->kind != CQ_KIND_ENCODER;
 
-	add(l, &m->src_embed, c->src_vocab_size, d, "encoder.embed_tokens");
+	/* an int8 image with embedding_precision int8 stores embeddings as codes */
+	int			eb = c->embedding_precision == CQ_PRECISION_INT8 ? l->weight_bits : 0;
+
+	put(l, &m->src_embed, &m->src_embed_codes, eb, c->src_vocab_size, d, "encoder.embed_tokens");
 	if (!c->share_embeddings)
-		add(l, &m->tgt_embed, c->tgt_vocab_size, d, "decoder.embed_tokens");
+		put(l, &m->tgt_embed, &m->tgt_embed_codes, eb, c->tgt_vocab_size, d,
+			"decoder.embed_tokens");
 	if (c->positions == CQ_POS_LEARNED)
 	{
 		add(l, &m->src_pos, c->max_positions, d, "encoder.embed_positions");
@@ -205,9 +209,9 @@ build_layout(cq_model *m, layout *l)
 	if (!c->tie_output)
 		put(l, &m->out_proj, &m->output.qpacked, l->weight_bits, c->tgt_vocab_size, d,
 			"decoder.output_projection.weight");
-	else if (l->weight_bits)
-		/* an int8 image: a tied projection has codes of its own (the
-		 * embedding it is tied to stays float32) */
+	else if (l->weight_bits && !eb && decoder)
+		/* an int8 image with float32 embeddings: a tied projection has codes
+		 * of its own (with int8 embeddings it is its embedding's codes) */
 		put(l, NULL, &m->output.qpacked, l->weight_bits, c->tgt_vocab_size, d,
 			"decoder.output_projection.weight");
 	if (c->output_bias)
@@ -316,9 +320,14 @@ wire(cq_model *m)
 	const cq_model_config *c = &m->cfg;
 
 	if (c->share_embeddings)
+	{
 		m->tgt_embed = m->src_embed;
+		m->tgt_embed_codes = m->src_embed_codes;
+	}
 	if (c->tie_output)
 		m->out_proj = m->tgt_embed;
+	if (c->tie_output && m->tgt_embed_codes)
+		m->output.qpacked = m->tgt_embed_codes;	/* an int8 image's int8 embedding */
 	m->output.w = m->out_proj;
 	m->output.b = m->out_bias;
 	m->output.out = c->tgt_vocab_size;

@@ -71,6 +71,11 @@ typedef struct cq_model
 
 	float	   *src_embed;			/* [src_vocab, d] */
 	float	   *tgt_embed;			/* [tgt_vocab, d]; = src_embed if shared */
+	/* embedding_precision int8, once packed: each embedding's codes packed
+	 * as a linear's (qgemm.h, a row per token), read by cq_embed_token; a
+	 * tied target embedding's are the output projection's */
+	void	   *src_embed_codes;
+	void	   *tgt_embed_codes;	/* = src_embed_codes if shared */
 	float	   *src_pos;			/* [max_positions, d] learned, else NULL */
 	float	   *tgt_pos;
 	float	   *out_proj;			/* [tgt_vocab, d]; = tgt_embed if tied */
@@ -100,11 +105,13 @@ void		cq_model_free(cq_model *m);
 /*
  * A model laid out as its int8 image stores it (models/FORMAT.md, "int8
  * tensors"; cfg->precision int8): every linear weight and the output
- * projection (a tied one too: its own codes) are code tensors (bits 7 or 8
- * in the table) with no float32 storage, only room for their packed copies,
- * which cq_model_fill_codes fills.  Embeddings, norms and biases stay
- * float32.  The model is compact (see cq_model_compact): it serves
- * inference only.
+ * projection are code tensors (bits 7 or 8 in the table) with no float32
+ * storage, only room for their packed copies, which cq_model_fill_codes
+ * fills.  With embedding_precision int8 the token embeddings are code
+ * tensors too, and a tied output projection is its embedding's codes;
+ * otherwise the embeddings stay float32 and a tied projection has codes of
+ * its own.  Norms and biases stay float32.  The model is compact (see
+ * cq_model_compact): it serves inference only.
  */
 cq_code		cq_model_new_coded(const cq_model_config *cfg, cq_model **out, cq_error *err);
 

@@ -47,6 +47,37 @@ each_linear(cq_model *m, linear_fn fn, void *ctx)
 		fn(&m->pooler, ctx);
 }
 
+/*
+ * fn on the token embeddings that an int8 model with embedding_precision
+ * int8 reads as codes (cq_embed_token), each as a linear of one row per
+ * token, after each_linear: the source embedding, and the target one unless
+ * shared.  A tied target embedding of a translation model has the output
+ * projection's codes already (the same rows, by the same rule).
+ */
+static void
+each_embedding(cq_model *m, linear_fn fn, void *ctx)
+{
+	const cq_model_config *c = &m->cfg;
+	cq_linear	src = {.w = m->src_embed, .out = c->src_vocab_size, .in = c->d_model},
+				tgt = {.w = m->tgt_embed, .out = c->tgt_vocab_size, .in = c->d_model};
+	bool		tied = c->tie_output && c->kind != CQ_KIND_ENCODER;
+
+	if (c->precision != CQ_PRECISION_INT8 || c->embedding_precision != CQ_PRECISION_INT8)
+		return;
+	if (c->share_embeddings && tied)
+		src.qpacked = m->output.qpacked;
+	else
+		fn(&src, ctx);
+	if (c->share_embeddings)
+		tgt.qpacked = src.qpacked;
+	else if (tied)
+		tgt.qpacked = m->output.qpacked;
+	else
+		fn(&tgt, ctx);
+	m->src_embed_codes = src.qpacked;
+	m->tgt_embed_codes = tgt.qpacked;
+}
+
 /* Where the packed copies go, and in which form. */
 typedef struct pack_state
 {
@@ -126,6 +157,7 @@ cq_model_pack(cq_model *m, cq_error *err)
 		return CQ_OK;			/* packed already: the packed copies are the weights */
 	cq_model_unpack(m);
 	each_linear(m, count, &st);
+	each_embedding(m, count, &st);
 	if (st.too_large)
 		return cq_fail(err, CQ_EINVAL, "an int8 model's layers take at most %d inputs",
 					   CQ_QGEMM_MAX_K);
@@ -137,9 +169,12 @@ cq_model_pack(cq_model *m, cq_error *err)
 	if (st.int8)
 	{
 		each_linear(m, largest, &most);
+		each_embedding(m, largest, &most);
 		st.q = cq_alloc(most);
-		st.scale = cq_alloc(sizeof(float) * (size_t) m->cfg.tgt_vocab_size +
-							sizeof(float) * (size_t) (3 * m->cfg.d_model + m->cfg.ffn_dim));
+		/* one scale per row of the largest: a vocabulary or 3 d */
+		st.scale = cq_alloc(sizeof(float) *
+							(size_t) (m->cfg.src_vocab_size + m->cfg.tgt_vocab_size +
+									  3 * m->cfg.d_model + m->cfg.ffn_dim));
 		if (!st.q || !st.scale)
 		{
 			cq_free(st.q);
@@ -149,6 +184,7 @@ cq_model_pack(cq_model *m, cq_error *err)
 		}
 	}
 	each_linear(m, pack, &st);
+	each_embedding(m, pack, &st);
 	cq_free(st.q);
 	cq_free(st.scale);
 	return CQ_OK;
@@ -160,6 +196,7 @@ cq_model_unpack(cq_model *m)
 	if (m->compact)
 		return;					/* the packed copies are the only ones */
 	each_linear(m, forget, NULL);
+	each_embedding(m, forget, NULL);
 	cq_free(m->packed_raw);
 	m->packed_raw = NULL;
 }
@@ -224,8 +261,9 @@ tensor_at(const cq_model *m, const float *p)
 /*
  * Every linear's weight is dropped, the output projection's too when it is
  * the (tied) target embedding: the embedding is then read from the packed
- * copy (cq_embed_token).  An int8 model keeps a tied embedding in float32:
- * its packed copy holds codes, and embeddings are not quantized.
+ * copy (cq_embed_token).  An int8 model keeps a tied embedding in float32
+ * unless its embeddings are codes too (mark_embeddings): the projection's
+ * codes do not give the float32 values.
  */
 static void
 mark_linear(cq_linear *l, void *ctx)
@@ -234,6 +272,19 @@ mark_linear(cq_linear *l, void *ctx)
 	int			t = tensor_at(k->m, l->w);
 
 	if (t >= 0 && !(l->qpacked && (l->w == k->m->tgt_embed || l->w == k->m->src_embed)))
+		k->keep[t] = false;
+}
+
+/* Embeddings read as codes (cq_embed_token) need no float32 copy either. */
+static void
+mark_embeddings(keep_map *k)
+{
+	const cq_model *m = k->m;
+	int			t;
+
+	if (m->src_embed_codes && (t = tensor_at(m, m->src_embed)) >= 0)
+		k->keep[t] = false;
+	if (m->tgt_embed_codes && (t = tensor_at(m, m->tgt_embed)) >= 0)
 		k->keep[t] = false;
 }
 
@@ -272,6 +323,7 @@ cq_model_compact(cq_model *m, cq_error *err)
 	for (int t = 0; t < m->n_tensors; t++)
 		k.keep[t] = true;
 	each_linear(m, mark_linear, &k);
+	mark_embeddings(&k);
 	for (int t = 0; t < m->n_tensors; t++)
 		if (k.keep[t])
 		{

@@ -210,6 +210,21 @@ cq_qgemm_packed_bits(const void *packed)
 }
 
 void
+cq_qgemm_packed_row(const void *packed, int j, float *v)
+{
+	const int32_t *h = packed;
+	int			k = h[1],
+				kg = groups(k);
+	parts		pk = split(packed, h[0]);
+	const int8_t *panel = pk.w + (size_t) (j / CQ_QGEMM_NB) * kg * CQ_QGEMM_NB * CQ_QGEMM_KG;
+	float		s = pk.ws[j];
+
+	for (int kk = 0; kk < k; kk++)
+		v[kk] = (float) panel[((size_t) (kk / CQ_QGEMM_KG) * CQ_QGEMM_NB + j % CQ_QGEMM_NB) *
+							  CQ_QGEMM_KG + kk % CQ_QGEMM_KG] * s;
+}
+
+void
 cq_qgemm_pack(const int8_t *q, const float *scale, int n, int k, int bits, void *packed)
 {
 	parts		pk = split(packed, n);

@@ -126,6 +126,12 @@ void		cq_qgemm_pack(const int8_t *q, const float *scale, int n, int k, int bits,
 int			cq_qgemm_packed_bits(const void *packed);
 
 /*
+ * Row j of the weights in a packed buffer, decoded: v[i] = (float) q[j][i] *
+ * scale[j], one rounding (an int8 model's token embedding, models/FORMAT.md).
+ */
+void		cq_qgemm_packed_row(const void *packed, int j, float *v);
+
+/*
  * y[rows, n] = x[rows, k] W^T + bias, W packed by cq_qgemm_pack, bias [n] or
  * NULL (zero); 0 <= k <= CQ_QGEMM_MAX_K (otherwise y is all NaN).  x and y
  * must not overlap.

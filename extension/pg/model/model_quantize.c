@@ -1,8 +1,9 @@
 /*
  * corpq.model_quantize(): an int8 version of a model version (models/
  * FORMAT.md, "precision" and "Weight file version 2").  The new version's
- * image holds every linear layer's and the output projection's weights as
- * int8 codes and per-output-row scales (nn/ops/qgemm.h's rule, the one a
+ * image holds every linear layer's and the output projection's weights (and
+ * by default the token embeddings) as int8 codes and per-row scales
+ * (nn/ops/qgemm.h's rule, the one a
  * version stored with float32 weights is quantized by when it loads), so
  * those weights take a quarter of their float32 bytes; loading it packs the
  * stored codes as they are.  It computes exactly what quantizing the float32
@@ -25,16 +26,27 @@
 typedef struct QuantizeOptions
 {
 	int			weight_bits;	/* the weights' code width (nn/ops/qgemm.h) */
+	int			embedding_precision;	/* cq_precision of the token embeddings */
 } QuantizeOptions;
+
+static const char *const precision_names[] = {"float32", "int8", NULL};
+static const int precision_values[] = {CQ_PRECISION_FLOAT32, CQ_PRECISION_INT8};
 
 /*
  * weight_bits 8: codes in [-127, 127]; 7: [-63, 63], whose products AVX2
  * CPUs without VNNI run in three instructions instead of four (qgemm.h).
  * Every CPU computes a version's bits the same way whatever its width.
+ * embedding_precision int8 (the default) stores the token embeddings as
+ * codes of the same width too, so the image is about a quarter of the
+ * float32 one; float32 keeps them as they are (docs/models.md measures
+ * both).
  */
 static const CorpqOption quantize_rows[] = {
 	{.key = "weight_bits", CORPQ_OPT_FIELD(QuantizeOptions, weight_bits), .type = CORPQ_OPT_INT,
 	.min = CQ_QGEMM_BITS_MIN, .max = CQ_QGEMM_BITS_MAX, .def = 8},
+	{.key = "embedding_precision", CORPQ_OPT_FIELD(QuantizeOptions, embedding_precision),
+		.type = CORPQ_OPT_ENUM, .names = precision_names, .values = precision_values,
+	.def = CQ_PRECISION_INT8},
 	{0}
 };
 
@@ -99,6 +111,7 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	m = load_float32(name, &ref, image);
 	m->cfg.precision = CQ_PRECISION_INT8;
 	m->cfg.weight_bits = o.weight_bits;
+	m->cfg.embedding_precision = o.embedding_precision;
 	/* the image: the codes and scales of m's float32 weights */
 	size = cq_modelfile_size(m);
 	if (size == 0)
@@ -113,6 +126,7 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	if (s != CQ_OK)
 		corpq_core_error(&err, NULL, "could not write the int8 version");
 	metrics = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
-		psprintf("{\"quantized_from\": %d, \"weight_bits\": %d}", ref.version, o.weight_bits))));
+		psprintf("{\"quantized_from\": %d, \"weight_bits\": %d, \"embedding_precision\": \"%s\"}",
+				 ref.version, o.weight_bits, precision_names[o.embedding_precision]))));
 	PG_RETURN_INT32(corpq_model_write_version(ref.id, out, "quantize", -1, metrics, false, true));
 }
