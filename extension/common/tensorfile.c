@@ -296,10 +296,12 @@ cq_tensorfile_place_codes(cq_tensorfile *tf, const cq_tensorfile_record *rec,
 						  size_t numel, int qmax, const int8_t **codes, cq_error *err)
 {
 	cq_code		s = claim(tf, rec, numel, CQ_DTYPE_INT8, err);
-	const int8_t *q = (const int8_t *) (tf->p + tf->data_off + rec->offset);
+	const int8_t *q;
 
 	if (s != CQ_OK)
 		return s;
+	/* only a claimed record's offset lies inside the image */
+	q = (const int8_t *) (tf->p + tf->data_off + rec->offset);
 	for (size_t i = 0; i < numel; i++)
 		if (q[i] < -qmax || q[i] > qmax)
 		{
