@@ -703,8 +703,8 @@ COMMENT ON FUNCTION corpq.embed(text, text, text) IS
     'the sentence''s vector from an encoder model: d_model values of unit length (pooled and L2-normalised), dropout off; a sentence longer than the model accepts (max_positions - 2 tokens) gives NULL (on_too_long ''null'') or an ERROR (''error'')';
 COMMENT ON FUNCTION corpq.embed(corpq.pinned_model, text, text) IS
     'embed with a pinned model version name@N';
-ALTER FUNCTION corpq.embed(text, text, text) COST 50000;
-ALTER FUNCTION corpq.embed(corpq.pinned_model, text, text) COST 50000;
+ALTER FUNCTION corpq.embed(text, text, text) COST 25000;
+ALTER FUNCTION corpq.embed(corpq.pinned_model, text, text) COST 25000;
 
 -- ---- corpq.embed_rows(): a query's vectors in one statement (extension/sql/89_embed.sql)
 -- The vectors of a query's rows in one statement, batched as score() batches.
@@ -778,5 +778,5 @@ COMMENT ON FUNCTION corpq.embedding_cosine(text, text, text, text) IS
     'the cosine of src''s and tgt''s vectors from an encoder model (the dot product of embed(model, src) and embed(model, tgt), summed in double in order), in [-1, 1]; NULL when a side is longer than the model accepts (on_too_long ''null'') or an ERROR (''error''); the score of the embedding_cosine filter';
 COMMENT ON FUNCTION corpq.embedding_cosine(corpq.pinned_model, text, text, text) IS
     'embedding_cosine with a pinned model version name@N';
-ALTER FUNCTION corpq.embedding_cosine(text, text, text, text) COST 100000;
-ALTER FUNCTION corpq.embedding_cosine(corpq.pinned_model, text, text, text) COST 100000;
+ALTER FUNCTION corpq.embedding_cosine(text, text, text, text) COST 50000;
+ALTER FUNCTION corpq.embedding_cosine(corpq.pinned_model, text, text, text) COST 50000;
