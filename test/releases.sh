@@ -22,6 +22,10 @@
 #                        the corpq files of the extension and library
 #                        directories (and bindir) saved to a directory, and
 #                        put back as they were (files added since removed)
+#   with_present_symbols RELEASE
+#                        a release's install script (stdin to stdout) with
+#                        the C symbols this build's library lacks replaced
+#                        by one it has, so that it installs beside it
 
 CORPQ_VERSION=$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$CORPQ_ROOT/corpq.control")
 CORPQ_EXTDIR="$(pg_config --sharedir)/extension"
@@ -135,4 +139,23 @@ extdir_restore() {
 	while IFS= read -r f; do
 		cp -a "$1/files$f" "$f.corpq-restore" && mv -f "$f.corpq-restore" "$f"
 	done < "$1/list"
+}
+
+# The install script of a release on stdin, with the symbols this library
+# lacks replaced (named on stderr).
+with_present_symbols() {
+	local lib present
+	lib="$(pg_config --pkglibdir)/corpq.so"
+	present=$(nm -D --defined-only "$lib" | awk '$3 ~ /^pg_finfo_/ { print substr($3, 10) }')
+	[ -n "$present" ] || fail "no SQL-callable symbols in $lib"
+	awk -v present="$present" -v release="$1" '
+		BEGIN { n = split(present, p, "\n"); for (i = 1; i <= n; i++) have[p[i]] = 1; stand_in = p[1] }
+		match($0, /'"'"'MODULE_PATHNAME'"'"', *'"'"'[A-Za-z0-9_]+'"'"'/) {
+			s = substr($0, RSTART, RLENGTH); sub(/.*, *'"'"'/, "", s); sub(/'"'"'$/, "", s)
+			if (!(s in have)) {
+				printf "%s names C symbol %s, which this library lacks: created with %s instead\n", release, s, stand_in > "/dev/stderr"
+				sub("'"'"'" s "'"'"'", "'"'"'" stand_in "'"'"'")
+			}
+		}
+		{ print }'
 }

@@ -33,25 +33,6 @@ check_versions() {
 		|| fail "debian/changelog's last entry is $deb, corpq.control says $CORPQ_VERSION: add an entry (dch -v $CORPQ_VERSION)"
 }
 
-# The install script of a release on stdin, with the symbols this library
-# lacks replaced (named on stderr).
-with_present_symbols() {
-	local lib present
-	lib="$(pg_config --pkglibdir)/corpq.so"
-	present=$(nm -D --defined-only "$lib" | awk '$3 ~ /^pg_finfo_/ { print substr($3, 10) }')
-	[ -n "$present" ] || fail "no SQL-callable symbols in $lib"
-	awk -v present="$present" -v release="$1" '
-		BEGIN { n = split(present, p, "\n"); for (i = 1; i <= n; i++) have[p[i]] = 1; stand_in = p[1] }
-		match($0, /'"'"'MODULE_PATHNAME'"'"', *'"'"'[A-Za-z0-9_]+'"'"'/) {
-			s = substr($0, RSTART, RLENGTH); sub(/.*, *'"'"'/, "", s); sub(/'"'"'$/, "", s)
-			if (!(s in have)) {
-				printf "update-check: %s names C symbol %s, which this library lacks: created with %s instead\n", release, s, stand_in > "/dev/stderr"
-				sub("'"'"'" s "'"'"'", "'"'"'" stand_in "'"'"'")
-			}
-		}
-		{ print }'
-}
-
 if [ -z "${CORPQ_IN_CLUSTER:-}" ]; then
 	check_versions
 	installed=$(sed -n "s/^default_version = '\(.*\)'$/\1/p" "$CORPQ_EXTDIR/corpq.control" 2>/dev/null || true)

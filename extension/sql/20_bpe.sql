@@ -5,21 +5,21 @@
 -- is accepted it selects whitespace-only segmentation.
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.bpe_models (
-    name          text PRIMARY KEY CHECK (name <> '' AND name <> 'whitespace'),
+    name          text PRIMARY KEY CHECK (name OPERATOR(pg_catalog.<>) '' AND name OPERATOR(pg_catalog.<>) 'whitespace'),
     owner         regrole NOT NULL DEFAULT current_user::regrole,
-    version       text NOT NULL DEFAULT '0.2' CHECK (version IN ('0.1', '0.2', 'sentencepiece', 'wordpiece')),
-    n_merges      int NOT NULL CHECK (n_merges >= 0),
-    min_frequency int CHECK (min_frequency >= 1),
-    created       timestamptz NOT NULL DEFAULT now()
+    version       text NOT NULL DEFAULT '0.2' CHECK (version OPERATOR(pg_catalog.=) ANY (ARRAY['0.1', '0.2', 'sentencepiece', 'wordpiece']::pg_catalog.text[])),
+    n_merges      int NOT NULL CHECK (n_merges OPERATOR(pg_catalog.>=) 0),
+    min_frequency int CHECK (min_frequency OPERATOR(pg_catalog.>=) 1),
+    created       timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE corpq.bpe_models IS
     'BPE models: subword-nmt codes version, merge count, min_frequency (NULL when imported), owner';
 
 CREATE TABLE corpq.bpe_merges (
     model        text NOT NULL REFERENCES corpq.bpe_models (name) ON DELETE CASCADE,
-    rank         int NOT NULL CHECK (rank >= 0),
-    left_symbol  text NOT NULL CHECK (left_symbol <> '' AND strpos(left_symbol, ' ') = 0),
-    right_symbol text NOT NULL CHECK (right_symbol <> '' AND strpos(right_symbol, ' ') = 0),
+    rank         int NOT NULL CHECK (rank OPERATOR(pg_catalog.>=) 0),
+    left_symbol  text NOT NULL CHECK (left_symbol OPERATOR(pg_catalog.<>) '' AND pg_catalog.strpos(left_symbol, ' ') OPERATOR(pg_catalog.=) 0),
+    right_symbol text NOT NULL CHECK (right_symbol OPERATOR(pg_catalog.<>) '' AND pg_catalog.strpos(right_symbol, ' ') OPERATOR(pg_catalog.=) 0),
     PRIMARY KEY (model, rank)
 );
 COMMENT ON TABLE corpq.bpe_merges IS

@@ -9,7 +9,7 @@
 CREATE TABLE corpq.wordpiece_models (
     model    text PRIMARY KEY REFERENCES corpq.bpe_models (name) ON DELETE CASCADE,
     options  jsonb NOT NULL,
-    tokens   text[] NOT NULL CHECK (cardinality(tokens) >= 1)
+    tokens   text[] NOT NULL CHECK (pg_catalog.cardinality(tokens) OPERATOR(pg_catalog.>=) 1)
 );
 COMMENT ON TABLE corpq.wordpiece_models IS
     'the tokens (id = array position - 1, the line of vocab.txt) and resolved options of each segmenter whose corpq.bpe_models version is ''wordpiece''';

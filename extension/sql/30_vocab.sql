@@ -6,13 +6,13 @@
 -- rules as BPE models: all read, owners drop, corpq's functions write.
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.vocabularies (
-    name       text PRIMARY KEY CHECK (name <> ''),
+    name       text PRIMARY KEY CHECK (name OPERATOR(pg_catalog.<>) ''),
     owner      regrole NOT NULL DEFAULT current_user::regrole,
     bpe        text REFERENCES corpq.bpe_models (name),
-    size       int NOT NULL CHECK (size >= 4),
-    max_size   int NOT NULL CHECK (max_size >= 5),
-    min_count  int NOT NULL CHECK (min_count >= 1),
-    created    timestamptz NOT NULL DEFAULT now()
+    size       int NOT NULL CHECK (size OPERATOR(pg_catalog.>=) 4),
+    max_size   int NOT NULL CHECK (max_size OPERATOR(pg_catalog.>=) 5),
+    min_count  int NOT NULL CHECK (min_count OPERATOR(pg_catalog.>=) 1),
+    created    timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE corpq.vocabularies IS
     'vocabularies: the BPE model segmenting their text (NULL = whitespace), size and build parameters, owner';
@@ -21,9 +21,9 @@ COMMENT ON COLUMN corpq.vocabularies.bpe IS
 
 CREATE TABLE corpq.vocabulary_tokens (
     vocabulary text NOT NULL REFERENCES corpq.vocabularies (name) ON DELETE CASCADE,
-    id         int NOT NULL CHECK (id >= 0),
+    id         int NOT NULL CHECK (id OPERATOR(pg_catalog.>=) 0),
     token      text NOT NULL,
-    count      bigint NOT NULL CHECK (count >= 0),
+    count      bigint NOT NULL CHECK (count OPERATOR(pg_catalog.>=) 0),
     PRIMARY KEY (vocabulary, id),
     UNIQUE (vocabulary, token)
 );

@@ -12,8 +12,8 @@ CREATE TABLE corpq.jobs (
     owner       regrole NOT NULL DEFAULT current_user::regrole,
     args        jsonb NOT NULL DEFAULT '{}',
     state       text NOT NULL DEFAULT 'queued'
-                CHECK (state IN ('queued', 'running', 'succeeded', 'failed', 'cancelled')),
-    created     timestamptz NOT NULL DEFAULT now(),
+                CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['queued', 'running', 'succeeded', 'failed', 'cancelled']::pg_catalog.text[])),
+    created     timestamptz NOT NULL DEFAULT pg_catalog.now(),
     started     timestamptz,
     finished    timestamptz,
     error       text,
@@ -36,7 +36,7 @@ CREATE TABLE corpq.jobs (
     -- corpq.job_threads), set before the kind's function runs; the columns
     -- added since 0.1.0 come last, as ALTER TABLE ADD COLUMN put them in
     -- databases updated from it
-    threads     int NOT NULL DEFAULT 1 CHECK (threads >= 1)
+    threads     int NOT NULL DEFAULT 1 CHECK (threads OPERATOR(pg_catalog.>=) 1)
 );
 COMMENT ON TABLE corpq.jobs IS
     'corpq background jobs: one row per submitted job, with its state, error and result';

@@ -9,13 +9,13 @@
 -- see either the previous version of a lexicon or the new one, never a mix.
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.lexicons (
-    name     text PRIMARY KEY CHECK (name <> ''),
+    name     text PRIMARY KEY CHECK (name OPERATOR(pg_catalog.<>) ''),
     owner    regrole NOT NULL DEFAULT current_user::regrole,
-    version  int NOT NULL DEFAULT 1 CHECK (version >= 1),
+    version  int NOT NULL DEFAULT 1 CHECK (version OPERATOR(pg_catalog.>=) 1),
     options  jsonb NOT NULL,
     stats    jsonb NOT NULL,
     job      bigint,
-    created  timestamptz NOT NULL DEFAULT now()
+    created  timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE corpq.lexicons IS
     'bilingual lexicons: resolved training options, training statistics, version (1 + number of replacements), the job that trained it';
@@ -29,10 +29,10 @@ COMMENT ON TABLE corpq.lexicons IS
 -- corpq.lexicons removes them, and names cannot be updated.
 CREATE TABLE corpq.lexicon_translations (
     lexicon   text NOT NULL,
-    direction text NOT NULL CHECK (direction IN ('src-tgt', 'tgt-src')),
+    direction text NOT NULL CHECK (direction OPERATOR(pg_catalog.=) ANY (ARRAY['src-tgt', 'tgt-src']::pg_catalog.text[])),
     src       text,
     tgt       text,
-    prob      float8 NOT NULL CHECK (prob > 0 AND prob <= 1)
+    prob      float8 NOT NULL CHECK (prob OPERATOR(pg_catalog.>) 0 AND prob OPERATOR(pg_catalog.<=) 1)
 );
 CREATE INDEX ON corpq.lexicon_translations (lexicon, direction, src);
 COMMENT ON TABLE corpq.lexicon_translations IS
@@ -44,8 +44,8 @@ CREATE TABLE corpq.lexicon_dictionary (
     lexicon text NOT NULL,
     src     text NOT NULL,
     tgt     text NOT NULL,
-    count   bigint NOT NULL CHECK (count > 0),
-    prob    float8 NOT NULL CHECK (prob > 0 AND prob <= 1),
+    count   bigint NOT NULL CHECK (count OPERATOR(pg_catalog.>) 0),
+    prob    float8 NOT NULL CHECK (prob OPERATOR(pg_catalog.>) 0 AND prob OPERATOR(pg_catalog.<=) 1),
     PRIMARY KEY (lexicon, src, tgt)
 );
 COMMENT ON TABLE corpq.lexicon_dictionary IS
@@ -54,8 +54,8 @@ COMMENT ON TABLE corpq.lexicon_dictionary IS
 CREATE TABLE corpq.lexicon_entropy (
     lexicon text NOT NULL,
     src     text NOT NULL,
-    links   bigint NOT NULL CHECK (links > 0),
-    entropy float8 NOT NULL CHECK (entropy >= 0),
+    links   bigint NOT NULL CHECK (links OPERATOR(pg_catalog.>) 0),
+    entropy float8 NOT NULL CHECK (entropy OPERATOR(pg_catalog.>=) 0),
     PRIMARY KEY (lexicon, src)
 );
 COMMENT ON TABLE corpq.lexicon_entropy IS

@@ -11,30 +11,30 @@
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.model_catalog (
     id         bigserial PRIMARY KEY,
-    name       text NOT NULL UNIQUE CHECK (name <> '' AND strpos(name, '@') = 0),
+    name       text NOT NULL UNIQUE CHECK (name OPERATOR(pg_catalog.<>) '' AND pg_catalog.strpos(name, '@') OPERATOR(pg_catalog.=) 0),
     owner      regrole NOT NULL DEFAULT current_user::regrole,
     config     jsonb NOT NULL,
-    parameters bigint NOT NULL CHECK (parameters > 0),
+    parameters bigint NOT NULL CHECK (parameters OPERATOR(pg_catalog.>) 0),
     src_vocab  text NOT NULL REFERENCES corpq.vocabularies (name),
     tgt_vocab  text NOT NULL REFERENCES corpq.vocabularies (name),
-    created    timestamptz NOT NULL DEFAULT now(),
-    updated    timestamptz NOT NULL DEFAULT now()
+    created    timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    updated    timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE corpq.model_catalog IS
     'transformer models: name (no @), owner, full configuration, parameter count, source and target vocabularies; weights are in corpq.model_versions';
 
 CREATE TABLE corpq.model_versions (
     model    bigint NOT NULL REFERENCES corpq.model_catalog (id) ON DELETE CASCADE,
-    version  int NOT NULL CHECK (version >= 1),
+    version  int NOT NULL CHECK (version OPERATOR(pg_catalog.>=) 1),
     weights  bytea NOT NULL,
-    bytes    bigint NOT NULL CHECK (bytes > 0),
+    bytes    bigint NOT NULL CHECK (bytes OPERATOR(pg_catalog.>) 0),
     checksum bigint NOT NULL,
-    created  timestamptz NOT NULL DEFAULT now(),
-    source   text NOT NULL CHECK (source IN ('create', 'import', 'checkpoint', 'quantize')),
-    step     bigint CHECK (step >= 0),
+    created  timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    source   text NOT NULL CHECK (source OPERATOR(pg_catalog.=) ANY (ARRAY['create', 'import', 'checkpoint', 'quantize']::pg_catalog.text[])),
+    step     bigint CHECK (step OPERATOR(pg_catalog.>=) 0),
     metrics  jsonb,
     best     boolean NOT NULL DEFAULT false,
-    precision text NOT NULL DEFAULT 'float32' CHECK (precision IN ('float32', 'int8')),
+    precision text NOT NULL DEFAULT 'float32' CHECK (precision OPERATOR(pg_catalog.=) ANY (ARRAY['float32', 'int8']::pg_catalog.text[])),
     PRIMARY KEY (model, version)
 );
 -- Weights are float32 noise to a compressor and are read whole: keep them
@@ -51,9 +51,9 @@ COMMENT ON TABLE corpq.model_versions IS
 -- Written by corpq_catalog_issue_version and the drop only
 -- (extension/pg/base/catalog.h).
 CREATE TABLE corpq.issued_versions (
-    catalog      text NOT NULL CHECK (catalog IN ('corpq.model_catalog', 'corpq.antap_models')),
-    name         text NOT NULL CHECK (name <> '' AND strpos(name, '@') = 0),
-    last_version int NOT NULL CHECK (last_version >= 1),
+    catalog      text NOT NULL CHECK (catalog OPERATOR(pg_catalog.=) ANY (ARRAY['corpq.model_catalog', 'corpq.antap_models']::pg_catalog.text[])),
+    name         text NOT NULL CHECK (name OPERATOR(pg_catalog.<>) '' AND pg_catalog.strpos(name, '@') OPERATOR(pg_catalog.=) 0),
+    last_version int NOT NULL CHECK (last_version OPERATOR(pg_catalog.>=) 1),
     PRIMARY KEY (catalog, name)
 );
 COMMENT ON TABLE corpq.issued_versions IS

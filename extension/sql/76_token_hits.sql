@@ -8,28 +8,28 @@ CREATE FUNCTION corpq.token_hits(model text, src text, tgt text)
     RETURNS TABLE (pos int, token text, hit boolean)
     LANGUAGE sql STABLE STRICT PARALLEL SAFE ROWS 30
     BEGIN ATOMIC
-        SELECT s.pos, s.token, s.pred_token = s.token
+        SELECT s.pos, s.token, s.pred_token OPERATOR(pg_catalog.=) s.token
         FROM corpq.token_scores(model, src, tgt) s;
     END;
 CREATE FUNCTION corpq.token_hits(model text, src text, tgt text, on_too_long text)
     RETURNS TABLE (pos int, token text, hit boolean)
     LANGUAGE sql STABLE STRICT PARALLEL SAFE ROWS 30
     BEGIN ATOMIC
-        SELECT s.pos, s.token, s.pred_token = s.token
+        SELECT s.pos, s.token, s.pred_token OPERATOR(pg_catalog.=) s.token
         FROM corpq.token_scores(model, src, tgt, on_too_long) s;
     END;
 CREATE FUNCTION corpq.token_hits(model corpq.pinned_model, src text, tgt text)
     RETURNS TABLE (pos int, token text, hit boolean)
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE ROWS 30
     BEGIN ATOMIC
-        SELECT s.pos, s.token, s.pred_token = s.token
+        SELECT s.pos, s.token, s.pred_token OPERATOR(pg_catalog.=) s.token
         FROM corpq.token_scores(model, src, tgt) s;
     END;
 CREATE FUNCTION corpq.token_hits(model corpq.pinned_model, src text, tgt text, on_too_long text)
     RETURNS TABLE (pos int, token text, hit boolean)
     LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE ROWS 30
     BEGIN ATOMIC
-        SELECT s.pos, s.token, s.pred_token = s.token
+        SELECT s.pos, s.token, s.pred_token OPERATOR(pg_catalog.=) s.token
         FROM corpq.token_scores(model, src, tgt, on_too_long) s;
     END;
 COMMENT ON FUNCTION corpq.token_hits(text, text, text) IS

@@ -8,7 +8,7 @@
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.train_log (
     job          bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,
-    step         bigint NOT NULL CHECK (step >= 1),
+    step         bigint NOT NULL CHECK (step OPERATOR(pg_catalog.>=) 1),
     epoch        float8 NOT NULL,
     train_loss   float8,
     train_nll    float8,
@@ -22,7 +22,7 @@ CREATE TABLE corpq.train_log (
     -- on the first update's row: the schedule the job fixed (train_schedule.h)
     schedule     jsonb,
     owner        regrole NOT NULL DEFAULT current_user::regrole,
-    at           timestamptz NOT NULL DEFAULT clock_timestamp(),
+    at           timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
     PRIMARY KEY (job, step)
 );
 COMMENT ON TABLE corpq.train_log IS
@@ -30,14 +30,14 @@ COMMENT ON TABLE corpq.train_log IS
 
 CREATE TABLE corpq.train_checkpoints (
     job      bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,
-    step     bigint NOT NULL CHECK (step >= 1),
+    step     bigint NOT NULL CHECK (step OPERATOR(pg_catalog.>=) 1),
     model    bigint NOT NULL,
     version  int NOT NULL,
     state    bytea NOT NULL,
     cursor   jsonb NOT NULL,
     dev_loss float8,
     owner    regrole NOT NULL DEFAULT current_user::regrole,
-    created  timestamptz NOT NULL DEFAULT now(),
+    created  timestamptz NOT NULL DEFAULT pg_catalog.now(),
     PRIMARY KEY (job, step),
     FOREIGN KEY (model, version) REFERENCES corpq.model_versions (model, version) ON DELETE CASCADE
 );

@@ -7,14 +7,14 @@
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.train_sampling (
     job         bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,
-    step        bigint NOT NULL CHECK (step >= 0),
+    step        bigint NOT NULL CHECK (step OPERATOR(pg_catalog.>=) 0),
     corpus      text NOT NULL,
-    probability float8 NOT NULL CHECK (probability BETWEEN 0 AND 1),
+    probability float8 NOT NULL CHECK (probability OPERATOR(pg_catalog.>=) 0 AND probability OPERATOR(pg_catalog.<=) 1),
     reward      float8,
     dev_loss    float8,
     tokens_seen bigint NOT NULL DEFAULT 0,
     owner       regrole NOT NULL DEFAULT current_user::regrole,
-    at          timestamptz NOT NULL DEFAULT clock_timestamp(),
+    at          timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
     PRIMARY KEY (job, step, corpus)
 );
 COMMENT ON TABLE corpq.train_sampling IS

@@ -11,17 +11,17 @@
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.antap_models (
     id      bigserial PRIMARY KEY,
-    name    text NOT NULL UNIQUE CHECK (name <> '' AND strpos(name, '@') = 0),
+    name    text NOT NULL UNIQUE CHECK (name OPERATOR(pg_catalog.<>) '' AND pg_catalog.strpos(name, '@') OPERATOR(pg_catalog.=) 0),
     owner   regrole NOT NULL,
-    created timestamptz NOT NULL DEFAULT now(),
-    updated timestamptz NOT NULL DEFAULT now()
+    created timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    updated timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE corpq.antap_models IS
     'ANTAP models: name (no @) and owner; versions are in corpq.antap_versions';
 
 CREATE TABLE corpq.antap_versions (
     model       bigint NOT NULL REFERENCES corpq.antap_models (id) ON DELETE CASCADE,
-    version     int NOT NULL CHECK (version >= 1),
+    version     int NOT NULL CHECK (version OPERATOR(pg_catalog.>=) 1),
     config      jsonb NOT NULL,
     options     jsonb NOT NULL,
     state_i     bytea NOT NULL,
@@ -30,7 +30,7 @@ CREATE TABLE corpq.antap_versions (
     checksum_ii bigint NOT NULL,
     result      jsonb NOT NULL,
     job         bigint,
-    created     timestamptz NOT NULL DEFAULT now(),
+    created     timestamptz NOT NULL DEFAULT pg_catalog.now(),
     PRIMARY KEY (model, version)
 );
 ALTER TABLE corpq.antap_versions ALTER COLUMN state_i SET STORAGE EXTERNAL;
@@ -42,7 +42,7 @@ CREATE TABLE corpq.antap_tokens (
     model        bigint NOT NULL,
     version      int NOT NULL,
     token        text NOT NULL,
-    split        text NOT NULL CHECK (split IN ('train', 'valid', 'test')),
+    split        text NOT NULL CHECK (split OPERATOR(pg_catalog.=) ANY (ARRAY['train', 'valid', 'test']::pg_catalog.text[])),
     accuracy     float8 NOT NULL,
     predicted_i  float8 NOT NULL,
     predicted_ii float8 NOT NULL,

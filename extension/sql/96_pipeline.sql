@@ -12,11 +12,11 @@
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.pipelines (
     name     text PRIMARY KEY,
-    kind     text NOT NULL CHECK (kind IN ('rejuvenate', 'self_train')),
+    kind     text NOT NULL CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['rejuvenate', 'self_train']::pg_catalog.text[])),
     args     jsonb NOT NULL,
     owner    regrole NOT NULL,
     job      bigint,
-    created  timestamptz NOT NULL DEFAULT now(),
+    created  timestamptz NOT NULL DEFAULT pg_catalog.now(),
     reserved text[] NOT NULL DEFAULT '{}'
 );
 COMMENT ON TABLE corpq.pipelines IS
@@ -24,13 +24,13 @@ COMMENT ON TABLE corpq.pipelines IS
 
 CREATE TABLE corpq.pipeline_stages (
     pipeline text NOT NULL REFERENCES corpq.pipelines (name) ON DELETE CASCADE,
-    stage    int NOT NULL CHECK (stage >= 1),
+    stage    int NOT NULL CHECK (stage OPERATOR(pg_catalog.>=) 1),
     name     text NOT NULL,
     job      bigint NOT NULL,
     subjob   bigint,
     output   jsonb,
     owner    regrole NOT NULL,
-    started  timestamptz NOT NULL DEFAULT clock_timestamp(),
+    started  timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
     finished timestamptz,
     PRIMARY KEY (pipeline, stage)
 );

@@ -185,9 +185,7 @@ version_missing(const CorpqCatalogKind *k, int64 id, const char *name, int32 ver
 static bool
 has_issued_versions(void)
 {
-	Oid			nsp = get_namespace_oid("corpq", true);
-
-	return OidIsValid(nsp) && OidIsValid(get_relname_relid("issued_versions", nsp));
+	return OidIsValid(get_relname_relid("issued_versions", corpq_schema_oid()));
 }
 
 /*

@@ -60,8 +60,14 @@ int			corpq_sql_as_caller(const char *sql, int nargs, Oid *argtypes,
 int			corpq_sql_as_owner(const char *sql, int nargs, Oid *argtypes,
 							   Datum *values, const char *nulls, long count);
 
-/* The owner of the corpq extension in this database. */
+/*
+ * The owner of the corpq extension in this database, and its schema
+ * (pg_extension.extnamespace).  Both ERROR unless that schema is the one the
+ * name corpq reaches and is owned by the extension's owner: every internal
+ * statement checks this first (docs/security.md).
+ */
 Oid			corpq_catalog_owner(void);
+Oid			corpq_schema_oid(void);
 
 /* Whether the current user is a member of role (superusers are members of all). */
 bool		corpq_caller_is_member(Oid role);

@@ -107,7 +107,7 @@ static const CorpqRowJobKind kind = {
 static Oid
 real_vector_type(void)
 {
-	Oid			nsp = get_namespace_oid("corpq", false);
+	Oid			nsp = corpq_schema_oid();
 	Oid			type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 									   CStringGetDatum("real_vector"), ObjectIdGetDatum(nsp));
 

@@ -7,6 +7,65 @@
 -- 99_costs.sql names needs its ALTER FUNCTION ... COST here too.
 \echo Use "ALTER EXTENSION corpq UPDATE" to load this file. \quit
 
+-- Before anything: the extension's schema must be owned by the extension's
+-- owner, grant CREATE to nobody else, and hold only the extension's own
+-- functions, operators, types and tables.  Otherwise a role that controls it
+-- could have planted an object this script would bind to (a function in a
+-- CHECK, an operator) and run as the updating superuser (CVE-2022-2625's
+-- class; docs/security.md).  Everything below runs with search_path
+-- pg_catalog, pg_temp.
+SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+DO $corpq_schema_check$
+DECLARE
+    ext pg_catalog.oid;
+    ext_owner pg_catalog.oid;
+    nsp pg_catalog.oid;
+    nsp_owner pg_catalog.oid;
+    stranger pg_catalog.text;
+BEGIN
+    SELECT e.oid, e.extowner, e.extnamespace INTO ext, ext_owner, nsp
+      FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'corpq';
+    nsp_owner := (SELECT n.nspowner FROM pg_catalog.pg_namespace n WHERE n.oid OPERATOR(pg_catalog.=) nsp);
+    IF nsp_owner OPERATOR(pg_catalog.<>) ext_owner THEN
+        RAISE EXCEPTION 'schema % of extension corpq is owned by role %, not by the extension''s owner %',
+                        nsp::pg_catalog.regnamespace, nsp_owner::pg_catalog.regrole, ext_owner::pg_catalog.regrole
+              USING ERRCODE = 'insufficient_privilege',
+                    HINT = 'Another role controls the schema corpq was installed into: check that it holds only corpq''s objects, make the extension''s owner own it (ALTER SCHEMA ... OWNER TO), then update (docs/security.md).';
+    END IF;
+    IF EXISTS (SELECT FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(n.nspacl) a
+               WHERE n.oid OPERATOR(pg_catalog.=) nsp AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+                 AND a.grantee OPERATOR(pg_catalog.<>) n.nspowner) THEN
+        RAISE EXCEPTION 'schema % of extension corpq grants CREATE to a role other than its owner', nsp::pg_catalog.regnamespace
+              USING ERRCODE = 'insufficient_privilege',
+                    HINT = 'REVOKE CREATE ON SCHEMA ... FROM those roles and drop what they created in it, then update (docs/security.md).';
+    END IF;
+    SELECT o.what INTO stranger FROM (
+        SELECT 'pg_proc'::pg_catalog.regclass AS cat, p.oid, p.oid::pg_catalog.regprocedure::pg_catalog.text AS what
+          FROM pg_catalog.pg_proc p WHERE p.pronamespace OPERATOR(pg_catalog.=) nsp
+        UNION ALL
+        SELECT 'pg_operator'::pg_catalog.regclass, o.oid, o.oid::pg_catalog.regoperator::pg_catalog.text
+          FROM pg_catalog.pg_operator o WHERE o.oprnamespace OPERATOR(pg_catalog.=) nsp
+        UNION ALL
+        SELECT 'pg_type'::pg_catalog.regclass, t.oid, t.oid::pg_catalog.regtype::pg_catalog.text
+          FROM pg_catalog.pg_type t WHERE t.typnamespace OPERATOR(pg_catalog.=) nsp
+           AND t.typtype OPERATOR(pg_catalog.<>) 'c' AND t.typcategory OPERATOR(pg_catalog.<>) 'A'
+        UNION ALL
+        SELECT 'pg_class'::pg_catalog.regclass, c.oid, c.oid::pg_catalog.regclass::pg_catalog.text
+          FROM pg_catalog.pg_class c WHERE c.relnamespace OPERATOR(pg_catalog.=) nsp
+           AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog."char"[])) o
+     WHERE NOT EXISTS (SELECT FROM pg_catalog.pg_depend d
+                        WHERE d.classid OPERATOR(pg_catalog.=) o.cat AND d.objid OPERATOR(pg_catalog.=) o.oid
+                          AND d.refclassid OPERATOR(pg_catalog.=) 'pg_extension'::pg_catalog.regclass
+                          AND d.refobjid OPERATOR(pg_catalog.=) ext AND d.deptype OPERATOR(pg_catalog.=) 'e')
+     LIMIT 1;
+    IF stranger IS NOT NULL THEN
+        RAISE EXCEPTION 'schema % of extension corpq holds %, which is not part of the extension', nsp::pg_catalog.regnamespace, stranger
+              USING ERRCODE = 'object_not_in_prerequisite_state',
+                    HINT = 'Only corpq''s own objects may be in its schema: inspect and drop that object, then update (docs/security.md).';
+    END IF;
+END
+$corpq_schema_check$;
+
 -- corpq.version() (extension/sql/05_version.sql)
 CREATE FUNCTION corpq.version(OUT extension text, OUT library text, OUT build text,
                               OUT inference_kernel text, OUT int8_kernel text,
@@ -255,9 +314,9 @@ COMMENT ON FUNCTION corpq.token_hits(corpq.pinned_model, text, text, text) IS
 -- has, at their highest stored version: numbers issued under 0.1.0 and gone
 -- since (dropped with their model) cannot be known.
 CREATE TABLE corpq.issued_versions (
-    catalog      text NOT NULL CHECK (catalog IN ('corpq.model_catalog', 'corpq.antap_models')),
-    name         text NOT NULL CHECK (name <> '' AND strpos(name, '@') = 0),
-    last_version int NOT NULL CHECK (last_version >= 1),
+    catalog      text NOT NULL CHECK (catalog OPERATOR(pg_catalog.=) ANY (ARRAY['corpq.model_catalog', 'corpq.antap_models']::pg_catalog.text[])),
+    name         text NOT NULL CHECK (name OPERATOR(pg_catalog.<>) '' AND pg_catalog.strpos(name, '@') OPERATOR(pg_catalog.=) 0),
+    last_version int NOT NULL CHECK (last_version OPERATOR(pg_catalog.>=) 1),
     PRIMARY KEY (catalog, name)
 );
 COMMENT ON TABLE corpq.issued_versions IS
@@ -346,7 +405,7 @@ ALTER FUNCTION corpq.translate(corpq.pinned_model, text, jsonb) COST 10000000;
 
 -- ---- corpq.jobs.threads: a job's threads, resolved once at submission and
 -- set by the worker before the kind's function runs (extension/sql/40_jobs.sql)
-ALTER TABLE corpq.jobs ADD COLUMN threads int NOT NULL DEFAULT 1 CHECK (threads >= 1);
+ALTER TABLE corpq.jobs ADD COLUMN threads int NOT NULL DEFAULT 1 CHECK (threads OPERATOR(pg_catalog.>=) 1);
 
 -- ---- corpq.score_job(): scoring a table as a row job (extension/sql/75_scoring.sql)
 -- ---------------------------------------------------------------------------
@@ -387,7 +446,7 @@ COMMENT ON FUNCTION corpq.score_job(text, text, regclass, jsonb) IS
 -- ---- WordPiece segmenters (extension/sql/25_wordpiece.sql; a bpe_models version)
 ALTER TABLE corpq.bpe_models DROP CONSTRAINT bpe_models_version_check;
 ALTER TABLE corpq.bpe_models ADD CONSTRAINT bpe_models_version_check
-    CHECK (version IN ('0.1', '0.2', 'sentencepiece', 'wordpiece'));
+    CHECK (version OPERATOR(pg_catalog.=) ANY (ARRAY['0.1', '0.2', 'sentencepiece', 'wordpiece']::pg_catalog.text[]));
 -- ---------------------------------------------------------------------------
 -- WordPiece segmenters (the vocab.txt of BERT / LaBSE checkpoints,
 -- docs/text.md): a segmenter of the BPE catalog, a corpq.bpe_models row with
@@ -398,7 +457,7 @@ ALTER TABLE corpq.bpe_models ADD CONSTRAINT bpe_models_version_check
 CREATE TABLE corpq.wordpiece_models (
     model    text PRIMARY KEY REFERENCES corpq.bpe_models (name) ON DELETE CASCADE,
     options  jsonb NOT NULL,
-    tokens   text[] NOT NULL CHECK (cardinality(tokens) >= 1)
+    tokens   text[] NOT NULL CHECK (pg_catalog.cardinality(tokens) OPERATOR(pg_catalog.>=) 1)
 );
 COMMENT ON TABLE corpq.wordpiece_models IS
     'the tokens (id = array position - 1, the line of vocab.txt) and resolved options of each segmenter whose corpq.bpe_models version is ''wordpiece''';
