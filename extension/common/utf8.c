@@ -7,7 +7,7 @@ cq_utf8_valid(const uint8_t *s, size_t len)
 
 	while (i < len)
 	{
-		size_t		n;
+		uint32_t	cp;
 
 		if (s[i] == 0)
 			return false;
@@ -16,10 +16,25 @@ cq_utf8_valid(const uint8_t *s, size_t len)
 			i++;
 			continue;
 		}
-		n = cq_utf8_decode(s + i, len - i, NULL);
-		if (n == 0)
+		i += cq_utf8_next(s + i, len - i, &cp);
+		if (cp == CQ_UTF8_ILL)
 			return false;
-		i += n;
 	}
 	return true;
+}
+
+size_t
+cq_utf8_to_cps(const uint8_t *s, size_t len, uint32_t *out)
+{
+	size_t		i = 0,
+				n = 0;
+
+	while (i < len)
+	{
+		if (s[i] < 0x80)
+			out[n++] = s[i++];
+		else
+			i += cq_utf8_next_or_fffd(s + i, len - i, &out[n++]);
+	}
+	return n;
 }

@@ -6,8 +6,8 @@
  * are counted in code points and each filter's character classes are those
  * of Python's str methods or of the `regex` module, as each filter's
  * comment says.  The text comes from PostgreSQL, which has checked that it
- * is valid UTF-8; a malformed sequence anyway decodes to U+FFFD, one code
- * point per maximal invalid subpart (ICU's U8_NEXT_OR_FFFD).
+ * is valid UTF-8; an ill-formed sequence anyway decodes as common/utf8.h
+ * says, to one U+FFFD per maximal subpart.
  */
 #ifndef CQ_FILTERS_UTEXT_H
 #define CQ_FILTERS_UTEXT_H
@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/cptext.h"
 #include "common/error.h"
 
 typedef struct cq_utext
@@ -32,14 +33,5 @@ typedef struct cq_utext
  */
 cq_code		cq_utext_init(cq_utext *t, const char *s, size_t bytes, cq_error *err);
 void		cq_utext_free(cq_utext *t);
-
-/*
- * Python's str.isspace(), which str.split() splits on: Unicode White_Space
- * plus U+001C..U+001F (bidirectional class B or S).
- */
-bool		cq_py_isspace(int32_t c);
-
-/* Unicode White_Space: `\s` of the `regex` module (and its `\S`). */
-bool		cq_uni_isspace(int32_t c);
 
 #endif

@@ -10,7 +10,7 @@
 
 #include <stdbool.h>
 
-#include "metrics/cpbuf.h"
+#include "common/cptext.h"
 #include "metrics/tokenize.h"
 
 typedef struct cq_intern_work

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "metrics/cpbuf.h"
+#include "common/cptext.h"
 
 #define CQ_NGRAM_MAX_ORDER	16
 #define CQ_NGRAM_MAX_REFS	64

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "metrics/cpbuf.h"
+#include "common/cptext.h"
 
 typedef enum cq_tokenizer
 {

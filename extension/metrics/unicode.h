@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "metrics/cpbuf.h"
+#include "common/cptext.h"
 
 #define CQ_UC_P		1			/* punctuation, \p{P} */
 #define CQ_UC_S		2			/* symbol, \p{S} */

@@ -7,7 +7,7 @@
 #define CQ_METRICS_WORK_H
 
 #include "common/error.h"
-#include "metrics/cpbuf.h"
+#include "common/cptext.h"
 #include "metrics/intern.h"
 #include "metrics/ngram.h"
 #include "metrics/tokenize.h"

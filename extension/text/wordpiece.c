@@ -6,11 +6,10 @@
 
 #include <string.h>
 
-#include <unicode/utf8.h>
-
+#include "common/cptext.h"
 #include "common/interrupt.h"
 #include "common/mem.h"
-#include "filters/utext.h"
+#include "common/utf8.h"
 
 /* Whether special k is spelled at t[i..n). */
 static bool
@@ -90,7 +89,7 @@ word_utf8(cq_wordpiece *wp, const uint32_t *w, size_t n)
 	}
 	for (size_t i = 0; i < n; i++)
 	{
-		U8_APPEND_UNSAFE((uint8_t *) wp->utf8 + 2, b, w[i]);
+		b += (uint32_t) cq_utf8_put((uint8_t *) wp->utf8 + 2 + b, w[i]);
 		wp->ends[i] = b;
 	}
 	return CQ_OK;

@@ -12,7 +12,7 @@
 #include <unicode/utypes.h>
 
 #include "common/error.h"
-#include "metrics/cpbuf.h"
+#include "common/cptext.h"
 #include "text/wordpiece_variant.h"
 
 /* Room for more code points after the n in b: CQ_OK or CQ_ENOMEM. */

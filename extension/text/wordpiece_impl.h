@@ -6,7 +6,7 @@
 #ifndef CQ_TEXT_WORDPIECE_IMPL_H
 #define CQ_TEXT_WORDPIECE_IMPL_H
 
-#include "metrics/cpbuf.h"
+#include "common/cptext.h"
 #include "text/strmap.h"
 #include "text/wordpiece.h"
 #include "text/wordpiece_chars.h"

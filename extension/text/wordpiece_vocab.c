@@ -6,10 +6,9 @@
 
 #include <string.h>
 
-#include <unicode/utf8.h>
-
+#include "common/cptext.h"
 #include "common/mem.h"
-#include "filters/utext.h"
+#include "common/utf8.h"
 
 static const char *const special_names[CQ_WORDPIECE_N_SPECIAL] = {
 	"unk_token", "sep_token", "pad_token", "cls_token", "mask_token"
@@ -20,21 +19,22 @@ static cq_code
 check_special(const char *s, const char *what, cq_cpbuf *cp, cq_error *err)
 {
 	size_t		len = strlen(s);
-	int32_t		i = 0;
+	size_t		i = 0;
 
 	if (len == 0 || len > CQ_WORDPIECE_MAX_TOKEN_BYTES)
 		return cq_fail(err, CQ_EINVAL, "%s must have 1 to %d bytes", what,
 					   CQ_WORDPIECE_MAX_TOKEN_BYTES);
 	if (cq_wp_room(cp, len) != CQ_OK)
 		return cq_fail(err, CQ_ENOMEM, "out of memory");
-	while (i < (int32_t) len)
+	while (i < len)
 	{
-		UChar32		c;
+		uint32_t	c;
+		size_t		k = cq_utf8_decode((const uint8_t *) s + i, len - i, &c);
 
-		U8_NEXT((const uint8_t *) s, i, (int32_t) len, c);
-		if (c < 0)
+		if (k == 0)
 			return cq_fail(err, CQ_EINVAL, "%s is not UTF-8", what);
-		if (cq_py_isspace(c))
+		i += k;
+		if (cq_py_isspace((int32_t) c))
 			return cq_fail(err, CQ_EINVAL, "%s \"%s\" contains whitespace", what, s);
 		cq_cpbuf_put(cp, c);
 	}
@@ -229,36 +229,41 @@ cq_wordpiece_token(const cq_wordpiece *wp, int32_t id, size_t *len)
 static size_t
 leading_space(const char *s, size_t len)
 {
-	int32_t		i = 0;
+	size_t		i = 0;
 
-	while (i < (int32_t) len)
+	while (i < len)
 	{
-		int32_t		at = i;
-		UChar32		c;
+		uint32_t	c;
+		size_t		k = cq_utf8_next_or_fffd((const uint8_t *) s + i, len - i, &c);
 
-		U8_NEXT_OR_FFFD((const uint8_t *) s, i, (int32_t) len, c);
-		if (!cq_py_isspace(c))
-			return (size_t) at;
+		if (!cq_py_isspace((int32_t) c))
+			return i;
+		i += k;
 	}
 	return len;
 }
 
-/* Length of s[0..len) without its trailing Python-whitespace characters. */
+/*
+ * Length of s[0..len) without its trailing Python-whitespace characters: the
+ * end of the last other character, read forwards (a whitespace character
+ * starts with a lead byte, which no ill-formed subpart before it takes in,
+ * so this is the boundary reading backwards would find).
+ */
 static size_t
 without_trailing_space(const char *s, size_t len)
 {
-	int32_t		i = (int32_t) len;
+	size_t		i = 0,
+				end = 0;
 
-	while (i > 0)
+	while (i < len)
 	{
-		int32_t		at = i;
-		UChar32		c;
+		uint32_t	c;
 
-		U8_PREV_OR_FFFD((const uint8_t *) s, 0, i, c);
-		if (!cq_py_isspace(c))
-			return (size_t) at;
+		i += cq_utf8_next_or_fffd((const uint8_t *) s + i, len - i, &c);
+		if (!cq_py_isspace((int32_t) c))
+			end = i;
 	}
-	return 0;
+	return end;
 }
 
 size_t

@@ -4,29 +4,14 @@
 
 #include "common/mem.h"
 #include "common/error.h"
+#include "common/utf8.h"
 
 size_t
 cq_utf8_char_len(const char *s, const char *end)
 {
-	unsigned char c = (unsigned char) s[0];
-	size_t		n;
+	uint32_t	cp;
 
-	if (c < 0x80)
-		return 1;
-	else if ((c & 0xE0) == 0xC0)
-		n = 2;
-	else if ((c & 0xF0) == 0xE0)
-		n = 3;
-	else if ((c & 0xF8) == 0xF0)
-		n = 4;
-	else
-		return 1;
-	if ((size_t) (end - s) < n)
-		return 1;
-	for (size_t i = 1; i < n; i++)
-		if (((unsigned char) s[i] & 0xC0) != 0x80)
-			return 1;
-	return n;
+	return cq_utf8_next((const uint8_t *) s, (size_t) (end - s), &cp);
 }
 
 int

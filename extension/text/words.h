@@ -21,9 +21,9 @@ cq_is_space(unsigned char c)
 }
 
 /*
- * Bytes of the UTF-8 character starting at s (1..4, never past end); an
- * invalid lead or truncated sequence counts as one byte, like a code point of
- * its own.
+ * Bytes of the UTF-8 character starting at s (1..4, never past end): a
+ * well-formed sequence, or a maximal ill-formed subpart (common/utf8.h),
+ * which is one symbol of its own, as it is one U+FFFD in the metrics.
  */
 size_t		cq_utf8_char_len(const char *s, const char *end);
 

@@ -101,6 +101,15 @@ TEST(bpe_apply_multibyte_characters)
 	CHECK_STR_EQ(apply(&b, "\xe6\x97\xa5\xe6\x9c\xac\xe8\xaa\x9e"),
 				 "\xe6\x97\xa5\xe6\x9c\xac@@ \xe8\xaa\x9e");
 	CHECK_STR_EQ(apply(&b, "\xc3\xb1"), "\xc3\xb1");
+	/*
+	 * Ill-formed bytes (never from PostgreSQL text) are one symbol per
+	 * maximal subpart, common/utf8.h's rule: a cut euro sign is one (it was
+	 * two before 0.2.0), an overlong '/' two (it was one), and a word of one
+	 * subpart comes back whole
+	 */
+	CHECK_STR_EQ(apply(&b, "a\xe2\x82" "b"), "a@@ \xe2\x82@@ b");
+	CHECK_STR_EQ(apply(&b, "\xc0\xaf"), "\xc0@@ \xaf");
+	CHECK_STR_EQ(apply(&b, "\xf0\x9f\x98"), "\xf0\x9f\x98");
 	cq_bpe_free(&b);
 }
 

@@ -30,6 +30,18 @@ TEST(filters_utext_counts_code_points)
 	CHECK_INT_EQ(t.cp[1], 0xF1);
 	CHECK_INT_EQ(t.cp[3], 0x1F600);
 	cq_utext_free(&t);
+	/*
+	 * ill-formed bytes: one U+FFFD per maximal subpart (common/utf8.h), as
+	 * before 0.2.0 (ICU's U8_NEXT_OR_FFFD) and as Python's 'replace': a, a cut
+	 * euro sign, b, an overlong '/' (two)
+	 */
+	t = u("a\xe2\x82" "b\xc0\xaf");
+	CHECK_INT_EQ(t.n, 5);
+	CHECK_INT_EQ(t.cp[1], 0xFFFD);
+	CHECK_INT_EQ(t.cp[2], 'b');
+	CHECK_INT_EQ(t.cp[4], 0xFFFD);
+	CHECK_INT_EQ(cq_text_length(&t, CQ_UNIT_CHAR), 5);
+	cq_utext_free(&t);
 }
 
 TEST(filters_length_ratio_words_and_chars)

@@ -69,8 +69,12 @@ TEST(metrics_tokenize_char_none_lowercase)
 				 "\xce\xbf\xce\xb4\xce\xbf\xcf\x82 \xcf\x83");
 	/* İ lowercases to two code points, i + combining dot above */
 	CHECK_STR_EQ(tok(CQ_TOK_NONE, true, "\xc4\xb0"), "i\xcc\x87");
-	/* invalid UTF-8 decodes to U+FFFD per byte */
+	/* invalid UTF-8: one U+FFFD per maximal ill-formed subpart (common/utf8.h) */
 	CHECK_STR_EQ(tok(CQ_TOK_NONE, false, "a\xff"), "a\xef\xbf\xbd");
+	/* a cut euro sign is one character (it was two, one per byte, before 0.2.0) */
+	CHECK_STR_EQ(tok(CQ_TOK_CHAR, false, "a\xe2\x82" "b"), "a \xef\xbf\xbd b");
+	/* an overlong '/' is two: no well-formed sequence starts with C0 */
+	CHECK_STR_EQ(tok(CQ_TOK_CHAR, false, "\xc0\xaf"), "\xef\xbf\xbd \xef\xbf\xbd");
 }
 
 static cq_bleu_stats
