@@ -142,6 +142,32 @@ install-spm-check: tools/corpq-spm-check
 	$(INSTALL_PROGRAM) tools/corpq-spm-check '$(DESTDIR)$(bindir)/corpq-spm-check'
 EXTRA_CLEAN += tools/corpq-spm-check
 
+# Both programs go beside PostgreSQL's (pg_config --bindir:
+# /usr/lib/postgresql/15/bin on Debian), which is not on users' PATH, so
+# make install also links them into USER_BINDIR, the folder of locally
+# installed programs on every Debian user's PATH.  USER_BINDIR= (empty)
+# makes no links (the Debian package installs both into /usr/bin instead);
+# none are made when USER_BINDIR is the bindir itself.
+USER_BINDIR ?= /usr/local/bin
+TOOLS        = $(notdir $(SCRIPTS)) corpq-spm-check
+TOOL_LINKS   = $(if $(filter-out $(abspath $(bindir)),$(abspath $(USER_BINDIR))),$(TOOLS))
+install: install-tool-links
+.PHONY: install-tool-links uninstall-tool-links
+install-tool-links:
+ifneq ($(TOOL_LINKS),)
+	$(MKDIR_P) '$(DESTDIR)$(USER_BINDIR)'
+	for f in $(TOOL_LINKS); do ln -sfn '$(bindir)'/$$f '$(DESTDIR)$(USER_BINDIR)'/$$f || exit 1; done
+endif
+# Only links to this bindir's programs are removed (not another install's).
+uninstall: uninstall-tool-links
+uninstall-tool-links:
+ifneq ($(TOOL_LINKS),)
+	for f in $(TOOL_LINKS); do \
+		l='$(DESTDIR)$(USER_BINDIR)'/$$f; \
+		if [ -L "$$l" ] && [ "$$(readlink "$$l")" = '$(bindir)'/$$f ]; then rm -f "$$l" || exit 1; fi; \
+	done
+endif
+
 # The OpenBLAS core rule of extension/common/cpu.c as a program, for scripts
 # (they export its answer as OPENBLAS_CORETYPE; see test/blas_core.c).
 test/blas_core: test/blas_core.c extension/common/cpu.c extension/common/cpu.h
@@ -207,7 +233,7 @@ deb:
 # corpq-spm-check, which has its own install rule.
 uninstall: uninstall-scripts
 uninstall-scripts:
-	rm -f $(addprefix '$(DESTDIR)$(bindir)'/, $(notdir $(SCRIPTS)) corpq-spm-check)
+	rm -f $(addprefix '$(DESTDIR)$(bindir)'/, $(TOOLS))
 
 # The numeric checks again under each OpenBLAS core type (after install).
 cores: test/libcorpqcore.so test/blas_core
