@@ -33,10 +33,14 @@ DATA_built = $(EXTENSION)--$(EXTVERSION).sql
 # (docs/architecture.md: every catalog change appends to the current one).
 DATA       = $(wildcard extension/sql/updates/$(EXTENSION)--*--*.sql)
 # the converter of fairseq / Marian / Hugging Face Marian models (models/CONVERT.md)
-SCRIPTS    = models/corpq-convert
+SCRIPTS    = tools/corpq-convert
 
-REGRESS      = $(sort $(basename $(notdir $(wildcard sql/*.sql))))
-REGRESS_OPTS = --inputdir=. --load-extension=$(EXTENSION)
+# The pg_regress suite: test/regress/sql/NAME.sql and expected/NAME.out; the
+# files its tests include (\i) are in test/regress/fixtures/.  pg_regress
+# writes results/, regression.diffs and regression.out here, where PGXS's
+# clean and pg_buildext look for them.
+REGRESS      = $(sort $(basename $(notdir $(wildcard test/regress/sql/*.sql))))
+REGRESS_OPTS = --inputdir=test/regress --load-extension=$(EXTENSION)
 
 WARN      = -Wall -Wextra -Wno-unused-parameter -Wno-sign-compare \
 	-Wno-missing-field-initializers
@@ -124,19 +128,45 @@ test/libcorpqcore.so: $(CORE_SRCS) $(CORE_CXX_OBJS) test/unit/blas_direct.c $(CO
 # as a program beside corpq-convert, which runs it on every .spm it copies.
 # Built next to the converter so the converter in the source tree finds it
 # too.  (PGXS's PROGRAM cannot be combined with MODULE_big.)
-SPM_CHECK_SRCS = models/corpq-spm-check.c extension/text/spm_check.c extension/common/utf8.c \
+SPM_CHECK_SRCS = tools/corpq-spm-check.c extension/text/spm_check.c extension/common/utf8.c \
 	extension/common/error.c extension/common/mem.c extension/common/interrupt.c \
 	extension/common/parallel.c
-models/corpq-spm-check: $(SPM_CHECK_SRCS) $(CORE_HDRS)
+tools/corpq-spm-check: $(SPM_CHECK_SRCS) $(CORE_HDRS)
 	$(CC) -std=gnu11 -O2 $(WARN) -Iextension -o $@ $(SPM_CHECK_SRCS) -pthread
-all: models/corpq-spm-check
-refcheck: models/corpq-spm-check
+all: tools/corpq-spm-check
+refcheck: tools/corpq-spm-check
 install: install-spm-check
 .PHONY: install-spm-check
-install-spm-check: models/corpq-spm-check
+install-spm-check: tools/corpq-spm-check
 	$(MKDIR_P) '$(DESTDIR)$(bindir)'
-	$(INSTALL_PROGRAM) models/corpq-spm-check '$(DESTDIR)$(bindir)/corpq-spm-check'
-EXTRA_CLEAN += models/corpq-spm-check
+	$(INSTALL_PROGRAM) tools/corpq-spm-check '$(DESTDIR)$(bindir)/corpq-spm-check'
+EXTRA_CLEAN += tools/corpq-spm-check
+
+# Both programs go beside PostgreSQL's (pg_config --bindir:
+# /usr/lib/postgresql/15/bin on Debian), which is not on users' PATH, so
+# make install also links them into USER_BINDIR, the folder of locally
+# installed programs on every Debian user's PATH.  USER_BINDIR= (empty)
+# makes no links (the Debian package installs both into /usr/bin instead);
+# none are made when USER_BINDIR is the bindir itself.
+USER_BINDIR ?= /usr/local/bin
+TOOLS        = $(notdir $(SCRIPTS)) corpq-spm-check
+TOOL_LINKS   = $(if $(filter-out $(abspath $(bindir)),$(abspath $(USER_BINDIR))),$(TOOLS))
+install: install-tool-links
+.PHONY: install-tool-links uninstall-tool-links
+install-tool-links:
+ifneq ($(TOOL_LINKS),)
+	$(MKDIR_P) '$(DESTDIR)$(USER_BINDIR)'
+	for f in $(TOOL_LINKS); do ln -sfn '$(bindir)'/$$f '$(DESTDIR)$(USER_BINDIR)'/$$f || exit 1; done
+endif
+# Only links to this bindir's programs are removed (not another install's).
+uninstall: uninstall-tool-links
+uninstall-tool-links:
+ifneq ($(TOOL_LINKS),)
+	for f in $(TOOL_LINKS); do \
+		l='$(DESTDIR)$(USER_BINDIR)'/$$f; \
+		if [ -L "$$l" ] && [ "$$(readlink "$$l")" = '$(bindir)'/$$f ]; then rm -f "$$l" || exit 1; fi; \
+	done
+endif
 
 # The OpenBLAS core rule of extension/common/cpu.c as a program, for scripts
 # (they export its answer as OPENBLAS_CORETYPE; see test/blas_core.c).
@@ -198,12 +228,12 @@ DEB_OUT ?= build/deb
 deb:
 	bash debian/build.sh $(DEB_OUT)
 
-# PGXS's uninstall removes $(bindir)/models/corpq-convert (it keeps SCRIPTS'
+# PGXS's uninstall removes $(bindir)/tools/corpq-convert (it keeps SCRIPTS'
 # folder), not the $(bindir)/corpq-convert its install wrote, nor
 # corpq-spm-check, which has its own install rule.
 uninstall: uninstall-scripts
 uninstall-scripts:
-	rm -f $(addprefix '$(DESTDIR)$(bindir)'/, $(notdir $(SCRIPTS)) corpq-spm-check)
+	rm -f $(addprefix '$(DESTDIR)$(bindir)'/, $(TOOLS))
 
 # The numeric checks again under each OpenBLAS core type (after install).
 cores: test/libcorpqcore.so test/blas_core

@@ -113,9 +113,10 @@ catalog_compare() {
 	return 1
 }
 
-# corpq's installed files: the extension directory, the module, the programs.
+# corpq's installed files: the extension directory, the module, the programs
+# and their links on users' PATH (the Makefile's USER_BINDIR).
 corpq_installed_files() {
-	find "$CORPQ_EXTDIR" "$(pg_config --pkglibdir)" "$(pg_config --bindir)" -maxdepth 1 \
+	find "$CORPQ_EXTDIR" "$(pg_config --pkglibdir)" "$(pg_config --bindir)" /usr/local/bin -maxdepth 1 \
 		\( -name 'corpq*' -o -name 'corpq-*' \) \( -type f -o -type l \) 2>/dev/null | LC_ALL=C sort
 }
 

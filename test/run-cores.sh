@@ -2,7 +2,7 @@
 # The numeric checks under every OpenBLAS core Debian's DYNAMIC_ARCH build
 # carries for x86-64 machines, plus this machine's default (the extension's
 # own choice): test/ref/test_nn.py (the core against PyTorch, batch
-# invariance), sql/score_batch.sql (batched score() = per-row functions,
+# invariance), test/regress/sql/score_batch.sql (batched score() = per-row functions,
 # bitwise) and test/integration/scoring_torch.sh (SQL scoring against PyTorch
 # and the core), all in one throw-away cluster.  The Python side gets the core
 # through OPENBLAS_CORETYPE; the server through both of its paths: score_batch

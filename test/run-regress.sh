@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# pg_regress suite (sql/, expected/) on a throw-away cluster that touches no
+# pg_regress suite (test/regress/sql/, test/regress/expected/) on a throw-away cluster that touches no
 # existing one: pg_virtualenv -t puts it in a temporary directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."

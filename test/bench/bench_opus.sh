@@ -21,7 +21,7 @@ set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 corpq_in_cluster -o shared_buffers=256MB -- "$@"
 
-OPENBLAS_NUM_THREADS=1 CORPQ_CONVERT="$PWD/models/corpq-convert" /usr/bin/python3 - "$@" <<'PY'
+OPENBLAS_NUM_THREADS=1 CORPQ_CONVERT="$PWD/tools/corpq-convert" /usr/bin/python3 - "$@" <<'PY'
 import json, os, random, re, resource, subprocess, sys, tempfile, time
 import numpy as np
 import torch

@@ -20,7 +20,7 @@ lines between them allowed) say which:
   without the extension (a block that creates it).
 * `<!-- fragment: REASON; tested by FILE[, FILE...] -->`: a block that cannot
   run on one server with the fixture (REASON: several servers, Citus, ...).
-  Each FILE must be a test CI runs (sql/*.sql, test/** but not test/bench/),
+  Each FILE must be a test CI runs (test/** but not test/bench/),
   and that test must run the block's SQL: either it reads the block from the
   document through `fragments("docs/x.md", "test/y.sh")` below (and runs it
   as written), or each statement of the block stands in one of the FILEs in
@@ -198,7 +198,7 @@ def statements(body):
 
 
 def is_ci_test(f):
-    return f.startswith(('sql/', 'test/')) and not f.startswith('test/bench/')
+    return f.startswith('test/') and not f.startswith('test/bench/')
 
 
 def check_covered(b, errors):
@@ -209,13 +209,13 @@ def check_covered(b, errors):
             errors.append(f'{b.where}: "tested by" names {f}, which does not exist')
             continue
         if not is_ci_test(f) and b.kind == 'fragment':
-            errors.append(f'{b.where}: "tested by" names {f}, not a test that CI runs (sql/, test/ but not test/bench/)')
+            errors.append(f'{b.where}: "tested by" names {f}, not a test that CI runs (test/ but not test/bench/)')
         text += open(p, encoding='utf-8', errors='replace').read() + '\n'
     if b.kind == 'outline':
         tests = ''.join(open(os.path.join(ROOT, f), encoding='utf-8', errors='replace').read().lower() + '\n'
                         for f in b.files if is_ci_test(f) and os.path.isfile(os.path.join(ROOT, f)))
         if not tests:
-            errors.append(f'{b.where}: "tested by" names no test that CI runs (sql/, test/ but not test/bench/)')
+            errors.append(f'{b.where}: "tested by" names no test that CI runs (test/ but not test/bench/)')
         for k in sorted(key_names(b.body)):
             # a pipeline's tables are named prefix_x: another prefix will do
             alt = k[k.index('_'):] if '_' in k and not k.startswith('corpq.') else k

@@ -39,8 +39,9 @@ log "make deb: $((SECONDS - start)) s"
 extdir_snapshot "$snap"
 make -s uninstall >/dev/null
 for f in "$CORPQ_EXTDIR/corpq.control" "$CORPQ_EXTDIR/corpq--$CORPQ_VERSION.sql" \
-	"$(pg_config --pkglibdir)/corpq.so" "$(pg_config --bindir)/corpq-convert" "$(pg_config --bindir)/corpq-spm-check"; do
-	[ ! -e "$f" ] || fail "make uninstall left $f"
+	"$(pg_config --pkglibdir)/corpq.so" "$(pg_config --bindir)/corpq-convert" "$(pg_config --bindir)/corpq-spm-check" \
+	/usr/local/bin/corpq-convert /usr/local/bin/corpq-spm-check; do
+	[ ! -e "$f" ] && [ ! -L "$f" ] || fail "make uninstall left $f"
 done
 # What make uninstall leaves is not this build's (on a shared machine, another
 # version's install script, say); it must be there, unchanged, after dpkg -r.
@@ -55,7 +56,10 @@ so="$(pg_config --pkglibdir)/corpq.so"
 [ "$(dpkg -S "$so" 2>/dev/null | cut -d: -f1)" = postgresql-15-corpq ] || fail "$so is not the package's"
 [ -f "$CORPQ_EXTDIR/corpq--$CORPQ_VERSION.sql" ] || fail "the package has no corpq--$CORPQ_VERSION.sql"
 corpq-convert --help >/dev/null || fail "the packaged corpq-convert does not run"
+[ "$(command -v corpq-convert)" = /usr/bin/corpq-convert ] || fail "the packaged corpq-convert is not /usr/bin/corpq-convert"
 [ "$(command -v corpq-spm-check)" = /usr/bin/corpq-spm-check ] || fail "corpq-spm-check is not beside the packaged corpq-convert"
+in_local=$(dpkg -L "${packages[@]}" | grep '^/usr/local' || true)
+[ -z "$in_local" ] || fail "a package installs into /usr/local: $(echo $in_local)"
 dpkg -L "${packages[@]}" | while IFS= read -r f; do [ -f "$f" ] && echo "$f"; done | LC_ALL=C sort > "$work/files"
 log "installed: $(wc -l < "$work/files") files, e.g. $(grep -m1 'corpq.so$' "$work/files"), $(grep -m1 'bin/corpq-convert$' "$work/files")"
 

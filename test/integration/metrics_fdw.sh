@@ -63,7 +63,7 @@ grep -q "Remote SQL: SELECT domain, corpq.bleu(hyp_a, ref, '{\"tokenize\": \"int
 # not grouped by the partition key: PostgreSQL 15's postgres_fdw ships no
 # partial aggregate, so the rows come to the coordinator (which may aggregate
 # them per partition and combine the states, or all at once: the planner's
-# choice; sql/metrics.sql forces the partial path on local partitions)
+# choice; test/regress/sql/metrics.sql forces the partial path on local partitions)
 p=$(plan "SELECT domain, corpq.bleu(hyp_a, ref) FROM mt GROUP BY domain")
 grep -q "Remote SQL: SELECT domain, ref, hyp_a FROM public.mt_shard" <<<"$p" ||
 	fail "bleu over hash partitions: $p"

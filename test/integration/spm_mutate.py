@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Hostile SentencePiece models made from a real one (issue 41), for
-sql/spm_hostile.sql and test/integration/spm_fuzz.sh.
+test/regress/sql/spm_hostile.sql and test/integration/spm_fuzz.sh.
 
   spm_mutate.py routes MODEL DIR        issue 41's routes, one file each:
                                         huge_piece, trie_units, strings_cut,

@@ -1,4 +1,4 @@
-"""models/corpq-convert against independent references of each toolkit.
+"""tools/corpq-convert against independent references of each toolkit.
 
 For each layout a synthetic model is written in the toolkit's exact on-disk
 layout with random weights (a fairseq checkpoint dict with an
@@ -43,7 +43,7 @@ from ref_fairseq import FairseqRef  # noqa: E402
 from ref_marian import MarianRef  # noqa: E402
 from ref_hf_marian import HFMarianRef, hf_positions  # noqa: E402
 
-SCRIPT = os.environ.get("CORPQ_CONVERT", os.path.join(HERE, "..", "..", "models", "corpq-convert"))
+SCRIPT = os.environ.get("CORPQ_CONVERT", os.path.join(HERE, "..", "..", "tools", "corpq-convert"))
 _loader = importlib.machinery.SourceFileLoader("corpq_convert", SCRIPT)
 _spec = importlib.util.spec_from_loader("corpq_convert", _loader)
 cc = importlib.util.module_from_spec(_spec)

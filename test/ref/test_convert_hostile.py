@@ -1,4 +1,4 @@
-"""models/corpq-convert against hostile inputs (issue 41: High 2, Medium 4,
+"""tools/corpq-convert against hostile inputs (issue 41: High 2, Medium 4,
 Medium 5, Low 9, and the routes of the same families found with them).
 
 Every file is built here: checkpoints are written as torch writes them (a

@@ -3,7 +3,7 @@
  * JSON of a weight file and in models/{tiny,small,base}.json.  The
  * architecture variants (models/FORMAT.md, "Architecture variants") default
  * to corpq's own pre-norm model; they let the core run fairseq and Marian
- * models converted by models/corpq-convert.
+ * models converted by tools/corpq-convert.
  */
 #ifndef CQ_NN_CONFIG_H
 #define CQ_NN_CONFIG_H

@@ -2,7 +2,7 @@
 -- resolved once at submission into corpq.jobs.threads (the job's option, or
 -- corpq.job_threads, and never more), applied by the worker before the
 -- kind runs (score_job reports the pool's threads it ran on:
--- sql/score_job.sql), never echoed in the stored options.
+-- test/regress/sql/score_job.sql), never echoed in the stored options.
 SET client_min_messages = warning;
 
 CREATE TABLE jt_bitext AS

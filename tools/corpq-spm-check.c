@@ -1,6 +1,6 @@
 /*
  * corpq-spm-check FILE...: the extension's SentencePiece model check
- * (extension/text/spm_check.h) as a program, for models/corpq-convert, so a
+ * (extension/text/spm_check.h) as a program, for tools/corpq-convert, so a
  * converted model directory never carries a .spm that spm_import would
  * refuse.  Exit 0 when every file passes; otherwise one line "FILE: reason"
  * on stderr for each file that does not, and exit 1; 2 for a usage error.

@@ -146,26 +146,9 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-CREATE FUNCTION pg_temp.par_check(q text, OUT workers int, OUT same_as_serial boolean)
-LANGUAGE plpgsql AS $$
-DECLARE
-    -- OFFSET 0 keeps q a subquery: its functions are computed below the
-    -- Gather, in the workers (pulled up into the ordered aggregate, they
-    -- would be computed by the leader above it)
-    digest text := 'SELECT md5(string_agg(r::text, E''\n'' ORDER BY r::text)) FROM (' || q || ' OFFSET 0) r';
-    plan   jsonb;
-    par    text;
-    ser    text;
-BEGIN
-    EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT json) ' || digest INTO plan;
-    SELECT coalesce(max(w::text::int), 0) INTO workers
-      FROM jsonb_path_query(plan, 'strict $.**."Workers Launched"') w;
-    EXECUTE digest INTO par;
-    PERFORM set_config('max_parallel_workers_per_gather', '0', true);
-    EXECUTE digest INTO ser;
-    PERFORM set_config('max_parallel_workers_per_gather', '2', true);
-    same_as_serial := par IS NOT NULL AND par = ser;
-END $$;
+\getenv regress_dir PG_ABS_SRCDIR
+\set fixture :regress_dir '/fixtures/par_check.sql'
+\i :fixture
 -- temp tables are not scanned by parallel workers: a plain table
 CREATE TABLE tr_par_t AS SELECT * FROM tr_dev;
 ANALYZE tr_par_t;

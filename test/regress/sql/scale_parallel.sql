@@ -25,29 +25,11 @@ SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
 
--- q in a forced parallel plan: the most workers any Gather launched, and
--- whether its rows (as a multiset) equal those of the serial plan.  The
--- digest query itself is what EXPLAIN ANALYZE runs, so its workers count.
-CREATE FUNCTION pg_temp.par_check(q text, OUT workers int, OUT same_as_serial boolean)
-LANGUAGE plpgsql AS $$
-DECLARE
-    -- OFFSET 0 keeps q a subquery: its functions are computed below the
-    -- Gather, in the workers (pulled up into the ordered aggregate, they
-    -- would be computed by the leader above it)
-    digest text := 'SELECT md5(string_agg(r::text, E''\n'' ORDER BY r::text)) FROM (' || q || ' OFFSET 0) r';
-    plan   jsonb;
-    par    text;
-    ser    text;
-BEGIN
-    EXECUTE 'EXPLAIN (ANALYZE, COSTS OFF, TIMING OFF, SUMMARY OFF, FORMAT json) ' || digest INTO plan;
-    SELECT coalesce(max(w::text::int), 0) INTO workers
-      FROM jsonb_path_query(plan, 'strict $.**."Workers Launched"') w;
-    EXECUTE digest INTO par;
-    PERFORM set_config('max_parallel_workers_per_gather', '0', true);
-    EXECUTE digest INTO ser;
-    PERFORM set_config('max_parallel_workers_per_gather', '2', true);
-    same_as_serial := par IS NOT NULL AND par = ser;
-END $$;
+-- pg_temp.par_check(q): the workers q's forced parallel plan launched, and
+-- whether its rows equal the serial plan's (test/regress/fixtures/)
+\getenv regress_dir PG_ABS_SRCDIR
+\set fixture :regress_dir '/fixtures/par_check.sql'
+\i :fixture
 
 CREATE TEMP TABLE sp_queries (label text PRIMARY KEY, q text NOT NULL);
 INSERT INTO sp_queries VALUES
