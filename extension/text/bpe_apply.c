@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "common/interrupt.h"
 #include "common/mem.h"
 
 cq_code
@@ -95,6 +96,9 @@ merge_symbols(const cq_bpe *bpe, int32_t *sym, uint32_t *end, size_t n)
 	{
 		int32_t		best = INT32_MAX;
 
+		/* each pass is O(n): a word of thousands of symbols polls the host */
+		if (n > 1024)
+			cq_poll();
 		for (size_t i = 0; i + 1 < n; i++)
 		{
 			if (sym[i] < 0 || sym[i + 1] < 0)

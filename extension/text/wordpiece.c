@@ -54,6 +54,8 @@ lower_but_specials(cq_wordpiece *wp, const uint32_t *src, size_t n, cq_cpbuf *ds
 		int			k = special_at(wp, src, i, n, false);
 		size_t		len = k >= 0 ? wp->special_cp[k].n : 1;
 
+		if ((i & 65535) == 65535)
+			cq_poll();
 		if (k >= 0)
 		{
 			if ((rc = cq_wp_room(dst, len)) != CQ_OK)
@@ -274,6 +276,8 @@ split_specials(cq_wordpiece *wp, cq_tokens *out)
 	{
 		int			k = i < n ? special_at(wp, t, i, n, true) : -1;
 
+		if ((i & 65535) == 65535)
+			cq_poll();
 		if (k < 0 && i < n)
 			continue;
 		if (i > from && (rc = basic_part(wp, t + from, i - from, out)) != CQ_OK)

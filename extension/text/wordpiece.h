@@ -98,6 +98,13 @@ cq_code		cq_wordpiece_new(const cq_wordpiece_options *o, cq_wordpiece **out,
 							 cq_error *err);
 void		cq_wordpiece_free(cq_wordpiece *wp);
 
+/*
+ * Free the scratch cq_wordpiece_tokenize grew (it grows again on the next
+ * call): a host that keeps a segmenter calls it after a long text, so the
+ * kept object does not hold that text's work space.
+ */
+void		cq_wordpiece_release_scratch(cq_wordpiece *wp);
+
 /* Append the token with the next id (CQ_ELIMIT past the bounds). */
 cq_code		cq_wordpiece_add(cq_wordpiece *wp, const char *tok, size_t len, cq_error *err);
 

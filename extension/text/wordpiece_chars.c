@@ -12,7 +12,16 @@
 #include <unicode/ustring.h>
 #include <unicode/utf16.h>
 
+#include "common/interrupt.h"
 #include "common/mem.h"
+
+/*
+ * The character loops below run over a whole text (a part between special
+ * tokens can be the whole input): they poll the host every POLL_EVERY code
+ * points, so a cancel reaches a long text within milliseconds.
+ */
+#define POLL_EVERY 65536
+#define POLL_AT(i) do { if (((i) & (POLL_EVERY - 1)) == POLL_EVERY - 1) cq_poll(); } while (0)
 
 /* Room for cap UTF-16 units (contents not kept). */
 static cq_code
@@ -42,7 +51,10 @@ to_u16(const uint32_t *src, size_t n, cq_u16buf *b)
 		return rc;
 	b->n = 0;
 	for (size_t i = 0; i < n; i++)
+	{
 		U16_APPEND_UNSAFE(b->u, b->n, src[i]);
+		POLL_AT(i);
+	}
 	return CQ_OK;
 }
 
@@ -61,6 +73,7 @@ from_u16(const UChar *u, int32_t n, bool drop_mn, cq_cpbuf *dst)
 		U16_NEXT(u, i, n, c);
 		if (!drop_mn || u_charType(c) != U_NON_SPACING_MARK)
 			cq_cpbuf_put(dst, c);
+		POLL_AT(i);
 	}
 	return CQ_OK;
 }
@@ -104,6 +117,7 @@ cq_wp_lower(const uint32_t *src, size_t n, cq_cpbuf *dst, cq_u16buf *u)
 	{
 		int32_t		c = src[i];
 
+		POLL_AT(i);
 		if (c < 0x80 || !u_hasBinaryProperty(c, UCHAR_CHANGES_WHEN_LOWERCASED))
 		{
 			if ((rc = cq_wp_room(dst, 1)) != CQ_OK)
@@ -146,6 +160,7 @@ cq_wp_clean(const uint32_t *src, size_t n, bool cjk, cq_wordpiece_variant varian
 		int32_t		c = src[i];
 		bool		tnr = c == '\t' || c == '\n' || c == '\r';
 
+		POLL_AT(i);
 		if (c == 0 || c == 0xFFFD || (!tnr && (U_GET_GC_MASK(c) & U_GC_C_MASK)))
 			continue;
 		/*

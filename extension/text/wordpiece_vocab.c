@@ -90,6 +90,28 @@ cq_wordpiece_new(const cq_wordpiece_options *o, cq_wordpiece **out, cq_error *er
 }
 
 void
+cq_wordpiece_release_scratch(cq_wordpiece *wp)
+{
+	cq_cpbuf_free(&wp->text);
+	cq_cpbuf_free(&wp->part);
+	cq_cpbuf_free(&wp->tmp);
+	cq_cpbuf_free(&wp->word);
+	cq_free(wp->u16a.u);
+	cq_free(wp->u16b.u);
+	cq_free(wp->utf8);
+	cq_free(wp->ends);
+	memset(&wp->text, 0, sizeof(wp->text));
+	memset(&wp->part, 0, sizeof(wp->part));
+	memset(&wp->tmp, 0, sizeof(wp->tmp));
+	memset(&wp->word, 0, sizeof(wp->word));
+	memset(&wp->u16a, 0, sizeof(wp->u16a));
+	memset(&wp->u16b, 0, sizeof(wp->u16b));
+	wp->utf8 = NULL;
+	wp->ends = NULL;
+	wp->utf8_cap = 0;
+}
+
+void
 cq_wordpiece_free(cq_wordpiece *wp)
 {
 	if (!wp)

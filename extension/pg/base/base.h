@@ -79,6 +79,16 @@ void		corpq_base_init(void);
  */
 void		corpq_install_allocator(void);
 
+/*
+ * Bound what the core allocates from now until corpq_core_budget_end() to
+ * mb megabytes (setting names the GUC that says so): past it the allocation
+ * hook raises "<what> needs more than <setting> (<mb> MB) of work space"
+ * before taking the memory.  One budget at a time, in the backend's own
+ * thread; the caller ends it in PG_FINALLY (an ERROR leaves it set).
+ */
+void		corpq_core_budget_begin(int mb, const char *setting, const char *what);
+void		corpq_core_budget_end(void);
+
 /* The version of the extension this library was built as (version.c). */
 const char *corpq_library_version(void);
 

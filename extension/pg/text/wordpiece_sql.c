@@ -15,6 +15,7 @@
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 
+#include "pg/base/base.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
@@ -240,13 +241,47 @@ corpq_wordpiece_load(CorpqSegmenter *seg, const char *name)
 	}
 }
 
+/* corpq.max_batch_mb, read by name: the setting is the model glue's. */
+static int
+max_batch_mb(void)
+{
+	const char *v = GetConfigOption("corpq.max_batch_mb", true, false);
+
+	return v ? pg_strtoint32(v) : 256;
+}
+
+/*
+ * Texts up to this many bytes keep the segmenter's scratch for the next
+ * call; a longer one's work space is freed after it.
+ */
+#define KEEP_SCRATCH_BYTES (64 * 1024)
+
 const cq_tokens *
 corpq_wordpiece_segment(CorpqSegmenter *seg, const char *text, int len)
 {
 	cq_error	err = {0};
 	MemoryContext old = MemoryContextSwitchTo(seg->cxt);
-	cq_code		rc = cq_wordpiece_tokenize(seg->wp, text, (size_t) len, &seg->tokens, &err);
+	volatile cq_code rc = CQ_OK;
 
+	/*
+	 * Segmentation holds the text several times over as code points and
+	 * UTF-16 (about 20 bytes per input byte): its growth is bounded by
+	 * corpq.max_batch_mb, and a long text's work space is not kept.
+	 */
+	corpq_core_budget_begin(max_batch_mb(), "corpq.max_batch_mb",
+							psprintf("segmenting a text of %d bytes with WordPiece model \"%s\"",
+									 len, seg->name));
+	PG_TRY();
+	{
+		rc = cq_wordpiece_tokenize(seg->wp, text, (size_t) len, &seg->tokens, &err);
+	}
+	PG_FINALLY();
+	{
+		corpq_core_budget_end();
+		if (len > KEEP_SCRATCH_BYTES)
+			cq_wordpiece_release_scratch(seg->wp);
+	}
+	PG_END_TRY();
 	MemoryContextSwitchTo(old);
 	if (rc != CQ_OK)
 		corpq_core_error(&err, NULL, "could not segment text with WordPiece model \"%s\"",

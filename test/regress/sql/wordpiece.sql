@@ -117,6 +117,16 @@ DROP ROLE corpq_wp_alice;
 REVOKE ALL ON corpq.object_owners FROM corpq_wp_bob;
 DROP ROLE corpq_wp_bob;
 
+-- a long text: segmentation's work space (code points, UTF-16, about 20 bytes
+-- per input byte) is bounded by corpq.max_batch_mb before it is taken, and a
+-- long text's scratch is not kept; the same text fits a larger bound
+SET corpq.max_batch_mb = 16;
+SELECT corpq.bpe_apply('t_wp', repeat('İ', 2000000)) IS NULL AS refused;
+SELECT length(corpq.bpe_apply('t_wp', repeat('İa ', 30000))) AS pieces_length;
+SET corpq.max_batch_mb = 512;
+SELECT length(corpq.bpe_apply('t_wp', repeat('İ', 2000000))) AS unknown_word;
+RESET corpq.max_batch_mb;
+
 -- drops: not while a vocabulary uses it; the tokens go with the model
 SELECT corpq.bpe_drop('t_wp');
 SELECT corpq.vocab_drop(v) FROM unnest(ARRAY['t_wp_v', 't_wp_v2', 't_wp_v3']) v;
