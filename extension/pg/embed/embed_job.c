@@ -32,7 +32,6 @@
 #include "pg/base/options.h"
 #include "pg/embed/embed.h"
 #include "pg/jobs/row_job.h"
-#include "pg/model/dual_xent.h"
 
 PG_FUNCTION_INFO_V1(corpq_embed_job);
 
@@ -259,7 +258,7 @@ typedef struct EmbedRun
 	CorpqJob   *job;
 	EmbedJobOptions o;
 	char	   *model;			/* name@N */
-	CorpqScorer *scorer;
+	CorpqModelSession *session;
 	int			dim;
 	CorpqRowJob *rj;
 	MemoryContext block_cxt;
@@ -317,7 +316,7 @@ embed_block(EmbedRun *r)
 		er[i].text = r->rows[i].text;
 		er[i].len = r->rows[i].len;
 	}
-	corpq_embed_rows(r->scorer, &a, er, r->n, out);
+	corpq_embed_rows(r->session, &a, er, r->n, out);
 	MemoryContextSwitchTo(old);
 	for (int i = 0; i < r->n; i++)
 	{
@@ -349,10 +348,10 @@ setup(CorpqRowJob *rj, void *arg)
 
 	target_columns(r->o.column, columns);
 	corpq_row_job_columns(rj, columns, 2);
-	r->scorer = corpq_scorer_create(CurrentMemoryContext);
-	corpq_scorer_use(r->scorer, r->model, true);
-	corpq_embed_require_encoder(r->scorer, "corpq.embed_job");
-	r->dim = corpq_embed_dim(r->scorer);
+	r->session = corpq_model_session_create(CurrentMemoryContext);
+	corpq_model_session_use(r->session, r->model, true);
+	corpq_embed_require_encoder(r->session, "corpq.embed_job");
+	r->dim = corpq_embed_dim(r->session);
 }
 
 static char *

@@ -291,9 +291,12 @@ static const ModelKindText model_texts[] = {
 	},
 };
 
-/* A model filter's model, pinned: "name@N" (see FilterModels); what: "forward model". */
-static char *
-pin_model(const char *spec, const char *what, const FilterKind *k, FilterModels models)
+/*
+ * ERROR unless a model filter's model spec is one the parser accepts (see
+ * FilterModels): with FILTER_MODELS_PINNED only "name@N"; what: "forward model".
+ */
+static void
+check_pinned(const char *spec, const char *what, const FilterKind *k, FilterModels models)
 {
 	int			name_len;
 	int32		version;
@@ -305,7 +308,6 @@ pin_model(const char *spec, const char *what, const FilterKind *k, FilterModels 
 				 errdetail("filter_keeps, filter_rejects and filter_stats are IMMUTABLE, and the latest version of a model name can change."),
 				 errhint("Write \"%s@N\" for version N, or use filter_report() or filter_predicate(), which pin the latest version.",
 						 spec)));
-	return corpq_model_pin(spec);
 }
 
 /* ERROR unless the filter's model args are given. */
@@ -340,11 +342,16 @@ resolve_model(FilterSpec *s, const FilterKind *k, FilterModels models)
 				 errdetail("%s", model_texts[k->model].scale),
 				 errhint("%s", model_texts[k->model].look)));
 	if (k->model == FILTER_MODEL_EMBEDDING_COSINE)
-		a->model = pin_model(a->model, "model", k, models);
+	{
+		check_pinned(a->model, "model", k, models);
+		a->model = corpq_model_pin(a->model);
+	}
 	else
 	{
-		a->forward = pin_model(a->forward, "forward model", k, models);
-		a->backward = pin_model(a->backward, "backward model", k, models);
+		check_pinned(a->forward, "forward model", k, models);
+		a->forward = corpq_model_pin(a->forward);
+		check_pinned(a->backward, "backward model", k, models);
+		a->backward = corpq_model_pin(a->backward);
 	}
 	s->model = true;
 	s->model_kind = k->model;

@@ -9,7 +9,7 @@
  * read.
  *
  * Model filters (dual_xent, embedding_cosine) cannot be core filters: their
- * score needs the catalog's models (pg/model/dual_xent.h,
+ * score needs the catalog's models (pg/score/dual_xent.h,
  * pg/embed/embed_cosine.h).  They keep one decision rule all the same:
  * filter_model_keeps() on the score the kind's one batched function
  * computes (filter_model.c), whichever function evaluates the spec.  Their
@@ -26,7 +26,7 @@
 
 #include "filters/filter_set.h"
 #include "pg/embed/embed_cosine.h"
-#include "pg/model/dual_xent.h"
+#include "pg/score/dual_xent.h"
 
 /* Everything a filter's args and threshold can hold (the option tables' target). */
 typedef struct FilterArgs

@@ -1,9 +1,11 @@
 /*
  * Transformer models in the corpq catalog (corpq.model_catalog,
  * corpq.model_versions) and the backend cache of loaded models: the catalog
- * (model_resolve.c, model_versions.c, model_sql.c; core errors model_errors.c),
- * the cache (model_cache.c), pinned models
- * (model_pinned.c).  Scoring is model_score.h, translation translate.h.
+ * (model_resolve.c, model_versions.c, model_sql.c, model_quantize.c), the
+ * cache (model_cache.c), pinning (model_pin.c: corpq_model_pin and the type
+ * corpq.pinned_model) and the model session every user of a model goes
+ * through (model_session.h).  Scoring is pg/score, translation
+ * pg/translate, embeddings pg/embed.
  *
  * A version's weights never change and its number is issued once
  * (corpq.issued_versions: a dropped model's numbers are never given to a new
@@ -11,7 +13,7 @@
  * loaded model is cached under (catalog, model id, version, checksum) and is
  * never stale; resolving a name to a version is the only lookup that can
  * change between queries, and SQL functions do it once per query
- * (model_score.h).
+ * (model_session.h).
  */
 #ifndef CORPQ_MODEL_CATALOG_H
 #define CORPQ_MODEL_CATALOG_H
@@ -86,8 +88,7 @@ void		corpq_batch_too_large(int n, const char *what, Size need) pg_attribute_nor
 
 /*
  * _PG_init's call for model/: define corpq.max_model_cache_mb,
- * corpq.model_cache_mb, corpq.max_model_mb, corpq.max_batch_mb, and register
- * the job kinds "translate" and "score".
+ * corpq.model_cache_mb, corpq.max_model_mb and corpq.max_batch_mb.
  */
 void		corpq_model_init(void);
 
@@ -102,6 +103,15 @@ void		corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref);
 
 /* Split "name@N": returns true and sets *version (>= 1) if spec has that form. */
 bool		corpq_model_split_spec(const char *spec, int *name_len, int32 *version);
+
+/*
+ * The one pin of a model name (model_pin.c): spec ("name" or "name@N") as
+ * "name@N" with the version it names now (the latest for a bare name), so
+ * that a job, a filter spec or a long call keeps that version whatever is
+ * committed meanwhile.  ERROR, as corpq_model_resolve, if the model or
+ * version does not exist.
+ */
+char	   *corpq_model_pin(const char *spec);
 
 /*
  * The loaded model of ref, from the backend cache (loading it on a miss).

@@ -1,8 +1,8 @@
 /*
- * Pairs longer than a model accepts: the on_too_long option of the scoring
- * functions and the counts a batch reports (score_*.c, dual_xent.c, and a
- * job's chunks).  Apart from model_score.h so that dual_xent.h, which the
- * filters include, needs no core model header.
+ * Sentences longer than a model accepts: the on_too_long option of the
+ * functions that run a model (pg/score, pg/embed), which a model session's
+ * encoding obeys (model_session.h).  Apart from model_session.h so that
+ * dual_xent.h, which the filters include, needs no core model header.
  */
 #ifndef CORPQ_MODEL_TOO_LONG_H
 #define CORPQ_MODEL_TOO_LONG_H
@@ -38,25 +38,5 @@ CorpqTooLong corpq_too_long_from_name(const char *name);
  * beyond PG_NARGS() are not there to read.
  */
 CorpqTooLong corpq_too_long_arg(FunctionCallInfo fcinfo, int argno);
-
-/*
- * What scoring some rows came to, added up over calls: the one count a
- * batch function reports (score() and dual_xent_scores() as a NOTICE, a
- * job in its progress and result).
- */
-typedef struct CorpqScoreCounts
-{
-	int64		rows;			/* rows seen */
-	int64		scored;			/* rows with a score */
-	int64		null_pairs;		/* rows with a NULL side */
-	int64		too_long;		/* rows NULL because a side exceeds a model's limit */
-	int64		tokens;			/* target positions scored (tokens and </s>), one pass */
-} CorpqScoreCounts;
-
-/*
- * NOTICE, when counts->too_long > 0, that so many of the rows got a NULL
- * score because a side was longer than what (e.g. "model \"m\"") accepts.
- */
-void		corpq_notice_too_long(const CorpqScoreCounts *counts, const char *what);
 
 #endif

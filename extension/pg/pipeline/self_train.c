@@ -13,7 +13,7 @@
 #include "pg/base/corpus_query.h"
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
-#include "pg/model/translate.h"
+#include "pg/translate/translate.h"
 #include "pg/model/model_catalog.h"
 #include "pg/pipeline/pipeline.h"
 #include "pg/pipeline/pipeline_gate.h"

@@ -22,10 +22,12 @@
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
 #include "pg/jobs/row_job.h"
-#include "pg/model/dual_xent.h"
-#include "pg/model/model_score.h"
+#include "pg/score/dual_xent.h"
+#include "pg/score/score.h"
 
 PG_FUNCTION_INFO_V1(corpq_score_job);
+
+static void score_job(CorpqJob *job);
 
 /* ---- what to score ---- */
 
@@ -370,7 +372,7 @@ typedef struct ScoreRun
 	ScorePlan	p;
 	char	   *model;			/* name@N */
 	char	   *backward;		/* name@N, dual_xent */
-	CorpqScorer *forward;
+	CorpqModelSession *forward;
 	CorpqDualXent *dual;
 	CorpqScoreCounts counts;	/* what the job's rows came to */
 	CorpqRowJob *rj;
@@ -539,8 +541,8 @@ setup(CorpqRowJob *rj, void *arg)
 	MemoryContext cxt = CurrentMemoryContext;
 
 	corpq_row_job_columns(rj, target_columns(&r->p), r->p.n + 1);
-	r->forward = corpq_scorer_create(cxt);
-	corpq_scorer_use(r->forward, r->model, true);
+	r->forward = corpq_model_session_create(cxt);
+	corpq_model_session_use(r->forward, r->model, true);
 	if (r->p.uses[SCORE_DUAL_XENT])
 		r->dual = corpq_dual_xent_create(cxt);
 }
@@ -565,7 +567,7 @@ kind_members(ScoreRun *r)
 	return b.data;
 }
 
-void
+static void
 score_job(CorpqJob *job)
 {
 	MemoryContext cxt = CurrentMemoryContext;
@@ -597,4 +599,11 @@ score_job(CorpqJob *job)
 	}
 	corpq_row_job_finish(r->rj, kind_members(r));
 	corpq_job_xact_commit(cxt);
+}
+
+void
+corpq_score_init(void)
+{
+	/* a row job (pg/jobs/row_job.h): it resumes after its last chunk */
+	corpq_job_register_kind("score", score_job, true);
 }

@@ -22,7 +22,7 @@
 #include "pg/base/corpus_query.h"
 #include "pg/base/errors.h"
 #include "pg/jobs/row_job.h"
-#include "pg/model/translate.h"
+#include "pg/translate/translate.h"
 
 PG_FUNCTION_INFO_V1(corpq_translate_job);
 
@@ -41,6 +41,7 @@ static const CorpqRowJobColumn target_columns[] = {
 	{"score", FLOAT8OID, "double precision"}, {"finished", BOOLOID, "boolean"}
 };
 
+static void translate_job(CorpqJob *job);
 static double decode_seconds(void *arg);
 static void setup(CorpqRowJob *rj, void *arg);
 
@@ -77,26 +78,21 @@ target_has_finished(Oid relid)
 /* ---- submission ---- */
 
 /*
- * The version the job will use ("name@N": a version written while it runs,
- * or before it resumes, does not change its output); ERROR for invalid
- * options, as the job would.
+ * ERROR for options the job would refuse with the model (as the caller
+ * named it, so that the message does): the engine checks them against the
+ * model as the job's will.
  */
-static char *
-pin_model(const char *model, const CorpqTranslateOptions *o)
+static void
+check_options(const char *model, const CorpqTranslateOptions *o)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq translate_job check",
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	CorpqTranslateEngine *e = corpq_translate_engine_create(cxt, NULL, NULL);
-	CorpqScorer *s;
-	char	   *spec;
 
 	corpq_translate_engine_use(e, model, false, o, o->batch);
-	s = corpq_translate_engine_scorer(e);
 	MemoryContextSwitchTo(old);
-	spec = psprintf("%s@%d", s->cur->ref.name, s->cur->ref.version);
 	MemoryContextDelete(cxt);
-	return spec;
 }
 
 Datum
@@ -116,7 +112,9 @@ corpq_translate_job(PG_FUNCTION_ARGS)
 	corpq_require_utf8();
 	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	target = PG_GETARG_OID(2);
-	spec = pin_model(text_to_cstring(PG_GETARG_TEXT_PP(0)), &o);
+	check_options(text_to_cstring(PG_GETARG_TEXT_PP(0)), &o);
+	/* the version of now: a version written while it runs, or before it resumes, changes nothing */
+	spec = corpq_model_pin(text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	(void) corpq_query_check(query, &source_spec);
 	target_name = corpq_row_job_check_target(&kind, target, target_columns, 3);
 	(void) target_has_finished(target);
@@ -216,7 +214,7 @@ setup(CorpqRowJob *rj, void *arg)
 	corpq_translate_engine_use(r->e, r->spec, true, &r->o, r->o.batch);
 }
 
-void
+static void
 translate_job(CorpqJob *job)
 {
 	MemoryContext cxt = CurrentMemoryContext;
@@ -247,4 +245,11 @@ translate_job(CorpqJob *job)
 	/* the last rows and the result in the last transaction */
 	corpq_row_job_finish(r->rj, kind_members(r));
 	corpq_job_xact_commit(cxt);
+}
+
+void
+corpq_translate_init(void)
+{
+	/* a row job (pg/jobs/row_job.h): it resumes after its last chunk */
+	corpq_job_register_kind("translate", translate_job, true);
 }
