@@ -5,7 +5,7 @@
  * sentences encoded, ordered by length and embedded batch by batch by
  * corpq_embed_rows (embed.h), the path of corpq.embed() -- and go into the
  * target as (id, embedding) in committed chunks, recorded in
- * corpq.embed_chunks.  A sentence's vector does not depend on its batch, so
+ * corpq.row_job_chunks.  A sentence's vector does not depend on its batch, so
  * each equals corpq.embed(model@N, sentence) bit for bit and a job resumed
  * after a crash writes what an uninterrupted run writes.
  *
@@ -97,8 +97,7 @@ enum
 
 static const CorpqRowJobKind kind = {
 	.kind = "embed", .source = &corpus_spec, .target_example = "my_embeddings",
-	.chunks_table = "corpq.embed_chunks", .counters = counters,
-	.seconds_column = "embed_seconds", .seconds = embed_seconds, .setup = setup,
+	.query_arg = "corpus", .counters = counters, .seconds = embed_seconds, .setup = setup,
 	.phase = "embedding", .unit = "sentences", .done = "embedded"
 };
 
@@ -176,9 +175,17 @@ encoder_dim(const char *model, const char *given)
  * vector(n), halfvec(n)) takes vectors of that dimension: ERROR at submission
  * rather than at the first chunk.
  */
-static void
-check_dimension(Oid target, const char *target_name, const char *column, int d)
+typedef struct DimensionCheck
 {
+	const char *column;
+	int			d;
+} DimensionCheck;
+
+static void
+check_dimension(Oid target, const char *target_name, void *arg)
+{
+	const char *column = ((DimensionCheck *) arg)->column;
+	int			d = ((DimensionCheck *) arg)->d;
 	AttrNumber	att = get_attnum(target, column);
 	Oid			type;
 	int32		typmod;
@@ -194,52 +201,31 @@ check_dimension(Oid target, const char *target_name, const char *column, int d)
 			 errhint("Give the column the model's dimension, or make it real[].")));
 }
 
-static char *
-args_json(const char *model, const char *corpus, Oid target, const char *target_name,
-		  const EmbedJobOptions *o)
-{
-	StringInfoData b;
-
-	initStringInfo(&b);
-	appendStringInfoString(&b, "{\"model\": ");
-	escape_json(&b, model);
-	appendStringInfoString(&b, ", \"query\": ");
-	escape_json(&b, corpus);
-	appendStringInfo(&b, ", \"target\": %u, \"target_name\": ", target);
-	escape_json(&b, target_name);
-	appendStringInfo(&b, ", \"options\": %s}", corpq_options_json(&table, o));
-	return b.data;
-}
-
 Datum
 corpq_embed_job(PG_FUNCTION_ARGS)
 {
+	CorpqRowJobCall call;
+	CorpqRowJobSubmit sub = {0};
 	EmbedJobOptions o;
 	CorpqRowJobColumn columns[2];
-	char	   *given;
-	char	   *model;
-	char	   *corpus;
-	Oid			target;
-	char	   *target_name;
-	int			d;
+	DimensionCheck dim;
 
-	corpq_require_arg(fcinfo, 0, "model");
-	corpq_require_arg(fcinfo, 1, "corpus");
-	corpq_require_arg(fcinfo, 2, "target_table");
-	corpq_options_parse(&table, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), &o);
+	corpq_row_job_call(fcinfo, &kind, &call);
+	corpq_options_parse(&table, call.options, &o);
 	corpq_require_utf8();
 	/* the version of now: a version committed while the job runs changes nothing */
-	given = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	model = corpq_model_pin(given);
-	d = encoder_dim(model, given);
-	corpus = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	target = PG_GETARG_OID(2);
+	sub.model = corpq_model_pin(call.model);
+	dim.column = o.column;
+	dim.d = encoder_dim(sub.model, call.model);
 	target_columns(o.column, columns);
-	target_name = corpq_row_job_check_target(&kind, target, columns, 2);
-	check_dimension(target, target_name, o.column, d);
-	corpq_row_job_check_query(&kind, corpus, target_name, o.skip_existing);
-	PG_RETURN_INT64(corpq_job_submit("embed", args_json(model, corpus, target, target_name, &o),
-									 o.threads));
+	sub.columns = columns;
+	sub.n_columns = 2;
+	sub.skip_existing = o.skip_existing;
+	sub.check_target = check_dimension;
+	sub.arg = &dim;
+	sub.options_json = corpq_options_json(&table, &o);
+	sub.threads = o.threads;
+	PG_RETURN_INT64(corpq_row_job_submit(&kind, &call, &sub));
 }
 
 /* ---- the job ---- */

@@ -4,7 +4,7 @@
  * corpus query's rows (id, src, tgt) are scored in blocks -- each block
  * encoded once, its pairs scored in length order batch by batch -- and go
  * into the target as (id, score...) in committed chunks, recorded in
- * corpq.score_chunks.  The scores come from the engine of corpq.score() and
+ * corpq.row_job_chunks.  The scores come from the engine of corpq.score() and
  * dual_xent_scores() (corpq_score_rows, corpq_dual_xent_score), whose
  * values do not depend on the batch: each equals the per-row function's,
  * and a job resumed after a crash writes what an uninterrupted run writes.
@@ -276,8 +276,7 @@ enum
 
 static const CorpqRowJobKind kind = {
 	.kind = "score", .source = &corpus_spec, .target_example = "my_scores",
-	.chunks_table = "corpq.score_chunks", .counters = counters,
-	.seconds_column = "score_seconds", .seconds = score_seconds, .setup = setup,
+	.query_arg = "corpus", .counters = counters, .seconds = score_seconds, .setup = setup,
 	.phase = "scoring", .unit = "pairs", .done = "scored"
 };
 
@@ -301,55 +300,37 @@ target_columns(const ScorePlan *p)
 
 /* ---- submission ---- */
 
-static char *
-args_json(const char *model, const char *backward, const char *corpus, Oid target,
-		  const char *target_name, const ScoreJobOptions *o)
-{
-	StringInfoData b;
-
-	initStringInfo(&b);
-	appendStringInfoString(&b, "{\"model\": ");
-	escape_json(&b, model);
-	appendStringInfoString(&b, ", \"backward\": ");
-	if (backward)
-		escape_json(&b, backward);
-	else
-		appendStringInfoString(&b, "null");
-	appendStringInfoString(&b, ", \"query\": ");
-	escape_json(&b, corpus);
-	appendStringInfo(&b, ", \"target\": %u, \"target_name\": ", target);
-	escape_json(&b, target_name);
-	appendStringInfo(&b, ", \"options\": %s}", corpq_options_json(&table, o));
-	return b.data;
-}
-
 Datum
 corpq_score_job(PG_FUNCTION_ARGS)
 {
+	CorpqRowJobCall call;
+	CorpqRowJobSubmit sub = {0};
 	ScoreJobOptions o;
 	ScorePlan	p;
-	char	   *model;
-	char	   *backward = NULL;
-	char	   *corpus;
-	Oid			target;
-	char	   *target_name;
 
-	corpq_require_arg(fcinfo, 0, "model");
-	corpq_require_arg(fcinfo, 1, "corpus");
-	corpq_require_arg(fcinfo, 2, "target_table");
-	corpq_options_parse(&table, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), &o);
+	corpq_row_job_call(fcinfo, &kind, &call);
+	corpq_options_parse(&table, call.options, &o);
 	resolve(&o, &p);
 	corpq_require_utf8();
 	/* the versions of now: a version committed while the job runs changes nothing */
-	model = corpq_model_pin(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	sub.model = corpq_model_pin(call.model);
 	if (p.uses[SCORE_DUAL_XENT])
-		backward = corpq_model_pin(o.backward);
-	corpus = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	target = PG_GETARG_OID(2);
-	target_name = corpq_row_job_check_target(&kind, target, target_columns(&p), p.n + 1);
-	corpq_row_job_check_query(&kind, corpus, target_name, o.skip_existing);
-	PG_RETURN_INT64(corpq_job_submit("score", args_json(model, backward, corpus, target,
-														target_name, &o), o.threads));
+	{
+		StringInfoData b;
+
+		initStringInfo(&b);
+		appendStringInfoString(&b, "\"backward\": ");
+		escape_json(&b, corpq_model_pin(o.backward));
+		sub.more_args = b.data;
+	}
+	else
+		sub.more_args = "\"backward\": null";
+	sub.columns = target_columns(&p);
+	sub.n_columns = p.n + 1;
+	sub.skip_existing = o.skip_existing;
+	sub.options_json = corpq_options_json(&table, &o);
+	sub.threads = o.threads;
+	PG_RETURN_INT64(corpq_row_job_submit(&kind, &call, &sub));
 }
 
 /* ---- the job ---- */

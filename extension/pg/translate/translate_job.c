@@ -4,7 +4,7 @@
  * the query's rows (id, src) are decoded by the engine, which keeps its
  * batch full and hands the sentences back in the query's order, and go into
  * the target as (id, hyp, score[, finished]) in committed chunks, recorded
- * in corpq.translate_chunks.  Decoding is deterministic per sentence
+ * in corpq.row_job_chunks.  Decoding is deterministic per sentence
  * (sampling keyed by seed, row id and step), so a job resumed after a crash
  * writes what an uninterrupted run writes.
  */
@@ -49,8 +49,7 @@ static const char *const counters[] = {"translated", "tokens", NULL};
 
 static const CorpqRowJobKind kind = {
 	.kind = "translate", .source = &source_spec, .target_example = "my_translations",
-	.chunks_table = "corpq.translate_chunks", .counters = counters,
-	.seconds_column = "decode_seconds", .seconds = decode_seconds, .setup = setup,
+	.query_arg = "query", .counters = counters, .seconds = decode_seconds, .setup = setup,
 	.phase = "translating", .unit = "sentences", .done = "translated"
 };
 
@@ -95,39 +94,32 @@ check_options(const char *model, const CorpqTranslateOptions *o)
 	MemoryContextDelete(cxt);
 }
 
+/* The target's optional column finished: a boolean if there (target_has_finished). */
+static void
+check_finished(Oid target, const char *target_name, void *arg)
+{
+	(void) target_has_finished(target);
+}
+
 Datum
 corpq_translate_job(PG_FUNCTION_ARGS)
 {
+	CorpqRowJobCall call;
+	CorpqRowJobSubmit sub = {0};
 	CorpqTranslateOptions o;
-	char	   *spec;
-	char	   *query;
-	Oid			target;
-	char	   *target_name;
-	StringInfoData args;
 
-	corpq_require_arg(fcinfo, 0, "model");
-	corpq_require_arg(fcinfo, 1, "query");
-	corpq_require_arg(fcinfo, 2, "target_table");
-	corpq_translate_options_parse(CORPQ_TRANSLATE_JOB, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), &o);
+	corpq_row_job_call(fcinfo, &kind, &call);
+	corpq_translate_options_parse(CORPQ_TRANSLATE_JOB, call.options, &o);
 	corpq_require_utf8();
-	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	target = PG_GETARG_OID(2);
-	check_options(text_to_cstring(PG_GETARG_TEXT_PP(0)), &o);
+	check_options(call.model, &o);
 	/* the version of now: a version written while it runs, or before it resumes, changes nothing */
-	spec = corpq_model_pin(text_to_cstring(PG_GETARG_TEXT_PP(0)));
-	(void) corpq_query_check(query, &source_spec);
-	target_name = corpq_row_job_check_target(&kind, target, target_columns, 3);
-	(void) target_has_finished(target);
-
-	initStringInfo(&args);
-	appendStringInfoString(&args, "{\"model\": ");
-	escape_json(&args, spec);
-	appendStringInfoString(&args, ", \"query\": ");
-	escape_json(&args, query);
-	appendStringInfo(&args, ", \"target\": %u, \"target_name\": ", target);
-	escape_json(&args, target_name);
-	appendStringInfo(&args, ", \"options\": %s}", corpq_translate_options_json(CORPQ_TRANSLATE_JOB, &o));
-	PG_RETURN_INT64(corpq_job_submit("translate", args.data, o.threads));
+	sub.model = corpq_model_pin(call.model);
+	sub.columns = target_columns;
+	sub.n_columns = 3;
+	sub.check_target = check_finished;
+	sub.options_json = corpq_translate_options_json(CORPQ_TRANSLATE_JOB, &o);
+	sub.threads = o.threads;
+	PG_RETURN_INT64(corpq_row_job_submit(&kind, &call, &sub));
 }
 
 /* ---- the job ---- */
