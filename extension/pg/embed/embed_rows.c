@@ -20,7 +20,7 @@
 #include "pg/base/base.h"
 #include "pg/base/errors.h"
 #include "pg/embed/embed.h"
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 
 void
 corpq_embed_not_encoder(const char *model, const char *what)

@@ -10,8 +10,8 @@
 #include "filters/langid.h"
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
-#include "pg/model/model_catalog.h"
-#include "pg/filters/filter_spec.h"
+#include "pg/model/model.h"
+#include "pg/filters/filters.h"
 
 #define SPEC_HINT "A filter is {\"name\": \"length_ratio\", \"args\": {\"unit\": \"word\"}, \"threshold\": 3, \"label\": \"...\"}; name is required, the rest optional."
 

@@ -31,7 +31,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 
 PG_FUNCTION_INFO_V1(corpq_model_cache);
 

@@ -11,7 +11,7 @@
 #include "libpq/pqformat.h"
 #include "utils/builtins.h"
 
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 
 PG_FUNCTION_INFO_V1(corpq_pinned_model_in);
 PG_FUNCTION_INFO_V1(corpq_pinned_model_out);

@@ -21,7 +21,7 @@
 #include "pg/base/catalog.h"
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 
 typedef struct QuantizeOptions
 {

@@ -8,7 +8,7 @@
  * the vocabularies of the current model and encodes sentences with them,
  * checking the model's length limit; and keeps a work space and the forward
  * pass's output arrays that its user reuses across calls.  The model itself
- * stays in the backend's cache (model_catalog.h): a session looks it up
+ * stays in the backend's cache (model.h): a session looks it up
  * again each time it runs it, since anything run in between may have
  * evicted it.
  */
@@ -21,9 +21,9 @@
 #include "nodes/pg_list.h"
 
 #include "nn/infer/forward.h"
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 #include "pg/model/too_long.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 
 typedef struct CorpqResolved
 {

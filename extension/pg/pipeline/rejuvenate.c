@@ -13,7 +13,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
 #include "pg/translate/translate.h"
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 #include "pg/pipeline/pipeline.h"
 #include "pg/pipeline/pipeline_gate.h"
 #include "pg/pipeline/pipeline_synthetic.h"

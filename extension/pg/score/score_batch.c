@@ -22,7 +22,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/base.h"
 #include "pg/base/corpus_query.h"
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 #include "pg/score/score.h"
 
 PG_FUNCTION_INFO_V1(corpq_score);

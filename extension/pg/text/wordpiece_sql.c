@@ -1,6 +1,6 @@
 /*
  * WordPiece segmenters (text/wordpiece.h) in the segmenter catalog:
- * corpq.wordpiece_import, and loading and running one for text_catalog.h.
+ * corpq.wordpiece_import, and loading and running one for text.h.
  * A model is a corpq.bpe_models row with version 'wordpiece' and its
  * corpq.wordpiece_models row (tokens in id order, resolved options).
  */
@@ -18,7 +18,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 
 PG_FUNCTION_INFO_V1(corpq_wordpiece_import);
 

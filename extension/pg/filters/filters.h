@@ -17,8 +17,8 @@
  * same versions wherever it goes next (an aggregate's workers, a written
  * predicate).
  */
-#ifndef CORPQ_PG_FILTERS_FILTER_SPEC_H
-#define CORPQ_PG_FILTERS_FILTER_SPEC_H
+#ifndef CORPQ_PG_FILTERS_H
+#define CORPQ_PG_FILTERS_H
 
 #include "postgres.h"
 

@@ -13,8 +13,8 @@
  * through SPI with the caller's privileges (every role may read every
  * model).  Segmenting grows a word cache inside the object's context.
  */
-#ifndef CORPQ_TEXT_CATALOG_H
-#define CORPQ_TEXT_CATALOG_H
+#ifndef CORPQ_PG_TEXT_H
+#define CORPQ_PG_TEXT_H
 
 #include "postgres.h"
 

@@ -15,8 +15,8 @@
  * change between queries, and SQL functions do it once per query
  * (model_session.h).
  */
-#ifndef CORPQ_MODEL_CATALOG_H
-#define CORPQ_MODEL_CATALOG_H
+#ifndef CORPQ_PG_MODEL_H
+#define CORPQ_PG_MODEL_H
 
 #include "postgres.h"
 
