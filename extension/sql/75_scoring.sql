@@ -17,7 +17,7 @@
 -- PostgreSQL puts no parameter without a DEFAULT after one with, the
 -- overloads of the functions with DEFAULTs (uncertainty, score) take every
 -- argument.  Both overloads call the same C function, which reads
--- on_too_long only when the call has it (too_long.h).
+-- on_too_long only when the call has it (model.h).
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION corpq.sent_prob(model text, src text, tgt text) RETURNS float8
     AS 'MODULE_PATHNAME', 'corpq_sent_prob'

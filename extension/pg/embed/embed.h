@@ -6,7 +6,8 @@
  *
  *   vector_set.c   a set of (id, vector): read from a query or added one by
  *                  one, checked, ordered by id, normalised; its memory
- *   mine_options.c mine_vectors()' and mine_pairs()' options
+ *   embed_options.c the option tables: mine_vectors()', mine_pairs()',
+ *                  embed_rows()' and embed_job()'s options
  *   mine_sets.c    mining two sets: the memory check and the core call (the
  *                  C entry point of every mining function)
  *   mine_sql.c     corpq.mine_vectors()
@@ -36,6 +37,7 @@
 #include "utils/jsonb.h"
 
 #include "mine/mine.h"
+#include "pg/base/options.h"
 #include "pg/model/model_session.h"
 
 /*
@@ -168,6 +170,26 @@ int			corpq_embed_block_rows(int batch_size);
  */
 void		corpq_embed_rows(CorpqModelSession *s, const CorpqEmbedArgs *a, CorpqEmbedRow *rows,
 							 int n, float *out);
+
+/* ---- option tables of embed_rows() and embed_job() (embed_options.c) ---- */
+
+typedef struct CorpqEmbedRowsOptions
+{
+	int			batch_size;
+	int			on_too_long;	/* CorpqTooLong (model.h) */
+} CorpqEmbedRowsOptions;
+extern const CorpqOptionTable corpq_embed_rows_options;
+
+typedef struct CorpqEmbedJobOptions
+{
+	char	   *column;			/* the target's column for the vectors */
+	int			batch_size;
+	int			chunk_rows;
+	int			threads;		/* the job's (pg/jobs/jobs.h) */
+	bool		skip_existing;
+	int			on_too_long;	/* CorpqTooLong (model.h) */
+} CorpqEmbedJobOptions;
+extern const CorpqOptionTable corpq_embed_job_options;
 
 /* ---- the job kind "embed" (embed_job.c) ---- */
 

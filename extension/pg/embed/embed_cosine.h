@@ -13,7 +13,7 @@
 #include "postgres.h"
 
 #include "pg/score/dual_xent.h"
-#include "pg/model/too_long.h"
+#include "pg/model/model.h"
 
 /* A model session for one encoder; resolved names stick for its lifetime. */
 typedef struct CorpqEmbedCosine CorpqEmbedCosine;

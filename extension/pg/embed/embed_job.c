@@ -37,42 +37,6 @@ PG_FUNCTION_INFO_V1(corpq_embed_job);
 
 /* ---- options ---- */
 
-typedef struct EmbedJobOptions
-{
-	char	   *column;			/* the target's column for the vectors */
-	int			batch_size;
-	int			chunk_rows;
-	int			threads;		/* the job's (pg/jobs/jobs.h) */
-	bool		skip_existing;
-	int			on_too_long;	/* CorpqTooLong (too_long.h) */
-} EmbedJobOptions;
-
-/* A .valid check: a column name, not "id". */
-static bool
-column_valid(const void *field)
-{
-	const char *c = *(char *const *) field;
-
-	return c[0] != '\0' && strcmp(c, "id") != 0 && strlen(c) < NAMEDATALEN;
-}
-
-#define OPT(field) CORPQ_OPT_FIELD(EmbedJobOptions, field)
-
-static const CorpqOption rows[] = {
-	{.key = "column", OPT(column), .type = CORPQ_OPT_STRING, .def_string = "embedding",
-	.valid = column_valid, .expected = "a column name other than \"id\""},
-	{.key = "batch_size", OPT(batch_size), .type = CORPQ_OPT_INT, .min = 1, .max = 65536,
-	.def = CORPQ_EMBED_BATCH_SIZE},
-	{.key = "chunk_rows", OPT(chunk_rows), .type = CORPQ_OPT_INT, .min = 1, .max = 10000000,
-	.def = 1000},
-	CORPQ_JOB_THREADS_OPTION(EmbedJobOptions, threads),
-	{.key = "skip_existing", OPT(skip_existing), .type = CORPQ_OPT_BOOL},
-	{.key = "on_too_long", OPT(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
-	.def = CORPQ_TOO_LONG_NULL},
-	{0}
-};
-
-static const CorpqOptionTable table = {"embed job", rows};
 
 /* ---- the corpus and the target ---- */
 
@@ -206,12 +170,12 @@ corpq_embed_job(PG_FUNCTION_ARGS)
 {
 	CorpqRowJobCall call;
 	CorpqRowJobSubmit sub = {0};
-	EmbedJobOptions o;
+	CorpqEmbedJobOptions o;
 	CorpqRowJobColumn columns[2];
 	DimensionCheck dim;
 
 	corpq_row_job_call(fcinfo, &kind, &call);
-	corpq_options_parse(&table, call.options, &o);
+	corpq_options_parse(&corpq_embed_job_options, call.options, &o);
 	corpq_require_utf8();
 	/* the version of now: a version committed while the job runs changes nothing */
 	sub.model = corpq_model_pin(call.model);
@@ -223,7 +187,7 @@ corpq_embed_job(PG_FUNCTION_ARGS)
 	sub.skip_existing = o.skip_existing;
 	sub.check_target = check_dimension;
 	sub.arg = &dim;
-	sub.options_json = corpq_options_json(&table, &o);
+	sub.options_json = corpq_options_json(&corpq_embed_job_options, &o);
 	sub.threads = o.threads;
 	PG_RETURN_INT64(corpq_row_job_submit(&kind, &call, &sub));
 }
@@ -242,7 +206,7 @@ typedef struct BlockRow
 typedef struct EmbedRun
 {
 	CorpqJob   *job;
-	EmbedJobOptions o;
+	CorpqEmbedJobOptions o;
 	char	   *model;			/* name@N */
 	CorpqModelSession *session;
 	int			dim;
@@ -365,7 +329,7 @@ embed_job(CorpqJob *job)
 
 	r->job = job;
 	r->model = corpq_job_arg(job, "model");
-	corpq_options_parse_text(&table, corpq_job_arg(job, "options"), &r->o);
+	corpq_options_parse_text(&corpq_embed_job_options, corpq_job_arg(job, "options"), &r->o);
 	n_block = corpq_embed_block_rows(r->o.batch_size);
 	r->rows = MemoryContextAllocHuge(cxt, sizeof(BlockRow) * n_block);
 	r->block_cxt = AllocSetContextCreate(cxt, "corpq embed block", ALLOCSET_DEFAULT_SIZES);

@@ -60,23 +60,6 @@ corpq_embed_pinned(PG_FUNCTION_ARGS)
 
 /* ---- corpq.embed_rows() ---- */
 
-typedef struct EmbedRowsOptions
-{
-	int			batch_size;
-	int			on_too_long;	/* CorpqTooLong (too_long.h) */
-} EmbedRowsOptions;
-
-#define OPT(field) CORPQ_OPT_FIELD(EmbedRowsOptions, field)
-
-static const CorpqOption rows_options[] = {
-	{.key = "batch_size", OPT(batch_size), .type = CORPQ_OPT_INT, .min = 1, .max = 65536,
-	.def = CORPQ_EMBED_BATCH_SIZE},
-	{.key = "on_too_long", OPT(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
-	.def = CORPQ_TOO_LONG_NULL},
-	{0}
-};
-
-static const CorpqOptionTable rows_table = {"embed_rows", rows_options};
 
 static const CorpqColumn corpus_columns[] = {
 	{"id", CORPQ_COLUMN_INTEGER}, {"sentence", CORPQ_COLUMN_TEXT}
@@ -132,7 +115,7 @@ embed_batch(void *arg, const CorpqBatch *batch)
 Datum
 corpq_embed_rows_srf(PG_FUNCTION_ARGS)
 {
-	EmbedRowsOptions o;
+	CorpqEmbedRowsOptions o;
 	EmbedRowsRun run = {0};
 	char	   *query;
 	int			block;
@@ -140,7 +123,7 @@ corpq_embed_rows_srf(PG_FUNCTION_ARGS)
 	/* not STRICT: a NULL argument is an error, not an empty result */
 	corpq_require_arg(fcinfo, 0, "model");
 	corpq_require_arg(fcinfo, 1, "corpus");
-	corpq_options_parse(&rows_table, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &o);
+	corpq_options_parse(&corpq_embed_rows_options, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &o);
 	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	corpq_require_utf8();
 

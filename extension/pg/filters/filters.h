@@ -1,4 +1,8 @@
 /*
+ * pg/filters: the rule filters and language identification in SQL
+ * (rules_sql.c, langid_sql.c), and filter specs (filter_spec.c; each kind's
+ * option table in filters_options.c).
+ *
  * Filter specs: the jsonb list of {name, args, threshold, label} objects that
  * filter_report(), filter_stats(), filter_rejects() and filter_predicate()
  * take, parsed once into core filters (filters/filter_set.h).
@@ -25,6 +29,7 @@
 #include "utils/jsonb.h"
 
 #include "filters/filter_set.h"
+#include "pg/base/options.h"
 #include "pg/embed/embed_cosine.h"
 #include "pg/score/dual_xent.h"
 
@@ -55,6 +60,21 @@ typedef enum FilterModelKind
 	FILTER_MODEL_DUAL_XENT,		/* corpq_dual_xent_score() */
 	FILTER_MODEL_EMBEDDING_COSINE	/* corpq_embed_cosine_score() */
 } FilterModelKind;
+
+/* A filter kind: its name, core kind and option table (filters_options.c). */
+typedef struct FilterKind
+{
+	const char *name;
+	cq_filter_kind kind;		/* unused by model filters */
+	CorpqOptionTable options;
+	FilterModelKind model;		/* decided on a model's score, not by the core */
+} FilterKind;
+
+/* The kind named name; ERROR listing the valid names. */
+const FilterKind *filter_kind_find(const char *name);
+
+/* The kinds' names, separated by commas. */
+char	   *filter_kind_names(void);
 
 typedef struct FilterSpec
 {

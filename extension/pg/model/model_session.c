@@ -1,7 +1,7 @@
 /*
  * The model session (model_session.h): name resolution once per session,
- * vocabularies, encoding with length checks, the work space; and the
- * on_too_long argument (too_long.h) the encoding obeys.
+ * vocabularies, encoding with length checks (obeying on_too_long, model.h),
+ * the work space.
  */
 #include "postgres.h"
 
@@ -108,29 +108,6 @@ corpq_model_session_check_length(CorpqModelSession *s, const char *side, int n)
 						side, n, s->cur->spec, s->cfg.max_positions - 1),
 				 errhint("The model's max_positions is %d, </s> included; split longer sentences or filter them out.",
 						 s->cfg.max_positions)));
-}
-
-const char *const corpq_too_long_names[] = {"null", "error", NULL};
-
-CorpqTooLong
-corpq_too_long_from_name(const char *name)
-{
-	for (int i = 0; corpq_too_long_names[i]; i++)
-		if (strcmp(name, corpq_too_long_names[i]) == 0)
-			return (CorpqTooLong) i;
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid on_too_long \"%s\"", name),
-			 errdetail("Valid values: null (a pair longer than the model accepts scores NULL), error.")));
-	pg_unreachable();
-}
-
-CorpqTooLong
-corpq_too_long_arg(FunctionCallInfo fcinfo, int argno)
-{
-	if (PG_NARGS() <= argno)
-		return CORPQ_TOO_LONG_NULL;
-	return corpq_too_long_from_name(text_to_cstring(PG_GETARG_TEXT_PP(argno)));
 }
 
 /* Whether n tokens fit a side; false or an ERROR (on_too_long) if not. */

@@ -22,7 +22,6 @@
 
 #include "nn/infer/forward.h"
 #include "pg/model/model.h"
-#include "pg/model/too_long.h"
 #include "pg/text/text.h"
 
 typedef struct CorpqResolved

@@ -13,7 +13,7 @@
 
 #include "postgres.h"
 
-#include "pg/model/too_long.h"
+#include "pg/model/model.h"
 #include "pg/score/score_counts.h"
 
 /* A forward and a backward scorer; resolved names stick for its lifetime. */

@@ -19,6 +19,7 @@
 
 #include "nn/infer/forward.h"
 #include "nn/infer/uncertainty.h"
+#include "pg/base/options.h"
 #include "pg/model/model_session.h"
 #include "pg/score/score_counts.h"
 
@@ -106,6 +107,51 @@ typedef struct CorpqScoreRow
  */
 void		corpq_score_rows(CorpqModelSession *s, const CorpqScoreArgs *a, CorpqScoreRow *rows,
 							 int n, CorpqScoreCounts *counts);
+
+/* ---- corpq.score_job()'s options (score_options.c) ---- */
+
+/* The scores a job computes. */
+typedef enum CorpqScoreKind
+{
+	SCORE_SENT_PROB,
+	SCORE_SENT_LOGPROB,
+	SCORE_UNCERTAINTY,
+	SCORE_DUAL_XENT,
+	N_SCORE_KINDS
+} CorpqScoreKind;
+
+/* corpq.score_job()'s options (score_job.c). */
+typedef struct CorpqScoreJobOptions
+{
+	char	   *what;			/* score names, separated by commas */
+	char	   *columns;		/* the target's columns for them; unset: see corpq_score_job_resolve() */
+	char	   *measure;		/* uncertainty's */
+	int			passes;
+	int64		seed;
+	char	   *backward;		/* dual_xent's backward model */
+	int			batch_size;
+	int			chunk_rows;
+	int			threads;		/* the job's (pg/jobs/jobs.h) */
+	bool		skip_existing;
+	int			on_too_long;	/* CorpqTooLong (model.h) */
+} CorpqScoreJobOptions;
+extern const CorpqOptionTable corpq_score_job_options;
+
+/* The scores of a job, resolved from the options. */
+typedef struct CorpqScorePlan
+{
+	int			n;
+	CorpqScoreKind	kinds[N_SCORE_KINDS];
+	char	   *columns[N_SCORE_KINDS];
+	bool		uses[N_SCORE_KINDS];
+} CorpqScorePlan;
+
+/*
+ * The options' cross-key checks and defaults (an option of a score the job
+ * does not compute is an error; uncertainty's as corpq.uncertainty()'s), and
+ * the plan: the scores, their target columns.
+ */
+void		corpq_score_job_resolve(CorpqScoreJobOptions *o, CorpqScorePlan *p);
 
 /* ---- the job kind (score_job.c) ---- */
 
