@@ -1,8 +1,8 @@
 /*
  * Transformer models in the corpq catalog (corpq.model_catalog,
  * corpq.model_versions) and the backend cache of loaded models: the catalog
- * (model_resolve.c, model_versions.c, model_sql.c, model_quantize.c), the
- * cache (model_cache.c), pinning (model_pin.c: corpq_model_pin and the type
+ * (model_resolve.c, model_versions.c, model_sql.c, model_quantize.c; option
+ * tables model_options.c), the cache (model_cache.c), pinning (model_pin.c: corpq_model_pin and the type
  * corpq.pinned_model) and the model session every user of a model goes
  * through (model_session.h).  Scoring is pg/score, translation
  * pg/translate, embeddings pg/embed.
@@ -29,11 +29,9 @@
 /* ---- options (model_options.c) ---- */
 
 /*
- * The on_too_long option of the functions that run a model (pg/score,
- * pg/embed), which a model session's encoding obeys (model_session.h).
- */
-/*
- * What a pair gets when a side is longer than the model accepts
+ * on_too_long, the option of the functions that run a model (pg/score,
+ * pg/embed), which a model session's encoding obeys (model_session.h): what
+ * a pair gets when a side is longer than the model accepts
  * (max_positions - 1 tokens).  Hours into a corpus, one overlong line must
  * not cost the statement, so NULL is the default; 'error' stops at the
  * first one, naming the limit.
