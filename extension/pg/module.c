@@ -13,10 +13,12 @@
 #include "pg/base/base.h"
 #include "pg/embed/embed.h"
 #include "pg/jobs/jobs.h"
-#include "pg/lexicon/lexicon_catalog.h"
-#include "pg/model/model_catalog.h"
+#include "pg/lexicon/lexicon.h"
+#include "pg/model/model.h"
 #include "pg/pipeline/pipeline_kinds.h"
+#include "pg/score/score.h"
 #include "pg/train/train_job.h"
+#include "pg/translate/translate.h"
 
 PG_MODULE_MAGIC;
 
@@ -29,6 +31,8 @@ _PG_init(void)
 	corpq_jobs_init();
 	corpq_job_launcher_init();
 	corpq_model_init();
+	corpq_score_init();
+	corpq_translate_init();
 	corpq_train_init();
 	corpq_lexicon_init();
 	corpq_antap_init();

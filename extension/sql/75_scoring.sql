@@ -17,7 +17,7 @@
 -- PostgreSQL puts no parameter without a DEFAULT after one with, the
 -- overloads of the functions with DEFAULTs (uncertainty, score) take every
 -- argument.  Both overloads call the same C function, which reads
--- on_too_long only when the call has it (too_long.h).
+-- on_too_long only when the call has it (model.h).
 -- ---------------------------------------------------------------------------
 CREATE FUNCTION corpq.sent_prob(model text, src text, tgt text) RETURNS float8
     AS 'MODULE_PATHNAME', 'corpq_sent_prob'
@@ -179,33 +179,6 @@ COMMENT ON FUNCTION corpq.score(text, text, text, int, text, int, bigint) IS
     'score every row of corpus, a SELECT returning (id, src, tgt), in batches of batch_size pairs: what = sent_prob, sent_logprob or uncertainty (with measure, passes, seed); the values equal the per-row functions''; NULL src or tgt gives a NULL score, so does a side longer than the model accepts (a NOTICE counts them); a NULL argument is an error';
 COMMENT ON FUNCTION corpq.score(text, text, text, int, text, int, bigint, text) IS
     'score with every argument given; a side longer than the model accepts scores NULL, counted in a NOTICE (on_too_long ''null''), or stops with an ERROR (''error'')';
-
--- ---------------------------------------------------------------------------
--- Scoring jobs (kind 'score', a row job like translate_job): the scores go
--- into the caller's table in committed chunks; this table records each
--- chunk, so that a job resumes after a crash from its last chunk.  Rows are
--- visible to members of the job owner's role.
--- ---------------------------------------------------------------------------
-CREATE TABLE corpq.score_chunks (
-    job            bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,
-    chunk          int NOT NULL CHECK (chunk >= 1),
-    rows_done      bigint NOT NULL,
-    scored         bigint NOT NULL,
-    too_long       bigint NOT NULL,
-    tokens         bigint NOT NULL,
-    rows_hash      bigint NOT NULL,
-    score_seconds  float8 NOT NULL,
-    owner          regrole NOT NULL DEFAULT current_user::regrole,
-    committed      timestamptz NOT NULL DEFAULT clock_timestamp(),
-    PRIMARY KEY (job, chunk)
-);
-COMMENT ON TABLE corpq.score_chunks IS
-    'one row per chunk a scoring job committed: corpus rows done so far (in the query''s order), of them scored (every score non-NULL) and too long for a model (NULL scores), the target positions scored (tokens and </s>, by the first score), a hash of those rows (checked on resume), seconds of the attempt';
-SELECT pg_catalog.pg_extension_config_dump('corpq.score_chunks', '');
-ALTER TABLE corpq.score_chunks ENABLE ROW LEVEL SECURITY;
-CREATE POLICY score_chunks_owner ON corpq.score_chunks FOR SELECT
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-GRANT SELECT ON corpq.score_chunks TO PUBLIC;
 
 CREATE FUNCTION corpq.score_job(model text, corpus text, target_table regclass,
                                 options jsonb DEFAULT '{}')

@@ -40,32 +40,6 @@ CREATE FUNCTION corpq.translate_rows(model text, query text, options jsonb DEFAU
 COMMENT ON FUNCTION corpq.translate_rows(text, text, jsonb) IS
     'translate every row of query, a SELECT returning (id, src), batch sentences at a time (option batch, default 32) in this backend; rows come back in the query''s order; finished is false for a hypothesis cut at the length limit; a NULL src gives a NULL hyp, score and finished; sampling is keyed by the id; a NULL model or query is an error';
 
--- ---------------------------------------------------------------------------
--- Translation jobs (kind 'translate'): the rows go into the caller's table
--- in committed chunks; this table records each chunk, so that a job resumes
--- after a crash from its last chunk.  Rows are visible to members of the job
--- owner's role.
--- ---------------------------------------------------------------------------
-CREATE TABLE corpq.translate_chunks (
-    job            bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,
-    chunk          int NOT NULL CHECK (chunk >= 1),
-    rows_done      bigint NOT NULL,
-    translated     bigint NOT NULL,
-    tokens         bigint NOT NULL,
-    rows_hash      bigint NOT NULL,
-    decode_seconds float8 NOT NULL,
-    owner          regrole NOT NULL DEFAULT current_user::regrole,
-    committed      timestamptz NOT NULL DEFAULT clock_timestamp(),
-    PRIMARY KEY (job, chunk)
-);
-COMMENT ON TABLE corpq.translate_chunks IS
-    'one row per chunk a translation job committed: query rows done so far (in the query''s order), of them translated (non-NULL src), target tokens of the best hypotheses (</s> included), a hash of those rows (checked on resume), seconds spent decoding in the attempt';
-SELECT pg_catalog.pg_extension_config_dump('corpq.translate_chunks', '');
-ALTER TABLE corpq.translate_chunks ENABLE ROW LEVEL SECURITY;
-CREATE POLICY translate_chunks_owner ON corpq.translate_chunks FOR SELECT
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-GRANT SELECT ON corpq.translate_chunks TO PUBLIC;
-
 CREATE FUNCTION corpq.translate_job(model text, query text, target_table regclass,
                                     options jsonb DEFAULT '{}')
     RETURNS bigint

@@ -53,33 +53,6 @@ CREATE FUNCTION corpq.embed_rows(model text, corpus text, options jsonb DEFAULT 
 COMMENT ON FUNCTION corpq.embed_rows(text, text, jsonb) IS
     'embed every row of corpus, a SELECT returning (id, sentence), with an encoder model, in the query''s order: sentences ordered by length and embedded batch_size at a time (option batch_size, 64); each vector equals corpq.embed()''s; a NULL sentence gives a NULL vector, so does one longer than the model accepts (a NOTICE counts them; option on_too_long ''error'' stops instead); a NULL model or corpus is an error';
 
--- ---------------------------------------------------------------------------
--- Embedding jobs (kind 'embed', a row job like score_job): the vectors of a
--- table's sentences go into the caller's table in committed chunks; this
--- table records each chunk, so that a job resumes after a crash from its
--- last chunk.  Rows are visible to members of the job owner's role.
--- ---------------------------------------------------------------------------
-CREATE TABLE corpq.embed_chunks (
-    job            bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,
-    chunk          int NOT NULL CHECK (chunk >= 1),
-    rows_done      bigint NOT NULL,
-    embedded       bigint NOT NULL,
-    too_long       bigint NOT NULL,
-    tokens         bigint NOT NULL,
-    rows_hash      bigint NOT NULL,
-    embed_seconds  float8 NOT NULL,
-    owner          regrole NOT NULL DEFAULT current_user::regrole,
-    committed      timestamptz NOT NULL DEFAULT clock_timestamp(),
-    PRIMARY KEY (job, chunk)
-);
-COMMENT ON TABLE corpq.embed_chunks IS
-    'one row per chunk an embedding job committed: corpus rows done so far (in the query''s order), of them embedded and too long for the model (NULL vectors), the tokens of the embedded sentences (without <s> and </s>), a hash of those rows (checked on resume), seconds of the attempt';
-SELECT pg_catalog.pg_extension_config_dump('corpq.embed_chunks', '');
-ALTER TABLE corpq.embed_chunks ENABLE ROW LEVEL SECURITY;
-CREATE POLICY embed_chunks_owner ON corpq.embed_chunks FOR SELECT
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-GRANT SELECT ON corpq.embed_chunks TO PUBLIC;
-
 -- A chunk's vectors reach the job's INSERT as one array of these: PostgreSQL
 -- has no arrays of arrays, but arrays of a domain over real[].
 CREATE DOMAIN corpq.real_vector AS real[];

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of in-query scoring (extension/pg/model/score_*.c) on preset `small`
+# Benchmark of in-query scoring (extension/pg/score/score_*.c) on preset `small`
 # (vocabulary 8000 per side, whitespace tokens) with real en-es pairs from
 # ../shared/corpora cut to 30 tokens per side:
 #   - per-row corpq.sent_prob pairs/s vs the core alone (ctypes, batch 1,

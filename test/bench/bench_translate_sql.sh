@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Translation in SQL (extension/pg/model/translate_*.c) against the core alone
+# Translation in SQL (extension/pg/translate/translate_*.c) against the core alone
 # on the same model and token ids, preset `small` (whitespace vocabularies of
 # 8000 per side built from the real en-es pairs, random weights), beam 5,
 # max_len = |src| + 1 and min_len beyond it (a random model would stop at

@@ -25,7 +25,7 @@ OPTS="{\"chunk_rows\": $CHUNK, \"batch_size\": 64, \"threads\": 2}"
 qa() { psql -X -v ON_ERROR_STOP=1 -Atq -U ej_alice "$@"; }
 state_of() {
 	q -c "SELECT format('%s, %s attempt(s), %s chunks%s', state, attempts,
-	                    (SELECT count(*) FROM corpq.embed_chunks WHERE job = id), ', error ' || error)
+	                    (SELECT count(*) FROM corpq.row_job_chunks WHERE job = id), ', error ' || error)
 	        FROM corpq.jobs WHERE id = $1"
 }
 
@@ -71,14 +71,14 @@ done
 log "live progress: $(q -c "SELECT done || ' of ' || total || ' sentences, ETA ' || eta || ', figures ' || figures
                              FROM corpq.job_progress WHERE id = $job")"
 for _ in $(seq 6000); do
-	s=$(q -c "SELECT CASE WHEN (SELECT count(*) FROM corpq.embed_chunks WHERE job = id) >= 2 THEN 'ok'
+	s=$(q -c "SELECT CASE WHEN (SELECT count(*) FROM corpq.row_job_chunks WHERE job = id) >= 2 THEN 'ok'
 	                      WHEN state IN ('queued', 'running') THEN 'wait' ELSE 'ended' END
 	            FROM corpq.jobs WHERE id = $job")
 	[ "$s" = wait ] || break
 	sleep 0.05
 done
 [ "$s" = ok ] || fail "job $job did not commit 2 chunks: $(state_of "$job")"
-c=$(q -c "SELECT count(*) FROM corpq.embed_chunks WHERE job = $job")
+c=$(q -c "SELECT count(*) FROM corpq.row_job_chunks WHERE job = $job")
 log "stop -m immediate during job $job after $c or more chunks"
 restart_immediate
 cluster_ready

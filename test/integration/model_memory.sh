@@ -2,7 +2,7 @@
 # corpq.max_model_mb counts a model operation's real peak (issue 31, Medium 7).
 #
 # The bound is checked before anything is allocated, from the weight image's
-# size times the operation's factor (extension/pg/model/model_catalog.h:
+# size times the operation's factor (extension/pg/model/model.h:
 # CORPQ_WRITE_PEAK 6 for creating or importing, CORPQ_LOAD_PEAK 3 for loading
 # to score or translate).  The factors are only honest if the backend never
 # takes more: this test measures each backend's peak (VmHWM, read by the

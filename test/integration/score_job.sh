@@ -75,16 +75,16 @@ cron_since=$(date +%s)
 
 QUERY='SELECT id, src, tgt FROM sj_pairs ORDER BY id'
 submit() { qa -c "SELECT corpq.score_job('sj_m', '${3:-$QUERY}', '$1', '$2')"; }
-chunks_of() { q -c "SELECT count(*) FROM corpq.score_chunks WHERE job = $1"; }
+chunks_of() { q -c "SELECT count(*) FROM corpq.row_job_chunks WHERE job = $1"; }
 state_of() {
 	q -c "SELECT format('%s, %s attempt(s), %s chunks%s', state, attempts,
-	                    (SELECT count(*) FROM corpq.score_chunks WHERE job = id), ', error ' || error)
+	                    (SELECT count(*) FROM corpq.row_job_chunks WHERE job = id), ', error ' || error)
 	        FROM corpq.jobs WHERE id = $1"
 }
 # until job $1 has committed $2 chunks (fail when it ends first, or after 10 minutes)
 wait_chunks() {
 	local s i=0
-	while s=$(q -c "SELECT CASE WHEN (SELECT count(*) FROM corpq.score_chunks WHERE job = id) >= $2 THEN 'ok'
+	while s=$(q -c "SELECT CASE WHEN (SELECT count(*) FROM corpq.row_job_chunks WHERE job = id) >= $2 THEN 'ok'
 	                            WHEN state IN ('queued', 'running') THEN 'wait' ELSE 'ended' END
 	                  FROM corpq.jobs WHERE id = $1") && [ "$s" = wait ] && [ $((i += 1)) -lt 12000 ]; do
 		sleep 0.05
@@ -187,7 +187,7 @@ pid=$(q -c "SELECT worker_pid FROM corpq.jobs WHERE id = $job")
 nt=$(threads_of "$pid")
 [ "$(qa -c "SELECT corpq.job_cancel($job)")" = running ] || fail "cancel: the job was not running"
 [ "$(q -c "SELECT corpq.job_wait($job, '120 s')")" = cancelled ] || fail "cancel: $(state_of "$job")"
-done_rows=$(q -c "SELECT coalesce(max(rows_done), 0) FROM corpq.score_chunks WHERE job = $job")
+done_rows=$(q -c "SELECT coalesce(max(rows_done), 0) FROM corpq.row_job_chunks WHERE job = $job")
 [ "$done_rows" -ge $((2 * CHUNK)) ] && [ "$done_rows" -lt "$N" ] || fail "cancel: $done_rows rows committed"
 same_rows cancelled "$done_rows"
 [ "$nt" = 1 ] || fail "the worker of job $job (threads 1) runs $nt threads"

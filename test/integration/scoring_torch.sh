@@ -105,7 +105,7 @@ check(e_lp <= 5e-6, "sent_logprob rel err %.3g > 5e-6" % e_lp)
 check(e_tok <= 2e-5, "token err %.3g > 2e-5" % e_tok)
 check(am_bad == 0, "%d argmax mismatches" % am_bad)
 
-# uncertainty: the glue's pair key (score_engine.c) and the measures over K passes
+# uncertainty: the glue's pair key (corpq_ids_key, pg/model/model_session.c) and the measures over K passes
 M = (1 << 64) - 1
 def mix(h, v):
     h ^= (v + 0x9E3779B97F4A7C15 + ((h << 6) & M) + (h >> 2)) & M

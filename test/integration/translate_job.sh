@@ -67,7 +67,7 @@ SQL
 QUERY='SELECT id, src FROM tj_src ORDER BY id'
 submit() { qa -c "SELECT corpq.translate_job('tj_m', '$QUERY', '$1', '$2')"; }
 state_of() { q -c "SELECT state || ' attempts=' || attempts || coalesce(' error=' || error, '') FROM corpq.jobs WHERE id = $1"; }
-chunks_of() { q -c "SELECT count(*) FROM corpq.translate_chunks WHERE job = $1"; }
+chunks_of() { q -c "SELECT count(*) FROM corpq.row_job_chunks WHERE job = $1"; }
 # rows of tables $1 and $2 that differ: missing, extra, or another hyp / score
 compare() {
 	q -c "SELECT (SELECT count(*) FROM $1) || ' rows, ' ||
@@ -137,7 +137,7 @@ open_gate
 [ "$(q -c "SELECT corpq.job_wait($ref, '900 s')")" = succeeded ] || fail "ref: $(state_of "$ref")"
 log "ref: $(q -c "SELECT result FROM corpq.jobs WHERE id = $ref")"
 [ "$(chunks_of "$ref")" = $((N / CHUNK)) ] || fail "ref: $(chunks_of "$ref") chunks, not $((N / CHUNK))"
-[ "$(q -c "SELECT bool_and(rows_done = chunk * $CHUNK) FROM corpq.translate_chunks WHERE job = $ref")" = t ] \
+[ "$(q -c "SELECT bool_and(rows_done = chunk * $CHUNK) FROM corpq.row_job_chunks WHERE job = $ref")" = t ] \
 	|| fail "ref: chunks are not $CHUNK rows each"
 [ "$(qa -c "SELECT count(*) FILTER (WHERE who = 'tj_alice') FROM ref_beam")" = "$N" ] \
 	|| fail "ref: rows not written as tj_alice"
@@ -171,7 +171,7 @@ wait_gate "$job"
 [ "$(qa -c "SELECT corpq.job_cancel($job)")" = running ] || fail "cancel: the job was not running"
 [ "$(q -c "SELECT corpq.job_wait($job, '120 s')")" = cancelled ] || fail "cancel: $(state_of "$job")"
 open_gate
-done_rows=$(q -c "SELECT coalesce(max(rows_done), 0) FROM corpq.translate_chunks WHERE job = $job")
+done_rows=$(q -c "SELECT coalesce(max(rows_done), 0) FROM corpq.row_job_chunks WHERE job = $job")
 [ "$done_rows" = $((2 * CHUNK)) ] || fail "cancel: $done_rows rows committed"
 [ "$(qa -c "SELECT count(*) FROM cancelled")" = "$done_rows" ] || fail "cancel: the target does not hold the committed chunks"
 [ "$(qa -c "SELECT count(*) FROM cancelled c JOIN ref_beam r USING (id)

@@ -114,6 +114,11 @@ SELECT corpq.filter_predicate(format('[{"name": "dual_xent", "args": {"forward":
                                      :'thr')::jsonb) AS pred \gset
 SELECT format('CREATE VIEW clean AS SELECT id, src, tgt FROM dev WHERE %s', :'pred') \gexec
 CREATE TABLE hyps (id bigint, hyp text, score float8);
+-- a finished row job: its chunk rows must reach corpq.row_job_chunks with their values
+CREATE TABLE u_done (id bigint, hyp text, score float8);
+SELECT corpq.translate_job('u_m', 'SELECT id, src FROM dev ORDER BY id', 'u_done',
+                           '{"chunk_rows": 20, "threads": 1}') AS job \gset
+SELECT pg_temp.must(corpq.job_wait(:job, '600 s') = 'succeeded', 'the translate job under the release failed');
 SQL
 q -c "SELECT pg_get_viewdef('clean')" | grep -q "u_m@" || fail "filter_predicate did not pin the model: $(q -c "SELECT pg_get_viewdef('clean')")"
 kept=$(q -c "SELECT count(*) || ' of ' || (SELECT count(*) FROM dev) FROM clean")
@@ -142,6 +147,10 @@ SELECT id, kind, state FROM corpq.jobs WHERE state <> 'queued' ORDER BY id;
 SQL
 }
 probe > "$work/before"
+# the release's chunk table, which the update replaces by corpq.row_job_chunks
+chunks_query="SELECT job, chunk, rows_done, %s, rows_hash, %s, owner, committed FROM corpq.%s ORDER BY job, chunk"
+q -c "$(printf "$chunks_query" "translated, tokens" decode_seconds translate_chunks)" > "$work/chunks-before"
+[ "$(wc -l < "$work/chunks-before")" -ge 3 ] || fail "the release's translate job left too few chunks: $(cat "$work/chunks-before")"
 [ "$(wc -l < "$work/before")" -gt 200 ] || fail "the probe found too little: $(head "$work/before")"
 
 # The functions whose signature or definition changed since the release, as
@@ -286,6 +295,11 @@ stored=$(q -c "SELECT string_agg('corpq.model_catalog ' || name || ' ' || v, ', 
 [ -n "$issued" ] && [ "$issued" = "$stored" ] || fail "corpq.issued_versions after the update: $issued (expected $stored)"
 [ "$(q -c "SELECT state FROM corpq.jobs WHERE id = $queued")" = queued ] || fail "job $queued left the queue too early"
 probe > "$work/after"
+q -c "$(printf "$chunks_query" "(counters ->> 'translated')::bigint, (counters ->> 'tokens')::bigint" seconds row_job_chunks)" \
+	| diff -u --label "corpq.translate_chunks under $rel" --label "corpq.row_job_chunks after the update" "$work/chunks-before" - >&2 \
+	|| fail "the update did not move the chunk rows with their values (diff above)"
+[ "$(q -c "SELECT to_regclass('corpq.translate_chunks') IS NULL")" = t ] || fail "corpq.translate_chunks is left after the update"
+log "$(wc -l < "$work/chunks-before") chunk rows moved to corpq.row_job_chunks"
 diff -u --label "under $rel" --label "after the update" "$work/before" "$work/after" >&2 \
 	|| fail "objects give different results after the upgrade (diff above)"
 calls | sed '/^---$/,$d' > "$work/calls-after"

@@ -26,7 +26,7 @@
 #include "antap/model.h"
 #include "antap/train.h"
 #include "cav/cav_view.h"
-#include "pg/cav/cav_sql.h"
+#include "pg/cav/cav.h"
 #include "pg/jobs/jobs.h"
 
 /* ---- antap_options.c ---- */
@@ -58,7 +58,7 @@ char	   *antap_options_json(const AntapOptions *o);
  */
 typedef struct AntapCavCache
 {
-	CavValueCache value;		/* the stored cav, read once (cav_sql.h) */
+	CavValueCache value;		/* the stored cav, read once (cav.h) */
 	MemoryContext cxt;			/* holds cells */
 	double	   *cells;			/* [rows * cols] */
 	int			n_cells;

@@ -4,7 +4,7 @@
  * the one implementation of the pipeline, shared with corpq.cav_pool).
  *
  * A corpus usually has one CAV value for all its tokens, passed row after
- * row: the cav glue's CavValueCache (cav_sql.h) reads a stored one once.
+ * row: the cav glue's CavValueCache (cav.h) reads a stored one once.
  */
 #include "postgres.h"
 

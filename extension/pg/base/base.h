@@ -3,8 +3,9 @@
  * extension/pg header; subsystems depend on it, never the reverse.
  *
  *   base.h          this file: the core's allocator (allocator.c), the
- *                   lazy OpenBLAS loader with its GUCs (blas_loader.c) and
- *                   corpq.version() (version.c)
+ *                   thread settings (threads.c), the lazy OpenBLAS loader
+ *                   with corpq.blas_core (blas_loader.c) and corpq.version()
+ *                   (version.c)
  *   options.h       the table-driven jsonb option parser
  *   corpus_query.h  checking and streaming a user's corpus query
  *   errors.h        a core error (common/error.h) as an ERROR
@@ -57,9 +58,12 @@ void		corpq_blas_ensure(void);
  * Threads of this process's computations: OpenBLAS's (training's products;
  * applied once it is loaded, and at loading) and the core's pool
  * (common/parallel.h: the inference kernels), at most corpq.max_threads.
- * corpq.threads' assign hook, and a job's threads.
+ * corpq.threads' assign hook, and a job's threads (threads.c).
  */
 void		corpq_set_threads(int n);
+
+/* OpenBLAS's threads, if it is loaded in this process (blas_loader.c). */
+void		corpq_blas_set_threads(int n);
 
 /* The OpenBLAS core this process runs; loads OpenBLAS if needed. */
 const char *corpq_blas_core_name(void);
@@ -67,9 +71,13 @@ const char *corpq_blas_core_name(void);
 /* GUC corpq.blas_core: "auto" or the OpenBLAS core to load (blas_loader.c). */
 extern char *corpq_blas_core;
 
+/* Define corpq.blas_core (blas_loader.c), for corpq_base_init. */
+void		corpq_blas_define_setting(void);
+
 /*
- * _PG_init's call for base/: define corpq.threads and corpq.blas_core and
- * install the core's allocator (blas_loader.c).
+ * _PG_init's call for base/: define corpq.max_threads, corpq.threads and
+ * corpq.job_threads, and corpq.blas_core, and install the core's allocator
+ * (threads.c).
  */
 void		corpq_base_init(void);
 

@@ -24,8 +24,8 @@
 #include "utils/memutils.h"
 
 #include "cav/merge_flat.h"
-#include "pg/cav/cav_sql.h"
-#include "pg/text/text_catalog.h"
+#include "pg/cav/cav.h"
+#include "pg/text/text.h"
 
 PG_FUNCTION_INFO_V1(corpq_cav_accumulate_trans);
 PG_FUNCTION_INFO_V1(corpq_cav_accumulate_final);

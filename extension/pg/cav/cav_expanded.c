@@ -14,7 +14,7 @@
 
 #include "utils/memutils.h"
 
-#include "pg/cav/cav_sql.h"
+#include "pg/cav/cav.h"
 
 static Size cav_get_flat_size(ExpandedObjectHeader *eohptr);
 static void cav_flatten_into(ExpandedObjectHeader *eohptr, void *result,

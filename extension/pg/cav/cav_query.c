@@ -15,7 +15,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 
-#include "pg/cav/cav_sql.h"
+#include "pg/cav/cav.h"
 
 PG_FUNCTION_INFO_V1(corpq_cav_tokens);
 PG_FUNCTION_INFO_V1(corpq_cav_entries);

@@ -24,7 +24,7 @@
 #include "utils/memutils.h"
 
 #include "cav/view_impl.h"
-#include "pg/cav/cav_sql.h"
+#include "pg/cav/cav.h"
 
 PG_FUNCTION_INFO_V1(corpq_cav_in);
 PG_FUNCTION_INFO_V1(corpq_cav_out);

@@ -6,7 +6,8 @@
  *
  *   vector_set.c   a set of (id, vector): read from a query or added one by
  *                  one, checked, ordered by id, normalised; its memory
- *   mine_options.c mine_vectors()' and mine_pairs()' options
+ *   embed_options.c the option tables: mine_vectors()', mine_pairs()',
+ *                  embed_rows()' and embed_job()'s options
  *   mine_sets.c    mining two sets: the memory check and the core call (the
  *                  C entry point of every mining function)
  *   mine_sql.c     corpq.mine_vectors()
@@ -36,7 +37,8 @@
 #include "utils/jsonb.h"
 
 #include "mine/mine.h"
-#include "pg/model/model_score.h"
+#include "pg/base/options.h"
+#include "pg/model/model_session.h"
 
 /*
  * A set of vectors with their ids, one role in a mining call ("source",
@@ -110,8 +112,8 @@ void		corpq_mine_put_pair(void *rsinfo, int64 src_id, int64 tgt_id, double cosin
 
 /* ---- sentences embedded in batches (embed_rows.c) ---- */
 
-/* ERROR unless the scorer's current model is an encoder model; what: the caller, for the hint. */
-void		corpq_embed_require_encoder(const CorpqScorer *s, const char *what);
+/* ERROR unless the session's current model is an encoder model; what: the caller, for the hint. */
+void		corpq_embed_require_encoder(const CorpqModelSession *s, const char *what);
 
 /* That ERROR for model (a spec: "name" or "name@N"), when the caller found it is not one. */
 void		corpq_embed_not_encoder(const char *model, const char *what) pg_attribute_noreturn();
@@ -120,7 +122,7 @@ void		corpq_embed_not_encoder(const char *model, const char *what) pg_attribute_
 Datum		corpq_embed_array(const float *v, int d);
 
 /* The dimension of the current (encoder) model's vectors. */
-int			corpq_embed_dim(const CorpqScorer *s);
+int			corpq_embed_dim(const CorpqModelSession *s);
 
 /* One sentence of a batch: its text in, its tokens and whether it has a vector out. */
 typedef struct CorpqEmbedRow
@@ -158,16 +160,36 @@ void		corpq_mine_pairs_options_parse(Jsonb *options, CorpqMinePairsOptions *o);
 int			corpq_embed_block_rows(int batch_size);
 
 /*
- * Embed rows[0..n) with the scorer's current model (an encoder: checked):
+ * Embed rows[0..n) with the session's current model (an encoder: checked):
  * the sentences are encoded, ordered by length and embedded batch_size at a
  * time (cut to corpq.max_batch_mb); row i's vector goes to
  * out[i * dim .. (i + 1) * dim) (untouched for a null row).  A sentence's
  * vector has the same bits alone or in any batch and on any number of
  * threads (nn/infer/encode.h), so every caller agrees with corpq.embed().
- * Scratch memory is freed on return; the workspace stays with the scorer.
+ * Scratch memory is freed on return; the workspace stays with the session.
  */
-void		corpq_embed_rows(CorpqScorer *s, const CorpqEmbedArgs *a, CorpqEmbedRow *rows,
+void		corpq_embed_rows(CorpqModelSession *s, const CorpqEmbedArgs *a, CorpqEmbedRow *rows,
 							 int n, float *out);
+
+/* ---- option tables of embed_rows() and embed_job() (embed_options.c) ---- */
+
+typedef struct CorpqEmbedRowsOptions
+{
+	int			batch_size;
+	int			on_too_long;	/* CorpqTooLong (model.h) */
+} CorpqEmbedRowsOptions;
+extern const CorpqOptionTable corpq_embed_rows_options;
+
+typedef struct CorpqEmbedJobOptions
+{
+	char	   *column;			/* the target's column for the vectors */
+	int			batch_size;
+	int			chunk_rows;
+	int			threads;		/* the job's (pg/jobs/jobs.h) */
+	bool		skip_existing;
+	int			on_too_long;	/* CorpqTooLong (model.h) */
+} CorpqEmbedJobOptions;
+extern const CorpqOptionTable corpq_embed_job_options;
 
 /* ---- the job kind "embed" (embed_job.c) ---- */
 

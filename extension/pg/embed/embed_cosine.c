@@ -17,7 +17,7 @@
 
 #include "pg/embed/embed.h"
 #include "pg/embed/embed_cosine.h"
-#include "pg/model/model_score.h"
+#include "pg/model/model_session.h"
 
 PG_FUNCTION_INFO_V1(corpq_embedding_cosine);
 PG_FUNCTION_INFO_V1(corpq_embedding_cosine_pinned);
@@ -25,7 +25,7 @@ PG_FUNCTION_INFO_V1(corpq_embedding_cosine_pinned);
 struct CorpqEmbedCosine
 {
 	MemoryContext cxt;
-	CorpqScorer *scorer;
+	CorpqModelSession *session;
 };
 
 CorpqEmbedCosine *
@@ -36,7 +36,7 @@ corpq_embed_cosine_create(MemoryContext parent)
 	CorpqEmbedCosine *c = MemoryContextAlloc(cxt, sizeof(CorpqEmbedCosine));
 
 	c->cxt = cxt;
-	c->scorer = corpq_scorer_create(cxt);
+	c->session = corpq_model_session_create(cxt);
 	return c;
 }
 
@@ -71,9 +71,9 @@ corpq_embed_cosine_score(CorpqEmbedCosine *c, const char *model, bool pinned,
 
 	if (n <= 0)
 		return;
-	corpq_scorer_use(c->scorer, model, pinned);
-	corpq_embed_require_encoder(c->scorer, "embedding_cosine");
-	d = corpq_embed_dim(c->scorer);
+	corpq_model_session_use(c->session, model, pinned);
+	corpq_embed_require_encoder(c->session, "embedding_cosine");
+	d = corpq_embed_dim(c->session);
 	scratch = AllocSetContextCreate(CurrentMemoryContext, "corpq embedding_cosine batch",
 									ALLOCSET_DEFAULT_SIZES);
 	old = MemoryContextSwitchTo(scratch);
@@ -85,7 +85,7 @@ corpq_embed_cosine_score(CorpqEmbedCosine *c, const char *model, bool pinned,
 		rows[2 * i] = (CorpqEmbedRow) {.text = pairs[i].src, .len = pairs[i].src_len};
 		rows[2 * i + 1] = (CorpqEmbedRow) {.text = pairs[i].tgt, .len = pairs[i].tgt_len};
 	}
-	corpq_embed_rows(c->scorer, &args, rows, 2 * n, vecs);
+	corpq_embed_rows(c->session, &args, rows, 2 * n, vecs);
 	for (int i = 0; i < n; i++)
 	{
 		null[i] = rows[2 * i].null || rows[2 * i + 1].null;

@@ -12,10 +12,10 @@
 
 #include "postgres.h"
 
-#include "pg/model/dual_xent.h"
-#include "pg/model/too_long.h"
+#include "pg/score/dual_xent.h"
+#include "pg/model/model.h"
 
-/* A scorer for one encoder; resolved names stick for its lifetime. */
+/* A model session for one encoder; resolved names stick for its lifetime. */
 typedef struct CorpqEmbedCosine CorpqEmbedCosine;
 
 /* A new one, in a memory context under parent. */

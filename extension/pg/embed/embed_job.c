@@ -5,7 +5,7 @@
  * sentences encoded, ordered by length and embedded batch by batch by
  * corpq_embed_rows (embed.h), the path of corpq.embed() -- and go into the
  * target as (id, embedding) in committed chunks, recorded in
- * corpq.embed_chunks.  A sentence's vector does not depend on its batch, so
+ * corpq.row_job_chunks.  A sentence's vector does not depend on its batch, so
  * each equals corpq.embed(model@N, sentence) bit for bit and a job resumed
  * after a crash writes what an uninterrupted run writes.
  *
@@ -32,48 +32,11 @@
 #include "pg/base/options.h"
 #include "pg/embed/embed.h"
 #include "pg/jobs/row_job.h"
-#include "pg/model/dual_xent.h"
 
 PG_FUNCTION_INFO_V1(corpq_embed_job);
 
 /* ---- options ---- */
 
-typedef struct EmbedJobOptions
-{
-	char	   *column;			/* the target's column for the vectors */
-	int			batch_size;
-	int			chunk_rows;
-	int			threads;		/* the job's (pg/jobs/jobs.h) */
-	bool		skip_existing;
-	int			on_too_long;	/* CorpqTooLong (too_long.h) */
-} EmbedJobOptions;
-
-/* A .valid check: a column name, not "id". */
-static bool
-column_valid(const void *field)
-{
-	const char *c = *(char *const *) field;
-
-	return c[0] != '\0' && strcmp(c, "id") != 0 && strlen(c) < NAMEDATALEN;
-}
-
-#define OPT(field) CORPQ_OPT_FIELD(EmbedJobOptions, field)
-
-static const CorpqOption rows[] = {
-	{.key = "column", OPT(column), .type = CORPQ_OPT_STRING, .def_string = "embedding",
-	.valid = column_valid, .expected = "a column name other than \"id\""},
-	{.key = "batch_size", OPT(batch_size), .type = CORPQ_OPT_INT, .min = 1, .max = 65536,
-	.def = CORPQ_EMBED_BATCH_SIZE},
-	{.key = "chunk_rows", OPT(chunk_rows), .type = CORPQ_OPT_INT, .min = 1, .max = 10000000,
-	.def = 1000},
-	CORPQ_JOB_THREADS_OPTION(EmbedJobOptions, threads),
-	{.key = "skip_existing", OPT(skip_existing), .type = CORPQ_OPT_BOOL},
-	{.key = "on_too_long", OPT(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
-	.def = CORPQ_TOO_LONG_NULL},
-	{0}
-};
-
-static const CorpqOptionTable table = {"embed job", rows};
 
 /* ---- the corpus and the target ---- */
 
@@ -98,8 +61,7 @@ enum
 
 static const CorpqRowJobKind kind = {
 	.kind = "embed", .source = &corpus_spec, .target_example = "my_embeddings",
-	.chunks_table = "corpq.embed_chunks", .counters = counters,
-	.seconds_column = "embed_seconds", .seconds = embed_seconds, .setup = setup,
+	.query_arg = "corpus", .counters = counters, .seconds = embed_seconds, .setup = setup,
 	.phase = "embedding", .unit = "sentences", .done = "embedded"
 };
 
@@ -177,9 +139,17 @@ encoder_dim(const char *model, const char *given)
  * vector(n), halfvec(n)) takes vectors of that dimension: ERROR at submission
  * rather than at the first chunk.
  */
-static void
-check_dimension(Oid target, const char *target_name, const char *column, int d)
+typedef struct DimensionCheck
 {
+	const char *column;
+	int			d;
+} DimensionCheck;
+
+static void
+check_dimension(Oid target, const char *target_name, void *arg)
+{
+	const char *column = ((DimensionCheck *) arg)->column;
+	int			d = ((DimensionCheck *) arg)->d;
 	AttrNumber	att = get_attnum(target, column);
 	Oid			type;
 	int32		typmod;
@@ -195,52 +165,31 @@ check_dimension(Oid target, const char *target_name, const char *column, int d)
 			 errhint("Give the column the model's dimension, or make it real[].")));
 }
 
-static char *
-args_json(const char *model, const char *corpus, Oid target, const char *target_name,
-		  const EmbedJobOptions *o)
-{
-	StringInfoData b;
-
-	initStringInfo(&b);
-	appendStringInfoString(&b, "{\"model\": ");
-	escape_json(&b, model);
-	appendStringInfoString(&b, ", \"query\": ");
-	escape_json(&b, corpus);
-	appendStringInfo(&b, ", \"target\": %u, \"target_name\": ", target);
-	escape_json(&b, target_name);
-	appendStringInfo(&b, ", \"options\": %s}", corpq_options_json(&table, o));
-	return b.data;
-}
-
 Datum
 corpq_embed_job(PG_FUNCTION_ARGS)
 {
-	EmbedJobOptions o;
+	CorpqRowJobCall call;
+	CorpqRowJobSubmit sub = {0};
+	CorpqEmbedJobOptions o;
 	CorpqRowJobColumn columns[2];
-	char	   *given;
-	char	   *model;
-	char	   *corpus;
-	Oid			target;
-	char	   *target_name;
-	int			d;
+	DimensionCheck dim;
 
-	corpq_require_arg(fcinfo, 0, "model");
-	corpq_require_arg(fcinfo, 1, "corpus");
-	corpq_require_arg(fcinfo, 2, "target_table");
-	corpq_options_parse(&table, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), &o);
+	corpq_row_job_call(fcinfo, &kind, &call);
+	corpq_options_parse(&corpq_embed_job_options, call.options, &o);
 	corpq_require_utf8();
 	/* the version of now: a version committed while the job runs changes nothing */
-	given = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	model = corpq_model_pin(given);
-	d = encoder_dim(model, given);
-	corpus = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	target = PG_GETARG_OID(2);
+	sub.model = corpq_model_pin(call.model);
+	dim.column = o.column;
+	dim.d = encoder_dim(sub.model, call.model);
 	target_columns(o.column, columns);
-	target_name = corpq_row_job_check_target(&kind, target, columns, 2);
-	check_dimension(target, target_name, o.column, d);
-	corpq_row_job_check_query(&kind, corpus, target_name, o.skip_existing);
-	PG_RETURN_INT64(corpq_job_submit("embed", args_json(model, corpus, target, target_name, &o),
-									 o.threads));
+	sub.columns = columns;
+	sub.n_columns = 2;
+	sub.skip_existing = o.skip_existing;
+	sub.check_target = check_dimension;
+	sub.arg = &dim;
+	sub.options_json = corpq_options_json(&corpq_embed_job_options, &o);
+	sub.threads = o.threads;
+	PG_RETURN_INT64(corpq_row_job_submit(&kind, &call, &sub));
 }
 
 /* ---- the job ---- */
@@ -257,9 +206,9 @@ typedef struct BlockRow
 typedef struct EmbedRun
 {
 	CorpqJob   *job;
-	EmbedJobOptions o;
+	CorpqEmbedJobOptions o;
 	char	   *model;			/* name@N */
-	CorpqScorer *scorer;
+	CorpqModelSession *session;
 	int			dim;
 	CorpqRowJob *rj;
 	MemoryContext block_cxt;
@@ -317,7 +266,7 @@ embed_block(EmbedRun *r)
 		er[i].text = r->rows[i].text;
 		er[i].len = r->rows[i].len;
 	}
-	corpq_embed_rows(r->scorer, &a, er, r->n, out);
+	corpq_embed_rows(r->session, &a, er, r->n, out);
 	MemoryContextSwitchTo(old);
 	for (int i = 0; i < r->n; i++)
 	{
@@ -349,10 +298,10 @@ setup(CorpqRowJob *rj, void *arg)
 
 	target_columns(r->o.column, columns);
 	corpq_row_job_columns(rj, columns, 2);
-	r->scorer = corpq_scorer_create(CurrentMemoryContext);
-	corpq_scorer_use(r->scorer, r->model, true);
-	corpq_embed_require_encoder(r->scorer, "corpq.embed_job");
-	r->dim = corpq_embed_dim(r->scorer);
+	r->session = corpq_model_session_create(CurrentMemoryContext);
+	corpq_model_session_use(r->session, r->model, true);
+	corpq_embed_require_encoder(r->session, "corpq.embed_job");
+	r->dim = corpq_embed_dim(r->session);
 }
 
 static char *
@@ -380,7 +329,7 @@ embed_job(CorpqJob *job)
 
 	r->job = job;
 	r->model = corpq_job_arg(job, "model");
-	corpq_options_parse_text(&table, corpq_job_arg(job, "options"), &r->o);
+	corpq_options_parse_text(&corpq_embed_job_options, corpq_job_arg(job, "options"), &r->o);
 	n_block = corpq_embed_block_rows(r->o.batch_size);
 	r->rows = MemoryContextAllocHuge(cxt, sizeof(BlockRow) * n_block);
 	r->block_cxt = AllocSetContextCreate(cxt, "corpq embed block", ALLOCSET_DEFAULT_SIZES);

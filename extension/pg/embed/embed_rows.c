@@ -20,7 +20,7 @@
 #include "pg/base/base.h"
 #include "pg/base/errors.h"
 #include "pg/embed/embed.h"
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 
 void
 corpq_embed_not_encoder(const char *model, const char *what)
@@ -33,7 +33,7 @@ corpq_embed_not_encoder(const char *model, const char *what)
 }
 
 void
-corpq_embed_require_encoder(const CorpqScorer *s, const char *what)
+corpq_embed_require_encoder(const CorpqModelSession *s, const char *what)
 {
 	if (s->cfg.kind != CQ_KIND_ENCODER)
 		corpq_embed_not_encoder(s->cur->spec, what);
@@ -57,7 +57,7 @@ corpq_embed_array(const float *v, int d)
 }
 
 int
-corpq_embed_dim(const CorpqScorer *s)
+corpq_embed_dim(const CorpqModelSession *s)
 {
 	return s->cfg.d_model;
 }
@@ -91,7 +91,7 @@ cmp_length(const void *a, const void *b)
  * on_too_long null, one longer than the model accepts (an ERROR otherwise).
  */
 static bool
-encode_row(CorpqScorer *s, CorpqTooLong on_too_long, CorpqEmbedRow *r, Encoded *e)
+encode_row(CorpqModelSession *s, CorpqTooLong on_too_long, CorpqEmbedRow *r, Encoded *e)
 {
 	int			most = cq_config_sentence_tokens(&s->cfg);
 
@@ -118,7 +118,7 @@ encode_row(CorpqScorer *s, CorpqTooLong on_too_long, CorpqEmbedRow *r, Encoded *
  * batch's vectors).  One sentence that does not fit alone is an ERROR.
  */
 static int
-batch_cut(const CorpqScorer *s, Encoded *const *order, int m, int max_n, Size *ws_bytes)
+batch_cut(const CorpqModelSession *s, Encoded *const *order, int m, int max_n, Size *ws_bytes)
 {
 	Size		limit = corpq_batch_bytes_limit();
 	long		positions = 0;
@@ -148,23 +148,9 @@ batch_cut(const CorpqScorer *s, Encoded *const *order, int m, int max_n, Size *w
 	return nb;
 }
 
-/* The scorer's workspace grown to bytes (kept for the scorer's next calls). */
-static void
-ensure_workspace(CorpqScorer *s, Size bytes)
-{
-	if (bytes <= s->ws_bytes)
-		return;
-	if (s->ws)
-		pfree(s->ws);
-	s->ws = NULL;
-	s->ws_bytes = 0;
-	s->ws = MemoryContextAllocHuge(s->cxt, bytes);
-	s->ws_bytes = bytes;
-}
-
 /* Embed order[0..m) in batches; each vector into its row's place in out. */
 static void
-embed_encoded(CorpqScorer *s, const CorpqEmbedArgs *a, Encoded **order, int m, float *out)
+embed_encoded(CorpqModelSession *s, const CorpqEmbedArgs *a, Encoded **order, int m, float *out)
 {
 	int			d = s->cfg.d_model;
 	int			cap = Min(Max(a->batch_size, 1), m);
@@ -199,7 +185,7 @@ embed_encoded(CorpqScorer *s, const CorpqEmbedArgs *a, Encoded **order, int m, f
 			else
 				threads = 1;
 		}
-		ensure_workspace(s, ws_bytes);
+		(void) corpq_model_session_workspace(s, ws_bytes);
 		/* looked up for every batch: anything run since may have evicted it */
 		model = corpq_model_get(&s->cur->ref);
 		if (cq_encode_parallel(model, batch, nb, NULL, threads, s->ws, s->ws_bytes, vecs, &err) != CQ_OK)
@@ -212,7 +198,7 @@ embed_encoded(CorpqScorer *s, const CorpqEmbedArgs *a, Encoded **order, int m, f
 }
 
 void
-corpq_embed_rows(CorpqScorer *s, const CorpqEmbedArgs *a, CorpqEmbedRow *rows, int n, float *out)
+corpq_embed_rows(CorpqModelSession *s, const CorpqEmbedArgs *a, CorpqEmbedRow *rows, int n, float *out)
 {
 	MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext, "corpq embed rows",
 												  ALLOCSET_DEFAULT_SIZES);

@@ -4,7 +4,7 @@
  * model name (STABLE) or a pinned version (IMMUTABLE); and
  * corpq.embed_rows(model, corpus, options): the vectors of a query's rows
  * (id, sentence) in one statement, batched as score() batches.  The model is
- * resolved once per query through the scorer of model_score.h (the same
+ * resolved once per query through a model session (pg/model/model_session.h) (the same
  * version for the whole query, the vocabulary loaded once); the vectors are
  * corpq_embed_rows' (embed.h), the path of every caller that embeds, which
  * gives a sentence the same bits alone or in any batch.
@@ -20,7 +20,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
 #include "pg/embed/embed.h"
-#include "pg/model/model_score.h"
+#include "pg/model/model_session.h"
 
 PG_FUNCTION_INFO_V1(corpq_embed);
 PG_FUNCTION_INFO_V1(corpq_embed_pinned);
@@ -29,14 +29,14 @@ PG_FUNCTION_INFO_V1(corpq_embed_rows_srf);
 static Datum
 embed(FunctionCallInfo fcinfo, bool pinned)
 {
-	CorpqScorer *s = corpq_scorer_cached(fcinfo);
+	CorpqModelSession *s = corpq_model_session_cached(fcinfo);
 	text	   *sentence = PG_GETARG_TEXT_PP(1);
 	CorpqEmbedArgs a = {.batch_size = 1, .on_too_long = corpq_too_long_arg(fcinfo, 2)};
 	CorpqEmbedRow row = {.text = VARDATA_ANY(sentence), .len = VARSIZE_ANY_EXHDR(sentence)};
 	float	   *vec;
 	int			d;
 
-	corpq_scorer_use(s, text_to_cstring(PG_GETARG_TEXT_PP(0)), pinned);
+	corpq_model_session_use(s, text_to_cstring(PG_GETARG_TEXT_PP(0)), pinned);
 	corpq_embed_require_encoder(s, "corpq.embed");
 	d = corpq_embed_dim(s);
 	vec = palloc(sizeof(float) * d);
@@ -60,23 +60,6 @@ corpq_embed_pinned(PG_FUNCTION_ARGS)
 
 /* ---- corpq.embed_rows() ---- */
 
-typedef struct EmbedRowsOptions
-{
-	int			batch_size;
-	int			on_too_long;	/* CorpqTooLong (too_long.h) */
-} EmbedRowsOptions;
-
-#define OPT(field) CORPQ_OPT_FIELD(EmbedRowsOptions, field)
-
-static const CorpqOption rows_options[] = {
-	{.key = "batch_size", OPT(batch_size), .type = CORPQ_OPT_INT, .min = 1, .max = 65536,
-	.def = CORPQ_EMBED_BATCH_SIZE},
-	{.key = "on_too_long", OPT(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
-	.def = CORPQ_TOO_LONG_NULL},
-	{0}
-};
-
-static const CorpqOptionTable rows_table = {"embed_rows", rows_options};
 
 static const CorpqColumn corpus_columns[] = {
 	{"id", CORPQ_COLUMN_INTEGER}, {"sentence", CORPQ_COLUMN_TEXT}
@@ -87,10 +70,10 @@ static const CorpqQuerySpec corpus_spec = {
 	.example = "SELECT id, sentence FROM my_sentences"
 };
 
-/* What the batch function needs: the scorer, the arguments, the result. */
+/* What the batch function needs: the session, the arguments, the result. */
 typedef struct EmbedRowsRun
 {
-	CorpqScorer *s;
+	CorpqModelSession *s;
 	CorpqEmbedArgs a;
 	CorpqEmbedRow *rows;		/* [block] */
 	float	   *out;			/* [block, d] */
@@ -132,7 +115,7 @@ embed_batch(void *arg, const CorpqBatch *batch)
 Datum
 corpq_embed_rows_srf(PG_FUNCTION_ARGS)
 {
-	EmbedRowsOptions o;
+	CorpqEmbedRowsOptions o;
 	EmbedRowsRun run = {0};
 	char	   *query;
 	int			block;
@@ -140,13 +123,13 @@ corpq_embed_rows_srf(PG_FUNCTION_ARGS)
 	/* not STRICT: a NULL argument is an error, not an empty result */
 	corpq_require_arg(fcinfo, 0, "model");
 	corpq_require_arg(fcinfo, 1, "corpus");
-	corpq_options_parse(&rows_table, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &o);
+	corpq_options_parse(&corpq_embed_rows_options, PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &o);
 	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	corpq_require_utf8();
 
 	InitMaterializedSRF(fcinfo, 0);
-	run.s = corpq_scorer_create(CurrentMemoryContext);
-	corpq_scorer_use(run.s, text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	run.s = corpq_model_session_create(CurrentMemoryContext);
+	corpq_model_session_use(run.s, text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	corpq_embed_require_encoder(run.s, "corpq.embed_rows");
 	run.a.batch_size = o.batch_size;
 	run.a.on_too_long = (CorpqTooLong) o.on_too_long;

@@ -18,7 +18,7 @@
 #include "pg/base/corpus_query.h"
 #include "pg/base/errors.h"
 #include "pg/embed/embed.h"
-#include "pg/model/model_score.h"
+#include "pg/model/model_session.h"
 
 PG_FUNCTION_INFO_V1(corpq_mine_pairs);
 
@@ -35,7 +35,7 @@ static const CorpqColumn columns[] = {
 /* One side being read: where its vectors go and what it left out. */
 typedef struct SentenceSide
 {
-	CorpqScorer *scorer;		/* its current model: the encoder */
+	CorpqModelSession *session;		/* its current model: the encoder */
 	const CorpqEmbedArgs *args;
 	CorpqVectorSet *set;
 	int			dim;
@@ -62,7 +62,7 @@ embed_batch(void *arg, const CorpqBatch *b)
 		n++;
 	}
 	vecs = palloc(sizeof(float) * (Size) Max(n, 1) * side->dim);
-	corpq_embed_rows(side->scorer, side->args, rows, n, vecs);
+	corpq_embed_rows(side->session, side->args, rows, n, vecs);
 	for (int i = 0; i < n; i++)
 	{
 		if (rows[i].null)
@@ -75,13 +75,13 @@ embed_batch(void *arg, const CorpqBatch *b)
 
 /* Read query's sentences into set, embedded, and finish the set. */
 static void
-read_side(CorpqScorer *s, const CorpqEmbedArgs *args, CorpqVectorSet *set, const char *query)
+read_side(CorpqModelSession *s, const CorpqEmbedArgs *args, CorpqVectorSet *set, const char *query)
 {
 	CorpqQuerySpec spec = {
 		.what = set->what, .columns = columns, .min_columns = 2, .max_columns = 2,
 		.example = "SELECT id, sentence FROM my_sentences", .need_rows = false
 	};
-	SentenceSide side = {.scorer = s, .args = args, .set = set, .dim = corpq_embed_dim(s)};
+	SentenceSide side = {.session = s, .args = args, .set = set, .dim = corpq_embed_dim(s)};
 
 	corpq_query_stream(query, &spec, READ_BATCH, embed_batch, &side);
 	if (side.too_long > 0)
@@ -96,7 +96,7 @@ Datum
 corpq_mine_pairs(PG_FUNCTION_ARGS)
 {
 	CorpqMinePairsOptions o;
-	CorpqScorer *s;
+	CorpqModelSession *s;
 	CorpqVectorSet src,
 				tgt;
 
@@ -108,8 +108,8 @@ corpq_mine_pairs(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, 0);
 
 	/* the version of the call's start, for both sides */
-	s = corpq_scorer_create(CurrentMemoryContext);
-	corpq_scorer_use(s, text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
+	s = corpq_model_session_create(CurrentMemoryContext);
+	corpq_model_session_use(s, text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	corpq_embed_require_encoder(s, "corpq.mine_pairs");
 	corpq_vector_set_init(&src, "source", NULL);
 	read_side(s, &o.embed, &src, text_to_cstring(PG_GETARG_TEXT_PP(1)));

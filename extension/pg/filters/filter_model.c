@@ -19,7 +19,7 @@
 
 #include <math.h>
 
-#include "pg/filters/filter_spec.h"
+#include "pg/filters/filters.h"
 
 /* Keep a pair whose score reaches the threshold (>=, as the rule filters' ratios). */
 bool

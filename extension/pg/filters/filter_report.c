@@ -20,7 +20,7 @@
 #include "utils/jsonb.h"
 
 #include "pg/base/corpus_query.h"
-#include "pg/filters/filter_spec.h"
+#include "pg/filters/filters.h"
 
 PG_FUNCTION_INFO_V1(corpq_filter_report);
 PG_FUNCTION_INFO_V1(corpq_filter_report_by_domain);

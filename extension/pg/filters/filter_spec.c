@@ -10,162 +10,10 @@
 #include "filters/langid.h"
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
-#include "pg/model/model_catalog.h"
-#include "pg/filters/filter_spec.h"
+#include "pg/model/model.h"
+#include "pg/filters/filters.h"
 
 #define SPEC_HINT "A filter is {\"name\": \"length_ratio\", \"args\": {\"unit\": \"word\"}, \"threshold\": 3, \"label\": \"...\"}; name is required, the rest optional."
-
-static const char *const unit_names[] = {"word", "char", NULL};
-
-#define ARG(field) CORPQ_OPT_FIELD(FilterArgs, field)
-#define SIDE_ROWS(what) \
-	{.key = "src", ARG(src), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET, \
-	 .valid = corpq_option_nonempty, .expected = what}, \
-	{.key = "tgt", ARG(tgt), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET, \
-	 .valid = corpq_option_nonempty, .expected = what}
-
-/* Thresholds: OpusFilter's defaults, bounded to where the filter can decide. */
-static const CorpqOption length_ratio_rows[] = {
-	{.key = "unit", ARG(unit), .type = CORPQ_OPT_ENUM, .names = unit_names, .def = CQ_UNIT_WORD},
-	/* the ratio is >= 1 (or 0 for two empty sides) */
-	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
-	.range = CORPQ_RANGE_CLOSED, .lo = 1, .hi = 1e6, .def = 3},
-	{0}
-};
-static const CorpqOption char_script_rows[] = {
-	SIDE_ROWS("a Unicode script name such as \"Latin\""),
-	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
-	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1, .def = 1},
-	{0}
-};
-/*
- * Not OpusFilter's defaults (spaces counted, 0.75), which reject a tenth of
- * clean Bible verses and a quarter of software messages: letters among the
- * non-space characters, at a threshold measured on the shared corpora
- * (docs/filters.md).
- */
-static const CorpqOption alpha_ratio_rows[] = {
-	{.key = "exclude_whitespace", ARG(exclude_whitespace), .type = CORPQ_OPT_BOOL, .def = true},
-	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
-	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1, .def = 0.5},
-	{0}
-};
-static const CorpqOption terminal_punct_rows[] = {
-	/* the score is -ln(1 + penalty) <= 0 */
-	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
-	.range = CORPQ_RANGE_CLOSED, .lo = -1000, .hi = 0, .def = -2},
-	{0}
-};
-static const CorpqOption numerals_rows[] = {
-	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
-	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1, .def = 0.5},
-	{0}
-};
-static const CorpqOption repetition_rows[] = {
-	{.key = "min_length", ARG(min_length), .type = CORPQ_OPT_INT, .min = 1, .max = 1000, .def = 3},
-	{.key = "max_length", ARG(max_length), .type = CORPQ_OPT_INT, .min = 0, .max = 1000, .def = 100},
-	/* repetitions of a string after its first occurrence */
-	{.key = "threshold", ARG(ithreshold), .type = CORPQ_OPT_INT, .min = 1, .max = 1000, .def = 2},
-	{0}
-};
-static const CorpqOption html_tags_rows[] = {
-	{0}
-};
-/*
- * Cld2Filter judges every answer; these defaults (measured in
- * docs/filters.md) give CLD2 the expected language as its hint and leave
- * alone the sides it cannot judge reliably, i.e. too short ones.
- */
-static const CorpqOption langid_rows[] = {
-	SIDE_ROWS("a language code such as \"en\""),
-	{.key = "hint", ARG(hint), .type = CORPQ_OPT_BOOL, .def = true},
-	{.key = "keep_unreliable", ARG(keep_unreliable), .type = CORPQ_OPT_BOOL, .def = true},
-	{.key = "min_chars", ARG(min_chars), .type = CORPQ_OPT_INT, .min = 0, .max = 100000, .def = 0},
-	/* keeps a confidence > threshold, so 1 would reject everything */
-	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
-	.range = CORPQ_RANGE_OPEN_HI, .lo = 0, .hi = 1, .def = 0},
-	{0}
-};
-
-/*
- * The score is in (0, 1] and its scale depends on the models and the data
- * (no default would mean the same for two pairs of models): the threshold
- * must be given.  on_too_long: a pair longer than a model accepts has no
- * score, and the filter rejects it ("null"), or it is an ERROR ("error").
- */
-static const CorpqOption dual_xent_rows[] = {
-	{.key = "forward", ARG(forward), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
-	 .valid = corpq_option_nonempty, .expected = "a model (src -> tgt) name or name@N"},
-	{.key = "backward", ARG(backward), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
-	 .valid = corpq_option_nonempty, .expected = "a model (tgt -> src) name or name@N"},
-	{.key = "on_too_long", ARG(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
-	 .def = CORPQ_TOO_LONG_NULL},
-	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER, .flags = CORPQ_OPT_UNSET,
-	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1},
-	{0}
-};
-
-/*
- * The cosine of the two sides' vectors from one encoder model, in [-1, 1];
- * where a pair of translations lies depends on the model (an untrained one
- * puts every pair near 1) and the languages: the threshold must be given.
- * on_too_long: as dual_xent's.
- */
-static const CorpqOption embedding_cosine_rows[] = {
-	{.key = "model", ARG(model), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
-	 .valid = corpq_option_nonempty, .expected = "an encoder model name or name@N"},
-	{.key = "on_too_long", ARG(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
-	 .def = CORPQ_TOO_LONG_NULL},
-	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER, .flags = CORPQ_OPT_UNSET,
-	.range = CORPQ_RANGE_CLOSED, .lo = -1, .hi = 1},
-	{0}
-};
-
-typedef struct FilterKind
-{
-	const char *name;
-	cq_filter_kind kind;		/* unused by model filters */
-	CorpqOptionTable options;
-	FilterModelKind model;		/* decided on a model's score, not by the core */
-} FilterKind;
-
-static const FilterKind kinds[] = {
-	{"length_ratio", CQ_FILTER_LENGTH_RATIO, {"length_ratio filter", length_ratio_rows}},
-	{"char_script_ratio", CQ_FILTER_CHAR_SCRIPT, {"char_script_ratio filter", char_script_rows}},
-	{"alpha_ratio", CQ_FILTER_ALPHA_RATIO, {"alpha_ratio filter", alpha_ratio_rows}},
-	{"terminal_punct", CQ_FILTER_TERMINAL_PUNCT, {"terminal_punct filter", terminal_punct_rows}},
-	{"numerals_match", CQ_FILTER_NUMERALS, {"numerals_match filter", numerals_rows}},
-	{"repetition", CQ_FILTER_REPETITION, {"repetition filter", repetition_rows}},
-	{"html_tags", CQ_FILTER_HTML_TAGS, {"html_tags filter", html_tags_rows}},
-	{"langid", CQ_FILTER_LANGID, {"langid filter", langid_rows}},
-	{"dual_xent", 0, {"dual_xent filter", dual_xent_rows}, .model = FILTER_MODEL_DUAL_XENT},
-	{"embedding_cosine", 0, {"embedding_cosine filter", embedding_cosine_rows},
-	.model = FILTER_MODEL_EMBEDDING_COSINE},
-};
-
-static char *
-kind_names(void)
-{
-	StringInfoData b;
-
-	initStringInfo(&b);
-	for (size_t i = 0; i < lengthof(kinds); i++)
-		appendStringInfo(&b, "%s%s", i ? ", " : "", kinds[i].name);
-	return b.data;
-}
-
-static const FilterKind *
-find_kind(const char *name)
-{
-	for (size_t i = 0; i < lengthof(kinds); i++)
-		if (strcmp(kinds[i].name, name) == 0)
-			return &kinds[i];
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("unknown filter \"%s\"", name),
-			 errhint("Valid filters are: %s.", kind_names())));
-	pg_unreachable();
-}
 
 static char *
 script_names(void)
@@ -291,9 +139,12 @@ static const ModelKindText model_texts[] = {
 	},
 };
 
-/* A model filter's model, pinned: "name@N" (see FilterModels); what: "forward model". */
-static char *
-pin_model(const char *spec, const char *what, const FilterKind *k, FilterModels models)
+/*
+ * ERROR unless a model filter's model spec is one the parser accepts (see
+ * FilterModels): with FILTER_MODELS_PINNED only "name@N"; what: "forward model".
+ */
+static void
+check_pinned(const char *spec, const char *what, const FilterKind *k, FilterModels models)
 {
 	int			name_len;
 	int32		version;
@@ -305,7 +156,6 @@ pin_model(const char *spec, const char *what, const FilterKind *k, FilterModels 
 				 errdetail("filter_keeps, filter_rejects and filter_stats are IMMUTABLE, and the latest version of a model name can change."),
 				 errhint("Write \"%s@N\" for version N, or use filter_report() or filter_predicate(), which pin the latest version.",
 						 spec)));
-	return corpq_model_pin(spec);
 }
 
 /* ERROR unless the filter's model args are given. */
@@ -340,11 +190,16 @@ resolve_model(FilterSpec *s, const FilterKind *k, FilterModels models)
 				 errdetail("%s", model_texts[k->model].scale),
 				 errhint("%s", model_texts[k->model].look)));
 	if (k->model == FILTER_MODEL_EMBEDDING_COSINE)
-		a->model = pin_model(a->model, "model", k, models);
+	{
+		check_pinned(a->model, "model", k, models);
+		a->model = corpq_model_pin(a->model);
+	}
 	else
 	{
-		a->forward = pin_model(a->forward, "forward model", k, models);
-		a->backward = pin_model(a->backward, "backward model", k, models);
+		check_pinned(a->forward, "forward model", k, models);
+		a->forward = corpq_model_pin(a->forward);
+		check_pinned(a->backward, "backward model", k, models);
+		a->backward = corpq_model_pin(a->backward);
 	}
 	s->model = true;
 	s->model_kind = k->model;
@@ -452,8 +307,8 @@ parse_item(JsonbValue *item, int index, FilterSpec *s, FilterModels models)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("filter %d has no name", index + 1),
-				 errhint("Valid filters are: %s.", kind_names())));
-	k = find_kind(name);
+				 errhint("Valid filters are: %s.", filter_kind_names())));
+	k = filter_kind_find(name);
 	s->name = k->name;
 	if (s->label == NULL)
 		s->label = pstrdup(k->name);
@@ -532,7 +387,7 @@ threshold_rows(const CorpqOptionTable *t, bool threshold)
 static char *
 filter_item_json(const FilterSpec *s, bool with_label)
 {
-	const FilterKind *k = find_kind(s->name);
+	const FilterKind *k = filter_kind_find(s->name);
 	CorpqOptionTable args = threshold_rows(&k->options, false);
 	CorpqOptionTable thr = threshold_rows(&k->options, true);
 	char	   *t = corpq_options_json(&thr, &s->args);

@@ -33,7 +33,7 @@
 
 #include "filters/dedup.h"
 #include "pg/base/errors.h"
-#include "pg/filters/filter_spec.h"
+#include "pg/filters/filters.h"
 
 #define EXAMPLE_CHARS 200
 #define DEFAULT_EXAMPLES 5

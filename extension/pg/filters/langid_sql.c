@@ -14,7 +14,7 @@
 #include "filters/filter_set.h"
 #include "filters/langid.h"
 #include "pg/base/errors.h"
-#include "pg/filters/filter_spec.h"
+#include "pg/filters/filters.h"
 
 PG_FUNCTION_INFO_V1(corpq_langid);
 PG_FUNCTION_INFO_V1(corpq_lang_is);

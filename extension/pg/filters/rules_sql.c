@@ -12,7 +12,7 @@
 #include "filters/dedup.h"
 #include "filters/rules.h"
 #include "pg/base/errors.h"
-#include "pg/filters/filter_spec.h"
+#include "pg/filters/filters.h"
 
 PG_FUNCTION_INFO_V1(corpq_text_length);
 PG_FUNCTION_INFO_V1(corpq_length_ratio);

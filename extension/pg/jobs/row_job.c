@@ -1,7 +1,7 @@
 /*
  * Row jobs (row_job.h): a query's rows in, a table's rows out, in committed
- * chunks, resumable, with progress.  The first user was translate_job; this
- * is its machinery, shared.
+ * chunks recorded in corpq.row_job_chunks, resumable, with progress; and
+ * the one submission of every row job's SQL function.
  */
 #include "postgres.h"
 
@@ -26,6 +26,7 @@
 #include "utils/timestamp.h"
 
 #include "common/parallel.h"
+#include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/jobs/row_job.h"
 
@@ -196,6 +197,45 @@ corpq_row_job_check_query(const CorpqRowJobKind *kind, const char *query,
 		(void) corpq_query_check(source_query(query, target_name, true), kind->source);
 }
 
+/* ---- submission ---- */
+
+void
+corpq_row_job_call(FunctionCallInfo fcinfo, const CorpqRowJobKind *kind, CorpqRowJobCall *call)
+{
+	corpq_require_arg(fcinfo, 0, "model");
+	corpq_require_arg(fcinfo, 1, kind->query_arg);
+	corpq_require_arg(fcinfo, 2, "target_table");
+	call->model = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	call->query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	call->target = PG_GETARG_OID(2);
+	call->options = PG_NARGS() > 3 && !PG_ARGISNULL(3) ? PG_GETARG_JSONB_P(3) : NULL;
+}
+
+int64
+corpq_row_job_submit(const CorpqRowJobKind *kind, const CorpqRowJobCall *call,
+					 const CorpqRowJobSubmit *s)
+{
+	char	   *target_name = corpq_row_job_check_target(kind, call->target, s->columns,
+														 s->n_columns);
+	StringInfoData args;
+
+	if (s->check_target)
+		s->check_target(call->target, target_name, s->arg);
+	corpq_row_job_check_query(kind, call->query, target_name, s->skip_existing);
+
+	initStringInfo(&args);
+	appendStringInfoString(&args, "{\"model\": ");
+	escape_json(&args, s->model);
+	if (s->more_args)
+		appendStringInfo(&args, ", %s", s->more_args);
+	appendStringInfoString(&args, ", \"query\": ");
+	escape_json(&args, call->query);
+	appendStringInfo(&args, ", \"target\": %u, \"target_name\": ", call->target);
+	escape_json(&args, target_name);
+	appendStringInfo(&args, ", \"options\": %s}", s->options_json);
+	return corpq_job_submit(kind->kind, args.data, s->threads);
+}
+
 /* ---- set-up ---- */
 
 static int
@@ -211,29 +251,35 @@ count_counters(const CorpqRowJobKind *kind, int *tokens)
 	return n;
 }
 
-/* The chunk table's statements (its names are the kind's constants). */
+/*
+ * The statements of the job's chunk rows in corpq.row_job_chunks: the
+ * kind's counters as a jsonb object under their names (the kind's
+ * constants).
+ */
 static void
 chunk_statements(CorpqRowJob *rj)
 {
 	const CorpqRowJobKind *k = rj->kind;
-	StringInfoData cols,
-				params;
+	StringInfoData object,
+				cols;
 
+	initStringInfo(&object);
 	initStringInfo(&cols);
-	initStringInfo(&params);
 	for (int c = 0; c < rj->n_counters; c++)
 	{
-		appendStringInfo(&cols, ", %s", k->counters[c]);
-		appendStringInfo(&params, ", $%d", CHUNK_FIXED + 1 + c);
+		const char *name = quote_literal_cstr(k->counters[c]);
+
+		appendStringInfo(&object, "%s%s, $%d", c ? ", " : "", name, CHUNK_FIXED + 1 + c);
+		appendStringInfo(&cols, ", (counters OPERATOR(pg_catalog.->>) %s)::pg_catalog.int8", name);
 	}
-	rj->chunk_sql = psprintf("INSERT INTO %s (job, chunk, rows_done, rows_hash%s, %s, owner) "
-							 "SELECT $1, $2, $3, $4%s, $%d, j.owner FROM corpq.jobs j "
-							 "WHERE j.id OPERATOR(pg_catalog.=) $1",
-							 k->chunks_table, cols.data, k->seconds_column, params.data,
-							 CHUNK_FIXED + rj->n_counters + 1);
-	rj->checkpoint_sql = psprintf("SELECT chunk, rows_done, rows_hash%s FROM %s "
+	rj->chunk_sql = psprintf("INSERT INTO corpq.row_job_chunks "
+							 "(job, chunk, rows_done, rows_hash, counters, seconds, owner) "
+							 "SELECT $1, $2, $3, $4, pg_catalog.jsonb_build_object(%s), $%d, j.owner "
+							 "FROM corpq.jobs j WHERE j.id OPERATOR(pg_catalog.=) $1",
+							 object.data, CHUNK_FIXED + rj->n_counters + 1);
+	rj->checkpoint_sql = psprintf("SELECT chunk, rows_done, rows_hash%s FROM corpq.row_job_chunks "
 								  "WHERE job OPERATOR(pg_catalog.=) $1 ORDER BY chunk DESC LIMIT 1",
-								  cols.data, k->chunks_table);
+								  cols.data);
 }
 
 CorpqRowJob *
@@ -314,7 +360,7 @@ read_checkpoint(CorpqRowJob *rj)
 	bool		isnull;
 
 	if (corpq_sql_as_caller(rj->checkpoint_sql, 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read %s", rj->kind->chunks_table);
+		elog(ERROR, "could not read corpq.row_job_chunks");
 	if (SPI_processed == 0)
 		return;
 #define COL(i) SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, (i), &isnull)
@@ -500,7 +546,7 @@ array_of(Datum *v, bool *nulls, int n, Oid type)
 	return PointerGetDatum(construct_md_array(v, nulls, 1, dims, lbs, type, typlen, byval, align));
 }
 
-/* The chunk's row of the kind's chunk table (as corpq's owner). */
+/* The chunk's row of corpq.row_job_chunks (as corpq's owner). */
 static void
 insert_chunk_row(CorpqRowJob *rj)
 {
@@ -525,7 +571,7 @@ insert_chunk_row(CorpqRowJob *rj)
 	values[nargs - 1] = Float8GetDatum(rj->kind->seconds(rj->arg));
 	if (corpq_sql_as_owner(rj->chunk_sql, nargs, types, values, NULL, 0) != SPI_OK_INSERT ||
 		SPI_processed != 1)
-		elog(ERROR, "could not insert into %s", rj->kind->chunks_table);
+		elog(ERROR, "could not insert into corpq.row_job_chunks");
 }
 
 /*

@@ -5,8 +5,11 @@
  * -> (id, vector)), and the kinds to come.
  *
  * What it does, once for all of them:
- *   - at submission, the target's check (row_job_check_target): a table the
- *     submitting role may insert into, with the kind's columns and types;
+ *   - at submission (corpq_row_job_call, corpq_row_job_submit: the one
+ *     opening and submission of every row job's SQL function), the
+ *     arguments' checks, the target's (row_job_check_target: a table the
+ *     submitting role may insert into, with the kind's columns and types),
+ *     the query's, and the job's arguments;
  *   - in the worker, the query read through a cursor held across
  *     transactions (base/corpus_query.h: the query runs to its end when the
  *     first transaction commits, so an error in it fails the job before
@@ -15,8 +18,9 @@
  *   - the kind's output rows, put back in the query's order, written in
  *     chunks of chunk_rows rows: each chunk's rows go into the target (with
  *     the owner's rights: its triggers and row-level security apply) in the
- *     same transaction as a row of the kind's chunk table recording the query
- *     rows done, the mark of the last one and the kind's counters;
+ *     same transaction as a row of corpq.row_job_chunks, the one chunk table
+ *     of every row job, recording the query rows done, the mark of the last
+ *     one and the kind's counters (a jsonb object);
  *   - a cancel (or any error) keeps the committed chunks and loses only the
  *     rows collected since;
  *   - after a crash or a restart the job runs again (the kind registers as
@@ -55,6 +59,9 @@
 
 #include "postgres.h"
 
+#include "fmgr.h"
+#include "utils/jsonb.h"
+
 #include "pg/base/corpus_query.h"
 #include "pg/jobs/jobs.h"
 
@@ -88,17 +95,16 @@ typedef struct CorpqRowJobKind
 	const CorpqQuerySpec *source;	/* the query: (id integer, text inputs...) */
 	const char *target_example; /* a table name for hints: "my_translations" */
 
+	const char *query_arg;		/* the SQL function's name for its query: "corpus" */
+
 	/*
-	 * The chunk table, schema-qualified, with the columns (job bigint, chunk
-	 * int, rows_done bigint, rows_hash bigint, owner regrole), one bigint
-	 * column per counter and the float8 seconds_column.  The counters are
-	 * summed over the chunks and reported in the result under their names;
-	 * a counter named "tokens" also gives tokens_per_s.
+	 * The kind's counters: summed over the chunks, kept in each chunk's row
+	 * of corpq.row_job_chunks (a jsonb object under these names) and
+	 * reported in the result under their names; a counter named "tokens"
+	 * also gives tokens_per_s.
 	 */
-	const char *chunks_table;
 	const char *const *counters;	/* NULL-ended */
-	const char *seconds_column;
-	/* its value for a chunk row (the kind's seconds so far) */
+	/* the kind's computing seconds so far (a chunk row's seconds) */
 	double		(*seconds) (void *arg);
 
 	/*
@@ -114,6 +120,50 @@ typedef struct CorpqRowJobKind
 } CorpqRowJobKind;
 
 typedef struct CorpqRowJob CorpqRowJob;
+
+/* ---- submission: the kind's SQL function (model, query, target_table, options) ---- */
+
+/* The SQL function's arguments. */
+typedef struct CorpqRowJobCall
+{
+	char	   *model;			/* as the caller wrote it */
+	char	   *query;
+	Oid			target;
+	Jsonb	   *options;		/* NULL: none given */
+} CorpqRowJobCall;
+
+/*
+ * The opening of every row job's SQL function: ERROR (null_value_not_allowed)
+ * for a NULL model, query (named kind->query_arg) or target_table; the
+ * arguments into call.
+ */
+void		corpq_row_job_call(FunctionCallInfo fcinfo, const CorpqRowJobKind *kind,
+							   CorpqRowJobCall *call);
+
+/* What the kind resolved from the call for its job. */
+typedef struct CorpqRowJobSubmit
+{
+	const char *model;			/* pinned: "name@N", as the job will use it */
+	const char *more_args;		/* members of the job's arguments after "model", or NULL */
+	const CorpqRowJobColumn *columns;	/* the target's: columns[0] is id bigint */
+	int			n_columns;
+	bool		skip_existing;
+	/* the kind's own check of the target after the columns', or NULL */
+	void		(*check_target) (Oid target, const char *target_name, void *arg);
+	void	   *arg;
+	const char *options_json;	/* the resolved options */
+	int			threads;		/* the kind's threads option (pg/jobs/jobs.h) */
+} CorpqRowJobSubmit;
+
+/*
+ * Check the target (corpq_row_job_check_target, then s->check_target) and
+ * the query (corpq_row_job_check_query), and submit the job with the
+ * arguments {"model", more_args..., "query", "target", "target_name",
+ * "options"} (corpq_job_submit: it starts when the transaction commits).
+ * Returns the job's id.
+ */
+int64		corpq_row_job_submit(const CorpqRowJobKind *kind, const CorpqRowJobCall *call,
+								 const CorpqRowJobSubmit *s);
 
 /*
  * At submission (and in the worker): ERROR unless relid is a table (or a
@@ -131,6 +181,8 @@ char	   *corpq_row_job_check_target(const CorpqRowJobKind *kind, Oid relid,
  */
 void		corpq_row_job_check_query(const CorpqRowJobKind *kind, const char *query,
 									  const char *target_name, bool skip_existing);
+
+/* ---- the job, in the worker ---- */
 
 /*
  * In the worker, outside a transaction, in the job's context: the job's

@@ -9,7 +9,7 @@
 
 #include "pg/base/corpus_query.h"
 #include "pg/base/errors.h"
-#include "pg/lexicon/lexicon_catalog.h"
+#include "pg/lexicon/lexicon.h"
 
 /* Rows fetched from the cursor at a time. */
 #define BATCH_ROWS 1000

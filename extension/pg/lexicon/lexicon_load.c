@@ -16,7 +16,7 @@
 #include "pg/base/catalog.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
-#include "pg/lexicon/lexicon_catalog.h"
+#include "pg/lexicon/lexicon.h"
 
 /* Elements of a one-dimensional array column (no NULLs expected). */
 static Datum *

@@ -10,7 +10,7 @@
 
 #include "pg/base/options.h"
 #include "pg/jobs/jobs.h"
-#include "pg/lexicon/lexicon_catalog.h"
+#include "pg/lexicon/lexicon.h"
 
 static const char *const model_names[] = {"fast_align", "ibm1", NULL};
 

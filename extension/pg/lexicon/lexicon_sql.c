@@ -15,7 +15,7 @@
 #include "align/lexdict.h"
 #include "align/symmetrize.h"
 #include "pg/base/errors.h"
-#include "pg/lexicon/lexicon_catalog.h"
+#include "pg/lexicon/lexicon.h"
 
 typedef struct PairResult
 {

@@ -23,7 +23,7 @@
 #include "align/lexicon_io.h"
 #include "pg/base/catalog.h"
 #include "pg/base/internal_sql.h"
-#include "pg/lexicon/lexicon_catalog.h"
+#include "pg/lexicon/lexicon.h"
 
 #define BATCH 10000
 #define MAX_COLS 4

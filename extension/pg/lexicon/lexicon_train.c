@@ -27,7 +27,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
-#include "pg/lexicon/lexicon_catalog.h"
+#include "pg/lexicon/lexicon.h"
 
 /* Sentence pairs between progress reports inside an EM pass. */
 #define PROGRESS_EVERY 1000

@@ -31,10 +31,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
-#include "pg/jobs/jobs.h"
-#include "pg/model/model_catalog.h"
-#include "pg/model/model_score.h"
-#include "pg/model/translate.h"
+#include "pg/model/model.h"
 
 PG_FUNCTION_INFO_V1(corpq_model_cache);
 
@@ -110,9 +107,6 @@ corpq_model_init(void)
 							256, 1, INT_MAX / 2,
 							PGC_SUSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
-	/* row jobs (pg/jobs/row_job.h): they resume after their last chunk */
-	corpq_job_register_kind("translate", translate_job, true);
-	corpq_job_register_kind("score", score_job, true);
 }
 
 int			corpq_max_batch_mb = 256;

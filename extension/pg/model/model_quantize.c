@@ -21,36 +21,7 @@
 #include "pg/base/catalog.h"
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
-#include "pg/model/model_catalog.h"
-
-typedef struct QuantizeOptions
-{
-	int			weight_bits;	/* the weights' code width (nn/ops/qgemm.h) */
-	int			embedding_precision;	/* cq_precision of the token embeddings */
-} QuantizeOptions;
-
-static const char *const precision_names[] = {"float32", "int8", NULL};
-static const int precision_values[] = {CQ_PRECISION_FLOAT32, CQ_PRECISION_INT8};
-
-/*
- * weight_bits 8: codes in [-127, 127]; 7: [-63, 63], whose products AVX2
- * CPUs without VNNI run in three instructions instead of four (qgemm.h).
- * Every CPU computes a version's bits the same way whatever its width.
- * embedding_precision int8 (the default) stores the token embeddings as
- * codes of the same width too, so the image is about a quarter of the
- * float32 one; float32 keeps them as they are (docs/models.md measures
- * both).
- */
-static const CorpqOption quantize_rows[] = {
-	{.key = "weight_bits", CORPQ_OPT_FIELD(QuantizeOptions, weight_bits), .type = CORPQ_OPT_INT,
-	.min = CQ_QGEMM_BITS_MIN, .max = CQ_QGEMM_BITS_MAX, .def = 8},
-	{.key = "embedding_precision", CORPQ_OPT_FIELD(QuantizeOptions, embedding_precision),
-		.type = CORPQ_OPT_ENUM, .names = precision_names, .values = precision_values,
-	.def = CQ_PRECISION_INT8},
-	{0}
-};
-
-static const CorpqOptionTable quantize_table = {"model_quantize", quantize_rows};
+#include "pg/model/model.h"
 
 /* The loaded version; ERROR when it is int8 already or too wide for qgemm. */
 static cq_model *
@@ -96,11 +67,11 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	size_t		size;
 	cq_code		s;
 	Jsonb	   *metrics;
-	QuantizeOptions o;
+	CorpqQuantizeOptions o;
 
 	corpq_require_arg(fcinfo, 0, "model");
 	spec = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	corpq_options_parse(&quantize_table, PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1), &o);
+	corpq_options_parse(&corpq_quantize_options, PG_ARGISNULL(1) ? NULL : PG_GETARG_JSONB_P(1), &o);
 	corpq_model_resolve(spec, false, &ref);
 	name = ref.name;
 	(void) corpq_catalog_check_writer(&corpq_kind_model, name, "quantize",
@@ -127,6 +98,6 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 		corpq_core_error(&err, NULL, "could not write the int8 version");
 	metrics = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
 		psprintf("{\"quantized_from\": %d, \"weight_bits\": %d, \"embedding_precision\": \"%s\"}",
-				 ref.version, o.weight_bits, precision_names[o.embedding_precision]))));
+				 ref.version, o.weight_bits, corpq_precision_names[o.embedding_precision]))));
 	PG_RETURN_INT32(corpq_model_write_version(ref.id, out, "quantize", -1, metrics, false, true));
 }

@@ -1,5 +1,5 @@
 /*
- * Model names in the catalog (model_catalog.h): "name" (the latest version)
+ * Model names in the catalog (model.h): "name" (the latest version)
  * or "name@N" resolved to a version, with the errors that list what exists.
  */
 #include "postgres.h"
@@ -12,8 +12,8 @@
 
 #include "pg/base/catalog.h"
 #include "pg/base/internal_sql.h"
-#include "pg/model/model_catalog.h"
-#include "pg/text/text_catalog.h"
+#include "pg/model/model.h"
+#include "pg/text/text.h"
 
 bool
 corpq_model_split_spec(const char *spec, int *name_len, int32 *version)

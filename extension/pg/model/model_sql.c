@@ -20,8 +20,8 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
-#include "pg/model/model_catalog.h"
-#include "pg/text/text_catalog.h"
+#include "pg/model/model.h"
+#include "pg/text/text.h"
 
 PG_FUNCTION_INFO_V1(corpq_model_create);
 PG_FUNCTION_INFO_V1(corpq_model_import);

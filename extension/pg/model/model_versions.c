@@ -1,5 +1,5 @@
 /*
- * Writing a new version of a catalog model (model_catalog.h).
+ * Writing a new version of a catalog model (model.h).
  */
 #include "postgres.h"
 
@@ -10,8 +10,8 @@
 #include "pg/base/catalog.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
-#include "pg/model/model_catalog.h"
-#include "pg/text/text_catalog.h"
+#include "pg/model/model.h"
+#include "pg/text/text.h"
 
 int32
 corpq_model_write_version(int64 model_id, bytea *weights, const char *source,

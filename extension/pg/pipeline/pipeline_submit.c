@@ -17,11 +17,11 @@
 
 #include "pg/base/catalog.h"
 #include "pg/base/internal_sql.h"
-#include "pg/model/model_catalog.h"
-#include "pg/model/translate.h"
+#include "pg/model/model.h"
+#include "pg/translate/translate.h"
 #include "pg/pipeline/pipeline.h"
 #include "pg/pipeline/pipeline_kinds.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 #include "pg/train/train.h"
 
 bool

@@ -12,59 +12,14 @@
 #include "pg/base/corpus_query.h"
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
-#include "pg/model/translate.h"
-#include "pg/model/model_catalog.h"
+#include "pg/translate/translate.h"
+#include "pg/model/model.h"
 #include "pg/pipeline/pipeline.h"
 #include "pg/pipeline/pipeline_gate.h"
 #include "pg/pipeline/pipeline_synthetic.h"
 #include "pg/pipeline/pipeline_kinds.h"
 #include "pg/train/train.h"
 
-typedef struct RejuvOptions
-{
-	char	   *name;
-	double		ratio;
-	char	   *identifier;
-	char	   *rejuvenator;
-	bool		train_final;
-	int			beam;
-	int64		seed;
-	int			score_rows;
-	char	   *src_vocab;
-	char	   *tgt_vocab;
-	PipelineSynthetic synthetic;
-	int			gate;			/* PipelineGate */
-	int			threads;		/* the job's (pg/jobs/jobs.h) */
-} RejuvOptions;
-
-static const CorpqOption rejuv_rows[] = {
-	{.key = "name", CORPQ_OPT_FIELD(RejuvOptions, name), .type = CORPQ_OPT_STRING,
-	.valid = pipeline_name_valid, .expected = PIPELINE_NAME_EXPECTED, .flags = CORPQ_OPT_UNSET},
-	{.key = "ratio", CORPQ_OPT_FIELD(RejuvOptions, ratio), .type = CORPQ_OPT_NUMBER,
-	.range = CORPQ_RANGE_OPEN, .lo = 0, .hi = 1, .def = 0.1},
-	{.key = "identifier", CORPQ_OPT_FIELD(RejuvOptions, identifier), .type = CORPQ_OPT_STRING,
-	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
-	{.key = "rejuvenator", CORPQ_OPT_FIELD(RejuvOptions, rejuvenator), .type = CORPQ_OPT_STRING,
-	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
-	{.key = "train_final", CORPQ_OPT_FIELD(RejuvOptions, train_final), .type = CORPQ_OPT_BOOL,
-	.def = 1},
-	{.key = "beam", CORPQ_OPT_FIELD(RejuvOptions, beam), .type = CORPQ_OPT_INT,
-	.min = 1, .max = 64, .def = 5},
-	{.key = "seed", CORPQ_OPT_FIELD(RejuvOptions, seed), .type = CORPQ_OPT_INT64,
-	.min = 0, .max = PG_INT64_MAX, .def = 1},
-	{.key = "score_rows", CORPQ_OPT_FIELD(RejuvOptions, score_rows), .type = CORPQ_OPT_INT,
-	.min = 1, .max = 1000000, .def = 2000},
-	{.key = "src_vocab", CORPQ_OPT_FIELD(RejuvOptions, src_vocab), .type = CORPQ_OPT_STRING,
-	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
-	{.key = "tgt_vocab", CORPQ_OPT_FIELD(RejuvOptions, tgt_vocab), .type = CORPQ_OPT_STRING,
-	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
-	PIPELINE_SYNTHETIC_OPTIONS(RejuvOptions, synthetic),
-	PIPELINE_GATE_OPTION(RejuvOptions, gate),
-	CORPQ_JOB_THREADS_OPTION(RejuvOptions, threads),
-	{.key = NULL}
-};
-
-static const CorpqOptionTable rejuv_table = {"rejuvenate", rejuv_rows};
 
 static const CorpqColumn corpus_columns[] = {
 	{"id", CORPQ_COLUMN_INTEGER}, {"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}
@@ -99,7 +54,7 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 			   *schema;
 	PipelineObjects obj;
 	Jsonb	   *options = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
-	RejuvOptions o;
+	CorpqRejuvenateOptions o;
 	const char *models[4];
 	int			n_models = 0;
 	char	   *args;
@@ -109,7 +64,7 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 	if (!PG_ARGISNULL(1))
 		dev = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	options = pipeline_take_objects(options, &obj);
-	corpq_options_parse(&rejuv_table, options, &o);
+	corpq_options_parse(&corpq_rejuvenate_options, options, &o);
 	if (o.name == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -139,7 +94,7 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 			pipeline_check_vocab(o.tgt_vocab);
 	}
 	schema = pipeline_check_schema();
-	args = pipeline_args(o.name, schema, corpq_options_json(&rejuv_table, &o), &obj,
+	args = pipeline_args(o.name, schema, corpq_options_json(&corpq_rejuvenate_options, &o), &obj,
 						 "corpus", corpus, "dev", dev, NULL);
 	PG_RETURN_INT64(pipeline_submit("rejuvenate", o.name, schema, args,
 									rejuv_tables, models, o.threads));
@@ -149,7 +104,7 @@ corpq_rejuvenate(PG_FUNCTION_ARGS)
 
 typedef struct Rejuv
 {
-	RejuvOptions o;
+	CorpqRejuvenateOptions o;
 	const char *corpus;			/* the user's query, columns renamed (id, src, tgt) */
 	const char *dev;			/* SQL literal or NULL */
 	const char *dev_query;		/* the same query as text, or NULL */
@@ -427,7 +382,7 @@ rejuvenate_job(CorpqJob *job)
 
 	pipeline_init(&p, job, 5);
 	memset(&r, 0, sizeof(r));
-	corpq_options_parse_text(&rejuv_table, corpq_job_arg(job, "options"), &r.o);
+	corpq_options_parse_text(&corpq_rejuvenate_options, corpq_job_arg(job, "options"), &r.o);
 	r.corpus = psprintf("SELECT * FROM (%s) c0(id, src, tgt)", corpq_job_arg(job, "corpus"));
 	r.dev = literal_or_null(corpq_job_arg(job, "dev"));
 	r.dev_query = corpq_job_arg(job, "dev");

@@ -13,72 +13,15 @@
 #include "pg/base/corpus_query.h"
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
-#include "pg/model/translate.h"
-#include "pg/model/model_catalog.h"
+#include "pg/translate/translate.h"
+#include "pg/model/model.h"
 #include "pg/pipeline/pipeline.h"
 #include "pg/pipeline/pipeline_gate.h"
 #include "pg/pipeline/pipeline_synthetic.h"
 #include "pg/pipeline/pipeline_kinds.h"
 #include "pg/train/train.h"
 
-typedef enum SelfTrainSampling
-{
-	SAMPLING_UNCSAMP, SAMPLING_RANDOM, SAMPLING_DWF
-} SelfTrainSampling;
 
-static const char *const sampling_names[] = {"uncsamp", "random", "dwf", NULL};
-
-typedef struct SelfTrainOptions
-{
-	char	   *name;
-	int64		k;
-	int			sampling;
-	double		r;
-	double		beta;
-	int64		seed;
-	int			beam;
-	PipelineSynthetic synthetic;
-	int			gate;			/* PipelineGate */
-	bool		tag_synthetic;
-	char	   *tag;
-	char	   *dev;
-	char	   *src_vocab;
-	char	   *tgt_vocab;
-	int			threads;		/* the job's (pg/jobs/jobs.h) */
-} SelfTrainOptions;
-
-static const CorpqOption st_rows[] = {
-	{.key = "name", CORPQ_OPT_FIELD(SelfTrainOptions, name), .type = CORPQ_OPT_STRING,
-	.valid = pipeline_name_valid, .expected = PIPELINE_NAME_EXPECTED, .flags = CORPQ_OPT_UNSET},
-	{.key = "k", CORPQ_OPT_FIELD(SelfTrainOptions, k), .type = CORPQ_OPT_INT64,
-	.min = 1, .max = PG_INT64_MAX, .flags = CORPQ_OPT_UNSET},
-	{.key = "sampling", CORPQ_OPT_FIELD(SelfTrainOptions, sampling), .type = CORPQ_OPT_ENUM,
-	.names = sampling_names, .def = SAMPLING_UNCSAMP},
-	{.key = "r", CORPQ_OPT_FIELD(SelfTrainOptions, r), .type = CORPQ_OPT_NUMBER,
-	.range = CORPQ_RANGE_OPEN_LO, .lo = 0, .hi = 100, .def = 90},
-	{.key = "beta", CORPQ_OPT_FIELD(SelfTrainOptions, beta), .type = CORPQ_OPT_NUMBER,
-	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 100, .def = 2},
-	{.key = "seed", CORPQ_OPT_FIELD(SelfTrainOptions, seed), .type = CORPQ_OPT_INT64,
-	.min = 0, .max = PG_INT64_MAX, .def = 1},
-	{.key = "beam", CORPQ_OPT_FIELD(SelfTrainOptions, beam), .type = CORPQ_OPT_INT,
-	.min = 1, .max = 64, .def = 5},
-	PIPELINE_SYNTHETIC_OPTIONS(SelfTrainOptions, synthetic),
-	PIPELINE_GATE_OPTION(SelfTrainOptions, gate),
-	{.key = "tag_synthetic", CORPQ_OPT_FIELD(SelfTrainOptions, tag_synthetic), .type = CORPQ_OPT_BOOL,
-	.def = 0},
-	{.key = "tag", CORPQ_OPT_FIELD(SelfTrainOptions, tag), .type = CORPQ_OPT_STRING,
-	.valid = corpq_option_nonempty, .def_string = "<syn>"},
-	{.key = "dev", CORPQ_OPT_FIELD(SelfTrainOptions, dev), .type = CORPQ_OPT_STRING,
-	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
-	{.key = "src_vocab", CORPQ_OPT_FIELD(SelfTrainOptions, src_vocab), .type = CORPQ_OPT_STRING,
-	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
-	{.key = "tgt_vocab", CORPQ_OPT_FIELD(SelfTrainOptions, tgt_vocab), .type = CORPQ_OPT_STRING,
-	.valid = corpq_option_nonempty, .flags = CORPQ_OPT_UNSET},
-	CORPQ_JOB_THREADS_OPTION(SelfTrainOptions, threads),
-	{.key = NULL}
-};
-
-static const CorpqOptionTable st_table = {"self_train", st_rows};
 
 static const CorpqColumn pair_columns[] = {
 	{"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT}
@@ -109,7 +52,7 @@ static const char *const st_models[] = {"student", NULL};
 
 /* The teacher's vocabularies: the student's defaults. */
 static void
-teacher_vocabs(const char *teacher, SelfTrainOptions *o)
+teacher_vocabs(const char *teacher, CorpqSelfTrainOptions *o)
 {
 	SPI_connect();
 	if (SPI_execute(psprintf("SELECT src_vocab, tgt_vocab FROM corpq.model_catalog WHERE name OPERATOR(pg_catalog.=) %s",
@@ -140,7 +83,7 @@ corpq_self_train(PG_FUNCTION_ARGS)
 			   *schema;
 	PipelineObjects obj;
 	Jsonb	   *options = PG_ARGISNULL(4) ? NULL : PG_GETARG_JSONB_P(4);
-	SelfTrainOptions o;
+	CorpqSelfTrainOptions o;
 	char	   *args;
 
 	corpq_require_arg(fcinfo, 0, "teacher");
@@ -152,7 +95,7 @@ corpq_self_train(PG_FUNCTION_ARGS)
 	parallel = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	mono = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	options = pipeline_take_objects(options, &obj);
-	corpq_options_parse(&st_table, options, &o);
+	corpq_options_parse(&corpq_self_train_options, options, &o);
 	if (o.name == NULL || o.k == CORPQ_OPT_UNSET_VALUE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -167,7 +110,7 @@ corpq_self_train(PG_FUNCTION_ARGS)
 	teacher_vocabs(teacher, &o);
 	pipeline_check_new_models("self_train", &obj, o.src_vocab, o.tgt_vocab);
 	schema = pipeline_check_schema();
-	args = pipeline_args(o.name, schema, corpq_options_json(&st_table, &o), &obj,
+	args = pipeline_args(o.name, schema, corpq_options_json(&corpq_self_train_options, &o), &obj,
 						 "teacher", teacher, "lexicon", lexicon, "parallel", parallel,
 						 "mono", mono, NULL);
 	PG_RETURN_INT64(pipeline_submit("self_train", o.name, schema, args,
@@ -178,7 +121,7 @@ corpq_self_train(PG_FUNCTION_ARGS)
 
 typedef struct SelfTrain
 {
-	SelfTrainOptions o;
+	CorpqSelfTrainOptions o;
 	const char *teacher_name;	/* the teacher as given */
 	const char *teacher;		/* SQL literals */
 	const char *lexicon;
@@ -361,7 +304,7 @@ self_train_job(CorpqJob *job)
 
 	pipeline_init(&p, job, 5);
 	memset(&s, 0, sizeof(s));
-	corpq_options_parse_text(&st_table, corpq_job_arg(job, "options"), &s.o);
+	corpq_options_parse_text(&corpq_self_train_options, corpq_job_arg(job, "options"), &s.o);
 	s.teacher_name = corpq_job_arg(job, "teacher");
 	s.teacher = quote_literal_cstr(s.teacher_name);
 	s.lexicon = quote_literal_cstr(corpq_job_arg(job, "lexicon"));

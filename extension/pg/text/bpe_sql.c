@@ -16,7 +16,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 #include "text/bpe_learn.h"
 
 PG_FUNCTION_INFO_V1(corpq_bpe_learn);

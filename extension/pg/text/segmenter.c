@@ -13,7 +13,7 @@
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
 #include "pg/base/errors.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 
 /* Words kept in a segmenter's cache before it is emptied. */
 #define SEGMENT_CACHE_WORDS 100000

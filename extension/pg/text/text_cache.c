@@ -1,5 +1,5 @@
 /*
- * The per-query cache of SQL functions (text_catalog.h): the segmenter or
+ * The per-query cache of SQL functions (text.h): the segmenter or
  * vocabulary a function call loaded, kept in fn_extra for the next row.
  */
 #include "postgres.h"
@@ -7,7 +7,7 @@
 #include "fmgr.h"
 #include "utils/memutils.h"
 
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 
 typedef struct FnCache
 {

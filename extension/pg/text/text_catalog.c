@@ -1,6 +1,6 @@
 /*
  * The check of the name a segmenter is created under (segmenter.c loads
- * segmenters, vocab_load.c vocabularies; text_catalog.h declares both).
+ * segmenters, vocab_load.c vocabularies; text.h declares both).
  */
 #include "postgres.h"
 
@@ -8,7 +8,7 @@
 #include "utils/builtins.h"
 
 #include "pg/base/base.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 
 /* The name argument of a function that creates a segmenter. */
 char *

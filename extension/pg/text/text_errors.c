@@ -1,6 +1,6 @@
 /*
  * The text subsystem's preconditions and errors: the UTF-8 database check
- * and the ERROR for a failed text core call (text_catalog.h), through the
+ * and the ERROR for a failed text core call (text.h), through the
  * one reporter of core errors (base/errors.h).
  */
 #include "postgres.h"
@@ -8,7 +8,7 @@
 #include "mb/pg_wchar.h"
 
 #include "pg/base/errors.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 
 void
 corpq_require_utf8(void)

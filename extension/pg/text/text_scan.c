@@ -1,12 +1,12 @@
 /*
- * A one-column text corpus query, streamed row by row (text_catalog.h):
+ * A one-column text corpus query, streamed row by row (text.h):
  * vocabulary counts and BPE learning read their corpus this way.
  */
 #include "postgres.h"
 
 #include "pg/base/corpus_query.h"
 #include "pg/base/errors.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 
 /* Rows fetched from a corpus cursor at a time. */
 #define CORPUS_BATCH 1000

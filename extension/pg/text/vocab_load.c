@@ -12,7 +12,7 @@
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
 #include "pg/base/errors.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 
 CorpqVocab *
 corpq_vocab_load(const char *name, MemoryContext parent)

@@ -21,7 +21,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 
 /*
  * The largest vocabulary corpq stores: twice the largest of public

@@ -1,6 +1,6 @@
 /*
  * WordPiece segmenters (text/wordpiece.h) in the segmenter catalog:
- * corpq.wordpiece_import, and loading and running one for text_catalog.h.
+ * corpq.wordpiece_import, and loading and running one for text.h.
  * A model is a corpq.bpe_models row with version 'wordpiece' and its
  * corpq.wordpiece_models row (tokens in id order, resolved options).
  */
@@ -19,55 +19,14 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 
 PG_FUNCTION_INFO_V1(corpq_wordpiece_import);
 
-/* The options, under the names of transformers' tokenizer_config.json. */
-typedef struct WordpieceOptions
-{
-	bool		do_lower_case;
-	bool		strip_accents;
-	bool		tokenize_chinese_chars;
-	int			max_input_chars_per_word;
-	char	   *special[CQ_WORDPIECE_N_SPECIAL];	/* "" = none */
-	int			variant;
-} WordpieceOptions;
-
-static const char *const variant_names[] = {"slow", "fast", NULL};
-static const int variant_values[] = {CQ_WORDPIECE_SLOW, CQ_WORDPIECE_FAST};
-
-#define SPECIAL_ROW(k, name, def) \
-	{.key = name, CORPQ_OPT_FIELD(WordpieceOptions, special[k]), .type = CORPQ_OPT_STRING, \
-	 .def_string = def, .expected = "a string (\"\": none)"}
-
-static const CorpqOption wordpiece_rows[] = {
-	{.key = "do_lower_case", CORPQ_OPT_FIELD(WordpieceOptions, do_lower_case),
-	 .type = CORPQ_OPT_BOOL, .def = 1},
-	/* absent: do_lower_case (transformers' None), resolved after parsing */
-	{.key = "strip_accents", CORPQ_OPT_FIELD(WordpieceOptions, strip_accents),
-	 .type = CORPQ_OPT_BOOL, .def = 1},
-	{.key = "tokenize_chinese_chars", CORPQ_OPT_FIELD(WordpieceOptions, tokenize_chinese_chars),
-	 .type = CORPQ_OPT_BOOL, .def = 1},
-	{.key = "max_input_chars_per_word", CORPQ_OPT_FIELD(WordpieceOptions, max_input_chars_per_word),
-	 .type = CORPQ_OPT_INT, .min = 1, .max = CQ_WORDPIECE_MAX_WORD_CHARS, .def = 100},
-	{.key = "unk_token", CORPQ_OPT_FIELD(WordpieceOptions, special[CQ_WORDPIECE_UNK]),
-	 .type = CORPQ_OPT_STRING, .def_string = "[UNK]", .valid = corpq_option_nonempty,
-	 .expected = "a non-empty string"},
-	SPECIAL_ROW(CQ_WORDPIECE_SEP, "sep_token", "[SEP]"),
-	SPECIAL_ROW(CQ_WORDPIECE_PAD, "pad_token", "[PAD]"),
-	SPECIAL_ROW(CQ_WORDPIECE_CLS, "cls_token", "[CLS]"),
-	SPECIAL_ROW(CQ_WORDPIECE_MASK, "mask_token", "[MASK]"),
-	{.key = "variant", CORPQ_OPT_FIELD(WordpieceOptions, variant), .type = CORPQ_OPT_ENUM,
-	 .names = variant_names, .values = variant_values, .def = CQ_WORDPIECE_SLOW},
-	{NULL}
-};
-
-static const CorpqOptionTable wordpiece_options = {"WordPiece", wordpiece_rows};
 
 /* The core's options from o (pointing into o). */
 static cq_wordpiece_options
-core_options(const WordpieceOptions *o)
+core_options(const CorpqWordpieceOptions *o)
 {
 	cq_wordpiece_options c = {
 		.lower_case = o->do_lower_case, .strip_accents = o->strip_accents,
@@ -146,7 +105,7 @@ corpq_wordpiece_import(PG_FUNCTION_ARGS)
 	char	   *name;
 	text	   *vocab;
 	Jsonb	   *options = PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2);
-	WordpieceOptions o;
+	CorpqWordpieceOptions o;
 	cq_wordpiece_options co;
 	cq_wordpiece *wp;
 	cq_error	err = {0};
@@ -157,7 +116,7 @@ corpq_wordpiece_import(PG_FUNCTION_ARGS)
 	corpq_require_utf8();
 	name = corpq_segmenter_new_name(fcinfo);
 	vocab = PG_GETARG_TEXT_PP(1);
-	corpq_options_parse(&wordpiece_options, options, &o);
+	corpq_options_parse(&corpq_wordpiece_options, options, &o);
 	if (options == NULL || !has_key(options, "strip_accents"))
 		o.strip_accents = o.do_lower_case;
 	co = core_options(&o);
@@ -166,7 +125,7 @@ corpq_wordpiece_import(PG_FUNCTION_ARGS)
 						 "e.g. pg_read_file('DIR/vocab.txt'), and the options of its tokenizer_config.json.",
 						 "invalid WordPiece vocabulary");
 	n = cq_wordpiece_size(wp);
-	store_wordpiece(name, wp, corpq_options_json(&wordpiece_options, &o));
+	store_wordpiece(name, wp, corpq_options_json(&corpq_wordpiece_options, &o));
 	cq_wordpiece_free(wp);
 	PG_RETURN_INT32(n);
 }
@@ -209,7 +168,7 @@ corpq_wordpiece_load(CorpqSegmenter *seg, const char *name)
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1] = {CStringGetTextDatum(name)};
 	bool		isnull;
-	WordpieceOptions o;
+	CorpqWordpieceOptions o;
 	cq_wordpiece_options co;
 	cq_error	err = {0};
 	MemoryContext old;
@@ -222,7 +181,7 @@ corpq_wordpiece_load(CorpqSegmenter *seg, const char *name)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("WordPiece model \"%s\" has no row in corpq.wordpiece_models", name)));
-	corpq_options_parse_text(&wordpiece_options,
+	corpq_options_parse_text(&corpq_wordpiece_options,
 							 TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
 															   SPI_tuptable->tupdesc, 1, &isnull)),
 							 &o);

@@ -24,7 +24,7 @@
 
 #include "nn/train/train_state.h"
 #include "pg/jobs/jobs.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 
 typedef struct TrainOptions
 {

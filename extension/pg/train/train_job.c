@@ -33,7 +33,7 @@
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
 #include "pg/base/base.h"
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 #include "pg/train/train.h"
 #include "pg/train/train_schedule.h"
 #include "pg/train/train_job.h"

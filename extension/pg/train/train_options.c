@@ -15,7 +15,7 @@
 #include "nn/infer/uncertainty.h"
 #include "pg/base/options.h"
 #include "pg/jobs/jobs.h"
-#include "pg/model/model_score.h"
+#include "pg/score/score.h"
 #include "pg/train/train.h"
 #include "pg/train/train_sampler.h"
 

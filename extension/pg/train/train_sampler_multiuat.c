@@ -19,7 +19,7 @@
 #include "nn/infer/forward.h"
 #include "nn/infer/uncertainty.h"
 #include "pg/base/errors.h"
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 #include "pg/train/train_scorer.h"
 
 void

@@ -28,7 +28,7 @@
 #include "common/rng.h"
 #include "nn/infer/uncertainty.h"
 #include "pg/base/internal_sql.h"
-#include "pg/model/model_score.h"
+#include "pg/model/model_session.h"
 #include "pg/train/train_scorer.h"
 
 #define ADAM_B1 0.9

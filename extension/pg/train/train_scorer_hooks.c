@@ -16,7 +16,7 @@
 
 #include "common/rng.h"
 #include "pg/base/internal_sql.h"
-#include "pg/model/model_score.h"
+#include "pg/model/model_session.h"
 #include "pg/train/train_scorer.h"
 
 void

@@ -21,7 +21,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 #include "pg/train/train.h"
 
 void

@@ -22,7 +22,7 @@
 #include "nn/infer/forward.h"
 #include "nn/train/retrieval.h"
 #include "pg/base/errors.h"
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 #include "pg/train/train.h"
 
 /* Pairs [from, to) of dev fitting about max_tokens padded positions. */

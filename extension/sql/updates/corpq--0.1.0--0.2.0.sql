@@ -408,33 +408,6 @@ ALTER FUNCTION corpq.translate(corpq.pinned_model, text, jsonb) COST 10000000;
 ALTER TABLE corpq.jobs ADD COLUMN threads int NOT NULL DEFAULT 1 CHECK (threads OPERATOR(pg_catalog.>=) 1);
 
 -- ---- corpq.score_job(): scoring a table as a row job (extension/sql/75_scoring.sql)
--- ---------------------------------------------------------------------------
--- Scoring jobs (kind 'score', a row job like translate_job): the scores go
--- into the caller's table in committed chunks; this table records each
--- chunk, so that a job resumes after a crash from its last chunk.  Rows are
--- visible to members of the job owner's role.
--- ---------------------------------------------------------------------------
-CREATE TABLE corpq.score_chunks (
-    job            bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,
-    chunk          int NOT NULL CHECK (chunk >= 1),
-    rows_done      bigint NOT NULL,
-    scored         bigint NOT NULL,
-    too_long       bigint NOT NULL,
-    tokens         bigint NOT NULL,
-    rows_hash      bigint NOT NULL,
-    score_seconds  float8 NOT NULL,
-    owner          regrole NOT NULL DEFAULT current_user::regrole,
-    committed      timestamptz NOT NULL DEFAULT clock_timestamp(),
-    PRIMARY KEY (job, chunk)
-);
-COMMENT ON TABLE corpq.score_chunks IS
-    'one row per chunk a scoring job committed: corpus rows done so far (in the query''s order), of them scored (every score non-NULL) and too long for a model (NULL scores), the target positions scored (tokens and </s>, by the first score), a hash of those rows (checked on resume), seconds of the attempt';
-SELECT pg_catalog.pg_extension_config_dump('corpq.score_chunks', '');
-ALTER TABLE corpq.score_chunks ENABLE ROW LEVEL SECURITY;
-CREATE POLICY score_chunks_owner ON corpq.score_chunks FOR SELECT
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-GRANT SELECT ON corpq.score_chunks TO PUBLIC;
-
 CREATE FUNCTION corpq.score_job(model text, corpus text, target_table regclass,
                                 options jsonb DEFAULT '{}')
     RETURNS bigint
@@ -776,33 +749,6 @@ COMMENT ON FUNCTION corpq.embed_rows(text, text, jsonb) IS
     'embed every row of corpus, a SELECT returning (id, sentence), with an encoder model, in the query''s order: sentences ordered by length and embedded batch_size at a time (option batch_size, 64); each vector equals corpq.embed()''s; a NULL sentence gives a NULL vector, so does one longer than the model accepts (a NOTICE counts them; option on_too_long ''error'' stops instead); a NULL model or corpus is an error';
 
 -- ---- corpq.embed_job(): embedding a table as a row job (extension/sql/89_embed.sql)
--- ---------------------------------------------------------------------------
--- Embedding jobs (kind 'embed', a row job like score_job): the vectors of a
--- table's sentences go into the caller's table in committed chunks; this
--- table records each chunk, so that a job resumes after a crash from its
--- last chunk.  Rows are visible to members of the job owner's role.
--- ---------------------------------------------------------------------------
-CREATE TABLE corpq.embed_chunks (
-    job            bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,
-    chunk          int NOT NULL CHECK (chunk >= 1),
-    rows_done      bigint NOT NULL,
-    embedded       bigint NOT NULL,
-    too_long       bigint NOT NULL,
-    tokens         bigint NOT NULL,
-    rows_hash      bigint NOT NULL,
-    embed_seconds  float8 NOT NULL,
-    owner          regrole NOT NULL DEFAULT current_user::regrole,
-    committed      timestamptz NOT NULL DEFAULT clock_timestamp(),
-    PRIMARY KEY (job, chunk)
-);
-COMMENT ON TABLE corpq.embed_chunks IS
-    'one row per chunk an embedding job committed: corpus rows done so far (in the query''s order), of them embedded and too long for the model (NULL vectors), the tokens of the embedded sentences (without <s> and </s>), a hash of those rows (checked on resume), seconds of the attempt';
-SELECT pg_catalog.pg_extension_config_dump('corpq.embed_chunks', '');
-ALTER TABLE corpq.embed_chunks ENABLE ROW LEVEL SECURITY;
-CREATE POLICY embed_chunks_owner ON corpq.embed_chunks FOR SELECT
-    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
-GRANT SELECT ON corpq.embed_chunks TO PUBLIC;
-
 -- A chunk's vectors reach the job's INSERT as one array of these: PostgreSQL
 -- has no arrays of arrays, but arrays of a domain over real[].
 CREATE DOMAIN corpq.real_vector AS real[];
@@ -839,3 +785,45 @@ COMMENT ON FUNCTION corpq.embedding_cosine(corpq.pinned_model, text, text, text)
     'embedding_cosine with a pinned model version name@N';
 ALTER FUNCTION corpq.embedding_cosine(text, text, text, text) COST 50000;
 ALTER FUNCTION corpq.embedding_cosine(corpq.pinned_model, text, text, text) COST 50000;
+
+-- ---- one chunk table for every row job (extension/sql/41_row_jobs.sql):
+-- corpq.translate_chunks of 0.1.0 gives its rows, with their values, to
+-- corpq.row_job_chunks and goes (its counters as the kind's jsonb object,
+-- decode_seconds as seconds)
+-- ---------------------------------------------------------------------------
+-- Row jobs (kinds 'translate', 'score', 'embed': extension/pg/jobs/row_job.h)
+-- write the rows of a query into the caller's table in committed chunks;
+-- this table records each chunk of every row job, so that a job resumes
+-- after a crash from its last chunk.  What a chunk's rows came to is the
+-- kind's counters, summed over the job's rows so far: a jsonb object of
+-- integers (translate: translated, tokens; score: scored, too_long, tokens;
+-- embed: embedded, too_long, tokens).  Rows are visible to members of the
+-- job owner's role.
+-- ---------------------------------------------------------------------------
+CREATE TABLE corpq.row_job_chunks (
+    job            bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,
+    chunk          int NOT NULL CHECK (chunk >= 1),
+    rows_done      bigint NOT NULL,
+    counters       jsonb NOT NULL CHECK (pg_catalog.jsonb_typeof(counters) OPERATOR(pg_catalog.=) 'object'),
+    rows_hash      bigint NOT NULL,
+    seconds        float8 NOT NULL,
+    owner          regrole NOT NULL DEFAULT current_user::regrole,
+    committed      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    PRIMARY KEY (job, chunk)
+);
+COMMENT ON TABLE corpq.row_job_chunks IS
+    'one row per chunk a row job (translate_job, score_job, embed_job) committed: query rows done so far (in the query''s order), the kind''s counters over those rows (translated, tokens; scored, too_long, tokens; embedded, too_long, tokens), a hash of those rows (checked on resume), seconds the kind spent computing in the attempt';
+SELECT pg_catalog.pg_extension_config_dump('corpq.row_job_chunks', '');
+ALTER TABLE corpq.row_job_chunks ENABLE ROW LEVEL SECURITY;
+CREATE POLICY row_job_chunks_owner ON corpq.row_job_chunks FOR SELECT
+    USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
+GRANT SELECT ON corpq.row_job_chunks TO PUBLIC;
+INSERT INTO corpq.row_job_chunks (job, chunk, rows_done, counters, rows_hash, seconds, owner, committed)
+    SELECT job, chunk, rows_done,
+           pg_catalog.jsonb_build_object('translated', translated, 'tokens', tokens),
+           rows_hash, decode_seconds, owner, committed
+      FROM corpq.translate_chunks;
+-- out of the extension first: that also takes it out of the extension's
+-- dump list (pg_extension.extconfig), which a plain DROP TABLE would leave
+ALTER EXTENSION corpq DROP TABLE corpq.translate_chunks;
+DROP TABLE corpq.translate_chunks;

@@ -32,7 +32,7 @@ SELECT state, error, threads, args ->> 'model' AS model,
        result ->> 'rows' AS rows, result ->> 'embedded' AS embedded, result ->> 'too_long' AS too_long,
        result ->> 'chunks' AS chunks, result ->> 'threads' AS pool_threads,
        result ->> 'resumed_from_row' AS resumed_from, result ->> 'attempts' AS attempts,
-       (result ->> 'tokens')::int = (SELECT tokens FROM corpq.embed_chunks WHERE job = :job ORDER BY chunk DESC LIMIT 1)
+       (result ->> 'tokens')::int = (SELECT (counters ->> 'tokens')::int FROM corpq.row_job_chunks WHERE job = :job ORDER BY chunk DESC LIMIT 1)
        AND (result ->> 'tokens')::int = (SELECT sum(coalesce(array_length(corpq.vocab_encode('ej_joint', s), 1), 0))
                                             FROM ej_sents WHERE id NOT IN (201, 203, 204)) AS tokens_add_up,
        (result ->> 'sentences_per_s')::float8 > 0 AND (result ->> 'tokens_per_s')::float8 > 0 AS rates
@@ -43,7 +43,7 @@ SELECT count(*) AS rows, count(*) FILTER (WHERE e.embedding IS NOT DISTINCT FROM
        string_agg(e.id::text, ',' ORDER BY e.id) FILTER (WHERE e.embedding IS NULL) AS null_ids,
        count(DISTINCT e.who) AS writers
   FROM ej_vecs e JOIN ej_ref r USING (id);
-SELECT chunk, rows_done, embedded, too_long FROM corpq.embed_chunks WHERE job = :job AND chunk IN (1, 2, 28, 29, 30)
+SELECT chunk, rows_done, (counters ->> 'embedded')::bigint AS embedded, (counters ->> 'too_long')::bigint AS too_long FROM corpq.row_job_chunks WHERE job = :job AND chunk IN (1, 2, 28, 29, 30)
  ORDER BY chunk;
 -- the resolved options are stored with the job (threads is the job row's)
 SELECT args -> 'options' AS options FROM corpq.jobs WHERE id = :job;
@@ -174,7 +174,7 @@ SELECT state, error FROM corpq.jobs WHERE id = :job;
 -- leave the catalog as found (the chunk rows go with their jobs)
 SELECT count(*) AS jobs FROM corpq.jobs WHERE kind = 'embed';
 DELETE FROM corpq.jobs WHERE kind = 'embed';
-SELECT count(*) AS chunks_left FROM corpq.embed_chunks;
+SELECT count(*) AS chunks_left FROM corpq.row_job_chunks WHERE job NOT IN (SELECT id FROM corpq.jobs);
 SELECT corpq.model_drop(m) FROM unnest(ARRAY['ej', 'ej_tr']) m;
 SELECT corpq.vocab_drop('ej_joint');
 DROP VIEW ej_view;

@@ -37,7 +37,7 @@ SELECT state, error, threads, args ->> 'model' AS model,
        result ->> 'rows' AS rows, result ->> 'scored' AS scored, result ->> 'too_long' AS too_long,
        result ->> 'chunks' AS chunks, result ->> 'threads' AS pool_threads,
        result ->> 'resumed_from_row' AS resumed_from, result ->> 'attempts' AS attempts,
-       (result ->> 'tokens')::int = (SELECT tokens FROM corpq.score_chunks WHERE job = :job ORDER BY chunk DESC LIMIT 1)
+       (result ->> 'tokens')::int = (SELECT (counters ->> 'tokens')::int FROM corpq.row_job_chunks WHERE job = :job ORDER BY chunk DESC LIMIT 1)
        AND (result ->> 'tokens')::int = (SELECT sum(coalesce(array_length(corpq.vocab_encode('sj_tgt', tgt), 1), 0) + 1)
                                             FROM sj_pairs WHERE src IS NOT NULL AND tgt IS NOT NULL
                                              AND id NOT IN (203, 204)) AS tokens_add_up,
@@ -46,7 +46,7 @@ SELECT state, error, threads, args ->> 'model' AS model,
 SELECT count(*) AS rows, count(*) FILTER (WHERE s.score IS NOT DISTINCT FROM r.sent_prob) AS equal,
        count(*) FILTER (WHERE s.score IS NULL) AS null_scores, count(DISTINCT s.who) AS writers
   FROM sj_scores s JOIN sj_ref r USING (id);
-SELECT chunk, rows_done, scored, too_long FROM corpq.score_chunks WHERE job = :job AND chunk IN (1, 2, 29, 30)
+SELECT chunk, rows_done, (counters ->> 'scored')::bigint AS scored, (counters ->> 'too_long')::bigint AS too_long FROM corpq.row_job_chunks WHERE job = :job AND chunk IN (1, 2, 29, 30)
  ORDER BY chunk;
 -- the resolved options are stored with the job (threads is the job row's)
 SELECT args -> 'options' AS options FROM corpq.jobs WHERE id = :job;
@@ -183,7 +183,7 @@ SELECT state, error FROM corpq.jobs WHERE id = :job;
 -- leave the catalog as found (the chunk rows go with their jobs)
 SELECT count(*) AS jobs FROM corpq.jobs WHERE kind = 'score';
 DELETE FROM corpq.jobs WHERE kind = 'score';
-SELECT count(*) AS chunks_left FROM corpq.score_chunks;
+SELECT count(*) AS chunks_left FROM corpq.row_job_chunks WHERE job NOT IN (SELECT id FROM corpq.jobs);
 SELECT corpq.model_drop('sj_f'), corpq.model_drop('sj_b');
 SELECT corpq.vocab_drop('sj_src'), corpq.vocab_drop('sj_tgt');
 DROP VIEW sj_view;

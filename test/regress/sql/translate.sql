@@ -284,7 +284,7 @@ SELECT count(*) AS rows, count(*) FILTER (WHERE f.finished IS DISTINCT FROM r.fi
                                                '{"max_len_b": 2, "max_len_a": 0}') r USING (id);
 CREATE TABLE tr_target_badf (id bigint, hyp text, score double precision, finished int);
 SELECT corpq.translate_job('tr_m', 'SELECT id, src FROM tr_dev', 'tr_target_badf');
-SELECT chunk, rows_done, translated FROM corpq.translate_chunks WHERE job = :tjob ORDER BY chunk;
+SELECT chunk, rows_done, (counters ->> 'translated')::bigint AS translated FROM corpq.row_job_chunks WHERE job = :tjob ORDER BY chunk;
 -- the resolved options and the pinned version are stored with the job
 SELECT args ->> 'model' AS model, args -> 'options' ->> 'beam' AS beam, args -> 'options' ->> 'chunk_rows' AS chunk_rows
   FROM corpq.jobs WHERE id = :tjob;
@@ -310,7 +310,7 @@ SELECT corpq.translate_job('tr_m', 'SELECT id, src || (1 / (id - 107))::text FRO
 SELECT corpq.job_wait(:fjob, '600 s');
 SELECT state, error FROM corpq.jobs WHERE id = :fjob;
 SELECT (SELECT count(*) FROM tr_target) AS target_rows,
-       (SELECT count(*) FROM corpq.translate_chunks WHERE job = :fjob) AS chunks;
+       (SELECT count(*) FROM corpq.row_job_chunks WHERE job = :fjob) AS chunks;
 -- the target is checked at submission
 SELECT corpq.translate_job('tr_m', 'SELECT id, src FROM tr_dev', 'no_such_table');
 SELECT corpq.translate_job('tr_m', 'SELECT id, src FROM tr_dev', 'tr_pairs');

@@ -1,6 +1,9 @@
 /*
- * corpq.pinned_model: "name@N", a model version.  Stored like text; input
- * checks the syntax only (input functions must not read tables).
+ * Pinning a model name to a version: corpq_model_pin(), the one way every
+ * caller pins (jobs at submission, filter specs, dual_xent_scores()), and
+ * the type corpq.pinned_model, "name@N", a model version.  The type is
+ * stored like text; its input checks the syntax only (input functions must
+ * not read tables).
  */
 #include "postgres.h"
 
@@ -8,7 +11,7 @@
 #include "libpq/pqformat.h"
 #include "utils/builtins.h"
 
-#include "pg/model/model_catalog.h"
+#include "pg/model/model.h"
 
 PG_FUNCTION_INFO_V1(corpq_pinned_model_in);
 PG_FUNCTION_INFO_V1(corpq_pinned_model_out);
@@ -27,6 +30,15 @@ check_spec(const char *s)
 				 errmsg("invalid pinned model \"%s\"", s),
 				 errhint("A pinned model is written name@N with a version N >= 1; "
 						 "model names contain no @.")));
+}
+
+char *
+corpq_model_pin(const char *spec)
+{
+	CorpqModelRef ref;
+
+	corpq_model_resolve(spec, false, &ref);
+	return psprintf("%s@%d", ref.name, ref.version);
 }
 
 Datum

@@ -1,78 +1,27 @@
 /*
- * Scoring sentence pairs with a catalog model from SQL (score_*.c).
+ * Scoring sentence pairs with a catalog model from SQL (pg/score): the
+ * per-row functions (score_scalar.c), the batched scorer of score()
+ * (score_batch.c), the forward passes and uncertainty they share
+ * (score_forward.c), dual conditional cross-entropy (dual_xent.h) and the
+ * "score" job (score_job.c).
  *
- * A CorpqScorer lives for one query (in fn_extra, or in the context of a
- * set-returning call): it remembers every model name it resolved, so the
- * query keeps the version it started with even if a new one is committed
- * meanwhile, holds the vocabularies of the current model, and reuses its
- * forward workspace and output arrays across calls.
+ * Every scorer runs its model through a model session (pg/model/
+ * model_session.h), one per query (in fn_extra, or in the context of a
+ * set-returning call): the query keeps the version it started with, and the
+ * session's work space and output arrays are reused across calls.
  */
-#ifndef CORPQ_MODEL_SCORE_H
-#define CORPQ_MODEL_SCORE_H
+#ifndef CORPQ_SCORE_SCORE_H
+#define CORPQ_SCORE_SCORE_H
 
 #include "postgres.h"
 
 #include "fmgr.h"
-#include "nodes/pg_list.h"
 
 #include "nn/infer/forward.h"
 #include "nn/infer/uncertainty.h"
-#include "pg/model/model_catalog.h"
-#include "pg/model/too_long.h"
-#include "pg/text/text_catalog.h"
-
-typedef struct CorpqResolved
-{
-	char	   *spec;			/* as given: "name" or "name@N" */
-	CorpqModelRef ref;
-} CorpqResolved;
-
-typedef struct CorpqScorer
-{
-	MemoryContext cxt;			/* owns everything below */
-	List	   *resolved;		/* CorpqResolved *, every spec seen */
-	CorpqResolved *cur;
-	CorpqVocab *src_vocab;
-	CorpqVocab *tgt_vocab;
-	cq_model_config cfg;		/* of the current model */
-
-	void	   *ws;				/* forward workspace */
-	Size		ws_bytes;
-	cq_forward_out out;			/* output arrays, out_rows / out_pairs long */
-	long		out_rows;
-	int			out_pairs;
-} CorpqScorer;
-
-/* The scorer in fn_extra (created on first use, in fn_mcxt). */
-CorpqScorer *corpq_scorer_cached(FunctionCallInfo fcinfo);
-CorpqScorer *corpq_scorer_create(MemoryContext parent);
-
-/* Make spec the current model (resolving it once per scorer). */
-void		corpq_scorer_use(CorpqScorer *s, const char *spec, bool pinned);
-
-/*
- * Encode a pair with the current model's vocabularies into p (ids palloc'd
- * in CurrentMemoryContext).  A side longer than max_positions - 1 tokens is
- * an ERROR naming the limit (CORPQ_TOO_LONG_ERROR) or makes it return false
- * with nothing in p (CORPQ_TOO_LONG_NULL); true when p can be scored.
- * p->key is a hash of the ids, so a pair's dropout masks depend on its
- * content only, never on its batch.
- */
-bool		corpq_scorer_encode(CorpqScorer *s, const char *src, int src_len,
-								const char *tgt, int tgt_len, CorpqTooLong on_too_long,
-								cq_pair *p);
-
-/*
- * ERROR (program_limit_exceeded) naming the current model's limit when a
- * side ("source", "target") of n tokens exceeds max_positions - 1.
- */
-void		corpq_scorer_check_length(CorpqScorer *s, const char *side, int n);
-
-/*
- * h extended with n token ids: the content key of a sentence, so that what
- * is drawn for it (dropout masks, samples) depends on its tokens only.
- */
-uint64		corpq_ids_key(uint64 h, const int32 *ids, int n);
+#include "pg/base/options.h"
+#include "pg/model/model_session.h"
+#include "pg/score/score_counts.h"
 
 /*
  * One forward over pairs (dropout NULL = off); the outputs are s->out, per
@@ -80,7 +29,7 @@ uint64		corpq_ids_key(uint64 h, const int32 *ids, int n);
  * corpq.threads above 1 the pairs are shared out to the core's pool in parts
  * (cq_forward_parallel): the same bits as on one thread.
  */
-void		corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n,
+void		corpq_score_forward(CorpqModelSession *s, const cq_pair *pairs, int n,
 								 const cq_dropout *dropout);
 
 /*
@@ -91,7 +40,7 @@ void		corpq_scorer_forward(CorpqScorer *s, const cq_pair *pairs, int n,
  * depend on its batch, so cutting a batch short changes no score; one pair
  * that does not fit alone is an error.  Every batched scorer cuts here.
  */
-int			corpq_scorer_batch_cut(const CorpqScorer *s, const cq_pair *const *order, int m,
+int			corpq_score_batch_cut(const CorpqModelSession *s, const cq_pair *const *order, int m,
 								   int max_n, Size extra_per_target);
 
 /* The measure named name; ERROR listing the valid names. */
@@ -111,7 +60,7 @@ void		corpq_check_passes(int32 passes);
  * Uncertainty of each pair over K Monte Carlo dropout passes (one batched
  * forward per pass, masks keyed by seed, pass and pair), into out[n].
  */
-void		corpq_scorer_uncertainty(CorpqScorer *s, const cq_pair *pairs, int n,
+void		corpq_score_uncertainty(CorpqModelSession *s, const cq_pair *pairs, int n,
 									 cq_uncertainty measure, int passes, uint64 seed,
 									 double *out);
 
@@ -151,17 +100,62 @@ typedef struct CorpqScoreRow
 } CorpqScoreRow;
 
 /*
- * Score rows[0..n) with the scorer's current model (corpq_scorer_use): the
+ * Score rows[0..n) with the scorer's current model (corpq_model_session_use): the
  * pairs are encoded, ordered by length and scored a->batch_size at a time
  * (cut to corpq.max_batch_mb); every row gets the bits the per-row function
  * gives it.  Adds to *counts.  Scratch memory is freed on return.
  */
-void		corpq_score_rows(CorpqScorer *s, const CorpqScoreArgs *a, CorpqScoreRow *rows,
+void		corpq_score_rows(CorpqModelSession *s, const CorpqScoreArgs *a, CorpqScoreRow *rows,
 							 int n, CorpqScoreCounts *counts);
+
+/* ---- corpq.score_job()'s options (score_options.c) ---- */
+
+/* The scores a job computes. */
+typedef enum CorpqScoreKind
+{
+	SCORE_SENT_PROB,
+	SCORE_SENT_LOGPROB,
+	SCORE_UNCERTAINTY,
+	SCORE_DUAL_XENT,
+	N_SCORE_KINDS
+} CorpqScoreKind;
+
+/* corpq.score_job()'s options (score_job.c). */
+typedef struct CorpqScoreJobOptions
+{
+	char	   *what;			/* score names, separated by commas */
+	char	   *columns;		/* the target's columns for them; unset: see corpq_score_job_resolve() */
+	char	   *measure;		/* uncertainty's */
+	int			passes;
+	int64		seed;
+	char	   *backward;		/* dual_xent's backward model */
+	int			batch_size;
+	int			chunk_rows;
+	int			threads;		/* the job's (pg/jobs/jobs.h) */
+	bool		skip_existing;
+	int			on_too_long;	/* CorpqTooLong (model.h) */
+} CorpqScoreJobOptions;
+extern const CorpqOptionTable corpq_score_job_options;
+
+/* The scores of a job, resolved from the options. */
+typedef struct CorpqScorePlan
+{
+	int			n;
+	CorpqScoreKind	kinds[N_SCORE_KINDS];
+	char	   *columns[N_SCORE_KINDS];
+	bool		uses[N_SCORE_KINDS];
+} CorpqScorePlan;
+
+/*
+ * The options' cross-key checks and defaults (an option of a score the job
+ * does not compute is an error; uncertainty's as corpq.uncertainty()'s), and
+ * the plan: the scores, their target columns.
+ */
+void		corpq_score_job_resolve(CorpqScoreJobOptions *o, CorpqScorePlan *p);
 
 /* ---- the job kind (score_job.c) ---- */
 
-struct CorpqJob;
-void		score_job(struct CorpqJob *job);
+/* _PG_init's call for score/: register the job kind "score" (a row job). */
+void		corpq_score_init(void);
 
 #endif

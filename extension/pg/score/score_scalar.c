@@ -16,7 +16,7 @@
 #include "utils/tuplestore.h"
 
 #include "pg/base/base.h"
-#include "pg/model/model_score.h"
+#include "pg/score/score.h"
 
 PG_FUNCTION_INFO_V1(corpq_sent_prob);
 PG_FUNCTION_INFO_V1(corpq_sent_prob_pinned);
@@ -32,17 +32,17 @@ PG_FUNCTION_INFO_V1(corpq_uncertainty_pinned);
  * NULL when the pair is too long for the model and argument too_long_arg
  * (on_too_long, when the call has it) says 'null'.
  */
-static CorpqScorer *
+static CorpqModelSession *
 prepare(FunctionCallInfo fcinfo, bool pinned, int too_long_arg, cq_pair *p)
 {
-	CorpqScorer *s = corpq_scorer_cached(fcinfo);
+	CorpqModelSession *s = corpq_model_session_cached(fcinfo);
 	text	   *src = PG_GETARG_TEXT_PP(1);
 	text	   *tgt = PG_GETARG_TEXT_PP(2);
 	CorpqTooLong on_too_long = corpq_too_long_arg(fcinfo, too_long_arg);
 
 	corpq_require_utf8();
-	corpq_scorer_use(s, text_to_cstring(PG_GETARG_TEXT_PP(0)), pinned);
-	if (!corpq_scorer_encode(s, VARDATA_ANY(src), VARSIZE_ANY_EXHDR(src),
+	corpq_model_session_use(s, text_to_cstring(PG_GETARG_TEXT_PP(0)), pinned);
+	if (!corpq_model_session_encode(s, VARDATA_ANY(src), VARSIZE_ANY_EXHDR(src),
 							 VARDATA_ANY(tgt), VARSIZE_ANY_EXHDR(tgt), on_too_long, p))
 		return NULL;
 	return s;
@@ -52,12 +52,12 @@ static Datum
 sent_score(FunctionCallInfo fcinfo, bool pinned, bool prob)
 {
 	cq_pair		p;
-	CorpqScorer *s = prepare(fcinfo, pinned, 3, &p);
+	CorpqModelSession *s = prepare(fcinfo, pinned, 3, &p);
 	double		logp;
 
 	if (s == NULL)
 		PG_RETURN_NULL();
-	corpq_scorer_forward(s, &p, 1, NULL);
+	corpq_score_forward(s, &p, 1, NULL);
 	logp = s->out.sent_logp[0];
 	PG_RETURN_FLOAT8(prob ? exp(logp / s->out.sent_count[0]) : logp);
 }
@@ -101,7 +101,7 @@ token_scores(FunctionCallInfo fcinfo, bool pinned)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	cq_pair		p;
-	CorpqScorer *s;
+	CorpqModelSession *s;
 	const cq_tokens *toks;
 
 	InitMaterializedSRF(fcinfo, 0);
@@ -110,7 +110,7 @@ token_scores(FunctionCallInfo fcinfo, bool pinned)
 		return (Datum) 0;		/* too long: no rows, as for a NULL side */
 	toks = &s->tgt_vocab->seg->tokens;	/* the target's subwords, from encoding it */
 	Assert((int) toks->n == p.tgt_len);
-	corpq_scorer_forward(s, &p, 1, NULL);
+	corpq_score_forward(s, &p, 1, NULL);
 	for (int t = 0; t <= p.tgt_len; t++)
 	{
 		Datum		values[6];
@@ -148,14 +148,14 @@ uncertainty(FunctionCallInfo fcinfo, bool pinned)
 	int32		passes = PG_GETARG_INT32(4);
 	uint64		seed = (uint64) PG_GETARG_INT64(5);
 	cq_pair		p;
-	CorpqScorer *s;
+	CorpqModelSession *s;
 	double		r;
 
 	corpq_check_passes(passes);
 	s = prepare(fcinfo, pinned, 6, &p);
 	if (s == NULL)
 		PG_RETURN_NULL();
-	corpq_scorer_uncertainty(s, &p, 1, measure, passes, seed, &r);
+	corpq_score_uncertainty(s, &p, 1, measure, passes, seed, &r);
 	PG_RETURN_FLOAT8(r);
 }
 

@@ -5,8 +5,8 @@
  * (lexicon_store.c), and the loaded form (lexicon_load.c) the per-row SQL
  * functions (lexicon_sql.c, uncsamp.c) use.
  */
-#ifndef CORPQ_LEXICON_CATALOG_H
-#define CORPQ_LEXICON_CATALOG_H
+#ifndef CORPQ_PG_LEXICON_H
+#define CORPQ_PG_LEXICON_H
 
 #include "postgres.h"
 
@@ -19,7 +19,7 @@
 #include "align/symmetrize.h"
 #include "align/vocab.h"
 #include "pg/jobs/jobs.h"
-#include "pg/text/text_catalog.h"
+#include "pg/text/text.h"
 
 typedef enum LexModel
 {

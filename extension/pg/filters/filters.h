@@ -1,4 +1,8 @@
 /*
+ * pg/filters: the rule filters and language identification in SQL
+ * (rules_sql.c, langid_sql.c), and filter specs (filter_spec.c; each kind's
+ * option table in filters_options.c).
+ *
  * Filter specs: the jsonb list of {name, args, threshold, label} objects that
  * filter_report(), filter_stats(), filter_rejects() and filter_predicate()
  * take, parsed once into core filters (filters/filter_set.h).
@@ -9,7 +13,7 @@
  * read.
  *
  * Model filters (dual_xent, embedding_cosine) cannot be core filters: their
- * score needs the catalog's models (pg/model/dual_xent.h,
+ * score needs the catalog's models (pg/score/dual_xent.h,
  * pg/embed/embed_cosine.h).  They keep one decision rule all the same:
  * filter_model_keeps() on the score the kind's one batched function
  * computes (filter_model.c), whichever function evaluates the spec.  Their
@@ -17,16 +21,17 @@
  * same versions wherever it goes next (an aggregate's workers, a written
  * predicate).
  */
-#ifndef CORPQ_PG_FILTERS_FILTER_SPEC_H
-#define CORPQ_PG_FILTERS_FILTER_SPEC_H
+#ifndef CORPQ_PG_FILTERS_H
+#define CORPQ_PG_FILTERS_H
 
 #include "postgres.h"
 
 #include "utils/jsonb.h"
 
 #include "filters/filter_set.h"
+#include "pg/base/options.h"
 #include "pg/embed/embed_cosine.h"
-#include "pg/model/dual_xent.h"
+#include "pg/score/dual_xent.h"
 
 /* Everything a filter's args and threshold can hold (the option tables' target). */
 typedef struct FilterArgs
@@ -55,6 +60,21 @@ typedef enum FilterModelKind
 	FILTER_MODEL_DUAL_XENT,		/* corpq_dual_xent_score() */
 	FILTER_MODEL_EMBEDDING_COSINE	/* corpq_embed_cosine_score() */
 } FilterModelKind;
+
+/* A filter kind: its name, core kind and option table (filters_options.c). */
+typedef struct FilterKind
+{
+	const char *name;
+	cq_filter_kind kind;		/* unused by model filters */
+	CorpqOptionTable options;
+	FilterModelKind model;		/* decided on a model's score, not by the core */
+} FilterKind;
+
+/* The kind named name; ERROR listing the valid names. */
+const FilterKind *filter_kind_find(const char *name);
+
+/* The kinds' names, separated by commas. */
+char	   *filter_kind_names(void);
 
 typedef struct FilterSpec
 {

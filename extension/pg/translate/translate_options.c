@@ -8,7 +8,7 @@
 
 #include "pg/base/options.h"
 #include "pg/jobs/jobs.h"
-#include "pg/model/translate.h"
+#include "pg/translate/translate.h"
 
 StaticAssertDecl(sizeof(cq_search) == sizeof(int), "an ENUM option is stored as an int");
 

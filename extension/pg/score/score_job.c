@@ -4,7 +4,7 @@
  * corpus query's rows (id, src, tgt) are scored in blocks -- each block
  * encoded once, its pairs scored in length order batch by batch -- and go
  * into the target as (id, score...) in committed chunks, recorded in
- * corpq.score_chunks.  The scores come from the engine of corpq.score() and
+ * corpq.row_job_chunks.  The scores come from the engine of corpq.score() and
  * dual_xent_scores() (corpq_score_rows, corpq_dual_xent_score), whose
  * values do not depend on the batch: each equals the per-row function's,
  * and a job resumed after a crash writes what an uninterrupted run writes.
@@ -22,234 +22,12 @@
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
 #include "pg/jobs/row_job.h"
-#include "pg/model/dual_xent.h"
-#include "pg/model/model_score.h"
+#include "pg/score/dual_xent.h"
+#include "pg/score/score.h"
 
 PG_FUNCTION_INFO_V1(corpq_score_job);
 
-/* ---- what to score ---- */
-
-typedef enum ScoreKind
-{
-	SCORE_SENT_PROB,
-	SCORE_SENT_LOGPROB,
-	SCORE_UNCERTAINTY,
-	SCORE_DUAL_XENT,
-	N_SCORE_KINDS
-} ScoreKind;
-
-static const char *const score_names[] = {"sent_prob", "sent_logprob", "uncertainty", "dual_xent"};
-
-
-typedef struct ScoreJobOptions
-{
-	char	   *what;			/* score names, separated by commas */
-	char	   *columns;		/* the target's columns for them; unset: see resolve() */
-	char	   *measure;		/* uncertainty's */
-	int			passes;
-	int64		seed;
-	char	   *backward;		/* dual_xent's backward model */
-	int			batch_size;
-	int			chunk_rows;
-	int			threads;		/* the job's (pg/jobs/jobs.h) */
-	bool		skip_existing;
-	int			on_too_long;	/* CorpqTooLong (too_long.h) */
-} ScoreJobOptions;
-
-/* The scores of a job, resolved from the options. */
-typedef struct ScorePlan
-{
-	int			n;
-	ScoreKind	kinds[N_SCORE_KINDS];
-	char	   *columns[N_SCORE_KINDS];
-	bool		uses[N_SCORE_KINDS];
-} ScorePlan;
-
-/* The items of a comma-separated list (spaces around them trimmed), at most max. */
-static int
-split_list(const char *list, char **items, int max)
-{
-	char	   *s = pstrdup(list);
-	char	   *save = NULL;
-	int			n = 0;
-
-	for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
-	{
-		char	   *end = tok + strlen(tok);
-
-		while (*tok == ' ')
-			tok++;
-		while (end > tok && end[-1] == ' ')
-			*--end = '\0';
-		if (n == max || *tok == '\0')
-			return -1;
-		items[n++] = tok;
-	}
-	return n;
-}
-
-/* The kind of a score name, or -1. */
-static int
-score_kind(const char *name)
-{
-	for (int k = 0; k < N_SCORE_KINDS; k++)
-		if (strcmp(name, score_names[k]) == 0)
-			return k;
-	return -1;
-}
-
-/* A .valid check: one to four known score names, none twice. */
-static bool
-what_valid(const void *field)
-{
-	char	   *items[N_SCORE_KINDS];
-	bool		seen[N_SCORE_KINDS] = {0};
-	int			n = split_list(*(char *const *) field, items, N_SCORE_KINDS);
-
-	for (int i = 0; i < n; i++)
-	{
-		int			k = score_kind(items[i]);
-
-		if (k < 0 || seen[k])
-			return false;
-		seen[k] = true;
-	}
-	return n > 0;
-}
-
-/* A .valid check: column names, none empty, none twice, none "id". */
-static bool
-columns_valid(const void *field)
-{
-	char	   *items[N_SCORE_KINDS];
-	int			n = split_list(*(char *const *) field, items, N_SCORE_KINDS);
-
-	for (int i = 0; i < n; i++)
-	{
-		if (strcmp(items[i], "id") == 0 || strlen(items[i]) >= NAMEDATALEN)
-			return false;
-		for (int j = 0; j < i; j++)
-			if (strcmp(items[i], items[j]) == 0)
-				return false;
-	}
-	return n > 0;
-}
-
-static bool
-scores(const ScoreJobOptions *o, ScoreKind kind)
-{
-	char	   *items[N_SCORE_KINDS];
-	int			n = split_list(o->what, items, N_SCORE_KINDS);
-
-	for (int i = 0; i < n; i++)
-		if (score_kind(items[i]) == (int) kind)
-			return true;
-	return false;
-}
-
-/* .echo: the options of one score only with it. */
-static bool
-echo_uncertainty(const void *options)
-{
-	return scores(options, SCORE_UNCERTAINTY);
-}
-
-static bool
-echo_dual_xent(const void *options)
-{
-	return scores(options, SCORE_DUAL_XENT);
-}
-
-#define OPT(field) CORPQ_OPT_FIELD(ScoreJobOptions, field)
-
-static const CorpqOption rows[] = {
-	{.key = "what", OPT(what), .type = CORPQ_OPT_STRING, .def_string = "sent_prob",
-		.valid = what_valid,
-	.expected = "one or more of sent_prob, sent_logprob, uncertainty, dual_xent, separated by commas, each once"},
-	{.key = "columns", OPT(columns), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
-		.valid = columns_valid,
-	.expected = "one column name per score, separated by commas, each once, none \"id\""},
-	/* checked by the core's names (resolve) */
-	{.key = "measure", OPT(measure), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
-	.valid = corpq_option_nonempty, .echo = echo_uncertainty},
-	{.key = "passes", OPT(passes), .type = CORPQ_OPT_INT, .min = 1, .max = CORPQ_MAX_PASSES,
-	.flags = CORPQ_OPT_UNSET, .echo = echo_uncertainty},
-	{.key = "seed", OPT(seed), .type = CORPQ_OPT_INT64, .min = 0, .max = PG_INT64_MAX,
-	.flags = CORPQ_OPT_UNSET, .echo = echo_uncertainty},
-	{.key = "backward", OPT(backward), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
-	.valid = corpq_option_nonempty, .echo = echo_dual_xent},
-	{.key = "batch_size", OPT(batch_size), .type = CORPQ_OPT_INT, .min = 1, .max = 65536, .def = 64},
-	{.key = "chunk_rows", OPT(chunk_rows), .type = CORPQ_OPT_INT, .min = 1, .max = 10000000,
-	.def = 1000},
-	CORPQ_JOB_THREADS_OPTION(ScoreJobOptions, threads),
-	{.key = "skip_existing", OPT(skip_existing), .type = CORPQ_OPT_BOOL},
-	{.key = "on_too_long", OPT(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
-	.def = CORPQ_TOO_LONG_NULL},
-	{0}
-};
-
-static const CorpqOptionTable table = {"score job", rows};
-
-/* An option given for a score the job does not compute. */
-static void
-needs_score(const char *key, ScoreKind kind)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("score job option \"%s\" needs \"%s\" in \"what\"", key, score_names[kind]),
-			 errhint("Leave it out, or score %s too.", score_names[kind])));
-}
-
-/* The cross-key checks and defaults, and the plan. */
-static void
-resolve(ScoreJobOptions *o, ScorePlan *p)
-{
-	char	   *names[N_SCORE_KINDS];
-	int			n_columns = 0;
-
-	memset(p, 0, sizeof(*p));
-	p->n = split_list(o->what, names, N_SCORE_KINDS);
-	for (int i = 0; i < p->n; i++)
-	{
-		p->kinds[i] = (ScoreKind) score_kind(names[i]);
-		p->uses[p->kinds[i]] = true;
-		p->columns[i] = p->n == 1 ? "score" : names[i];
-	}
-	if (o->columns)
-		n_columns = split_list(o->columns, p->columns, N_SCORE_KINDS);
-	if (o->columns && n_columns != p->n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("score job option \"columns\" names %d columns for %d scores", n_columns, p->n),
-				 errhint("Name one target column per score of \"what\", in its order.")));
-	if (!p->uses[SCORE_UNCERTAINTY])
-	{
-		if (o->measure)
-			needs_score("measure", SCORE_UNCERTAINTY);
-		if (o->passes != CORPQ_OPT_UNSET_VALUE)
-			needs_score("passes", SCORE_UNCERTAINTY);
-		if (o->seed != CORPQ_OPT_UNSET_VALUE)
-			needs_score("seed", SCORE_UNCERTAINTY);
-	}
-	if (!p->uses[SCORE_DUAL_XENT] && o->backward)
-		needs_score("backward", SCORE_DUAL_XENT);
-	if (p->uses[SCORE_DUAL_XENT] && !o->backward)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("score job option \"backward\" is required to score dual_xent"),
-				 errhint("Name the model that translates the other way (tgt to src): '{\"what\": \"dual_xent\", \"backward\": \"my_model_rev\"}'.")));
-	/* corpq.uncertainty()'s defaults */
-	if (p->uses[SCORE_UNCERTAINTY])
-	{
-		if (!o->measure)
-			o->measure = pstrdup("enteos");
-		(void) corpq_measure_from_name(o->measure);
-		if (o->passes == CORPQ_OPT_UNSET_VALUE)
-			o->passes = 30;
-		if (o->seed == CORPQ_OPT_UNSET_VALUE)
-			o->seed = 0;
-	}
-}
+static void score_job(CorpqJob *job);
 
 /* ---- the target and the corpus ---- */
 
@@ -274,14 +52,13 @@ enum
 
 static const CorpqRowJobKind kind = {
 	.kind = "score", .source = &corpus_spec, .target_example = "my_scores",
-	.chunks_table = "corpq.score_chunks", .counters = counters,
-	.seconds_column = "score_seconds", .seconds = score_seconds, .setup = setup,
+	.query_arg = "corpus", .counters = counters, .seconds = score_seconds, .setup = setup,
 	.phase = "scoring", .unit = "pairs", .done = "scored"
 };
 
 /* id bigint, then one double precision column per score: n + 1 columns. */
 static CorpqRowJobColumn *
-target_columns(const ScorePlan *p)
+target_columns(const CorpqScorePlan *p)
 {
 	CorpqRowJobColumn *c = palloc0(sizeof(CorpqRowJobColumn) * (p->n + 1));
 
@@ -299,55 +76,37 @@ target_columns(const ScorePlan *p)
 
 /* ---- submission ---- */
 
-static char *
-args_json(const char *model, const char *backward, const char *corpus, Oid target,
-		  const char *target_name, const ScoreJobOptions *o)
-{
-	StringInfoData b;
-
-	initStringInfo(&b);
-	appendStringInfoString(&b, "{\"model\": ");
-	escape_json(&b, model);
-	appendStringInfoString(&b, ", \"backward\": ");
-	if (backward)
-		escape_json(&b, backward);
-	else
-		appendStringInfoString(&b, "null");
-	appendStringInfoString(&b, ", \"query\": ");
-	escape_json(&b, corpus);
-	appendStringInfo(&b, ", \"target\": %u, \"target_name\": ", target);
-	escape_json(&b, target_name);
-	appendStringInfo(&b, ", \"options\": %s}", corpq_options_json(&table, o));
-	return b.data;
-}
-
 Datum
 corpq_score_job(PG_FUNCTION_ARGS)
 {
-	ScoreJobOptions o;
-	ScorePlan	p;
-	char	   *model;
-	char	   *backward = NULL;
-	char	   *corpus;
-	Oid			target;
-	char	   *target_name;
+	CorpqRowJobCall call;
+	CorpqRowJobSubmit sub = {0};
+	CorpqScoreJobOptions o;
+	CorpqScorePlan	p;
 
-	corpq_require_arg(fcinfo, 0, "model");
-	corpq_require_arg(fcinfo, 1, "corpus");
-	corpq_require_arg(fcinfo, 2, "target_table");
-	corpq_options_parse(&table, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), &o);
-	resolve(&o, &p);
+	corpq_row_job_call(fcinfo, &kind, &call);
+	corpq_options_parse(&corpq_score_job_options, call.options, &o);
+	corpq_score_job_resolve(&o, &p);
 	corpq_require_utf8();
 	/* the versions of now: a version committed while the job runs changes nothing */
-	model = corpq_model_pin(text_to_cstring(PG_GETARG_TEXT_PP(0)));
+	sub.model = corpq_model_pin(call.model);
 	if (p.uses[SCORE_DUAL_XENT])
-		backward = corpq_model_pin(o.backward);
-	corpus = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	target = PG_GETARG_OID(2);
-	target_name = corpq_row_job_check_target(&kind, target, target_columns(&p), p.n + 1);
-	corpq_row_job_check_query(&kind, corpus, target_name, o.skip_existing);
-	PG_RETURN_INT64(corpq_job_submit("score", args_json(model, backward, corpus, target,
-														target_name, &o), o.threads));
+	{
+		StringInfoData b;
+
+		initStringInfo(&b);
+		appendStringInfoString(&b, "\"backward\": ");
+		escape_json(&b, corpq_model_pin(o.backward));
+		sub.more_args = b.data;
+	}
+	else
+		sub.more_args = "\"backward\": null";
+	sub.columns = target_columns(&p);
+	sub.n_columns = p.n + 1;
+	sub.skip_existing = o.skip_existing;
+	sub.options_json = corpq_options_json(&corpq_score_job_options, &o);
+	sub.threads = o.threads;
+	PG_RETURN_INT64(corpq_row_job_submit(&kind, &call, &sub));
 }
 
 /* ---- the job ---- */
@@ -366,11 +125,11 @@ typedef struct BlockRow
 typedef struct ScoreRun
 {
 	CorpqJob   *job;
-	ScoreJobOptions o;
-	ScorePlan	p;
+	CorpqScoreJobOptions o;
+	CorpqScorePlan	p;
 	char	   *model;			/* name@N */
 	char	   *backward;		/* name@N, dual_xent */
-	CorpqScorer *forward;
+	CorpqModelSession *forward;
 	CorpqDualXent *dual;
 	CorpqScoreCounts counts;	/* what the job's rows came to */
 	CorpqRowJob *rj;
@@ -387,7 +146,7 @@ score_seconds(void *arg)
 
 /* Rows read and scored at once: whole batches, and enough to sort by length. */
 static int
-block_rows(const ScoreJobOptions *o)
+block_rows(const CorpqScoreJobOptions *o)
 {
 	return Min(Max(1024, Min(o->batch_size, 1 << 16) * 8), 32768);
 }
@@ -431,7 +190,7 @@ read_rows(void *arg, const CorpqBatch *b, const uint64 *marks)
  * for the first kind only (a row is one row, whatever it is scored for).
  */
 static void
-score_kind_of_block(ScoreRun *r, ScoreKind k, bool count)
+score_kind_of_block(ScoreRun *r, CorpqScoreKind k, bool count)
 {
 	CorpqScoreCounts discard = {0};
 	CorpqScoreCounts *counts = count ? &r->counts : &discard;
@@ -527,8 +286,8 @@ load_args(ScoreRun *r)
 {
 	r->model = corpq_job_arg(r->job, "model");
 	r->backward = corpq_job_arg(r->job, "backward");
-	corpq_options_parse_text(&table, corpq_job_arg(r->job, "options"), &r->o);
-	resolve(&r->o, &r->p);
+	corpq_options_parse_text(&corpq_score_job_options, corpq_job_arg(r->job, "options"), &r->o);
+	corpq_score_job_resolve(&r->o, &r->p);
 }
 
 /* In the job's first transaction: the target's columns, the pinned models. */
@@ -539,8 +298,8 @@ setup(CorpqRowJob *rj, void *arg)
 	MemoryContext cxt = CurrentMemoryContext;
 
 	corpq_row_job_columns(rj, target_columns(&r->p), r->p.n + 1);
-	r->forward = corpq_scorer_create(cxt);
-	corpq_scorer_use(r->forward, r->model, true);
+	r->forward = corpq_model_session_create(cxt);
+	corpq_model_session_use(r->forward, r->model, true);
 	if (r->p.uses[SCORE_DUAL_XENT])
 		r->dual = corpq_dual_xent_create(cxt);
 }
@@ -565,7 +324,7 @@ kind_members(ScoreRun *r)
 	return b.data;
 }
 
-void
+static void
 score_job(CorpqJob *job)
 {
 	MemoryContext cxt = CurrentMemoryContext;
@@ -597,4 +356,11 @@ score_job(CorpqJob *job)
 	}
 	corpq_row_job_finish(r->rj, kind_members(r));
 	corpq_job_xact_commit(cxt);
+}
+
+void
+corpq_score_init(void)
+{
+	/* a row job (pg/jobs/row_job.h): it resumes after its last chunk */
+	corpq_job_register_kind("score", score_job, true);
 }

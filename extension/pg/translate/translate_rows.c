@@ -13,7 +13,7 @@
 
 #include "pg/base/errors.h"
 #include "pg/base/base.h"
-#include "pg/model/translate.h"
+#include "pg/translate/translate.h"
 
 PG_FUNCTION_INFO_V1(corpq_translate_rows);
 

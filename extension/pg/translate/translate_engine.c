@@ -12,7 +12,7 @@
 
 #include "pg/base/errors.h"
 #include "pg/base/base.h"
-#include "pg/model/translate.h"
+#include "pg/translate/translate.h"
 #include "text/vocabulary.h"
 
 /* A queued sentence. */
@@ -30,11 +30,11 @@ typedef struct Queued
 
 struct CorpqTranslateEngine
 {
-	MemoryContext cxt;			/* the engine, workspace, scorer */
+	MemoryContext cxt;			/* the engine, workspace, session */
 	MemoryContext items_cxt;	/* queued sources and finished results */
 	CorpqTranslatedFn fn;
 	void	   *arg;
-	CorpqScorer *scorer;
+	CorpqModelSession *session;
 	CorpqTranslateOptions o;
 	int			batch;			/* as asked */
 	int			slots;			/* as built: batch, halved to fit corpq.max_batch_mb */
@@ -68,16 +68,10 @@ corpq_translate_engine_create(MemoryContext parent, CorpqTranslatedFn fn, void *
 	e->items_cxt = AllocSetContextCreate(cxt, "corpq translation queue", ALLOCSET_DEFAULT_SIZES);
 	e->fn = fn;
 	e->arg = arg;
-	e->scorer = corpq_scorer_create(cxt);
+	e->session = corpq_model_session_create(cxt);
 	e->cap = 64;
 	e->items = MemoryContextAllocZero(cxt, sizeof(Queued) * e->cap);
 	return e;
-}
-
-CorpqScorer *
-corpq_translate_engine_scorer(CorpqTranslateEngine *e)
-{
-	return e->scorer;
 }
 
 const CorpqTranslateStats *
@@ -112,7 +106,7 @@ check_options(CorpqTranslateEngine *e, const cq_model *m)
 
 	if (st != CQ_OK)
 		corpq_core_error(&err, NULL, "invalid translation options for model \"%s\"",
-						 e->scorer->cur->spec);
+						 e->session->cur->spec);
 }
 
 /* Field by field: padding bytes may differ between two copies. */
@@ -131,12 +125,12 @@ void
 corpq_translate_engine_use(CorpqTranslateEngine *e, const char *spec, bool pinned,
 						   const CorpqTranslateOptions *o, int batch)
 {
-	const CorpqResolved *before = e->scorer->cur;
+	const CorpqResolved *before = e->session->cur;
 
 	Assert(e->lo == e->hi);
-	corpq_scorer_use(e->scorer, spec, pinned);
+	corpq_model_session_use(e->session, spec, pinned);
 	e->o.skip_too_long = o->skip_too_long;	/* needs no new translator */
-	if (e->ready && before == e->scorer->cur && e->batch == batch &&
+	if (e->ready && before == e->session->cur && e->batch == batch &&
 		same_search(&e->o.core, &o->core))
 		return;
 	e->o = *o;
@@ -144,22 +138,22 @@ corpq_translate_engine_use(CorpqTranslateEngine *e, const char *spec, bool pinne
 	e->tr = NULL;
 	e->max_src = 0;
 	e->ready = false;
-	check_options(e, corpq_model_get(&e->scorer->cur->ref));
+	check_options(e, corpq_model_get(&e->session->cur->ref));
 	e->ready = true;
 }
 
 int32 *
 corpq_translate_encode(CorpqTranslateEngine *e, const char *src, int len, int *n_ids)
 {
-	int32	   *ids = corpq_vocab_encode_text(e->scorer->src_vocab, src, len, n_ids);
+	int32	   *ids = corpq_vocab_encode_text(e->session->src_vocab, src, len, n_ids);
 
-	if (e->o.skip_too_long && *n_ids > e->scorer->cfg.max_positions - 1)
+	if (e->o.skip_too_long && *n_ids > e->session->cfg.max_positions - 1)
 	{
 		e->stats.skipped_too_long++;
 		pfree(ids);
 		return NULL;
 	}
-	corpq_scorer_check_length(e->scorer, "source", *n_ids);
+	corpq_model_session_check_length(e->session, "source", *n_ids);
 	return ids;
 }
 
@@ -268,8 +262,8 @@ corpq_translate_add_row(CorpqTranslateEngine *e, const CorpqBatch *b, uint64 i, 
 		corpq_translate_add(e, id, 0, NULL, 0, mark);
 		return;
 	}
-	ids = corpq_vocab_encode_text(e->scorer->src_vocab, src, len, &n);
-	if (e->o.skip_too_long && n > e->scorer->cfg.max_positions - 1)
+	ids = corpq_vocab_encode_text(e->session->src_vocab, src, len, &n);
+	if (e->o.skip_too_long && n > e->session->cfg.max_positions - 1)
 	{
 		/* written as a NULL source's row: no hypothesis */
 		e->stats.skipped_too_long++;
@@ -277,7 +271,7 @@ corpq_translate_add_row(CorpqTranslateEngine *e, const CorpqBatch *b, uint64 i, 
 	}
 	else
 	{
-		corpq_scorer_check_length(e->scorer, "source", n);
+		corpq_model_session_check_length(e->session, "source", n);
 		corpq_translate_add(e, id, (uint64) id, ids, n, mark);
 	}
 	pfree(ids);
@@ -288,7 +282,7 @@ corpq_translate_add_row(CorpqTranslateEngine *e, const CorpqBatch *b, uint64 i, 
 static void
 core_error(CorpqTranslateEngine *e, const cq_error *err)
 {
-	corpq_core_error(err, NULL, "could not translate with model \"%s\"", e->scorer->cur->spec);
+	corpq_core_error(err, NULL, "could not translate with model \"%s\"", e->session->cur->spec);
 }
 
 /*
@@ -305,7 +299,7 @@ build(CorpqTranslateEngine *e, int max_src)
 	Size		bytes;
 
 	corpq_blas_ensure();
-	m = corpq_model_get(&e->scorer->cur->ref);
+	m = corpq_model_get(&e->session->cur->ref);
 	e->slots = e->batch;
 	bytes = cq_translator_bytes(m, &e->o.core, e->slots, max_src);
 	if (bytes == 0)
@@ -349,7 +343,7 @@ build(CorpqTranslateEngine *e, int max_src)
 static int
 size_for(CorpqTranslateEngine *e)
 {
-	int			limit = e->scorer->cfg.max_positions - 1;
+	int			limit = e->session->cfg.max_positions - 1;
 	int			want = Max(16, 2 * e->max_src);
 
 	for (int64 s = e->next; s < e->hi; s++)
@@ -469,7 +463,7 @@ text *
 corpq_translate_text(CorpqTranslateEngine *e, const cq_hypothesis *h)
 {
 	size_t		len;
-	char	   *out = corpq_vocab_text(e->scorer->tgt_vocab, h->tokens, h->len, &len);
+	char	   *out = corpq_vocab_text(e->session->tgt_vocab, h->tokens, h->len, &len);
 	text	   *t;
 
 	t = cstring_to_text_with_len(out, (int) len);

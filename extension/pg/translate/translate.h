@@ -1,10 +1,11 @@
 /*
- * Translation in SQL (extension/pg/model/translate_*.c): the options of
+ * Translation in SQL (extension/pg/translate/translate_*.c): the options of
  * corpq.translate(), translate_nbest(), translate_rows() and translate_job(),
  * and the engine all four decode with.
  *
- * The engine (translate_engine.c) holds a model resolved once (a
- * CorpqScorer: the query keeps the version it started with), the core's
+ * The engine (translate_engine.c) holds a model resolved once (a model
+ * session, pg/model/model_session.h: the query keeps the version it started
+ * with), the core's
  * translator (nn/infer/translate.h) in one workspace, and a queue of sentences in
  * the order they were added.  The caller adds sources and runs the engine;
  * the engine admits them into free slots, steps the batch (checking for
@@ -21,8 +22,8 @@
  * the model) is rebuilt and the unfinished sentences start again -- with
  * the same result, decoding being deterministic per sentence.
  */
-#ifndef CORPQ_MODEL_TRANSLATE_H
-#define CORPQ_MODEL_TRANSLATE_H
+#ifndef CORPQ_TRANSLATE_TRANSLATE_H
+#define CORPQ_TRANSLATE_TRANSLATE_H
 
 #include "postgres.h"
 
@@ -30,7 +31,7 @@
 
 #include "nn/infer/translate.h"
 #include "pg/base/corpus_query.h"
-#include "pg/model/model_score.h"
+#include "pg/model/model_session.h"
 
 /* Which function's options: each accepts its own keys. */
 typedef enum CorpqTranslateCall
@@ -101,9 +102,6 @@ CorpqTranslateEngine *corpq_translate_engine_create(MemoryContext parent,
 void		corpq_translate_engine_use(CorpqTranslateEngine *e, const char *spec, bool pinned,
 									   const CorpqTranslateOptions *o, int batch);
 
-/* The model in use (name@N) and its vocabularies. */
-CorpqScorer *corpq_translate_engine_scorer(CorpqTranslateEngine *e);
-
 /*
  * Segment and encode a source with the model's source vocabulary (ids
  * palloc'd in CurrentMemoryContext).  A source longer than the model's
@@ -147,7 +145,7 @@ const CorpqTranslateStats *corpq_translate_stats(const CorpqTranslateEngine *e);
 
 /* ---- the job kind (translate_job.c) ---- */
 
-struct CorpqJob;
-void		translate_job(struct CorpqJob *job);
+/* _PG_init's call for translate/: register the job kind "translate" (a row job). */
+void		corpq_translate_init(void);
 
 #endif

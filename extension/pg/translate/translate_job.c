@@ -4,7 +4,7 @@
  * the query's rows (id, src) are decoded by the engine, which keeps its
  * batch full and hands the sentences back in the query's order, and go into
  * the target as (id, hyp, score[, finished]) in committed chunks, recorded
- * in corpq.translate_chunks.  Decoding is deterministic per sentence
+ * in corpq.row_job_chunks.  Decoding is deterministic per sentence
  * (sampling keyed by seed, row id and step), so a job resumed after a crash
  * writes what an uninterrupted run writes.
  */
@@ -22,7 +22,7 @@
 #include "pg/base/corpus_query.h"
 #include "pg/base/errors.h"
 #include "pg/jobs/row_job.h"
-#include "pg/model/translate.h"
+#include "pg/translate/translate.h"
 
 PG_FUNCTION_INFO_V1(corpq_translate_job);
 
@@ -41,6 +41,7 @@ static const CorpqRowJobColumn target_columns[] = {
 	{"score", FLOAT8OID, "double precision"}, {"finished", BOOLOID, "boolean"}
 };
 
+static void translate_job(CorpqJob *job);
 static double decode_seconds(void *arg);
 static void setup(CorpqRowJob *rj, void *arg);
 
@@ -48,8 +49,7 @@ static const char *const counters[] = {"translated", "tokens", NULL};
 
 static const CorpqRowJobKind kind = {
 	.kind = "translate", .source = &source_spec, .target_example = "my_translations",
-	.chunks_table = "corpq.translate_chunks", .counters = counters,
-	.seconds_column = "decode_seconds", .seconds = decode_seconds, .setup = setup,
+	.query_arg = "query", .counters = counters, .seconds = decode_seconds, .setup = setup,
 	.phase = "translating", .unit = "sentences", .done = "translated"
 };
 
@@ -77,59 +77,49 @@ target_has_finished(Oid relid)
 /* ---- submission ---- */
 
 /*
- * The version the job will use ("name@N": a version written while it runs,
- * or before it resumes, does not change its output); ERROR for invalid
- * options, as the job would.
+ * ERROR for options the job would refuse with the model (as the caller
+ * named it, so that the message does): the engine checks them against the
+ * model as the job's will.
  */
-static char *
-pin_model(const char *model, const CorpqTranslateOptions *o)
+static void
+check_options(const char *model, const CorpqTranslateOptions *o)
 {
 	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "corpq translate_job check",
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old = MemoryContextSwitchTo(cxt);
 	CorpqTranslateEngine *e = corpq_translate_engine_create(cxt, NULL, NULL);
-	CorpqScorer *s;
-	char	   *spec;
 
 	corpq_translate_engine_use(e, model, false, o, o->batch);
-	s = corpq_translate_engine_scorer(e);
 	MemoryContextSwitchTo(old);
-	spec = psprintf("%s@%d", s->cur->ref.name, s->cur->ref.version);
 	MemoryContextDelete(cxt);
-	return spec;
+}
+
+/* The target's optional column finished: a boolean if there (target_has_finished). */
+static void
+check_finished(Oid target, const char *target_name, void *arg)
+{
+	(void) target_has_finished(target);
 }
 
 Datum
 corpq_translate_job(PG_FUNCTION_ARGS)
 {
+	CorpqRowJobCall call;
+	CorpqRowJobSubmit sub = {0};
 	CorpqTranslateOptions o;
-	char	   *spec;
-	char	   *query;
-	Oid			target;
-	char	   *target_name;
-	StringInfoData args;
 
-	corpq_require_arg(fcinfo, 0, "model");
-	corpq_require_arg(fcinfo, 1, "query");
-	corpq_require_arg(fcinfo, 2, "target_table");
-	corpq_translate_options_parse(CORPQ_TRANSLATE_JOB, PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), &o);
+	corpq_row_job_call(fcinfo, &kind, &call);
+	corpq_translate_options_parse(CORPQ_TRANSLATE_JOB, call.options, &o);
 	corpq_require_utf8();
-	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	target = PG_GETARG_OID(2);
-	spec = pin_model(text_to_cstring(PG_GETARG_TEXT_PP(0)), &o);
-	(void) corpq_query_check(query, &source_spec);
-	target_name = corpq_row_job_check_target(&kind, target, target_columns, 3);
-	(void) target_has_finished(target);
-
-	initStringInfo(&args);
-	appendStringInfoString(&args, "{\"model\": ");
-	escape_json(&args, spec);
-	appendStringInfoString(&args, ", \"query\": ");
-	escape_json(&args, query);
-	appendStringInfo(&args, ", \"target\": %u, \"target_name\": ", target);
-	escape_json(&args, target_name);
-	appendStringInfo(&args, ", \"options\": %s}", corpq_translate_options_json(CORPQ_TRANSLATE_JOB, &o));
-	PG_RETURN_INT64(corpq_job_submit("translate", args.data, o.threads));
+	check_options(call.model, &o);
+	/* the version of now: a version written while it runs, or before it resumes, changes nothing */
+	sub.model = corpq_model_pin(call.model);
+	sub.columns = target_columns;
+	sub.n_columns = 3;
+	sub.check_target = check_finished;
+	sub.options_json = corpq_translate_options_json(CORPQ_TRANSLATE_JOB, &o);
+	sub.threads = o.threads;
+	PG_RETURN_INT64(corpq_row_job_submit(&kind, &call, &sub));
 }
 
 /* ---- the job ---- */
@@ -216,7 +206,7 @@ setup(CorpqRowJob *rj, void *arg)
 	corpq_translate_engine_use(r->e, r->spec, true, &r->o, r->o.batch);
 }
 
-void
+static void
 translate_job(CorpqJob *job)
 {
 	MemoryContext cxt = CurrentMemoryContext;
@@ -247,4 +237,11 @@ translate_job(CorpqJob *job)
 	/* the last rows and the result in the last transaction */
 	corpq_row_job_finish(r->rj, kind_members(r));
 	corpq_job_xact_commit(cxt);
+}
+
+void
+corpq_translate_init(void)
+{
+	/* a row job (pg/jobs/row_job.h): it resumes after its last chunk */
+	corpq_job_register_kind("translate", translate_job, true);
 }

@@ -9,8 +9,8 @@
  * the canonical bytes only when a tuple is formed (partial aggregates sent
  * to the leader) or by the final function.
  */
-#ifndef CORPQ_CAV_SQL_H
-#define CORPQ_CAV_SQL_H
+#ifndef CORPQ_PG_CAV_H
+#define CORPQ_PG_CAV_H
 
 #include "postgres.h"
 

@@ -1,5 +1,5 @@
 /*
- * Scoring rows in batches: corpq_score_rows() (model_score.h), behind
+ * Scoring rows in batches: corpq_score_rows() (score.h), behind
  * corpq.score(model, corpus, what, ...) and a job's chunks.  The rows are
  * encoded, ordered by length so that a batch holds sentences of similar
  * length (smaller attention blocks), scored batch by batch, and their scores
@@ -22,8 +22,8 @@
 #include "pg/base/errors.h"
 #include "pg/base/base.h"
 #include "pg/base/corpus_query.h"
-#include "pg/model/model_catalog.h"
-#include "pg/model/model_score.h"
+#include "pg/model/model.h"
+#include "pg/score/score.h"
 
 PG_FUNCTION_INFO_V1(corpq_score);
 
@@ -63,28 +63,28 @@ cmp_length(const void *a, const void *b)
 
 /* Score order[0..m) batch_size pairs at a time; the results into the rows. */
 static void
-score_encoded(CorpqScorer *s, const CorpqScoreArgs *a, Encoded **order, int m,
+score_encoded(CorpqModelSession *s, const CorpqScoreArgs *a, Encoded **order, int m,
 			  CorpqScoreRow *rows)
 {
 	const cq_pair **in_order = palloc(Max(m, 1) * sizeof(cq_pair *));
 	int			cap = Min(a->batch_size, Max(m, 1));	/* a batch never exceeds the rows */
 	cq_pair    *pairs = palloc(cap * sizeof(cq_pair));
 	double	   *res = palloc(cap * sizeof(double));
-	/* the K passes' buffers of an uncertainty (model_score.h) */
+	/* the K passes' buffers of an uncertainty (score.h) */
 	Size		extra = a->what == CORPQ_SCORE_UNCERTAINTY ? (Size) a->passes * 2 * sizeof(float) : 0;
 
 	for (int i = 0; i < m; i++)
 		in_order[i] = &order[i]->pair;
 	for (int b = 0, nb; b < m; b += nb)
 	{
-		nb = corpq_scorer_batch_cut(s, in_order + b, m - b, a->batch_size, extra);
+		nb = corpq_score_batch_cut(s, in_order + b, m - b, a->batch_size, extra);
 		for (int i = 0; i < nb; i++)
 			pairs[i] = order[b + i]->pair;
 		if (a->what == CORPQ_SCORE_UNCERTAINTY)
-			corpq_scorer_uncertainty(s, pairs, nb, a->measure, a->passes, a->seed, res);
+			corpq_score_uncertainty(s, pairs, nb, a->measure, a->passes, a->seed, res);
 		else
 		{
-			corpq_scorer_forward(s, pairs, nb, NULL);
+			corpq_score_forward(s, pairs, nb, NULL);
 			for (int i = 0; i < nb; i++)
 				res[i] = a->what == CORPQ_SCORE_SENT_PROB
 					? exp(s->out.sent_logp[i] / s->out.sent_count[i])
@@ -96,7 +96,7 @@ score_encoded(CorpqScorer *s, const CorpqScoreArgs *a, Encoded **order, int m,
 }
 
 void
-corpq_score_rows(CorpqScorer *s, const CorpqScoreArgs *a, CorpqScoreRow *rows, int n,
+corpq_score_rows(CorpqModelSession *s, const CorpqScoreArgs *a, CorpqScoreRow *rows, int n,
 				 CorpqScoreCounts *counts)
 {
 	MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext, "corpq score rows",
@@ -115,7 +115,7 @@ corpq_score_rows(CorpqScorer *s, const CorpqScoreArgs *a, CorpqScoreRow *rows, i
 		r->null = true;
 		if (r->src == NULL || r->tgt == NULL)
 			counts->null_pairs++;
-		else if (!corpq_scorer_encode(s, r->src, r->src_len, r->tgt, r->tgt_len,
+		else if (!corpq_model_session_encode(s, r->src, r->src_len, r->tgt, r->tgt_len,
 									  a->on_too_long, &enc[m].pair))
 			counts->too_long++;
 		else
@@ -158,7 +158,7 @@ static const CorpqQuerySpec corpus_spec = {
 /* What the batch function needs: the scorer, the arguments, the result. */
 typedef struct ScoreRun
 {
-	CorpqScorer *s;
+	CorpqModelSession *s;
 	const CorpqScoreArgs *a;
 	CorpqScoreRow *rows;		/* [chunk] */
 	CorpqScoreCounts counts;
@@ -232,8 +232,8 @@ corpq_score(PG_FUNCTION_ARGS)
 	corpq_require_utf8();
 
 	InitMaterializedSRF(fcinfo, 0);
-	run.s = corpq_scorer_create(CurrentMemoryContext);
-	corpq_scorer_use(run.s, model, false);
+	run.s = corpq_model_session_create(CurrentMemoryContext);
+	corpq_model_session_use(run.s, model, false);
 	/*
 	 * Whole batches per chunk, and at least 1024 rows to sort by length; at
 	 * most 32768 rows of text held at once, whatever batch_size says.

@@ -8,12 +8,13 @@
  * (filters/filter_set.h) and the model's (nn/infer/forward.h) never meet in
  * one file.
  */
-#ifndef CORPQ_MODEL_DUAL_XENT_H
-#define CORPQ_MODEL_DUAL_XENT_H
+#ifndef CORPQ_SCORE_DUAL_XENT_H
+#define CORPQ_SCORE_DUAL_XENT_H
 
 #include "postgres.h"
 
-#include "pg/model/too_long.h"
+#include "pg/model/model.h"
+#include "pg/score/score_counts.h"
 
 /* A forward and a backward scorer; resolved names stick for its lifetime. */
 typedef struct CorpqDualXent CorpqDualXent;
@@ -46,11 +47,5 @@ void		corpq_dual_xent_score(CorpqDualXent *d, const char *forward, const char *b
 								  bool pinned, CorpqTooLong on_too_long,
 								  const CorpqTextPair *pairs, int n, double *out, bool *null,
 								  CorpqScoreCounts *counts);
-
-/*
- * spec ("name" or "name@N") as "name@N" with the version it names now (the
- * latest for a bare name); ERROR if the model or version does not exist.
- */
-char	   *corpq_model_pin(const char *spec);
 
 #endif

@@ -1,9 +1,11 @@
 /*
  * Transformer models in the corpq catalog (corpq.model_catalog,
  * corpq.model_versions) and the backend cache of loaded models: the catalog
- * (model_resolve.c, model_versions.c, model_sql.c; core errors model_errors.c),
- * the cache (model_cache.c), pinned models
- * (model_pinned.c).  Scoring is model_score.h, translation translate.h.
+ * (model_resolve.c, model_versions.c, model_sql.c, model_quantize.c; option
+ * tables model_options.c), the cache (model_cache.c), pinning (model_pin.c: corpq_model_pin and the type
+ * corpq.pinned_model) and the model session every user of a model goes
+ * through (model_session.h).  Scoring is pg/score, translation
+ * pg/translate, embeddings pg/embed.
  *
  * A version's weights never change and its number is issued once
  * (corpq.issued_versions: a dropped model's numbers are never given to a new
@@ -11,16 +13,64 @@
  * loaded model is cached under (catalog, model id, version, checksum) and is
  * never stale; resolving a name to a version is the only lookup that can
  * change between queries, and SQL functions do it once per query
- * (model_score.h).
+ * (model_session.h).
  */
-#ifndef CORPQ_MODEL_CATALOG_H
-#define CORPQ_MODEL_CATALOG_H
+#ifndef CORPQ_PG_MODEL_H
+#define CORPQ_PG_MODEL_H
 
 #include "postgres.h"
 
+#include "fmgr.h"
 #include "utils/jsonb.h"
 
 #include "nn/model/model.h"
+#include "pg/base/options.h"
+
+/* ---- options (model_options.c) ---- */
+
+/*
+ * on_too_long, the option of the functions that run a model (pg/score,
+ * pg/embed), which a model session's encoding obeys (model_session.h): what
+ * a pair gets when a side is longer than the model accepts
+ * (max_positions - 1 tokens).  Hours into a corpus, one overlong line must
+ * not cost the statement, so NULL is the default; 'error' stops at the
+ * first one, naming the limit.
+ */
+typedef enum CorpqTooLong
+{
+	CORPQ_TOO_LONG_NULL,		/* no score (NULL, no rows), counted */
+	CORPQ_TOO_LONG_ERROR		/* ERROR program_limit_exceeded */
+} CorpqTooLong;
+
+/* The names on_too_long takes, NULL-terminated, in CorpqTooLong's order. */
+extern const char *const corpq_too_long_names[];
+
+/* The value of an on_too_long argument; ERROR listing the valid ones. */
+CorpqTooLong corpq_too_long_from_name(const char *name);
+
+/*
+ * The on_too_long argument at position argno of a SQL call, or 'null' when
+ * the call has fewer arguments: each scoring function has a signature
+ * without it (0.1.0's, kept for the views and indexes that call it) on the
+ * same C function, and a library newer than the catalog is called through
+ * the older definitions until ALTER EXTENSION corpq UPDATE.  Arguments
+ * beyond PG_NARGS() are not there to read.
+ */
+CorpqTooLong corpq_too_long_arg(FunctionCallInfo fcinfo, int argno);
+
+/* corpq.model_quantize()'s options (model_quantize.c). */
+typedef struct CorpqQuantizeOptions
+{
+	int			weight_bits;	/* the weights' code width (nn/ops/qgemm.h) */
+	int			embedding_precision;	/* cq_precision of the token embeddings */
+} CorpqQuantizeOptions;
+
+extern const CorpqOptionTable corpq_quantize_options;
+
+/* The names of embedding_precision's values, by cq_precision. */
+extern const char *const corpq_precision_names[];
+
+/* ---- the catalog ---- */
 
 /* A model version a name resolved to. */
 typedef struct CorpqModelRef
@@ -86,8 +136,7 @@ void		corpq_batch_too_large(int n, const char *what, Size need) pg_attribute_nor
 
 /*
  * _PG_init's call for model/: define corpq.max_model_cache_mb,
- * corpq.model_cache_mb, corpq.max_model_mb, corpq.max_batch_mb, and register
- * the job kinds "translate" and "score".
+ * corpq.model_cache_mb, corpq.max_model_mb and corpq.max_batch_mb.
  */
 void		corpq_model_init(void);
 
@@ -102,6 +151,15 @@ void		corpq_model_resolve(const char *spec, bool pinned, CorpqModelRef *ref);
 
 /* Split "name@N": returns true and sets *version (>= 1) if spec has that form. */
 bool		corpq_model_split_spec(const char *spec, int *name_len, int32 *version);
+
+/*
+ * The one pin of a model name (model_pin.c): spec ("name" or "name@N") as
+ * "name@N" with the version it names now (the latest for a bare name), so
+ * that a job, a filter spec or a long call keeps that version whatever is
+ * committed meanwhile.  ERROR, as corpq_model_resolve, if the model or
+ * version does not exist.
+ */
+char	   *corpq_model_pin(const char *spec);
 
 /*
  * The loaded model of ref, from the backend cache (loading it on a miss).

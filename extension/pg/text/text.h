@@ -13,14 +13,15 @@
  * through SPI with the caller's privileges (every role may read every
  * model).  Segmenting grows a word cache inside the object's context.
  */
-#ifndef CORPQ_TEXT_CATALOG_H
-#define CORPQ_TEXT_CATALOG_H
+#ifndef CORPQ_PG_TEXT_H
+#define CORPQ_PG_TEXT_H
 
 #include "postgres.h"
 
 #include "fmgr.h"
 
 #include "pg/base/catalog.h"
+#include "pg/base/options.h"
 
 #include "text/bpe.h"
 #include "text/spm.h"
@@ -125,6 +126,18 @@ char	   *corpq_segmenter_new_name(FunctionCallInfo fcinfo);
 /* ERROR unless the database encoding is UTF8 or SQL_ASCII (the core reads UTF-8). */
 void		corpq_require_utf8(void);
 
+/* ---- options (text_options.c) ---- */
 
+/* corpq.wordpiece_import()'s options (wordpiece_sql.c), under the names of transformers' tokenizer_config.json. */
+typedef struct CorpqWordpieceOptions
+{
+	bool		do_lower_case;
+	bool		strip_accents;
+	bool		tokenize_chinese_chars;
+	int			max_input_chars_per_word;
+	char	   *special[CQ_WORDPIECE_N_SPECIAL];	/* "" = none */
+	int			variant;
+} CorpqWordpieceOptions;
+extern const CorpqOptionTable corpq_wordpiece_options;
 
 #endif

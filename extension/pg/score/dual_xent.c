@@ -28,8 +28,8 @@
 #include "pg/base/base.h"
 #include "pg/base/corpus_query.h"
 #include "pg/base/errors.h"
-#include "pg/model/dual_xent.h"
-#include "pg/model/model_score.h"
+#include "pg/score/dual_xent.h"
+#include "pg/score/score.h"
 
 PG_FUNCTION_INFO_V1(corpq_dual_xent);
 PG_FUNCTION_INFO_V1(corpq_dual_xent_pinned);
@@ -44,8 +44,8 @@ PG_FUNCTION_INFO_V1(corpq_dual_xent_scores);
 struct CorpqDualXent
 {
 	MemoryContext cxt;
-	CorpqScorer *forward;
-	CorpqScorer *backward;
+	CorpqModelSession *forward;
+	CorpqModelSession *backward;
 };
 
 CorpqDualXent *
@@ -55,8 +55,8 @@ corpq_dual_xent_create(MemoryContext parent)
 	CorpqDualXent *d = MemoryContextAlloc(cxt, sizeof(CorpqDualXent));
 
 	d->cxt = cxt;
-	d->forward = corpq_scorer_create(cxt);
-	d->backward = corpq_scorer_create(cxt);
+	d->forward = corpq_model_session_create(cxt);
+	d->backward = corpq_model_session_create(cxt);
 	return d;
 }
 
@@ -64,15 +64,6 @@ void
 corpq_dual_xent_free(CorpqDualXent *d)
 {
 	MemoryContextDelete(d->cxt);
-}
-
-char *
-corpq_model_pin(const char *spec)
-{
-	CorpqModelRef ref;
-
-	corpq_model_resolve(spec, false, &ref);
-	return psprintf("%s@%d", ref.name, ref.version);
 }
 
 static int
@@ -93,7 +84,7 @@ cmp_length(const void *a, const void *b)
  * memory in CurrentMemoryContext.
  */
 static void
-cross_entropies(CorpqScorer *s, const char *spec, bool pinned, CorpqTooLong on_too_long,
+cross_entropies(CorpqModelSession *s, const char *spec, bool pinned, CorpqTooLong on_too_long,
 				const CorpqTextPair *pairs, int n, bool reverse, double *h, int *positions,
 				bool *null)
 {
@@ -103,7 +94,7 @@ cross_entropies(CorpqScorer *s, const char *spec, bool pinned, CorpqTooLong on_t
 	int		   *row = palloc(sizeof(int) * n);	/* enc[j] is pairs[row[j]] */
 	int			m = 0;
 
-	corpq_scorer_use(s, spec, pinned);
+	corpq_model_session_use(s, spec, pinned);
 	for (int i = 0; i < n; i++)
 	{
 		const CorpqTextPair *p = &pairs[i];
@@ -113,9 +104,9 @@ cross_entropies(CorpqScorer *s, const char *spec, bool pinned, CorpqTooLong on_t
 		if (null[i])
 			continue;
 		if (reverse)
-			fits = corpq_scorer_encode(s, p->tgt, p->tgt_len, p->src, p->src_len, on_too_long, &enc[m]);
+			fits = corpq_model_session_encode(s, p->tgt, p->tgt_len, p->src, p->src_len, on_too_long, &enc[m]);
 		else
-			fits = corpq_scorer_encode(s, p->src, p->src_len, p->tgt, p->tgt_len, on_too_long, &enc[m]);
+			fits = corpq_model_session_encode(s, p->src, p->src_len, p->tgt, p->tgt_len, on_too_long, &enc[m]);
 		if (!fits)
 		{
 			null[i] = true;
@@ -131,10 +122,10 @@ cross_entropies(CorpqScorer *s, const char *spec, bool pinned, CorpqTooLong on_t
 	qsort(order, m, sizeof(cq_pair *), cmp_length);
 	for (int b = 0, nb; b < m; b += nb)
 	{
-		nb = corpq_scorer_batch_cut(s, (const cq_pair *const *) order + b, m - b, DUAL_BATCH, 0);
+		nb = corpq_score_batch_cut(s, (const cq_pair *const *) order + b, m - b, DUAL_BATCH, 0);
 		for (int i = 0; i < nb; i++)
 			batch[i] = *order[b + i];
-		corpq_scorer_forward(s, batch, nb, NULL);
+		corpq_score_forward(s, batch, nb, NULL);
 		for (int i = 0; i < nb; i++)
 			h[row[order[b + i] - enc]] = -s->out.sent_logp[i] / s->out.sent_count[i];
 	}

@@ -15,7 +15,7 @@
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 
-#include "pg/model/translate.h"
+#include "pg/translate/translate.h"
 
 PG_FUNCTION_INFO_V1(corpq_translate);
 PG_FUNCTION_INFO_V1(corpq_translate_pinned);
