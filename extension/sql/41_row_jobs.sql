@@ -10,13 +10,13 @@
 -- ---------------------------------------------------------------------------
 CREATE TABLE corpq.row_job_chunks (
     job            bigint NOT NULL REFERENCES corpq.jobs (id) ON DELETE CASCADE,
-    chunk          int NOT NULL CHECK (chunk >= 1),
+    chunk          int NOT NULL CHECK (chunk OPERATOR(pg_catalog.>=) 1),
     rows_done      bigint NOT NULL,
     counters       jsonb NOT NULL CHECK (pg_catalog.jsonb_typeof(counters) OPERATOR(pg_catalog.=) 'object'),
     rows_hash      bigint NOT NULL,
     seconds        float8 NOT NULL,
     owner          regrole NOT NULL DEFAULT current_user::regrole,
-    committed      timestamptz NOT NULL DEFAULT clock_timestamp(),
+    committed      timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
     PRIMARY KEY (job, chunk)
 );
 COMMENT ON TABLE corpq.row_job_chunks IS
