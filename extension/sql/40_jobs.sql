@@ -69,11 +69,17 @@ SELECT j.id, j.kind, j.owner, j.state,
        (p.doc ->> 'done')::float8 AS done,
        (p.doc ->> 'total')::float8 AS total,
        p.doc ->> 'unit' AS unit,
-       round((100 * (p.doc ->> 'done')::float8 / nullif((p.doc ->> 'total')::float8, 0))::numeric, 1) AS percent,
+       -- the view lists only queued and running jobs: never 100% before the
+       -- end, never a negative ETA (an estimate the run has passed), no ETA
+       -- without a total
+       LEAST(pg_catalog.round((100 * (p.doc ->> 'done')::float8
+                               / NULLIF((p.doc ->> 'total')::float8, 0))::numeric, 1),
+             99.9) AS percent,
        (p.doc ->> 'rate')::float8 AS rate,
-       CASE WHEN (p.doc ->> 'rate')::float8 > 0
-            THEN make_interval(secs => ((p.doc ->> 'total')::float8 - (p.doc ->> 'done')::float8)
-                                       / (p.doc ->> 'rate')::float8) END AS eta,
+       CASE WHEN (p.doc ->> 'rate')::float8 > 0 AND (p.doc ->> 'total')::float8 > 0
+            THEN pg_catalog.make_interval(secs => GREATEST((p.doc ->> 'total')::float8
+                                                           - (p.doc ->> 'done')::float8, 0)
+                                                  / (p.doc ->> 'rate')::float8) END AS eta,
        p.doc -> 'figures' AS figures,
        j.started, now() - j.started AS elapsed, j.worker_pid
 FROM corpq.jobs j

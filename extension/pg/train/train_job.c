@@ -531,6 +531,40 @@ epoch_now(const Run *r)
 	return (double) r->cur.pairs_done / r->kept;
 }
 
+/*
+ * Updates the run will have made when it stops, re-estimated at every update
+ * from the budgets it has (a step budget is exact; an epoch or time budget is
+ * projected at the run's average pace so far), so the progress neither
+ * reaches its total before the end nor keeps the calibration's guess when
+ * the machine is slower or faster than then.  The first budget spent ends
+ * the run, so the smallest projection counts.
+ */
+static double
+progress_total(const Run *r, bool done)
+{
+	double		step = (double) r->st->step;
+	double		total = r->o.steps > 0 ? (double) r->o.steps : 0;
+	double		epochs = epoch_now(r);
+
+	if (done)
+		return step;
+	if (r->o.epochs > 0 && epochs > 0)
+	{
+		double		e = step * r->o.epochs / epochs;
+
+		total = total > 0 ? Min(total, e) : e;
+	}
+	if (r->o.max_seconds > 0 && r->cur.seconds > 0)
+	{
+		double		t = step * r->o.max_seconds / r->cur.seconds;
+
+		total = total > 0 ? Min(total, t) : t;
+	}
+	if (total <= 0)
+		total = (double) r->sched.expected;
+	return Max(total, step + 1);
+}
+
 static bool
 budget_spent(const Run *r)
 {
@@ -769,7 +803,7 @@ update(Run *r, MemoryContext upd)
 					   corpq_json_number_text(r->last_dev), corpq_json_number_text(exp(r->last_dev)));
 	/* the ETA is the view's: updates left at the current rate */
 	corpq_job_progress(r->job, "training", (double) r->st->step,
-					   (double) Max(r->sched.expected, r->st->step), "updates", figures, true);
+					   progress_total(r, done), "updates", figures, true);
 
 	MemoryContextSwitchTo(r->cxt);
 	MemoryContextReset(upd);

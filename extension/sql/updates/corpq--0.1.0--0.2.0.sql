@@ -827,3 +827,32 @@ INSERT INTO corpq.row_job_chunks (job, chunk, rows_done, counters, rows_hash, se
 -- dump list (pg_extension.extconfig), which a plain DROP TABLE would leave
 ALTER EXTENSION corpq DROP TABLE corpq.translate_chunks;
 DROP TABLE corpq.translate_chunks;
+
+-- corpq.job_progress never shows 100% before the end nor a negative ETA, and
+-- no ETA without a total (extension/sql/40_jobs.sql)
+CREATE OR REPLACE VIEW corpq.job_progress WITH (security_invoker = true) AS
+SELECT j.id, j.kind, j.owner, j.state,
+       p.doc ->> 'phase' AS phase,
+       (p.doc ->> 'done')::float8 AS done,
+       (p.doc ->> 'total')::float8 AS total,
+       p.doc ->> 'unit' AS unit,
+       -- the view lists only queued and running jobs: never 100% before the
+       -- end, never a negative ETA (an estimate the run has passed), no ETA
+       -- without a total
+       LEAST(pg_catalog.round((100 * (p.doc ->> 'done')::float8
+                               / NULLIF((p.doc ->> 'total')::float8, 0))::numeric, 1),
+             99.9) AS percent,
+       (p.doc ->> 'rate')::float8 AS rate,
+       CASE WHEN (p.doc ->> 'rate')::float8 > 0 AND (p.doc ->> 'total')::float8 > 0
+            THEN pg_catalog.make_interval(secs => GREATEST((p.doc ->> 'total')::float8
+                                                           - (p.doc ->> 'done')::float8, 0)
+                                                  / (p.doc ->> 'rate')::float8) END AS eta,
+       p.doc -> 'figures' AS figures,
+       j.started, now() - j.started AS elapsed, j.worker_pid
+FROM corpq.jobs j
+LEFT JOIN LATERAL (
+    SELECT a.query::jsonb AS doc FROM pg_catalog.pg_stat_activity a
+    WHERE a.pid = j.worker_pid AND a.backend_type = 'corpq job'
+      AND a.query LIKE '{"job": %' AND (a.query::jsonb ->> 'job')::bigint = j.id
+) p ON true
+WHERE j.state IN ('queued', 'running');
