@@ -8,6 +8,7 @@
  * hyper-parameters, and a short run that learns a toy translation task.
  * (The gradients against finite differences: test_train.c.)
  */
+#include <math.h>
 #include "unit.h"
 
 #include <stdlib.h>
@@ -420,6 +421,28 @@ TEST(retrieval_precision_by_hand)
 	x[2][1] = -0.8f;
 	CHECK_INT_EQ(cq_retrieval_hits(x[0], y[0], 3, 2, scratch, hit), 2);
 	CHECK(hit[0] && !hit[1] && hit[2]);
+}
+
+TEST(retrieval_figures_by_hand)
+{
+	/*
+	 * x . y by hand: row 0 [1, 0, 0], row 1 [0.8, 0.6, -0.6], row 2 [0.6,
+	 * -0.8, 0.8]: positives 1, 0.6, 0.8; mean negatives 0, 0.1, -0.1
+	 */
+	float		x[3][2] = {{1, 0}, {0.8f, 0.6f}, {0.6f, -0.8f}},
+				y[3][2] = {{1, 0}, {0, 1}, {0, -1}},
+				scratch[9];
+	bool		hit[3];
+	double		pos[3],
+				neg[3];
+
+	CHECK_INT_EQ(cq_retrieval_figures(x[0], y[0], 3, 2, scratch, hit, pos, neg), 2);
+	CHECK(hit[0] && !hit[1] && hit[2]);
+	CHECK(fabs(pos[0] - 1) < 1e-6 && fabs(pos[1] - 0.6) < 1e-6 && fabs(pos[2] - 0.8) < 1e-6);
+	CHECK(fabs(neg[0]) < 1e-6 && fabs(neg[1] - 0.1) < 1e-6 && fabs(neg[2] + 0.1) < 1e-6);
+	/* one pair: no negatives */
+	CHECK_INT_EQ(cq_retrieval_figures(x[0], y[0], 1, 2, scratch, hit, pos, neg), 1);
+	CHECK(neg[0] == 0 && fabs(pos[0] - 1) < 1e-6);
 }
 
 /* n pairs of a toy task: x in tokens 4..21, y the same words + 18, shuffled. */

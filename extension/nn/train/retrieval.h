@@ -20,4 +20,12 @@ long		cq_retrieval_scratch_floats(int n);
 long		cq_retrieval_hits(const float *x, const float *y, int n, int d, float *scratch,
 							  bool *hit);
 
+/*
+ * The same, and per pair the similarities an engineer reads beside P@1:
+ * pos[i] = x_i . y_i, neg[i] = the mean of x_i . y_j over j != i (0 when
+ * n = 1), each summed in double in j order.
+ */
+long		cq_retrieval_figures(const float *x, const float *y, int n, int d, float *scratch,
+								 bool *hit, double *pos, double *neg);
+
 #endif

@@ -119,6 +119,12 @@ typedef struct TrainDevFigures
 	long	   *tokens;			/* [n_labels] scored positions */
 	double		all_nll;
 	long		all_tokens;
+	/* an encoder's: summed similarity of each label's pairs, and of its negatives */
+	bool		encoder;
+	double	   *pos;			/* [n_labels] sum of x_i . y_i */
+	double	   *neg;			/* [n_labels] sum of the mean x_i . y_j, j != i */
+	double		all_pos;
+	double		all_neg;
 } TrainDevFigures;
 
 /* Score every dev pair with dropout off (batches of about max_tokens). */
@@ -161,6 +167,7 @@ typedef struct TrainLogRow
 	double		grad_norm;
 	const char *dev_json;		/* NULL unless validated at this step */
 	double		dev_loss;
+	bool		encoder;		/* dev_loss is a miss rate: no dev_ppl */
 	const char *schedule_json;	/* the run's schedule on its first update, else NULL */
 } TrainLogRow;
 

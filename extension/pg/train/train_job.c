@@ -615,7 +615,30 @@ next_batches(Run *r)
 	return out;
 }
 
-/* {"label": {"loss": , "ppl": , "tokens": }, ...} of a validation. */
+/*
+ * An encoder's own dev figures (label -1: all): in-batch precision at 1 over
+ * the dev pairs, the mean similarity of a pair and of a source to the other
+ * targets.  Its "loss" is the miss rate, 1 - P@1, which ranks checkpoints.
+ */
+static char *
+encoder_dev_json(const TrainDevFigures *f, int label)
+{
+	long		n = label < 0 ? f->all_tokens : f->tokens[label];
+	double		pos = label < 0 ? f->all_pos : f->pos[label],
+				neg = label < 0 ? f->all_neg : f->neg[label],
+				miss = train_dev_loss(f, label);
+
+	return psprintf("\"loss\": %s, \"p_at_1\": %s, \"pos_cos\": %s, \"neg_cos\": %s, \"pairs\": %ld",
+					corpq_json_number_text(miss), corpq_json_number_text(1 - miss),
+					corpq_json_number_text(n > 0 ? pos / n : NAN),
+					corpq_json_number_text(n > 0 ? neg / n : NAN), n);
+}
+
+/*
+ * {"label": {"loss": , "ppl": , "tokens": }, ...} of a validation; an
+ * encoder's {"label": {"loss": , "p_at_1": , "pos_cos": , "neg_cos": ,
+ * "pairs": }, ...}.
+ */
 static char *
 dev_json(const Run *r, const TrainDevFigures *f)
 {
@@ -630,11 +653,35 @@ dev_json(const Run *r, const TrainDevFigures *f)
 		if (l)
 			appendStringInfoString(&b, ", ");
 		escape_json(&b, r->dev.labels[l]);
-		appendStringInfo(&b, ": {\"loss\": %s, \"ppl\": %s, \"tokens\": %ld}",
-						 corpq_json_number_text(loss), corpq_json_number_text(exp(loss)), f->tokens[l]);
+		if (f->encoder)
+			appendStringInfo(&b, ": {%s}", encoder_dev_json(f, l));
+		else
+			appendStringInfo(&b, ": {\"loss\": %s, \"ppl\": %s, \"tokens\": %ld}",
+							 corpq_json_number_text(loss), corpq_json_number_text(exp(loss)), f->tokens[l]);
 	}
 	appendStringInfoChar(&b, '}');
 	return b.data;
+}
+
+/*
+ * The progress figures of the last validation: a translation model's dev
+ * loss and perplexity; an encoder's P@1 and similarities (a perplexity of
+ * its miss rate would mean nothing).
+ */
+static char *
+dev_figures(const Run *r)
+{
+	if (r->devf.encoder && r->devf.all_tokens > 0)
+	{
+		double		n = (double) r->devf.all_tokens;
+
+		return psprintf("\"dev_loss\": %s, \"dev_p_at_1\": %s, \"dev_pos_cos\": %s, \"dev_neg_cos\": %s",
+						corpq_json_number_text(r->last_dev), corpq_json_number_text(1 - r->last_dev),
+						corpq_json_number_text(r->devf.all_pos / n),
+						corpq_json_number_text(r->devf.all_neg / n));
+	}
+	return psprintf("\"dev_loss\": %s, \"dev_ppl\": %s",
+					corpq_json_number_text(r->last_dev), corpq_json_number_text(exp(r->last_dev)));
 }
 
 static void
@@ -684,10 +731,17 @@ checkpoint(Run *r, bool validated)
 		r->best_devf.n_labels = r->devf.n_labels;
 		r->best_devf.nll = MemoryContextAlloc(r->cxt, sizeof(double) * Max(1, r->devf.n_labels));
 		r->best_devf.tokens = MemoryContextAlloc(r->cxt, sizeof(long) * Max(1, r->devf.n_labels));
+		r->best_devf.pos = MemoryContextAlloc(r->cxt, sizeof(double) * Max(1, r->devf.n_labels));
+		r->best_devf.neg = MemoryContextAlloc(r->cxt, sizeof(double) * Max(1, r->devf.n_labels));
 		memcpy(r->best_devf.nll, r->devf.nll, sizeof(double) * r->devf.n_labels);
 		memcpy(r->best_devf.tokens, r->devf.tokens, sizeof(long) * r->devf.n_labels);
+		memcpy(r->best_devf.pos, r->devf.pos, sizeof(double) * r->devf.n_labels);
+		memcpy(r->best_devf.neg, r->devf.neg, sizeof(double) * r->devf.n_labels);
 		r->best_devf.all_nll = r->devf.all_nll;
 		r->best_devf.all_tokens = r->devf.all_tokens;
+		r->best_devf.all_pos = r->devf.all_pos;
+		r->best_devf.all_neg = r->devf.all_neg;
+		r->best_devf.encoder = r->devf.encoder;
 		r->have_best = true;
 	}
 	metrics = psprintf("{\"job\": " INT64_FORMAT ", \"step\": " INT64_FORMAT ", \"epoch\": %s"
@@ -787,6 +841,7 @@ update(Run *r, MemoryContext upd)
 	row.grad_norm = stats.grad_norm;
 	row.dev_json = val ? r->last_dev_json : NULL;
 	row.dev_loss = val ? r->last_dev : NAN;
+	row.encoder = r->devf.encoder;
 	row.schedule_json = r->st->step == 1 ? r->sched.json : NULL;
 	corpq_job_xact_begin(upd);
 	train_log_write(r->job->id, &row);
@@ -797,10 +852,10 @@ update(Run *r, MemoryContext upd)
 	corpq_job_xact_commit(upd);
 
 	figures = psprintf("{\"epoch\": %s, \"loss\": %s, \"nll\": %s, \"ppl\": %s, \"lr\": %s"
-					   ", \"tokens_per_s\": %s, \"grad_norm\": %s, \"dev_loss\": %s, \"dev_ppl\": %s}",
+					   ", \"tokens_per_s\": %s, \"grad_norm\": %s, %s}",
 					   corpq_json_number_text(row.epoch), corpq_json_number_text(stats.loss), corpq_json_number_text(stats.nll), corpq_json_number_text(exp(stats.nll)),
 					   corpq_json_number_text(stats.lr), corpq_json_number_text(row.tokens_per_s), corpq_json_number_text(stats.grad_norm),
-					   corpq_json_number_text(r->last_dev), corpq_json_number_text(exp(r->last_dev)));
+					   dev_figures(r));
 	/* the ETA is the view's: updates left at the current rate */
 	corpq_job_progress(r->job, "training", (double) r->st->step,
 					   progress_total(r, done), "updates", figures, true);
@@ -847,6 +902,8 @@ read_corpora(Run *r, int max_positions)
 	r->devf.n_labels = r->has_dev ? r->dev.n_labels : 0;
 	r->devf.nll = MemoryContextAllocZero(r->cxt, sizeof(double) * Max(1, r->devf.n_labels));
 	r->devf.tokens = MemoryContextAllocZero(r->cxt, sizeof(long) * Max(1, r->devf.n_labels));
+	r->devf.pos = MemoryContextAllocZero(r->cxt, sizeof(double) * Max(1, r->devf.n_labels));
+	r->devf.neg = MemoryContextAllocZero(r->cxt, sizeof(double) * Max(1, r->devf.n_labels));
 	corpq_vocab_free(sv);
 	corpq_vocab_free(tv);
 }

@@ -27,10 +27,10 @@
 void
 train_log_write(int64 job, const TrainLogRow *r)
 {
-	Oid			argtypes[12] = {INT8OID, INT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID,
-	FLOAT8OID, INT8OID, FLOAT8OID, FLOAT8OID, TEXTOID, FLOAT8OID, TEXTOID};
-	Datum		v[12];
-	char		nulls[12] = "            ";
+	Oid			argtypes[13] = {INT8OID, INT8OID, FLOAT8OID, FLOAT8OID, FLOAT8OID,
+	FLOAT8OID, INT8OID, FLOAT8OID, FLOAT8OID, TEXTOID, FLOAT8OID, TEXTOID, BOOLOID};
+	Datum		v[13];
+	char		nulls[13] = "             ";
 
 	v[0] = Int64GetDatum(job);
 	v[1] = Int64GetDatum(r->step);
@@ -44,6 +44,7 @@ train_log_write(int64 job, const TrainLogRow *r)
 	v[9] = r->dev_json ? CStringGetTextDatum(r->dev_json) : (Datum) 0;
 	v[10] = Float8GetDatum(r->dev_loss);
 	v[11] = r->schedule_json ? CStringGetTextDatum(r->schedule_json) : (Datum) 0;
+	v[12] = BoolGetDatum(r->encoder);
 	if (!r->dev_json)
 		nulls[9] = nulls[10] = 'n';
 	if (!r->schedule_json)
@@ -53,9 +54,10 @@ train_log_write(int64 job, const TrainLogRow *r)
 	if (corpq_sql_as_owner("INSERT INTO corpq.train_log (job, step, epoch, train_loss, train_nll, lr, "
 						   "tokens, tokens_per_s, grad_norm, dev, dev_loss, dev_ppl, schedule, at, owner) "
 						   "SELECT $1, $2, $3, $4, $5, $6, $7, $8, $9, $10::pg_catalog.jsonb, $11, "
-						   "pg_catalog.exp($11), $12::pg_catalog.jsonb, pg_catalog.clock_timestamp(), j.owner "
+						   "CASE WHEN NOT $13 THEN pg_catalog.exp($11) END, $12::pg_catalog.jsonb, "
+						   "pg_catalog.clock_timestamp(), j.owner "
 						   "FROM corpq.jobs j WHERE j.id OPERATOR(pg_catalog.=) $1",
-						   12, argtypes, v, nulls, 0) != SPI_OK_INSERT || SPI_processed != 1)
+						   13, argtypes, v, nulls, 0) != SPI_OK_INSERT || SPI_processed != 1)
 		elog(ERROR, "could not insert into corpq.train_log");
 }
 

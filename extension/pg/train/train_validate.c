@@ -96,16 +96,25 @@ validate_encoder(const cq_model *m, const TrainCorpus *dev, int max_tokens, Trai
 			   *scratch = MemoryContextAllocHuge(CurrentMemoryContext,
 												 sizeof(float) * cq_retrieval_scratch_floats((int) n));
 	bool	   *hit = palloc(sizeof(bool) * n);
+	double	   *pos = palloc(sizeof(double) * n),
+			   *neg = palloc(sizeof(double) * n);
 
 	embed_side(m, dev, false, max_tokens, x);
 	embed_side(m, dev, true, max_tokens, y);
-	cq_retrieval_hits(x, y, (int) n, (int) d, scratch, hit);
+	cq_retrieval_figures(x, y, (int) n, (int) d, scratch, hit, pos, neg);
+	f->encoder = true;
 	for (long i = 0; i < n; i++)
 	{
-		f->nll[dev->label[i]] += !hit[i];
-		f->tokens[dev->label[i]]++;
+		int			l = dev->label[i];
+
+		f->nll[l] += !hit[i];
+		f->tokens[l]++;
+		f->pos[l] += pos[i];
+		f->neg[l] += neg[i];
 		f->all_nll += !hit[i];
 		f->all_tokens++;
+		f->all_pos += pos[i];
+		f->all_neg += neg[i];
 	}
 }
 
@@ -123,8 +132,13 @@ train_validate(CorpqJob *job, const cq_model *m, const TrainCorpus *dev,
 
 	f->all_nll = 0;
 	f->all_tokens = 0;
+	f->all_pos = 0;
+	f->all_neg = 0;
+	f->encoder = false;
 	memset(f->nll, 0, sizeof(double) * f->n_labels);
 	memset(f->tokens, 0, sizeof(long) * f->n_labels);
+	memset(f->pos, 0, sizeof(double) * f->n_labels);
+	memset(f->neg, 0, sizeof(double) * f->n_labels);
 	if (m->cfg.kind == CQ_KIND_ENCODER)
 		validate_encoder(m, dev, max_tokens, f);
 	for (long from = 0; m->cfg.kind != CQ_KIND_ENCODER && from < dev->n_pairs; from = to)

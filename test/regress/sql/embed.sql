@@ -98,6 +98,13 @@ SELECT (SELECT avg(train_loss) FROM corpq.train_log WHERE job = :job AND step <=
        (SELECT dev_loss FROM corpq.train_log WHERE job = :job AND dev_loss IS NOT NULL ORDER BY step LIMIT 1) >
        (SELECT dev_loss FROM corpq.train_log WHERE job = :job AND dev_loss IS NOT NULL ORDER BY step DESC LIMIT 1)
          AS dev_misses_down;
+-- an encoder's own dev figures: P@1, the mean similarity of a pair and of a
+-- source to the other targets; no perplexity
+SELECT bool_and(abs((d.value ->> 'p_at_1')::float8 + (d.value ->> 'loss')::float8 - 1) < 1e-9)
+       AND bool_and((d.value ->> 'pos_cos')::float8 > (d.value ->> 'neg_cos')::float8)
+       AND bool_and(l.dev_ppl IS NULL) AS encoder_dev_figures
+  FROM corpq.train_log l, jsonb_each(l.dev) d
+ WHERE l.job = :job AND l.dev_loss IS NOT NULL;
 -- the job's figure is the P@1 embed() gives the final version, which is high
 SELECT abs((1 - (result -> 'dev' ->> 'final_loss')::float8) - em_p1('em_t')) <= 1.0 / 64 AS job_p1_is_embeds,
        em_p1('em_t') > 0.8 AS trained_p1_high
