@@ -62,8 +62,14 @@ void		corpq_blas_ensure(void);
  */
 void		corpq_set_threads(int n);
 
-/* OpenBLAS's threads, if it is loaded in this process (blas_loader.c). */
-void		corpq_blas_set_threads(int n);
+/*
+ * The one other taker of the thread count (OpenBLAS, once blas_loader.c has
+ * loaded it): corpq_set_threads calls it with every new count.
+ */
+void		corpq_threads_listen(void (*listener) (int n));
+
+/* Define corpq.max_threads, corpq.threads and corpq.job_threads (threads.c). */
+void		corpq_threads_define_settings(void);
 
 /* The OpenBLAS core this process runs; loads OpenBLAS if needed. */
 const char *corpq_blas_core_name(void);
@@ -77,7 +83,7 @@ void		corpq_blas_define_setting(void);
 /*
  * _PG_init's call for base/: define corpq.max_threads, corpq.threads and
  * corpq.job_threads, and corpq.blas_core, and install the core's allocator
- * (threads.c).
+ * (base_init.c).
  */
 void		corpq_base_init(void);
 

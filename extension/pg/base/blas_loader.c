@@ -157,6 +157,14 @@ open_library(const cq_blas_choice *c)
 				 errhint("Install the Debian package libopenblas0-pthread.")));
 }
 
+/* OpenBLAS's threads (threads.c calls it whenever the count changes). */
+static void
+blas_set_threads(int n)
+{
+	if (dl_set_threads)
+		dl_set_threads(n);
+}
+
 void
 corpq_blas_ensure(void)
 {
@@ -179,16 +187,11 @@ corpq_blas_ensure(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("library \"%s\" has no cblas_sgemm", loaded_name)));
+	corpq_threads_listen(blas_set_threads);
 	corpq_set_threads(corpq_threads);
 	cq_blas_bind(sgemm_openblas);
 }
 
-void
-corpq_blas_set_threads(int n)
-{
-	if (dl_set_threads)
-		dl_set_threads(n);
-}
 
 /* The core OpenBLAS runs in this process (after loading). */
 static const char *

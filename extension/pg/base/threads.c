@@ -2,7 +2,7 @@
  * The thread settings of corpq (base.h): corpq.threads, corpq.max_threads
  * and corpq.job_threads, the threads a job runs with, and the one place a
  * process's threads are set (the core's pool, common/parallel.h, and
- * OpenBLAS's once it is loaded, blas_loader.c); base/'s init.
+ * whoever listens: OpenBLAS once it is loaded, blas_loader.c).
  */
 #include "postgres.h"
 
@@ -81,7 +81,7 @@ assign_max_threads(int newval, void *extra)
 }
 
 void
-corpq_base_init(void)
+corpq_threads_define_settings(void)
 {
 	/* before corpq.threads: a value it gets when defined is checked against this */
 	DefineCustomIntVariable("corpq.max_threads",
@@ -106,8 +106,15 @@ corpq_base_init(void)
 							0, 0, 256,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
-	corpq_blas_define_setting();
-	corpq_install_allocator();
+}
+
+/* Who else takes the thread count: OpenBLAS once loaded (blas_loader.c). */
+static void (*threads_listener) (int n) = NULL;
+
+void
+corpq_threads_listen(void (*listener) (int n))
+{
+	threads_listener = listener;
 }
 
 void
@@ -117,5 +124,6 @@ corpq_set_threads(int n)
 	n = Min(n, corpq_max_threads);
 	/* a number only: the pool's workers start on first use, never here */
 	cq_parallel_set_threads(n);
-	corpq_blas_set_threads(n);
+	if (threads_listener)
+		threads_listener(n);
 }
