@@ -839,3 +839,12 @@ COMMENT ON FUNCTION corpq.embedding_cosine(corpq.pinned_model, text, text, text)
     'embedding_cosine with a pinned model version name@N';
 ALTER FUNCTION corpq.embedding_cosine(text, text, text, text) COST 50000;
 ALTER FUNCTION corpq.embedding_cosine(corpq.pinned_model, text, text, text) COST 50000;
+
+-- ---- job_wait(id, timeout, raise): a failed or cancelled job can be an
+-- ERROR (extension/sql/40_jobs.sql); a new parameter is a new signature
+DROP FUNCTION corpq.job_wait(bigint, interval);
+CREATE FUNCTION corpq.job_wait(id bigint, timeout interval DEFAULT NULL, raise boolean DEFAULT false) RETURNS text
+    AS 'MODULE_PATHNAME', 'corpq_job_wait'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.job_wait(bigint, interval, boolean) IS
+    'wait until the job ends (or the timeout passes) and return its state; with raise, a failed job is an ERROR (SQLSTATE 38000) carrying its error, a cancelled one an ERROR (57000), and a timeout still returns the state';
