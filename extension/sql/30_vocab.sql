@@ -41,12 +41,12 @@ CREATE POLICY vocabulary_tokens_read ON corpq.vocabulary_tokens FOR SELECT USING
 GRANT SELECT ON corpq.vocabularies, corpq.vocabulary_tokens TO PUBLIC;
 
 CREATE FUNCTION corpq.vocab_build(name text, corpus text, bpe text DEFAULT NULL,
-                                  max_size int DEFAULT 32000, min_count int DEFAULT 1)
+                                  max_size int DEFAULT NULL, min_count int DEFAULT 1)
     RETURNS int
     AS 'MODULE_PATHNAME', 'corpq_vocab_build'
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.vocab_build(text, text, text, int, int) IS
-    'count the tokens of corpus (a SELECT returning one text column) segmented with BPE model bpe (NULL or ''whitespace'' = whitespace) and store vocabulary name: the 4 reserved tokens, then the max_size - 4 most frequent tokens with count >= min_count; returns its size';
+    'count the tokens of corpus (a SELECT returning one text column) segmented with BPE model bpe (NULL or ''whitespace'' = whitespace) and store vocabulary name: the 4 reserved tokens, then the max_size - 4 most frequent tokens with count >= min_count (max_size NULL: up to 32000); returns its size, with a NOTICE saying why when it is smaller than a max_size given';
 
 CREATE FUNCTION corpq.vocab_encode(vocab text, sentence text) RETURNS int4[]
     AS 'MODULE_PATHNAME', 'corpq_vocab_encode'

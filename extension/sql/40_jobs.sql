@@ -48,11 +48,11 @@ CREATE POLICY jobs_owner ON corpq.jobs FOR SELECT
     USING (pg_catalog.pg_has_role(current_user, owner, 'MEMBER'));
 GRANT SELECT ON corpq.jobs TO PUBLIC;
 
-CREATE FUNCTION corpq.job_wait(id bigint, timeout interval DEFAULT NULL) RETURNS text
+CREATE FUNCTION corpq.job_wait(id bigint, timeout interval DEFAULT NULL, raise boolean DEFAULT false) RETURNS text
     AS 'MODULE_PATHNAME', 'corpq_job_wait'
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION corpq.job_wait(bigint, interval) IS
-    'wait until the job ends (or the timeout passes) and return its state';
+COMMENT ON FUNCTION corpq.job_wait(bigint, interval, boolean) IS
+    'wait until the job ends (or the timeout passes) and return its state; with raise, a failed job is an ERROR (SQLSTATE 38000) carrying its error, a cancelled one an ERROR (57000), and a timeout still returns the state';
 
 CREATE FUNCTION corpq.job_cancel(id bigint) RETURNS text
     AS 'MODULE_PATHNAME', 'corpq_job_cancel'

@@ -57,10 +57,14 @@ while IFS=$'\t' read -r name where template; do
 	elif [ $ok = yes ]; then
 		log "$where ran ($(printf '%.1f' "$(echo "$(date +%s.%N) - $start" | bc)") s)"
 	fi
-	# the jobs an example submitted end before its database goes
+	# the jobs an example submitted end before its database goes, and must
+	# succeed: one it did not wait for (with raise => true) fails it here
 	if [ "$(q -d "$db" -c "SELECT count(*) FROM pg_extension WHERE extname = 'corpq'")" = 1 ]; then
-		q -d "$db" -c "SELECT corpq.job_wait(id) FROM corpq.jobs WHERE state IN ('queued', 'running')" > /dev/null ||
-			fail "$where: its jobs could not be waited for"
+		if ! jobs_out=$(q -d "$db" -c "SELECT corpq.job_wait(id, raise => true) FROM corpq.jobs ORDER BY id" 2>&1); then
+			echo "$jobs_out" | tail -5 >&2
+			echo "docs_examples: FAIL: $where: a job it started did not succeed" >&2
+			failed=$((failed + 1))
+		fi
 	fi
 	dropdb --force "$db"
 done < "$out/index"

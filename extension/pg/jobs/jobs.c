@@ -30,6 +30,7 @@
 #include "pg/jobs/jobs.h"
 
 int			corpq_max_jobs = 4;
+int			corpq_max_jobs_per_role = -1;
 
 /* True in the postmaster and its children when corpq is preloaded. */
 bool		corpq_jobs_preloaded = false;
@@ -44,6 +45,28 @@ corpq_jobs_init(void)
 							4, 1, 1024,
 							PGC_SUSET, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("corpq.max_jobs_per_role",
+							"Maximum number of corpq jobs one role may have queued or running at once in a database.",
+							"-1 means corpq.max_jobs - 1 (at least 1), so one role cannot take every slot. "
+							"A role's jobs are those it owns and those its login submitted.",
+							&corpq_max_jobs_per_role,
+							-1, -1, 1024,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+}
+
+/*
+ * How many jobs one role may have queued or running: corpq.max_jobs_per_role,
+ * -1 meaning corpq.max_jobs - 1 (at least 1), never more than corpq.max_jobs.
+ */
+static int
+jobs_role_share(void)
+{
+	int			share = corpq_max_jobs_per_role;
+
+	if (share < 0)
+		share = Max(corpq_max_jobs - 1, 1);
+	return Min(share, corpq_max_jobs);
 }
 
 bool
@@ -212,9 +235,13 @@ reap_orphans(void)
 #define SUBMIT_LOCK_FIELD4 3
 
 static void
-check_job_limit(void)
+check_job_limit(Oid owner, Oid session_role)
 {
-	int64		active;
+	Oid			argtypes[2] = {OIDOID, OIDOID};
+	Datum		values[2] = {ObjectIdGetDatum(owner), ObjectIdGetDatum(session_role)};
+	int64		active,
+				mine;
+	int			share = jobs_role_share();
 	bool		isnull;
 	LOCKTAG		tag;
 
@@ -228,12 +255,30 @@ check_job_limit(void)
 	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, SUBMIT_LOCK_KEY, 0, SUBMIT_LOCK_FIELD4);
 	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	reap_orphans();
-	/* every role's jobs: the limit is the database's, not the caller's */
-	if (corpq_sql_as_owner("SELECT pg_catalog.count(*) FROM corpq.jobs "
+
+	/*
+	 * Every role's jobs (the limit is the database's), and the caller's: the
+	 * jobs the new one's owner owns or its login submitted (under SET ROLE to
+	 * another role it is a member of), so switching roles gains no slots.
+	 */
+	if (corpq_sql_as_owner("SELECT pg_catalog.count(*), "
+						   "pg_catalog.count(*) FILTER (WHERE owner OPERATOR(pg_catalog.=) $1::pg_catalog.regrole "
+						   "  OR session_role OPERATOR(pg_catalog.=) $2::pg_catalog.regrole) "
+						   "FROM corpq.jobs "
 						   "WHERE state OPERATOR(pg_catalog.=) ANY ('{" CORPQ_JOB_QUEUED_NAME "," CORPQ_JOB_RUNNING_NAME "}'::pg_catalog.text[])",
-						   0, NULL, NULL, NULL, 0) != SPI_OK_SELECT)
+						   2, argtypes, values, NULL, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not count corpq jobs");
 	active = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	mine = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	/* the role's own share first: when it is used up, the role's jobs are the cause */
+	if (mine >= share)
+		ereport(ERROR,
+				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+				 errmsg("too many corpq jobs for role \"%s\": %lld queued or running, its share of the database's jobs is %d",
+						GetUserNameFromId(owner, false), (long long) mine, share),
+				 errdetail("corpq.max_jobs (%d) is shared by every role; one role may hold corpq.max_jobs_per_role (%d; -1 means corpq.max_jobs - 1) of them, counting the jobs its login submitted under SET ROLE, so that other roles can still submit.",
+						   corpq_max_jobs, corpq_max_jobs_per_role),
+				 errhint("Wait for one of the role's jobs to finish, cancel one with corpq.job_cancel(), or ask a superuser to raise corpq.max_jobs_per_role.")));
 	if (active >= corpq_max_jobs)
 		ereport(ERROR,
 				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
@@ -287,7 +332,7 @@ corpq_job_submit(const char *kind, const char *args_json, int threads)
 	check_submitter(session_role, owner);
 
 	SPI_connect();
-	check_job_limit();
+	check_job_limit(owner, session_role);
 	values[0] = CStringGetTextDatum(kind);
 	values[1] = CStringGetTextDatum(args_json);
 	values[2] = ObjectIdGetDatum(owner);
@@ -307,16 +352,19 @@ corpq_job_submit(const char *kind, const char *args_json, int threads)
 	return id;
 }
 
-/* The job's state and xmin, or false when the caller cannot see it. */
+/*
+ * The job's state and xmin (and its kind and error, NULL when it has none),
+ * or false when the caller cannot see it.
+ */
 static bool
-read_job(int64 id, char **state, TransactionId *xmin)
+read_job(int64 id, char **state, TransactionId *xmin, char **kind, char **error)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(id)};
 	bool		isnull;
 
 	/* not read-only: SPI then takes a fresh snapshot, so job_wait sees the update */
-	if (corpq_sql_as_caller("SELECT state, xmin::pg_catalog.text::pg_catalog.int8 FROM corpq.jobs "
+	if (corpq_sql_as_caller("SELECT state, xmin::pg_catalog.text::pg_catalog.int8, kind, error FROM corpq.jobs "
 							"WHERE id OPERATOR(pg_catalog.=) $1",
 							1, argtypes, values, NULL, false, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read corpq job");
@@ -325,6 +373,8 @@ read_job(int64 id, char **state, TransactionId *xmin)
 	*state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	*xmin = (TransactionId) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 														SPI_tuptable->tupdesc, 2, &isnull));
+	*kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
+	*error = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4);
 	return true;
 }
 
@@ -359,8 +409,33 @@ is_final(CorpqJobState state)
 PG_FUNCTION_INFO_V1(corpq_job_wait);
 
 /*
- * corpq.job_wait(id, timeout): poll the job's row with a fresh snapshot every
- * 100 ms until it is final; returns the state (the current one on timeout).
+ * With raise: a failed job is an ERROR carrying its error text, a cancelled
+ * one an ERROR of its own code (docs/catalog-and-jobs.md).  Failed is
+ * external_routine_exception (38000): the job is code that ran elsewhere and
+ * its own SQLSTATE is not kept.  Cancelled is operator_intervention (57000),
+ * not query_canceled (57014): this statement was not cancelled, and
+ * PL/pgSQL's WHEN OTHERS does not catch 57014.
+ */
+static void
+raise_job_end(int64 id, CorpqJobState state, const char *kind, const char *error)
+{
+	if (state == CORPQ_JOB_FAILED)
+		ereport(ERROR,
+				(errcode(ERRCODE_EXTERNAL_ROUTINE_EXCEPTION),
+				 errmsg("corpq job " INT64_FORMAT " (%s) failed: %s", id, kind,
+						error ? error : "no error was recorded"),
+				 errhint("corpq.jobs holds the job's arguments; fix the cause and submit it again.")));
+	if (state == CORPQ_JOB_CANCELLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OPERATOR_INTERVENTION),
+				 errmsg("corpq job " INT64_FORMAT " (%s) was cancelled", id, kind),
+				 error ? errdetail("%s", error) : 0));
+}
+
+/*
+ * corpq.job_wait(id, timeout, raise): poll the job's row with a fresh
+ * snapshot every 100 ms until it is final; returns the state (the current
+ * one on timeout).  With raise, a failed or cancelled end is an ERROR.
  */
 Datum
 corpq_job_wait(PG_FUNCTION_ARGS)
@@ -368,12 +443,17 @@ corpq_job_wait(PG_FUNCTION_ARGS)
 	int64		id;
 	TimestampTz deadline = 0;
 	char	   *state = NULL;
+	char	   *kind = NULL;
+	char	   *error = NULL;
 	TransactionId xmin;
 	text	   *result;
+	bool		raise;
+	CorpqJobState final = CORPQ_JOB_QUEUED;
 
 	if (PG_ARGISNULL(0))
 		PG_RETURN_NULL();
 	id = PG_GETARG_INT64(0);
+	raise = PG_NARGS() > 2 && !PG_ARGISNULL(2) && PG_GETARG_BOOL(2);
 	if (!PG_ARGISNULL(1))
 		deadline = DatumGetTimestampTz(DirectFunctionCall2(timestamptz_pl_interval,
 														   TimestampTzGetDatum(GetCurrentTimestamp()),
@@ -387,7 +467,7 @@ corpq_job_wait(PG_FUNCTION_ARGS)
 	SPI_connect();
 	for (;;)
 	{
-		if (!read_job(id, &state, &xmin))
+		if (!read_job(id, &state, &xmin, &kind, &error))
 			job_not_found(id);
 		if (TransactionIdIsCurrentTransactionId(xmin) &&
 			corpq_job_state_parse(state) == CORPQ_JOB_QUEUED)
@@ -396,7 +476,10 @@ corpq_job_wait(PG_FUNCTION_ARGS)
 					 errmsg("corpq job " INT64_FORMAT " was submitted in this transaction and cannot start before it commits", id),
 					 errhint("Commit first, then wait for the job.")));
 		if (is_final(corpq_job_state_parse(state)))
+		{
+			final = corpq_job_state_parse(state);
 			break;
+		}
 		if (reap_orphans() > 0)
 			continue;
 		if (deadline && GetCurrentTimestamp() >= deadline)
@@ -408,6 +491,8 @@ corpq_job_wait(PG_FUNCTION_ARGS)
 		/* next SPI statement takes a new snapshot (READ COMMITTED) */
 		CommandCounterIncrement();
 	}
+	if (raise)
+		raise_job_end(id, final, kind, error);
 	result = text_for_caller(state);
 	SPI_finish();
 	PG_RETURN_TEXT_P(result);

@@ -100,7 +100,7 @@ bool		corpq_job_threads_echo(const void *options);
  * In a backend: insert the job row and launch its worker; returns the job id.
  * threads is the job's "threads" option as parsed (CORPQ_OPT_UNSET_VALUE when
  * not given).  Errors when no worker slot is free, on a hot standby, or past
- * corpq.max_jobs.
+ * corpq.max_jobs or the role's share of it (corpq.max_jobs_per_role).
  */
 int64		corpq_job_submit(const char *kind, const char *args_json, int threads);
 
@@ -167,6 +167,7 @@ void		corpq_job_finish(CorpqJob *job, const char *result_json);
 char	   *corpq_job_arg(CorpqJob *job, const char *key);
 
 extern int	corpq_max_jobs;
+extern int	corpq_max_jobs_per_role;
 
 /* What a job worker needs before it can read anything: in bgw_extra. */
 typedef struct CorpqJobLaunchInfo
@@ -188,7 +189,7 @@ PGDLLEXPORT void corpq_job_recovery_main(Datum arg);
  */
 extern bool corpq_jobs_preloaded;
 
-/* _PG_init's calls for jobs/: define corpq.max_jobs (jobs.c) ... */
+/* _PG_init's calls for jobs/: define corpq.max_jobs and corpq.max_jobs_per_role (jobs.c) ... */
 void		corpq_jobs_init(void);
 
 /*

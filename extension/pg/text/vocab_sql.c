@@ -32,6 +32,8 @@
  */
 #define VOCAB_MAX_TOKENS (1 << 19)
 #define VOCAB_MAX_DOC_MB 64
+/* vocab_build's max_size when it is NULL (its default) */
+#define VOCAB_DEFAULT_SIZE 32000
 
 PG_FUNCTION_INFO_V1(corpq_vocab_build);
 PG_FUNCTION_INFO_V1(corpq_vocab_encode);
@@ -110,12 +112,13 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 	cq_code		rc;
 	int32		size;
 	int64	   *counts;
+	bool		size_asked = !PG_ARGISNULL(3);
 
 	corpq_require_arg(fcinfo, 0, "name");
 	corpq_require_arg(fcinfo, 1, "corpus");
-	corpq_require_arg(fcinfo, 3, "max_size");
 	corpq_require_arg(fcinfo, 4, "min_count");
-	max_size = PG_GETARG_INT32(3);
+	/* NULL (the default): up to VOCAB_DEFAULT_SIZE, and no NOTICE when fewer */
+	max_size = size_asked ? PG_GETARG_INT32(3) : VOCAB_DEFAULT_SIZE;
 	min_count = PG_GETARG_INT32(4);
 	if (max_size < CQ_VOCAB_N_SPECIAL + 1)
 		ereport(ERROR,
@@ -162,6 +165,32 @@ corpq_vocab_build(PG_FUNCTION_ARGS)
 		counts[i] = i < CQ_VOCAB_N_SPECIAL || e < 0 ? 0 : st.counts.vals[e];
 	}
 	store_vocab(name, bpe, &v, counts, max_size, min_count);
+
+	/*
+	 * Fewer tokens than asked: every symbol seen min_count times is in (the
+	 * build stops only at max_size), so say how many the corpus has and what
+	 * would give more, rather than return a smaller size without a word.
+	 */
+	if (size_asked && size < max_size)
+	{
+		int32		frequent = size - CQ_VOCAB_N_SPECIAL;
+		int64		rare = 0;
+		int64		distinct;
+
+		for (size_t e = 0; e < st.counts.n; e++)
+			rare += st.counts.vals[e] < min_count;
+		distinct = frequent + rare;
+
+		ereport(NOTICE,
+				(errmsg("vocabulary \"%s\" has %d tokens, fewer than the %d asked for", name, size, max_size),
+				 bpe ? errdetail("The corpus has only %lld distinct symbols as segmented by BPE model \"%s\", %d of them seen at least min_count (%d) times; the size counts the %d reserved tokens.",
+								 (long long) distinct, bpe, frequent, min_count, CQ_VOCAB_N_SPECIAL)
+				 : errdetail("The corpus has only %lld distinct whitespace-separated words, %d of them seen at least min_count (%d) times; the size counts the %d reserved tokens.",
+							 (long long) distinct, frequent, min_count, CQ_VOCAB_N_SPECIAL),
+				 rare > 0 ? errhint("A lower min_count keeps more of the corpus's symbols.")
+				 : bpe ? errhint("A BPE segmentation has at most about its merges plus its characters as symbols: learn more merges (corpq.bpe_learn) for a larger vocabulary.")
+				 : errhint("Only a larger corpus gives a larger vocabulary.")));
+	}
 	MemoryContextDelete(st.cxt);
 	PG_RETURN_INT32(size);
 }

@@ -856,3 +856,22 @@ LEFT JOIN LATERAL (
       AND a.query LIKE '{"job": %' AND (a.query::jsonb ->> 'job')::bigint = j.id
 ) p ON true
 WHERE j.state IN ('queued', 'running');
+
+-- ---- job_wait(id, timeout, raise): a failed or cancelled job can be an
+-- ERROR (extension/sql/40_jobs.sql); a new parameter is a new signature
+DROP FUNCTION corpq.job_wait(bigint, interval);
+CREATE FUNCTION corpq.job_wait(id bigint, timeout interval DEFAULT NULL, raise boolean DEFAULT false) RETURNS text
+    AS 'MODULE_PATHNAME', 'corpq_job_wait'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.job_wait(bigint, interval, boolean) IS
+    'wait until the job ends (or the timeout passes) and return its state; with raise, a failed job is an ERROR (SQLSTATE 38000) carrying its error, a cancelled one an ERROR (57000), and a timeout still returns the state';
+
+-- ---- vocab_build: max_size NULL (the default) means up to 32000; a
+-- max_size given and not reached gets a NOTICE (extension/sql/30_vocab.sql)
+CREATE OR REPLACE FUNCTION corpq.vocab_build(name text, corpus text, bpe text DEFAULT NULL,
+                                             max_size int DEFAULT NULL, min_count int DEFAULT 1)
+    RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_vocab_build'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.vocab_build(text, text, text, int, int) IS
+    'count the tokens of corpus (a SELECT returning one text column) segmented with BPE model bpe (NULL or ''whitespace'' = whitespace) and store vocabulary name: the 4 reserved tokens, then the max_size - 4 most frequent tokens with count >= min_count (max_size NULL: up to 32000); returns its size, with a NOTICE saying why when it is smaller than a max_size given';

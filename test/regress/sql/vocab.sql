@@ -37,7 +37,10 @@ RESET force_parallel_mode;
 -- NULLs
 SELECT corpq.vocab_encode('ws', NULL) IS NULL AS a, corpq.vocab_decode('ws', NULL) IS NULL AS b;
 SELECT corpq.vocab_build(NULL, 'SELECT 1::text');
-SELECT corpq.vocab_build('x', $$SELECT 'a'$$, NULL, NULL);
+-- max_size NULL (the default) is up to 32000, without a NOTICE
+SELECT corpq.vocab_build('x_null', $$SELECT 'a'$$, NULL, NULL) AS size;
+SELECT max_size FROM corpq.vocabularies WHERE name = 'x_null';
+SELECT corpq.vocab_drop('x_null');
 SELECT corpq.vocab_decode('ws', '{4,NULL}');
 
 -- errors
@@ -93,6 +96,19 @@ REVOKE ALL ON corpq.object_owners FROM corpq_vocab_alice;
 DROP ROLE corpq_vocab_alice;
 REVOKE ALL ON corpq.object_owners FROM corpq_vocab_bob;
 DROP ROLE corpq_vocab_bob;
+
+-- a vocabulary smaller than asked says so, and why (issue 54): the corpus's
+-- distinct symbols, those at min_count, and what would give more; none when
+-- the size asked for is reached
+SET client_min_messages = notice;
+SELECT corpq.vocab_build('small_ws', $$SELECT s FROM (VALUES ('b a c'), ('b a'), ('z z z z')) v(s)$$, NULL, 100);
+SELECT corpq.vocab_build('small_min2', $$SELECT s FROM (VALUES ('b a c'), ('b a'), ('z z z z')) v(s)$$, NULL, 100, 2);
+SELECT corpq.vocab_build('small_bpe', $$SELECT s FROM (VALUES ('low lower low'), ('lower slower')) v(s)$$, 'vocab_codes', 16000);
+SELECT corpq.vocab_build('exact_ws', $$SELECT s FROM (VALUES ('b a c'), ('b a'), ('z z z z')) v(s)$$, NULL, 6);
+SELECT corpq.vocab_build('default_ws', $$SELECT s FROM (VALUES ('b a c'), ('b a'), ('z z z z')) v(s)$$);
+SET client_min_messages = warning;
+SELECT corpq.vocab_drop(name) FROM corpq.vocabularies
+ WHERE name IN ('small_ws', 'small_min2', 'small_bpe', 'exact_ws', 'default_ws') ORDER BY name;
 
 -- drop: tokens go with the vocabulary, then the BPE model can go
 SELECT corpq.vocab_drop(name) FROM corpq.vocabularies ORDER BY name;
