@@ -1,0 +1,244 @@
+/*
+ * The pair-quality classifier (extension/curate/classifier.h): a logistic
+ * regression and a Platt calibration worked by hand, the split, and the
+ * serialised form refusing every damaged byte.  test/ref/test_curate.py
+ * checks fits on the corpora against a numpy implementation.
+ */
+#include "unit.h"
+
+#include <stdlib.h>
+
+#include "common/crc32.h"
+#include "common/le.h"
+#include "curate/classifier.h"
+
+/* One feature (char_log_ratio, the first of the enum). */
+static cq_feature_set
+one_feature(void)
+{
+	cq_feature_set fs;
+
+	cq_feature_set_strings(&fs);
+	fs.mask = CQ_F_BIT(CQ_F_CHAR_LOG_RATIO);
+	return fs;
+}
+
+/*
+ * x = -1 (noise) and x = 1 (clean), standardised already (mean 0, sd 1).
+ * By symmetry the bias is 0; the gradient in w is
+ *   (1/2) [sigmoid(-w) * (-1) + (sigmoid(w) - 1) * 1] + l2 w = -sigmoid(-w) + l2 w,
+ * so w = ln 3 (sigmoid(-ln 3) = 1/4) when l2 = 1 / (4 ln 3).
+ * Platt on the held-out copy: logits -ln 3 and ln 3, targets 1/3 and 2/3
+ * ((N+ + 1) / (N+ + 2) with N+ = 1), so b = 0 and sigmoid(a ln 3) = 2/3:
+ * a = ln 2 / ln 3, and the calibrated probability of x = 1 is 2/3.
+ */
+TEST(curate_classifier_hand_worked_logistic_regression)
+{
+	cq_feature_set fs = one_feature();
+	double		x[4] = {-1, 1, -1, 1};
+	unsigned char y[4] = {0, 1, 0, 1},
+				holdout[4] = {0, 0, 1, 1};
+	cq_train_options o;
+	cq_classifier c;
+	cq_error	err;
+
+	cq_train_options_default(&o);
+	o.l2 = 1 / (4 * log(3.0));
+	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, 4, holdout, &o, &c, &err), CQ_OK);
+	CHECK_NEAR(c.mean[0], 0, 0);
+	CHECK_NEAR(c.scale[0], 1, 0);
+	CHECK_NEAR(c.w[0], log(3.0), 1e-12);
+	CHECK_NEAR(c.bias, 0, 1e-12);
+	CHECK_NEAR(c.platt_a, log(2.0) / log(3.0), 1e-12);
+	CHECK_NEAR(c.platt_b, 0, 1e-12);
+	CHECK_NEAR(cq_classifier_logit(&c, &x[1]), log(3.0), 1e-12);
+	CHECK_NEAR(cq_classifier_prob(&c, &x[1]), 2.0 / 3.0, 1e-12);
+	CHECK_NEAR(cq_classifier_prob(&c, &x[0]), 1.0 / 3.0, 1e-12);
+	CHECK(c.iterations >= 2 && c.iterations < 20);
+	cq_classifier_free(&c);
+}
+
+/* Standardisation: x = 10 and 14 are z = -1 and 1 (mean 12, sd 2). */
+TEST(curate_classifier_standardises)
+{
+	cq_feature_set fs = one_feature();
+	double		x[4] = {10, 14, 10, 14};
+	unsigned char y[4] = {0, 1, 0, 1},
+				holdout[4] = {0, 0, 1, 1};
+	cq_train_options o;
+	cq_classifier c;
+
+	cq_train_options_default(&o);
+	o.l2 = 1 / (4 * log(3.0));
+	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, 4, holdout, &o, &c, NULL), CQ_OK);
+	CHECK_NEAR(c.mean[0], 12, 0);
+	CHECK_NEAR(c.scale[0], 2, 0);
+	CHECK_NEAR(c.w[0], log(3.0), 1e-12);
+	cq_classifier_free(&c);
+}
+
+static void
+const_row(const void *ctx, size_t i, double *out)
+{
+	out[0] = 1;
+	out[1] = 0;
+}
+
+/* The intercept alone: three of four clean, so bias = logit(3/4) = ln 3;
+ * the penalised weight of a zero feature stays 0. */
+TEST(curate_classifier_intercept_is_the_log_odds)
+{
+	double		t[4] = {1, 1, 1, 0},
+				theta[2];
+	int			it;
+
+	CHECK_INT_EQ(cq_logistic_newton(const_row, NULL, 4, 2, t, 0.1, 100, 1e-12, theta, &it, NULL),
+				 CQ_OK);
+	CHECK_NEAR(theta[0], log(3.0), 1e-12);
+	CHECK_NEAR(theta[1], 0, 0);
+}
+
+/* Separable rows: the penalty keeps the weights finite. */
+TEST(curate_classifier_separable_rows_stay_finite)
+{
+	cq_feature_set fs = one_feature();
+	double		x[8] = {0, 1, 2, 3, 0, 1, 2, 3};
+	unsigned char y[8] = {0, 0, 1, 1, 0, 0, 1, 1},
+				holdout[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+	cq_train_options o;
+	cq_classifier c;
+
+	cq_train_options_default(&o);
+	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, 8, holdout, &o, &c, NULL), CQ_OK);
+	CHECK(isfinite(c.w[0]) && c.w[0] > 5);
+	CHECK(cq_classifier_prob(&c, &x[3]) > 0.5 && cq_classifier_prob(&c, &x[0]) < 0.5);
+	cq_classifier_free(&c);
+}
+
+TEST(curate_classifier_refuses_bad_training_data)
+{
+	cq_feature_set fs = one_feature();
+	double		x[4] = {-1, 1, -1, NAN};
+	unsigned char y[4] = {0, 1, 0, 1},
+				holdout[4] = {0, 0, 1, 1};
+	cq_train_options o;
+	cq_classifier c;
+	cq_error	err;
+
+	cq_train_options_default(&o);
+	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, 4, holdout, &o, &c, &err), CQ_EINVAL);
+	CHECK(strstr(err.msg, "char_log_ratio") != NULL);
+	x[3] = 1;
+	y[3] = 0;					/* the held-out side has no clean pair */
+	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, 4, holdout, &o, &c, &err), CQ_EINVAL);
+	CHECK(strstr(err.msg, "held-out") != NULL);
+	y[3] = 2;
+	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, 4, holdout, &o, &c, &err), CQ_EINVAL);
+	CHECK(c.mean == NULL);
+}
+
+TEST(curate_classifier_split_by_group)
+{
+	enum
+	{
+		N = 20000
+	};
+	static int64_t groups[N];
+	static unsigned char a[N],
+				b[N];
+	size_t		held = 0;
+
+	for (size_t i = 0; i < N; i++)
+		groups[i] = (int64_t) (i % 5000);	/* four rows per group */
+	cq_holdout_split(11, groups, N, 0.2, a);
+	cq_holdout_split(11, groups, N, 0.2, b);
+	CHECK(memcmp(a, b, N) == 0);
+	for (size_t i = 0; i < N; i++)
+	{
+		held += a[i];
+		CHECK(a[i] == a[i % 5000]);
+	}
+	CHECK(held > 0.17 * N && held < 0.23 * N);
+	cq_holdout_split(12, groups, N, 0.2, b);
+	CHECK(memcmp(a, b, N) != 0);
+}
+
+/* A small trained classifier (the rows are not separable). */
+static void
+trained(cq_classifier *c)
+{
+	cq_feature_set fs = one_feature();
+	double		x[8] = {0, 1, 2, 3, 0.5, 1, 2.5, 3};
+	unsigned char y[8] = {0, 1, 0, 1, 0, 0, 1, 1},
+				holdout[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+	cq_train_options o;
+
+	cq_train_options_default(&o);
+	if (cq_classifier_train(&fs, x, y, 8, holdout, &o, c, NULL) != CQ_OK)
+		abort();
+}
+
+TEST(curate_classifier_round_trip)
+{
+	cq_classifier c,
+				r;
+	unsigned char buf[512];
+	size_t		size;
+	double		x = 1.7;
+	cq_error	err;
+
+	trained(&c);
+	size = cq_classifier_size(&c);
+	CHECK_INT_EQ(size, 72 + 3 * 8 + 3 * 8 + 4);
+	CHECK_INT_EQ(cq_classifier_write(&c, buf, size - 1, &err), CQ_ELIMIT);
+	CHECK_INT_EQ(cq_classifier_write(&c, buf, sizeof(buf), NULL), CQ_OK);
+	CHECK_INT_EQ(cq_classifier_read(buf, size, &r, &err), CQ_OK);
+	CHECK(r.d == 1 && r.fs.mask == c.fs.mask && r.fs.src_lang == -1);
+	CHECK(memcmp(r.w, c.w, sizeof(double)) == 0 && r.bias == c.bias && r.platt_a == c.platt_a);
+	CHECK(cq_classifier_prob(&r, &x) == cq_classifier_prob(&c, &x));
+	cq_classifier_free(&r);
+	cq_classifier_free(&c);
+}
+
+/* Every single-byte change and every truncation is refused with a core
+ * error; none is read as a classifier. */
+TEST(curate_classifier_refuses_damaged_bytes)
+{
+	cq_classifier c,
+				r;
+	unsigned char buf[512];
+	size_t		size;
+	cq_error	err;
+
+	trained(&c);
+	size = cq_classifier_size(&c);
+	cq_classifier_write(&c, buf, sizeof(buf), NULL);
+	for (size_t i = 0; i < size; i++)
+		for (int bit = 0; bit < 8; bit++)
+		{
+			cq_code		rc;
+
+			buf[i] ^= (unsigned char) (1 << bit);
+			rc = cq_classifier_read(buf, size, &r, &err);
+			CHECK(rc == CQ_EFORMAT || rc == CQ_ECORRUPT);
+			if (rc == CQ_OK)
+				cq_classifier_free(&r);
+			buf[i] ^= (unsigned char) (1 << bit);
+		}
+	for (size_t len = 0; len < size; len++)
+		CHECK_INT_EQ(cq_classifier_read(buf, len, &r, &err), CQ_EFORMAT);
+	buf[size] = 0;
+	CHECK_INT_EQ(cq_classifier_read(buf, size + 1, &r, &err), CQ_EFORMAT);
+	/* a later version, checksum fixed: refused by its number */
+	cq_le_put_u32(buf + 4, 2);
+	cq_le_put_u32(buf + size - 4, cq_crc32(0, buf, size - 4));
+	CHECK_INT_EQ(cq_classifier_read(buf, size, &r, &err), CQ_EFORMAT);
+	CHECK(strstr(err.msg, "version 2") != NULL);
+	/* a finite-looking layout with a NaN weight, checksum fixed */
+	cq_le_put_u32(buf + 4, 1);
+	memset(buf + 72 + 16, 0xff, 8);
+	cq_le_put_u32(buf + size - 4, cq_crc32(0, buf, size - 4));
+	CHECK_INT_EQ(cq_classifier_read(buf, size, &r, &err), CQ_EFORMAT);
+	CHECK(r.mean == NULL);
+	cq_classifier_free(&c);
+}
