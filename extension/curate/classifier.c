@@ -6,6 +6,7 @@
 
 #include "common/mem.h"
 #include "common/rng.h"
+#include "curate/trees.h"
 
 /* Below this a feature is constant on the training rows: left unscaled,
  * its standardised value is 0 there and the penalty keeps its weight 0. */
@@ -19,6 +20,29 @@ cq_train_options_default(cq_train_options *o)
 	o->l2 = 1e-4;
 	o->max_iter = 100;
 	o->tol = 1e-10;
+	o->kind = CQ_CLASSIFIER_TREES;	/* measured ahead on every noise type */
+	o->rounds = 200;
+	o->depth = 3;
+	o->learning_rate = 0.1;
+	o->lambda = 1.0;
+	o->bins = 64;
+	o->min_hessian = 1.0;
+}
+
+static cq_code
+check_options(const cq_train_options *o, cq_error *err)
+{
+	if (!(o->l2 >= 0 && isfinite(o->l2)) || o->max_iter < 1 || !(o->tol > 0))
+		return cq_fail(err, CQ_EINVAL, "training options: l2 >= 0, max_iter >= 1, tol > 0");
+	if (o->kind != CQ_CLASSIFIER_LOGISTIC && o->kind != CQ_CLASSIFIER_TREES)
+		return cq_fail(err, CQ_EINVAL, "classifier kind %d is unknown", (int) o->kind);
+	if (o->kind == CQ_CLASSIFIER_TREES &&
+		(o->rounds < 1 || o->rounds > 100000 || o->depth < 1 || o->depth > 6 ||
+		 !(o->learning_rate > 0 && o->learning_rate <= 1) || !(o->lambda >= 0) ||
+		 !isfinite(o->lambda) || o->bins < 2 || o->bins > 256 || !(o->min_hessian >= 0)))
+		return cq_fail(err, CQ_EINVAL, "tree options: rounds 1..100000, depth 1..6, "
+					   "learning_rate in (0, 1], lambda >= 0, bins 2..256, min_hessian >= 0");
+	return CQ_OK;
 }
 
 void
@@ -93,8 +117,10 @@ check_data(const cq_feature_set *fs, const double *x, const unsigned char *y, si
 	size_t		count[2][2] = {{0}};	/* [held out][label] */
 	int			d = cq_feature_count(fs);
 
-	if (!(o->l2 >= 0 && isfinite(o->l2)) || o->max_iter < 1 || !(o->tol > 0))
-		return cq_fail(err, CQ_EINVAL, "training options: l2 >= 0, max_iter >= 1, tol > 0");
+	cq_code		rc = check_options(o, err);
+
+	if (rc != CQ_OK)
+		return rc;
 	for (size_t i = 0; i < n; i++)
 	{
 		if (y[i] > 1)
@@ -124,6 +150,7 @@ cq_classifier_alloc(const cq_feature_set *fs, cq_classifier *c, cq_error *err)
 		return cq_fail(err, CQ_ENOMEM, "out of memory for a classifier");
 	c->scale = c->mean + c->d;
 	c->w = c->scale + c->d;
+	c->kind = CQ_CLASSIFIER_LOGISTIC;
 	return CQ_OK;
 }
 
@@ -201,7 +228,9 @@ train_sides(const double *x, const unsigned char *y, size_t n, const unsigned ch
 	size_t		m;
 	cq_code		rc = side_rows(y, n, holdout, 0, &rows, &t, &m, err);
 
-	if (rc == CQ_OK)
+	if (rc == CQ_OK && c->kind == CQ_CLASSIFIER_TREES)
+		rc = cq_trees_fit(c, x, rows, t, m, o, err);
+	else if (rc == CQ_OK)
 		rc = fit_weights(c, x, rows, t, m, o, err);
 	cq_free(rows);
 	cq_free(t);
@@ -227,7 +256,15 @@ cq_classifier_train(const cq_feature_set *fs, const double *x, const unsigned ch
 		(rc = check_data(fs, x, y, n, holdout, o, err)) != CQ_OK ||
 		(rc = cq_classifier_alloc(fs, c, err)) != CQ_OK)
 		return rc;
-	rc = train_sides(x, y, n, holdout, o, c, err);
+	if (o->kind == CQ_CLASSIFIER_TREES)
+	{
+		c->kind = CQ_CLASSIFIER_TREES;
+		c->n_trees = o->rounds;
+		c->depth = o->depth;
+		rc = cq_trees_alloc(c, err);
+	}
+	if (rc == CQ_OK)
+		rc = train_sides(x, y, n, holdout, o, c, err);
 	if (rc != CQ_OK)
 		cq_classifier_free(c);
 	return rc;
@@ -238,6 +275,8 @@ cq_classifier_logit(const cq_classifier *c, const double *x)
 {
 	double		s = c->bias;
 
+	if (c->kind == CQ_CLASSIFIER_TREES)
+		return cq_trees_logit(c, x);
 	for (int j = 0; j < c->d; j++)
 		s += c->w[j] * ((x[j] - c->mean[j]) / c->scale[j]);
 	return s;
@@ -255,5 +294,6 @@ void
 cq_classifier_free(cq_classifier *c)
 {
 	cq_free(c->mean);
+	cq_free(c->thr);
 	memset(c, 0, sizeof(*c));
 }

@@ -1,6 +1,8 @@
 /*
- * The pair-quality classifier: logistic regression on standardised
- * features, calibrated by Platt scaling on a held-out split.
+ * The pair-quality classifier: boosted shallow trees (trees.h, the default:
+ * measured ahead of the regression on every noise type, docs/curation.md)
+ * or logistic regression on standardised features, either calibrated by
+ * Platt scaling on a held-out split.  The regression:
  *
  *   z_j    = (x_j - mean_j) / scale_j        mean and population standard
  *                                           deviation over the training rows
@@ -20,7 +22,8 @@
  * a check a first-order method could not give.  d is at most CQ_F_COUNT,
  * so the solve is free.
  *
- * Platt scaling is the same fit with one feature (the logit, unscaled), no
+ * Platt scaling is the same fit with one feature (the logit, unscaled: the
+ * regression's or the trees' sum), no
  * penalty, and Platt's targets (N+ + 1) / (N+ + 2) for positives and
  * 1 / (N- + 2) for negatives, on the held-out rows only, so the
  * probabilities are calibrated on pairs the weights never saw.
@@ -38,6 +41,12 @@
 #include "common/error.h"
 #include "curate/features.h"
 
+typedef enum cq_classifier_kind
+{
+	CQ_CLASSIFIER_LOGISTIC = 1,
+	CQ_CLASSIFIER_TREES = 2		/* boosted trees (trees.h) */
+} cq_classifier_kind;
+
 typedef struct cq_classifier
 {
 	cq_feature_set fs;			/* what the features are */
@@ -49,6 +58,14 @@ typedef struct cq_classifier
 	double		platt_a;
 	double		platt_b;
 	int			iterations;		/* Newton iterations of the fit (not stored) */
+	/* boosted trees (kind 2; trees.h): logit = base + the trees' leaves */
+	cq_classifier_kind kind;
+	int			n_trees;
+	int			depth;			/* every tree is full: 2^depth - 1 nodes */
+	int32_t    *feat;			/* node's feature index, -1: no split (all go left) */
+	double	   *thr;			/* node's threshold: x < thr goes left */
+	double	   *leaf;			/* 2^depth leaf values per tree */
+	double		base;
 } cq_classifier;
 
 typedef struct cq_train_options
@@ -56,9 +73,19 @@ typedef struct cq_train_options
 	double		l2;				/* penalty on the standardised weights */
 	int			max_iter;		/* Newton iterations at most */
 	double		tol;			/* stop when every |step| is below */
+	cq_classifier_kind kind;
+	/* boosted trees (trees.h) */
+	int			rounds;			/* trees */
+	int			depth;			/* 1..6 */
+	double		learning_rate;
+	double		lambda;			/* L2 on leaf values */
+	int			bins;			/* quantile bins per feature, 2..256 */
+	double		min_hessian;	/* a child's hessian sum must exceed it */
 } cq_train_options;
 
-/* l2 1e-4, max_iter 100, tol 1e-10 (docs/curation.md says why). */
+/* kind trees; l2 1e-4, max_iter 100, tol 1e-10; trees: 200 rounds of
+ * depth 3, learning rate 0.1, lambda 1, 64 bins, min_hessian 1
+ * (docs/curation.md says why). */
 void		cq_train_options_default(cq_train_options *o);
 
 /*

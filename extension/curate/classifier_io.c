@@ -6,12 +6,16 @@
 
 #include "common/crc32.h"
 #include "common/le.h"
+#include "curate/trees.h"
 #include "filters/langid.h"
 #include "filters/rules.h"
 
 #define MAGIC "CQPQ"
 #define VERSION 1
-#define KIND_LOGISTIC 1
+#define KIND_LOGISTIC CQ_CLASSIFIER_LOGISTIC
+#define KIND_TREES CQ_CLASSIFIER_TREES
+#define MAX_TREES 100000
+#define MAX_DEPTH 6
 #define LANG_FIELD 16
 #define HEADER_SIZE (16 + 8 + 8 + 2 * LANG_FIELD + 8)
 #define CRC_SIZE 4
@@ -22,10 +26,26 @@ size_for(int d)
 	return HEADER_SIZE + 3 * 8 * (size_t) d + 3 * 8 + CRC_SIZE;
 }
 
+/* Trees: counts, base, then per tree its nodes' features (i32) and
+ * thresholds (f64) and its leaves (f64); Platt a and b; the CRC. */
+static size_t
+tree_bytes(int depth)
+{
+	size_t		inner = ((size_t) 1 << depth) - 1;
+
+	return inner * 4 + inner * 8 + (inner + 1) * 8;
+}
+
+static size_t
+size_for_trees(int n_trees, int depth)
+{
+	return HEADER_SIZE + 8 + 8 + (size_t) n_trees * tree_bytes(depth) + 2 * 8 + CRC_SIZE;
+}
+
 size_t
 cq_classifier_size(const cq_classifier *c)
 {
-	return size_for(c->d);
+	return c->kind == CQ_CLASSIFIER_TREES ? size_for_trees(c->n_trees, c->depth) : size_for(c->d);
 }
 
 static void
@@ -65,7 +85,7 @@ put_header(const cq_classifier *c, unsigned char *p)
 
 	memcpy(p, MAGIC, 4);
 	cq_le_put_u32(p + 4, VERSION);
-	cq_le_put_u32(p + 8, KIND_LOGISTIC);
+	cq_le_put_u32(p + 8, (uint32_t) c->kind);
 	cq_le_put_u32(p + 12, (uint32_t) c->d);
 	cq_le_put_u64(p + 16, fs->mask);
 	cq_le_put_u32(p + 24, (uint32_t) fs->src_script);
@@ -78,16 +98,45 @@ put_header(const cq_classifier *c, unsigned char *p)
 	return p + 8;
 }
 
+static unsigned char *
+put_trees(const cq_classifier *c, unsigned char *p)
+{
+	size_t		inner = ((size_t) 1 << c->depth) - 1;
+
+	cq_le_put_u32(p, (uint32_t) c->n_trees);
+	cq_le_put_u32(p + 4, (uint32_t) c->depth);
+	put_f64(p + 8, c->base);
+	p += 16;
+	for (size_t t = 0; t < (size_t) c->n_trees; t++)
+	{
+		for (size_t i = 0; i < inner; i++, p += 4)
+			cq_le_put_u32(p, (uint32_t) c->feat[t * inner + i]);
+		for (size_t i = 0; i < inner; i++, p += 8)
+			put_f64(p, c->thr[t * inner + i]);
+		for (size_t i = 0; i <= inner; i++, p += 8)
+			put_f64(p, c->leaf[t * (inner + 1) + i]);
+	}
+	return p;
+}
+
 cq_code
 cq_classifier_write(const cq_classifier *c, unsigned char *buf, size_t cap, cq_error *err)
 {
 	unsigned char *p;
-	size_t		size = size_for(c->d);
+	size_t		size = cq_classifier_size(c);
 
 	if (cap < size)
 		return cq_fail(err, CQ_ELIMIT, "a classifier of %d features needs %zu bytes, not %zu",
 					   c->d, size, cap);
 	p = put_header(c, buf);
+	if (c->kind == CQ_CLASSIFIER_TREES)
+	{
+		p = put_trees(c, p);
+		put_f64(p, c->platt_a);
+		put_f64(p + 8, c->platt_b);
+		cq_le_put_u32(p + 16, cq_crc32(0, buf, size - CRC_SIZE));
+		return CQ_OK;
+	}
 	for (int j = 0; j < c->d; j++)
 		put_f64(p + 8 * j, c->mean[j]);
 	p += 8 * c->d;
@@ -131,7 +180,7 @@ get_header(const unsigned char *buf, size_t len, cq_feature_set *fs, int *d, cq_
 	if (cq_le_get_u32(buf + 4) != VERSION)
 		return cq_fail(err, CQ_EFORMAT, "classifier format version %u is not supported (this "
 					   "build reads %d)", cq_le_get_u32(buf + 4), VERSION);
-	if (cq_le_get_u32(buf + 8) != KIND_LOGISTIC)
+	if (cq_le_get_u32(buf + 8) != KIND_LOGISTIC && cq_le_get_u32(buf + 8) != KIND_TREES)
 		return cq_fail(err, CQ_EFORMAT, "classifier kind %u is unknown", cq_le_get_u32(buf + 8));
 	*d = (int) cq_le_get_u32(buf + 12);
 	fs->mask = cq_le_get_u64(buf + 16);
@@ -151,7 +200,7 @@ get_header(const unsigned char *buf, size_t len, cq_feature_set *fs, int *d, cq_
 
 /* The layout agrees with itself: the mask, its count, the scripts. */
 static cq_code
-check_layout(const cq_feature_set *fs, int d, size_t len, cq_error *err)
+check_layout(const cq_feature_set *fs, int d, size_t len, size_t expected, cq_error *err)
 {
 	cq_code		rc = cq_feature_set_check(fs, err);
 
@@ -160,9 +209,9 @@ check_layout(const cq_feature_set *fs, int d, size_t len, cq_error *err)
 	if (d < 1 || d != cq_feature_count(fs))
 		return cq_fail(err, CQ_EFORMAT, "classifier: %d features but a mask of %d", d,
 					   cq_feature_count(fs));
-	if (len != size_for(d))
+	if (len != expected)
 		return cq_fail(err, CQ_EFORMAT, "classifier of %d features is %zu bytes, not %zu",
-					   d, len, size_for(d));
+					   d, len, expected);
 	if ((fs->src_script >= cq_script_count() || fs->tgt_script >= cq_script_count()))
 		return cq_fail(err, CQ_EFORMAT, "classifier: a script code is out of range");
 	return CQ_OK;
@@ -190,23 +239,108 @@ get_values(const unsigned char *p, cq_classifier *c, cq_error *err)
 	return CQ_OK;
 }
 
+static bool
+finite_f64(const unsigned char *p)
+{
+	return isfinite(get_f64(p));
+}
+
+/* The trees' counts (bounded before any size is computed from them). */
+static cq_code
+tree_counts(const unsigned char *buf, size_t len, int *n_trees, int *depth, cq_error *err)
+{
+	if (len < HEADER_SIZE + 16)
+		return cq_fail(err, CQ_EFORMAT, "classifier: trees cut short");
+	*n_trees = (int) cq_le_get_u32(buf + HEADER_SIZE);
+	*depth = (int) cq_le_get_u32(buf + HEADER_SIZE + 4);
+	if (*n_trees < 1 || *n_trees > MAX_TREES || *depth < 1 || *depth > MAX_DEPTH)
+		return cq_fail(err, CQ_EFORMAT, "classifier: %u trees of depth %u (1..%d of 1..%d)",
+					   cq_le_get_u32(buf + HEADER_SIZE), cq_le_get_u32(buf + HEADER_SIZE + 4),
+					   MAX_TREES, MAX_DEPTH);
+	return CQ_OK;
+}
+
+static cq_code
+get_trees(const unsigned char *p, cq_classifier *c, cq_error *err)
+{
+	size_t		inner = ((size_t) 1 << c->depth) - 1;
+
+	c->base = get_f64(p + 8);
+	if (!finite_f64(p + 8))
+		return cq_fail(err, CQ_EFORMAT, "classifier: the trees' base is not finite");
+	p += 16;
+	for (size_t t = 0; t < (size_t) c->n_trees; t++)
+	{
+		for (size_t i = 0; i < inner; i++, p += 4)
+		{
+			int32_t		f = (int32_t) cq_le_get_u32(p);
+
+			if (f < -1 || f >= c->d)
+				return cq_fail(err, CQ_EFORMAT, "classifier: tree %zu splits on feature %d of %d",
+							   t, f, c->d);
+			c->feat[t * inner + i] = f;
+		}
+		for (size_t i = 0; i < inner + inner + 1; i++, p += 8)
+		{
+			if (!finite_f64(p))
+				return cq_fail(err, CQ_EFORMAT, "classifier: tree %zu has a value that is not finite", t);
+			if (i < inner)
+				c->thr[t * inner + i] = get_f64(p);
+			else
+				c->leaf[t * (inner + 1) + i - inner] = get_f64(p);
+		}
+	}
+	c->platt_a = get_f64(p);
+	c->platt_b = get_f64(p + 8);
+	if (!finite_f64(p) || !finite_f64(p + 8))
+		return cq_fail(err, CQ_EFORMAT, "classifier: a calibration value is not finite");
+	return CQ_OK;
+}
+
+static cq_code
+read_body(const unsigned char *buf, const cq_feature_set *fs, int kind, int n_trees, int depth,
+		  cq_classifier *c, cq_error *err)
+{
+	cq_code		rc = cq_classifier_alloc(fs, c, err);
+
+	if (rc != CQ_OK)
+		return rc;
+	if (kind == KIND_TREES)
+	{
+		c->kind = CQ_CLASSIFIER_TREES;
+		c->n_trees = n_trees;
+		c->depth = depth;
+		if ((rc = cq_trees_alloc(c, err)) == CQ_OK)
+			rc = get_trees(buf + HEADER_SIZE, c, err);
+	}
+	else
+		rc = get_values(buf + HEADER_SIZE, c, err);
+	if (rc != CQ_OK)
+		cq_classifier_free(c);
+	return rc;
+}
+
 cq_code
 cq_classifier_read(const unsigned char *buf, size_t len, cq_classifier *c, cq_error *err)
 {
 	cq_feature_set fs;
-	int			d = 0;
+	int			d = 0,
+				kind,
+				n_trees = 0,
+				depth = 0;
 	cq_code		rc;
 
 	memset(c, 0, sizeof(*c));
 	memset(&fs, 0, sizeof(fs));
-	if ((rc = get_header(buf, len, &fs, &d, err)) != CQ_OK ||
-		(rc = check_layout(&fs, d, len, err)) != CQ_OK)
+	if ((rc = get_header(buf, len, &fs, &d, err)) != CQ_OK)
+		return rc;
+	kind = (int) cq_le_get_u32(buf + 8);
+	if (kind == KIND_TREES && (rc = tree_counts(buf, len, &n_trees, &depth, err)) != CQ_OK)
+		return rc;
+	if ((rc = check_layout(&fs, d, len, kind == KIND_TREES ? size_for_trees(n_trees, depth)
+						   : size_for(d), err)) != CQ_OK)
 		return rc;
 	if (cq_crc32(0, buf, len - CRC_SIZE) != cq_le_get_u32(buf + len - CRC_SIZE))
 		return cq_fail(err, CQ_ECORRUPT, "classifier: checksum mismatch (damaged bytes)");
-	if ((rc = cq_classifier_alloc(&fs, c, err)) != CQ_OK)
-		return rc;
-	if ((rc = get_values(buf + HEADER_SIZE, c, err)) != CQ_OK)
-		cq_classifier_free(c);
-	return rc;
+	return read_body(buf, &fs, kind, n_trees, depth, c, err);
 }

@@ -9,7 +9,8 @@ docs/curation.md).
    noise made from them (cq_noise_generate, default shares and seed; its
    wrong_language targets are English sentences of mono/en.txt's first
    half, the only other-language text the corpora have), the core's
-   features, the core's classifier (25% held out by group for Platt).
+   features, the core's classifier (--classifier trees, the default, or
+   logistic; 25% held out by group for Platt).
 3. Evaluation: test/bench/inject_noise.py (the independent generator) run
    on the held-out pairs: 2,000 clean, 400 misaligned, 400 untranslated,
    400 truncated (split here into source and target by comparing with the
@@ -35,6 +36,7 @@ import subprocess
 import sys
 import tempfile
 import zlib
+from collections import Counter
 
 import numpy as np
 
@@ -86,96 +88,10 @@ def train(rest, english, n, fs, seed, l2):
     y = np.array([k == "clean" for k, *_ in noisy], dtype=np.uint8)
     groups = np.array([b for _, b, *_ in noisy], dtype=np.int64)
     holdout = core.holdout_split(seed, groups, 0.25)
-    c = core.train(fs, x, y, holdout, l2=l2)
-    if TREES:
-        c["prob"] = boosted_trees(x, y, holdout)
+    c = core.train(fs, x, y, holdout, l2=l2, trees=TREES)
     p = c["prob"](x)
     kinds = np.array([k for k, *_ in noisy])
     return c, report(kinds[holdout == 1], p[holdout == 1])
-
-
-# ---- a numpy prototype of boosted trees, to decide by measurement ----------
-# Not in the core: second-order gradient boosting of depth-3 trees on 64
-# quantile bins per feature (XGBoost's gain and leaf values), logistic loss,
-# Platt on the held-out rows like the core's regression.
-
-def bins_of(x, nbins=64):
-    edges = [np.unique(np.quantile(x[:, j], np.linspace(0, 1, nbins + 1)[1:-1]))
-             for j in range(x.shape[1])]
-    return edges
-
-
-def binned(x, edges):
-    return np.stack([np.searchsorted(e, x[:, j], side="right") for j, e in enumerate(edges)], 1)
-
-
-def best_split(b, g, h, rows, lam, nbins):
-    best = (0.0, None, None)
-    G, H = g[rows].sum(), h[rows].sum()
-    for j in range(b.shape[1]):
-        gs = np.bincount(b[rows, j], g[rows], nbins)
-        hs = np.bincount(b[rows, j], h[rows], nbins)
-        gl, hl = np.cumsum(gs)[:-1], np.cumsum(hs)[:-1]
-        gain = gl ** 2 / (hl + lam) + (G - gl) ** 2 / (H - hl + lam) - G ** 2 / (H + lam)
-        k = int(np.argmax(gain))
-        if gain[k] > best[0] and hl[k] > 1 and H - hl[k] > 1:
-            best = (gain[k], j, k)
-    return best
-
-
-def grow(b, g, h, rows, depth, lam, nbins, out, lr):
-    gain, j, k = best_split(b, g, h, rows, lam, nbins) if depth else (0, None, None)
-    if j is None:
-        out[rows] += -lr * g[rows].sum() / (h[rows].sum() + lam)
-        return ("leaf", -lr * g[rows].sum() / (h[rows].sum() + lam))
-    left = rows[b[rows, j] <= k]
-    right = rows[b[rows, j] > k]
-    return ("split", j, k, grow(b, g, h, left, depth - 1, lam, nbins, out, lr),
-            grow(b, g, h, right, depth - 1, lam, nbins, out, lr))
-
-
-def predict_tree(t, b):
-    if t[0] == "leaf":
-        return np.full(len(b), t[1])
-    _, j, k, lt, rt = t
-    out = np.empty(len(b))
-    m = b[:, j] <= k
-    out[m] = predict_tree(lt, b[m])
-    out[~m] = predict_tree(rt, b[~m])
-    return out
-
-
-def boosted_trees(x, y, holdout, rounds=200, depth=3, lr=0.1, lam=1.0, nbins=64):
-    tr = holdout == 0
-    edges = bins_of(x[tr], nbins)
-    b = binned(x, edges)
-    yt = y[tr].astype(float)
-    base = np.log(yt.mean() / (1 - yt.mean()))
-    margin = np.full(tr.sum(), base)
-    trees = []
-    rows = np.arange(tr.sum())
-    for _ in range(rounds):
-        p = 1 / (1 + np.exp(-margin))
-        trees.append(grow(b[tr], p - yt, p * (1 - p), rows, depth, lam, nbins + 1, margin, lr))
-
-    def raw(xs):
-        bs = binned(xs, edges)
-        return base + sum(predict_tree(t, bs) for t in trees)
-    s = raw(x[~tr])
-    yh = y[~tr]
-    npos, nneg = yh.sum(), len(yh) - yh.sum()
-    t = np.where(yh == 1, (npos + 1) / (npos + 2), 1 / (nneg + 2))
-    a, c = 1.0, 0.0
-    for _ in range(100):         # Platt by Newton on (a, c)
-        q = 1 / (1 + np.exp(-(a * s + c)))
-        z = np.column_stack([s, np.ones(len(s))])
-        g = z.T @ (q - t)
-        hm = (z * (q * (1 - q))[:, None]).T @ z + 1e-9 * np.eye(2)
-        step = np.linalg.solve(hm, g)
-        a, c = a - step[0], c - step[1]
-        if np.max(np.abs(step)) < 1e-12:
-            break
-    return lambda xs: 1 / (1 + np.exp(-(a * raw(xs) + c)))
 
 
 def inject(held, seed):
@@ -261,11 +177,11 @@ def main():
     ap.add_argument("--seed", type=int, default=20261129)
     ap.add_argument("--langid", action="store_true", help="add CLD2 language ID (en, es) features")
     ap.add_argument("--l2", type=float, default=None, help="the penalty (default: the core's)")
-    ap.add_argument("--trees", action="store_true",
-                    help="score with the numpy prototype of boosted trees instead")
+    ap.add_argument("--classifier", choices=("trees", "logistic"), default="trees",
+                    help="the core's boosted trees (the default) or its logistic regression")
     args = ap.parse_args()
     global TREES
-    TREES = args.trees
+    TREES = args.classifier == "trees"
     rows, english = read_corpora()
     held, rest = split(rows, args.holdout)
     mask = core.STRING_MASK
@@ -274,10 +190,15 @@ def main():
     fs = core.feature_set(mask, "en" if args.langid else None, "es" if args.langid else None)
     print("corpora: %d pairs, %d held out, %d English sentences" % (len(rows), len(held), len(english)))
     c, synth = train(rest, english, args.train, fs, args.seed, args.l2)
-    print("classifier: %d features, %d Newton iterations, Platt a %.3f b %.3f" % (
-        len(c["w"]), c["iterations"], c["platt_a"], c["platt_b"]))
-    for name, w in sorted(zip(core.feature_names(fs), c["w"]), key=lambda t: -abs(t[1])):
-        print("  weight %-20s %+.3f" % (name, w))
+    print("classifier %s: %d features, Platt a %.3f b %.3f" % (
+        args.classifier, len(c["w"]), c["platt_a"], c["platt_b"]))
+    if not TREES:
+        for name, w in sorted(zip(core.feature_names(fs), c["w"]), key=lambda t: -abs(t[1])):
+            print("  weight %-20s %+.3f" % (name, w))
+    else:
+        used = Counter(int(f) for f in c["feat"].ravel() if f >= 0)
+        names = core.feature_names(fs)
+        print("  splits per feature: " + ", ".join("%s %d" % (names[f], k) for f, k in used.most_common()))
     print(table(synth, "\nsynthetic held-out split (the core's own noise):"))
     pairs = eval_set(held, english, args.seed)
     x = core.features(fs, [(s, t) for _, s, t in pairs])

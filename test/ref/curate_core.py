@@ -53,11 +53,20 @@ class Classifier(C.Structure):
     _fields_ = [("fs", FeatureSet), ("d", C.c_int), ("mean", C.POINTER(C.c_double)),
                 ("scale", C.POINTER(C.c_double)), ("w", C.POINTER(C.c_double)),
                 ("bias", C.c_double), ("platt_a", C.c_double), ("platt_b", C.c_double),
-                ("iterations", C.c_int)]
+                ("iterations", C.c_int), ("kind", C.c_int), ("n_trees", C.c_int),
+                ("depth", C.c_int), ("feat", C.POINTER(C.c_int32)),
+                ("thr", C.POINTER(C.c_double)), ("leaf", C.POINTER(C.c_double)),
+                ("base", C.c_double)]
+
+
+LOGISTIC, TREES = 1, 2
 
 
 class TrainOptions(C.Structure):
-    _fields_ = [("l2", C.c_double), ("max_iter", C.c_int), ("tol", C.c_double)]
+    _fields_ = [("l2", C.c_double), ("max_iter", C.c_int), ("tol", C.c_double),
+                ("kind", C.c_int), ("rounds", C.c_int), ("depth", C.c_int),
+                ("learning_rate", C.c_double), ("lambda_", C.c_double), ("bins", C.c_int),
+                ("min_hessian", C.c_double)]
 
 
 DP = C.POINTER(C.c_double)
@@ -167,8 +176,9 @@ def holdout_split(seed, groups, frac):
     return out
 
 
-def train(fs, x, y, holdout, l2=None):
-    """The core's classifier: a dict of its numbers and a prob function."""
+def train(fs, x, y, holdout, l2=None, trees=False, **tree_options):
+    """The core's classifier: a dict of its numbers and a prob function
+    (trees=True: boosted trees, options by TrainOptions' field names)."""
     x = np.ascontiguousarray(x, dtype=np.float64)
     y = np.ascontiguousarray(y, dtype=np.uint8)
     h = np.ascontiguousarray(holdout, dtype=np.uint8)
@@ -176,6 +186,9 @@ def train(fs, x, y, holdout, l2=None):
     lib.cq_train_options_default(C.byref(o))
     if l2 is not None:
         o.l2 = l2
+    o.kind = TREES if trees else LOGISTIC
+    for k, v in tree_options.items():
+        setattr(o, k, v)
     c, err = Classifier(), Error()
     check(lib.cq_classifier_train(C.byref(fs), x.ctypes.data_as(DP), y.ctypes.data_as(UP),
                                   len(y), h.ctypes.data_as(UP), C.byref(o), C.byref(c),
@@ -183,7 +196,14 @@ def train(fs, x, y, holdout, l2=None):
     d = c.d
     res = {"mean": np.array(c.mean[:d]), "scale": np.array(c.scale[:d]),
            "w": np.array(c.w[:d]), "bias": c.bias, "platt_a": c.platt_a,
-           "platt_b": c.platt_b, "iterations": c.iterations, "l2": o.l2}
+           "platt_b": c.platt_b, "iterations": c.iterations, "l2": o.l2, "kind": c.kind}
+    if c.kind == TREES:
+        inner = (1 << c.depth) - 1
+        res.update(base=c.base, n_trees=c.n_trees, depth=c.depth,
+                   feat=np.array(c.feat[:c.n_trees * inner]).reshape(c.n_trees, inner),
+                   thr=np.array(c.thr[:c.n_trees * inner]).reshape(c.n_trees, inner),
+                   leaf=np.array(c.leaf[:c.n_trees * (inner + 1)]).reshape(c.n_trees, inner + 1),
+                   options={f: getattr(o, f) for f, _ in TrainOptions._fields_})
 
     def prob(rows):
         rows = np.ascontiguousarray(rows, dtype=np.float64)

@@ -13,6 +13,10 @@ Python and numpy, on pairs of the shared en-es corpora:
              its own iteration): weights, bias, Platt's a and b within 1e-8,
              probabilities within 1e-9; and the gradient of the objective
              at the core's weights, computed here, is zero (|g| < 1e-9)
+  trees      the boosted trees grown in numpy from trees.h's definition (the
+             same bins, sums in the same order, glibc's exp through
+             math.exp): the same splits and thresholds bit for bit, leaves
+             and Platt within 1e-12 / 1e-8, probabilities within 1e-9
 
 Exits non-zero on failure; without the corpora it says so and checks a
 small built-in sample.
@@ -259,11 +263,109 @@ def check_classifier(noisy, x):
               % (l2, len(y), c["iterations"], e, perr, np.max(np.abs(g))))
 
 
+# ---- boosted trees (trees.h's definition, in numpy) -----------------------------
+
+def seq_sum(a):
+    """Left-to-right float sum (numpy's sum is pairwise, Python's compensated)."""
+    return float(np.cumsum(a)[-1]) if len(a) else 0.0
+
+
+def ref_trees(x, y, holdout, o):
+    tr = holdout == 0
+    xt, yt = x[tr], y[tr].astype(float)
+    m, d, nb = len(yt), x.shape[1], o["bins"]
+    edges = []
+    for j in range(d):
+        v = np.sort(xt[:, j])
+        e = []
+        for q in range(1, nb):
+            if not e or v[q * m // nb] > e[-1]:
+                e.append(v[q * m // nb])
+        edges.append(np.array(e))
+    b = np.stack([np.searchsorted(edges[j], xt[:, j], side="right") for j in range(d)], 1)
+    mean = seq_sum(yt) / m
+    base = math.log(mean / (1 - mean))
+    margin = np.full(m, base)
+    depth, lam, lr, minh = o["depth"], o["lambda_"], o["learning_rate"], o["min_hessian"]
+    inner = (1 << depth) - 1
+    feat = np.full((o["rounds"], inner), -1)
+    thr = np.zeros((o["rounds"], inner))
+    leaf = np.zeros((o["rounds"], inner + 1))
+
+    def grow(t, node, level, rows, g, h):
+        G, H = seq_sum(g[rows]), seq_sum(h[rows])
+        if level == depth:
+            v = -lr * G / (H + lam)
+            leaf[t, node - inner] = v
+            margin[rows] += v
+            return
+        best = (0.0, -1, -1)
+        for j in range(d if len(rows) else 0):
+            n = len(edges[j]) + 1
+            gl = np.cumsum(np.bincount(b[rows, j], g[rows], n))
+            hl = np.cumsum(np.bincount(b[rows, j], h[rows], n))
+            for k in range(n - 1):
+                gain = gl[k] * gl[k] / (hl[k] + lam) + (G - gl[k]) * (G - gl[k]) / (H - hl[k] + lam) - G * G / (H + lam)
+                if gain > best[0] and hl[k] > minh and H - hl[k] > minh:
+                    best = (gain, j, k)
+        _, j, k = best
+        feat[t, node] = j
+        thr[t, node] = edges[j][k] if j >= 0 else 0.0
+        left = rows[b[rows, j] <= k] if j >= 0 else rows
+        right = rows[b[rows, j] > k] if j >= 0 else rows[:0]
+        grow(t, 2 * node + 1, level + 1, left, g, h)
+        grow(t, 2 * node + 2, level + 1, right, g, h)
+
+    for t in range(o["rounds"]):
+        p = np.array([1.0 / (1.0 + math.exp(-v)) for v in margin])
+        grow(t, 0, 0, np.arange(m), p - yt, p * (1 - p))
+
+    def logit(rows):
+        out = np.full(len(rows), base)
+        for t in range(o["rounds"]):
+            node = np.zeros(len(rows), dtype=int)
+            for _ in range(depth):
+                f = feat[t, node]
+                go_left = (f < 0) | (rows[np.arange(len(rows)), np.maximum(f, 0)] < thr[t, node])
+                node = 2 * node + np.where(go_left, 1, 2)
+            out += leaf[t, node - inner]
+        return out
+    s = logit(x[~tr])
+    yh = y[~tr]
+    npos, nneg = yh.sum(), len(yh) - yh.sum()
+    tt = np.where(yh == 1, (npos + 1) / (npos + 2), 1 / (nneg + 2))
+    ab = irls(np.column_stack([np.ones(len(s)), s]), tt, 0.0)
+    return {"feat": feat, "thr": thr, "leaf": leaf, "base": base, "platt_a": ab[1],
+            "platt_b": ab[0], "prob": lambda rows: sigmoid(ab[1] * logit(rows) + ab[0])}
+
+
+def check_trees(noisy, x):
+    y = np.array([1 if k == "clean" else 0 for k, *_ in noisy], dtype=np.uint8)
+    groups = np.array([b for _, b, *_ in noisy], dtype=np.int64)
+    holdout = core.holdout_split(4, groups, 0.25)
+    c = core.train(core.feature_set(), x, y, holdout, trees=True, rounds=20, depth=3)
+    r = ref_trees(x, y, holdout, c["options"])
+    same = (c["feat"] == r["feat"]).all() and (c["thr"] == r["thr"]).all()
+    if not same:
+        bad = np.argwhere((c["feat"] != r["feat"]) | (c["thr"] != r["thr"]))
+        fail("trees: the splits differ first at tree %d node %d" % tuple(bad[0]))
+    e = max(close("leaves", c["leaf"], r["leaf"], 1e-12), close("base", c["base"], r["base"], 0),
+            close("trees' platt_a", c["platt_a"], r["platt_a"], 1e-8),
+            close("trees' platt_b", c["platt_b"], r["platt_b"], 1e-8))
+    perr = np.max(np.abs(c["prob"](x) - r["prob"](x)))
+    if not perr <= 1e-9:
+        fail("trees: probabilities differ by %.3g" % perr)
+    print("trees: %d rounds of depth %d on %d rows: splits %s, leaves and Platt within %.2g, "
+          "probabilities within %.2g" % (c["n_trees"], c["depth"], len(y),
+                                         "equal" if same else "DIFFER", e, perr))
+
+
 def main():
     pairs = load_pairs(1500)
     noisy = check_noise(pairs)
     x = check_features(noisy)
     check_classifier(noisy, x)
+    check_trees(noisy, x)
     if failures:
         print("test_curate: %d failures" % len(failures))
         sys.exit(1)

@@ -43,6 +43,7 @@ TEST(curate_classifier_hand_worked_logistic_regression)
 	cq_error	err;
 
 	cq_train_options_default(&o);
+	o.kind = CQ_CLASSIFIER_LOGISTIC;
 	o.l2 = 1 / (4 * log(3.0));
 	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, 4, holdout, &o, &c, &err), CQ_OK);
 	CHECK_NEAR(c.mean[0], 0, 0);
@@ -69,6 +70,7 @@ TEST(curate_classifier_standardises)
 	cq_classifier c;
 
 	cq_train_options_default(&o);
+	o.kind = CQ_CLASSIFIER_LOGISTIC;
 	o.l2 = 1 / (4 * log(3.0));
 	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, 4, holdout, &o, &c, NULL), CQ_OK);
 	CHECK_NEAR(c.mean[0], 12, 0);
@@ -109,6 +111,7 @@ TEST(curate_classifier_separable_rows_stay_finite)
 	cq_classifier c;
 
 	cq_train_options_default(&o);
+	o.kind = CQ_CLASSIFIER_LOGISTIC;
 	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, 8, holdout, &o, &c, NULL), CQ_OK);
 	CHECK(isfinite(c.w[0]) && c.w[0] > 5);
 	CHECK(cq_classifier_prob(&c, &x[3]) > 0.5 && cq_classifier_prob(&c, &x[0]) < 0.5);
@@ -174,6 +177,7 @@ trained(cq_classifier *c)
 	cq_train_options o;
 
 	cq_train_options_default(&o);
+	o.kind = CQ_CLASSIFIER_LOGISTIC;
 	if (cq_classifier_train(&fs, x, y, 8, holdout, &o, c, NULL) != CQ_OK)
 		abort();
 }
@@ -241,4 +245,168 @@ TEST(curate_classifier_refuses_damaged_bytes)
 	CHECK_INT_EQ(cq_classifier_read(buf, size, &r, &err), CQ_EFORMAT);
 	CHECK(r.mean == NULL);
 	cq_classifier_free(&c);
+}
+
+/* ---- boosted trees (curate/trees.h) --------------------------------------- */
+
+static cq_train_options
+tree_options(int rounds, int depth)
+{
+	cq_train_options o;
+
+	cq_train_options_default(&o);
+	o.kind = CQ_CLASSIFIER_TREES;
+	o.rounds = rounds;
+	o.depth = depth;
+	return o;
+}
+
+/*
+ * One stump by hand: training x = 0, 0, 1, 1 with y = 0, 0, 1, 1; base
+ * ln(1/1) = 0, so p = 1/2, g = 1/2, 1/2, -1/2, -1/2 and h = 1/4 each.  Two
+ * bins: the edge is v[floor(4/2)] = 1.  The only split (x < 1) has GL = 1,
+ * HL = 1/2, GR = -1, HR = 1/2, gain 1/1.5 + 1/1.5 - 0 > 0 (lambda 1); the
+ * leaves are -GL / (HL + 1) = -2/3 and +2/3 (learning rate 1).  Platt on the
+ * held-out x = 0, 1: logits -2/3 and 2/3, targets 1/3 and 2/3, so b = 0 and
+ * a (2/3) = ln 2.  Depth 2: the children are pure in x (one bin), so they do
+ * not split and pass their rows left.
+ */
+TEST(curate_trees_hand_worked_stump)
+{
+	cq_feature_set fs = one_feature();
+	double		x[6] = {0, 0, 1, 1, 0, 1};
+	unsigned char y[6] = {0, 0, 1, 1, 0, 1},
+				holdout[6] = {0, 0, 0, 0, 1, 1};
+	cq_train_options o = tree_options(1, 2);
+	cq_classifier c;
+
+	o.learning_rate = 1;
+	o.bins = 2;
+	o.min_hessian = 0;
+	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, 6, holdout, &o, &c, NULL), CQ_OK);
+	CHECK_NEAR(c.base, 0, 0);
+	CHECK_INT_EQ(c.feat[0], 0);
+	CHECK_NEAR(c.thr[0], 1, 0);
+	CHECK_INT_EQ(c.feat[1], -1);
+	CHECK_INT_EQ(c.feat[2], -1);
+	CHECK_NEAR(c.leaf[0], -2.0 / 3.0, 1e-15);	/* left, left */
+	CHECK_NEAR(c.leaf[2], 2.0 / 3.0, 1e-15);	/* right, left */
+	CHECK_NEAR(cq_classifier_logit(&c, &x[5]), 2.0 / 3.0, 1e-15);
+	CHECK_NEAR(c.platt_a, 1.5 * log(2.0), 1e-12);
+	CHECK_NEAR(c.platt_b, 0, 1e-12);
+	CHECK_NEAR(cq_classifier_prob(&c, &x[5]), 2.0 / 3.0, 1e-12);
+	cq_classifier_free(&c);
+}
+
+/* y = (x1 > 0) xor (x2 > 0): no linear rule does better than chance, two
+ * levels of trees get every row right. */
+TEST(curate_trees_learn_an_interaction)
+{
+	enum
+	{
+		N = 400
+	};
+	static double x[2 * N];
+	static unsigned char y[N],
+				holdout[N];
+	cq_feature_set fs = one_feature();
+	cq_train_options o = tree_options(50, 2),
+				lo;
+	cq_classifier t,
+				l;
+	int			right_t = 0,
+				right_l = 0;
+
+	fs.mask = CQ_F_BIT(CQ_F_CHAR_LOG_RATIO) | CQ_F_BIT(CQ_F_WORD_LOG_RATIO);
+	for (int i = 0; i < N; i++)
+	{
+		x[2 * i] = (i % 7) - 3 + 0.5;
+		x[2 * i + 1] = (i % 11) - 5 + 0.5;
+		y[i] = (x[2 * i] > 0) != (x[2 * i + 1] > 0);
+		holdout[i] = i % 4 == 0;
+	}
+	cq_train_options_default(&lo);
+	lo.kind = CQ_CLASSIFIER_LOGISTIC;
+	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, N, holdout, &o, &t, NULL), CQ_OK);
+	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, N, holdout, &lo, &l, NULL), CQ_OK);
+	for (int i = 0; i < N; i++)
+	{
+		right_t += (cq_classifier_prob(&t, &x[2 * i]) > 0.5) == y[i];
+		right_l += (cq_classifier_prob(&l, &x[2 * i]) > 0.5) == y[i];
+	}
+	CHECK_INT_EQ(right_t, N);
+	CHECK(right_l < 0.7 * N);
+	cq_classifier_free(&t);
+	cq_classifier_free(&l);
+}
+
+static void
+trained_trees(cq_classifier *c)
+{
+	cq_feature_set fs = one_feature();
+	double		x[8] = {0, 1, 2, 3, 0.5, 1, 2.5, 3};
+	unsigned char y[8] = {0, 1, 0, 1, 0, 0, 1, 1},
+				holdout[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+	cq_train_options o = tree_options(3, 2);
+
+	o.min_hessian = 0;
+	if (cq_classifier_train(&fs, x, y, 8, holdout, &o, c, NULL) != CQ_OK)
+		abort();
+}
+
+TEST(curate_trees_round_trip_and_damage)
+{
+	cq_classifier c,
+				r;
+	unsigned char buf[1024];
+	size_t		size;
+	double		xs[4] = {-1, 0.7, 2.2, 9};
+	cq_error	err;
+
+	trained_trees(&c);
+	size = cq_classifier_size(&c);
+	CHECK_INT_EQ(size, 72 + 16 + 3 * (3 * 4 + 3 * 8 + 4 * 8) + 16 + 4);
+	CHECK_INT_EQ(cq_classifier_write(&c, buf, sizeof(buf), NULL), CQ_OK);
+	CHECK_INT_EQ(cq_classifier_read(buf, size, &r, &err), CQ_OK);
+	CHECK(r.kind == CQ_CLASSIFIER_TREES && r.n_trees == 3 && r.depth == 2);
+	for (int i = 0; i < 4; i++)
+		CHECK(cq_classifier_prob(&r, &xs[i]) == cq_classifier_prob(&c, &xs[i]));
+	cq_classifier_free(&r);
+	for (size_t i = 0; i < size; i++)
+		for (int bit = 0; bit < 8; bit++)
+		{
+			cq_code		rc;
+
+			buf[i] ^= (unsigned char) (1 << bit);
+			rc = cq_classifier_read(buf, size, &r, &err);
+			CHECK(rc == CQ_EFORMAT || rc == CQ_ECORRUPT);
+			if (rc == CQ_OK)
+				cq_classifier_free(&r);
+			buf[i] ^= (unsigned char) (1 << bit);
+		}
+	for (size_t len = 0; len < size; len++)
+		CHECK_INT_EQ(cq_classifier_read(buf, len, &r, &err), CQ_EFORMAT);
+	/* a node naming a feature the classifier lacks, checksum fixed */
+	cq_le_put_u32(buf + 88, 5);
+	cq_le_put_u32(buf + size - 4, cq_crc32(0, buf, size - 4));
+	CHECK_INT_EQ(cq_classifier_read(buf, size, &r, &err), CQ_EFORMAT);
+	CHECK(strstr(err.msg, "feature 5") != NULL);
+	cq_classifier_free(&c);
+}
+
+TEST(curate_trees_refuse_bad_options)
+{
+	cq_feature_set fs = one_feature();
+	double		x[4] = {-1, 1, -1, 1};
+	unsigned char y[4] = {0, 1, 0, 1},
+				holdout[4] = {0, 0, 1, 1};
+	cq_train_options o = tree_options(10, 7);
+	cq_classifier c;
+	cq_error	err;
+
+	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, 4, holdout, &o, &c, &err), CQ_EINVAL);
+	CHECK(strstr(err.msg, "depth") != NULL);
+	o = tree_options(10, 3);
+	o.bins = 300;
+	CHECK_INT_EQ(cq_classifier_train(&fs, x, y, 4, holdout, &o, &c, &err), CQ_EINVAL);
 }
