@@ -184,13 +184,15 @@ pick_neighbour(gen *g, size_t base, size_t *j)
 {
 	for (size_t d = 1; d <= MAX_NEIGHBOURS && d < g->n; d++)
 	{
-		if (base + d < g->n && !str_eq(g->tgt[base + d], g->tgt[base]))
-			return (*j = base + d), CQ_OK;
-		if (base >= d && !str_eq(g->tgt[base - d], g->tgt[base]))
-			return (*j = base - d), CQ_OK;
+		*j = base + d;
+		if (*j < g->n && !str_eq(g->tgt[*j], g->tgt[base]))
+			return CQ_OK;
+		*j = base - d;
+		if (base >= d && !str_eq(g->tgt[*j], g->tgt[base]))
+			return CQ_OK;
 	}
-	return cq_fail(g->err, CQ_EINVAL, "pair %zu has no neighbour with a different target "
-				   "within %d pairs", base, MAX_NEIGHBOURS);
+	return cq_fail(g->err, CQ_EINVAL, "clean pair %zu (counted from 1) has no neighbour with a "
+				   "different target within %d pairs", base + 1, MAX_NEIGHBOURS);
 }
 
 static cq_code
@@ -198,10 +200,9 @@ pick_foreign(gen *g, size_t k, size_t base, size_t *j)
 {
 	for (int a = 0; a < MAX_ATTEMPTS; a++)
 	{
-		size_t		c = below(draw(g, k, CQ_NOISE_WRONG_LANGUAGE, P_OTHER, a).c[0], g->m);
-
-		if (!str_eq(g->other[c], g->tgt[base]))
-			return (*j = c), CQ_OK;
+		*j = below(draw(g, k, CQ_NOISE_WRONG_LANGUAGE, P_OTHER, a).c[0], g->m);
+		if (!str_eq(g->other[*j], g->tgt[base]))
+			return CQ_OK;
 	}
 	return cq_fail(g->err, CQ_EINVAL, "no other-language sentence differs from the targets "
 				   "in %d draws", MAX_ATTEMPTS);
