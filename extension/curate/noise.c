@@ -312,12 +312,12 @@ make_texts(gen *g, size_t k, int t, cq_noise_pair *p)
 	switch (t)
 	{
 		case CQ_NOISE_MISALIGNED_NEIGHBOUR:
-			rc = pick_neighbour(g, b, &j);
-			p->tgt = g->tgt[j];
+			if ((rc = pick_neighbour(g, b, &j)) == CQ_OK)
+				p->tgt = g->tgt[j];
 			break;
 		case CQ_NOISE_MISALIGNED_RANDOM:
-			rc = pick_other(g, k, t, b, g->tgt, &j);
-			p->tgt = g->tgt[j];
+			if ((rc = pick_other(g, k, t, b, g->tgt, &j)) == CQ_OK)
+				p->tgt = g->tgt[j];
 			break;
 		case CQ_NOISE_TRUNCATED_TGT:
 			return truncate_words(g, g->tgt[b], draw(g, k, t, P_CUT, 0).c[0], &p->tgt);
@@ -337,11 +337,11 @@ make_texts(gen *g, size_t k, int t, cq_noise_pair *p)
 		case CQ_NOISE_UNTRANSLATED_EDITED:
 			return edit_copy(g, g->src[b], draw(g, k, t, P_EDIT, 0), &p->tgt);
 		case CQ_NOISE_WRONG_LANGUAGE:
-			rc = pick_foreign(g, k, b, &j);
-			p->tgt = g->other[j];
+			if ((rc = pick_foreign(g, k, b, &j)) == CQ_OK)
+				p->tgt = g->other[j];
 			break;
 	}
-	p->other = (int64_t) j;
+	p->other = rc == CQ_OK ? (int64_t) j : -1;
 	return rc;
 }
 
