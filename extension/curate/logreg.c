@@ -8,6 +8,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/interrupt.h"
 #include "common/mem.h"
 
 #define MAX_HALVINGS 40
@@ -208,6 +209,7 @@ newton(fit *f, double *theta, int max_iter, double tol, int *iterations, cq_erro
 
 	for (*iterations = 0; *iterations < max_iter;)
 	{
+		cq_poll();				/* a pass over every row follows */
 		derivatives(f, theta);
 		if (!solve(f))
 			return cq_fail(err, CQ_EINVAL, "the logistic regression's Hessian is not "

@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "common/interrupt.h"
 #include "common/mem.h"
 #include "common/rng.h"
 #include "curate/words.h"
@@ -358,6 +359,8 @@ make_type(gen *g, int t, size_t count)
 	{
 		cq_noise_pair *p = &g->out->pairs[g->out->n];
 
+		if (k % 1024 == 0)
+			cq_poll();			/* safe: only cq_alloc memory is held */
 		p->type = (cq_noise_type) t;
 		p->base = (int64_t) g->elig[below(draw(g, k, t, P_BASE, 0).c[0], g->n_elig)];
 		p->other = -1;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/interrupt.h"
 #include "common/mem.h"
 
 typedef struct boost
@@ -241,6 +242,7 @@ rounds(boost *b, const double *y)
 		b->margin[i] = b->c->base;
 	for (b->tree = 0; b->tree < b->c->n_trees; b->tree++)
 	{
+		cq_poll();				/* a tree is a few passes over the rows */
 		gradients(b, y);
 		for (size_t i = 0; i < b->m; i++)
 			b->idx[i] = i;
