@@ -444,6 +444,12 @@ def test_bad(tmp, base):
     tc.expect_fail(bad, "hf-bert LaBSE's sizes (%.2f GB of weights)" % (off / 1e9),
                    ["hf-bert", "--model-dir", big, "--output", os.path.join(bad, "o%d" % n[0])], 2,
                    "more than the 1 GB a bytea")
+    # int8 with float32 embeddings is still over 1 GB (1,629,255,812 bytes), the size it names
+    n[0] += 1
+    tc.expect_fail(bad, "hf-bert LaBSE's sizes, --int8 --embedding-precision float32",
+                   ["hf-bert", "--model-dir", big, "--output", os.path.join(bad, "o%d" % n[0]),
+                    "--int8", "--embedding-precision", "float32"], 2,
+                   "would take 1629255812 bytes, more than the 1 GB a bytea")
     shutil.rmtree(big)
     # sentence-transformers pipelines corpq does not compute
     def st_case(name, status, needle, **kw):

@@ -121,11 +121,16 @@ def expect(name, argv, status, needle):
 
 
 def expect_ok(name, argv):
-    rc, err, secs = run_limited(argv)
-    check(rc == 0 and os.path.isfile(os.path.join(argv[argv.index("--output") + 1], "model.corpq")),
-          "%s converts within the limit (status %s, %r)" % (name, rc, err.strip()[-400:]))
-    if rc == 0:
-        print("  %-58s exit 0 in %.2f s" % (name, secs))
+    """argv converts within the limit, and so does it with --int8 (the
+    int8 image, written beside it)."""
+    out = argv.index("--output") + 1
+    for extra, tag in (([], ""), (["--int8"], " --int8")):
+        a = argv[:out] + [argv[out] + tag.replace(" --", "_")] + argv[out + 1:] + extra
+        rc, err, secs = run_limited(a)
+        check(rc == 0 and os.path.isfile(os.path.join(a[out], "model.corpq")),
+              "%s%s converts within the limit (status %s, %r)" % (name, tag, rc, err.strip()[-400:]))
+        if rc == 0:
+            print("  %-58s exit 0 in %.2f s" % (name + tag, secs))
 
 
 # ---- writing files as the toolkits do, with any content ------------------------------------
