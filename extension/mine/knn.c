@@ -12,7 +12,9 @@
  * enters a result: the cosines do not depend on it (rowgemm's contract) and
  * the lists are the top k under a strict total order (a larger cosine
  * first, of equal cosines the smaller index), whatever the order of the
- * candidates.  cq_poll() between blocks and while the means are summed.
+ * candidates.  cq_poll() between blocks, between slices of a block's
+ * update of the lists (a slice is a few milliseconds of insertions at any
+ * k), and while the means are summed.
  * The sweep can be called block by block (cq_mine_knn_add): a host that
  * holds the vectors in a file feeds it a block of sources and a block of
  * targets at a time, and the lists come out the same.
@@ -61,6 +63,8 @@ typedef struct block
 				j0,				/* first target row */
 				rows,
 				cols,
+				r0,				/* the slice of S's rows being updated */
+				r1,
 				half;			/* parts per direction */
 	cq_knn	   *x2y,
 			   *y2x;
@@ -89,7 +93,7 @@ update_cols(const block *b, int c0, int c1)
 	int			len = b->y2x->len;
 
 	/* row by row: S is read along its rows, the lists stay in cache */
-	for (int r = 0; r < b->rows; r++)
+	for (int r = b->r0; r < b->r1; r++)
 	{
 		const float *srow = b->s + (size_t) r * b->cols;
 
@@ -110,7 +114,11 @@ update_part(void *arg, int part, int nparts)
 	int			p = part % b->half;
 
 	if (part < b->half)
-		update_rows(b, (int) ((long) b->rows * p / b->half), (int) ((long) b->rows * (p + 1) / b->half));
+	{
+		int			n = b->r1 - b->r0;
+
+		update_rows(b, b->r0 + (int) ((long) n * p / b->half), b->r0 + (int) ((long) n * (p + 1) / b->half));
+	}
 	else
 		update_cols(b, (int) ((long) b->cols * p / b->half), (int) ((long) b->cols * (p + 1) / b->half));
 }
@@ -204,7 +212,8 @@ cq_mine_knn_add(const float *x, int i0, int rows, const float *y, int j0, int co
 				const cq_mine_options *o, cq_knn *x2y, cq_knn *y2x, cq_error *err)
 {
 	int			br,
-				bc;
+				bc,
+				slice;
 	float	   *s,
 			   *packed;
 	block		b = {.x2y = x2y, .y2x = y2x, .half = cq_parallel_threads()};
@@ -226,6 +235,16 @@ cq_mine_knn_add(const float *x, int i0, int rows, const float *y, int j0, int co
 		cq_free(packed);
 		return cq_fail(err, CQ_ENOMEM, "no memory for a block of %d x %d cosines", br, bc);
 	}
+	/*
+	 * Rows of S per slice of the lists' update: ~2^22 list cells of work
+	 * each (an insertion moves up to k entries), so that a cancel waits for
+	 * milliseconds whatever k -- a whole block of 256 x 1024 cosines with
+	 * k = 1000 took seconds on a loaded machine.  With the default k a
+	 * slice is the whole block.
+	 */
+	slice = (int) ((1L << 22) / ((long) bc * (x2y->len + y2x->len)));
+	if (slice < 1)
+		slice = 1;
 	for (int jb = 0; jb < cols; jb += bc)
 	{
 		b.j0 = j0 + jb;
@@ -238,7 +257,14 @@ cq_mine_knn_add(const float *x, int i0, int rows, const float *y, int j0, int co
 			cq_poll();
 			cq_rowgemm_packed(packed, b.cols, d, NULL, x + (size_t) ib * d, d,
 							  s, b.cols, b.rows);
-			cq_parallel_run(update_part, &b, 2 * b.half);
+			/* the lists updated a slice of S's rows at a time, cq_poll() between */
+			for (b.r0 = 0; b.r0 < b.rows; b.r0 = b.r1)
+			{
+				b.r1 = b.rows - b.r0 < slice ? b.rows : b.r0 + slice;
+				if (b.r0 > 0)
+					cq_poll();
+				cq_parallel_run(update_part, &b, 2 * b.half);
+			}
 		}
 	}
 	cq_free(s);

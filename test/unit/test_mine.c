@@ -617,3 +617,48 @@ TEST(mine_polls_in_means_and_selection)
 	free(x);
 	free(y);
 }
+
+/*
+ * With a large k a block's update of the lists is cut into slices of rows
+ * with a poll between them (a block of 256 x 1024 cosines with k = 1000
+ * took seconds): 300 x 1100 vectors, k = 1000, in 2 x 2 blocks, poll many
+ * times per block; the lists are those of small blocks (no slicing).
+ */
+TEST(mine_polls_within_a_block_for_large_k)
+{
+	enum {N = 300, M = 1100, D = 4};
+	uint64_t	rng;
+	float	   *x,
+			   *y;
+	cq_mine_options o;
+	cq_knn		x2y,
+				y2x,
+				rx,
+				ry;
+
+	rng = 1618033988749;
+	x = random_set(&rng, N, D, 0, false);
+	y = random_set(&rng, M, D, 0, false);
+	cq_mine_options_default(&o);
+	o.k = 1000;
+	polls = 0;
+	polls_left = -1;
+	cq_set_interrupt_hook(cancel_hook);
+	CHECK_INT_EQ(cq_mine_knn_init(N, M, o.k, &x2y, &y2x, NULL), CQ_OK);
+	CHECK_INT_EQ(cq_mine_knn_add(x, 0, N, y, 0, M, D, &o, &x2y, &y2x, NULL), CQ_OK);
+	cq_set_interrupt_hook(NULL);
+	/* slices of 4194304 / (1024 x 1300) = 3 rows: 86 + 15 per target block */
+	CHECK(polls >= 2 * (86 + 15));
+	cq_mine_knn_finish(&x2y, &y2x);
+	o.block_rows = 3;
+	o.block_cols = 50;
+	CHECK_INT_EQ(cq_mine_knn(x, N, y, M, D, &o, &rx, &ry, NULL), CQ_OK);
+	CHECK(knn_equal(&x2y, &rx));
+	CHECK(knn_equal(&y2x, &ry));
+	cq_mine_knn_free(&x2y);
+	cq_mine_knn_free(&y2x);
+	cq_mine_knn_free(&rx);
+	cq_mine_knn_free(&ry);
+	free(x);
+	free(y);
+}
