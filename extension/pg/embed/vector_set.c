@@ -136,9 +136,13 @@ static void
 to_file(CorpqVectorSet *s)
 {
 	s->file = new_file(s);
-	write_rows(s, s->file, s->vecs, s->n);
-	pfree(s->vecs);
-	s->vecs = NULL;
+	/* none yet when the other set left no room for even one row in memory */
+	if (s->vecs)
+	{
+		write_rows(s, s->file, s->vecs, s->n);
+		pfree(s->vecs);
+		s->vecs = NULL;
+	}
 }
 
 /*
