@@ -12,7 +12,12 @@
  * enters a result: the cosines do not depend on it (rowgemm's contract) and
  * the lists are the top k under a strict total order (a larger cosine
  * first, of equal cosines the smaller index), whatever the order of the
- * candidates.  The caller polls for a cancel between blocks.
+ * candidates.  cq_poll() between blocks, between slices of a block's
+ * update of the lists (a slice is a few milliseconds of insertions at any
+ * k), and while the means are summed.
+ * The sweep can be called block by block (cq_mine_knn_add): a host that
+ * holds the vectors in a file feeds it a block of sources and a block of
+ * targets at a time, and the lists come out the same.
  */
 #include "mine/knn.h"
 
@@ -58,6 +63,8 @@ typedef struct block
 				j0,				/* first target row */
 				rows,
 				cols,
+				r0,				/* the slice of S's rows being updated */
+				r1,
 				half;			/* parts per direction */
 	cq_knn	   *x2y,
 			   *y2x;
@@ -86,7 +93,7 @@ update_cols(const block *b, int c0, int c1)
 	int			len = b->y2x->len;
 
 	/* row by row: S is read along its rows, the lists stay in cache */
-	for (int r = 0; r < b->rows; r++)
+	for (int r = b->r0; r < b->r1; r++)
 	{
 		const float *srow = b->s + (size_t) r * b->cols;
 
@@ -107,7 +114,11 @@ update_part(void *arg, int part, int nparts)
 	int			p = part % b->half;
 
 	if (part < b->half)
-		update_rows(b, (int) ((long) b->rows * p / b->half), (int) ((long) b->rows * (p + 1) / b->half));
+	{
+		int			n = b->r1 - b->r0;
+
+		update_rows(b, b->r0 + (int) ((long) n * p / b->half), b->r0 + (int) ((long) n * (p + 1) / b->half));
+	}
 	else
 		update_cols(b, (int) ((long) b->cols * p / b->half), (int) ((long) b->cols * (p + 1) / b->half));
 }
@@ -151,45 +162,121 @@ lists_means(cq_knn *l)
 
 	for (int r = 0; r < l->rows; r++)
 	{
+		/* a cancel within a moment: 256 rows of k = 1000 are ~1 ms */
+		if (r % 256 == 0)
+			cq_poll();
 		for (int p = 0; p < l->len; p++)
 			buf[p] = l->sim[(size_t) r * l->len + p];
 		l->mean[r] = cq_mine_knn_mean(buf, l->len, l->len);
 	}
 }
 
-/* The sweep over blocks, into lists made ready by the caller. */
-static cq_code
-sweep(const float *x, int n, const float *y, int m, int d, const cq_mine_options *o,
-	  cq_knn *x2y, cq_knn *y2x, cq_error *err)
+size_t
+cq_mine_knn_lists_bytes(int n, int m, int k)
 {
-	int			br = o->block_rows < n ? o->block_rows : n,
-				bc = o->block_cols < m ? o->block_cols : m;
-	float	   *s = cq_alloc(sizeof(float) * (size_t) br * bc);
-	float	   *packed = cq_alloc(sizeof(float) * cq_rowgemm_packed_floats(bc, d));
-	block		b = {.s = s, .x2y = x2y, .y2x = y2x, .half = cq_parallel_threads()};
+	double		kx = m < k ? m : k,
+				ky = n < k ? n : k,
+				bytes = 8.0 * ((double) n * kx + (double) m * ky) + 8.0 * ((double) n + m);
 
+	return bytes >= (double) SIZE_MAX ? SIZE_MAX : (size_t) bytes;
+}
+
+size_t
+cq_mine_knn_block_bytes(int rows, int cols, int d, const cq_mine_options *o)
+{
+	int			br = o->block_rows < rows ? o->block_rows : rows,
+				bc = o->block_cols < cols ? o->block_cols : cols;
+	double		bytes = 4.0 * br * bc + 4.0 * (double) cq_rowgemm_packed_floats(bc, d);
+
+	return bytes >= (double) SIZE_MAX ? SIZE_MAX : (size_t) bytes;
+}
+
+cq_code
+cq_mine_knn_init(int n, int m, int k, cq_knn *x2y, cq_knn *y2x, cq_error *err)
+{
+	memset(x2y, 0, sizeof(*x2y));
+	memset(y2x, 0, sizeof(*y2x));
+	if (n < 0 || m < 0 || k < 1 || k > CQ_MINE_MAX_K)
+		return cq_fail(err, CQ_EINVAL, "cannot mine %d x %d vectors with k = %d", n, m, k);
+	if (!lists_init(x2y, n, m < k ? m : k) || !lists_init(y2x, m, n < k ? n : k))
+	{
+		cq_mine_knn_free(x2y);
+		cq_mine_knn_free(y2x);
+		return cq_fail(err, CQ_ENOMEM, "no memory for the neighbour lists of %d x %d vectors", n, m);
+	}
+	return CQ_OK;
+}
+
+cq_code
+cq_mine_knn_add(const float *x, int i0, int rows, const float *y, int j0, int cols, int d,
+				const cq_mine_options *o, cq_knn *x2y, cq_knn *y2x, cq_error *err)
+{
+	int			br,
+				bc,
+				slice;
+	float	   *s,
+			   *packed;
+	block		b = {.x2y = x2y, .y2x = y2x, .half = cq_parallel_threads()};
+
+	if (rows < 0 || cols < 0 || d < 1 || i0 < 0 || j0 < 0 ||
+		i0 > x2y->rows - rows || j0 > y2x->rows - cols)
+		return cq_fail(err, CQ_EINVAL, "sources %d + %d and targets %d + %d of dimension %d "
+					   "are not within %d x %d vectors", i0, rows, j0, cols, d, x2y->rows, y2x->rows);
+	if (rows == 0 || cols == 0)
+		return CQ_OK;
+	br = o->block_rows < rows ? o->block_rows : rows;
+	bc = o->block_cols < cols ? o->block_cols : cols;
+	s = cq_alloc(sizeof(float) * (size_t) br * bc);
+	packed = cq_alloc(sizeof(float) * cq_rowgemm_packed_floats(bc, d));
+	b.s = s;
 	if (!s || !packed)
 	{
 		cq_free(s);
 		cq_free(packed);
 		return cq_fail(err, CQ_ENOMEM, "no memory for a block of %d x %d cosines", br, bc);
 	}
-	for (b.j0 = 0; b.j0 < m; b.j0 += bc)
+	/*
+	 * Rows of S per slice of the lists' update: ~2^22 list cells of work
+	 * each (an insertion moves up to k entries), so that a cancel waits for
+	 * milliseconds whatever k -- a whole block of 256 x 1024 cosines with
+	 * k = 1000 took seconds on a loaded machine.  With the default k a
+	 * slice is the whole block.
+	 */
+	slice = (int) ((1L << 22) / ((long) bc * (x2y->len + y2x->len)));
+	if (slice < 1)
+		slice = 1;
+	for (int jb = 0; jb < cols; jb += bc)
 	{
-		b.cols = m - b.j0 < bc ? m - b.j0 : bc;
-		cq_rowgemm_pack(y + (size_t) b.j0 * d, d, b.cols, d, packed);
-		for (b.i0 = 0; b.i0 < n; b.i0 += br)
+		b.j0 = j0 + jb;
+		b.cols = cols - jb < bc ? cols - jb : bc;
+		cq_rowgemm_pack(y + (size_t) jb * d, d, b.cols, d, packed);
+		for (int ib = 0; ib < rows; ib += br)
 		{
-			b.rows = n - b.i0 < br ? n - b.i0 : br;
+			b.i0 = i0 + ib;
+			b.rows = rows - ib < br ? rows - ib : br;
 			cq_poll();
-			cq_rowgemm_packed(packed, b.cols, d, NULL, x + (size_t) b.i0 * d, d,
+			cq_rowgemm_packed(packed, b.cols, d, NULL, x + (size_t) ib * d, d,
 							  s, b.cols, b.rows);
-			cq_parallel_run(update_part, &b, 2 * b.half);
+			/* the lists updated a slice of S's rows at a time, cq_poll() between */
+			for (b.r0 = 0; b.r0 < b.rows; b.r0 = b.r1)
+			{
+				b.r1 = b.rows - b.r0 < slice ? b.rows : b.r0 + slice;
+				if (b.r0 > 0)
+					cq_poll();
+				cq_parallel_run(update_part, &b, 2 * b.half);
+			}
 		}
 	}
 	cq_free(s);
 	cq_free(packed);
 	return CQ_OK;
+}
+
+void
+cq_mine_knn_finish(cq_knn *x2y, cq_knn *y2x)
+{
+	lists_means(x2y);
+	lists_means(y2x);
 }
 
 cq_code
@@ -204,18 +291,16 @@ cq_mine_knn(const float *x, int n, const float *y, int m, int d,
 		return rc;
 	if (n < 0 || m < 0 || d < 1)
 		return cq_fail(err, CQ_EINVAL, "cannot mine %d x %d vectors of dimension %d", n, m, d);
-	if (!lists_init(x2y, n, m < o->k ? m : o->k) || !lists_init(y2x, m, n < o->k ? n : o->k))
-		rc = cq_fail(err, CQ_ENOMEM, "no memory for the neighbour lists of %d x %d vectors", n, m);
-	else if (n > 0 && m > 0)
-		rc = sweep(x, n, y, m, d, o, x2y, y2x, err);
+	rc = cq_mine_knn_init(n, m, o->k, x2y, y2x, err);
+	if (rc == CQ_OK)
+		rc = cq_mine_knn_add(x, 0, n, y, 0, m, d, o, x2y, y2x, err);
 	if (rc != CQ_OK)
 	{
 		cq_mine_knn_free(x2y);
 		cq_mine_knn_free(y2x);
 		return rc;
 	}
-	lists_means(x2y);
-	lists_means(y2x);
+	cq_mine_knn_finish(x2y, y2x);
 	return CQ_OK;
 }
 
@@ -234,9 +319,14 @@ cq_mine_knn_mean(double *values, int n, int k)
 	int			len = n < k ? n : k;
 	double		sum = 0;
 
+	bool		sorted = true;
+
 	if (len <= 0)
 		return NAN;
-	qsort(values, n, sizeof(double), descending);
+	for (int i = 1; i < n && sorted; i++)
+		sorted = values[i] <= values[i - 1];	/* false for a NaN: sorted as before */
+	if (!sorted)
+		qsort(values, n, sizeof(double), descending);
 	for (int i = 0; i < len; i++)
 		sum += values[i];
 	return sum / len;

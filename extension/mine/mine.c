@@ -4,24 +4,15 @@
  */
 #include "mine/mine.h"
 
-#include <math.h>
-
-#include "nn/ops/rowgemm.h"
+#include <stdint.h>
 
 size_t
 cq_mine_work_bytes(int n, int m, int d, const cq_mine_options *o)
 {
-	double		kx = m < o->k ? m : o->k,
-				ky = n < o->k ? n : o->k,
-				br = o->block_rows < n ? o->block_rows : n,
-				bc = o->block_cols < m ? o->block_cols : m,
-				bytes;
+	double		bytes = (double) cq_mine_knn_lists_bytes(n, m, o->k)	/* lists, means */
+		+ 4.0 * m				/* the targets' best sources (mutual) */
+		+ (double) cq_mine_knn_block_bytes(n, m, d, o);	/* cosines, packed targets */
 
-	bytes = 8.0 * (n * kx + m * ky)	/* the lists */
-		+ 8.0 * ((double) n + m)	/* the means */
-		+ 4.0 * m					/* the targets' best sources (mutual) */
-		+ 4.0 * br * bc				/* a block of cosines */
-		+ 4.0 * (double) cq_rowgemm_packed_floats((int) bc, d);	/* the packed targets */
 	return bytes >= (double) SIZE_MAX ? SIZE_MAX : (size_t) bytes;
 }
 

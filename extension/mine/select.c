@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "common/interrupt.h"
 #include "common/mem.h"
 
 bool
@@ -69,6 +70,8 @@ cq_mine_select(const cq_knn *x2y, const cq_knn *y2x, bool mutual, double min_mar
 			double		mg;
 			float		c;
 
+			if (j % 1024 == 0)
+				cq_poll();
 			bwd[j] = best_entry(y2x, j, x2y, false, &mg, &c);
 		}
 	}
@@ -76,8 +79,11 @@ cq_mine_select(const cq_knn *x2y, const cq_knn *y2x, bool mutual, double min_mar
 	{
 		double		mg = 0;
 		float		c = 0;
-		int32_t		j = best_entry(x2y, i, y2x, true, &mg, &c);
+		int32_t		j;
 
+		if (i % 1024 == 0)
+			cq_poll();
+		j = best_entry(x2y, i, y2x, true, &mg, &c);
 		if (j < 0 || (mutual && bwd[j] != i) || !(mg >= min_margin))
 			continue;
 		out[*n_out] = (cq_mine_pair) {i, j, c, mg};

@@ -319,6 +319,80 @@ TEST(mine_same_bits_any_blocks_and_threads)
 }
 
 /*
+ * The sweep fed block by block (cq_mine_knn_add), as a host streaming the
+ * vectors from a file feeds it: sources and targets cut into uneven blocks,
+ * swept target-block first or source-block first, give cq_mine_knn's lists
+ * and means bit for bit (the k-NN of a source over all target blocks is the
+ * merge of its per-block top k), and so the same pairs.
+ */
+TEST(mine_knn_add_any_partition)
+{
+	enum {N = 71, M = 53, D = 13};
+	static const int cuts[][2] = {{71, 53}, {1, 1}, {13, 7}, {30, 53}, {71, 9}, {8, 20}};
+	uint64_t	rng;
+	float	   *x,
+			   *y;
+	cq_mine_options o;
+	cq_knn		rx,
+				ry,
+				x2y,
+				y2x;
+	cq_mine_pair p0[N],
+				p[N];
+	int			n0,
+				n;
+
+	rng = 3141592653589;
+	x = random_set(&rng, N, D, 6, false);
+	y = random_set(&rng, M, D, 5, false);
+	cq_mine_options_default(&o);
+	o.k = 4;
+	o.mutual = true;
+	CHECK_INT_EQ(cq_mine_knn(x, N, y, M, D, &o, &rx, &ry, NULL), CQ_OK);
+	CHECK_INT_EQ(cq_mine_select(&rx, &ry, true, -INFINITY, p0, &n0, NULL), CQ_OK);
+	CHECK(n0 > 0);
+	for (int c = 0; c < (int) (sizeof(cuts) / sizeof(cuts[0])); c++)
+		for (int tgt_outer = 0; tgt_outer < 2; tgt_outer++)
+		{
+			int			r = cuts[c][0],
+						q = cuts[c][1];
+
+			o.block_rows = 1 + c;	/* the core's own tiling inside a block */
+			o.block_cols = 3 + 2 * c;
+			CHECK_INT_EQ(cq_mine_knn_init(N, M, o.k, &x2y, &y2x, NULL), CQ_OK);
+			for (int a = 0; a < (tgt_outer ? M : N); a += tgt_outer ? q : r)
+				for (int b = 0; b < (tgt_outer ? N : M); b += tgt_outer ? r : q)
+				{
+					int			i0 = tgt_outer ? b : a,
+								j0 = tgt_outer ? a : b,
+								rows = N - i0 < r ? N - i0 : r,
+								cols = M - j0 < q ? M - j0 : q;
+
+					CHECK_INT_EQ(cq_mine_knn_add(x + (size_t) i0 * D, i0, rows,
+												 y + (size_t) j0 * D, j0, cols, D, &o,
+												 &x2y, &y2x, NULL), CQ_OK);
+				}
+			cq_mine_knn_finish(&x2y, &y2x);
+			CHECK(knn_equal(&x2y, &rx));
+			CHECK(knn_equal(&y2x, &ry));
+			CHECK_INT_EQ(cq_mine_select(&x2y, &y2x, true, -INFINITY, p, &n, NULL), CQ_OK);
+			CHECK(n == n0 && pairs_equal(p, p0, n));
+			cq_mine_knn_free(&x2y);
+			cq_mine_knn_free(&y2x);
+		}
+	/* a block outside the lists is refused */
+	CHECK_INT_EQ(cq_mine_knn_init(N, M, o.k, &x2y, &y2x, NULL), CQ_OK);
+	CHECK_INT_EQ(cq_mine_knn_add(x, 70, 2, y, 0, 1, D, &o, &x2y, &y2x, NULL), CQ_EINVAL);
+	CHECK_INT_EQ(cq_mine_knn_add(x, 0, 1, y, 53, 1, D, &o, &x2y, &y2x, NULL), CQ_EINVAL);
+	cq_mine_knn_free(&x2y);
+	cq_mine_knn_free(&y2x);
+	cq_mine_knn_free(&rx);
+	cq_mine_knn_free(&ry);
+	free(x);
+	free(y);
+}
+
+/*
  * Exact ties: a target repeated (y1 = y0, y3 = y2) gives equal cosines; the
  * lists keep the smaller index first and the pairs choose it.
  */
@@ -492,6 +566,109 @@ TEST(mine_cancel_between_blocks)
 	/* what it held was all cq_alloc'd: the host frees it (ASan: no leak) */
 	for (int i = 0; i < n_live; i++)
 		free(live[i]);
+	free(x);
+	free(y);
+}
+
+/*
+ * A cancel is also taken after the sweep: while the means are summed and
+ * while the pairs are chosen (with k = 1000 on 60,000 x 60,000 vectors
+ * those took seconds without a poll).
+ */
+TEST(mine_polls_in_means_and_selection)
+{
+	enum {N = 3000, M = 2000, D = 3};
+	uint64_t	rng;
+	float	   *x,
+			   *y;
+	cq_mine_options o;
+	cq_knn		x2y,
+				y2x;
+	cq_mine_pair *p = malloc(sizeof(cq_mine_pair) * N);
+	int			n;
+
+	rng = 2718281828459;
+	x = random_set(&rng, N, D, 0, false);
+	y = random_set(&rng, M, D, 0, false);
+	cq_mine_options_default(&o);
+	CHECK_INT_EQ(cq_mine_knn_init(N, M, o.k, &x2y, &y2x, NULL), CQ_OK);
+	CHECK_INT_EQ(cq_mine_knn_add(x, 0, N, y, 0, M, D, &o, &x2y, &y2x, NULL), CQ_OK);
+	polls = 0;
+	polls_left = -1;
+	cq_set_interrupt_hook(cancel_hook);
+	cq_mine_knn_finish(&x2y, &y2x);
+	/* every 256 rows: 12 + 8 */
+	CHECK_INT_EQ(polls, 20);
+	polls = 0;
+	CHECK_INT_EQ(cq_mine_select(&x2y, &y2x, true, -INFINITY, p, &n, NULL), CQ_OK);
+	/* every 1024 rows: 2 targets' blocks + 3 sources' */
+	CHECK_INT_EQ(polls, 5);
+	/* a cancel in the selection leaves by longjmp, holding only cq_alloc memory */
+	{
+		static const cq_allocator tracking = {track_alloc, track_realloc, track_free};
+
+		n_live = 0;
+		polls_left = 3;
+		cq_set_allocator(&tracking);
+		if (setjmp(cancel_jmp) == 0)
+		{
+			cq_mine_select(&x2y, &y2x, true, -INFINITY, p, &n, NULL);
+			CHECK(!"cq_mine_select returned after a cancel");
+		}
+		cq_set_allocator(NULL);
+		CHECK(n_live > 0);
+		for (int i = 0; i < n_live; i++)
+			free(live[i]);
+	}
+	cq_set_interrupt_hook(NULL);
+	cq_mine_knn_free(&x2y);
+	cq_mine_knn_free(&y2x);
+	free(p);
+	free(x);
+	free(y);
+}
+
+/*
+ * With a large k a block's update of the lists is cut into slices of rows
+ * with a poll between them (a block of 256 x 1024 cosines with k = 1000
+ * took seconds): 300 x 1100 vectors, k = 1000, in 2 x 2 blocks, poll many
+ * times per block; the lists are those of small blocks (no slicing).
+ */
+TEST(mine_polls_within_a_block_for_large_k)
+{
+	enum {N = 300, M = 1100, D = 4};
+	uint64_t	rng;
+	float	   *x,
+			   *y;
+	cq_mine_options o;
+	cq_knn		x2y,
+				y2x,
+				rx,
+				ry;
+
+	rng = 1618033988749;
+	x = random_set(&rng, N, D, 0, false);
+	y = random_set(&rng, M, D, 0, false);
+	cq_mine_options_default(&o);
+	o.k = 1000;
+	polls = 0;
+	polls_left = -1;
+	cq_set_interrupt_hook(cancel_hook);
+	CHECK_INT_EQ(cq_mine_knn_init(N, M, o.k, &x2y, &y2x, NULL), CQ_OK);
+	CHECK_INT_EQ(cq_mine_knn_add(x, 0, N, y, 0, M, D, &o, &x2y, &y2x, NULL), CQ_OK);
+	cq_set_interrupt_hook(NULL);
+	/* slices of 4194304 / (1024 x 1300) = 3 rows: 86 + 15 per target block */
+	CHECK(polls >= 2 * (86 + 15));
+	cq_mine_knn_finish(&x2y, &y2x);
+	o.block_rows = 3;
+	o.block_cols = 50;
+	CHECK_INT_EQ(cq_mine_knn(x, N, y, M, D, &o, &rx, &ry, NULL), CQ_OK);
+	CHECK(knn_equal(&x2y, &rx));
+	CHECK(knn_equal(&y2x, &ry));
+	cq_mine_knn_free(&x2y);
+	cq_mine_knn_free(&y2x);
+	cq_mine_knn_free(&rx);
+	cq_mine_knn_free(&ry);
 	free(x);
 	free(y);
 }

@@ -5,11 +5,13 @@
  * encoder models (extension/nn/infer/encode.h).
  *
  *   vector_set.c   a set of (id, vector): read from a query or added one by
- *                  one, checked, ordered by id, normalised; its memory
+ *                  one, checked, ordered by id, normalised; its memory, and
+ *                  its temporary file past work_mem
  *   embed_options.c the option tables: mine_vectors()', mine_pairs()',
  *                  embed_rows()' and embed_job()'s options
- *   mine_sets.c    mining two sets: the memory check and the core call (the
- *                  C entry point of every mining function)
+ *   mine_sets.c    mining two sets: in memory, or block by block from their
+ *                  files; the memory checks and the core calls (the C entry
+ *                  point of every mining function)
  *   mine_sql.c     corpq.mine_vectors()
  *   margin_sql.c   corpq.margin(), corpq.knn_mean()
  *   embed_rows.c   sentences embedded in batches with an encoder model: the
@@ -22,12 +24,20 @@
  *   embed_cosine.c the cosine of a pair's two sentences (embed_cosine.h):
  *                  corpq.embedding_cosine() and the embedding_cosine filter
  *
- * Memory.  Mining holds both sets whole (it compares every source with
- * every target), so the whole operation is bounded by work_mem, as a sort or
- * a hash is: the vectors, their ids, and the core's work space
- * (cq_mine_work_bytes) must fit, checked while the sets are read (a set that
- * outgrows it stops being read at once) and again before mining.  The error
- * names work_mem and the size needed.
+ * Memory.  Mining is bounded by work_mem, as a sort or a hash is, and like
+ * them it goes to temporary files past it.  While the sets are small, their
+ * vectors are held in memory and mined in one sweep.  A set that outgrows
+ * its share goes on being read into a temporary file (BufFile: the
+ * vectors; the ids stay in memory), is ordered by id through that file, and
+ * mining then streams both sets from their files, a block of targets and a
+ * block of sources at a time (blocks sized to fit work_mem), through the
+ * core's k-NN sweep (cq_mine_knn_add): the lists of a source over every
+ * target block are the merge of its per-block top k, so the pairs are the
+ * in-memory run's, bit for bit.  What must stay in memory -- the k-NN lists
+ * and means of both sides (8 (k + 1) bytes a vector), the ids, the pairs --
+ * must fit work_mem with one source and one target vector: it is counted
+ * while the sets are read (reading stops at the first row past it) and again
+ * before mining, and the error names work_mem and the size needed.
  */
 #ifndef CORPQ_EMBED_H
 #define CORPQ_EMBED_H
@@ -44,28 +54,39 @@
  * A set of vectors with their ids, one role in a mining call ("source",
  * "target").  Rows are kept in the order they were added until
  * corpq_vector_set_finish, which orders them by id (so that ties between
- * equal cosines go to the smaller id) and normalises them.
+ * equal cosines go to the smaller id) and normalises them.  The vectors are
+ * in memory (vecs) or, past work_mem, in a temporary file (file, vecs NULL);
+ * the ids are always in memory.
  */
 typedef struct CorpqVectorSet
 {
 	const char *what;			/* "source" or "target", for messages */
 	int64	   *ids;			/* [n] */
-	float	   *vecs;			/* [n, dim] */
+	float	   *vecs;			/* [n, dim], or NULL when in file */
 	int			n;
-	int			cap;			/* rows allocated */
+	int			cap;			/* rows allocated (ids; and vecs in memory) */
 	int			dim;			/* 0 until the first vector */
+	int			k;				/* the mining's k: its lists are counted */
+	struct BufFile *file;		/* the vectors past work_mem: while read, in
+								 * the order added; finished, in id order
+								 * and normalised */
 	const struct CorpqVectorSet *other; /* the set that shares work_mem and
-										 * the dimension (NULL: none yet) */
+										 * the dimension (NULL: none yet, and
+										 * this set is the sources) */
 	MemoryContext cxt;			/* where the rows are (init's current one) */
 } CorpqVectorSet;
 
-/* An empty set in CurrentMemoryContext; other: see above (may be NULL). */
+/*
+ * An empty set in CurrentMemoryContext for mining with k; other: see above
+ * (NULL for the sources, the sources for the targets).
+ */
 void		corpq_vector_set_init(CorpqVectorSet *s, const char *what,
-								  const CorpqVectorSet *other);
+								  const CorpqVectorSet *other, int k);
 
 /*
- * Add one vector of dim floats (copied).  ERROR for a dimension other than
- * the set's (or the other set's) and when the sets outgrow work_mem.
+ * Add one vector of dim floats (copied; into the set's file once it is
+ * past work_mem).  ERROR for a dimension other than the set's (or the other
+ * set's) and when what mining must hold in memory outgrows work_mem.
  */
 void		corpq_vector_set_add(CorpqVectorSet *s, int64 id, const float *v, int dim);
 
@@ -80,12 +101,37 @@ void		corpq_vector_set_read(CorpqVectorSet *s, const char *query);
  * Order by id (ERROR for a duplicate id), normalise (ERROR naming the id of
  * a vector with a non-finite component or no direction), and shrink the
  * arrays to the rows: finish a set before reading the one that shares its
- * work_mem.
+ * work_mem.  A set in a file is ordered through a second file (one seek per
+ * row), which replaces the first.
  */
 void		corpq_vector_set_finish(CorpqVectorSet *s);
 
-/* Bytes the set holds (capacity: vectors, ids, the sort). */
+/* Bytes the set holds in memory (capacity: vectors if held, ids, the sort). */
 Size		corpq_vector_set_bytes(const CorpqVectorSet *s);
+
+/*
+ * Bytes mining must hold in memory whatever the blocks, for n sources and
+ * m targets with k (the lists, means, ids, pairs, the best sources of
+ * mutual, and the temporary files' buffers), counted with k itself (the
+ * lists of a side smaller than k are shorter: the exact figure is
+ * computed before mining).
+ */
+double		corpq_mine_floor_bytes(double n, double m, int k, int dim);
+
+/* What a temporary file holds in memory: its buffer and its bookkeeping. */
+#define CORPQ_VECTOR_FILE_BYTES (BLCKSZ + 1024)
+
+/* A finished set's vectors moved into a temporary file (its memory freed). */
+void		corpq_vector_set_spill(CorpqVectorSet *s);
+
+/* A finished set in a file: read from its first row again. */
+void		corpq_vector_set_rewind(CorpqVectorSet *s);
+
+/* A finished set in a file: its next rows (rows * dim floats) into dst. */
+void		corpq_vector_set_next(CorpqVectorSet *s, float *dst, int rows);
+
+/* Close a finished set's file, if any. */
+void		corpq_vector_set_close(CorpqVectorSet *s);
 
 /* mine_vectors()' options parsed onto the core's (NULL: the defaults). */
 void		corpq_mine_options_parse(Jsonb *options, cq_mine_options *o);
@@ -96,11 +142,14 @@ typedef void (*CorpqMinePairFn) (void *arg, int64 src_id, int64 tgt_id,
 
 /*
  * Mine two finished sets (the one path of every mining function: a caller
- * with sentences embeds them into sets first): ERROR when the sets and the
- * work space need more than work_mem; fn once per pair, in ascending source
- * id.  Cancellable between blocks; threads as corpq.threads (or a job's).
+ * with sentences embeds them into sets first): in memory when the sets and
+ * the work space fit work_mem, else streamed from temporary files in blocks
+ * that fit (the same pairs); ERROR, before any product, when the lists and
+ * ids alone do not fit.  fn once per pair, in ascending source id.
+ * Cancellable between blocks; threads as corpq.threads (or a job's).  The
+ * sets' files are closed.
  */
-void		corpq_mine_sets(const CorpqVectorSet *src, const CorpqVectorSet *tgt,
+void		corpq_mine_sets(CorpqVectorSet *src, CorpqVectorSet *tgt,
 							const cq_mine_options *o, CorpqMinePairFn fn, void *arg);
 
 /*

@@ -6,8 +6,8 @@
  * a vector set, and the two sets are mined as mine_vectors() mines them
  * (corpq_mine_sets): the result is mine_vectors()' over the embed() vectors
  * of the same sentences.  A sentence is held only while its read batch is
- * embedded; the sets are bounded by work_mem, the embedding by
- * corpq.max_batch_mb.
+ * embedded; the sets are held in memory up to work_mem and in temporary
+ * files past it (embed.h), the embedding is bounded by corpq.max_batch_mb.
  */
 #include "postgres.h"
 
@@ -111,9 +111,9 @@ corpq_mine_pairs(PG_FUNCTION_ARGS)
 	s = corpq_model_session_create(CurrentMemoryContext);
 	corpq_model_session_use(s, text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	corpq_embed_require_encoder(s, "corpq.mine_pairs");
-	corpq_vector_set_init(&src, "source", NULL);
+	corpq_vector_set_init(&src, "source", NULL, o.mine.k);
 	read_side(s, &o.embed, &src, text_to_cstring(PG_GETARG_TEXT_PP(1)));
-	corpq_vector_set_init(&tgt, "target", &src);
+	corpq_vector_set_init(&tgt, "target", &src, o.mine.k);
 	read_side(s, &o.embed, &tgt, text_to_cstring(PG_GETARG_TEXT_PP(2)));
 	corpq_mine_sets(&src, &tgt, &o.mine, corpq_mine_put_pair, fcinfo->resultinfo);
 	return (Datum) 0;

@@ -30,10 +30,10 @@ corpq_mine_vectors(PG_FUNCTION_ARGS)
 	corpq_mine_options_parse(PG_ARGISNULL(2) ? NULL : PG_GETARG_JSONB_P(2), &o);
 	InitMaterializedSRF(fcinfo, 0);
 
-	corpq_vector_set_init(&src, "source", NULL);
+	corpq_vector_set_init(&src, "source", NULL, o.k);
 	corpq_vector_set_read(&src, text_to_cstring(PG_GETARG_TEXT_PP(0)));
 	corpq_vector_set_finish(&src);
-	corpq_vector_set_init(&tgt, "target", &src);
+	corpq_vector_set_init(&tgt, "target", &src, o.k);
 	corpq_vector_set_read(&tgt, text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	corpq_vector_set_finish(&tgt);
 	corpq_mine_sets(&src, &tgt, &o, corpq_mine_put_pair, fcinfo->resultinfo);

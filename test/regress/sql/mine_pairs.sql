@@ -112,15 +112,26 @@ SELECT pg_temp.mp_err(q) FROM (VALUES
 -- the whole message of one, with its hint
 SELECT * FROM corpq.mine_pairs('mp_tr', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt');
 
--- Memory: the vectors (4 x 64 + 24 bytes each, and while a set grows the
--- array it is copied from) must fit work_mem: 50 x 50 do, 120 x 150 not,
--- and reading stops as soon as the sets outgrow it
+-- Memory: past work_mem the vectors go to temporary files while they are
+-- embedded and are mined block by block: at 64 kB the 120 x 150 sentences
+-- give the pairs of a run in memory, every column compared with =; what
+-- must stay in memory (the k-NN lists: 8 (k + 1) bytes a vector, the ids,
+-- the pairs) is refused as soon as the sets outgrow it, here with k = 100
+-- while the sources are embedded, before any target is
+CREATE TABLE mp_mem AS
+SELECT * FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt',
+                               '{"mutual": true}');
 SET work_mem = '64kB';
-SELECT count(*) AS pairs FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src WHERE id <= 50',
-                                               'SELECT id, sentence FROM mp_tgt WHERE id <= 1050',
-                                               '{"block_rows": 10, "block_cols": 10}');
-SELECT count(*) FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt');
+CREATE TABLE mp_spilled AS
+SELECT * FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt',
+                               '{"mutual": true}');
+SELECT count(*) AS pairs, count(*) = (SELECT count(*) FROM mp_spilled) AND
+       NOT EXISTS (SELECT * FROM mp_mem EXCEPT SELECT * FROM mp_spilled) AS same
+  FROM mp_mem;
+SELECT count(*) FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt',
+                                      '{"k": 100}');
 RESET work_mem;
+DROP TABLE mp_mem, mp_spilled;
 
 -- labels
 SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel, p.proisstrict

@@ -104,21 +104,65 @@ SELECT * FROM corpq.mine_vectors('SELECT id, embedding FROM src', 'SELECT id, em
 SELECT * FROM corpq.mine_vectors('SELECT id, embedding FROM src', 'SELECT id, embedding FROM tgt', '{"min_margin": -1}');
 SELECT * FROM corpq.mine_vectors('SELECT id, embedding FROM src', 'SELECT id, embedding FROM tgt', '{"block_rows": 0}');
 
--- Memory: both sets and the work space must fit work_mem.  100 x 100
--- vectors of 16 dimensions fit 64 kB only with blocks smaller than the
--- default 256 x 1024 cosines; 1000 do not fit at all, and reading stops
--- as soon as the sets outgrow it.
+-- Memory: past work_mem the vectors go to temporary files and are mined a
+-- block of targets and a block of sources at a time: the pairs must be the
+-- run in memory's, every column compared with =.  At 64 kB, 100 x 100
+-- vectors of 16 dimensions are read in memory but mined from files (the
+-- default blocks of 256 x 1024 cosines do not fit); at 128 kB, 300 x 300
+-- vectors of 32 dimensions go to files while they are read and are ordered
+-- by id through them (ids in shuffled order, most vectors twice in a set: equal
+-- cosines, ties to the smaller id), with k 4 and 7, mutual, a threshold and
+-- small blocks.  What must stay in memory -- the k-NN lists, the ids, the
+-- pairs -- is refused past work_mem, and reading stops as soon as the sets
+-- outgrow it.
 CREATE TABLE big AS
 SELECT g AS id, array(SELECT sin(g * 17 + c)::real FROM generate_series(1, 16) c) AS embedding
   FROM generate_series(1, 1000) g;
+CREATE TABLE wide AS
+SELECT id, array(SELECT sin((id / 4) * 13 + c * 0.7)::real FROM generate_series(1, 32) c) AS embedding
+  FROM (SELECT (g * 7919) % 1009 AS id FROM generate_series(1, 600) g) g;
+CREATE TABLE spill_cases (c int, src text, tgt text, opts jsonb, mem text);
+INSERT INTO spill_cases VALUES
+  (1, 'SELECT id, embedding FROM big WHERE id <= 100', 'SELECT id, embedding FROM big WHERE id > 900', '{}', '64kB'),
+  (2, 'SELECT id, embedding FROM big WHERE id <= 100', 'SELECT id, embedding FROM big WHERE id > 900',
+   '{"block_rows": 10, "block_cols": 10}', '64kB'),
+  (3, 'SELECT id, embedding FROM wide WHERE id % 2 = 0', 'SELECT id, embedding FROM wide WHERE id % 2 = 1', '{}', '128kB'),
+  (4, 'SELECT id, embedding FROM wide WHERE id % 2 = 0', 'SELECT id, embedding FROM wide WHERE id % 2 = 1', '{"k": 7}', '128kB'),
+  (5, 'SELECT id, embedding FROM wide WHERE id % 2 = 0', 'SELECT id, embedding FROM wide WHERE id % 2 = 1',
+   '{"mutual": true}', '128kB'),
+  (6, 'SELECT id, embedding FROM wide WHERE id % 2 = 0', 'SELECT id, embedding FROM wide WHERE id % 2 = 1',
+   '{"min_margin": 1.00005, "block_rows": 7, "block_cols": 33}', '128kB'),
+  (7, 'SELECT id, embedding FROM wide', 'SELECT id, embedding FROM wide WHERE id % 3 = 0', '{"mutual": true}', '128kB');
+CREATE TABLE in_memory (c int, src_id bigint, tgt_id bigint, cosine float8, margin float8);
+CREATE TABLE spilled (LIKE in_memory);
+CREATE FUNCTION mine_case(c int, spill boolean) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE r spill_cases;
+BEGIN
+  SELECT * INTO r FROM spill_cases WHERE spill_cases.c = mine_case.c;
+  PERFORM set_config('work_mem', CASE WHEN spill THEN r.mem ELSE '1GB' END, true);
+  EXECUTE format('INSERT INTO %I SELECT %s, * FROM corpq.mine_vectors(%L, %L, %L)',
+                 CASE WHEN spill THEN 'spilled' ELSE 'in_memory' END, c, r.src, r.tgt, r.opts);
+END $$;
+SELECT count(mine_case(c, false)) + count(mine_case(c, true)) AS runs FROM spill_cases;
+SELECT c, (SELECT count(*) FROM in_memory m WHERE m.c = s.c) AS pairs,
+       (SELECT count(*) FROM spilled m WHERE m.c = s.c) = (SELECT count(*) FROM in_memory m WHERE m.c = s.c) AND
+       NOT EXISTS (SELECT * FROM in_memory m WHERE m.c = s.c EXCEPT SELECT * FROM spilled m WHERE m.c = s.c) AS same
+  FROM spill_cases s ORDER BY c;
+-- ties were there: a pair's target with a twin among the targets (equal
+-- cosines) is the one with the smaller id
+SELECT count(*) > 10 AS twins, bool_and(m.tgt_id < b.id) AS smaller_id
+  FROM in_memory m JOIN wide a ON a.id = m.tgt_id
+  JOIN wide b ON b.embedding = a.embedding AND b.id <> a.id AND b.id % 2 = 1
+ WHERE m.c = 3;
 SET work_mem = '64kB';
-SELECT count(*) FROM corpq.mine_vectors('SELECT id, embedding FROM big WHERE id <= 100',
-                                        'SELECT id, embedding FROM big WHERE id > 900');
-SELECT count(*) FROM corpq.mine_vectors('SELECT id, embedding FROM big WHERE id <= 100',
-                                        'SELECT id, embedding FROM big WHERE id > 900',
-                                        '{"block_rows": 10, "block_cols": 10}');
+-- the lists of 1000 x 1000 vectors (k 4) do not fit: reading stops in the sources
 SELECT count(*) FROM corpq.mine_vectors('SELECT id, embedding FROM big', 'SELECT id, embedding FROM big');
+-- with k = 100, after 20 sources
+SELECT count(*) FROM corpq.mine_vectors('SELECT id, embedding FROM big WHERE id <= 20',
+                                        'SELECT id, embedding FROM big', '{"k": 100}');
 RESET work_mem;
+DROP FUNCTION mine_case(int, boolean);
+DROP TABLE spill_cases, in_memory, spilled, wide;
 -- a set mined against itself: every vector's best is itself
 SELECT count(*) AS pairs, count(*) FILTER (WHERE src_id = tgt_id) AS self,
        min(cosine) > 0.99999 AS cosine_one
