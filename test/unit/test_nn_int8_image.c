@@ -148,7 +148,7 @@ check_embeddings(const cq_model *f, const cq_model *old, const cq_model *now, in
 
 		cq_embed_token(now, side, tok, 0, x);
 		for (int i = 0; i < d; i++)
-			ok &= x[i] == ((float) q[i] * s) * r + cq_position_table(now, side)[i];
+			ok &= x[i] == ((float) q[i] * s) * r + cq_position_row(now, side, 0)[i];
 		CHECK(ok);
 	}
 }

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nn/layers/norm.h"
+#include "nn/model/positions.h"
 #include "nn/ops/qgemm.h"
 #include "nn/ops/rowgemm.h"
 
@@ -13,7 +14,7 @@ cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos, float *x)
 {
 	int			d = m->cfg.d_model;
 	const float *table = target ? m->tgt_embed : m->src_embed,
-			   *pe = cq_position_table(m, target) + (long) pos * d,
+			   *pe = cq_position_row(m, target, pos),
 			   *tt = target ? NULL : m->tok_type;
 	const void *codes = target ? m->tgt_embed_codes : m->src_embed_codes;
 	float		scale = cq_embed_scale(&m->cfg);
@@ -23,17 +24,24 @@ cq_embed_token(const cq_model *m, bool target, int32_t tok, int pos, float *x)
 		/* embedding_precision int8: the row's codes times its scale */
 		cq_qgemm_packed_row(codes, tok, x);
 		for (int i = 0; i < d; i++)
-			x[i] = x[i] * scale + pe[i];
+			x[i] = x[i] * scale + (pe ? pe[i] : 0.0f);
 	}
 	else if (!table)
 	{
 		/* a compact model's tied embedding is its output projection, packed */
 		for (int i = 0; i < d; i++)
-			x[i] = cq_rowgemm_packed_at(m->output.packed, d, tok, i) * scale + pe[i];
+			x[i] = cq_rowgemm_packed_at(m->output.packed, d, tok, i) * scale + (pe ? pe[i] : 0.0f);
 	}
 	else
 		for (int i = 0; i < d; i++)
-			x[i] = table[(long) tok * d + i] * scale + pe[i];
+			x[i] = table[(long) tok * d + i] * scale + (pe ? pe[i] : 0.0f);
+	/*
+	 * a position past the sinusoid table: its row added now, the same sum
+	 * (x + 0 is x, then x + pe rounds once, as x * scale + pe does: the core
+	 * is built with -ffp-contract=off)
+	 */
+	if (!pe)
+		cq_sinusoid_add(x, pos, d, m->cfg.position_offset, m->cfg.sinusoid_half);
 	/* an encoder's token type vector (BERT: segment 0 at every position) */
 	for (int i = 0; tt && i < d; i++)
 		x[i] += tt[i];

@@ -67,11 +67,17 @@ cq_side_token(const cq_model_config *c, const cq_pair *p, bool target, int t)
 	return t < p->src_len ? p->src[t] : CQ_EOS_ID;
 }
 
-/* The position embeddings of a side: the sinusoids or the learned table. */
+/*
+ * Row pos of a side's position embeddings: the sinusoid table's or the
+ * learned table's; NULL for a sinusoid position past the model's table
+ * (cq_embed_token then adds cq_sinusoid_add's row: the same values).
+ */
 static inline const float *
-cq_position_table(const cq_model *m, bool target)
+cq_position_row(const cq_model *m, bool target, int pos)
 {
-	return m->sinusoid ? m->sinusoid : (target ? m->tgt_pos : m->src_pos);
+	if (m->sinusoid)
+		return pos < m->sinusoid_rows ? m->sinusoid + (long) pos * m->cfg.d_model : NULL;
+	return (target ? m->tgt_pos : m->src_pos) + (long) pos * m->cfg.d_model;
 }
 
 /*

@@ -8,6 +8,7 @@
 #include "common/mem.h"
 #include "nn/model/positions.h"
 #include "nn/ops/qgemm.h"
+#include "nn/ops/rowgemm.h"
 
 /* Appends tensors to the table, or only counts them when table is NULL. */
 typedef struct layout
@@ -23,6 +24,8 @@ typedef struct layout
 	size_t		packed;				/* bytes of the code tensors' packed copies */
 	size_t		codes;				/* their codes */
 	size_t		scales;				/* and rows */
+	int			n_coded;			/* code tensors */
+	size_t		linear_floats;		/* float32 layer linears' weights, padding included */
 } layout;
 
 static size_t
@@ -60,6 +63,7 @@ put(layout *l, float **view, void **slot, int bits, int d0, int d1, const char *
 		l->packed += (cq_qgemm_packed_bytes(d0, d1) + 63) / 64 * 64;
 		l->codes += numel;
 		l->scales += d0;
+		l->n_coded++;
 	}
 	else
 	{
@@ -121,6 +125,8 @@ add_linear(layout *l, cq_linear *lin, int out, int in, const char *prefix,
 	lin->in = in;
 	snprintf(name, sizeof(name), "%s.layers.%d.%s.weight", prefix, i, what);
 	put(l, &lin->w, &lin->qpacked, l->weight_bits, out, in, name);
+	if (!l->weight_bits)
+		l->linear_floats += aligned((size_t) out * in);
 	add(l, &lin->b, out, 0, "%s.layers.%d.%s.bias", prefix, i, what);
 }
 
@@ -266,6 +272,185 @@ cq_model_coded_tensors(const cq_model_config *cfg, cq_tensor_info *table)
 	return layout_only(cfg, true, table).n;
 }
 
+size_t
+cq_model_position_bytes(const cq_model_config *cfg)
+{
+	int			rows = cfg->max_positions < CQ_SINUSOID_TABLE_ROWS
+		? cfg->max_positions : CQ_SINUSOID_TABLE_ROWS;
+
+	return cfg->positions == CQ_POS_SINUSOIDAL ? sizeof(float) * (size_t) rows * cfg->d_model : 0;
+}
+
+/* ---- the memory of a load (cq_model_load_memory) ---------------------------- */
+
+/* What model_new allocates for l and keeps (allocate's views and slots aside). */
+static size_t
+new_bytes(const cq_model_config *c, const layout *l)
+{
+	return sizeof(cq_model) + sizeof(cq_encoder_layer) * (size_t) c->encoder_layers +
+		sizeof(cq_decoder_layer) * (size_t) (c->decoder_layers > 0 ? c->decoder_layers : 1) +
+		sizeof(cq_tensor_info) * (size_t) l->n + l->floats * sizeof(float) + 64 +
+		(l->packed ? l->packed + 64 : 0) + cq_model_position_bytes(c);
+}
+
+/* The bytes of one linear's packed copy as cq_model_pack lays it out. */
+static size_t
+pack_slot(const cq_model_config *c, int out, int in)
+{
+	size_t		b = c->precision == CQ_PRECISION_INT8 ? cq_qgemm_packed_bytes(out, in)
+		: cq_rowgemm_packed_floats(out, in) * sizeof(float);
+
+	return (b + 63) / 64 * 64;
+}
+
+/*
+ * What cq_model_pack packs of a model read from float32 weights: every
+ * layer linear, the output projection (a translation model's) or the pooler
+ * (an encoder's), and with int8 embeddings the embeddings it reads as codes
+ * (model_pack.c: each_linear, each_embedding).  *bytes: the packed copies;
+ * *most: the largest of them in elements (the int8 quantization scratch).
+ */
+static void
+pack_sizes(const cq_model_config *c, size_t *bytes, size_t *most)
+{
+	int			d = c->d_model,
+				f = c->ffn_dim;
+	int			shapes[16][2];
+	int			n = 0;
+	bool		tied = c->tie_output && c->kind != CQ_KIND_ENCODER;
+
+	*bytes = 0;
+	*most = 0;
+	for (int i = 0; i < c->encoder_layers + c->decoder_layers; i++)
+	{
+		bool		enc = i < c->encoder_layers;
+		int			k = 0;
+		int			layer[7][2] = {{3 * d, d}, {d, d}, {f, d}, {d, f}, {d, d}, {2 * d, d}, {d, d}};
+
+		/* encoder: qkv, out, fc1, fc2; decoder: and cross q, kv, out */
+		for (k = 0; k < (enc ? 4 : 7); k++)
+		{
+			*bytes += pack_slot(c, layer[k][0], layer[k][1]);
+			if ((size_t) layer[k][0] * layer[k][1] > *most)
+				*most = (size_t) layer[k][0] * layer[k][1];
+		}
+	}
+	if (c->kind != CQ_KIND_ENCODER)
+	{
+		shapes[n][0] = c->tgt_vocab_size;
+		shapes[n++][1] = d;
+	}
+	else if (c->pooler)
+	{
+		shapes[n][0] = d;
+		shapes[n++][1] = d;
+	}
+	if (c->precision == CQ_PRECISION_INT8 && c->embedding_precision == CQ_PRECISION_INT8)
+	{
+		if (!(c->share_embeddings && tied))
+		{
+			shapes[n][0] = c->src_vocab_size;
+			shapes[n++][1] = d;
+		}
+		if (!c->share_embeddings && !tied)
+		{
+			shapes[n][0] = c->tgt_vocab_size;
+			shapes[n++][1] = d;
+		}
+	}
+	for (int i = 0; i < n; i++)
+	{
+		*bytes += pack_slot(c, shapes[i][0], shapes[i][1]);
+		if ((size_t) shapes[i][0] * shapes[i][1] > *most)
+			*most = (size_t) shapes[i][0] * shapes[i][1];
+	}
+}
+
+/*
+ * The floats cq_model_compact keeps of a model read from float32 weights:
+ * every tensor but the packed linears' weights (model_pack.c: mark_linear,
+ * mark_embeddings): the layer linears, the pooler, an untied output
+ * projection; a tied one's embedding too unless int8 (whose codes do not
+ * give the float32 values); embeddings read as codes.
+ */
+static size_t
+compact_floats(const cq_model_config *c, const layout *l)
+{
+	size_t		d = (size_t) c->d_model,
+				src = aligned((size_t) c->src_vocab_size * d),
+				tgt = aligned((size_t) c->tgt_vocab_size * d),
+				floats = l->floats - l->linear_floats;
+	bool		decoder = c->kind != CQ_KIND_ENCODER,
+				int8 = c->precision == CQ_PRECISION_INT8,
+				src_gone = false,
+				tgt_gone = false;
+
+	if (!decoder && c->pooler)
+		floats -= aligned(d * d);
+	if (decoder && !c->tie_output)
+		floats -= tgt;
+	if (decoder && c->tie_output && !int8)
+	{
+		/* the tied target embedding (the source one when shared) */
+		if (c->share_embeddings)
+			src_gone = true;
+		else
+			tgt_gone = true;
+	}
+	if (int8 && c->embedding_precision == CQ_PRECISION_INT8)
+	{
+		src_gone = true;
+		tgt_gone = !c->share_embeddings;
+	}
+	if (src_gone)
+		floats -= src;
+	if (tgt_gone && !c->share_embeddings)
+		floats -= tgt;
+	return floats;
+}
+
+void
+cq_model_load_memory(const cq_model_config *cfg, bool coded, size_t image,
+					 cq_model_memory *out)
+{
+	layout		l = layout_only(cfg, coded, NULL);
+	size_t		model = new_bytes(cfg, &l),
+				n = (size_t) l.n,
+				records = n + (size_t) l.n_coded,
+				reading,
+				packed,
+				most,
+				kept,
+				quant = 0,
+				pack_peak,
+				compact_peak;
+
+	/*
+	 * Reading (modelfile.c: read_tensors, and the tensor file's record of
+	 * placed tensors), beside the image; allocate's views and slots (16 n)
+	 * are fewer.
+	 */
+	reading = n + sizeof(int8_t *) * n + sizeof(size_t) * n + sizeof(float) * (l.scales + 1) +
+		sizeof(uint64_t) * 2 * records;
+	out->peak = image + model + reading;
+	out->loaded = model;
+	if (coded)
+		return;					/* an int8 image's model is packed and compact as read */
+	pack_sizes(cfg, &packed, &most);
+	packed += 64;
+	if (cfg->precision == CQ_PRECISION_INT8)
+		quant = most + sizeof(float) * ((size_t) cfg->src_vocab_size + cfg->tgt_vocab_size +
+										3 * (size_t) cfg->d_model + cfg->ffn_dim);
+	kept = compact_floats(cfg, &l) * sizeof(float) + 64;
+	pack_peak = model + packed + quant;
+	compact_peak = model + packed + sizeof(bool) * n + sizeof(size_t) * n + kept;
+	if (pack_peak > out->peak)
+		out->peak = pack_peak;
+	if (compact_peak > out->peak)
+		out->peak = compact_peak;
+	out->loaded = model - (l.floats * sizeof(float) + 64) + packed + kept;
+}
+
 /* The 64-byte aligned start of an allocation made 64 bytes larger. */
 static void *
 align64(void *p)
@@ -288,7 +473,7 @@ allocate(cq_model *m, layout *l)
 	if (l->packed)
 		m->packed_raw = cq_alloc(l->packed + 64);
 	if (m->cfg.positions == CQ_POS_SINUSOIDAL)
-		m->sinusoid = cq_alloc(sizeof(float) * m->cfg.max_positions * m->cfg.d_model);
+		m->sinusoid = cq_alloc(cq_model_position_bytes(&m->cfg));
 	if (!m->tensors || !bind.views || !bind.slots || !m->raw || (l->packed && !m->packed_raw) ||
 		(m->cfg.positions == CQ_POS_SINUSOIDAL && !m->sinusoid))
 	{
@@ -366,8 +551,12 @@ model_new(const cq_model_config *cfg, bool coded, cq_model **out, cq_error *err)
 	}
 	wire(m);
 	if (m->sinusoid)
-		cq_sinusoid_table(m->sinusoid, cfg->max_positions, cfg->d_model,
+	{
+		m->sinusoid_rows = cfg->max_positions < CQ_SINUSOID_TABLE_ROWS
+			? cfg->max_positions : CQ_SINUSOID_TABLE_ROWS;
+		cq_sinusoid_table(m->sinusoid, m->sinusoid_rows, cfg->d_model,
 						  cfg->position_offset, cfg->sinusoid_half);
+	}
 	m->compact = coded;
 	*out = m;
 	return CQ_OK;

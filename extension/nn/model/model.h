@@ -90,7 +90,8 @@ typedef struct cq_model
 	float	   *tok_type;			/* [d] encoder token_type_embedding, else NULL */
 	cq_linear	pooler;				/* encoder pooler [d, d] (w NULL: absent) */
 
-	float	   *sinusoid;			/* [max_positions, d] table, not a parameter */
+	float	   *sinusoid;			/* [sinusoid_rows, d] table, not a parameter */
+	int			sinusoid_rows;		/* min(max_positions, CQ_SINUSOID_TABLE_ROWS) */
 	void	   *packed_raw;			/* the allocation behind every linear's packed copy */
 	bool		compact;			/* cq_model_compact: linear weights only packed */
 } cq_model;
@@ -172,6 +173,31 @@ void		cq_model_size_for(const cq_model_config *cfg, size_t *floats, size_t *para
  * 4 per scale.  Checked before a loader allocates the model.
  */
 size_t		cq_model_data_min(const cq_model_config *cfg, bool coded);
+
+/*
+ * The memory of loading a model of cfg as the model cache does
+ * (cq_modelfile_load from an image of image bytes, cq_model_pack,
+ * cq_model_compact), computed from cfg before anything is allocated, in
+ * bytes asked of the allocator (common/mem.h): every allocation the loaded
+ * model keeps (its struct, layer arrays, tensor table, parameter block,
+ * packed copies or int8 codes and scales, sinusoid table), and the most
+ * alive at once on the way (the image, the model as read, the reader's and
+ * the quantizer's scratch, the packed copies, the compacted block).  coded:
+ * the image stores int8 codes (a typed file of an int8 model).  cfg must be
+ * valid (cq_config_validate).  test/unit/test_nn_load_memory.c compares both
+ * with what the allocator is asked for.
+ */
+typedef struct cq_model_memory
+{
+	size_t		loaded;				/* what the loaded model holds */
+	size_t		peak;				/* the most held while loading, the image included */
+} cq_model_memory;
+
+void		cq_model_load_memory(const cq_model_config *cfg, bool coded, size_t image,
+								 cq_model_memory *out);
+
+/* Bytes of cfg's sinusoid table (0 with learned positions). */
+size_t		cq_model_position_bytes(const cq_model_config *cfg);
 
 const cq_tensor_info *cq_model_tensor(const cq_model *m, const char *name);
 size_t		cq_model_param_floats(const cq_model *m);	/* padding included */

@@ -373,6 +373,34 @@ cq_modelfile_load(const void *buf, size_t len, cq_model **out, cq_error *err)
 }
 
 cq_code
+cq_modelfile_memory(const void *head, size_t head_len, size_t image_len,
+					cq_model_memory *mem, cq_error *err)
+{
+	const unsigned char *p = head;
+	uint32_t	version,
+				config_len;
+	cq_model_config cfg;
+	cq_code		s;
+
+	if (head_len < 8 || memcmp(p, model_format.magic, 8) != 0)
+		return cq_fail(err, CQ_EFORMAT, "%s (bad magic)", model_format.bad_magic);
+	if (head_len < CQ_MODELFILE_HEADER || image_len < head_len)
+		return cq_fail(err, CQ_EFORMAT, "weight file is truncated: %zu bytes", head_len);
+	version = cq_le_get_u32(p + 8);
+	config_len = cq_le_get_u32(p + 12);
+	if (version != CQ_MODELFILE_VERSION && version != CQ_MODELFILE_VERSION_TYPED)
+		return cq_fail(err, CQ_EFORMAT, "weight file format version %u is not supported (this build reads %u and %u)",
+					   version, CQ_MODELFILE_VERSION, CQ_MODELFILE_VERSION_TYPED);
+	if (config_len > model_format.config_max || config_len > head_len - CQ_MODELFILE_HEADER)
+		return cq_fail(err, CQ_EFORMAT, "weight file header is inconsistent");
+	if ((s = cq_config_from_json((const char *) p + CQ_MODELFILE_HEADER, config_len, &cfg, err)))
+		return s;
+	cq_model_load_memory(&cfg, version == CQ_MODELFILE_VERSION_TYPED &&
+						 cfg.precision == CQ_PRECISION_INT8, image_len, mem);
+	return CQ_OK;
+}
+
+cq_code
 cq_modelfile_load_path(const char *path, cq_model **out, cq_error *err)
 {
 	FILE	   *f = fopen(path, "rb");

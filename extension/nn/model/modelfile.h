@@ -31,6 +31,21 @@
 cq_code cq_modelfile_load(const void *buf, size_t len, cq_model **out,
 							   cq_error *err);
 
+/* The most bytes of an image's header and configuration JSON. */
+#define CQ_MODELFILE_HEAD_MAX (CQ_MODELFILE_HEADER + 65536)
+
+/*
+ * The memory of loading an image of image_len bytes as the model cache does
+ * (load, pack, compact; model.h, cq_model_load_memory, the image counted in
+ * the peak), from its first head_len bytes, which must hold its header and
+ * configuration (CQ_MODELFILE_HEAD_MAX bytes, or the whole image, always
+ * do): so a caller can refuse a load before it reads the rest.  Checks the
+ * header's magic, version and configuration as cq_modelfile_load does
+ * (CQ_EFORMAT, CQ_EINVAL); the checksum and tensors only the load checks.
+ */
+cq_code		cq_modelfile_memory(const void *head, size_t head_len, size_t image_len,
+								cq_model_memory *mem, cq_error *err);
+
 /*
  * Size of m's file image (0 when out of memory), and the image itself into
  * buf[0..size).  An int8 model's image holds the codes and scales of its

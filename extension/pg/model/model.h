@@ -100,14 +100,22 @@ extern int	corpq_max_model_cache_mb;
  *     image side by side, then PostgreSQL's insertion of the image (its tuple
  *     copy and toasting): 5.5 times the image for the base preset (293 MB,
  *     1.62 GB at the peak), counted as CORPQ_WRITE_PEAK times;
- *   loading a model for inference (the cache): the image and the parsed
- *     weights, then the packed copy: 2.5 times (0.74 GB), counted as
- *     CORPQ_LOAD_PEAK times; the cached model then holds one copy.
+ *   loading a model for inference (the cache): computed exactly from the
+ *     image's configuration before the model is allocated
+ *     (cq_modelfile_memory: the image, the weights as read, their packed
+ *     copies, the sinusoid table), plus CORPQ_CONTEXT_SLACK for the memory
+ *     contexts; a cache entry never holds more than that.
  */
 extern int	corpq_max_model_mb;
 
 #define CORPQ_WRITE_PEAK 6
-#define CORPQ_LOAD_PEAK 3
+
+/*
+ * What a model's memory context takes beyond the bytes the core asks for:
+ * its first blocks and the chunk headers (a cached model's context holds a
+ * few small allocations and one chunk per large one).
+ */
+#define CORPQ_CONTEXT_SLACK ((Size) 256 * 1024)
 
 /*
  * ERROR (program_limit_exceeded) when `factor` times `bytes` (a model's
@@ -116,6 +124,27 @@ extern int	corpq_max_model_mb;
  */
 void		corpq_check_model_memory(double bytes, int factor, const char *what,
 									 const char *doing);
+
+/*
+ * GUCs corpq.max_models_per_role and corpq.max_model_bytes_per_role
+ * (superuser, per role with ALTER ROLE ... SET; -1: no limit): the models a
+ * role owns, and the bytes of the weight images of all their versions.
+ */
+extern int	corpq_max_models_per_role;
+extern int	corpq_max_model_bytes_per_role;
+
+/* model_init's call: define the two. */
+void		corpq_model_quota_init(void);
+
+/*
+ * With SPI connected: ERROR (configuration_limit_exceeded) when owner's
+ * models would pass a quota: new_model, one more model than
+ * corpq.max_models_per_role; new_bytes more (a version's image) than
+ * corpq.max_model_bytes_per_role.  Every path that writes a model's row or
+ * a version calls it first (insert_model in model_sql.c,
+ * corpq_model_write_version).
+ */
+void		corpq_model_quota_check(Oid owner, bool new_model, int64 new_bytes);
 
 /*
  * GUC corpq.max_batch_mb: largest work space one scoring or translation batch

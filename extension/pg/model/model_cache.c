@@ -94,7 +94,7 @@ corpq_model_init(void)
 	DefineCustomIntVariable("corpq.max_model_mb",
 							"Backend memory one model operation may take, in megabytes.",
 							"Checked before anything is allocated: creating or importing a model takes about "
-							"six times its size, loading it for scoring three times.",
+							"six times its size; loading it for scoring is counted exactly from its configuration.",
 							&corpq_max_model_mb,
 							6 * 1024, 1, INT_MAX / 2,
 							PGC_SUSET, GUC_UNIT_MB,
@@ -107,6 +107,7 @@ corpq_model_init(void)
 							256, 1, INT_MAX / 2,
 							PGC_SUSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
+	corpq_model_quota_init();
 }
 
 int			corpq_max_batch_mb = 256;
@@ -183,6 +184,29 @@ trim(Size extra, int keep_id_index)
 }
 
 /*
+ * ERROR unless loading version ref fits corpq.max_model_mb: the load's peak
+ * (the image of image bytes included) and the loaded model, from
+ * cq_modelfile_memory, with the memory contexts' overhead.
+ */
+static void
+check_load_memory(const CorpqModelRef *ref, Size image, Size peak, Size loaded)
+{
+	double		limit = (double) corpq_max_model_mb * 1024 * 1024,
+				need = (double) peak + CORPQ_CONTEXT_SLACK;
+
+	if (need <= limit)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+			 errmsg("model \"%s@%d\" needs %.0f MB of backend memory to load, more than corpq.max_model_mb (%d MB)",
+					ref->name, ref->version, ceil(need / (1024 * 1024)), corpq_max_model_mb),
+			 errdetail("Loaded, it holds %.1f MB (its weight image: %.1f MB); loading holds %.1f MB at most.",
+					   (loaded + CORPQ_CONTEXT_SLACK) / (1024.0 * 1024), image / (1024.0 * 1024),
+					   need / (1024 * 1024)),
+			 errhint("Use a smaller model, or ask a superuser to raise corpq.max_model_mb.")));
+}
+
+/*
  * Read version ref of the model and load it into cxt.  The image is detoasted
  * into a short-lived context freed right after loading, so the backend holds
  * the weights once.
@@ -200,6 +224,9 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 	Datum		d;
 	bytea	   *image;
 	cq_model   *m = NULL;
+	cq_model_memory mem;
+	Size		image_len;
+	bytea	   *head;
 	cq_error err = {0};
 	cq_code s;
 
@@ -214,10 +241,21 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("version %d of model \"%s\" was removed", ref->version, ref->name)));
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	corpq_check_model_memory((double) toast_raw_datum_size(d), CORPQ_LOAD_PEAK,
-							 psprintf("model \"%s@%d\"", ref->name, ref->version), "load");
-	trim(toast_raw_datum_size(d), -1);
+	/*
+	 * The exact memory of the load, from the image's header and configuration
+	 * only (a slice of the stored image: its first 64 kB at most), so that a
+	 * refused load reads and allocates nothing more.
+	 */
+	image_len = toast_raw_datum_size(d) - VARHDRSZ;
 	old = MemoryContextSwitchTo(tmp);
+	head = (bytea *) detoast_attr_slice((struct varlena *) DatumGetPointer(d), 0,
+										Min(image_len, CQ_MODELFILE_HEAD_MAX));
+	s = cq_modelfile_memory(VARDATA_ANY(head), VARSIZE_ANY_EXHDR(head), image_len, &mem, &err);
+	if (s != CQ_OK)
+		corpq_core_error(&err, NULL, "could not load model \"%s@%d\"", ref->name, ref->version);
+	check_load_memory(ref, image_len, mem.peak, mem.loaded);
+	pfree(head);
+	trim(mem.loaded + CORPQ_CONTEXT_SLACK, -1);
 	image = DatumGetByteaPP(d);
 	MemoryContextSwitchTo(cxt);
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);

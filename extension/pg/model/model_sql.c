@@ -210,6 +210,7 @@ insert_model(const char *name, const cq_model_config *cfg, int64 parameters,
 	values[4] = CStringGetTextDatum(tgt_vocab);
 	values[5] = ObjectIdGetDatum(GetUserId());
 	SPI_connect();
+	corpq_model_quota_check(GetUserId(), true, 0);
 	if (corpq_sql_as_owner("INSERT INTO corpq.model_catalog (name, config, parameters, src_vocab, tgt_vocab, owner) "
 						   "VALUES ($1, $2::pg_catalog.jsonb, $3, $4, $5, $6::pg_catalog.regrole) RETURNING id",
 						   6, argtypes, values, NULL, 0) != SPI_OK_INSERT_RETURNING)
@@ -265,13 +266,18 @@ corpq_model_create(PG_FUNCTION_ARGS)
 	check_model_name(name);
 	cfg = merge_config(PG_GETARG_JSONB_P(1), vocab_size(src_vocab), vocab_size(tgt_vocab));
 	check_encoder_vocab(&cfg, src_vocab, tgt_vocab);
+	/* the role's quota before the model is built (checked again as it is written) */
+	SPI_connect();
+	corpq_model_quota_check(GetUserId(), true, 0);
+	SPI_finish();
 	{
 		size_t		floats,
 					params;
 
 		cq_model_size_for(&cfg, &floats, &params);
-		corpq_check_model_memory((double) floats * sizeof(float), CORPQ_WRITE_PEAK,
-								 "a model", "create");
+		/* the parameter block, and the sinusoid table beside it */
+		corpq_check_model_memory((double) floats * sizeof(float) + cq_model_position_bytes(&cfg),
+								 CORPQ_WRITE_PEAK, "a model", "create");
 	}
 
 	s = cq_model_new(&cfg, &m, &err);

@@ -27,6 +27,7 @@ corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
 	bool		isnull;
 	int32		version;
 	char	   *name;
+	Oid			owner;
 
 	if (len < 4)
 		elog(ERROR, "model weight image too short");
@@ -52,12 +53,14 @@ corpq_model_write_version(int64 model_id, bytea *weights, const char *source,
 		SPI_processed != 1)
 		elog(ERROR, "model %lld does not exist", (long long) model_id);
 	name = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (!corpq_caller_is_member(DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
-															   SPI_tuptable->tupdesc, 2, &isnull))))
+	owner = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	if (!corpq_caller_is_member(owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied to write a version of model \"%s\"", name),
 				 errhint("Only members of the model's owner role can write versions.")));
+	/* the owner's storage quota, before anything is written */
+	corpq_model_quota_check(owner, false, (int64) len);
 	/* Locks the model row: versions are numbered under it. */
 	if (corpq_sql_as_owner("UPDATE corpq.model_catalog SET updated = pg_catalog.now() "
 						   "WHERE id OPERATOR(pg_catalog.=) $1 RETURNING name",
