@@ -16,6 +16,7 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -199,6 +200,81 @@ corpq_row_job_check_query(const CorpqRowJobKind *kind, const char *query,
 
 /* ---- submission ---- */
 
+/*
+ * The advisory lock tag of a row job's target: held from a submission to the
+ * end of its transaction, so that a second submission on the same table
+ * waits until the first job's row is committed (or gone) and then sees it.
+ * Field4 4 is a value no SQL function takes (pg_advisory_lock uses 1 and 2;
+ * jobs.c's submission lock uses 3), so no role can hold it to block others.
+ */
+#define TARGET_LOCK_KEY 0x63727071	/* "crpq" */
+#define TARGET_LOCK_FIELD4 4
+
+/*
+ * One active row job per target: ERROR when a queued or running row job of
+ * any role (not one whose worker died) writes into relid, including one
+ * submitted earlier in this transaction.  Two jobs on one table would
+ * collide (skip_existing reads the table before the other job writes it:
+ * rows written twice, or a duplicate-key error).  A job's target is its oid
+ * and its name, both as at submission: a job whose oid names another table
+ * now (a database restored from a dump) writes nothing there and does not
+ * count.
+ */
+static void
+claim_target(const CorpqRowJobKind *kind, Oid relid, const char *target_name)
+{
+	LOCKTAG		tag;
+	Oid			argtypes[5] = {INT8ARRAYOID, INT4ARRAYOID, TEXTOID, TEXTOID, OIDOID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	int64		other;
+	char	   *other_kind;
+	bool		visible;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, TARGET_LOCK_KEY, relid, TARGET_LOCK_FIELD4);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+
+	SPI_connect();
+	if (!corpq_jobs_dead_workers(&values[0], &values[1]))
+		nulls[0] = nulls[1] = 'n';
+	values[2] = CStringGetTextDatum(psprintf("%u", relid));
+	values[3] = CStringGetTextDatum(target_name);
+	values[4] = ObjectIdGetDatum(GetUserId());
+	/* every role's jobs, with the latest snapshot: one committed while we waited counts */
+	if (corpq_sql_as_owner_latest(psprintf("SELECT j.id, j.kind, pg_catalog.pg_has_role($5, j.owner, 'MEMBER') "
+										   "FROM corpq.jobs j "
+										   "WHERE j.state OPERATOR(pg_catalog.=) ANY ('{" CORPQ_JOB_QUEUED_NAME "," CORPQ_JOB_RUNNING_NAME "}'::pg_catalog.text[]) "
+										   "AND j.args OPERATOR(pg_catalog.->>) 'target' OPERATOR(pg_catalog.=) $3 "
+										   "AND j.args OPERATOR(pg_catalog.->>) 'target_name' OPERATOR(pg_catalog.=) $4 "
+										   "AND NOT COALESCE((%s), false) ORDER BY j.id LIMIT 1",
+										   corpq_jobs_orphaned_sql(!corpq_jobs_preloaded)),
+								  5, argtypes, values, nulls, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.jobs");
+	if (SPI_processed == 0)
+	{
+		SPI_finish();
+		return;
+	}
+	other = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	other_kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	visible = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	SPI_finish();
+	if (visible)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("table %s is already the target of a queued or running corpq job", target_name),
+				 errdetail("Job " INT64_FORMAT " (%s) writes into it; one row job at a time writes into a table, since two would write the same rows twice.",
+						   other, other_kind),
+				 errhint("Wait for it (corpq.job_wait(" INT64_FORMAT ")) or cancel it (corpq.job_cancel(" INT64_FORMAT ")), then submit the %s job again.",
+						 other, other, kind->kind)));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_IN_USE),
+			 errmsg("table %s is already the target of a queued or running corpq job", target_name),
+			 errdetail("A job of another role writes into it; one row job at a time writes into a table, since two would write the same rows twice."),
+			 errhint("Submit the %s job again when that job has ended.", kind->kind)));
+}
+
 void
 corpq_row_job_call(FunctionCallInfo fcinfo, const CorpqRowJobKind *kind, CorpqRowJobCall *call)
 {
@@ -222,6 +298,7 @@ corpq_row_job_submit(const CorpqRowJobKind *kind, const CorpqRowJobCall *call,
 	if (s->check_target)
 		s->check_target(call->target, target_name, s->arg);
 	corpq_row_job_check_query(kind, call->query, target_name, s->skip_existing);
+	claim_target(kind, call->target, target_name);
 
 	initStringInfo(&args);
 	appendStringInfoString(&args, "{\"model\": ");

@@ -9,7 +9,9 @@
  *     opening and submission of every row job's SQL function), the
  *     arguments' checks, the target's (row_job_check_target: a table the
  *     submitting role may insert into, with the kind's columns and types),
- *     the query's, and the job's arguments;
+ *     the query's, and the job's arguments; one active row job per target
+ *     (claim_target: a second submission on a table a queued or running
+ *     row job writes into is refused, one of the same transaction too);
  *   - in the worker, the query read through a cursor held across
  *     transactions (base/corpus_query.h: the query runs to its end when the
  *     first transaction commits, so an error in it fails the job before

@@ -110,6 +110,30 @@ SELECT id, src, tgt FROM sj_pairs
 RESET enable_hashjoin;
 RESET enable_mergejoin;
 
+-- ---- one row job per target: a second job on a table with a queued or
+-- running one is refused, also when both are submitted in one transaction
+-- (else skip_existing reads the table before either writes: every row twice,
+-- or a duplicate-key error); another table is not held back ----
+CREATE TABLE sj_once (id bigint PRIMARY KEY, score double precision);
+CREATE TABLE sj_other (id bigint, score double precision);
+BEGIN;
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_once', '{"skip_existing": true}') AS job \gset
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_other') AS other \gset
+SAVEPOINT second;
+\set VERBOSITY terse
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_once', '{"skip_existing": true}');
+ROLLBACK TO second;
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs WHERE id > 100', 'public.sj_once');
+ROLLBACK TO second;
+\set VERBOSITY default
+COMMIT;
+SELECT corpq.job_wait(:job, '600 s'), corpq.job_wait(:other, '600 s');
+SELECT count(*) AS rows, count(DISTINCT id) AS ids, (SELECT count(*) FROM sj_pairs) AS pairs FROM sj_once;
+-- ended: the table takes a job again (nothing new: no row written)
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_once', '{"skip_existing": true}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT count(*) AS rows FROM sj_once;
+
 -- ---- threads: the job's, resolved once at submission, capped by corpq.job_threads ----
 SET corpq.job_threads = 1;
 CREATE TABLE sj_t (id bigint, score double precision);
@@ -187,4 +211,4 @@ SELECT count(*) AS chunks_left FROM corpq.row_job_chunks WHERE job NOT IN (SELEC
 SELECT corpq.model_drop('sj_f'), corpq.model_drop('sj_b');
 SELECT corpq.vocab_drop('sj_src'), corpq.vocab_drop('sj_tgt');
 DROP VIEW sj_view;
-DROP TABLE sj_pairs, sj_ref, sj_scores, sj_all, sj_err, sj_t, sj_no_score, sj_int_score, sj_int_id, sj_nullid;
+DROP TABLE sj_pairs, sj_ref, sj_scores, sj_all, sj_err, sj_t, sj_once, sj_other, sj_no_score, sj_int_score, sj_int_id, sj_nullid;
