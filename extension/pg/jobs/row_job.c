@@ -881,6 +881,7 @@ check_target_code(CorpqRowJob *rj)
 				 errmsg("the target table %s changed since the job was submitted", rj->target_name),
 				 errdetail("New since then: %s.", added),
 				 errhint("A row job writes with its owner's rights, so it stops before code that appeared on its target would run with them; submit the job again if the change is intended.")));
+	pfree(now);
 }
 
 static void
