@@ -20,6 +20,7 @@
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
@@ -164,8 +165,8 @@ corpq_caller_is_member(Oid role)
  * SECURITY DEFINER functions (fmgr_security_definer does the same).
  */
 static int
-run(Oid user, const char *sql, int nargs, Oid *argtypes, Datum *values,
-	const char *nulls, bool read_only, long count)
+run_snapshot(Oid user, const char *sql, int nargs, Oid *argtypes, Datum *values,
+			 const char *nulls, bool read_only, long count, bool latest)
 {
 	Oid			saved_user;
 	int			saved_context;
@@ -180,10 +181,36 @@ run(Oid user, const char *sql, int nargs, Oid *argtypes, Datum *values,
 	(void) set_config_option("search_path", CORPQ_SAFE_SEARCH_PATH,
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE,
 							 true, 0, false);
-	rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, read_only, count);
+	if (latest)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "could not prepare corpq statement: %s", SPI_result_code_string(SPI_result));
+		rc = SPI_execute_snapshot(plan, values, nulls, GetLatestSnapshot(), InvalidSnapshot,
+								  read_only, false, count);
+		SPI_freeplan(plan);
+	}
+	else
+		rc = SPI_execute_with_args(sql, nargs, argtypes, values, nulls, read_only, count);
 	AtEOXact_GUC(true, nestlevel);
 	SetUserIdAndSecContext(saved_user, saved_context);
 	return rc;
+}
+
+static int
+run(Oid user, const char *sql, int nargs, Oid *argtypes, Datum *values,
+	const char *nulls, bool read_only, long count)
+{
+	return run_snapshot(user, sql, nargs, argtypes, values, nulls, read_only, count, false);
+}
+
+int
+corpq_sql_as_owner_latest(const char *sql, int nargs, Oid *argtypes, Datum *values,
+						  const char *nulls, long count)
+{
+	return run_snapshot(corpq_catalog_owner(), sql, nargs, argtypes, values, nulls, true, count,
+						true);
 }
 
 int

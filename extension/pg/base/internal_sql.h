@@ -61,6 +61,15 @@ int			corpq_sql_as_owner(const char *sql, int nargs, Oid *argtypes,
 							   Datum *values, const char *nulls, long count);
 
 /*
+ * A read as the extension's owner with the latest snapshot, whatever the
+ * transaction's isolation level: what other transactions committed up to
+ * now, and this one's own earlier statements (a check that must not miss a
+ * row committed while the caller waited for a lock).
+ */
+int			corpq_sql_as_owner_latest(const char *sql, int nargs, Oid *argtypes,
+									  Datum *values, const char *nulls, long count);
+
+/*
  * The owner of the corpq extension in this database, and its schema
  * (pg_extension.extnamespace).  Both ERROR unless that schema is the one the
  * name corpq reaches and is owned by the extension's owner: every internal

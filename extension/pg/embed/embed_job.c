@@ -189,7 +189,16 @@ corpq_embed_job(PG_FUNCTION_ARGS)
 	sub.arg = &dim;
 	sub.options_json = corpq_options_json(&corpq_embed_job_options, &o);
 	sub.threads = o.threads;
-	PG_RETURN_INT64(corpq_row_job_submit(&kind, &call, &sub));
+	sub.foreign_target = o.foreign_target;
+	sub.version_column = o.version_column;
+	{
+		int64		id = corpq_row_job_submit(&kind, &call, &sub);
+
+		/* skip_existing, no row missing: no job (row_job.h) */
+		if (id == 0)
+			PG_RETURN_NULL();
+		PG_RETURN_INT64(id);
+	}
 }
 
 /* ---- the job ---- */

@@ -16,6 +16,7 @@
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -28,6 +29,7 @@
 #include "common/parallel.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
+#include "pg/base/table_check.h"
 #include "pg/jobs/row_job.h"
 
 /* The parameters of a chunk row before the counters: job, chunk, rows_done, rows_hash. */
@@ -44,6 +46,12 @@ struct CorpqRowJob
 	char	   *query;
 	Oid			target;
 	char	   *target_name;	/* quoted, qualified: its name when the job runs */
+	char	   *target_code;	/* what an insert ran at submission, or NULL (table_check.h) */
+	const char **column_names;	/* the columns written, for the code's check */
+	Oid		   *value_types;	/* the base types of the values written */
+	int			n_code_columns; /* n_columns, and the version column */
+	char	   *version_column; /* the target's column for the model's version, or NULL */
+	int64		model_version;	/* the pinned version the job computes with */
 	int			n_counters;
 	int			tokens;			/* the counter named "tokens", or -1 */
 
@@ -175,7 +183,8 @@ corpq_row_job_check_target(const CorpqRowJobKind *kind, Oid relid,
  * (a trailing -- comment ends there), without a trailing semicolon.
  */
 static char *
-source_query(const char *query, const char *target_name, bool skip_existing)
+source_query(const char *query, const char *target_name, bool skip_existing,
+			 const char *version_column, int64 version)
 {
 	int			len = strlen(query);
 
@@ -183,21 +192,123 @@ source_query(const char *query, const char *target_name, bool skip_existing)
 		return pstrdup(query);
 	while (len > 0 && (query[len - 1] == ';' || isspace((unsigned char) query[len - 1])))
 		len--;
+	/* with a version column: the ids not yet computed with this version */
 	return psprintf("SELECT q.* FROM (\n%.*s\n) AS q (corpq_row_id) WHERE NOT EXISTS "
-					"(SELECT FROM %s t WHERE t.id OPERATOR(pg_catalog.=) q.corpq_row_id)",
-					len, query, target_name);
+					"(SELECT FROM %s t WHERE t.id OPERATOR(pg_catalog.=) q.corpq_row_id%s)",
+					len, query, target_name,
+					version_column == NULL ? ""
+					: psprintf(" AND t.%s OPERATOR(pg_catalog.=) " INT64_FORMAT,
+							   quote_identifier(version_column), version));
 }
 
 void
 corpq_row_job_check_query(const CorpqRowJobKind *kind, const char *query,
-						  const char *target_name, bool skip_existing)
+						  const char *target_name, bool skip_existing,
+						  const char *version_column, int64 version)
 {
 	(void) corpq_query_check(query, kind->source);
 	if (skip_existing)
-		(void) corpq_query_check(source_query(query, target_name, true), kind->source);
+		(void) corpq_query_check(source_query(query, target_name, true, version_column, version),
+								 kind->source);
 }
 
 /* ---- submission ---- */
+
+/*
+ * Whether the query, with skip_existing (the rows whose id is not in the
+ * target yet), has a row: its first row read at once, in the caller's
+ * transaction, with the caller's rights and search_path, as the job would.
+ */
+static bool
+query_has_rows(const char *query, const char *target_name, const char *version_column,
+			   int64 version)
+{
+	bool		found;
+
+	SPI_connect();
+	if (SPI_execute(psprintf("SELECT 1 FROM (\n%s\n) AS corpq_rows LIMIT 1",
+							 source_query(query, target_name, true, version_column, version)),
+					true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not run the query of the job");
+	found = SPI_processed > 0;
+	SPI_finish();
+	return found;
+}
+
+/*
+ * The advisory lock tag of a row job's target: held from a submission to the
+ * end of its transaction, so that a second submission on the same table
+ * waits until the first job's row is committed (or gone) and then sees it.
+ * Field4 4 is a value no SQL function takes (pg_advisory_lock uses 1 and 2;
+ * jobs.c's submission lock uses 3), so no role can hold it to block others.
+ */
+#define TARGET_LOCK_KEY 0x63727071	/* "crpq" */
+#define TARGET_LOCK_FIELD4 4
+
+/*
+ * One active row job per target: ERROR when a queued or running row job of
+ * any role (not one whose worker died) writes into relid, including one
+ * submitted earlier in this transaction.  Two jobs on one table would
+ * collide (skip_existing reads the table before the other job writes it:
+ * rows written twice, or a duplicate-key error).  A job's target is its oid
+ * and its name, both as at submission: a job whose oid names another table
+ * now (a database restored from a dump) writes nothing there and does not
+ * count.
+ */
+static void
+claim_target(const CorpqRowJobKind *kind, Oid relid, const char *target_name)
+{
+	LOCKTAG		tag;
+	Oid			argtypes[5] = {INT8ARRAYOID, INT4ARRAYOID, TEXTOID, TEXTOID, OIDOID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	bool		isnull;
+	int64		other;
+	char	   *other_kind;
+	bool		visible;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, TARGET_LOCK_KEY, relid, TARGET_LOCK_FIELD4);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+
+	SPI_connect();
+	if (!corpq_jobs_dead_workers(&values[0], &values[1]))
+		nulls[0] = nulls[1] = 'n';
+	values[2] = CStringGetTextDatum(psprintf("%u", relid));
+	values[3] = CStringGetTextDatum(target_name);
+	values[4] = ObjectIdGetDatum(GetUserId());
+	/* every role's jobs, with the latest snapshot: one committed while we waited counts */
+	if (corpq_sql_as_owner_latest(psprintf("SELECT j.id, j.kind, pg_catalog.pg_has_role($5, j.owner, 'MEMBER') "
+										   "FROM corpq.jobs j "
+										   "WHERE j.state OPERATOR(pg_catalog.=) ANY ('{" CORPQ_JOB_QUEUED_NAME "," CORPQ_JOB_RUNNING_NAME "}'::pg_catalog.text[]) "
+										   "AND j.args OPERATOR(pg_catalog.->>) 'target' OPERATOR(pg_catalog.=) $3 "
+										   "AND j.args OPERATOR(pg_catalog.->>) 'target_name' OPERATOR(pg_catalog.=) $4 "
+										   "AND NOT COALESCE((%s), false) ORDER BY j.id LIMIT 1",
+										   corpq_jobs_orphaned_sql(!corpq_jobs_preloaded)),
+								  5, argtypes, values, nulls, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read corpq.jobs");
+	if (SPI_processed == 0)
+	{
+		SPI_finish();
+		return;
+	}
+	other = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	other_kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	visible = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	SPI_finish();
+	if (visible)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("table %s is already the target of a queued or running corpq job", target_name),
+				 errdetail("Job " INT64_FORMAT " (%s) writes into it; one row job at a time writes into a table, since two would write the same rows twice.",
+						   other, other_kind),
+				 errhint("Wait for it (corpq.job_wait(" INT64_FORMAT ")) or cancel it (corpq.job_cancel(" INT64_FORMAT ")), then submit the %s job again.",
+						 other, other, kind->kind)));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_IN_USE),
+			 errmsg("table %s is already the target of a queued or running corpq job", target_name),
+			 errdetail("A job of another role writes into it; one row job at a time writes into a table, since two would write the same rows twice."),
+			 errhint("Submit the %s job again when that job has ended.", kind->kind)));
+}
 
 void
 corpq_row_job_call(FunctionCallInfo fcinfo, const CorpqRowJobKind *kind, CorpqRowJobCall *call)
@@ -211,17 +322,118 @@ corpq_row_job_call(FunctionCallInfo fcinfo, const CorpqRowJobKind *kind, CorpqRo
 	call->options = PG_NARGS() > 3 && !PG_ARGISNULL(3) ? PG_GETARG_JSONB_P(3) : NULL;
 }
 
+/* The code an insert of the columns into relid runs (base/table_check.h). */
+static char *
+target_code(Oid relid, const CorpqRowJobColumn *columns, int n)
+{
+	const char **names = palloc(sizeof(char *) * n);
+	Oid		   *types = palloc(sizeof(Oid) * n);
+
+	for (int i = 0; i < n; i++)
+	{
+		names[i] = columns[i].name;
+		types[i] = getBaseType(columns[i].type);
+	}
+	return corpq_table_code(relid, names, types, n);
+}
+
+/*
+ * At submission: unless foreign, a target of the submitting role's (the
+ * pipelines' owner check, base/table_check.h); returns the code an insert
+ * into it runs now.
+ */
+static char *
+check_target_owner(const CorpqRowJobKind *kind, Oid relid, const char *target_name,
+				   const CorpqRowJobSubmit *s)
+{
+	const char *why;
+	char	   *code;
+	MemoryContext cxt = CurrentMemoryContext;
+
+	SPI_connect();
+	why = s->foreign_target ? NULL : corpq_table_refusal(relid, GetUserId(), CORPQ_TABLE_OWNED);
+	if (why)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("%s job will not write table %s: %s", kind->kind, target_name, why),
+				 errdetail("Its triggers, rules, policies and defaults, that role's code, would run with the rights of role \"%s\", which the job writes with.",
+						   GetUserNameFromId(GetUserId(), false)),
+				 errhint("Write into a table of your own, or give the option \"foreign_target\": true if writing into this one is intended.")));
+	code = target_code(relid, s->columns, s->n_columns);
+	code = MemoryContextStrdup(cxt, code);
+	SPI_finish();
+	return code;
+}
+
+/*
+ * The kind's columns and, with a version column, that column (an integer
+ * column: the pinned version goes in as an integer, cast on assignment).
+ */
+static CorpqRowJobColumn *
+with_version(const CorpqRowJobColumn *columns, int n, const char *version_column, int *n_out)
+{
+	CorpqRowJobColumn *c = palloc0(sizeof(CorpqRowJobColumn) * (n + 1));
+
+	memcpy(c, columns, sizeof(CorpqRowJobColumn) * n);
+	*n_out = n;
+	if (version_column)
+	{
+		c[n].name = version_column;
+		c[n].type = INT4OID;
+		c[n].type_name = "integer";
+		c[n].assign = true;
+		*n_out = n + 1;
+	}
+	return c;
+}
+
+/* The version of a pinned model name, "name@N". */
+static int64
+pinned_version(const char *model)
+{
+	const char *at = strrchr(model, '@');
+
+	if (at == NULL)
+		elog(ERROR, "model \"%s\" is not pinned to a version", model);
+	return strtoll(at + 1, NULL, 10);
+}
+
 int64
 corpq_row_job_submit(const CorpqRowJobKind *kind, const CorpqRowJobCall *call,
 					 const CorpqRowJobSubmit *s)
 {
-	char	   *target_name = corpq_row_job_check_target(kind, call->target, s->columns,
-														 s->n_columns);
+	int			n;
+	CorpqRowJobColumn *columns = with_version(s->columns, s->n_columns, s->version_column, &n);
+	int64		version = s->version_column ? pinned_version(s->model) : 0;
+	char	   *target_name;
+	char	   *code;
 	StringInfoData args;
+	CorpqRowJobSubmit sv = *s;
 
+	for (int i = 0; s->version_column && i < s->n_columns; i++)
+		if (strcmp(s->columns[i].name, s->version_column) == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("the version column \"%s\" is one of the columns the %s job writes its results into",
+							s->version_column, kind->kind),
+					 errhint("Name another column of the target, as \"model_version\".")));
+	target_name = corpq_row_job_check_target(kind, call->target, columns, n);
 	if (s->check_target)
 		s->check_target(call->target, target_name, s->arg);
-	corpq_row_job_check_query(kind, call->query, target_name, s->skip_existing);
+	sv.columns = columns;
+	sv.n_columns = n;
+	code = check_target_owner(kind, call->target, target_name, &sv);
+	corpq_row_job_check_query(kind, call->query, target_name, s->skip_existing,
+							  s->version_column, version);
+	if (s->skip_existing && !query_has_rows(call->query, target_name, s->version_column, version))
+	{
+		ereport(NOTICE,
+				(errmsg("nothing to do: every id of the %s query is in table %s already",
+						kind->source->what, target_name),
+				 errdetail("With skip_existing a job that would write no row is not submitted; the call returns NULL.")));
+		return 0;
+	}
+	claim_target(kind, call->target, target_name);
 
 	initStringInfo(&args);
 	appendStringInfoString(&args, "{\"model\": ");
@@ -232,6 +444,14 @@ corpq_row_job_submit(const CorpqRowJobKind *kind, const CorpqRowJobCall *call,
 	escape_json(&args, call->query);
 	appendStringInfo(&args, ", \"target\": %u, \"target_name\": ", call->target);
 	escape_json(&args, target_name);
+	appendStringInfoString(&args, ", \"target_code\": ");
+	escape_json(&args, code);
+	if (s->version_column)
+	{
+		appendStringInfoString(&args, ", \"version_column\": ");
+		escape_json(&args, s->version_column);
+		appendStringInfo(&args, ", \"model_version\": " INT64_FORMAT, version);
+	}
 	appendStringInfo(&args, ", \"options\": %s}", s->options_json);
 	return corpq_job_submit(kind->kind, args.data, s->threads);
 }
@@ -298,6 +518,11 @@ corpq_row_job_begin(CorpqJob *job, const CorpqRowJobKind *kind, int chunk_rows,
 	rj->chunk_cxt = AllocSetContextCreate(rj->cxt, "corpq row job chunk", ALLOCSET_DEFAULT_SIZES);
 	rj->query = corpq_job_arg(job, "query");
 	rj->target = (Oid) strtoul(corpq_job_arg(job, "target"), NULL, 10);
+	/* a job submitted before corpq checked it has none */
+	rj->target_code = corpq_job_arg(job, "target_code");
+	rj->version_column = corpq_job_arg(job, "version_column");
+	if (rj->version_column)
+		rj->model_version = strtoll(corpq_job_arg(job, "model_version"), NULL, 10);
 	rj->n_counters = count_counters(kind, &rj->tokens);
 	rj->resumed_from = -1;
 	chunk_statements(rj);
@@ -311,15 +536,54 @@ corpq_row_job_target(const CorpqRowJob *rj)
 	return rj->target;
 }
 
+/*
+ * When the job (re)starts: the target is its oid and its name as at
+ * submission, and both must still agree.  A dump restored while the job ran
+ * gives the table a new oid (the restored job's oid names another table or
+ * none); a table dropped and created again has a new one too; a renamed
+ * table keeps its oid under another name.  In each case the job fails
+ * rather than write into whatever the oid names now.
+ */
+static void
+check_target_identity(CorpqRowJob *rj)
+{
+	const char *was = corpq_job_arg(rj->job, "target_name");
+	char	   *now;
+
+	if (get_rel_relkind(rj->target) == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("the target table %s (oid %u at submission) no longer exists under that oid",
+						was, rj->target),
+				 errdetail("It was dropped after the job was submitted, or this database was restored from a dump taken while the job ran (a restore gives every table a new oid)."),
+				 errhint("Submit the job again%s.",
+						 rj->skip_existing ? "; with skip_existing it takes only the rows still missing" : "")));
+	now = quote_qualified_identifier(get_namespace_name(get_rel_namespace(rj->target)),
+									 get_rel_name(rj->target));
+	if (strcmp(now, was) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the target table of the job was %s (oid %u) at submission; that oid now names %s",
+						was, rj->target, now),
+				 errdetail("The table was renamed, or this database was restored from a dump taken while the job ran and the oid now belongs to another table; the job writes into neither."),
+				 errhint("Submit the job again on the table you mean%s.",
+						 rj->skip_existing ? "; with skip_existing it takes only the rows still missing" : "")));
+}
+
 void
 corpq_row_job_columns(CorpqRowJob *rj, const CorpqRowJobColumn *columns, int n)
 {
 	MemoryContext old = MemoryContextSwitchTo(rj->cxt);
-	char	   *name = corpq_row_job_check_target(rj->kind, rj->target, columns, n);
+	char	   *name;
 	StringInfoData cols,
 				args,
 				names,
 				select;
+	int			n_all;
+	CorpqRowJobColumn *all = with_version(columns, n, rj->version_column, &n_all);
+
+	check_target_identity(rj);
+	name = corpq_row_job_check_target(rj->kind, rj->target, all, n_all);
 
 	initStringInfo(&cols);
 	initStringInfo(&args);
@@ -330,6 +594,14 @@ corpq_row_job_columns(CorpqRowJob *rj, const CorpqRowJobColumn *columns, int n)
 	rj->array_types = palloc(sizeof(Oid) * n);
 	rj->values = palloc0(sizeof(Datum *) * n);
 	rj->nulls = palloc0(sizeof(bool *) * n);
+	rj->n_code_columns = n_all;
+	rj->column_names = palloc(sizeof(char *) * n_all);
+	rj->value_types = palloc(sizeof(Oid) * n_all);
+	for (int c = 0; c < n_all; c++)
+	{
+		rj->column_names[c] = pstrdup(all[c].name);
+		rj->value_types[c] = getBaseType(all[c].type);
+	}
 	for (int c = 0; c < n; c++)
 	{
 		rj->types[c] = columns[c].type;
@@ -344,6 +616,12 @@ corpq_row_job_columns(CorpqRowJob *rj, const CorpqRowJobColumn *columns, int n)
 		appendStringInfo(&select, "%sc%d", c ? ", " : "", c);
 		if (getBaseType(columns[c].type) != columns[c].type)
 			appendStringInfo(&select, "::%s", format_type_be_qualified(getBaseType(columns[c].type)));
+	}
+	/* the version: the same for every row, a constant of the statement */
+	if (rj->version_column)
+	{
+		appendStringInfo(&cols, ", %s", quote_identifier(rj->version_column));
+		appendStringInfo(&select, ", " INT64_FORMAT, rj->model_version);
 	}
 	rj->target_name = name;
 	rj->insert_sql = psprintf("INSERT INTO %s (%s) SELECT %s FROM ROWS FROM (%s) AS u(%s)",
@@ -384,7 +662,8 @@ hold(CorpqRowJob *rj)
 	if (rj->insert_sql == NULL)
 		elog(ERROR, "row job kind \"%s\" named no target columns", rj->kind->kind);
 	read_checkpoint(rj);
-	corpq_query_hold(source_query(rj->query, rj->target_name, rj->skip_existing),
+	corpq_query_hold(source_query(rj->query, rj->target_name, rj->skip_existing,
+								  rj->version_column, rj->model_version),
 					 rj->kind->source, psprintf("corpq_%s_job", rj->kind->kind), &rj->held);
 	corpq_job_xact_commit(rj->cxt);
 }
@@ -579,10 +858,38 @@ insert_chunk_row(CorpqRowJob *rj)
  * table (the owner's rights, the statement built from the table's catalog
  * name), and the chunk's row into corpq's catalog.
  */
+/*
+ * Before each chunk: no code appeared on the target since submission that an
+ * insert would run with the job owner's rights (a trigger, rule, policy or
+ * default added, a trigger function or a cast replaced, a domain constraint
+ * added: base/table_check.h).  What was there at submission was accepted
+ * then (a table of the owner's, or "foreign_target").
+ */
+static void
+check_target_code(CorpqRowJob *rj)
+{
+	char	   *now,
+			   *added;
+
+	if (rj->target_code == NULL)
+		return;
+	now = corpq_table_code(rj->target, rj->column_names, rj->value_types, rj->n_code_columns);
+	added = corpq_table_code_added(rj->target_code, now);
+	if (added)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the target table %s changed since the job was submitted", rj->target_name),
+				 errdetail("New since then: %s.", added),
+				 errhint("A row job writes with its owner's rights, so it stops before code that appeared on its target would run with them; submit the job again if the change is intended.")));
+	pfree(now);
+}
+
 static void
 write_chunk(CorpqRowJob *rj)
 {
 	Datum	   *arrays = palloc(sizeof(Datum) * rj->n_columns);
+
+	check_target_code(rj);
 
 	for (int c = 0; c < rj->n_columns; c++)
 		arrays[c] = array_of(rj->values[c], rj->nulls[c], rj->n, rj->types[c]);
@@ -724,6 +1031,12 @@ result_json(CorpqRowJob *rj, const char *kind_members)
 	appendStringInfo(&b, ", \"threads\": %d, \"attempts\": %d, \"resumed_from_row\": %s",
 					 cq_parallel_threads(), rj->job->attempts,
 					 rj->resumed_from >= 0 ? psprintf(INT64_FORMAT, rj->resumed_from) : "null");
+	if (rj->version_column)
+	{
+		appendStringInfoString(&b, ", \"version_column\": ");
+		escape_json(&b, rj->version_column);
+		appendStringInfo(&b, ", \"model_version\": " INT64_FORMAT, rj->model_version);
+	}
 	if (kind_members)
 		appendStringInfo(&b, ", %s", kind_members);
 	appendStringInfoChar(&b, '}');

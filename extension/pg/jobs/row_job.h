@@ -9,7 +9,9 @@
  *     opening and submission of every row job's SQL function), the
  *     arguments' checks, the target's (row_job_check_target: a table the
  *     submitting role may insert into, with the kind's columns and types),
- *     the query's, and the job's arguments;
+ *     the query's, and the job's arguments; one active row job per target
+ *     (claim_target: a second submission on a table a queued or running
+ *     row job writes into is refused, one of the same transaction too);
  *   - in the worker, the query read through a cursor held across
  *     transactions (base/corpus_query.h: the query runs to its end when the
  *     first transaction commits, so an error in it fails the job before
@@ -23,6 +25,10 @@
  *     one and the kind's counters (a jsonb object);
  *   - a cancel (or any error) keeps the committed chunks and loses only the
  *     rows collected since;
+ *   - when the job starts (and starts again), its target's oid must still
+ *     name the table it named at submission (args "target", "target_name"):
+ *     else (dropped, renamed, a database restored from a dump taken while
+ *     the job ran) it fails without writing;
  *   - after a crash or a restart the job runs again (the kind registers as
  *     restartable): it reads its last chunk, reads the query again, checks
  *     that the rows of the committed chunks hash as they did (else it fails:
@@ -153,14 +159,35 @@ typedef struct CorpqRowJobSubmit
 	void	   *arg;
 	const char *options_json;	/* the resolved options */
 	int			threads;		/* the kind's threads option (pg/jobs/jobs.h) */
+	/*
+	 * The kind's "foreign_target" option: a target another role owns is
+	 * intended (else refused: its triggers, rules and defaults, that role's
+	 * code, would run with the job owner's rights).
+	 */
+	bool		foreign_target;
+	/*
+	 * The kind's "version_column" option, or NULL: a column of the target
+	 * (an integer) that each row written gets the model's pinned version in
+	 * (model "name@N": N); with skip_existing the job then leaves out the
+	 * ids that have a row of this version, not those that have any row.
+	 */
+	const char *version_column;
 } CorpqRowJobSubmit;
 
 /*
- * Check the target (corpq_row_job_check_target, then s->check_target) and
- * the query (corpq_row_job_check_query), and submit the job with the
- * arguments {"model", more_args..., "query", "target", "target_name",
- * "options"} (corpq_job_submit: it starts when the transaction commits).
- * Returns the job's id.
+ * Check the target (corpq_row_job_check_target, then s->check_target; a
+ * table of the submitting role's unless s->foreign_target) and the query
+ * (corpq_row_job_check_query), claim the target (one active row job per
+ * table), and submit the job with the arguments {"model", more_args...,
+ * "query", "target", "target_name", "target_code", "options"}
+ * (corpq_job_submit: it starts when the transaction commits); target_code is
+ * the code an insert into the target runs (base/table_check.h), which every
+ * chunk checks again: a trigger, rule, policy, default or cast that appeared
+ * since fails the job before the chunk is written.  Returns the job's id;
+ * with skip_existing, when the query has no row whose id is not in the
+ * target yet, submits nothing, says so in a NOTICE and returns 0 (the SQL
+ * function returns NULL): a schedule's runs with nothing new leave no job
+ * rows.
  */
 int64		corpq_row_job_submit(const CorpqRowJobKind *kind, const CorpqRowJobCall *call,
 								 const CorpqRowJobSubmit *s);
@@ -177,10 +204,11 @@ char	   *corpq_row_job_check_target(const CorpqRowJobKind *kind, Oid relid,
 /*
  * At submission: ERROR unless query passes the kind's spec (and, with
  * skip_existing, so does the query the job will run: the rows whose id is
- * not in target_name yet).
+ * not in target_name yet; with a version column, not yet with that version).
  */
 void		corpq_row_job_check_query(const CorpqRowJobKind *kind, const char *query,
-									  const char *target_name, bool skip_existing);
+									  const char *target_name, bool skip_existing,
+									  const char *version_column, int64 version);
 
 /* ---- the job, in the worker ---- */
 

@@ -14,6 +14,7 @@
 #include "utils/memutils.h"
 
 #include "pg/base/internal_sql.h"
+#include "pg/base/table_check.h"
 #include "pg/pipeline/pipeline.h"
 
 /* How often a stage looks at its sub-job (ms): progress, not latency, matters. */
@@ -84,34 +85,25 @@ pipeline_value_user(const char *sql)
 static const char *
 table_refusal(Pipeline *p, const char *table, const char *columns)
 {
-	Oid			argtypes[2] = {TEXTOID, OIDOID};
-	Datum		values[2] = {CStringGetTextDatum(table), ObjectIdGetDatum(p->job->owner)};
-	const char *why;
+	Oid			argtypes[1] = {TEXTOID};
+	Datum		values[1] = {CStringGetTextDatum(table)};
+	bool		isnull;
+	Oid			relid;
 
-	if (corpq_sql_as_caller("SELECT CASE "
-							"WHEN c.relkind OPERATOR(pg_catalog.<>) 'r' THEN 'it is not a plain table' "
-							"WHEN c.relowner OPERATOR(pg_catalog.<>) $2 THEN "
-							"'it is owned by role ' OPERATOR(pg_catalog.||) pg_catalog.quote_ident(o.rolname) "
-							"OPERATOR(pg_catalog.||) ', not by the job''s owner' "
-							"WHEN c.relhasrules THEN 'it has rules' "
-							"WHEN EXISTS (SELECT FROM pg_catalog.pg_trigger t "
-							"WHERE t.tgrelid OPERATOR(pg_catalog.=) c.oid) THEN 'it has triggers' "
-							"WHEN c.relhassubclass OR c.relispartition OR EXISTS (SELECT FROM pg_catalog.pg_inherits i "
-							"WHERE i.inhrelid OPERATOR(pg_catalog.=) c.oid) THEN 'it takes part in inheritance' "
-							"ELSE '' END "
-							"FROM pg_catalog.pg_class c JOIN pg_catalog.pg_roles o ON o.oid OPERATOR(pg_catalog.=) c.relowner "
-							"WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1)",
-							2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+	if (corpq_sql_as_caller("SELECT pg_catalog.to_regclass($1)::pg_catalog.oid",
+							1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not look up %s", table);
-	if (SPI_processed == 0)
+	relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (isnull)
 	{
 		if (columns == NULL)
 			return "it does not exist";
 		pipeline_exec(psprintf("CREATE TABLE %s (%s)", table, columns));
 		return NULL;
 	}
-	why = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	return why[0] ? why : NULL;
+	/* the check row jobs make too (base/table_check.h), all of it */
+	return corpq_table_refusal(relid, p->job->owner,
+							   CORPQ_TABLE_PLAIN | CORPQ_TABLE_OWNED | CORPQ_TABLE_NO_CODE);
 }
 
 /* ERROR naming table unless it is one this job may write (created when columns are given). */

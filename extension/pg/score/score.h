@@ -134,6 +134,8 @@ typedef struct CorpqScoreJobOptions
 	int			threads;		/* the job's (pg/jobs/jobs.h) */
 	bool		skip_existing;
 	int			on_too_long;	/* CorpqTooLong (model.h) */
+	bool		foreign_target; /* a target of another role's is intended (row_job.h) */
+	char	   *version_column; /* the target's column for the model's version, or NULL */
 } CorpqScoreJobOptions;
 extern const CorpqOptionTable corpq_score_job_options;
 

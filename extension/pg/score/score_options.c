@@ -107,6 +107,13 @@ echo_dual_xent(const void *options)
 
 #define OPT(field) CORPQ_OPT_FIELD(CorpqScoreJobOptions, field)
 
+/* "foreign_target" in the stored options only when given true */
+static bool
+echo_foreign_target(const void *options)
+{
+	return ((const CorpqScoreJobOptions *) options)->foreign_target;
+}
+
 static const CorpqOption rows[] = {
 	{.key = "what", OPT(what), .type = CORPQ_OPT_STRING, .def_string = "sent_prob",
 		.valid = what_valid,
@@ -130,6 +137,9 @@ static const CorpqOption rows[] = {
 	{.key = "skip_existing", OPT(skip_existing), .type = CORPQ_OPT_BOOL},
 	{.key = "on_too_long", OPT(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
 	.def = CORPQ_TOO_LONG_NULL},
+	{.key = "foreign_target", OPT(foreign_target), .type = CORPQ_OPT_BOOL, .echo = echo_foreign_target},
+	{.key = "version_column", OPT(version_column), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
+	.valid = corpq_option_nonempty, .expected = "the name of an integer column of the target"},
 	{0}
 };
 

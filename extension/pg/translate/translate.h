@@ -48,6 +48,8 @@ typedef struct CorpqTranslateOptions
 	int			chunk_rows;		/* a job commits at least this many rows at once */
 	int			threads;		/* a job's (pg/jobs/jobs.h) */
 	bool		skip_too_long;	/* a source over the model's length: a NULL row */
+	bool		foreign_target; /* a job's: a target of another role's is intended (row_job.h) */
+	char	   *version_column; /* a job's: the target's column for the model's version */
 } CorpqTranslateOptions;
 
 /*

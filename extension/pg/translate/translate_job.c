@@ -115,11 +115,21 @@ corpq_translate_job(PG_FUNCTION_ARGS)
 	/* the version of now: a version written while it runs, or before it resumes, changes nothing */
 	sub.model = corpq_model_pin(call.model);
 	sub.columns = target_columns;
-	sub.n_columns = 3;
+	/* the columns the job will write: what an insert of them runs is checked chunk by chunk */
+	sub.n_columns = target_has_finished(call.target) ? 4 : 3;
 	sub.check_target = check_finished;
 	sub.options_json = corpq_translate_options_json(CORPQ_TRANSLATE_JOB, &o);
 	sub.threads = o.threads;
-	PG_RETURN_INT64(corpq_row_job_submit(&kind, &call, &sub));
+	sub.foreign_target = o.foreign_target;
+	sub.version_column = o.version_column;
+	{
+		int64		id = corpq_row_job_submit(&kind, &call, &sub);
+
+		/* skip_existing, no row missing: no job (row_job.h) */
+		if (id == 0)
+			PG_RETURN_NULL();
+		PG_RETURN_INT64(id);
+	}
 }
 
 /* ---- the job ---- */

@@ -51,6 +51,13 @@ static const int search_values[] = {CQ_SEARCH_BEAM, CQ_SEARCH_SAMPLE};
 #define SKIP_ROW \
 	{.key = "skip_too_long", OPT(skip_too_long), .type = CORPQ_OPT_BOOL}
 
+/* "foreign_target" in the stored options only when given true */
+static bool
+echo_foreign_target(const void *options)
+{
+	return ((const CorpqTranslateOptions *) options)->foreign_target;
+}
+
 static const CorpqOption one_rows[] = {SEARCH_ROWS, SKIP_ROW, {0}};
 static const CorpqOption rows_rows[] = {SEARCH_ROWS, BATCH_ROW, SKIP_ROW, {0}};
 static const CorpqOption job_rows[] = {
@@ -59,6 +66,9 @@ static const CorpqOption job_rows[] = {
 	.def = 1000},
 	CORPQ_JOB_THREADS_OPTION(CorpqTranslateOptions, threads),
 	SKIP_ROW,
+	{.key = "foreign_target", OPT(foreign_target), .type = CORPQ_OPT_BOOL, .echo = echo_foreign_target},
+	{.key = "version_column", OPT(version_column), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
+	.valid = corpq_option_nonempty, .expected = "the name of an integer column of the target"},
 	{0}
 };
 

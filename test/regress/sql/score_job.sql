@@ -93,11 +93,14 @@ SELECT state, result ->> 'rows' AS rows, result ->> 'chunks' AS chunks,
 SELECT count(*) AS rows, count(*) FILTER (WHERE id > 1000) AS new_rows,
        count(*) FILTER (WHERE id > 1000 AND s.score = corpq.sent_prob('sj_f', p.src, p.tgt)) AS new_equal
   FROM sj_scores s JOIN sj_pairs p USING (id);
--- nothing new: nothing written
+-- nothing new: no job at all (a NOTICE says so, the call returns NULL), so a
+-- schedule's empty runs leave no rows in corpq.jobs
+SELECT count(*) AS jobs_before FROM corpq.jobs \gset
+SET client_min_messages = notice;
 SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs;', 'sj_scores',
-                       '{"skip_existing": true}') AS job \gset
-SELECT corpq.job_wait(:job, '600 s');
-SELECT state, result ->> 'rows' AS rows, result ->> 'chunks' AS chunks FROM corpq.jobs WHERE id = :job;
+                       '{"skip_existing": true}') IS NULL AS no_job;
+SET client_min_messages = warning;
+SELECT count(*) - :jobs_before AS new_jobs FROM corpq.jobs;
 -- the query the job reads with skip_existing (row_job.c): an anti-join the
 -- planner serves from the target's index on id (forced here: on 230 rows a
 -- hash join is as good)
@@ -109,6 +112,87 @@ SELECT id, src, tgt FROM sj_pairs
 ) AS q (corpq_row_id) WHERE NOT EXISTS (SELECT FROM public.sj_scores t WHERE t.id OPERATOR(pg_catalog.=) q.corpq_row_id);
 RESET enable_hashjoin;
 RESET enable_mergejoin;
+
+-- ---- one row job per target: a second job on a table with a queued or
+-- running one is refused, also when both are submitted in one transaction
+-- (else skip_existing reads the table before either writes: every row twice,
+-- or a duplicate-key error); another table is not held back ----
+CREATE TABLE sj_once (id bigint PRIMARY KEY, score double precision);
+CREATE TABLE sj_other (id bigint, score double precision);
+BEGIN;
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_once', '{"skip_existing": true}') AS job \gset
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_other') AS other \gset
+SAVEPOINT second;
+\set VERBOSITY terse
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_once', '{"skip_existing": true}');
+ROLLBACK TO second;
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs WHERE id > 100', 'public.sj_once');
+ROLLBACK TO second;
+\set VERBOSITY default
+COMMIT;
+SELECT corpq.job_wait(:job, '600 s'), corpq.job_wait(:other, '600 s');
+SELECT count(*) AS rows, count(DISTINCT id) AS ids, (SELECT count(*) FROM sj_pairs) AS pairs FROM sj_once;
+-- ended: the table takes a job again
+DELETE FROM sj_once WHERE id > 200;
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_once', '{"skip_existing": true}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT result ->> 'rows' AS rows_written, (SELECT count(*) FROM sj_once) AS rows FROM corpq.jobs WHERE id = :job;
+
+-- ---- the target is its oid and its name at submission: a job whose table
+-- was renamed, or dropped and created again, before it started writes into
+-- neither (as a job restored from a dump taken while it ran, whose oid names
+-- another table or none: test/integration/dump_restore.sh) ----
+CREATE TABLE sj_renamed (id bigint, score double precision);
+BEGIN;
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_renamed') AS job \gset
+ALTER TABLE sj_renamed RENAME TO sj_renamed_now;
+COMMIT;
+SELECT corpq.job_wait(:job, '600 s');
+SELECT state, regexp_replace(error, 'oid [0-9]+', 'oid N') AS error FROM corpq.jobs WHERE id = :job;
+CREATE TABLE sj_recreated (id bigint, score double precision);
+BEGIN;
+SELECT corpq.score_job('sj_f', 'SELECT id, src, tgt FROM sj_pairs', 'sj_recreated') AS job \gset
+DROP TABLE sj_recreated;
+CREATE TABLE sj_recreated (id bigint, score double precision);
+COMMIT;
+SELECT corpq.job_wait(:job, '600 s');
+SELECT state, regexp_replace(error, 'oid [0-9]+', 'oid N') AS error FROM corpq.jobs WHERE id = :job;
+SELECT (SELECT count(*) FROM sj_renamed_now) AS renamed_rows, (SELECT count(*) FROM sj_recreated) AS recreated_rows;
+
+-- ---- the model's version per row (version_column): each row gets the
+-- pinned version it was scored with, and skip_existing leaves out only the
+-- ids scored with that version; a new version (model_quantize) scores them
+-- all again, beside the old rows ----
+SELECT corpq.model_create('sj_v', '{"preset": "tiny", "max_positions": 12}', 'sj_src', 'sj_tgt', 9);
+CREATE TABLE versioned_scores (id bigint, model_version int, score double precision,
+                           PRIMARY KEY (id, model_version));
+SELECT corpq.score_job('sj_v', 'SELECT id, src, tgt FROM sj_pairs WHERE id <= 20', 'versioned_scores',
+                       '{"skip_existing": true, "version_column": "model_version"}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT result ->> 'rows' AS rows, result ->> 'model_version' AS model_version,
+       args -> 'options' ->> 'version_column' AS version_column FROM corpq.jobs WHERE id = :job;
+-- the same version again: only the new ids
+SELECT corpq.score_job('sj_v', 'SELECT id, src, tgt FROM sj_pairs WHERE id <= 25', 'versioned_scores',
+                       '{"skip_existing": true, "version_column": "model_version"}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT result ->> 'rows' AS rows FROM corpq.jobs WHERE id = :job;
+SELECT corpq.model_quantize('sj_v') AS v2;
+SELECT corpq.score_job('sj_v', 'SELECT id, src, tgt FROM sj_pairs WHERE id <= 30', 'versioned_scores',
+                       '{"skip_existing": true, "version_column": "model_version"}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT result ->> 'rows' AS rows, result ->> 'model_version' AS model_version FROM corpq.jobs WHERE id = :job;
+SELECT v.model_version, count(*) AS rows,
+       count(*) FILTER (WHERE v.score IS NOT DISTINCT FROM
+                        CASE WHEN p.id NOT IN (203, 204) THEN corpq.sent_prob('sj_v@' || v.model_version, p.src, p.tgt) END) AS equal
+  FROM versioned_scores v JOIN sj_pairs p USING (id) GROUP BY 1 ORDER BY 1;
+-- every id scored with the latest version: nothing to do
+SELECT corpq.score_job('sj_v', 'SELECT id, src, tgt FROM sj_pairs WHERE id <= 30', 'versioned_scores',
+                       '{"skip_existing": true, "version_column": "model_version"}') IS NULL AS no_job;
+-- the column must be an integer column of the target, not a score's
+SELECT corpq.score_job('sj_v', 'SELECT id, src, tgt FROM sj_pairs', 'versioned_scores', '{"version_column": "score"}');
+SELECT corpq.score_job('sj_v', 'SELECT id, src, tgt FROM sj_pairs', 'versioned_scores', '{"version_column": "nope"}');
+SELECT corpq.score_job('sj_v', 'SELECT id, src, tgt FROM sj_pairs', 'versioned_scores', '{"version_column": ""}');
+SELECT corpq.model_drop('sj_v');
 
 -- ---- threads: the job's, resolved once at submission, capped by corpq.job_threads ----
 SET corpq.job_threads = 1;
@@ -187,4 +271,4 @@ SELECT count(*) AS chunks_left FROM corpq.row_job_chunks WHERE job NOT IN (SELEC
 SELECT corpq.model_drop('sj_f'), corpq.model_drop('sj_b');
 SELECT corpq.vocab_drop('sj_src'), corpq.vocab_drop('sj_tgt');
 DROP VIEW sj_view;
-DROP TABLE sj_pairs, sj_ref, sj_scores, sj_all, sj_err, sj_t, sj_no_score, sj_int_score, sj_int_id, sj_nullid;
+DROP TABLE sj_pairs, sj_ref, sj_scores, sj_all, sj_err, sj_t, sj_once, sj_other, sj_renamed_now, sj_recreated, versioned_scores, sj_no_score, sj_int_score, sj_int_id, sj_nullid;
