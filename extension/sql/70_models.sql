@@ -44,20 +44,20 @@ COMMENT ON TABLE corpq.model_versions IS
     'immutable weight images (models/FORMAT.md) of every model version; checksum = the image''s CRC-32 trailer';
 
 -- Version identity: every name of a catalog with versions (models, ANTAP
--- models) this database has used, and the last version number it issued.  A
+-- models, classifiers) this database has used, and the last version number it issued.  A
 -- row outlives the drop, so a model created again under the name numbers its
 -- versions after the dropped ones: 'name@N' (a pin in an index, a view, a
 -- job's record) never comes to mean other weights, it becomes an error.
 -- Written by corpq_catalog_issue_version and the drop only
 -- (extension/pg/base/catalog.h).
 CREATE TABLE corpq.issued_versions (
-    catalog      text NOT NULL CHECK (catalog OPERATOR(pg_catalog.=) ANY (ARRAY['corpq.model_catalog', 'corpq.antap_models']::pg_catalog.text[])),
+    catalog      text NOT NULL CHECK (catalog OPERATOR(pg_catalog.=) ANY (ARRAY['corpq.model_catalog', 'corpq.antap_models', 'corpq.classifier_catalog']::pg_catalog.text[])),
     name         text NOT NULL CHECK (name OPERATOR(pg_catalog.<>) '' AND pg_catalog.strpos(name, '@') OPERATOR(pg_catalog.=) 0),
     last_version int NOT NULL CHECK (last_version OPERATOR(pg_catalog.>=) 1),
     PRIMARY KEY (catalog, name)
 );
 COMMENT ON TABLE corpq.issued_versions IS
-    'every name used in this database by a catalog with versions (models, ANTAP models) and the last version number it issued; kept after the drop, so that a version number is never given to other weights';
+    'every name used in this database by a catalog with versions (models, ANTAP models, classifiers) and the last version number it issued; kept after the drop, so that a version number is never given to other weights';
 
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_versions', '');

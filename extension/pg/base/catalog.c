@@ -45,6 +45,11 @@ const CorpqCatalogKind corpq_kind_antap = {
 	NULL, "Only members of the model's owner role can drop it.",
 	NULL, NULL, NULL, "corpq.antap_versions"
 };
+const CorpqCatalogKind corpq_kind_classifier = {
+	"classifier", "corpq.classifier_catalog", "corpq.classifier_drop", false,
+	NULL, "Only members of the classifier's owner role can drop it.",
+	NULL, NULL, NULL, "corpq.classifier_versions"
+};
 
 bool
 corpq_catalog_exists(const CorpqCatalogKind *k, const char *name)

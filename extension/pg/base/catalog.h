@@ -1,6 +1,6 @@
 /*
  * The catalog kinds (BPE models, vocabularies, models, lexicons, ANTAP
- * models) described once: their table, what messages call them, how a
+ * models, pair-quality classifiers) described once: their table, what messages call them, how a
  * refusal reads.  One set of functions serves every kind: the check of a
  * new name, the lookup of a row by name (or name and version) with the error
  * for an unknown one, the owner checks before a drop, a replacement or a
@@ -38,7 +38,8 @@ extern const CorpqCatalogKind corpq_kind_bpe,
 			corpq_kind_vocabulary,
 			corpq_kind_model,
 			corpq_kind_lexicon,
-			corpq_kind_antap;
+			corpq_kind_antap,
+			corpq_kind_classifier;
 
 /*
  * ERROR unless name is free in k (duplicate_object, hint: k's drop function).

@@ -1,0 +1,216 @@
+/*
+ * A pair's feature vector for the pair-quality classifier: the core's
+ * string and language ID features (cq_features_compute), then the model
+ * features, each computed by calling the SQL function's own C code through
+ * fmgr, so that a feature equals what the user's SQL call returns, bit for
+ * bit, by construction:
+ *
+ *   embedding_cosine  corpq.embedding_cosine(encoder@N, src, tgt, 'null')
+ *   dual_xent         corpq.dual_xent(forward@N, backward@M, src, tgt)
+ *   align_fwd         corpq.align_score(lexicon, src, tgt)
+ *   coverage_fwd      corpq.coverage(lexicon, src, tgt)
+ *
+ * The lexicon's "both directions": align_score is already the mean of the
+ * source-to-target and target-to-source log-likelihoods (docs/lexicons.md),
+ * and coverage is the source side's share of linked tokens of the
+ * symmetrised alignment; a lexicon is trained in one orientation, so calling
+ * its functions with the sides swapped would look target words up as source
+ * words.  align_bwd and coverage_bwd are therefore not used.
+ *
+ * The functions are looked up by signature once (per query for
+ * pair_quality, per chunk of the training job), their FmgrInfo kept in a
+ * long-lived context so that their own per-query caches (fn_extra: the
+ * loaded model, the resolved name) serve every pair.  A NULL from a model
+ * function (a side too long for the encoder or a translation model) leaves
+ * the pair without a probability.
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/memutils.h"
+
+#include "pg/base/catalog.h"
+#include "pg/base/errors.h"
+#include "curate/classifier.h"
+#include "pg/curate/curate.h"
+#include "pg/model/model.h"
+
+typedef struct ModelFeature
+{
+	cq_feature	feature;
+	int			index;			/* in the layout */
+	FmgrInfo	fn;
+	int			nargs;			/* 3 or 4 */
+	Datum		models[2];		/* the leading model arguments */
+	int			n_models;
+	bool		too_long_arg;	/* a trailing on_too_long 'null' */
+} ModelFeature;
+
+struct CurateFeatures
+{
+	MemoryContext cxt;
+	cq_feature_set fs;
+	int			d;
+	ModelFeature mf[4];
+	int			n_mf;
+	Datum		null_policy;	/* 'null' */
+};
+
+static Oid
+function_oid(const char *signature)
+{
+	return DatumGetObjectId(DirectFunctionCall1(regprocedurein, CStringGetDatum(signature)));
+}
+
+static void
+add(CurateFeatures *f, cq_feature feature, const char *signature, int nargs,
+	const char *model1, const char *model2, bool too_long_arg)
+{
+	ModelFeature *m = &f->mf[f->n_mf++];
+
+	if (model1 == NULL || (model2 == NULL && feature == CQ_F_DUAL_XENT))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("classifier feature \"%s\" has no model", cq_feature_name(feature)),
+				 errhint("The version's models column must name the models its features use.")));
+	m->feature = feature;
+	m->index = cq_feature_index(&f->fs, feature);
+	fmgr_info_cxt(function_oid(signature), &m->fn, f->cxt);
+	m->nargs = nargs;
+	m->models[0] = PointerGetDatum(cstring_to_text(model1));
+	m->n_models = 1;
+	if (feature == CQ_F_DUAL_XENT)
+	{
+		m->models[1] = PointerGetDatum(cstring_to_text(model2));
+		m->n_models = 2;
+	}
+	m->too_long_arg = too_long_arg;
+}
+
+/*
+ * The lexicon's name from its pin "name@version", after checking that the
+ * lexicon is still at that version: replacing a lexicon (lexicon_train's
+ * replace) keeps its name, and a classifier must not silently change meaning.
+ */
+static char *
+lexicon_name(const char *pin)
+{
+	int			name_len;
+	int32		version,
+				now;
+	char	   *name;
+	bool		isnull;
+
+	if (pin == NULL)
+		return NULL;
+	if (!corpq_model_split_spec(pin, &name_len, &version))
+		return pstrdup(pin);
+	name = pnstrdup(pin, name_len);
+	SPI_connect();
+	now = DatumGetInt32(corpq_catalog_value(&corpq_kind_lexicon, "c.version", name, &isnull));
+	SPI_finish();
+	if (now != version)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("lexicon \"%s\" is at version %d; the classifier was trained with version %d",
+						name, now, version),
+				 errhint("Train the classifier again with the lexicon as it is now.")));
+	return name;
+}
+
+CurateFeatures *
+curate_features_create(const cq_feature_set *fs, const CurateModels *models, MemoryContext parent)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "corpq classifier features",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	CurateFeatures *f = palloc0(sizeof(CurateFeatures));
+	char	   *lexicon = NULL;
+
+	f->cxt = cxt;
+	f->fs = *fs;
+	f->d = cq_feature_count(fs);
+	f->null_policy = PointerGetDatum(cstring_to_text("null"));
+	if (fs->mask & (CQ_F_BIT(CQ_F_ALIGN_FWD) | CQ_F_BIT(CQ_F_COVERAGE_FWD)))
+		lexicon = lexicon_name(models->lexicon);
+	/* in layout (enum) order */
+	if (fs->mask & CQ_F_BIT(CQ_F_ALIGN_FWD))
+		add(f, CQ_F_ALIGN_FWD, "corpq.align_score(text,text,text)", 3,
+			lexicon, NULL, false);
+	if (fs->mask & CQ_F_BIT(CQ_F_COVERAGE_FWD))
+		add(f, CQ_F_COVERAGE_FWD, "corpq.coverage(text,text,text)", 3,
+			lexicon, NULL, false);
+	if (fs->mask & CQ_F_BIT(CQ_F_EMBEDDING_COSINE))
+		add(f, CQ_F_EMBEDDING_COSINE,
+			"corpq.embedding_cosine(corpq.pinned_model,text,text,text)", 4,
+			models->encoder, NULL, true);
+	if (fs->mask & CQ_F_BIT(CQ_F_DUAL_XENT))
+		add(f, CQ_F_DUAL_XENT,
+			"corpq.dual_xent(corpq.pinned_model,corpq.pinned_model,text,text)", 4,
+			models->forward, models->backward, false);
+	if (fs->mask & (CQ_F_BIT(CQ_F_ALIGN_BWD) | CQ_F_BIT(CQ_F_COVERAGE_BWD)))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("classifier features align_bwd and coverage_bwd are not computed in SQL"),
+				 errhint("align_score already averages both directions (docs/curation.md).")));
+	MemoryContextSwitchTo(old);
+	return f;
+}
+
+void
+curate_features_free(CurateFeatures *f)
+{
+	MemoryContextDelete(f->cxt);
+}
+
+bool
+curate_features_compute(CurateFeatures *f, text *src, text *tgt, double *x, bool *null)
+{
+	cq_error	err = {0};
+	bool		ok = true;
+
+	if (null)
+		memset(null, 0, sizeof(bool) * f->d);
+	if (cq_features_compute(&f->fs, VARDATA_ANY(src), VARSIZE_ANY_EXHDR(src),
+							VARDATA_ANY(tgt), VARSIZE_ANY_EXHDR(tgt), x, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "could not compute the classifier's features");
+	for (int k = 0; k < f->n_mf; k++)
+	{
+		ModelFeature *m = &f->mf[k];
+		LOCAL_FCINFO(fcinfo, 4);
+		Datum		r;
+		int			a = 0;
+
+		InitFunctionCallInfoData(*fcinfo, &m->fn, m->nargs, InvalidOid, NULL, NULL);
+		for (int i = 0; i < m->n_models; i++)
+		{
+			fcinfo->args[a].value = m->models[i];
+			fcinfo->args[a++].isnull = false;
+		}
+		fcinfo->args[a].value = PointerGetDatum(src);
+		fcinfo->args[a++].isnull = false;
+		fcinfo->args[a].value = PointerGetDatum(tgt);
+		fcinfo->args[a++].isnull = false;
+		if (m->too_long_arg)
+		{
+			fcinfo->args[a].value = f->null_policy;
+			fcinfo->args[a++].isnull = false;
+		}
+		Assert(a == m->nargs);
+		r = FunctionCallInvoke(fcinfo);
+		if (fcinfo->isnull)
+		{
+			x[m->index] = NAN;
+			if (null)
+				null[m->index] = true;
+			ok = false;
+		}
+		else
+			x[m->index] = DatumGetFloat8(r);
+	}
+	return ok;
+}
