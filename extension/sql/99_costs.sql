@@ -42,6 +42,10 @@ BEGIN
         -- lexicons (1 us for a lookup, 75 us for an alignment)
         ('mono_uncertainty', 50), ('word_rarity', 50),
         ('align', 4000), ('align_score', 4000), ('coverage', 4000),
+        -- the pair-quality classifier on string features (8 us: the features,
+        -- then 200 trees); a classifier with model features also runs their
+        -- functions, whose COSTs the planner does not add
+        ('pair_quality', 400), ('classifier_features', 400),
         -- CAV counts of a pair (60 us); ANTAP's prediction of a token (53 us,
         -- docs/benchmarks.md)
         ('cav_accumulate_trans', 3000), ('antap_predict', 2500),

@@ -46,6 +46,9 @@ CREATE FUNCTION cpu_ns() RETURNS bigint LANGUAGE sql VOLATILE AS
 SQL
 job=$(q -c "SELECT corpq.lexicon_train('lx', 'SELECT src, tgt FROM pairs WHERE id <= 5000', '{\"iterations\": 2}')")
 [ "$(q -c "SELECT corpq.job_wait($job)")" = succeeded ] || { q -c "SELECT error FROM corpq.jobs WHERE id = $job"; exit 1; }
+# a pair-quality classifier on the string features only (its COST: what every classifier pays)
+job=$(q -c "SELECT corpq.classifier_train('pq', 'SELECT src, tgt FROM pairs WHERE id <= 5000')")
+[ "$(q -c "SELECT corpq.job_wait($job)")" = succeeded ] || { q -c "SELECT error FROM corpq.jobs WHERE id = $job"; exit 1; }
 
 /usr/bin/python3 - "$@" <<'PY'
 import os, subprocess, sys
@@ -119,6 +122,8 @@ cases = [
     ("coverage", "corpq.coverage('lx', src, tgt)", mid, False, "{t}", "coverage"),
     ("mono_uncertainty", "corpq.mono_uncertainty('lx', src)", cheap, False, "{t}", "mono_uncertainty"),
     ("word_rarity", "corpq.word_rarity('lx', src)", cheap, False, "{t}", "word_rarity"),
+    ("pair_quality (string features, trees)", "corpq.pair_quality('pq@1'::corpq.pinned_model, src, tgt)", mid,
+     False, "{t}", "pair_quality"),
     ("cav_accumulate (per row)", "corpq.cav_summary(corpq.cav_accumulate(src, tgt))", mid, True, "{t}", "cav_accumulate_trans"),
     ("sent_prob tiny", "corpq.sent_prob('tiny', src, tgt)", mid, False, "{t}", None),
     ("sent_prob small", "corpq.sent_prob('small@1', src, tgt)", model, False, "{t}", "sent_prob"),

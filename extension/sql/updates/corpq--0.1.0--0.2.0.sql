@@ -973,4 +973,7 @@ CREATE FUNCTION corpq.classifier_drop(name text) RETURNS void
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.classifier_drop(text) IS
     'drop a classifier you own with all its versions; its version numbers are never issued again under the name';
-
+-- the classifier functions' COSTs (extension/sql/99_costs.sql)
+ALTER FUNCTION corpq.pair_quality(text, text, text) COST 400;
+ALTER FUNCTION corpq.pair_quality(corpq.pinned_model, text, text) COST 400;
+ALTER FUNCTION corpq.classifier_features(text, text, text) COST 400;
