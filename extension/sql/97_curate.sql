@@ -101,7 +101,7 @@ CREATE FUNCTION corpq.classifier_features(classifier text, src text, tgt text) R
     AS 'MODULE_PATHNAME', 'corpq_classifier_features'
     LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.classifier_features(text, text, text) IS
-    'the feature vector classifier (name or name@N) computes for (src, tgt), as {feature: value} in layout order; model features are the SQL functions'' own values (embedding_cosine, dual_xent, align_score, coverage on the pinned models), null where such a function returns NULL';
+    'the feature vector classifier (name or name@N) computes for (src, tgt), as {feature: value} (corpq.classifier_versions.features has the layout order); model features are the SQL functions'' own values (embedding_cosine, dual_xent, align_score, coverage on the pinned models), null where such a function returns NULL';
 
 CREATE FUNCTION corpq.classifier_drop(name text) RETURNS void
     AS 'MODULE_PATHNAME', 'corpq_classifier_drop'

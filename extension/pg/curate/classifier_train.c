@@ -137,7 +137,8 @@ typedef struct Texts
 	cq_str	   *a;
 	cq_str	   *b;				/* the second column, or NULL */
 	int64		n;
-	int64		cap;			/* allocated: the limit */
+	int64		cap;			/* allocated */
+	int64		limit;			/* kept at most */
 	int64		rows;			/* read, NULLs included */
 	CorpqJob   *job;
 	const char *phase;
@@ -158,6 +159,13 @@ read_rows(void *arg, const CorpqBatch *batch)
 {
 	Texts	   *t = arg;
 
+	if (t->n + (int64) batch->n > t->cap && t->cap < t->limit)
+	{
+		t->cap = Min(t->limit, Max(t->cap * 2, t->n + (int64) batch->n));
+		t->a = repalloc_huge(t->a, sizeof(cq_str) * t->cap);
+		if (t->b)
+			t->b = repalloc_huge(t->b, sizeof(cq_str) * t->cap);
+	}
 	for (uint64 i = 0; i < batch->n && t->n < t->cap; i++)
 	{
 		const char *s,
@@ -182,9 +190,10 @@ read_texts(CorpqJob *job, const char *query, const CorpqQuerySpec *spec, bool pa
 		   int64 limit, const char *phase, Texts *t)
 {
 	t->cxt = CurrentMemoryContext;
-	t->cap = limit;
-	t->a = MemoryContextAllocHuge(t->cxt, sizeof(cq_str) * limit);
-	t->b = pairs ? MemoryContextAllocHuge(t->cxt, sizeof(cq_str) * limit) : NULL;
+	t->limit = limit;
+	t->cap = Min(limit, READ_BATCH);
+	t->a = MemoryContextAllocHuge(t->cxt, sizeof(cq_str) * t->cap);
+	t->b = pairs ? MemoryContextAllocHuge(t->cxt, sizeof(cq_str) * t->cap) : NULL;
 	t->n = t->rows = 0;
 	t->job = job;
 	t->phase = phase;

@@ -106,6 +106,18 @@ SELECT options -> 'noise' ->> 'untranslated' AS untranslated, options -> 'noise'
        (SELECT bool_and(v ? 'weight') FROM jsonb_each(report -> 'importance') e(k, v)) AS weights
   FROM corpq.classifier_versions WHERE version = 2;
 
+-- max_seconds: the features stop after the first chunk (about 1,000 pairs,
+-- whole groups) once the budget is spent, and the report says how many
+SELECT corpq.classifier_train('cc_budget', 'SELECT src, tgt FROM cc_pairs',
+                              '{"max_seconds": 0.001, "noise": {"untranslated": 3}}') AS job \gset
+SELECT corpq.job_wait(:job, '300 s');
+SELECT state, result -> 'report' ->> 'max_seconds_reached' AS reached,
+       (result -> 'report' ->> 'pairs_computed')::int BETWEEN 1000 AND 1100 AS one_chunk,
+       (result -> 'report' ->> 'pairs_made')::int > (result -> 'report' ->> 'pairs_computed')::int AS fewer_than_made,
+       (result -> 'report' ->> 'pairs_used') = (result -> 'report' ->> 'pairs_computed') AS all_used
+  FROM corpq.jobs WHERE id = :job;
+SELECT corpq.classifier_drop('cc_budget');
+
 -- model features: a lexicon and an untrained tiny encoder; each feature is
 -- the SQL function's value, bit for bit
 SELECT corpq.lexicon_train('cc_lex', 'SELECT src, tgt FROM cc_pairs') AS job \gset
