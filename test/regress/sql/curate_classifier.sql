@@ -154,6 +154,24 @@ SELECT count(*) AS pairs,
                           AND corpq.pair_quality('ccm', src, tgt) BETWEEN 0 AND 1) AS quality_otherwise
   FROM cc_f;
 
+-- dual_xent from two untrained tiny translation models, the same way
+SELECT corpq.model_create('cc_fwd', '{"preset": "tiny", "max_positions": 24}', 'cc_joint', 'cc_joint', 21),
+       corpq.model_create('cc_bwd', '{"preset": "tiny", "max_positions": 24}', 'cc_joint', 'cc_joint', 22);
+SELECT corpq.classifier_train('ccx', 'SELECT src, tgt FROM cc_pairs',
+                              '{"forward": "cc_fwd", "backward": "cc_bwd", "seed": 6, "classifier": "logistic"}') AS job \gset
+SELECT corpq.job_wait(:job, '300 s');
+SELECT kind, features[array_length(features, 1)] AS last_feature, models FROM corpq.classifiers WHERE name = 'ccx';
+SELECT count(*) AS pairs,
+       count(*) FILTER (WHERE (corpq.classifier_features('ccx', src, tgt) ->> 'dual_xent')::float8
+                              IS NOT DISTINCT FROM corpq.dual_xent('cc_fwd@1'::corpq.pinned_model,
+                                                                   'cc_bwd@1'::corpq.pinned_model, src, tgt))
+           AS dual_xent_equal,
+       count(*) FILTER (WHERE corpq.dual_xent('cc_fwd@1'::corpq.pinned_model, 'cc_bwd@1'::corpq.pinned_model,
+                                              src, tgt) IS NOT NULL) AS scored
+  FROM cc_f;
+SELECT corpq.classifier_drop('ccx');
+SELECT corpq.model_drop(m) FROM unnest(ARRAY['cc_fwd', 'cc_bwd']) m;
+
 -- bad input
 SELECT corpq.classifier_train('cc', 'SELECT src, tgt FROM cc_pairs', '{"src_lang": "xx"}');
 SELECT corpq.classifier_train('cc', 'SELECT src, tgt FROM cc_pairs LIMIT 10');
