@@ -663,7 +663,8 @@ kind_members(CurateRun *r)
 	initStringInfo(&b);
 	appendStringInfoString(&b, "\"corpus\": ");
 	escape_json(&b, corpq_job_arg(r->job, "corpus"));
-	appendStringInfoString(&b, ", \"classifier\": ");
+	/* "classifier" is the counter of the pairs it dropped */
+	appendStringInfoString(&b, ", \"classifier_name\": ");
 	if (r->o.classifier)
 	{
 		escape_json(&b, r->o.classifier);

@@ -70,7 +70,7 @@ SELECT state, error, args ->> 'model' AS model, args ->> 'corpus' AS corpus,
        result ->> 'null_side' AS null_side, result ->> 'empty' AS empty, result ->> 'rule' AS rule, result ->> 'langid' AS langid,
        result ->> 'copy' AS copy, result ->> 'duplicate' AS duplicate,
        result ->> 'near_duplicate' AS near_duplicate, result ->> 'classifier' AS classifier,
-       result -> 'classifier' AS classifier_name, result ->> 'dedup' AS dedup, result ->> 'steps' AS steps,
+       result -> 'classifier_name' AS classifier_name, result ->> 'dedup' AS dedup, result ->> 'steps' AS steps,
        result ->> 'chunks' AS chunks
   FROM corpq.jobs WHERE id = :job;
 -- every row: its decision, probability (no classifier: NULL) and reasons
@@ -156,14 +156,17 @@ SELECT corpq.curate('cu_corpus', NULL);
 -- the classifier step needs corpq.pair_quality (the classifier's glue)
 -- (this branch has none: with it, an unknown classifier is pair_quality's ERROR)
 SELECT corpq.curate('cu_corpus', 'cu_exact', '{"classifier": "cu_clf"}');
-SELECT count(*) AS jobs_submitted FROM corpq.jobs WHERE kind = 'curate';
+SELECT count(*) AS jobs_submitted FROM corpq.jobs WHERE kind = 'curate' AND args ->> 'target_name' LIKE 'public.cu\_%';
 
 -- ---- one active job per target ----
 BEGIN;
 SELECT corpq.curate('cu_corpus', 'cu_exact') IS NOT NULL AS submitted;
+\set VERBOSITY terse
 SELECT corpq.curate('cu_corpus', 'cu_exact');
+\set VERBOSITY default
 ROLLBACK;
 SET client_min_messages = warning;
 
 DROP VIEW cu_view;
 DROP TABLE cu_corpus, cu_out, cu_exact, cu_none, cu_view_out, cu_before, cu_bad;
+DELETE FROM corpq.jobs WHERE kind = 'curate';
