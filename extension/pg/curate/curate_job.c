@@ -569,7 +569,7 @@ decide(CurateRun *r, BlockRow *row)
 	Datum		values[N_TARGET_COLUMNS];
 	bool		nulls[N_TARGET_COLUMNS] = {false, false, true, false};
 	int64		counts[N_COUNTS] = {0};
-	const char *reasons[64];
+	const char **reasons = palloc(sizeof(char *) * (row->n_reasons + 2));
 	int			n = 0;
 	bool		keep = false;
 	double		p = 0;
@@ -587,8 +587,7 @@ decide(CurateRun *r, BlockRow *row)
 	{
 		for (int k = 0; k < row->n_reasons; k++)
 		{
-			if (n < (int) lengthof(reasons))
-				reasons[n++] = row->reasons[k];
+			reasons[n++] = row->reasons[k];
 			counts[reason_kind(row->reasons[k])] = 1;
 		}
 	}
