@@ -12,6 +12,7 @@
 #include "pg/antap/antap.h"
 #include "pg/base/base.h"
 #include "pg/curate/curate.h"
+#include "pg/curate/curate_job.h"
 #include "pg/embed/embed.h"
 #include "pg/jobs/jobs.h"
 #include "pg/lexicon/lexicon.h"
@@ -40,5 +41,6 @@ _PG_init(void)
 	corpq_pipeline_init();
 	corpq_embed_init();
 	corpq_curate_init();
+	corpq_curate_job_init();
 	MarkGUCPrefixReserved("corpq");
 }

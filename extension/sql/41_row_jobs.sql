@@ -20,7 +20,7 @@ CREATE TABLE corpq.row_job_chunks (
     PRIMARY KEY (job, chunk)
 );
 COMMENT ON TABLE corpq.row_job_chunks IS
-    'one row per chunk a row job (translate_job, score_job, embed_job) committed: query rows done so far (in the query''s order), the kind''s counters over those rows (translated, tokens; scored, too_long, tokens; embedded, too_long, tokens), a hash of those rows (checked on resume), seconds the kind spent computing in the attempt';
+    'one row per chunk a row job (translate_job, score_job, embed_job, curate) committed: query rows done so far (in the query''s order), the kind''s counters over those rows (translated, tokens; scored, too_long, tokens; embedded, too_long, tokens; kept, dropped and curate''s reason kinds), a hash of those rows (checked on resume), seconds the kind spent computing in the attempt';
 SELECT pg_catalog.pg_extension_config_dump('corpq.row_job_chunks', '');
 ALTER TABLE corpq.row_job_chunks ENABLE ROW LEVEL SECURITY;
 CREATE POLICY row_job_chunks_owner ON corpq.row_job_chunks FOR SELECT

@@ -41,6 +41,33 @@ classifier_check_name(const char *name)
 				 errhint("A name is not empty and has no \"@\" (name@N selects version N).")));
 }
 
+char *
+classifier_pin(const char *spec)
+{
+	MemoryContext caller = CurrentMemoryContext;
+	int			name_len;
+	int32		version = 0;
+	char	   *name;
+	char	   *pinned;
+	HeapTuple	row;
+	bool		isnull;
+
+	if (corpq_model_split_spec(spec, &name_len, &version))
+		name = pnstrdup(spec, name_len);
+	else
+	{
+		name = pstrdup(spec);
+		classifier_check_name(name);
+	}
+	SPI_connect();
+	row = corpq_catalog_version(&corpq_kind_classifier, "", name, version);
+	version = DatumGetInt32(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
+	SPI_finish();
+	pinned = MemoryContextAlloc(caller, strlen(name) + 16);
+	sprintf(pinned, "%s@%d", name, version);
+	return pinned;
+}
+
 /* A resolved spec and what it loaded. */
 typedef struct Loaded
 {

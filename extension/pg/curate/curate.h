@@ -131,4 +131,12 @@ int32		classifier_store(CorpqJob *job, const ClassifierResult *r);
 /* ERROR unless name is a valid classifier name (not empty, no @). */
 void		classifier_check_name(const char *name);
 
+/*
+ * "name" (its latest version) or "name@N" as the pinned "name@N" it means
+ * now; ERROR undefined_object for an unknown name or version.  A job that
+ * uses a classifier pins it at submission, so a version trained while the
+ * job runs does not change its later chunks.
+ */
+char	   *classifier_pin(const char *spec);
+
 #endif

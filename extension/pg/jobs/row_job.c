@@ -437,7 +437,10 @@ corpq_row_job_submit(const CorpqRowJobKind *kind, const CorpqRowJobCall *call,
 
 	initStringInfo(&args);
 	appendStringInfoString(&args, "{\"model\": ");
-	escape_json(&args, s->model);
+	if (s->model)
+		escape_json(&args, s->model);
+	else
+		appendStringInfoString(&args, "null");	/* a kind without a model (curate) */
 	if (s->more_args)
 		appendStringInfo(&args, ", %s", s->more_args);
 	appendStringInfoString(&args, ", \"query\": ");

@@ -72,7 +72,7 @@
 #include "pg/jobs/jobs.h"
 
 /* Counters a kind may keep per chunk (CorpqRowJobKind.counters). */
-#define CORPQ_ROW_JOB_MAX_COUNTERS 8
+#define CORPQ_ROW_JOB_MAX_COUNTERS 12
 
 /*
  * A column of the target: its name and the type of the values the kind
@@ -149,7 +149,7 @@ void		corpq_row_job_call(FunctionCallInfo fcinfo, const CorpqRowJobKind *kind,
 /* What the kind resolved from the call for its job. */
 typedef struct CorpqRowJobSubmit
 {
-	const char *model;			/* pinned: "name@N", as the job will use it */
+	const char *model;			/* pinned: "name@N", as the job will use it; NULL: none */
 	const char *more_args;		/* members of the job's arguments after "model", or NULL */
 	const CorpqRowJobColumn *columns;	/* the target's: columns[0] is id bigint */
 	int			n_columns;

@@ -1,0 +1,721 @@
+/*
+ * corpq.curate(corpus, target, options): submission in the caller's
+ * backend, and the "curate" job, a row job (pg/jobs/row_job.h); the design
+ * is in curate_job.h, the user's view in docs/curation.md.
+ *
+ * The steps, cheap first, and the reasons each writes:
+ *   1. a NULL side (null:src, null:tgt), a side without a word (empty:src,
+ *      empty:tgt: text_length 0); the rule filters of the spec
+ *      (rule:<label>); language ID of each side given a language
+ *      (langid:src, langid:tgt: the langid filter's rule, side by side);
+ *      a copy (copy: the sides equal after dedup_key's near normalisation,
+ *      and not empty after it).  Every failed one is named.
+ *   2. among the pairs step 1 kept: exact duplicates (duplicate_of:<id>),
+ *      then near ones (near_duplicate_of:<id>), the smallest id of a group
+ *      kept and named.
+ *   3. with a classifier, corpq.pair_quality on the pairs left:
+ *      classifier:<p> below the threshold.
+ * Steps 1 and 2 are one query over the whole corpus, built here and run by
+ * the row job (its result held across the job's transactions); step 3 runs
+ * chunk by chunk in the worker.
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/value.h"
+#include "portability/instr_time.h"
+#include "parser/parse_func.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/fmgrprotos.h"
+#include "utils/json.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "pg/base/errors.h"
+#include "pg/base/internal_sql.h"
+#include "pg/base/options.h"
+#include "pg/curate/curate.h"
+#include "pg/curate/curate_job.h"
+#include "pg/filters/filters.h"
+#include "pg/jobs/row_job.h"
+
+PG_FUNCTION_INFO_V1(corpq_curate);
+
+/* ---- the query the job reads, and the target ---- */
+
+/*
+ * The rows of the query curate() builds: the pair, the reasons of step 1
+ * (as a text[] literal, NULL for a NULL side), and the first id of the pair's exact and near
+ * duplicate groups among the pairs step 1 keeps (NULL when it did not, or
+ * when the step is off).
+ */
+static const CorpqColumn query_columns[] = {
+	{"id", CORPQ_COLUMN_INTEGER}, {"src", CORPQ_COLUMN_TEXT}, {"tgt", CORPQ_COLUMN_TEXT},
+	{"reasons", CORPQ_COLUMN_TEXT},	/* a text[] literal: the row jobs read text */
+	{"exact_first", CORPQ_COLUMN_INTEGER}, {"near_first", CORPQ_COLUMN_INTEGER}
+};
+
+enum
+{
+	Q_ID = 1, Q_SRC, Q_TGT, Q_REASONS, Q_EXACT, Q_NEAR
+};
+
+static const CorpqQuerySpec query_spec = {
+	.what = "corpus", .columns = query_columns, .min_columns = 6, .max_columns = 6,
+	.example = "(built by corpq.curate from the corpus table)", .need_rows = false
+};
+
+static double curate_seconds(void *arg);
+static void setup(CorpqRowJob *rj, void *arg);
+
+/* What the result counts: per decision, then per reason kind (pairs with one). */
+static const char *const counters[] = {
+	"kept", "dropped", "null_side", "empty", "rule", "langid", "copy", "duplicate",
+	"near_duplicate", "classifier", NULL
+};
+
+enum
+{
+	COUNT_KEPT, COUNT_DROPPED, COUNT_NULL, COUNT_EMPTY, COUNT_RULE, COUNT_LANGID, COUNT_COPY,
+	COUNT_DUPLICATE, COUNT_NEAR_DUPLICATE, COUNT_CLASSIFIER, N_COUNTS
+};
+
+static const CorpqRowJobKind kind = {
+	.kind = "curate", .source = &query_spec, .target_example = "my_curation",
+	.query_arg = "corpus", .counters = counters, .seconds = curate_seconds, .setup = setup,
+	.phase = "curating", .unit = "pairs", .done = "curated"
+};
+
+/* corpq.reason_list, the domain over text[] the reasons travel as (row_job.h). */
+static Oid
+reason_list_type(void)
+{
+	Oid			nsp = corpq_schema_oid();
+	Oid			type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+									   CStringGetDatum("reason_list"), ObjectIdGetDatum(nsp));
+
+	if (!OidIsValid(type))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("type corpq.reason_list does not exist"),
+				 errhint("The catalog is older than the library: ALTER EXTENSION corpq UPDATE.")));
+	return type;
+}
+
+#define N_TARGET_COLUMNS 4
+
+/* id bigint, decision text, probability double precision, reasons text[] */
+static void
+target_columns(CorpqRowJobColumn *c)
+{
+	memset(c, 0, sizeof(CorpqRowJobColumn) * N_TARGET_COLUMNS);
+	c[0].name = "id";
+	c[0].type = INT8OID;
+	c[0].type_name = "bigint";
+	c[1].name = "decision";
+	c[1].type = TEXTOID;
+	c[1].type_name = "text";
+	c[2].name = "probability";
+	c[2].type = FLOAT8OID;
+	c[2].type_name = "double precision";
+	c[3].name = "reasons";
+	c[3].type = reason_list_type();
+	c[3].type_name = "text[]";
+}
+
+/* ---- submission ---- */
+
+/*
+ * Split the options into "filters" (a spec, or NULL when not given) and the
+ * rest, which the option table parses.  Options that are not an object go
+ * to the parser whole, which says what it expects.
+ */
+static Jsonb *
+take_filters(Jsonb *options, Jsonb **filters)
+{
+	JsonbValue	k;
+	JsonbValue *v;
+
+	*filters = NULL;
+	if (options == NULL || !JB_ROOT_IS_OBJECT(options))
+		return options;
+	k.type = jbvString;
+	k.val.string.val = "filters";
+	k.val.string.len = strlen("filters");
+	v = findJsonbValueFromContainer(&options->root, JB_FOBJECT, &k);
+	if (v == NULL)
+		return options;
+	*filters = JsonbValueToJsonb(v);
+	return DatumGetJsonbP(DirectFunctionCall2(jsonb_delete, JsonbPGetDatum(options),
+											  CStringGetTextDatum("filters")));
+}
+
+/* corpq.filter_defaults(): the default spec. */
+static Jsonb *
+default_filters(void)
+{
+	char	   *text;
+
+	SPI_connect();
+	if (SPI_execute("SELECT corpq.filter_defaults()::pg_catalog.text", true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not read corpq.filter_defaults()");
+	text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	text = MemoryContextStrdup(TopTransactionContext, text);
+	SPI_finish();
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(text)));
+}
+
+/*
+ * A spec checked (every ERROR of the filter paths: unknown names, args,
+ * languages, thresholds out of range) and written out with every default and
+ * its model names pinned to their latest version, as filter_predicate writes
+ * it: the query of the job means the same filters whenever it runs.
+ */
+static char *
+pinned_spec(Jsonb *spec, int *n)
+{
+	FilterList *list = filter_list_parse(spec, FILTER_MODELS_LATEST);
+	Jsonb	   *pinned = filter_list_jsonb(list);
+
+	*n = list->n;
+	return JsonbToCString(NULL, &pinned->root, VARSIZE(pinned));
+}
+
+/* The langid filter on one side given its language, labelled langid:<side>. */
+static char *
+langid_spec(const char *lang, const char *side)
+{
+	StringInfoData b;
+	int			n;
+
+	initStringInfo(&b);
+	appendStringInfoString(&b, "[{\"name\": \"langid\", \"args\": {\"src\": ");
+	escape_json(&b, lang);
+	appendStringInfoString(&b, ", \"tgt\": ");
+	escape_json(&b, lang);
+	appendStringInfo(&b, "}, \"label\": \"langid:%s\"}]", side);
+	return pinned_spec(DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(b.data))), &n);
+}
+
+/*
+ * The corpus's column col (option option: the role "id"/"src"/"tgt" it
+ * plays), quoted; ERROR unless it exists and has an integer (id) or text type.
+ */
+static char *
+corpus_column(Oid corpus, const char *corpus_name, const char *col, const char *option,
+			  const char *role, bool integer)
+{
+	AttrNumber	att = get_attnum(corpus, col);
+	Oid			type;
+	bool		fits;
+
+	if (att <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_COLUMN),
+				 errmsg("column \"%s\" of corpus %s does not exist", col, corpus_name),
+				 errhint("Name the corpus's %s column with the option \"%s\".", role, option)));
+	type = getBaseType(get_atttype(corpus, att));
+	fits = integer ? (type == INT8OID || type == INT4OID || type == INT2OID)
+		: (type == TEXTOID || type == VARCHAROID);
+	if (!fits)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("column \"%s\" of corpus %s has type %s, the %s column must be %s",
+						col, corpus_name, format_type_be(get_atttype(corpus, att)), role,
+						integer ? "an integer (bigint, integer or smallint)" : "text or varchar"),
+				 errhint("Name another column with the option \"%s\".", option)));
+	return (char *) quote_identifier(col);
+}
+
+/* The corpus as a qualified, quoted name; ERROR when the oid names no relation. */
+static char *
+corpus_name(Oid corpus)
+{
+	char	   *name = get_rel_name(corpus);
+
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("corpus relation with oid %u does not exist", corpus)));
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(corpus)), name);
+}
+
+/*
+ * The query of steps 1 and 2 (see the file's comment), in id order (then
+ * the sides: rows of one id in a fixed order), so that a resumed job reads
+ * the rows it read.
+ */
+static char *
+build_query(const char *corpus, const char *id, const char *src, const char *tgt,
+			const char *rules, const char *lang_src, const char *lang_tgt, int dedup)
+{
+	StringInfoData b;
+	const char *ok = "pg_catalog.cardinality(s.reasons) OPERATOR(pg_catalog.=) 0";
+
+	initStringInfo(&b);
+	appendStringInfoString(&b, "SELECT s.id, s.src, s.tgt, s.reasons::pg_catalog.text");
+	if (dedup >= CURATE_DEDUP_EXACT)
+		appendStringInfo(&b, ",\n  CASE WHEN %s THEN pg_catalog.min(s.id) OVER "
+						 "(PARTITION BY %s, corpq.dedup_key(s.src, s.tgt, 'exact')) END", ok, ok);
+	else
+		appendStringInfoString(&b, ",\n  NULL::pg_catalog.int8");
+	if (dedup >= CURATE_DEDUP_NEAR)
+		appendStringInfo(&b, ",\n  CASE WHEN %s THEN pg_catalog.min(s.id) OVER "
+						 "(PARTITION BY %s, corpq.dedup_key(s.src, s.tgt, 'near')) END", ok, ok);
+	else
+		appendStringInfoString(&b, ",\n  NULL::pg_catalog.int8");
+	appendStringInfo(&b, "\nFROM (SELECT c.%s::pg_catalog.int8 AS id, c.%s::pg_catalog.text AS src, "
+					 "c.%s::pg_catalog.text AS tgt,\n"
+					 "  CASE WHEN c.%s IS NULL OR c.%s IS NULL THEN NULL ELSE '{}'::pg_catalog.text[]",
+					 id, src, tgt, src, tgt);
+	/* a side without a word (the rules keep a pair of two such sides) */
+	appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) CASE WHEN corpq.text_length(c.%s) OPERATOR(pg_catalog.=) 0 "
+					 "THEN ARRAY['empty:src']::pg_catalog.text[] ELSE '{}'::pg_catalog.text[] END"
+					 "\n    OPERATOR(pg_catalog.||) CASE WHEN corpq.text_length(c.%s) OPERATOR(pg_catalog.=) 0 "
+					 "THEN ARRAY['empty:tgt']::pg_catalog.text[] ELSE '{}'::pg_catalog.text[] END",
+					 src, tgt);
+	if (rules)
+		appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) ARRAY(SELECT 'rule:' OPERATOR(pg_catalog.||) u.r "
+						 "FROM pg_catalog.unnest(corpq.filter_rejects(c.%s, c.%s, %s::pg_catalog.jsonb)) "
+						 "WITH ORDINALITY AS u (r, k) ORDER BY u.k)",
+						 src, tgt, quote_literal_cstr(rules));
+	if (lang_src)
+		appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) corpq.filter_rejects(c.%s, c.%s, %s::pg_catalog.jsonb)",
+						 src, src, quote_literal_cstr(lang_src));
+	if (lang_tgt)
+		appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) corpq.filter_rejects(c.%s, c.%s, %s::pg_catalog.jsonb)",
+						 tgt, tgt, quote_literal_cstr(lang_tgt));
+	/* a copy: equal near keys of the sides, the normalised side not empty */
+	appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) CASE WHEN corpq.dedup_key(c.%s, c.%s, 'near', 'src') "
+					 "OPERATOR(pg_catalog.=) corpq.dedup_key(c.%s, c.%s, 'near', 'tgt') "
+					 "AND corpq.dedup_key(c.%s, '', 'near', 'src') OPERATOR(pg_catalog.<>) "
+					 "corpq.dedup_key('', '', 'near', 'src') "
+					 "THEN ARRAY['copy']::pg_catalog.text[] ELSE '{}'::pg_catalog.text[] END",
+					 src, tgt, src, tgt, src);
+	appendStringInfo(&b, " END AS reasons\n  FROM %s AS c) AS s\n"
+					 "ORDER BY s.id, s.src, s.tgt", corpus);
+	return b.data;
+}
+
+/* ---- step 3: the classifier ---- */
+
+/*
+ * corpq.pair_quality(classifier text, src text, tgt text): the classifier's
+ * own function, called through fmgr so that a written probability is the
+ * one the user's SQL call returns, bit for bit.
+ */
+static Oid
+pair_quality_function(void)
+{
+	Oid			args[3] = {TEXTOID, TEXTOID, TEXTOID};
+	List	   *name = list_make2(makeString("corpq"), makeString("pair_quality"));
+
+	return LookupFuncName(name, 3, args, false);
+}
+
+typedef struct Classifier
+{
+	FmgrInfo	fn;
+	Datum		name;			/* text */
+} Classifier;
+
+/* In the job's setup: the function, for the job's life (cxt). */
+static Classifier *
+classifier_open(const char *name, MemoryContext cxt)
+{
+	Classifier *c = MemoryContextAllocZero(cxt, sizeof(Classifier));
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+
+	fmgr_info_cxt(pair_quality_function(), &c->fn, cxt);
+	c->name = PointerGetDatum(cstring_to_text(name));
+	MemoryContextSwitchTo(old);
+	return c;
+}
+
+/* The probability that the pair is clean; false when the classifier gives NULL. */
+static bool
+classifier_probability(Classifier *c, const char *src, int slen, const char *tgt, int tlen,
+					   double *p)
+{
+	LOCAL_FCINFO(fcinfo, 3);
+	Datum		d;
+
+	InitFunctionCallInfoData(*fcinfo, &c->fn, 3, DEFAULT_COLLATION_OID, NULL, NULL);
+	fcinfo->args[0].value = c->name;
+	fcinfo->args[0].isnull = false;
+	fcinfo->args[1].value = PointerGetDatum(cstring_to_text_with_len(src, slen));
+	fcinfo->args[1].isnull = false;
+	fcinfo->args[2].value = PointerGetDatum(cstring_to_text_with_len(tgt, tlen));
+	fcinfo->args[2].isnull = false;
+	d = FunctionCallInvoke(fcinfo);
+	if (fcinfo->isnull)
+		return false;
+	*p = DatumGetFloat8(d);
+	return true;
+}
+
+/* ---- the SQL function ---- */
+
+Datum
+corpq_curate(PG_FUNCTION_ARGS)
+{
+	CorpqRowJobCall call = {0};
+	CorpqRowJobSubmit sub = {0};
+	CurateOptions o;
+	CorpqRowJobColumn columns[N_TARGET_COLUMNS];
+	Jsonb	   *filters;
+	Jsonb	   *rest;
+	Oid			corpus;
+	char	   *cname;
+	char	   *rules;
+	int			n_rules;
+	char	   *lang_src = NULL;
+	char	   *lang_tgt = NULL;
+	StringInfoData more;
+
+	corpq_require_arg(fcinfo, 0, "corpus");
+	corpq_require_arg(fcinfo, 1, "target");
+	corpus = PG_GETARG_OID(0);
+	call.target = PG_GETARG_OID(1);
+	call.options = PG_NARGS() > 2 && !PG_ARGISNULL(2) ? PG_GETARG_JSONB_P(2) : NULL;
+
+	rest = take_filters(call.options, &filters);
+	corpq_options_parse(&corpq_curate_options, rest, &o);
+	if (o.classifier == NULL && o.threshold != CORPQ_OPT_UNSET_VALUE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the curate option \"threshold\" is given without a classifier"),
+				 errhint("The threshold applies to the probability of the option \"classifier\": give both, or neither.")));
+	if (o.classifier && o.threshold == CORPQ_OPT_UNSET_VALUE)
+		o.threshold = CURATE_DEFAULT_THRESHOLD;
+
+	/* step 1's filters, checked and pinned */
+	rules = pinned_spec(filters ? filters : default_filters(), &n_rules);
+	if (o.src_lang)
+		lang_src = langid_spec(o.src_lang, "src");
+	if (o.tgt_lang)
+		lang_tgt = langid_spec(o.tgt_lang, "tgt");
+
+	/* the corpus and its columns */
+	cname = corpus_name(corpus);
+	{
+		const char *id = corpus_column(corpus, cname, o.id_column, "id_column", "id", true);
+		const char *src = corpus_column(corpus, cname, o.src_column, "src_column", "source", false);
+		const char *tgt = corpus_column(corpus, cname, o.tgt_column, "tgt_column", "target", false);
+
+		call.query = build_query(cname, id, src, tgt, n_rules > 0 ? rules : NULL,
+								 lang_src, lang_tgt, o.dedup);
+	}
+	/* pinned now: a version trained while the job runs changes nothing */
+	if (o.classifier)
+		o.classifier = classifier_pin(o.classifier);
+
+	target_columns(columns);
+	initStringInfo(&more);
+	appendStringInfoString(&more, "\"corpus\": ");
+	escape_json(&more, cname);
+	appendStringInfo(&more, ", \"corpus_oid\": %u, \"filters\": %s", corpus, rules);
+	/* the job's "model" (corpq.job_timeline's target): the classifier, if any */
+	sub.model = o.classifier;
+	sub.more_args = more.data;
+	sub.columns = columns;
+	sub.n_columns = N_TARGET_COLUMNS;
+	sub.skip_existing = o.skip_existing;
+	sub.options_json = corpq_options_json(&corpq_curate_options, &o);
+	sub.threads = o.threads;
+	sub.foreign_target = o.foreign_target;
+	{
+		int64		id = corpq_row_job_submit(&kind, &call, &sub);
+
+		/* skip_existing, no row missing: no job (row_job.h) */
+		if (id == 0)
+			PG_RETURN_NULL();
+		PG_RETURN_INT64(id);
+	}
+}
+
+/* ---- the job ---- */
+
+/* One row of a block, copied out of the fetch. */
+typedef struct BlockRow
+{
+	int64		id;
+	uint64		mark;
+	char	   *src;			/* NULL: a NULL side */
+	int			slen;
+	char	   *tgt;
+	int			tlen;
+	char	  **reasons;		/* step 1's, or NULL for a NULL side */
+	int			n_reasons;
+	bool		has_exact;
+	int64		exact_first;
+	bool		has_near;
+	int64		near_first;
+} BlockRow;
+
+#define CURATE_BLOCK_ROWS 256
+
+typedef struct CurateRun
+{
+	CorpqJob   *job;
+	CurateOptions o;
+	CorpqRowJob *rj;
+	Classifier *classifier;		/* NULL: no classifier step */
+	MemoryContext block_cxt;
+	BlockRow	rows[CURATE_BLOCK_ROWS];
+	int			n;
+	double		classifier_seconds;
+} CurateRun;
+
+static double
+curate_seconds(void *arg)
+{
+	return corpq_row_job_compute_seconds(((CurateRun *) arg)->rj);
+}
+
+static void
+read_rows(void *arg, const CorpqBatch *b, const uint64 *marks)
+{
+	CurateRun  *r = arg;
+	MemoryContext old = MemoryContextSwitchTo(r->block_cxt);
+
+	for (uint64 i = 0; i < b->n; i++)
+	{
+		BlockRow   *row = &r->rows[r->n++];
+		const char *s;
+		int			len;
+		Datum		d;
+
+		memset(row, 0, sizeof(BlockRow));
+		(void) corpq_batch_int64(b, i, Q_ID, &row->id); /* never NULL: the row job checked */
+		row->mark = marks[i];
+		if (corpq_batch_text(b, i, Q_SRC, &s, &len))
+		{
+			row->src = pnstrdup(s, len);
+			row->slen = len;
+		}
+		if (corpq_batch_text(b, i, Q_TGT, &s, &len))
+		{
+			row->tgt = pnstrdup(s, len);
+			row->tlen = len;
+		}
+		if (corpq_batch_text(b, i, Q_REASONS, &s, &len))
+		{
+			Datum	   *elems;
+			bool	   *nulls;
+
+			/* array_in caches in its flinfo: called through one */
+			d = OidInputFunctionCall(F_ARRAY_IN, pnstrdup(s, len), TEXTOID, -1);
+			deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+							  &elems, &nulls, &row->n_reasons);
+			row->reasons = palloc(sizeof(char *) * Max(row->n_reasons, 1));
+			for (int k = 0; k < row->n_reasons; k++)
+				row->reasons[k] = nulls[k] ? pstrdup("") : TextDatumGetCString(elems[k]);
+		}
+		row->has_exact = corpq_batch_int64(b, i, Q_EXACT, &row->exact_first);
+		row->has_near = corpq_batch_int64(b, i, Q_NEAR, &row->near_first);
+	}
+	MemoryContextSwitchTo(old);
+}
+
+/* The reason kind a step-1 reason counts under. */
+static int
+reason_kind(const char *reason)
+{
+	if (strncmp(reason, "langid:", 7) == 0)
+		return COUNT_LANGID;
+	if (strcmp(reason, "copy") == 0)
+		return COUNT_COPY;
+	if (strncmp(reason, "empty:", 6) == 0)
+		return COUNT_EMPTY;
+	return COUNT_RULE;
+}
+
+/*
+ * The row's decision, probability and reasons, put into the target (a
+ * chunk may commit): everything from the row alone.
+ */
+static void
+decide(CurateRun *r, BlockRow *row)
+{
+	Datum		values[N_TARGET_COLUMNS];
+	bool		nulls[N_TARGET_COLUMNS] = {false, false, true, false};
+	int64		counts[N_COUNTS] = {0};
+	const char **reasons = palloc(sizeof(char *) * (row->n_reasons + 2));
+	int			n = 0;
+	bool		keep = false;
+	double		p = 0;
+	MemoryContext old;
+
+	if (row->src == NULL || row->tgt == NULL)
+	{
+		if (row->src == NULL)
+			reasons[n++] = "null:src";
+		if (row->tgt == NULL)
+			reasons[n++] = "null:tgt";
+		counts[COUNT_NULL] = 1;
+	}
+	else if (row->n_reasons > 0)
+	{
+		for (int k = 0; k < row->n_reasons; k++)
+		{
+			reasons[n++] = row->reasons[k];
+			counts[reason_kind(row->reasons[k])] = 1;
+		}
+	}
+	else if (row->has_exact && row->exact_first < row->id)
+	{
+		reasons[n++] = psprintf("duplicate_of:" INT64_FORMAT, row->exact_first);
+		counts[COUNT_DUPLICATE] = 1;
+	}
+	else if (row->has_near && row->near_first < row->id)
+	{
+		reasons[n++] = psprintf("near_duplicate_of:" INT64_FORMAT, row->near_first);
+		counts[COUNT_NEAR_DUPLICATE] = 1;
+	}
+	else if (r->classifier == NULL)
+		keep = true;
+	else
+	{
+		instr_time	t0,
+					t1;
+
+		INSTR_TIME_SET_CURRENT(t0);
+		nulls[2] = !classifier_probability(r->classifier, row->src, row->slen,
+										   row->tgt, row->tlen, &p);
+		INSTR_TIME_SET_CURRENT(t1);
+		INSTR_TIME_SUBTRACT(t1, t0);
+		r->classifier_seconds += INSTR_TIME_GET_DOUBLE(t1);
+		/* NULL (the classifier could not judge the pair): dropped, as a model filter does */
+		keep = !nulls[2] && p >= r->o.threshold;
+		if (!keep)
+		{
+			reasons[n++] = nulls[2] ? "classifier:null" : psprintf("classifier:%.3f", p);
+			counts[COUNT_CLASSIFIER] = 1;
+		}
+	}
+	counts[keep ? COUNT_KEPT : COUNT_DROPPED] = 1;
+
+	old = MemoryContextSwitchTo(corpq_row_job_memory(r->rj));
+	values[0] = Int64GetDatum(row->id);
+	values[1] = CStringGetTextDatum(keep ? "keep" : "drop");
+	values[2] = nulls[2] ? (Datum) 0 : Float8GetDatum(p);
+	{
+		Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+
+		for (int k = 0; k < n; k++)
+			elems[k] = CStringGetTextDatum(reasons[k]);
+		values[3] = PointerGetDatum(construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT));
+	}
+	MemoryContextSwitchTo(old);
+	corpq_row_job_put(r->rj, values, nulls, row->mark, counts);
+}
+
+/* In the job's first transaction: the target's columns, the classifier. */
+static void
+setup(CorpqRowJob *rj, void *arg)
+{
+	CurateRun  *r = arg;
+	CorpqRowJobColumn columns[N_TARGET_COLUMNS];
+
+	target_columns(columns);
+	corpq_row_job_columns(rj, columns, N_TARGET_COLUMNS);
+	if (r->o.classifier)
+		r->classifier = classifier_open(r->o.classifier, CurrentMemoryContext);
+}
+
+/* The result's own members: what ran, and what decided. */
+static char *
+kind_members(CurateRun *r)
+{
+	StringInfoData b;
+	static const char *const dedup_names[] = {"none", "exact", "near"};
+
+	initStringInfo(&b);
+	appendStringInfoString(&b, "\"corpus\": ");
+	escape_json(&b, corpq_job_arg(r->job, "corpus"));
+	/* "classifier" is the counter of the pairs it dropped */
+	appendStringInfoString(&b, ", \"classifier_name\": ");
+	if (r->o.classifier)
+	{
+		escape_json(&b, r->o.classifier);
+		appendStringInfoString(&b, ", \"threshold\": ");
+		corpq_json_number(&b, r->o.threshold);
+	}
+	else
+		appendStringInfoString(&b, "null, \"threshold\": null");
+	appendStringInfo(&b, ", \"dedup\": \"%s\", \"steps\": ", dedup_names[r->o.dedup]);
+	{
+		StringInfoData s;
+
+		initStringInfo(&s);
+		appendStringInfoString(&s, "rule filters");
+		if (r->o.src_lang || r->o.tgt_lang)
+			appendStringInfoString(&s, ", language ID");
+		appendStringInfoString(&s, ", copies");
+		if (r->o.dedup == CURATE_DEDUP_EXACT)
+			appendStringInfoString(&s, ", exact duplicates");
+		else if (r->o.dedup == CURATE_DEDUP_NEAR)
+			appendStringInfoString(&s, ", exact and near duplicates");
+		if (r->o.classifier)
+			appendStringInfoString(&s, ", the classifier");
+		else
+			appendStringInfoString(&s, "; no classifier: the decisions use these steps only");
+		escape_json(&b, s.data);
+	}
+	appendStringInfo(&b, ", \"filters\": %s, \"classifier_seconds\": %.3f, \"skip_existing\": %s",
+					 corpq_job_arg(r->job, "filters"), r->classifier_seconds,
+					 r->o.skip_existing ? "true" : "false");
+	return b.data;
+}
+
+static void
+curate_job(CorpqJob *job)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	CurateRun  *r = palloc0(sizeof(CurateRun));
+
+	r->job = job;
+	corpq_options_parse_text(&corpq_curate_options, corpq_job_arg(job, "options"), &r->o);
+	r->block_cxt = AllocSetContextCreate(cxt, "corpq curate block", ALLOCSET_DEFAULT_SIZES);
+	r->rj = corpq_row_job_begin(job, &kind, r->o.chunk_rows, r->o.skip_existing, r);
+	corpq_row_job_start(r->rj);
+
+	/* block by block; a full chunk commits inside decide() */
+	corpq_job_xact_begin(cxt);
+	MemoryContextSwitchTo(cxt);
+	while (corpq_row_job_fetch(r->rj, CURATE_BLOCK_ROWS, read_rows, r) > 0)
+	{
+		for (int i = 0; i < r->n; i++)
+		{
+			MemoryContext old = MemoryContextSwitchTo(r->block_cxt);
+
+			decide(r, &r->rows[i]);
+			MemoryContextSwitchTo(old);
+			CHECK_FOR_INTERRUPTS();
+		}
+		r->n = 0;
+		MemoryContextReset(r->block_cxt);
+		corpq_row_job_progress(r->rj, false);
+	}
+	corpq_row_job_finish(r->rj, kind_members(r));
+	corpq_job_xact_commit(cxt);
+}
+
+void
+corpq_curate_job_init(void)
+{
+	corpq_job_register_kind("curate", curate_job, true);
+}

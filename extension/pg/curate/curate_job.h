@@ -1,0 +1,58 @@
+/*
+ * pg/curate/curate_job.h: corpq.curate(corpus, target, options), one call
+ * that curates a table (docs/curation.md, "One call: curate()").
+ *
+ * A row job (pg/jobs/row_job.h, kind "curate"): the submission builds, from
+ * the corpus table and the options, one query that computes the cheap steps
+ * over the whole corpus -- the rule filters and language ID
+ * (corpq.filter_rejects with the spec pinned at submission), copies, and the
+ * first id of each exact and near duplicate group among the pairs that pass
+ * them (window functions: PostgreSQL sorts, spilling past work_mem) -- in
+ * id order.  The row job holds that query's result across its transactions
+ * (so duplicates are found across the whole corpus, and a resumed job reads
+ * the same rows), and the kind turns each row into (id, decision,
+ * probability, reasons), calling the classifier (corpq.pair_quality) on the
+ * pairs left.  Every output depends on its row alone: a job resumed after a
+ * crash writes what an uninterrupted one writes.
+ */
+#ifndef CORPQ_PG_CURATE_JOB_H
+#define CORPQ_PG_CURATE_JOB_H
+
+#include "postgres.h"
+
+#include "pg/base/options.h"
+
+/* The duplicate step (option "dedup"). */
+typedef enum CurateDedup
+{
+	CURATE_DEDUP_NONE,
+	CURATE_DEDUP_EXACT,
+	CURATE_DEDUP_NEAR			/* near duplicates, and exact ones */
+} CurateDedup;
+
+/* The options of curate() but "filters" (a jsonb array, taken apart before). */
+typedef struct CurateOptions
+{
+	char	   *src_lang;		/* NULL: no language ID of that side */
+	char	   *tgt_lang;
+	int			dedup;			/* CurateDedup */
+	char	   *classifier;		/* NULL: no classifier step */
+	double		threshold;		/* unset (CORPQ_OPT_UNSET_VALUE) until resolved */
+	char	   *id_column;		/* the corpus's columns */
+	char	   *src_column;
+	char	   *tgt_column;
+	int			chunk_rows;
+	int			threads;
+	bool		skip_existing;
+	bool		foreign_target;
+} CurateOptions;
+
+/* The default threshold of the classifier's probability. */
+#define CURATE_DEFAULT_THRESHOLD 0.5
+
+extern const CorpqOptionTable corpq_curate_options;
+
+/* Registers the job kind "curate" (module.c). */
+void		corpq_curate_job_init(void);
+
+#endif

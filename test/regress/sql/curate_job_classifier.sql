@@ -1,0 +1,79 @@
+-- corpq.curate()'s classifier step (step 3) with a classifier trained by
+-- corpq.classifier_train (string features: a copy, a truncation and a
+-- misaligned pair are what it learnt to catch).  What it checks: only the
+-- pairs steps 1-2 keep are judged (the others get a NULL probability), the
+-- probability written is pair_quality's bit for bit, the threshold (0.5 by
+-- default, or given) decides with >=, the reason names the probability, the
+-- classifier is pinned at submission (a version trained while the job is
+-- queued changes nothing: the job's options name name@N), an unknown
+-- classifier and a threshold out of range are ERRORs at submission.
+SET client_min_messages = warning;
+
+-- a toy en-es corpus: each English word with its own Spanish one
+CREATE TABLE cq_words (k int, en text, es text);
+INSERT INTO cq_words
+SELECT k - 1, en, es
+  FROM unnest(ARRAY['the', 'dog', 'cat', 'house', 'table', 'runs', 'sleeps', 'falls', 'big', 'small',
+                    'red', 'green', 'today', 'here', 'now', 'water', 'bread', 'eats', 'sees', 'old'],
+              ARRAY['el', 'perro', 'gato', 'casa', 'mesa', 'corre', 'duerme', 'cae', 'grande', 'chico',
+                    'rojo', 'verde', 'hoy', 'aqui', 'ahora', 'agua', 'pan', 'come', 've', 'viejo'])
+       WITH ORDINALITY u(en, es, k);
+CREATE TABLE cq_clean AS
+SELECT g AS id,
+       (SELECT string_agg(w.en, ' ' ORDER BY i) FROM generate_series(1, 4 + g % 7) i
+          JOIN cq_words w ON w.k = (g * 7 + i * 13 + (g % 5) * i * i) % 20) || '.' AS src,
+       (SELECT string_agg(w.es, ' ' ORDER BY i) FROM generate_series(1, 4 + g % 7) i
+          JOIN cq_words w ON w.k = (g * 7 + i * 13 + (g % 5) * i * i) % 20) || '.' AS tgt
+  FROM generate_series(1, 400) g;
+SELECT corpq.classifier_train('cq_clf', 'SELECT src, tgt FROM cq_clean', '{"seed": 5}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+
+-- the corpus to curate: clean pairs of the same kind, and noise
+CREATE TABLE cq_corpus (id bigint, src text, tgt text);
+INSERT INTO cq_corpus
+SELECT id, src, tgt FROM cq_clean WHERE id BETWEEN 1 AND 6
+UNION ALL SELECT 7, src, src FROM cq_clean WHERE id = 7                      -- a copy: step 1
+UNION ALL SELECT 8, src, tgt FROM cq_clean WHERE id = 1                      -- a duplicate of 1: step 2
+UNION ALL SELECT 9, a.src, b.tgt FROM cq_clean a, cq_clean b WHERE a.id = 13 AND b.id = 19  -- misaligned
+UNION ALL SELECT 10, src, array_to_string((string_to_array(tgt, ' '))[1:5], ' ') FROM cq_clean WHERE id = 19;  -- truncated
+CREATE TABLE cq_out (id bigint, decision text, probability float8, reasons text[]);
+SELECT corpq.curate('cq_corpus', 'cq_out', '{"classifier": "cq_clf", "chunk_rows": 3}') AS job \gset
+-- a second version trained before the job runs: the job keeps version 1
+SELECT corpq.classifier_train('cq_clf', 'SELECT src, tgt FROM cq_clean WHERE id > 100', '{"seed": 6}') AS job2 \gset
+SELECT corpq.job_wait(:job, '600 s'), corpq.job_wait(:job2, '600 s');
+SELECT args -> 'options' ->> 'classifier' AS pinned, args ->> 'model' AS model,
+       result ->> 'classifier_name' AS classifier, result -> 'threshold' AS threshold
+  FROM corpq.jobs WHERE id = :job;
+SELECT id, decision, probability IS NOT NULL AS judged,
+       CASE WHEN decision = 'drop' THEN reasons[1] ~ '^(copy|duplicate_of:1|classifier:0\.[0-4][0-9]{2})$' END AS reason_ok
+  FROM cq_out ORDER BY id;
+-- every clean pair kept, both noisy pairs the rules let through dropped by the classifier
+SELECT count(*) FILTER (WHERE id <= 6 AND decision = 'keep') AS clean_kept,
+       count(*) FILTER (WHERE id IN (9, 10) AND decision = 'drop' AND reasons[1] LIKE 'classifier:%') AS noise_dropped
+  FROM cq_out;
+-- the probability written is version 1's pair_quality, bit for bit, and
+-- the reason prints it
+SELECT count(*) AS judged,
+       count(*) FILTER (WHERE o.probability = corpq.pair_quality('cq_clf@1', c.src, c.tgt)) AS equal,
+       count(*) FILTER (WHERE o.decision = 'drop'
+                          AND o.reasons[1] = 'classifier:' || to_char(o.probability, 'FM0.000')) AS reason_printed
+  FROM cq_out o JOIN cq_corpus c USING (id) WHERE o.probability IS NOT NULL;
+
+-- a threshold of 0 keeps every judged pair
+CREATE TABLE cq_zero (id bigint, decision text, probability float8, reasons text[]);
+SELECT corpq.curate('cq_corpus', 'cq_zero', '{"classifier": "cq_clf@1", "threshold": 0}') AS job \gset
+SELECT corpq.job_wait(:job, '600 s');
+SELECT count(*) FILTER (WHERE probability IS NOT NULL AND decision = 'keep') AS judged_kept,
+       count(*) FILTER (WHERE probability IS NOT NULL) AS judged
+  FROM cq_zero;
+
+-- bad input, at submission
+SET client_min_messages = notice;
+SELECT corpq.curate('cq_corpus', 'cq_zero', '{"classifier": "no_such"}');
+SELECT corpq.curate('cq_corpus', 'cq_zero', '{"classifier": "cq_clf@9"}');
+SELECT corpq.curate('cq_corpus', 'cq_zero', '{"classifier": "cq_clf", "threshold": -0.1}');
+SET client_min_messages = warning;
+
+DROP TABLE cq_words, cq_clean, cq_corpus, cq_out, cq_zero;
+SELECT corpq.classifier_drop('cq_clf');
+DELETE FROM corpq.jobs WHERE kind IN ('curate', 'classifier_train');
