@@ -301,14 +301,31 @@ chunked_storage(void)
 	"SELECT pg_catalog.substring(weights, 1, $5) FROM corpq.model_versions " \
 	"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2 " \
 	"AND $4 OPERATOR(pg_catalog.=) 0"
-#define CHUNK_SQL \
-	"SELECT data FROM corpq.model_chunks " \
+#define CHUNK_LEN_SQL \
+	"SELECT pg_catalog.length(data) FROM corpq.model_chunks " \
 	"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2 " \
 	"AND chunk OPERATOR(pg_catalog.=) $3"
-#define LEGACY_SQL \
-	"SELECT weights FROM corpq.model_versions " \
+#define LEGACY_LEN_SQL \
+	"SELECT pg_catalog.length(weights) FROM corpq.model_versions " \
 	"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2 " \
 	"AND $3 OPERATOR(pg_catalog.=) 0"
+#define SLICE_SQL \
+	"SELECT pg_catalog.substring(data, $4, $5) FROM corpq.model_chunks " \
+	"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2 " \
+	"AND chunk OPERATOR(pg_catalog.=) $3"
+#define LEGACY_SLICE_SQL \
+	"SELECT pg_catalog.substring(weights, $4, $5) FROM corpq.model_versions " \
+	"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2 " \
+	"AND $3 OPERATOR(pg_catalog.=) 0"
+
+/*
+ * A chunk is read in slices of this size (a slice of an uncompressed
+ * out-of-line value reads only its pages): the reader holds one slice, not
+ * one chunk, so a load's peak is the image and the model as counted
+ * (cq_modelfile_memory), plus a megabyte.  A chunk's worth would stay
+ * resident after it is freed (malloc keeps blocks of that size in its heap).
+ */
+#define READ_SLICE ((Size) 1024 * 1024)
 #define COUNT_SQL \
 	"SELECT v.bytes, v.checksum, " \
 	"(SELECT pg_catalog.count(*) FROM corpq.model_chunks k " \
@@ -391,8 +408,9 @@ void
 corpq_model_image_stream(int64 id, int32 version, const char *name, int64 expect_checksum,
 						 bool progress, CorpqImageSink sink, void *arg)
 {
-	Oid			argtypes[3] = {INT8OID, INT4OID, INT4OID};
-	Datum		values[3] = {Int64GetDatum(id), Int32GetDatum(version), Int32GetDatum(0)};
+	Oid			argtypes[5] = {INT8OID, INT4OID, INT4OID, INT4OID, INT4OID};
+	Datum		values[5] = {Int64GetDatum(id), Int32GetDatum(version), Int32GetDatum(0),
+	Int32GetDatum(0), Int32GetDatum(0)};
 	bool		isnull;
 	Size		total,
 				done = 0;
@@ -400,7 +418,7 @@ corpq_model_image_stream(int64 id, int32 version, const char *name, int64 expect
 				crc = 0;
 	int64		n_chunks,
 				max_chunk;
-	MemoryContext piece = AllocSetContextCreate(CurrentMemoryContext, "corpq model chunk",
+	MemoryContext piece = AllocSetContextCreate(CurrentMemoryContext, "corpq model slice",
 												ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old;
 	bool		chunked = chunked_storage();
@@ -426,28 +444,42 @@ corpq_model_image_stream(int64 id, int32 version, const char *name, int64 expect
 	SPI_freetuptable(SPI_tuptable);
 	for (int32 i = 0; i <= max_chunk; i++)
 	{
-		bytea	   *b;
 		Size		n;
 
 		CHECK_FOR_INTERRUPTS();
 		values[2] = Int32GetDatum(i);
-		if (corpq_sql_as_caller(chunked ? CHUNK_SQL : LEGACY_SQL, 3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		if (corpq_sql_as_caller(chunked ? CHUNK_LEN_SQL : LEGACY_LEN_SQL, 3, argtypes, values, NULL,
+								true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "could not read corpq.model_chunks");
 		if (SPI_processed == 0)
 			damaged(name, version, "chunk %d is missing", i);
-		old = MemoryContextSwitchTo(piece);
-		b = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-		MemoryContextSwitchTo(old);
-		n = VARSIZE_ANY_EXHDR(b);
+		n = (Size) DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+		SPI_freetuptable(SPI_tuptable);
 		if (n == 0 || n > total - done)
 			damaged(name, version, "chunk %d has %zu bytes, %zu of the image's %zu remain",
 					i, n, total - done, total);
-		if (done < total - 4)
-			crc = cq_crc32(crc, VARDATA_ANY(b), Min(n, total - 4 - done));
-		sink(arg, VARDATA_ANY(b), n, done);
-		done += n;
-		SPI_freetuptable(SPI_tuptable);
-		MemoryContextReset(piece);
+		for (Size off = 0; off < n; off += READ_SLICE)
+		{
+			Size		k = Min(READ_SLICE, n - off);
+			bytea	   *b;
+
+			values[3] = Int32GetDatum((int32) off + 1);
+			values[4] = Int32GetDatum((int32) k);
+			if (corpq_sql_as_caller(chunked ? SLICE_SQL : LEGACY_SLICE_SQL, 5, argtypes, values, NULL,
+									true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+				elog(ERROR, "could not read corpq.model_chunks");
+			old = MemoryContextSwitchTo(piece);
+			b = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+			MemoryContextSwitchTo(old);
+			if (VARSIZE_ANY_EXHDR(b) != k)
+				damaged(name, version, "chunk %d changed while it was read", i);
+			if (done < total - 4)
+				crc = cq_crc32(crc, VARDATA_ANY(b), Min(k, total - 4 - done));
+			sink(arg, VARDATA_ANY(b), k, done);
+			done += k;
+			SPI_freetuptable(SPI_tuptable);
+			MemoryContextReset(piece);
+		}
 		if (progress && total > CORPQ_MODEL_PROGRESS_CHUNKS * CORPQ_MODEL_CHUNK &&
 			(i + 1) % CORPQ_MODEL_PROGRESS_CHUNKS == 0)
 			ereport(NOTICE,
