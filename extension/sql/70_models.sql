@@ -2,7 +2,8 @@
 -- ---------------------------------------------------------------------------
 -- Transformer models (extension/nn, models/FORMAT.md) with immutable
 -- versions.  corpq.model_catalog holds one row per model name (architecture,
--- vocabularies, owner); corpq.model_versions one row per weight image.  A
+-- vocabularies, owner); corpq.model_versions one row per weight image (its
+-- length and checksum), corpq.model_chunks the image's bytes.  A
 -- write never changes a version: it inserts the next number the name has
 -- never issued (corpq.issued_versions).  A model name resolves to its latest
 -- version, 'name@N' to version N, which means one weight image for ever.
@@ -21,12 +22,11 @@ CREATE TABLE corpq.model_catalog (
     updated    timestamptz NOT NULL DEFAULT pg_catalog.now()
 );
 COMMENT ON TABLE corpq.model_catalog IS
-    'transformer models: name (no @), owner, full configuration, parameter count, source and target vocabularies; weights are in corpq.model_versions';
+    'transformer models: name (no @), owner, full configuration, parameter count, source and target vocabularies; weights are in corpq.model_versions and corpq.model_chunks';
 
 CREATE TABLE corpq.model_versions (
     model    bigint NOT NULL REFERENCES corpq.model_catalog (id) ON DELETE CASCADE,
     version  int NOT NULL CHECK (version OPERATOR(pg_catalog.>=) 1),
-    weights  bytea NOT NULL,
     bytes    bigint NOT NULL CHECK (bytes OPERATOR(pg_catalog.>) 0),
     checksum bigint NOT NULL,
     created  timestamptz NOT NULL DEFAULT pg_catalog.now(),
@@ -37,11 +37,28 @@ CREATE TABLE corpq.model_versions (
     precision text NOT NULL DEFAULT 'float32' CHECK (precision OPERATOR(pg_catalog.=) ANY (ARRAY['float32', 'int8']::pg_catalog.text[])),
     PRIMARY KEY (model, version)
 );
--- Weights are float32 noise to a compressor and are read whole: keep them
--- out of line and uncompressed, so that loading is one sequential copy.
-ALTER TABLE corpq.model_versions ALTER COLUMN weights SET STORAGE EXTERNAL;
 COMMENT ON TABLE corpq.model_versions IS
-    'immutable weight images (models/FORMAT.md) of every model version; checksum = the image''s CRC-32 trailer';
+    'immutable weight images (models/FORMAT.md) of every model version: length in bytes, checksum = the image''s CRC-32 trailer; the bytes are in corpq.model_chunks';
+
+-- A version's image, chunk by chunk (extension/pg/model/model.h,
+-- CORPQ_MODEL_CHUNK: 16 MB each but the last), so that no image is one
+-- datum: no 1 GB ceiling, reads and writes a chunk at a time, and pg_dump
+-- writes one row of 32 MB of hex text at most.  The chunks go with their
+-- version (and the version with its model).
+CREATE TABLE corpq.model_chunks (
+    model   bigint NOT NULL,
+    version int NOT NULL,
+    chunk   int NOT NULL CHECK (chunk OPERATOR(pg_catalog.>=) 0),
+    data    bytea NOT NULL CHECK (pg_catalog.length(data) OPERATOR(pg_catalog.>) 0),
+    PRIMARY KEY (model, version, chunk),
+    FOREIGN KEY (model, version) REFERENCES corpq.model_versions (model, version) ON DELETE CASCADE
+);
+-- Weights are float32 noise to a compressor and are read whole: keep them
+-- out of line and uncompressed, so that loading is one sequential copy (and
+-- a slice, the header, reads only its pages).
+ALTER TABLE corpq.model_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
+COMMENT ON TABLE corpq.model_chunks IS
+    'the bytes of every model version''s weight image, in chunks numbered from 0 (16 MB each but the last); their CRC-32 is the version''s checksum';
 
 -- Version identity: every name of a catalog with versions (models, ANTAP
 -- models, classifiers) this database has used, and the last version number it issued.  A
@@ -61,6 +78,7 @@ COMMENT ON TABLE corpq.issued_versions IS
 
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_catalog', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_versions', '');
+SELECT pg_catalog.pg_extension_config_dump('corpq.model_chunks', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.model_catalog_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('corpq.issued_versions', '');
 
@@ -70,9 +88,11 @@ ALTER TABLE corpq.model_catalog ENABLE ROW LEVEL SECURITY;
 CREATE POLICY model_catalog_read ON corpq.model_catalog FOR SELECT USING (true);
 ALTER TABLE corpq.model_versions ENABLE ROW LEVEL SECURITY;
 CREATE POLICY model_versions_read ON corpq.model_versions FOR SELECT USING (true);
+ALTER TABLE corpq.model_chunks ENABLE ROW LEVEL SECURITY;
+CREATE POLICY model_chunks_read ON corpq.model_chunks FOR SELECT USING (true);
 ALTER TABLE corpq.issued_versions ENABLE ROW LEVEL SECURITY;
 CREATE POLICY issued_versions_read ON corpq.issued_versions FOR SELECT USING (true);
-GRANT SELECT ON corpq.model_catalog, corpq.model_versions, corpq.issued_versions TO PUBLIC;
+GRANT SELECT ON corpq.model_catalog, corpq.model_versions, corpq.model_chunks, corpq.issued_versions TO PUBLIC;
 
 CREATE VIEW corpq.models WITH (security_invoker = true) AS
 SELECT c.name,
@@ -135,12 +155,26 @@ CREATE FUNCTION corpq.model_export(name text) RETURNS bytea
     AS 'MODULE_PATHNAME', 'corpq_model_export'
     LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.model_export(text) IS
-    'the weight image of model name (latest version) or name@N';
+    'the weight image of model name (latest version) or name@N, under 1 GB (a bytea''s limit; corpq.model_export_lo for any size)';
 CREATE FUNCTION corpq.model_export(model corpq.pinned_model) RETURNS bytea
     AS 'MODULE_PATHNAME', 'corpq_model_export_pinned'
     LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.model_export(corpq.pinned_model) IS
     'the weight image of model version name@N';
+
+CREATE FUNCTION corpq.model_import_lo(name text, image oid,
+                                      src_vocab text DEFAULT NULL, tgt_vocab text DEFAULT NULL)
+    RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_model_import_lo'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.model_import_lo(text, oid, text, text) IS
+    'model_import from large object image (of any size; read with the caller''s privileges, in 16 MB pieces): the header and configuration are checked before anything is written, the length and CRC-32 over the whole stream before the version is committed, the tensors when the version first loads; returns the version written';
+
+CREATE FUNCTION corpq.model_export_lo(model text) RETURNS oid
+    AS 'MODULE_PATHNAME', 'corpq_model_export_lo'
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.model_export_lo(text) IS
+    'the weight image of model (latest version) or name@N, of any size, written in 16 MB pieces into a new large object owned by the caller; returns its OID';
 
 CREATE FUNCTION corpq.model_quantize(model text, options jsonb DEFAULT '{}') RETURNS int
     AS 'MODULE_PATHNAME', 'corpq_model_quantize'

@@ -39,8 +39,7 @@ submit() {
 	                         'SELECT src, tgt, domain FROM pairs WHERE (id / 7) % 10 = 5 ORDER BY id', '$OPTS')"
 }
 final_md5() {
-	q -c "SELECT md5(v.weights) FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model
-	       WHERE c.name = '$1' ORDER BY v.version DESC LIMIT 1"
+	q -c "SELECT md5(corpq.model_export('$1'))"
 }
 
 ref=$(submit ref)

@@ -47,7 +47,7 @@ measure() {
 }
 
 image_kb() {
-	q -c "SELECT octet_length(weights) / 1024 FROM corpq.model_versions v
+	q -c "SELECT bytes / 1024 FROM corpq.model_versions v
 	        JOIN corpq.model_catalog m ON m.id = v.model WHERE m.name = '$1' AND v.version = 1"
 }
 
@@ -69,8 +69,7 @@ check "model_create" "$rss" "$hwm" "$img" 6
 
 # 2. model_import of the same image under another name
 read -r rss hwm <<<"$(measure \
-	"SELECT corpq.model_import('mm_copy', (SELECT weights FROM corpq.model_versions v
-	   JOIN corpq.model_catalog m ON m.id = v.model WHERE m.name = 'mm_base' AND v.version = 1), 'mm_src', 'mm_tgt')")"
+	"SELECT corpq.model_import('mm_copy', corpq.model_export('mm_base@1'), 'mm_src', 'mm_tgt')")"
 check "model_import" "$rss" "$hwm" "$img" 6
 
 # the load's count: what a bound above the image but below the count says

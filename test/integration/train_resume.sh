@@ -63,8 +63,7 @@ submit() {
 	                         'SELECT src, tgt, domain FROM pairs WHERE id % 10 = 0 ORDER BY id', '${2:-$OPTS}')"
 }
 final_md5() {
-	q -c "SELECT md5(v.weights) FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model
-	       WHERE c.name = '$1' ORDER BY v.version DESC LIMIT 1"
+	q -c "SELECT md5(corpq.model_export('$1'))"
 }
 check_job() {
 	local job=$1 model=$2

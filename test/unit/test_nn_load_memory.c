@@ -151,6 +151,17 @@ check_load(const char *what, const cq_model_config *c, bool v1)
 	CHECK_INT_EQ(from_image.peak, mem.peak);
 	CHECK_INT_EQ(cq_modelfile_memory(img, head - 1, len, &from_image, &err), CQ_EFORMAT);
 	CHECK_INT_EQ(cq_modelfile_memory(img + 1, head, len, &from_image, &err), CQ_EFORMAT);
+	/* a streaming reader's head check: the configuration, and the framing
+	 * against the image's length (a truncated or padded stream is refused) */
+	{
+		cq_model_config got;
+
+		CHECK_INT_EQ(cq_modelfile_head(img, head, len, &got, &err), CQ_OK);
+		CHECK(cq_config_equal(&got, c));
+		CHECK_INT_EQ(cq_modelfile_head(img, head, len - 1, &got, &err), CQ_EFORMAT);
+		CHECK_INT_EQ(cq_modelfile_head(img, head, len + 4, &got, &err), CQ_EFORMAT);
+		CHECK_INT_EQ(cq_modelfile_head(img, head - 1, len, &got, &err), CQ_EFORMAT);
+	}
 
 	cq_set_allocator(&counting);
 	live_bytes = peak_bytes = 0;

@@ -344,7 +344,7 @@ cq_modelfile_load(const void *buf, size_t len, cq_model **out, cq_error *err)
 	cq_tensorfile tf;
 	cq_error	e;
 	cq_model_config cfg;
-	bool		coded;
+	bool		coded = false;
 	size_t		need;
 	cq_code s;
 
@@ -372,14 +372,17 @@ cq_modelfile_load(const void *buf, size_t len, cq_model **out, cq_error *err)
 	return s;
 }
 
-cq_code
-cq_modelfile_memory(const void *head, size_t head_len, size_t image_len,
-					cq_model_memory *mem, cq_error *err)
+/*
+ * The checks of cq_modelfile_memory on an image's head; *cfg its
+ * configuration, *coded whether its tensors are codes (an int8 model in a
+ * typed file).
+ */
+static cq_code
+parse_head(const unsigned char *p, size_t head_len, size_t image_len,
+		   cq_model_config *cfg, bool *coded, cq_error *err)
 {
-	const unsigned char *p = head;
 	uint32_t	version,
 				config_len;
-	cq_model_config cfg;
 	cq_code		s;
 
 	if (head_len < 8 || memcmp(p, model_format.magic, 8) != 0)
@@ -393,10 +396,50 @@ cq_modelfile_memory(const void *head, size_t head_len, size_t image_len,
 					   version, CQ_MODELFILE_VERSION, CQ_MODELFILE_VERSION_TYPED);
 	if (config_len > model_format.config_max || config_len > head_len - CQ_MODELFILE_HEADER)
 		return cq_fail(err, CQ_EFORMAT, "weight file header is inconsistent");
-	if ((s = cq_config_from_json((const char *) p + CQ_MODELFILE_HEADER, config_len, &cfg, err)))
+	if ((s = cq_config_from_json((const char *) p + CQ_MODELFILE_HEADER, config_len, cfg, err)))
 		return s;
-	cq_model_load_memory(&cfg, version == CQ_MODELFILE_VERSION_TYPED &&
-						 cfg.precision == CQ_PRECISION_INT8, image_len, mem);
+	*coded = version == CQ_MODELFILE_VERSION_TYPED && cfg->precision == CQ_PRECISION_INT8;
+	return CQ_OK;
+}
+
+cq_code
+cq_modelfile_memory(const void *head, size_t head_len, size_t image_len,
+					cq_model_memory *mem, cq_error *err)
+{
+	cq_model_config cfg;
+	bool		coded = false;
+	cq_code		s;
+
+	if ((s = parse_head(head, head_len, image_len, &cfg, &coded, err)))
+		return s;
+	cq_model_load_memory(&cfg, coded, image_len, mem);
+	return CQ_OK;
+}
+
+cq_code
+cq_modelfile_head(const void *head, size_t head_len, size_t image_len,
+				  cq_model_config *cfg, cq_error *err)
+{
+	const unsigned char *p = head;
+	uint64_t	data_offset,
+				data_size;
+	bool		coded = false;
+	cq_code		s;
+
+	if ((s = parse_head(p, head_len, image_len, cfg, &coded, err)))
+		return s;
+	data_offset = cq_le_get_u64(p + 24);
+	data_size = cq_le_get_u64(p + 32);
+	if (data_offset > image_len || data_size > image_len ||
+		data_offset + data_size + 4 != image_len)
+		return cq_fail(err, CQ_EFORMAT,
+					   "weight file of %zu bytes, its header says %llu (data offset %llu, data size %llu, CRC 4)",
+					   image_len, (unsigned long long) (data_offset + data_size + 4),
+					   (unsigned long long) data_offset, (unsigned long long) data_size);
+	if (cq_model_data_min(cfg, coded) > data_size)
+		return cq_fail(err, CQ_EFORMAT,
+					   "weight file data section has %llu bytes, the config's tensors need %zu",
+					   (unsigned long long) data_size, cq_model_data_min(cfg, coded));
 	return CQ_OK;
 }
 

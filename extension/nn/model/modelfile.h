@@ -47,6 +47,17 @@ cq_code		cq_modelfile_memory(const void *head, size_t head_len, size_t image_len
 								cq_model_memory *mem, cq_error *err);
 
 /*
+ * The configuration of an image of image_len bytes from its first head_len
+ * bytes (as cq_modelfile_memory), for a reader that streams the image: the
+ * checks of cq_modelfile_memory, plus the header's framing (data offset and
+ * size) against image_len and the data section against the configuration's
+ * tensors.  The tensor table, the tensors' values and the CRC only
+ * cq_modelfile_load checks.
+ */
+cq_code		cq_modelfile_head(const void *head, size_t head_len, size_t image_len,
+							  cq_model_config *cfg, cq_error *err);
+
+/*
  * Size of m's file image (0 when out of memory), and the image itself into
  * buf[0..size).  An int8 model's image holds the codes and scales of its
  * float32 weights (m must not be compact).

@@ -207,9 +207,90 @@ const cq_model *corpq_model_get(const CorpqModelRef *ref);
 uint64		corpq_model_cache_evictions(void);
 
 /*
+ * ---- storage of a version's image (model_versions.c) ----
+ *
+ * A version's image is the rows of corpq.model_chunks (model, version,
+ * chunk 0, 1, ...), each CORPQ_MODEL_CHUNK bytes but the last; its row in
+ * corpq.model_versions holds its length (bytes) and CRC-32 trailer
+ * (checksum).  Written and read as a stream, a chunk at a time: no image is
+ * ever one datum, so no image size meets bytea's 1 GB, and pg_dump writes
+ * one chunk per row.
+ */
+#define CORPQ_MODEL_CHUNK ((Size) 16 * 1024 * 1024)
+
+/* Import and export report progress (a NOTICE) every this many chunks. */
+#define CORPQ_MODEL_PROGRESS_CHUNKS 16
+
+/* A version being written, chunk by chunk (corpq_image_writer_*). */
+typedef struct CorpqImageWriter
+{
+	int64		model_id;
+	int32		version;
+	char	   *name;			/* model name, without @N */
+	Size		total;			/* the image's length, as announced */
+	Size		written;		/* bytes given so far */
+	uint32		checksum;		/* the announced CRC-32 trailer */
+	uint32		crc;			/* CRC-32 of the bytes before the trailer so far */
+	int32		chunk;			/* the next chunk's number */
+	bool		progress;		/* NOTICEs every CORPQ_MODEL_PROGRESS_CHUNKS chunks */
+	bytea	   *buf;			/* the chunk being filled */
+	Size		fill;
+} CorpqImageWriter;
+
+/*
+ * Begin the next version of model model_id, an image of total bytes whose
+ * CRC-32 trailer is checksum: the owner and quota checks, the version's
+ * number and its corpq.model_versions row (as corpq_model_write_version
+ * says).  Then corpq_image_writer_put the image's bytes in order, in pieces
+ * of any size (a full chunk is inserted as soon as it is), and
+ * corpq_image_writer_end, which ERRORs (data_corrupted) unless exactly
+ * total bytes came and their CRC-32 is checksum: the transaction then
+ * rolls back, so no version is ever half visible.
+ */
+void		corpq_image_writer_begin(CorpqImageWriter *w, int64 model_id, Size total,
+									 uint32 checksum, const char *source, int64 step,
+									 Jsonb *metrics, bool best, bool int8, bool progress);
+void		corpq_image_writer_put(CorpqImageWriter *w, const void *data, Size len);
+int32		corpq_image_writer_end(CorpqImageWriter *w);
+
+/*
+ * Called by corpq_model_image_stream with each chunk of an image in order
+ * (data valid only during the call), at offset bytes from its start.
+ */
+typedef void (*CorpqImageSink) (void *arg, const char *data, Size len, Size offset);
+
+/*
+ * The length of version `version` of model id (named name in errors), and
+ * its first min(want, length) bytes into head (when head is not NULL).
+ * expect_checksum >= 0: the version must have that checksum.  ERROR
+ * (undefined_object) when the version is gone.
+ */
+Size		corpq_model_image_head(int64 id, int32 version, const char *name,
+								   int64 expect_checksum, char *head, Size want);
+
+/*
+ * Stream that version's image to sink, a chunk at a time, as the caller
+ * (RLS).  Checks the chunks are 0..n-1, their lengths add up to the
+ * version's bytes and the CRC-32 of the stream is its checksum: ERROR
+ * (data_corrupted) naming the model and version otherwise, after the sink
+ * has seen the chunks before the damage (callers discard them).  progress:
+ * NOTICEs every CORPQ_MODEL_PROGRESS_CHUNKS chunks.
+ */
+void		corpq_model_image_stream(int64 id, int32 version, const char *name,
+									 int64 expect_checksum, bool progress,
+									 CorpqImageSink sink, void *arg);
+
+/*
+ * The whole image of that version in one allocation of CurrentMemoryContext
+ * (a huge allocation: any size), its length in *len.
+ */
+char	   *corpq_model_image_read(int64 id, int32 version, const char *name,
+								   int64 expect_checksum, Size *len);
+
+/*
  * Insert the next version of model model_id with weight image weights (a
  * valid image, e.g. from cq_modelfile_write; its CRC-32 trailer becomes the
- * checksum).  Its number is one more than the last the model's name ever
+ * checksum), through the image writer.  Its number is one more than the last the model's name ever
  * issued (corpq.issued_versions), so it is never one a dropped version had.  source is 'create', 'import', 'checkpoint' or 'quantize';
  * int8 says the image's precision; step < 0 and metrics NULL store NULL;
  * best clears the flag on the other versions.  ERROR unless the current user
@@ -224,7 +305,11 @@ int32		corpq_model_write_version(int64 model_id, bytea *weights, const char *sou
  */
 bool		corpq_model_version_int8(int64 model_id, int32 version, int32 *from);
 
-/* The weight image of spec ("name" or "name@N"), as model_export returns it. */
+/*
+ * The weight image of spec ("name" or "name@N"), as model_export returns it:
+ * ERROR (program_limit_exceeded) for an image a bytea cannot hold, with a
+ * hint at corpq.model_export_lo.
+ */
 bytea	   *corpq_model_image(const char *spec, bool pinned);
 
 /*

@@ -16,7 +16,6 @@
 
 #include <math.h>
 
-#include "access/detoast.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -207,60 +206,42 @@ check_load_memory(const CorpqModelRef *ref, Size image, Size peak, Size loaded)
 }
 
 /*
- * Read version ref of the model and load it into cxt.  The image is detoasted
- * into a short-lived context freed right after loading, so the backend holds
- * the weights once.
+ * Read version ref of the model and load it into cxt.  The image is read
+ * chunk by chunk into a short-lived context freed right after loading, so
+ * the backend holds the weights once.
  */
 static cq_model *
 load_model(const CorpqModelRef *ref, MemoryContext cxt)
 {
-	Oid			argtypes[3] = {INT8OID, INT4OID, INT8OID};
-	Datum		values[3] = {Int64GetDatum(ref->id), Int32GetDatum(ref->version),
-	Int64GetDatum(ref->checksum)};
 	MemoryContext tmp = AllocSetContextCreate(CurrentMemoryContext, "corpq model image",
 											  ALLOCSET_DEFAULT_SIZES);
 	MemoryContext old;
-	bool		isnull;
-	Datum		d;
-	bytea	   *image;
+	char	   *image;
 	cq_model   *m = NULL;
 	cq_model_memory mem;
 	Size		image_len;
-	bytea	   *head;
+	char	   *head = palloc(CQ_MODELFILE_HEAD_MAX);
 	cq_error err = {0};
 	cq_code s;
 
-	SPI_connect();
-	if (corpq_sql_as_caller("SELECT weights FROM corpq.model_versions "
-							"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2 "
-							"AND checksum OPERATOR(pg_catalog.=) $3",
-							3, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "could not read corpq.model_versions");
-	if (SPI_processed == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("version %d of model \"%s\" was removed", ref->version, ref->name)));
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	/*
 	 * The exact memory of the load, from the image's header and configuration
-	 * only (a slice of the stored image: its first 64 kB at most), so that a
-	 * refused load reads and allocates nothing more.
+	 * only (the start of its first chunk: 64 kB at most), so that a refused
+	 * load reads and allocates nothing more.
 	 */
-	image_len = toast_raw_datum_size(d) - VARHDRSZ;
-	old = MemoryContextSwitchTo(tmp);
-	head = (bytea *) detoast_attr_slice((struct varlena *) DatumGetPointer(d), 0,
-										Min(image_len, CQ_MODELFILE_HEAD_MAX));
-	s = cq_modelfile_memory(VARDATA_ANY(head), VARSIZE_ANY_EXHDR(head), image_len, &mem, &err);
+	image_len = corpq_model_image_head(ref->id, ref->version, ref->name, ref->checksum,
+									   head, CQ_MODELFILE_HEAD_MAX);
+	s = cq_modelfile_memory(head, Min(image_len, CQ_MODELFILE_HEAD_MAX), image_len, &mem, &err);
 	if (s != CQ_OK)
 		corpq_core_error(&err, NULL, "could not load model \"%s@%d\"", ref->name, ref->version);
 	check_load_memory(ref, image_len, mem.peak, mem.loaded);
 	pfree(head);
 	trim(mem.loaded + CORPQ_CONTEXT_SLACK, -1);
-	image = DatumGetByteaPP(d);
+	old = MemoryContextSwitchTo(tmp);
+	image = corpq_model_image_read(ref->id, ref->version, ref->name, ref->checksum, &image_len);
 	MemoryContextSwitchTo(cxt);
-	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
+	s = cq_modelfile_load(image, image_len, &m, &err);
 	MemoryContextSwitchTo(old);
-	SPI_finish();
 	/* free the image before packing: the peak is image + weights, not more */
 	MemoryContextDelete(tmp);
 	/*

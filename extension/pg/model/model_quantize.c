@@ -25,13 +25,13 @@
 
 /* The loaded version; ERROR when it is int8 already or too wide for qgemm. */
 static cq_model *
-load_float32(const char *name, const CorpqModelRef *ref, bytea *image)
+load_float32(const char *name, const CorpqModelRef *ref, const char *image, Size len)
 {
 	cq_model   *m;
 	cq_error	err = {0};
 	cq_code		s;
 
-	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
+	s = cq_modelfile_load(image, len, &m, &err);
 	if (s != CQ_OK)
 		corpq_core_error(&err, NULL, "could not load model");
 	if (m->cfg.precision == CQ_PRECISION_INT8)
@@ -60,8 +60,9 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	char	   *spec,
 			   *name;
 	CorpqModelRef ref;
-	bytea	   *image,
-			   *out;
+	char	   *image;
+	Size		len;
+	bytea	   *out;
 	cq_model   *m;
 	cq_error	err = {0};
 	size_t		size;
@@ -76,10 +77,12 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	name = ref.name;
 	(void) corpq_catalog_check_writer(&corpq_kind_model, name, "quantize",
 									  "Only members of the model's owner role can write its versions.");
-	image = corpq_model_image(spec, false);
-	corpq_check_model_memory((double) VARSIZE_ANY_EXHDR(image), CORPQ_WRITE_PEAK,
-							 "a weight image", "quantize");
-	m = load_float32(name, &ref, image);
+	/* the bound from the stored length, before the image is read */
+	len = corpq_model_image_head(ref.id, ref.version, name, ref.checksum, NULL, 0);
+	corpq_check_model_memory((double) len, CORPQ_WRITE_PEAK, "a weight image", "quantize");
+	image = corpq_model_image_read(ref.id, ref.version, name, ref.checksum, &len);
+	m = load_float32(name, &ref, image, len);
+	pfree(image);
 	m->cfg.precision = CQ_PRECISION_INT8;
 	m->cfg.weight_bits = o.weight_bits;
 	m->cfg.embedding_precision = o.embedding_precision;

@@ -9,10 +9,14 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "libpq/be-fsstubs.h"
+#include "libpq/libpq-fs.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 #include "utils/memutils.h"
 
+#include "common/le.h"
 #include "nn/model/config.h"
 #include "nn/model/model.h"
 #include "nn/model/modelfile.h"
@@ -28,6 +32,8 @@ PG_FUNCTION_INFO_V1(corpq_model_import);
 PG_FUNCTION_INFO_V1(corpq_model_export);
 PG_FUNCTION_INFO_V1(corpq_model_export_pinned);
 PG_FUNCTION_INFO_V1(corpq_model_drop);
+PG_FUNCTION_INFO_V1(corpq_model_import_lo);
+PG_FUNCTION_INFO_V1(corpq_model_export_lo);
 
 /*
  * A pipeline reserves the names of the models it will create when it is
@@ -220,24 +226,25 @@ insert_model(const char *name, const cq_model_config *cfg, int64 parameters,
 	return id;
 }
 
-/* The weight image of m as a bytea in CurrentMemoryContext. */
-static bytea *
-model_image(const cq_model *m)
+/* The weight image of m in CurrentMemoryContext, *len its size. */
+static char *
+model_image(const cq_model *m, Size *len)
 {
 	size_t		size = cq_modelfile_size(m);
-	bytea	   *b;
+	char	   *b;
 	cq_error err = {0};
 	cq_code s;
 
-	if (size > MaxAllocHugeSize - VARHDRSZ || size + VARHDRSZ > 0x3FFFFFFF)
+	if (size == 0 || size > MaxAllocHugeSize)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("model weight image of %zu bytes exceeds the 1 GB limit of a bytea", size)));
-	b = palloc(size + VARHDRSZ);
-	SET_VARSIZE(b, size + VARHDRSZ);
-	s = cq_modelfile_write(m, VARDATA(b), size, &err);
+				 errmsg("model weight image of %zu bytes is too large", size)));
+	/* a huge allocation: the image is stored in chunks, of any size */
+	b = MemoryContextAllocHuge(CurrentMemoryContext, size);
+	s = cq_modelfile_write(m, b, size, &err);
 	if (s != CQ_OK)
 		corpq_core_error(&err, NULL, "could not write the model weight image");
+	*len = size;
 	return b;
 }
 
@@ -251,7 +258,9 @@ corpq_model_create(PG_FUNCTION_ARGS)
 	cq_model   *m = NULL;
 	cq_error err = {0};
 	cq_code s;
-	bytea	   *image;
+	char	   *image;
+	Size		len;
+	CorpqImageWriter w;
 	int64		id,
 				parameters;
 
@@ -285,11 +294,14 @@ corpq_model_create(PG_FUNCTION_ARGS)
 		corpq_core_error(&err, NULL, "could not create the model");
 	cq_model_init_random(m, (uint64) PG_GETARG_INT64(4));
 	parameters = (int64) cq_model_param_count(m);
-	image = model_image(m);
+	image = model_image(m, &len);
 	cq_model_free(m);
 
 	id = insert_model(name, &cfg, parameters, src_vocab, tgt_vocab);
-	PG_RETURN_INT32(corpq_model_write_version(id, image, "create", -1, NULL, false, false));
+	corpq_image_writer_begin(&w, id, len, cq_le_get_u32((const unsigned char *) image + len - 4),
+							 "create", -1, NULL, false, false, false);
+	corpq_image_writer_put(&w, image, len);
+	PG_RETURN_INT32(corpq_image_writer_end(&w));
 }
 
 /* The model named name: id, config and vocabularies; false if absent. */
@@ -345,21 +357,71 @@ check_vocab_arg(FunctionCallInfo fcinfo, int i, const char *model, const char *h
 				 errhint("Leave the vocabularies NULL to add a version, or import under a new name.")));
 }
 
+/*
+ * The model an import of an image with configuration cfg (parameters: its
+ * float32 architecture's) writes the next version of: model name, whose
+ * configuration must be cfg's, or (with the vocabularies given, arguments 2
+ * and 3 of fcinfo) a new model of that name created from cfg.
+ */
+static int64
+import_target(FunctionCallInfo fcinfo, const char *name, const cq_model_config *cfg,
+			  int64 parameters)
+{
+	cq_model_config have;
+	char	   *src_vocab,
+			   *tgt_vocab;
+	char		json_a[1024],
+				json_b[1024];
+	int64		id;
+
+	if (find_model(name, &id, &have, &src_vocab, &tgt_vocab))
+	{
+		check_vocab_arg(fcinfo, 2, name, src_vocab);
+		check_vocab_arg(fcinfo, 3, name, tgt_vocab);
+		if (!cq_config_equal(&have, cfg))
+		{
+			cq_config_to_json(&have, json_a, sizeof(json_a));
+			cq_config_to_json(cfg, json_b, sizeof(json_b));
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("weights do not match the configuration of model \"%s\"", name),
+					 errdetail("The model has %s; the weights have %s.", json_a, json_b),
+					 errhint("Versions of a model share one configuration; import under a new name.")));
+		}
+		return id;
+	}
+	if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("model \"%s\" does not exist", name),
+				 errhint("Pass src_vocab and tgt_vocab to create it from the weights.")));
+	check_model_name(name);
+	src_vocab = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	tgt_vocab = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	check_encoder_vocab(cfg, src_vocab, tgt_vocab);
+	if (vocab_size(src_vocab) != cfg->src_vocab_size ||
+		vocab_size(tgt_vocab) != cfg->tgt_vocab_size)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("weights do not fit the vocabularies"),
+				 errdetail("The weights have vocabulary sizes %d and %d; \"%s\" has %d tokens and \"%s\" %d.",
+						   cfg->src_vocab_size, cfg->tgt_vocab_size,
+						   src_vocab, vocab_size(src_vocab), tgt_vocab, vocab_size(tgt_vocab))));
+	/* the catalog holds the architecture; the precision is a version's */
+	have = *cfg;
+	cq_config_float32(&have);
+	return insert_model(name, &have, parameters, src_vocab, tgt_vocab);
+}
+
 Datum
 corpq_model_import(PG_FUNCTION_ARGS)
 {
 	char	   *name;
 	bytea	   *image;
 	cq_model   *m = NULL;
-	cq_model_config have;
 	cq_error err = {0};
 	cq_code s;
 	int64		id;
-	char	   *src_vocab,
-			   *tgt_vocab;
-	char		json_a[1024],
-				json_b[1024];
-	int64		parameters;
 	bool		int8;
 
 	corpq_require_arg(fcinfo, 0, "name");
@@ -374,74 +436,155 @@ corpq_model_import(PG_FUNCTION_ARGS)
 	s = cq_modelfile_load(VARDATA_ANY(image), VARSIZE_ANY_EXHDR(image), &m, &err);
 	if (s != CQ_OK)
 		corpq_core_error(&err, NULL, "invalid model weights");
-	parameters = (int64) cq_model_param_count(m);
-
-	if (find_model(name, &id, &have, &src_vocab, &tgt_vocab))
-	{
-		check_vocab_arg(fcinfo, 2, name, src_vocab);
-		check_vocab_arg(fcinfo, 3, name, tgt_vocab);
-		if (!cq_config_equal(&have, &m->cfg))
-		{
-			cq_config_to_json(&have, json_a, sizeof(json_a));
-			cq_config_to_json(&m->cfg, json_b, sizeof(json_b));
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("weights do not match the configuration of model \"%s\"", name),
-					 errdetail("The model has %s; the weights have %s.", json_a, json_b),
-					 errhint("Versions of a model share one configuration; import under a new name.")));
-		}
-	}
-	else
-	{
-		if (PG_ARGISNULL(2) || PG_ARGISNULL(3))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_OBJECT),
-					 errmsg("model \"%s\" does not exist", name),
-					 errhint("Pass src_vocab and tgt_vocab to create it from the weights.")));
-		check_model_name(name);
-		src_vocab = text_to_cstring(PG_GETARG_TEXT_PP(2));
-		tgt_vocab = text_to_cstring(PG_GETARG_TEXT_PP(3));
-		check_encoder_vocab(&m->cfg, src_vocab, tgt_vocab);
-		if (vocab_size(src_vocab) != m->cfg.src_vocab_size ||
-			vocab_size(tgt_vocab) != m->cfg.tgt_vocab_size)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("weights do not fit the vocabularies"),
-					 errdetail("The weights have vocabulary sizes %d and %d; \"%s\" has %d tokens and \"%s\" %d.",
-							   m->cfg.src_vocab_size, m->cfg.tgt_vocab_size,
-							   src_vocab, vocab_size(src_vocab), tgt_vocab, vocab_size(tgt_vocab))));
-		/* the catalog holds the architecture; the precision is a version's */
-		have = m->cfg;
-		cq_config_float32(&have);
-		id = insert_model(name, &have, parameters, src_vocab, tgt_vocab);
-	}
+	id = import_target(fcinfo, name, &m->cfg, (int64) cq_model_param_count(m));
 	int8 = m->cfg.precision == CQ_PRECISION_INT8;
 	cq_model_free(m);
 	PG_RETURN_INT32(corpq_model_write_version(id, image, "import", -1, NULL, false, int8));
+}
+
+/* lo_read all of buf[0..len) from fd (the large object lo), or ERROR. */
+static void
+lo_read_exactly(int fd, Oid lo, char *buf, Size len)
+{
+	while (len > 0)
+	{
+		int			n = lo_read(fd, buf, (int) Min(len, CORPQ_MODEL_CHUNK));
+
+		if (n <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("large object %u ended early", lo)));
+		buf += n;
+		len -= n;
+	}
+}
+
+Datum
+corpq_model_import_lo(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	Oid			lo;
+	int			fd;
+	int64		len;
+	unsigned char trailer[4];
+	char	   *piece;
+	Size		head_len,
+				done;
+	cq_model_config cfg,
+				f32;
+	size_t		floats,
+				params;
+	cq_error err = {0};
+	int64		id;
+	CorpqImageWriter w;
+	int32		version;
+
+	corpq_require_arg(fcinfo, 0, "name");
+	corpq_require_arg(fcinfo, 1, "image");
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	lo = PG_GETARG_OID(1);
+
+	/* PostgreSQL's own open: the caller's SELECT privilege on the object */
+	fd = DatumGetInt32(DirectFunctionCall2(be_lo_open, ObjectIdGetDatum(lo), Int32GetDatum(INV_READ)));
+	len = DatumGetInt64(DirectFunctionCall3(be_lo_lseek64, Int32GetDatum(fd), Int64GetDatum(0),
+											Int32GetDatum(SEEK_END)));
+	if (len < CQ_MODELFILE_HEADER + 4)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("large object %u holds %lld bytes, too few for a weight image", lo, (long long) len)));
+	/* the CRC-32 trailer, which the stream's CRC must match */
+	DirectFunctionCall3(be_lo_lseek64, Int32GetDatum(fd), Int64GetDatum(len - 4), Int32GetDatum(SEEK_SET));
+	lo_read_exactly(fd, lo, (char *) trailer, 4);
+	DirectFunctionCall3(be_lo_lseek64, Int32GetDatum(fd), Int64GetDatum(0), Int32GetDatum(SEEK_SET));
+
+	/* the header and configuration, from the first piece, before anything is written */
+	piece = palloc(Min((Size) len, CORPQ_MODEL_CHUNK));
+	head_len = Min((Size) len, CORPQ_MODEL_CHUNK);
+	lo_read_exactly(fd, lo, piece, head_len);
+	if (cq_modelfile_head(piece, Min(head_len, CQ_MODELFILE_HEAD_MAX), (size_t) len, &cfg, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "invalid model weights in large object %u", lo);
+	f32 = cfg;
+	cq_config_float32(&f32);
+	cq_model_size_for(&f32, &floats, &params);
+	id = import_target(fcinfo, name, &cfg, (int64) params);
+
+	/* the rest, a chunk at a time; the CRC over the whole stream at the end */
+	corpq_image_writer_begin(&w, id, (Size) len, cq_le_get_u32(trailer), "import", -1, NULL, false,
+							 cfg.precision == CQ_PRECISION_INT8, true);
+	corpq_image_writer_put(&w, piece, head_len);
+	for (done = head_len; done < (Size) len; done += head_len)
+	{
+		CHECK_FOR_INTERRUPTS();
+		head_len = Min((Size) len - done, CORPQ_MODEL_CHUNK);
+		lo_read_exactly(fd, lo, piece, head_len);
+		corpq_image_writer_put(&w, piece, head_len);
+	}
+	version = corpq_image_writer_end(&w);
+	DirectFunctionCall1(be_lo_close, Int32GetDatum(fd));
+	pfree(piece);
+	PG_RETURN_INT32(version);
+}
+
+typedef struct LoSink
+{
+	int			fd;
+	Oid			lo;
+} LoSink;
+
+static void
+lo_sink(void *arg, const char *data, Size len, Size offset)
+{
+	LoSink	   *s = arg;
+
+	if (lo_write(s->fd, data, (int) len) != (int) len)
+		ereport(ERROR,
+				(errcode(ERRCODE_IO_ERROR),
+				 errmsg("could not write large object %u", s->lo)));
+}
+
+Datum
+corpq_model_export_lo(PG_FUNCTION_ARGS)
+{
+	CorpqModelRef ref;
+	LoSink		s;
+
+	corpq_model_resolve(text_to_cstring(PG_GETARG_TEXT_PP(0)), false, &ref);
+	/* a new large object, owned by the caller */
+	s.lo = DatumGetObjectId(DirectFunctionCall1(be_lo_create, ObjectIdGetDatum(InvalidOid)));
+	s.fd = DatumGetInt32(DirectFunctionCall2(be_lo_open, ObjectIdGetDatum(s.lo), Int32GetDatum(INV_WRITE)));
+	corpq_model_image_stream(ref.id, ref.version, ref.name, -1, true, lo_sink, &s);
+	DirectFunctionCall1(be_lo_close, Int32GetDatum(s.fd));
+	PG_RETURN_OID(s.lo);
+}
+
+/* corpq_model_image's sink: the chunk at its offset of the bytea. */
+static void
+export_sink(void *arg, const char *data, Size len, Size offset)
+{
+	memcpy(*(char **) arg + offset, data, len);
 }
 
 bytea *
 corpq_model_image(const char *spec, bool pinned)
 {
 	CorpqModelRef ref;
-	Oid			argtypes[2] = {INT8OID, INT4OID};
-	Datum		values[2];
-	MemoryContext caller = CurrentMemoryContext;
-	bool		isnull;
+	Size		len;
 	bytea	   *out;
+	char	   *data;
 
 	corpq_model_resolve(spec, pinned, &ref);
-	values[0] = Int64GetDatum(ref.id);
-	values[1] = Int32GetDatum(ref.version);
-	SPI_connect();
-	if (corpq_sql_as_caller("SELECT weights FROM corpq.model_versions "
-							"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2",
-							2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
-		SPI_processed != 1)
-		elog(ERROR, "could not read corpq.model_versions");
-	MemoryContextSwitchTo(caller);
-	out = DatumGetByteaPCopy(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_finish();
+	len = corpq_model_image_head(ref.id, ref.version, ref.name, -1, NULL, 0);
+	if (len > MaxAllocSize - VARHDRSZ)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("the weight image of model \"%s@%d\" has %zu bytes, more than a bytea holds",
+						ref.name, ref.version, len),
+				 errhint("Export it into a large object with corpq.model_export_lo('%s@%d').",
+						 ref.name, ref.version)));
+	out = palloc(VARHDRSZ + len);
+	SET_VARSIZE(out, VARHDRSZ + len);
+	data = VARDATA(out);
+	corpq_model_image_stream(ref.id, ref.version, ref.name, -1, false, export_sink, &data);
 	return out;
 }
 

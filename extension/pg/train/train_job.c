@@ -211,10 +211,9 @@ static cq_model *
 load_latest(Run *r, CorpqModelRef *ref)
 {
 	MemoryContext cxt = CurrentMemoryContext;
-	Oid			argtypes[2] = {INT8OID, INT4OID};
-	Datum		v[2];
-	bool		isnull;
-	bytea	   *w;
+	MemoryContext tmp;
+	Size		len;
+	char	   *image;
 	cq_model   *m;
 	cq_error err = {0};
 	cq_code s;
@@ -225,17 +224,13 @@ load_latest(Run *r, CorpqModelRef *ref)
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("model \"%s\" was dropped and created again since the job was submitted",
 						r->model_name)));
-	v[0] = Int64GetDatum(ref->id);
-	v[1] = Int32GetDatum(ref->version);
-	SPI_connect();
-	if (corpq_sql_as_caller("SELECT weights FROM corpq.model_versions "
-							"WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2",
-							2, argtypes, v, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read the weights of model \"%s\"", r->model_name);
-	w = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	/* the image, read chunk by chunk, is freed once the model is loaded */
+	tmp = AllocSetContextCreate(cxt, "corpq model image", ALLOCSET_DEFAULT_SIZES);
+	MemoryContextSwitchTo(tmp);
+	image = corpq_model_image_read(ref->id, ref->version, r->model_name, -1, &len);
 	MemoryContextSwitchTo(cxt);
-	s = cq_modelfile_load(VARDATA_ANY(w), VARSIZE_ANY_EXHDR(w), &m, &err);
-	SPI_finish();
+	s = cq_modelfile_load(image, len, &m, &err);
+	MemoryContextDelete(tmp);
 	if (s != CQ_OK)
 		corpq_core_error(&err, NULL, "could not load model");
 	return m;

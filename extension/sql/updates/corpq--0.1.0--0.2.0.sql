@@ -997,3 +997,64 @@ COMMENT ON FUNCTION corpq.curate(regclass, regclass, jsonb) IS
 -- the chunk table's comment names curate (extension/sql/41_row_jobs.sql)
 COMMENT ON TABLE corpq.row_job_chunks IS
     'one row per chunk a row job (translate_job, score_job, embed_job, curate) committed: query rows done so far (in the query''s order), the kind''s counters over those rows (translated, tokens; scored, too_long, tokens; embedded, too_long, tokens; kept, dropped and curate''s reason kinds), a hash of those rows (checked on resume), seconds the kind spent computing in the attempt';
+-- issue 53: chunked model storage (extension/sql/70_models.sql).  A
+-- version's image moves from corpq.model_versions.weights into rows of
+-- corpq.model_chunks, 16 MB each but the last (CORPQ_MODEL_CHUNK), with its
+-- bits: each chunk is a slice of the stored bytea (uncompressed out of line,
+-- so a slice reads only its pages), and bytes and checksum stay as they were.
+CREATE TABLE corpq.model_chunks (
+    model   bigint NOT NULL,
+    version int NOT NULL,
+    chunk   int NOT NULL CHECK (chunk OPERATOR(pg_catalog.>=) 0),
+    data    bytea NOT NULL CHECK (pg_catalog.length(data) OPERATOR(pg_catalog.>) 0),
+    PRIMARY KEY (model, version, chunk),
+    FOREIGN KEY (model, version) REFERENCES corpq.model_versions (model, version) ON DELETE CASCADE
+);
+ALTER TABLE corpq.model_chunks ALTER COLUMN data SET STORAGE EXTERNAL;
+COMMENT ON TABLE corpq.model_chunks IS
+    'the bytes of every model version''s weight image, in chunks numbered from 0 (16 MB each but the last); their CRC-32 is the version''s checksum';
+SELECT pg_catalog.pg_extension_config_dump('corpq.model_chunks', '');
+ALTER TABLE corpq.model_chunks ENABLE ROW LEVEL SECURITY;
+CREATE POLICY model_chunks_read ON corpq.model_chunks FOR SELECT USING (true);
+GRANT SELECT ON corpq.model_chunks TO PUBLIC;
+DO $$
+DECLARE
+    v record;
+BEGIN
+    FOR v IN SELECT model, version FROM corpq.model_versions ORDER BY model, version LOOP
+        INSERT INTO corpq.model_chunks (model, version, chunk, data)
+        SELECT w.model, w.version, g.i,
+               pg_catalog.substring(w.weights, g.i * 16777216 + 1, 16777216)
+          FROM corpq.model_versions w,
+               pg_catalog.generate_series(0, (pg_catalog.length(w.weights) - 1) / 16777216) g (i)
+         WHERE w.model = v.model AND w.version = v.version;
+    END LOOP;
+    IF EXISTS (SELECT FROM corpq.model_versions w
+                WHERE w.bytes <> pg_catalog.length(w.weights)
+                   OR w.bytes <> (SELECT pg_catalog.sum(pg_catalog.length(k.data)) FROM corpq.model_chunks k
+                                   WHERE k.model = w.model AND k.version = w.version)) THEN
+        RAISE EXCEPTION 'corpq update: a model version''s chunks do not add up to its image';
+    END IF;
+END
+$$;
+ALTER TABLE corpq.model_versions DROP COLUMN weights;
+COMMENT ON TABLE corpq.model_versions IS
+    'immutable weight images (models/FORMAT.md) of every model version: length in bytes, checksum = the image''s CRC-32 trailer; the bytes are in corpq.model_chunks';
+COMMENT ON TABLE corpq.model_catalog IS
+    'transformer models: name (no @), owner, full configuration, parameter count, source and target vocabularies; weights are in corpq.model_versions and corpq.model_chunks';
+COMMENT ON FUNCTION corpq.model_export(text) IS
+    'the weight image of model name (latest version) or name@N, under 1 GB (a bytea''s limit; corpq.model_export_lo for any size)';
+-- large objects, the way in and out for images of any size
+CREATE FUNCTION corpq.model_import_lo(name text, image oid,
+                                      src_vocab text DEFAULT NULL, tgt_vocab text DEFAULT NULL)
+    RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_model_import_lo'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.model_import_lo(text, oid, text, text) IS
+    'model_import from large object image (of any size; read with the caller''s privileges, in 16 MB pieces): the header and configuration are checked before anything is written, the length and CRC-32 over the whole stream before the version is committed, the tensors when the version first loads; returns the version written';
+
+CREATE FUNCTION corpq.model_export_lo(model text) RETURNS oid
+    AS 'MODULE_PATHNAME', 'corpq_model_export_lo'
+    LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.model_export_lo(text) IS
+    'the weight image of model (latest version) or name@N, of any size, written in 16 MB pieces into a new large object owned by the caller; returns its OID';

@@ -111,9 +111,10 @@ SELECT pairs, differ > 0 AS differ, close, auc_close, same_bits
 -- and scales (weight file version 2, 1 byte per weight); a float32 version
 -- stays version 1.  The cache holds and counts what the version needs ----
 SELECT v.version - :fv AS after_float, v.precision, v.metrics ->> 'weight_bits' AS weight_bits,
-       v.metrics ->> 'embedding_precision' AS embeddings, get_byte(v.weights, 8) AS file_version,
-       round(octet_length(v.weights)::numeric /
-             (SELECT octet_length(f.weights) FROM corpq.model_versions f
+       v.metrics ->> 'embedding_precision' AS embeddings, (SELECT get_byte(k.data, 8) FROM corpq.model_chunks k
+         WHERE k.model = v.model AND k.version = v.version AND k.chunk = 0) AS file_version,
+       round(v.bytes::numeric /
+             (SELECT f.bytes FROM corpq.model_versions f
                WHERE f.model = v.model AND f.version = :fv), 3) AS of_float32
   FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model
  WHERE c.name = 'i8_m' AND v.version >= :fv ORDER BY v.version;

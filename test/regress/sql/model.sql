@@ -16,7 +16,8 @@ SELECT name, architecture, parameters, size > parameters * 4 AS size_ok, src_voc
        latest_version, versions, owner = current_user::regrole AS mine
   FROM corpq.models;
 SELECT config FROM corpq.model_catalog WHERE name = 'm1';
-SELECT version, bytes = length(weights) AS bytes_ok, source, step, metrics, best
+SELECT version, bytes = (SELECT sum(length(k.data)) FROM corpq.model_chunks k
+                         WHERE k.model = v.model AND k.version = v.version) AS bytes_ok, source, step, metrics, best
   FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model WHERE c.name = 'm1';
 
 -- the same seed gives the same weights, another seed others
@@ -197,15 +198,19 @@ SELECT corpq.model_import('owned', corpq.model_export('owned'));
 SELECT corpq.model_drop('owned');
 DELETE FROM corpq.model_versions;
 UPDATE corpq.model_catalog SET name = 'stolen';
-UPDATE corpq.model_versions SET weights = '\x00';
+UPDATE corpq.model_versions SET bytes = 1;
+UPDATE corpq.model_chunks SET data = '\x00';
+DELETE FROM corpq.model_chunks;
 SELECT count(*) FROM corpq.model_versions v JOIN corpq.model_catalog c ON c.id = v.model WHERE c.name = 'owned';
 SET ROLE regress_model_owner;
 SELECT corpq.model_import('owned', corpq.model_export('m1@1'));
-UPDATE corpq.model_versions SET weights = '\x00';
+UPDATE corpq.model_chunks SET data = '\x00';
 SELECT corpq.model_drop('owned');
 RESET ROLE;
 SELECT count(*) AS owned_versions_left FROM corpq.model_versions v
   LEFT JOIN corpq.model_catalog c ON c.id = v.model WHERE c.id IS NULL;
+SELECT count(*) AS owned_chunks_left FROM corpq.model_chunks k
+  LEFT JOIN corpq.model_versions v USING (model, version) WHERE v.model IS NULL;
 DROP OWNED BY regress_model_owner, regress_model_other;
 REVOKE ALL ON corpq.object_owners FROM regress_model_owner, regress_model_other;
 DROP ROLE regress_model_owner, regress_model_other;
