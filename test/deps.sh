@@ -23,6 +23,8 @@ need=(
 	debhelper dpkg-dev fakeroot lintian postgresql-server-dev-all binutils python3-yaml
 	# keeping scores current on a schedule (test/integration/score_job.sh)
 	postgresql-15-cron
+	# the curation benchmark's OpusFilter-style baseline (test/bench/bench_curation.sh)
+	python3-sklearn
 )
 # Optional data packages for the demo corpus (the demo falls back to a
 # synthetic corpus when they cannot be had).
