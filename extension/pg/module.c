@@ -11,7 +11,7 @@
 
 #include "pg/antap/antap.h"
 #include "pg/base/base.h"
-#include "pg/curate/curate.h"
+#include "pg/classifier/classifier.h"
 #include "pg/curate/curate_job.h"
 #include "pg/embed/embed.h"
 #include "pg/jobs/jobs.h"
@@ -40,7 +40,7 @@ _PG_init(void)
 	corpq_antap_init();
 	corpq_pipeline_init();
 	corpq_embed_init();
-	corpq_curate_init();
+	corpq_classifier_init();
 	corpq_curate_job_init();
 	MarkGUCPrefixReserved("corpq");
 }

@@ -45,7 +45,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
-#include "pg/curate/curate.h"
+#include "pg/classifier/classifier.h"
 #include "pg/curate/curate_job.h"
 #include "pg/filters/filters.h"
 #include "pg/jobs/row_job.h"

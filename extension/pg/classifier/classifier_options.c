@@ -18,7 +18,7 @@
 #include "pg/base/catalog.h"
 #include "pg/base/options.h"
 #include "curate/classifier.h"
-#include "pg/curate/curate.h"
+#include "pg/classifier/classifier.h"
 #include "pg/model/model.h"
 
 #define OPT(field) CORPQ_OPT_FIELD(ClassifierOptions, field)

@@ -40,7 +40,7 @@
 #include "pg/base/internal_sql.h"
 #include "pg/base/options.h"
 #include "curate/classifier.h"
-#include "pg/curate/curate.h"
+#include "pg/classifier/classifier.h"
 #include "pg/text/text.h"
 
 PG_FUNCTION_INFO_V1(corpq_classifier_train);
@@ -559,7 +559,7 @@ classifier_train_job(CorpqJob *job)
 }
 
 void
-corpq_curate_init(void)
+corpq_classifier_init(void)
 {
 	/* nothing is written before the last transaction: it can start again */
 	corpq_job_register_kind("classifier_train", classifier_train_job, true);

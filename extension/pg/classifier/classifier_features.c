@@ -36,7 +36,7 @@
 #include "pg/base/catalog.h"
 #include "pg/base/errors.h"
 #include "curate/classifier.h"
-#include "pg/curate/curate.h"
+#include "pg/classifier/classifier.h"
 #include "pg/model/model.h"
 
 typedef struct ModelFeature

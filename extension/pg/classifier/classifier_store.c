@@ -19,7 +19,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "curate/classifier.h"
-#include "pg/curate/curate.h"
+#include "pg/classifier/classifier.h"
 
 /* The catalog row's id, created if needed and locked; ERROR unless the job's owner may write it. */
 static int64

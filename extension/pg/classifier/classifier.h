@@ -1,5 +1,7 @@
 /*
- * Curation in SQL (docs/curation.md): the glue of extension/curate.
+ * The pair-quality classifier in SQL (docs/curation.md): the glue of the
+ * core extension/curate.  Below pg/curate (corpq.curate()) and pg/filters
+ * (the filter kind "classifier"), which call it; it calls no glue above it.
  *
  *   noise_sql.c              corpq.synthetic_noise()
  *   classifier_options.c     classifier_train()'s options: one table, the
@@ -19,8 +21,8 @@
  * base/internal_sql.h: checked, then run as the catalog owner, owners from
  * the job row.
  */
-#ifndef CORPQ_PG_CURATE_H
-#define CORPQ_PG_CURATE_H
+#ifndef CORPQ_PG_CLASSIFIER_H
+#define CORPQ_PG_CLASSIFIER_H
 
 #include "postgres.h"
 
@@ -109,8 +111,8 @@ bool		curate_features_compute(CurateFeatures *f, text *src, text *tgt, double *x
 
 /* ---- classifier_train.c ---- */
 
-/* _PG_init's call for curate/: register the "classifier_train" job kind. */
-void		corpq_curate_init(void);
+/* _PG_init's call for classifier/: register the "classifier_train" job kind. */
+void		corpq_classifier_init(void);
 
 /* ---- classifier_store.c ---- */
 

@@ -24,7 +24,7 @@
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
 #include "curate/classifier.h"
-#include "pg/curate/curate.h"
+#include "pg/classifier/classifier.h"
 #include "pg/model/model.h"
 
 PG_FUNCTION_INFO_V1(corpq_pair_quality);
