@@ -24,6 +24,34 @@ cq_lexicon_from_trainers(cq_fa_trainer *fwd, cq_fa_trainer *rev,
 	return CQ_OK;
 }
 
+/* Distinct source positions among links sorted by source position. */
+static int
+covered_sources(const cq_link *links, int n_links)
+{
+	int			covered = 0;
+
+	for (int k = 0; k < n_links; k++)
+		if (k == 0 || links[k].s != links[k - 1].s)
+			covered++;
+	return covered;
+}
+
+/* Distinct target positions among links; seen: m bytes of scratch. */
+static int
+covered_targets(const cq_link *links, int n_links, int m, uint8_t *seen)
+{
+	int			covered = 0;
+
+	memset(seen, 0, (size_t) m);
+	for (int k = 0; k < n_links; k++)
+		if (!seen[links[k].t])
+		{
+			seen[links[k].t] = 1;
+			covered++;
+		}
+	return covered;
+}
+
 cq_code
 cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 					  const int32_t *tgt, int m, cq_sym_mode mode,
@@ -45,7 +73,8 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 	memset(out, 0, sizeof(*out));
 	if (n <= 0 || m <= 0)
 	{
-		out->align_score = out->fwd_score = out->rev_score = out->coverage = NAN;
+		out->align_score = out->fwd_score = out->rev_score = NAN;
+		out->coverage = out->tgt_coverage = NAN;
 		return n < 0 || m < 0 ? cq_fail(err, CQ_EINVAL, "negative sentence length") : CQ_OK;
 	}
 	a_f = cq_alloc((size_t) m * sizeof(int32_t));
@@ -70,15 +99,8 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 	out->rev_score = ll_r / n;
 	out->align_score = 0.5 * (out->fwd_score + out->rev_score);
 	out->n_links = ns;
-	{
-		int			covered = 0;
-
-		/* links are sorted by source position */
-		for (int k = 0; k < ns; k++)
-			if (k == 0 || ls[k].s != ls[k - 1].s)
-				covered++;
-		out->coverage = (double) covered / n;
-	}
+	out->coverage = (double) covered_sources(ls, ns) / n;
+	out->tgt_coverage = (double) covered_targets(ls, ns, m, (uint8_t *) work) / m;
 	if (links)
 		memcpy(links, ls, (size_t) ns * sizeof(cq_link));
 	rc = CQ_OK;

@@ -8,6 +8,9 @@
  *   align_score = (fwd_score + rev_score) / 2
  *   coverage    = share of source positions with at least one link after
  *                 symmetrising both Viterbi alignments
+ *   tgt_coverage = the same share of target positions (an appended or
+ *                 untranslated stretch of the target lowers it, where the
+ *                 source's coverage cannot see it)
  * (fast_align's log-likelihood per generated token, without its length
  * model; words unseen in training get t = 1e-9).  An empty side gives NaN.
  */
@@ -38,6 +41,7 @@ typedef struct cq_pair_score
 	double		fwd_score;
 	double		rev_score;
 	double		coverage;
+	double		tgt_coverage;
 	int			n_links;
 } cq_pair_score;
 

@@ -41,7 +41,7 @@ BEGIN
         ('chrf_trans', 300), ('sentence_chrf', 300),
         -- lexicons (1 us for a lookup, 75 us for an alignment)
         ('mono_uncertainty', 50), ('word_rarity', 50),
-        ('align', 4000), ('align_score', 4000), ('coverage', 4000),
+        ('align', 4000), ('align_score', 4000), ('coverage', 4000), ('align_stats', 4000),
         -- the pair-quality classifier on string features (8 us: the features,
         -- then 200 trees); a classifier with model features also runs their
         -- functions, whose COSTs the planner does not add

@@ -120,6 +120,7 @@ cases = [
     ("align", "corpq.align('lx', src, tgt)", mid, False, "{t}", "align"),
     ("align_score", "corpq.align_score('lx', src, tgt)", mid, False, "{t}", "align_score"),
     ("coverage", "corpq.coverage('lx', src, tgt)", mid, False, "{t}", "coverage"),
+    ("align_stats", "corpq.align_stats('lx', src, tgt) IS NOT NULL", mid, False, "{t}", "align_stats"),
     ("mono_uncertainty", "corpq.mono_uncertainty('lx', src)", cheap, False, "{t}", "mono_uncertainty"),
     ("word_rarity", "corpq.word_rarity('lx', src)", cheap, False, "{t}", "word_rarity"),
     ("pair_quality (string features, trees)", "corpq.pair_quality('pq@1'::corpq.pinned_model, src, tgt)", mid,

@@ -241,11 +241,23 @@ TEST(lexicon_score_pair_hand_worked)
 	CHECK_NEAR(sc.rev_score, (log(1.4 / 3) + log((1.1 + 1e-9) / 3)) / 2, 1e-14);
 	CHECK_NEAR(sc.align_score, (sc.fwd_score + sc.rev_score) / 2, 1e-15);
 	CHECK_NEAR(sc.coverage, 1.0, 0);
+	CHECK_NEAR(sc.tgt_coverage, 1.0, 0);
 	CHECK_INT_EQ(sc.n_links, 2);
 	CHECK(links[0].s == 0 && links[0].t == 0 && links[1].s == 1 && links[1].t == 1);
+
+	/*
+	 * One source word against two target words, intersected: the reverse
+	 * model links the source word to one target word only, so the one link
+	 * covers the whole source and half of the target.
+	 */
+	CHECK_INT_EQ(cq_lexicon_score_pair(&lx, src, 1, tgt, 2, CQ_SYM_INTERSECT,
+									   links, &sc, &err), CQ_OK);
+	CHECK_INT_EQ(sc.n_links, 1);
+	CHECK_NEAR(sc.coverage, 1.0, 0);
+	CHECK_NEAR(sc.tgt_coverage, 0.5, 0);
 	/* an empty side has no score */
 	CHECK_INT_EQ(cq_lexicon_score_pair(&lx, src, 0, tgt, 2, CQ_SYM_UNION, NULL, &sc, &err), 0);
-	CHECK(isnan(sc.align_score) && isnan(sc.coverage));
+	CHECK(isnan(sc.align_score) && isnan(sc.coverage) && isnan(sc.tgt_coverage));
 	cq_lexicon_free(&lx);
 }
 

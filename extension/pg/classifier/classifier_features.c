@@ -7,15 +7,16 @@
  *
  *   embedding_cosine  corpq.embedding_cosine(encoder@N, src, tgt, 'null')
  *   dual_xent         corpq.dual_xent(forward@N, backward@M, src, tgt)
- *   align_fwd         corpq.align_score(lexicon, src, tgt)
- *   coverage_fwd      corpq.coverage(lexicon, src, tgt)
+ *   align_fwd         corpq.align_stats(lexicon, src, tgt).fwd_score
+ *   align_bwd         ... .rev_score
+ *   coverage_fwd      ... .src_coverage
+ *   coverage_bwd      ... .tgt_coverage
  *
- * The lexicon's "both directions": align_score is already the mean of the
- * source-to-target and target-to-source log-likelihoods (docs/lexicons.md),
- * and coverage is the source side's share of linked tokens of the
- * symmetrised alignment; a lexicon is trained in one orientation, so calling
- * its functions with the sides swapped would look target words up as source
- * words.  align_bwd and coverage_bwd are therefore not used.
+ * The lexicon's "both directions": align_score averages the two directions'
+ * log-likelihoods and coverage counts only the source side; align_stats
+ * keeps them apart from one alignment (one call gives all four), so text
+ * appended to or cut from one side shows on that side: the target tokens
+ * no source word explains lower fwd_score and tgt_coverage (docs/curation.md).
  *
  * The functions are looked up by signature once (per query for
  * pair_quality, per chunk of the training job), their FmgrInfo kept in a
@@ -28,6 +29,7 @@
 
 #include <math.h>
 
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
@@ -42,7 +44,9 @@
 typedef struct ModelFeature
 {
 	cq_feature	feature;
-	int			index;			/* in the layout */
+	int			index;			/* in the layout; -1 for a record's */
+	int			field_index[4];	/* a record's fields in the layout, -1: unused */
+	int			n_fields;		/* 0: the function returns float8 */
 	FmgrInfo	fn;
 	int			nargs;			/* 3 or 4 */
 	Datum		models[2];		/* the leading model arguments */
@@ -55,10 +59,19 @@ struct CurateFeatures
 	MemoryContext cxt;
 	cq_feature_set fs;
 	int			d;
-	ModelFeature mf[4];
+	ModelFeature mf[3];
 	int			n_mf;
 	Datum		null_policy;	/* 'null' */
 };
+
+/* align_stats' fields in order, and the features they are */
+static const cq_feature lexicon_fields[4] = {
+	CQ_F_ALIGN_FWD, CQ_F_ALIGN_BWD, CQ_F_COVERAGE_FWD, CQ_F_COVERAGE_BWD
+};
+
+#define LEXICON_MASK \
+	(CQ_F_BIT(CQ_F_ALIGN_FWD) | CQ_F_BIT(CQ_F_ALIGN_BWD) | \
+	 CQ_F_BIT(CQ_F_COVERAGE_FWD) | CQ_F_BIT(CQ_F_COVERAGE_BWD))
 
 static Oid
 function_oid(const char *signature)
@@ -79,6 +92,7 @@ add(CurateFeatures *f, cq_feature feature, const char *signature, int nargs,
 				 errhint("The version's models column must name the models its features use.")));
 	m->feature = feature;
 	m->index = cq_feature_index(&f->fs, feature);
+	m->n_fields = 0;
 	fmgr_info_cxt(function_oid(signature), &m->fn, f->cxt);
 	m->nargs = nargs;
 	m->models[0] = PointerGetDatum(cstring_to_text(model1));
@@ -135,15 +149,19 @@ curate_features_create(const cq_feature_set *fs, const CurateModels *models, Mem
 	f->fs = *fs;
 	f->d = cq_feature_count(fs);
 	f->null_policy = PointerGetDatum(cstring_to_text("null"));
-	if (fs->mask & (CQ_F_BIT(CQ_F_ALIGN_FWD) | CQ_F_BIT(CQ_F_COVERAGE_FWD)))
+	if (fs->mask & LEXICON_MASK)
+	{
+		ModelFeature *m;
+
 		lexicon = lexicon_name(models->lexicon);
-	/* in layout (enum) order */
-	if (fs->mask & CQ_F_BIT(CQ_F_ALIGN_FWD))
-		add(f, CQ_F_ALIGN_FWD, "corpq.align_score(text,text,text)", 3,
-			lexicon, NULL, false);
-	if (fs->mask & CQ_F_BIT(CQ_F_COVERAGE_FWD))
-		add(f, CQ_F_COVERAGE_FWD, "corpq.coverage(text,text,text)", 3,
-			lexicon, NULL, false);
+		/* in layout (enum) order: one call of align_stats gives all four */
+		add(f, CQ_F_ALIGN_FWD, "corpq.align_stats(text,text,text)", 3, lexicon, NULL, false);
+		m = &f->mf[f->n_mf - 1];
+		m->n_fields = 4;
+		for (int i = 0; i < 4; i++)
+			m->field_index[i] = (fs->mask & CQ_F_BIT(lexicon_fields[i])) ?
+				cq_feature_index(fs, lexicon_fields[i]) : -1;
+	}
 	if (fs->mask & CQ_F_BIT(CQ_F_EMBEDDING_COSINE))
 		add(f, CQ_F_EMBEDDING_COSINE,
 			"corpq.embedding_cosine(corpq.pinned_model,text,text,text)", 4,
@@ -152,11 +170,6 @@ curate_features_create(const cq_feature_set *fs, const CurateModels *models, Mem
 		add(f, CQ_F_DUAL_XENT,
 			"corpq.dual_xent(corpq.pinned_model,corpq.pinned_model,text,text)", 4,
 			models->forward, models->backward, false);
-	if (fs->mask & (CQ_F_BIT(CQ_F_ALIGN_BWD) | CQ_F_BIT(CQ_F_COVERAGE_BWD)))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("classifier features align_bwd and coverage_bwd are not computed in SQL"),
-				 errhint("align_score already averages both directions (docs/curation.md).")));
 	MemoryContextSwitchTo(old);
 	return f;
 }
@@ -165,6 +178,42 @@ void
 curate_features_free(CurateFeatures *f)
 {
 	MemoryContextDelete(f->cxt);
+}
+
+/* One feature's value: NAN and null[j] when the function gave NULL. */
+static bool
+store_value(int j, bool isnull, Datum v, double *x, bool *null)
+{
+	if (isnull)
+	{
+		x[j] = NAN;
+		if (null)
+			null[j] = true;
+		return false;
+	}
+	x[j] = DatumGetFloat8(v);
+	return true;
+}
+
+/* The fields of a record-valued function (align_stats) the set uses. */
+static bool
+store_fields(const ModelFeature *m, bool isnull, Datum r, double *x, bool *null)
+{
+	HeapTupleHeader th = isnull ? NULL : DatumGetHeapTupleHeader(r);
+	bool		ok = true;
+
+	for (int i = 0; i < m->n_fields; i++)
+	{
+		bool		field_null = true;
+		Datum		v = (Datum) 0;
+
+		if (m->field_index[i] < 0)
+			continue;
+		if (th)
+			v = GetAttributeByNum(th, i + 1, &field_null);
+		ok &= store_value(m->field_index[i], field_null, v, x, null);
+	}
+	return ok;
 }
 
 bool
@@ -202,15 +251,10 @@ curate_features_compute(CurateFeatures *f, text *src, text *tgt, double *x, bool
 		}
 		Assert(a == m->nargs);
 		r = FunctionCallInvoke(fcinfo);
-		if (fcinfo->isnull)
-		{
-			x[m->index] = NAN;
-			if (null)
-				null[m->index] = true;
-			ok = false;
-		}
+		if (m->n_fields > 0)
+			ok &= store_fields(m, fcinfo->isnull, r, x, null);
 		else
-			x[m->index] = DatumGetFloat8(r);
+			ok &= store_value(m->index, fcinfo->isnull, r, x, null);
 	}
 	return ok;
 }

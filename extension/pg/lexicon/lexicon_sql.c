@@ -1,6 +1,7 @@
 /*
  * Per-row SQL functions over a trained lexicon: align, align_score,
- * coverage (both models, symmetrised as trained), mono_uncertainty (UncSamp,
+ * coverage, align_stats (both models, symmetrised as trained; align_stats
+ * keeps each direction and each side apart), mono_uncertainty (UncSamp,
  * thesis Eq. 6.3) and word_rarity (Eq. 6.5).  The lexicon is loaded once per
  * query (fn_extra).
  */
@@ -9,6 +10,7 @@
 #include <math.h>
 
 #include "fmgr.h"
+#include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
@@ -112,6 +114,37 @@ Datum
 corpq_lexicon_coverage(PG_FUNCTION_ARGS)
 {
 	return pair_score(fcinfo, true);
+}
+
+PG_FUNCTION_INFO_V1(corpq_lexicon_align_stats);
+
+/*
+ * (fwd_score, rev_score, src_coverage, tgt_coverage) of a pair: what
+ * align_score and coverage average or leave out.  The pair-quality
+ * classifier's lexicon features are these four, so an appended or truncated
+ * side shows on the side it happened (docs/curation.md).  NULL when a side
+ * has no tokens.
+ */
+Datum
+corpq_lexicon_align_stats(PG_FUNCTION_ARGS)
+{
+	PairResult	r;
+	TupleDesc	td;
+	Datum		v[4];
+	bool		nulls[4] = {false, false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("align_stats must be called where a record is accepted")));
+	score_pair(fcinfo, &r);
+	if (r.empty)
+		PG_RETURN_NULL();
+	v[0] = Float8GetDatum(r.score.fwd_score);
+	v[1] = Float8GetDatum(r.score.rev_score);
+	v[2] = Float8GetDatum(r.score.coverage);
+	v[3] = Float8GetDatum(r.score.tgt_coverage);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(td), v, nulls)));
 }
 
 PG_FUNCTION_INFO_V1(corpq_lexicon_mono_uncertainty);

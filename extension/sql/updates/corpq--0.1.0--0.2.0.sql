@@ -1058,3 +1058,13 @@ CREATE FUNCTION corpq.model_export_lo(model text) RETURNS oid
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.model_export_lo(text) IS
     'the weight image of model (latest version) or name@N, of any size, written in 16 MB pieces into a new large object owned by the caller; returns its OID';
+
+-- issue 52: a lexicon's alignment with its directions and sides kept apart
+-- (the pair-quality classifier's lexicon features)
+CREATE FUNCTION corpq.align_stats(lexicon text, src text, tgt text,
+                                  OUT fwd_score float8, OUT rev_score float8,
+                                  OUT src_coverage float8, OUT tgt_coverage float8)
+    AS 'MODULE_PATHNAME', 'corpq_lexicon_align_stats'
+    LANGUAGE C STABLE STRICT PARALLEL SAFE COST 4000;
+COMMENT ON FUNCTION corpq.align_stats(text, text, text) IS
+    'one alignment, its parts kept apart: fwd_score (1/m) sum_j ln sum_i p(a_j = i) t(tgt_j | src_i) over the target tokens, rev_score the same over the source tokens, src_coverage and tgt_coverage the share of each side''s tokens with a link in the symmetrised alignment (align_score = (fwd_score + rev_score) / 2, coverage = src_coverage); NULL when a side is empty';

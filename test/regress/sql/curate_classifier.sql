@@ -142,8 +142,12 @@ UNION ALL
 SELECT p.src, p.tgt || ' ' || n.tgt, corpq.classifier_features('ccm', p.src, p.tgt || ' ' || n.tgt)
   FROM cc_pairs p JOIN cc_pairs n ON n.id = p.id % 400 + 1 WHERE p.id <= 400;
 SELECT count(*) AS pairs,
-       count(*) FILTER (WHERE (f ->> 'align_fwd')::float8 = corpq.align_score('cc_lex', src, tgt)) AS align_equal,
-       count(*) FILTER (WHERE (f ->> 'coverage_fwd')::float8 = corpq.coverage('cc_lex', src, tgt)) AS coverage_equal,
+       count(*) FILTER (WHERE (f ->> 'align_fwd')::float8 = (corpq.align_stats('cc_lex', src, tgt)).fwd_score
+                          AND (f ->> 'align_bwd')::float8 = (corpq.align_stats('cc_lex', src, tgt)).rev_score)
+           AS align_equal,
+       count(*) FILTER (WHERE (f ->> 'coverage_fwd')::float8 = (corpq.align_stats('cc_lex', src, tgt)).src_coverage
+                          AND (f ->> 'coverage_bwd')::float8 = (corpq.align_stats('cc_lex', src, tgt)).tgt_coverage)
+           AS coverage_equal,
        count(*) FILTER (WHERE (f ->> 'embedding_cosine')::float8
                               IS NOT DISTINCT FROM corpq.embedding_cosine('cc_enc@1'::corpq.pinned_model, src, tgt))
            AS cosine_equal,

@@ -66,6 +66,17 @@ SELECT corpq.align('toy', 'the dog runs', 'el perro corre') AS a1,
        corpq.coverage('toy', 'the dog runs', 'el perro corre') AS cov1,
        corpq.coverage('toy', 'the dog zzz', 'el perro') AS cov2,
        corpq.align_score('toy', 'the dog runs', '') IS NULL AS empty_null;
+-- align_stats keeps align_score's two directions and coverage's sides
+-- apart: an unknown target word costs fwd_score (per target token) far more
+-- than rev_score; a target word with no source word to link ('the dog' /
+-- 'el perro corre') leaves target coverage at 2/3 and source coverage at 1
+SELECT a.*, a.fwd_score + a.rev_score = 2 * corpq.align_score('toy', s, t) AS mean_is_align_score,
+       a.src_coverage = corpq.coverage('toy', s, t) AS src_is_coverage
+  FROM (VALUES ('the dog runs', 'el perro corre'), ('the dog runs', 'el perro corre zzz'),
+               ('the dog', 'el perro corre')) v(s, t),
+       LATERAL corpq.align_stats('toy', s, t) a;
+SELECT corpq.align_stats('toy', '', 'el perro') IS NULL AS empty_null,
+       corpq.align_stats('toy', NULL, 'el perro') IS NULL AS null_null;
 SELECT corpq.align_score('toy', 'the dog runs', 'el perro corre') >
        corpq.align_score('toy', 'the dog runs', 'una mesa cae') AS good_beats_bad;
 
