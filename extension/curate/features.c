@@ -10,7 +10,7 @@ static const char *const names[CQ_F_COUNT] = {
 	"char_log_ratio", "char_log_ratio_abs", "word_log_ratio", "word_log_ratio_abs",
 	"src_log_words", "copy_tokens", "copy_chars", "punct_dice", "terminal_punct",
 	"numerals", "alpha_src", "alpha_tgt", "script_src", "script_tgt",
-	"repetition_src", "repetition_tgt", "html_src", "html_tgt", "langid_src",
+	"repetition_src", "repetition_tgt", "html_src", "html_tgt", "sentence_diff", "langid_src",
 	"langid_tgt", "align_fwd", "align_bwd", "coverage_fwd", "coverage_bwd",
 	"embedding_cosine", "dual_xent"
 };
@@ -155,6 +155,8 @@ rules(const cq_feature_set *fs, const cq_pair *p, all_features *a, cq_error *err
 		return rc;
 	a->v[CQ_F_HTML_SRC] = cq_html_tags(&p->src) ? 1.0 : 0.0;
 	a->v[CQ_F_HTML_TGT] = cq_html_tags(&p->tgt) ? 1.0 : 0.0;
+	a->v[CQ_F_SENTENCE_DIFF] = (double) (cq_sentence_boundaries(&p->tgt) -
+										 cq_sentence_boundaries(&p->src));
 	return CQ_OK;
 }
 

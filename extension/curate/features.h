@@ -36,6 +36,8 @@
  *   repetition_src, _tgt  ln(1 + count) of cq_repetition(3, 100, 2), the
  *                         repetition filter's defaults
  *   html_src, html_tgt    1 when cq_html_tags finds a tag, else 0
+ *   sentence_diff         cq_sentence_boundaries(tgt) - (src): a second
+ *                         sentence on one side only
  *   langid_src, _tgt      cq_lang_confidence for the set's languages
  *   align_fwd, align_bwd, coverage_fwd, coverage_bwd, embedding_cosine,
  *   dual_xent             written by the glue (model features)
@@ -70,6 +72,7 @@ typedef enum cq_feature
 	CQ_F_REPETITION_TGT,
 	CQ_F_HTML_SRC,
 	CQ_F_HTML_TGT,
+	CQ_F_SENTENCE_DIFF,
 	CQ_F_LANGID_SRC,
 	CQ_F_LANGID_TGT,
 	/* model features: the glue's */
@@ -86,7 +89,8 @@ typedef enum cq_feature
 /* The features of two strings alone (no script, language or model). */
 #define CQ_F_STRING_MASK \
 	((CQ_F_BIT(CQ_F_SCRIPT_SRC) - 1) | CQ_F_BIT(CQ_F_REPETITION_SRC) | \
-	 CQ_F_BIT(CQ_F_REPETITION_TGT) | CQ_F_BIT(CQ_F_HTML_SRC) | CQ_F_BIT(CQ_F_HTML_TGT))
+	 CQ_F_BIT(CQ_F_REPETITION_TGT) | CQ_F_BIT(CQ_F_HTML_SRC) | CQ_F_BIT(CQ_F_HTML_TGT) | \
+	 CQ_F_BIT(CQ_F_SENTENCE_DIFF))
 #define CQ_F_SCRIPT_MASK (CQ_F_BIT(CQ_F_SCRIPT_SRC) | CQ_F_BIT(CQ_F_SCRIPT_TGT))
 #define CQ_F_LANGID_MASK (CQ_F_BIT(CQ_F_LANGID_SRC) | CQ_F_BIT(CQ_F_LANGID_TGT))
 #define CQ_F_MODEL_MASK \
@@ -130,5 +134,7 @@ cq_code		cq_copy_tokens(const char *a, size_t alen, const char *b, size_t blen,
 						   double *dice, cq_error *err);
 cq_code		cq_copy_chars(const cq_utext *a, const cq_utext *b, double *dice, cq_error *err);
 cq_code		cq_punct_dice(const cq_utext *a, const cq_utext *b, double *dice, cq_error *err);
+/* Sentence boundaries inside t (sentences.c): sentence_diff's count. */
+int			cq_sentence_boundaries(const cq_utext *t);
 
 #endif

@@ -163,6 +163,12 @@ def main():
                     help="train a lexicon (lexicon_train, defaults) on the training part")
     ap.add_argument("--encoder-seconds", type=int, default=0,
                     help="train a small encoder this long on the training part (0: none)")
+    ap.add_argument("--noise", default=None,
+                    help="classifier_train's noise option (JSON shares), to compare shares")
+    ap.add_argument("--last-only", action="store_true",
+                    help="train only the classifier with every feature set given (for tuning)")
+    ap.add_argument("--on", choices=("eval", "dev"), default="eval",
+                    help="the labelled set the tables report on (tune on dev, report on eval)")
     args = ap.parse_args()
 
     rows, ENGLISH = bc.read_corpora()
@@ -183,10 +189,13 @@ def main():
     copy_in("eval", "n int, kind text, src text, tgt text",
             [(i, k, s, t) for i, (k, s, t) in enumerate(ev)])
     kinds = np.array([k for k, _, _ in ev])
+    on = args.on
     dv = bc.eval_set(dev, ENGLISH, args.seed + 7)
     copy_in("dev", "n int, kind text, src text, tgt text",
             [(i, k, s, t) for i, (k, s, t) in enumerate(dv)])
     y_dev = np.array([k == "clean" for k, _, _ in dv], dtype=int)
+    if on == "dev":
+        kinds = np.array([k for k, _, _ in dv])
     rw = bc.inject(raw, args.seed + 11)
     copy_in("raw", "n int, src text, tgt text",
             [(i, r["src"], r["tgt"]) for i, r in enumerate(rw)])
@@ -214,12 +223,14 @@ def main():
     langid = ("corpq.filter_keeps(src, tgt, corpq.filter_defaults() || "
               "'[{\"name\": \"langid\", \"args\": {\"src\": \"en\", \"tgt\": \"es\"}}]')::int")
     copy = ("(corpq.dedup_key(src, tgt, 'near', 'src') <> corpq.dedup_key(src, tgt, 'near', 'tgt'))::int")
-    results.append(("rules (filter_defaults)", scores(rules)))
-    results.append(("rules + langid", scores(langid)))
-    results.append(("manual recipe (rules + langid + copy check)", scores("%s * %s" % (langid, copy))))
+    results.append(("rules (filter_defaults)", scores(rules, on)))
+    results.append(("rules + langid", scores(langid, on)))
+    results.append(("manual recipe (rules + langid + copy check)", scores("%s * %s" % (langid, copy), on)))
 
     base = {"src_lang": "en", "tgt_lang": "es", "seed": args.seed,
             "other_language_query": "SELECT s FROM other_en", "max_pairs": args.train}
+    if args.noise:
+        base["noise"] = json.loads(args.noise)
     sets = [("strings", {"src_lang": None, "tgt_lang": None}), ("strings + langid", {})]
     if args.lexicon:
         sets.append(("+ lexicon", {"lexicon": args.lexicon}))
@@ -227,22 +238,29 @@ def main():
         sets.append(("+ lexicon + encoder" if args.lexicon else "+ encoder",
                      dict({"encoder": args.encoder}, **({"lexicon": args.lexicon} if args.lexicon else {}))))
     last = None
+    if args.last_only:
+        sets = sets[-1:]
     for i, (label, extra) in enumerate(sets):
         opts = dict(base)
         opts.update(extra)
         opts = {k: v for k, v in opts.items() if v is not None}
         name = "bench_c%d" % i
         train_classifier(name, opts)
-        results.append(("classifier: " + label, scores("corpq.pair_quality(%s, src, tgt)" % lit(name))))
+        results.append(("classifier: " + label, scores("corpq.pair_quality(%s, src, tgt)" % lit(name), on)))
         last = name
     # what curate() does: the cheap steps first, then the classifier
     recipe = results[2][1]
     results.append(("manual recipe, then the classifier (" + sets[-1][0] + "): curate()'s default steps",
                     np.minimum(recipe, results[-1][1])))
-    html_copy = scores("corpq.filter_keeps(src, tgt, '[{\"name\": \"html_tags\"}]')::int * " + copy)
+    html_copy = scores("corpq.filter_keeps(src, tgt, '[{\"name\": \"html_tags\"}]')::int * " + copy, on)
     results.append(("html_tags + copy check, then the classifier (" + sets[-1][0] + "): curate() with "
                     "filters [html_tags]", np.minimum(html_copy, results[-2][1])))
 
+    if on == "dev":
+        # tuning: OpusFilter's LR picks its features on dev, so it is left out
+        for label, s in results:
+            print(bc.table(bc.report(kinds, s), "\n" + label + " (dev):"))
+        return
     names, x_raw = features(last, "raw")
     _, x_dev = features(last, "dev")
     _, x_eval = features(last, "eval")

@@ -9,13 +9,6 @@ import numpy as np
 NOISE_TYPES = ["clean", "misaligned_neighbour", "misaligned_random", "truncated_tgt",
                "truncated_src", "appended_tgt", "appended_src", "untranslated",
                "untranslated_edited", "wrong_language"]
-FEATURES = ["char_log_ratio", "char_log_ratio_abs", "word_log_ratio", "word_log_ratio_abs",
-            "src_log_words", "copy_tokens", "copy_chars", "punct_dice", "terminal_punct",
-            "numerals", "alpha_src", "alpha_tgt", "script_src", "script_tgt",
-            "repetition_src", "repetition_tgt", "html_src", "html_tgt", "langid_src",
-            "langid_tgt", "align_fwd", "align_bwd", "coverage_fwd", "coverage_bwd",
-            "embedding_cosine", "dual_xent"]
-STRING_MASK = sum(1 << FEATURES.index(f) for f in FEATURES[:12] + FEATURES[14:18])
 
 
 class Error(C.Structure):
@@ -92,6 +85,22 @@ lib.cq_classifier_logit.argtypes = [C.POINTER(Classifier), DP]
 lib.cq_classifier_logit.restype = C.c_double
 lib.cq_classifier_free.argtypes = [C.POINTER(Classifier)]
 lib.cq_langid_lookup.argtypes = [C.c_char_p]
+lib.cq_feature_name.argtypes = [C.c_int]
+lib.cq_feature_name.restype = C.c_char_p
+
+
+def _feature_names():
+    out = []
+    while lib.cq_feature_name(len(out)) is not None:
+        out.append(lib.cq_feature_name(len(out)).decode())
+    return out
+
+
+# the layout and the string set, from the core itself (curate/features.h)
+FEATURES = _feature_names()
+_fs = FeatureSet()
+lib.cq_feature_set_strings(C.byref(_fs))
+STRING_MASK = _fs.mask
 lib.cq_script_from_name.argtypes = [C.c_char_p]
 
 

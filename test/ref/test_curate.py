@@ -137,6 +137,26 @@ def trigrams(s):
     return Counter(s[i:i + 3] for i in range(len(s) - 2))
 
 
+TERMINALS = set(".!?\u2026\u3002\uff01\uff1f\u061f\u0964")
+
+
+def sentence_boundaries(x):
+    """A terminal mark, whitespace, any opening marks (categories Ps, Pi, and
+    the inverted marks and straight quotes), then an uppercase letter (Lu)."""
+    count = 0
+    for i in range(len(x) - 1):
+        if x[i] not in TERMINALS or not x[i + 1].isspace():
+            continue
+        j = i + 1
+        while j < len(x) and x[j].isspace():
+            j += 1
+        while j < len(x) and (unicodedata.category(x[j]) in ("Ps", "Pi") or x[j] in "\u00bf\u00a1\"'"):
+            j += 1
+        if j < len(x) and unicodedata.category(x[j]) == "Lu":
+            count += 1
+    return count
+
+
 def ref_features(s, t):
     cs, ct, ws, wt = len(s), len(t), len(s.split()), len(t.split())
     cl, wl = math.log((1 + ct) / (1 + cs)), math.log((1 + wt) / (1 + ws))
@@ -155,6 +175,7 @@ def ref_features(s, t):
         "repetition_src": math.log1p(ref.repetition(s)),
         "repetition_tgt": math.log1p(ref.repetition(t)),
         "html_src": float(ref.html_tags(s)), "html_tgt": float(ref.html_tags(t)),
+        "sentence_diff": float(sentence_boundaries(t) - sentence_boundaries(s)),
     }
 
 

@@ -82,17 +82,18 @@ TEST(curate_features_layout)
 	cq_feature_set fs;
 
 	cq_feature_set_strings(&fs);
-	CHECK_INT_EQ(cq_feature_count(&fs), 16);
+	CHECK_INT_EQ(cq_feature_count(&fs), 17);
 	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_CHAR_LOG_RATIO), 0);
 	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_ALPHA_TGT), 11);
 	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_REPETITION_SRC), 12);
 	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_SCRIPT_SRC), -1);
 	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_EMBEDDING_COSINE), -1);
 	CHECK_INT_EQ(cq_feature_at(&fs, 15), CQ_F_HTML_TGT);
-	CHECK_INT_EQ(cq_feature_at(&fs, 16), CQ_F_COUNT);
+	CHECK_INT_EQ(cq_feature_at(&fs, 16), CQ_F_SENTENCE_DIFF);
+	CHECK_INT_EQ(cq_feature_at(&fs, 17), CQ_F_COUNT);
 	fs.mask |= CQ_F_BIT(CQ_F_EMBEDDING_COSINE) | CQ_F_BIT(CQ_F_ALIGN_FWD);
-	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_ALIGN_FWD), 16);
-	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_EMBEDDING_COSINE), 17);
+	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_ALIGN_FWD), 17);
+	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_EMBEDDING_COSINE), 18);
 	for (int f = 0; f < CQ_F_COUNT; f++)
 		CHECK_INT_EQ(cq_feature_lookup(cq_feature_name((cq_feature) f)), f);
 	CHECK(cq_feature_is_model(CQ_F_DUAL_XENT) && !cq_feature_is_model(CQ_F_LANGID_TGT));
@@ -170,4 +171,34 @@ TEST(curate_features_flag_html_and_repetition)
 	CHECK_NEAR(x[cq_feature_index(&fs, CQ_F_HTML_TGT)], 0.0, 0);
 	CHECK(x[cq_feature_index(&fs, CQ_F_REPETITION_TGT)] > 0.5);
 	CHECK_NEAR(x[cq_feature_index(&fs, CQ_F_REPETITION_SRC)], 0.0, 0);
+}
+
+/* Hand-counted boundaries: a terminal mark, whitespace, opening marks, an
+ * uppercase letter; abbreviations and lowercase continuations are not. */
+TEST(curate_features_sentence_diff)
+{
+	static const struct
+	{
+		const char *src, *tgt;
+		double		diff;
+	}			cases[] = {
+		{"The cat sleeps.", "El gato duerme.", 0},
+		{"The cat sleeps.", "El gato duerme. Hace sol.", 1},
+		{"Hi. How are you?", "Hola.", -1},
+		{"Wait... what?", "Espera. \xc2\xbfQu\xc3\xa9?", 1},	/* ¿ then Q */
+		{"He said: \"Go.\" Then left.", "Dijo: \"Ve.\" y se fue.", 0},
+		{"e.g. this one", "p. ej. esta", 0},
+		{"End.  \"Next\" begins", "Fin.", -1},
+		{"\xe7\x8c\xab\xe3\x80\x82 A", "x", -1},	/* 。 then a space and A */
+	};
+	cq_feature_set fs;
+	double		x[CQ_F_COUNT];
+
+	cq_feature_set_strings(&fs);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		CHECK_INT_EQ(cq_features_compute(&fs, cases[i].src, strlen(cases[i].src), cases[i].tgt,
+										 strlen(cases[i].tgt), x, NULL), CQ_OK);
+		CHECK_NEAR(x[cq_feature_index(&fs, CQ_F_SENTENCE_DIFF)], cases[i].diff, 0);
+	}
 }
