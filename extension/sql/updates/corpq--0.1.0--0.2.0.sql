@@ -1058,3 +1058,7 @@ CREATE FUNCTION corpq.model_export_lo(model text) RETURNS oid
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.model_export_lo(text) IS
     'the weight image of model (latest version) or name@N, of any size, written in 16 MB pieces into a new large object owned by the caller; returns its OID';
+
+-- score_job scores pair_quality, a classifier's (issue 52)
+COMMENT ON FUNCTION corpq.score_job(text, text, regclass, jsonb) IS
+    'score every row of corpus, a SELECT returning (id, src, tgt) in a stable order, as a background job that inserts (id, score) into target_table (id bigint and one double precision column per score: score, or the names of option columns) in committed chunks of chunk_rows rows; returns the job id at once; options: what (sent_prob, sent_logprob, uncertainty with measure, passes, seed, dual_xent with backward, pair_quality with classifier (a pair-quality classifier, pinned at submission; model NULL when only pair_quality is scored); several separated by commas), columns, batch_size, chunk_rows, threads, skip_existing (only ids not yet in the target), on_too_long (null or error); the values equal the per-row functions''';

@@ -7,6 +7,8 @@
 -- rejected, filter_rejects naming it classifier:null; specs pin the
 -- classifier's version; bad specs.  Only relations are shown.
 SET client_min_messages = warning;
+-- the jobs this test submits are deleted at its end (other tests count jobs)
+SELECT coalesce(max(id), 0) AS first_job FROM corpq.jobs \gset
 
 -- curate_classifier's toy en-es corpus: 3 to 9 words a side, word for word
 CREATE TABLE cf_words (k int, en text, es text);
@@ -202,6 +204,69 @@ SELECT r.filter, r.kept = (SELECT count(*) FROM cf_refm WHERE p >= 0.5) AS kept_
                            '[{"name": "classifier", "args": {"classifier": "cfm"}}]', 0) r
  ORDER BY r.filter;
 
+-- score_job writes pair_quality (what "pair_quality", option classifier):
+-- the values of pair_quality, bit for bit, in small chunks; NULL for a NULL
+-- side and for a pair with no probability; no model needed
+CREATE TABLE cf_scores (id bigint, score double precision, v int);
+SELECT corpq.score_job(NULL, 'SELECT id, src, tgt FROM cf_test ORDER BY id', 'cf_scores',
+                       '{"what": "pair_quality", "classifier": "cf@1", "chunk_rows": 7, "version_column": "v"}') AS sjob \gset
+SELECT corpq.job_wait(:sjob, '300 s');
+SELECT state, error, args ->> 'model' AS model, args ->> 'classifier' AS classifier,
+       result ->> 'model' AS result_model, result ->> 'classifier' AS result_classifier,
+       result ->> 'rows' AS rows, result ->> 'scored' AS scored, (result ->> 'chunks')::int > 10 AS chunks
+  FROM corpq.jobs WHERE id = :sjob;
+SELECT count(*) AS rows,
+       count(*) FILTER (WHERE s.score = r.p) AS bit_equal,
+       count(*) FILTER (WHERE s.score IS NULL AND r.p IS NULL) AS both_null,
+       count(*) FILTER (WHERE s.v = 1) AS version_1
+  FROM cf_scores s JOIN cf_ref r USING (id);
+-- a name is pinned at submission to its latest version, now 2
+TRUNCATE cf_scores;
+SELECT corpq.score_job(NULL, 'SELECT id, src, tgt FROM cf_test ORDER BY id', 'cf_scores',
+                       '{"what": "pair_quality", "classifier": "cf", "version_column": "v"}') AS sjob \gset
+SELECT args ->> 'classifier' AS classifier FROM corpq.jobs WHERE id = :sjob;
+SELECT corpq.job_wait(:sjob, '300 s');
+SELECT count(*) FILTER (WHERE s.score IS NOT DISTINCT FROM r.p2) AS equal_v2, count(*) FILTER (WHERE s.v = 2) AS version_2
+  FROM cf_scores s JOIN cf_ref2 r USING (id);
+-- skip_existing writes the missing rows as a whole run writes them (the row
+-- jobs' resume)
+DELETE FROM cf_scores WHERE id % 3 = 0;
+SELECT corpq.score_job(NULL, 'SELECT id, src, tgt FROM cf_test ORDER BY id', 'cf_scores',
+                       '{"what": "pair_quality", "classifier": "cf@2", "skip_existing": true, "chunk_rows": 5}') AS sjob \gset
+SELECT corpq.job_wait(:sjob, '300 s');
+SELECT count(*) AS rows, count(DISTINCT id) AS ids, count(*) FILTER (WHERE s.score IS NOT DISTINCT FROM r.p2) AS equal_v2
+  FROM cf_scores s JOIN cf_ref2 r USING (id);
+-- a model feature NULL: NULL, counted as too_long
+CREATE TABLE cf_mscores (id bigint, score double precision);
+SELECT corpq.score_job(NULL, 'SELECT id, src, tgt FROM cf_test WHERE id < 5000 ORDER BY id', 'cf_mscores',
+                       '{"what": "pair_quality", "classifier": "cfm"}') AS sjob \gset
+SELECT corpq.job_wait(:sjob, '300 s');
+SELECT (result ->> 'too_long')::int = (SELECT count(*) FROM cf_refm WHERE p IS NULL) AS too_long_counted
+  FROM corpq.jobs WHERE id = :sjob;
+SELECT count(*) FILTER (WHERE s.score IS NOT DISTINCT FROM r.p) = count(*) AS equal_with_nulls,
+       count(*) FILTER (WHERE s.score IS NULL) > 0 AS some_null
+  FROM cf_mscores s JOIN cf_refm r USING (id);
+-- beside a model's score: sent_prob of a tiny translation model and
+-- pair_quality, each the per-row function's
+SELECT corpq.model_create('cf_tr', '{"preset": "tiny", "max_positions": 32}', 'cf_joint', 'cf_joint', 14);
+CREATE TABLE cf_both (id bigint, sp double precision, pq double precision);
+SELECT corpq.score_job('cf_tr', 'SELECT id, src, tgt FROM cf_test ORDER BY id', 'cf_both',
+                       '{"what": "sent_prob, pair_quality", "columns": "sp, pq", "classifier": "cf@1"}') AS sjob \gset
+SELECT corpq.job_wait(:sjob, '300 s');
+SELECT state, error, result ->> 'model' AS model, result ->> 'classifier' AS classifier FROM corpq.jobs WHERE id = :sjob;
+SELECT count(*) FILTER (WHERE b.pq IS NOT DISTINCT FROM r.p
+                          AND b.sp IS NOT DISTINCT FROM corpq.sent_prob('cf_tr@1'::corpq.pinned_model, r.src, r.tgt))
+         = count(*) AS both_equal
+  FROM cf_both b JOIN cf_ref r USING (id);
+-- bad options: each an ERROR at submission
+SELECT corpq.score_job(NULL, 'SELECT id, src, tgt FROM cf_test', 'cf_mscores', '{"what": "pair_quality"}');
+SELECT corpq.score_job(NULL, 'SELECT id, src, tgt FROM cf_test', 'cf_mscores', '{"what": "pair_quality", "classifier": "no_such"}');
+SELECT corpq.score_job(NULL, 'SELECT id, src, tgt FROM cf_test', 'cf_mscores', '{"what": "pair_quality", "classifier": "cf@9"}');
+SELECT corpq.score_job('cf_tr', 'SELECT id, src, tgt FROM cf_test', 'cf_mscores', '{"classifier": "cf"}');
+SELECT corpq.score_job('cf_tr', 'SELECT id, src, tgt FROM cf_test', 'cf_mscores', '{"what": "pair_quality", "classifier": "cf"}');
+SELECT corpq.score_job(NULL, 'SELECT id, src, tgt FROM cf_test', 'cf_mscores', '{"what": "sent_prob, pair_quality", "classifier": "cf"}');
+SELECT corpq.score_job(NULL, 'SELECT id, src, tgt FROM cf_test', 'cf_mscores', '{"what": "pair_quality", "classifier": 3}');
+
 -- bad specs: each an ERROR before any row is read
 SELECT * FROM corpq.filter_report('SELECT src, tgt FROM cf_test', '[{"name": "classifier", "args": {"classifier": "no_such"}}]', 0);
 SELECT * FROM corpq.filter_report('SELECT src, tgt FROM cf_test', '[{"name": "classifier", "args": {"classifier": "cf@9"}}]', 0);
@@ -222,6 +287,9 @@ SELECT corpq.curate('cf_test', 'cf_curated', '{"filters": [{"name": "classifier"
 SELECT corpq.classifier_drop('cf');
 SELECT corpq.classifier_drop('cfm');
 SELECT corpq.model_drop('cf_enc');
+SELECT corpq.model_drop('cf_tr');
 SELECT corpq.vocab_drop('cf_joint');
 DROP VIEW cf_kept;
+DROP TABLE cf_scores, cf_mscores, cf_both;
 DROP TABLE cf_curated, cf_test, cf_pairs, cf_words;
+DELETE FROM corpq.jobs WHERE id > :first_job;
