@@ -267,6 +267,29 @@ SELECT corpq.score_job('cf_tr', 'SELECT id, src, tgt FROM cf_test', 'cf_mscores'
 SELECT corpq.score_job(NULL, 'SELECT id, src, tgt FROM cf_test', 'cf_mscores', '{"what": "sent_prob, pair_quality", "classifier": "cf"}');
 SELECT corpq.score_job(NULL, 'SELECT id, src, tgt FROM cf_test', 'cf_mscores', '{"what": "pair_quality", "classifier": 3}');
 
+-- quality_by_domain with a classifier: per domain, the share below 0.5 (or
+-- with no probability) and the mean pair_quality, against pair_quality by hand
+SELECT q.domain, q.pairs,
+       q.pair_quality_below_half = h.below AS below_half_agrees, q.pair_quality_mean = h.mean AS mean_agrees,
+       q.pair_quality_below_half BETWEEN 0 AND 1 AS in_range
+  FROM corpq.quality_by_domain('SELECT src, tgt, (id / 1000)::text FROM cf_test', classifier => 'cf@1') q
+  JOIN (SELECT (id / 1000)::text AS domain, avg((p < 0.5)::int)::float8 AS below, avg(p) AS mean
+          FROM cf_ref WHERE src IS NOT NULL AND tgt IS NOT NULL GROUP BY 1) h USING (domain)
+ ORDER BY q.domain;
+-- pairs with no probability count as below, and the mean leaves them out
+SELECT q.domain, q.pair_quality_below_half = h.below AS below_half_agrees, q.pair_quality_mean = h.mean AS mean_agrees
+  FROM corpq.quality_by_domain('SELECT src, tgt, (id / 1000)::text FROM cf_test WHERE id < 5000', classifier => 'cfm') q
+  JOIN (SELECT (id / 1000)::text AS domain, avg((p IS NULL OR p < 0.5)::int)::float8 AS below, avg(p) AS mean
+          FROM cf_refm GROUP BY 1) h USING (domain)
+ ORDER BY q.domain;
+SELECT count(*) FILTER (WHERE p IS NULL) > 0 AS nulls_in_domain_0 FROM cf_refm WHERE id < 1000;
+-- without a classifier the columns are NULL
+SELECT bool_and(pair_quality_below_half IS NULL AND pair_quality_mean IS NULL) AS no_classifier
+  FROM corpq.quality_by_domain('SELECT src, tgt, (id / 1000)::text FROM cf_test');
+\set VERBOSITY terse
+SELECT * FROM corpq.quality_by_domain('SELECT src, tgt, (id / 1000)::text FROM cf_test', classifier => 'no_such');
+\set VERBOSITY default
+
 -- bad specs: each an ERROR before any row is read
 SELECT * FROM corpq.filter_report('SELECT src, tgt FROM cf_test', '[{"name": "classifier", "args": {"classifier": "no_such"}}]', 0);
 SELECT * FROM corpq.filter_report('SELECT src, tgt FROM cf_test', '[{"name": "classifier", "args": {"classifier": "cf@9"}}]', 0);
