@@ -179,7 +179,7 @@ test/blas_core: test/blas_core.c extension/common/cpu.c extension/common/cpu.h
 
 # The quality report: make report DB=mydb [OUT=report.html] [CORPUS="SELECT src,
 # tgt, domain FROM t"] [MODEL=m] [LEXICON=l] [CAV="SELECT label, cav FROM t"]
-# [TOKENS=a,b].  Vega, Vega-Lite and vega-embed come from npm (versions in
+# [TOKENS=a,b] [CLASSIFIER=pq].  Vega, Vega-Lite and vega-embed come from npm (versions in
 # report/package-lock.json) and are inlined into the page.
 report/node_modules/.corpq-stamp: report/package.json report/package-lock.json
 	cd report && npm ci --no-audit --no-fund --ignore-scripts --loglevel=error
@@ -189,7 +189,8 @@ report: report/node_modules/.corpq-stamp
 	@test -n "$(DB)" || { echo "make report: say which database: make report DB=name (or a connection string)" >&2; exit 2; }
 	$(PYTHON) report/corpq_report.py --db "$(DB)" --out "$(or $(OUT),corpq-report.html)" \
 		$(if $(CORPUS),--corpus "$(CORPUS)") $(if $(MODEL),--model "$(MODEL)") \
-		$(if $(LEXICON),--lexicon "$(LEXICON)") $(if $(CAV),--cav "$(CAV)") $(if $(TOKENS),--tokens "$(TOKENS)")
+		$(if $(LEXICON),--lexicon "$(LEXICON)") $(if $(CAV),--cav "$(CAV)") $(if $(TOKENS),--tokens "$(TOKENS)") \
+		$(if $(CLASSIFIER),--classifier "$(CLASSIFIER)")
 
 deps:
 	bash test/deps.sh

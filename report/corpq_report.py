@@ -3,7 +3,7 @@
 
     corpq_report.py --db DBNAME_OR_CONNINFO --out report.html
         [--corpus "SELECT src, tgt, domain FROM corpus"] [--model NAME]
-        [--lexicon NAME] [--filters JSON] [--job ID]
+        [--lexicon NAME] [--filters JSON] [--job ID] [--classifier NAME]
         [--cav "SELECT label, cav FROM cavs"] [--tokens a,b]
 
 It reads the views and functions of docs/filters.md "Quality views" through psql
@@ -15,6 +15,10 @@ chart has its figures printed beside it (each cell's exact value in a
 data-value attribute, for test/integration/report_page.sh); a view with no
 rows gives a sentence instead of an empty chart.  Without --model, --lexicon
 or --job the latest train job, its model and the latest lexicon are used.
+With --classifier (a pair-quality classifier, name or name@N, pinned once to
+the version it names now) the page adds its pair_quality per domain (the
+quality table's columns and a histogram) and its features' weights or
+importances from its report.
 Exit status 2 when the database lacks corpq or the query fails.
 """
 import argparse
@@ -58,6 +62,21 @@ def sql_literal(s):
     return "'" + s.replace("'", "''") + "'"
 
 
+def pin_classifier(db, spec):
+    """spec ("name" or "name@N") as the "name@N" it names now; ReportError if none."""
+    name, _, version = spec.partition("@")
+    if version and not version.isdigit():
+        raise ReportError("classifier %s: write name or name@N" % spec)
+    v = db.value(
+        "SELECT v.version FROM corpq.classifier_catalog c JOIN corpq.classifier_versions v ON v.model = c.id "
+        "WHERE c.name = %s %s ORDER BY v.version DESC LIMIT 1"
+        % (sql_literal(name), "AND v.version = %d" % int(version) if version else ""))
+    if v is None:
+        raise ReportError("classifier %s does not exist (SELECT name, latest_version FROM corpq.classifiers "
+                          "lists them)" % spec)
+    return "%s@%d" % (name, v)
+
+
 # ---- what the page shows ---------------------------------------------------------
 def gather(db, a):
     """The data of every section: {name: rows or None (not asked for)}."""
@@ -70,13 +89,16 @@ def gather(db, a):
     lexicon = a.lexicon or db.value(
         "SELECT name FROM corpq.lexicons ORDER BY created DESC, name LIMIT 1")
     filters = sql_literal(a.filters) + "::jsonb" if a.filters else "corpq.filter_defaults()"
+    classifier = pin_classifier(db, a.classifier) if a.classifier else None
     d = {"meta": {"database": a.db, "corpq": version, "model": model, "lexicon": lexicon, "job": job,
-                  "corpus": a.corpus, "generated": datetime.datetime.now().strftime("%Y-%m-%d %H:%M")}}
+                  "classifier": classifier, "corpus": a.corpus,
+                  "generated": datetime.datetime.now().strftime("%Y-%m-%d %H:%M")}}
     if a.corpus:
         c = sql_literal(a.corpus)
         d["quality"] = db.json(
-            "SELECT * FROM corpq.quality_by_domain(%s, %s, %s, %s)"
-            % (c, sql_literal(model) if model else "NULL", sql_literal(lexicon) if lexicon else "NULL", filters))
+            "SELECT * FROM corpq.quality_by_domain(%s, %s, %s, %s, classifier => %s)"
+            % (c, sql_literal(model) if model else "NULL", sql_literal(lexicon) if lexicon else "NULL", filters,
+               sql_literal(classifier) if classifier else "NULL"))
         d["rejects"] = db.json(
             "SELECT domain, filter, kept, rejected, rejected_share FROM corpq.filter_report_by_domain(%s, %s, 0)"
             % (c, filters))
@@ -92,6 +114,24 @@ def gather(db, a):
             d["histogram"] = db.json(
                 "SELECT domain, bin, bin_lo, bin_hi, pairs, share "
                 "FROM corpq.score_histogram(%s, 'log', 20)" % sql_literal(scores))
+        if classifier:
+            quality = ("SELECT c.domain, corpq.pair_quality(%s, c.src, c.tgt) FROM (%s) AS c(src, tgt, domain)"
+                       % (sql_literal(classifier), a.corpus))
+            # a probability: 20 bins of 0.05 on [0, 1], the filter's 0.5 on an edge
+            d["pair_quality"] = db.json(
+                "SELECT domain, bin, bin_lo, bin_hi, pairs, share "
+                "FROM corpq.score_histogram(%s, 'linear', 20, 0, 1)" % sql_literal(quality))
+    if classifier:
+        name, _, version = classifier.partition("@")
+        # weight (logistic, on the standardised feature) or splits (trees), per feature
+        d["classifier"] = db.json(
+            "SELECT v.kind, e.key AS feature, (e.value ->> 'weight')::float8 AS weight, "
+            "(e.value ->> 'splits')::int AS splits, "
+            "coalesce((e.value ->> 'weight')::float8, (e.value ->> 'splits')::float8) AS importance "
+            "FROM corpq.classifier_catalog c JOIN corpq.classifier_versions v ON v.model = c.id "
+            "CROSS JOIN LATERAL jsonb_each(v.report -> 'importance') AS e "
+            "WHERE c.name = %s AND v.version = %s ORDER BY abs(coalesce((e.value ->> 'weight')::float8, "
+            "(e.value ->> 'splits')::float8)) DESC, e.key" % (sql_literal(name), version))
     d["curve"] = db.json(
         "SELECT step, split, label, split || ' ' || label AS series, loss, ppl FROM corpq.train_curve "
         "WHERE job = %d ORDER BY split, label, step" % job) if job else []
@@ -148,6 +188,26 @@ def charts(d):
                                                 "x2": {"field": "bin_hi"},
                                                 "y": {"field": "share", "type": "quantitative"},
                                                 "y2": {"datum": 0}}}}
+    if d.get("pair_quality"):
+        c["pair_quality"] = {"$schema": "https://vega.github.io/schema/vega-lite/v6.json",
+                             "data": {"values": d["pair_quality"]},
+                             "facet": {"row": {"field": "domain", "type": "nominal"}},
+                             "spec": {"width": 640, "height": 110,
+                                      "mark": {"type": "rect", "tooltip": True, "stroke": "white",
+                                               "strokeWidth": 0.5},
+                                      "encoding": {"x": {"field": "bin_lo", "type": "quantitative",
+                                                         "scale": {"domain": [0, 1]}, "title": "pair_quality"},
+                                                   "x2": {"field": "bin_hi"},
+                                                   "y": {"field": "share", "type": "quantitative"},
+                                                   "y2": {"datum": 0}}}}
+    if d.get("classifier"):
+        kind = d["classifier"][0]["kind"]
+        c["classifier"] = spec(d["classifier"], {"type": "bar", "tooltip": True},
+                               {"y": {"field": "feature", "type": "nominal", "sort": None},
+                                "x": {"field": "importance", "type": "quantitative",
+                                      "title": "weight (standardised feature)" if kind == "logistic"
+                                      else "splits (tree nodes)"}},
+                               height={"step": 14})
     if d.get("curve"):
         c["curve"] = spec(d["curve"], {"type": "line", "point": True, "tooltip": True},
                           {"x": {"field": "step", "type": "quantitative"},
@@ -189,13 +249,20 @@ SECTIONS = [
     ("quality", "Pairs and quality per domain", "corpq.quality_by_domain",
      "No corpus given, or it has no pairs (--corpus 'SELECT src, tgt, domain FROM ...').",
      ["domain", "pairs", "src_words_mean", "tgt_words_mean", "length_ratio_mean", "rejected_share",
-      "sent_prob_p10", "sent_prob_p50", "sent_prob_p90", "inactive_share", "lexicon_coverage_mean"]),
+      "sent_prob_p10", "sent_prob_p50", "sent_prob_p90", "inactive_share", "lexicon_coverage_mean",
+      "pair_quality_below_half", "pair_quality_mean"]),
     ("rejects", "Filter reject shares", "corpq.filter_report_by_domain",
      "No corpus given, or it has no pairs: no filter report.",
      ["domain", "filter", "kept", "rejected", "rejected_share"]),
     ("histogram", "Sentence probability per domain (log-spaced bins)", "corpq.score_histogram",
      "No model or no corpus: no score histogram.",
      ["domain", "bin", "bin_lo", "bin_hi", "pairs", "share"]),
+    ("pair_quality", "Pair quality per domain (the classifier's probability, bins of 0.05)", "corpq.pair_quality",
+     "No classifier or no corpus: no pair_quality histogram (--classifier NAME).",
+     ["domain", "bin", "bin_lo", "bin_hi", "pairs", "share"]),
+    ("classifier", "The classifier's features: weights (logistic) or splits (trees)", "corpq.classifier_versions",
+     "No classifier given (--classifier NAME).",
+     ["kind", "feature", "weight", "splits"]),
     ("curve", "Training curve", "corpq.train_curve",
      "No training job in this database: corpq.train_curve is empty.",
      ["step", "split", "label", "loss", "ppl"]),
@@ -292,7 +359,7 @@ def page(d, vendor_js):
     c = charts(d)
     m = d["meta"]
     body = ["<h1>corpq quality report</h1><table class='meta'>"]
-    for k in ("database", "corpq", "corpus", "model", "lexicon", "job", "generated"):
+    for k in ("database", "corpq", "corpus", "model", "lexicon", "job", "classifier", "generated"):
         body.append("<tr><td>%s</td><td>%s</td></tr>" % (k, shown(m.get(k))))
     body.append("</table>")
     for name, title, view, empty, columns in SECTIONS:
@@ -338,6 +405,7 @@ def main():
     ap.add_argument("--lexicon", help="lexicon (default: the latest)")
     ap.add_argument("--filters", help="filter spec as JSON (default: corpq.filter_defaults())")
     ap.add_argument("--job", type=int, help="train job for the training curve (default: the latest)")
+    ap.add_argument("--classifier", help="pair-quality classifier, name or name@N (default: none)")
     ap.add_argument("--cav", help="SELECT returning (label, cav)")
     ap.add_argument("--tokens", help="comma-separated tokens to look up in the CAVs")
     ap.add_argument("--node-modules", default=os.path.join(HERE, "node_modules"))

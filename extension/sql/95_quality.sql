@@ -152,14 +152,16 @@ COMMENT ON FUNCTION corpq.score_histogram(text, int, float8, float8) IS
 -- Per-domain quality of a corpus, a SELECT returning (src, tgt, domain).
 CREATE FUNCTION corpq.quality_by_domain(corpus text, model text DEFAULT NULL, lexicon text DEFAULT NULL,
                                         filters jsonb DEFAULT corpq.filter_defaults(),
-                                        inactive float8 DEFAULT 0.1, uncertainty_passes int DEFAULT 0)
+                                        inactive float8 DEFAULT 0.1, uncertainty_passes int DEFAULT 0,
+                                        classifier text DEFAULT NULL)
     RETURNS TABLE (domain text, pairs bigint,
                    src_words_mean float8, tgt_words_mean float8,
                    src_words_p50 float8, tgt_words_p50 float8,
                    src_words_p95 float8, tgt_words_p95 float8,
                    length_ratio_mean float8, rejected_share float8,
                    sent_prob_p10 float8, sent_prob_p50 float8, sent_prob_p90 float8,
-                   inactive_share float8, uncertainty_mean float8, lexicon_coverage_mean float8)
+                   inactive_share float8, uncertainty_mean float8, lexicon_coverage_mean float8,
+                   pair_quality_below_half float8, pair_quality_mean float8)
     LANGUAGE plpgsql STABLE PARALLEL UNSAFE
     AS $$
 DECLARE
@@ -193,7 +195,8 @@ BEGIN
                    corpq.length_ratio(c.src, c.tgt) AS lr,
                    CASE WHEN $1 IS NOT NULL THEN corpq.sent_prob($1, c.src, c.tgt) END AS p,
                    CASE WHEN $3 > 0 THEN corpq.uncertainty($1, c.src, c.tgt, 'enteos', $3) END AS u,
-                   CASE WHEN $2 IS NOT NULL THEN corpq.coverage($2, c.src, c.tgt) END AS cov
+                   CASE WHEN $2 IS NOT NULL THEN corpq.coverage($2, c.src, c.tgt) END AS cov,
+                   CASE WHEN $7 IS NOT NULL THEN corpq.pair_quality($7, c.src, c.tgt) END AS q
               FROM c),
         cut AS (SELECT pg_catalog.percentile_disc($4) WITHIN GROUP (ORDER BY s.p) AS p FROM scored s)
         SELECT s.domain, pg_catalog.count(*),
@@ -209,11 +212,14 @@ BEGIN
                pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY s.p),
                pg_catalog.percentile_cont(0.9) WITHIN GROUP (ORDER BY s.p),
                CASE WHEN $1 IS NOT NULL THEN pg_catalog.avg((s.p <= cut.p)::int)::float8 END,
-               pg_catalog.avg(s.u), pg_catalog.avg(s.cov)
+               pg_catalog.avg(s.u), pg_catalog.avg(s.cov),
+               -- what the classifier filter rejects at 0.5: below it, or no probability
+               CASE WHEN $7 IS NOT NULL THEN pg_catalog.avg((s.q IS NULL OR s.q < 0.5)::int)::float8 END,
+               pg_catalog.avg(s.q)
           FROM scored s CROSS JOIN cut
          GROUP BY s.domain ORDER BY s.domain$q$, corpus)
-        USING model, lexicon, uncertainty_passes, inactive, reject_domains, reject_shares;
+        USING model, lexicon, uncertainty_passes, inactive, reject_domains, reject_shares, classifier;
 END
 $$;
-COMMENT ON FUNCTION corpq.quality_by_domain(text, text, text, jsonb, float8, int) IS
-    'per domain of corpus, a SELECT returning (src, tgt, domain): pairs, words per side (mean, median, 95th percentile), mean length ratio, share rejected by any filter of filters; with model: sent_prob quantiles, the share of the domain among the corpus-wide inactive fraction (lowest sent_prob), mean ENTEOS uncertainty over uncertainty_passes dropout passes (0: not computed); with lexicon: mean coverage';
+COMMENT ON FUNCTION corpq.quality_by_domain(text, text, text, jsonb, float8, int, text) IS
+    'per domain of corpus, a SELECT returning (src, tgt, domain): pairs, words per side (mean, median, 95th percentile), mean length ratio, share rejected by any filter of filters; with model: sent_prob quantiles, the share of the domain among the corpus-wide inactive fraction (lowest sent_prob), mean ENTEOS uncertainty over uncertainty_passes dropout passes (0: not computed); with lexicon: mean coverage; with classifier (a pair-quality classifier, name or name@N): the share of pairs whose pair_quality is below 0.5 or NULL (what the classifier filter rejects by default) and the mean pair_quality';

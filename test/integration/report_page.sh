@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The quality report as a person sees it: a small real corpus, a lexicon,
-# a tiny model trained with multiuat, CAVs; report/corpq_report.py writes the
+# a tiny model trained with multiuat, CAVs, a pair-quality classifier (string
+# and language ID features, logistic: weights); report/corpq_report.py writes the
 # page, headless Chromium (Debian's chromium, network closed) renders it, and
 # report_page_check.py checks that
 #   - no console error was logged and every chart drew (vega-embed resolved),
@@ -34,6 +35,9 @@ SELECT corpq.model_create('rp', '{"preset": "tiny", "max_positions": 64}', 'rp_s
 SELECT corpq.lexicon_train('rp_lex', 'SELECT src, tgt FROM corpus', '{"lowercase": true}') AS lexjob \gset
 SELECT corpq.job_wait(:lexjob, '600 s');
 CREATE TABLE cavs AS SELECT domain, corpq.cav_accumulate(lower(src), lower(tgt), 16) AS c FROM corpus GROUP BY domain;
+SELECT corpq.classifier_train('rp_pq', 'SELECT src, tgt FROM corpus',
+                              '{"src_lang": "en", "tgt_lang": "es", "classifier": "logistic", "seed": 1}') AS pqjob \gset
+SELECT corpq.job_wait(:pqjob, '600 s');
 SQL
 job=$(q -c "SELECT corpq.train('rp', 'SELECT src, tgt, domain FROM corpus WHERE id NOT LIKE ''%7''',
         'SELECT src, tgt, domain FROM corpus WHERE id LIKE ''%7''',
@@ -46,7 +50,7 @@ log "data ready (corpus $(q -c 'SELECT count(*) FROM corpus') pairs, train job $
 db=$(q -c "SELECT current_database()")
 corpus="SELECT src, tgt, domain FROM corpus"
 "$py" report/corpq_report.py --db "$db" --out "$work/report.html" --corpus "$corpus" \
-	--model rp --lexicon rp_lex --job "$job" --cav "SELECT domain, c FROM cavs" --tokens "the,de" >/dev/null
+	--model rp --lexicon rp_lex --job "$job" --cav "SELECT domain, c FROM cavs" --tokens "the,de" --classifier rp_pq >/dev/null
 
 # ---- a database with corpq and no data: sentences, not empty charts ----
 q -c "CREATE DATABASE rp_empty"
@@ -63,5 +67,5 @@ grep -q "has no corpq extension" "$work/none.err" || fail "a database without co
 log "no corpq: $(cat "$work/none.err")"
 
 "$py" test/integration/report_page_check.py --db "$db" --work "$work" --corpus "$corpus" \
-	--model rp --lexicon rp_lex --job "$job" --cav "SELECT domain, c FROM cavs" --tokens "the,de"
+	--model rp --lexicon rp_lex --job "$job" --cav "SELECT domain, c FROM cavs" --tokens "the,de" --classifier rp_pq
 log "ok"

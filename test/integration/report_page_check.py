@@ -20,7 +20,8 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
                   "--enable-logging=stderr", "--v=0", "--virtual-time-budget=30000",
                   "--hide-scrollbars", "--force-device-scale-factor=1"]
-SECTIONS = ["quality", "rejects", "histogram", "curve", "sampling", "uncertain", "cav", "jobs"]
+SECTIONS = ["quality", "rejects", "histogram", "pair_quality", "classifier", "curve", "sampling", "uncertain",
+            "cav", "jobs"]
 failures = []
 
 
@@ -109,8 +110,20 @@ def expected_views(a):
     toks = "ARRAY[%s]" % ", ".join(lit(t) for t in a.tokens.split(","))
     scores = lit("SELECT c.domain, corpq.sent_prob(%s, c.src, c.tgt) FROM (%s) AS c(src, tgt, domain)"
                  % (lit(a.model), a.corpus))
+    # the classifier has one version here: its name and name@1 are the same
+    pinned = a.classifier + "@1"
+    quality = lit("SELECT c.domain, corpq.pair_quality(%s, c.src, c.tgt) FROM (%s) AS c(src, tgt, domain)"
+                  % (lit(pinned), a.corpus))
     return {
-        "quality": "SELECT * FROM corpq.quality_by_domain(%s, %s, %s) ORDER BY domain" % (c, lit(a.model), lit(a.lexicon)),
+        "quality": "SELECT * FROM corpq.quality_by_domain(%s, %s, %s, classifier => %s) ORDER BY domain"
+                   % (c, lit(a.model), lit(a.lexicon), lit(pinned)),
+        "pair_quality": "SELECT * FROM corpq.score_histogram(%s, 'linear', 20, 0, 1)" % quality,
+        "classifier": "SELECT v.kind, e.key AS feature, (e.value ->> 'weight')::float8 AS weight, "
+                      "(e.value ->> 'splits')::int AS splits FROM corpq.classifier_versions v "
+                      "JOIN corpq.classifier_catalog c ON c.id = v.model, jsonb_each(v.report -> 'importance') e "
+                      "WHERE c.name = %s AND v.version = 1 "
+                      "ORDER BY abs(coalesce((e.value ->> 'weight')::float8, (e.value ->> 'splits')::float8)) DESC, e.key"
+                      % lit(a.classifier),
         "rejects": "SELECT * FROM corpq.filter_report_by_domain(%s)" % c,
         "histogram": "SELECT * FROM corpq.score_histogram(%s, 'log', 20)" % scores,
         "curve": "SELECT * FROM corpq.train_curve WHERE job = %d ORDER BY split, label, step" % a.job,
@@ -168,7 +181,7 @@ def check_screenshot(a, dom):
 
 def main():
     ap = argparse.ArgumentParser()
-    for k in ("db", "work", "corpus", "model", "lexicon", "cav", "tokens"):
+    for k in ("db", "work", "corpus", "model", "lexicon", "cav", "tokens", "classifier"):
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--job", type=int, required=True)
     a = ap.parse_args()

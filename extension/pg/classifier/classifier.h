@@ -141,4 +141,22 @@ void		classifier_check_name(const char *name);
  */
 char	   *classifier_pin(const char *spec);
 
+/*
+ * A pinned classifier version for C callers (the filter kind "classifier",
+ * score_job): the same load and the same computation as
+ * corpq.pair_quality(), so a probability is the SQL function's, bit for bit.
+ */
+typedef struct ClassifierScorer ClassifierScorer;
+
+/*
+ * Load pinned ("name@N"; ERROR for anything else, or an unknown name or
+ * version) into a child context of parent; deleting parent frees it too.
+ */
+ClassifierScorer *classifier_scorer_open(const char *pinned, MemoryContext parent);
+
+/* The probability of (src, tgt) into *p; false when it is NULL (a model feature NULL). */
+bool		classifier_scorer_prob(ClassifierScorer *s, text *src, text *tgt, double *p);
+
+void		classifier_scorer_close(ClassifierScorer *s);
+
 #endif

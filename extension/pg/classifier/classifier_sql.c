@@ -187,15 +187,66 @@ cached(FunctionCallInfo fcinfo, const char *spec, bool pinned)
 	return l;
 }
 
+/* THE probability of a pair: false when a model feature is NULL. */
+static bool
+loaded_prob(Loaded *l, text *src, text *tgt, double *p)
+{
+	if (!curate_features_compute(l->features, src, tgt, l->x, NULL))
+		return false;
+	*p = cq_classifier_prob(&l->c, l->x);
+	return true;
+}
+
 static Datum
 pair_quality(FunctionCallInfo fcinfo, bool pinned)
 {
 	Loaded	   *l = cached(fcinfo, text_to_cstring(PG_GETARG_TEXT_PP(0)), pinned);
+	double		p;
 
-	if (!curate_features_compute(l->features, PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2),
-								 l->x, NULL))
+	if (!loaded_prob(l, PG_GETARG_TEXT_PP(1), PG_GETARG_TEXT_PP(2), &p))
 		PG_RETURN_NULL();
-	PG_RETURN_FLOAT8(cq_classifier_prob(&l->c, l->x));
+	PG_RETURN_FLOAT8(p);
+}
+
+struct ClassifierScorer
+{
+	MemoryContext cxt;
+	Loaded		l;
+	MemoryContextCallback free_cb;
+};
+
+static void
+free_scorer(void *arg)
+{
+	cq_classifier_free(&((ClassifierScorer *) arg)->l.c);
+}
+
+ClassifierScorer *
+classifier_scorer_open(const char *pinned, MemoryContext parent)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "corpq classifier scorer",
+											  ALLOCSET_SMALL_SIZES);
+	ClassifierScorer *s = MemoryContextAllocZero(cxt, sizeof(ClassifierScorer));
+
+	s->cxt = cxt;
+	/* first: a load that fails after reading the classifier frees it too (l.c is zeroed) */
+	s->free_cb.func = free_scorer;
+	s->free_cb.arg = s;
+	MemoryContextRegisterResetCallback(cxt, &s->free_cb);
+	load(pinned, true, &s->l, cxt);
+	return s;
+}
+
+bool
+classifier_scorer_prob(ClassifierScorer *s, text *src, text *tgt, double *p)
+{
+	return loaded_prob(&s->l, src, tgt, p);
+}
+
+void
+classifier_scorer_close(ClassifierScorer *s)
+{
+	MemoryContextDelete(s->cxt);
 }
 
 Datum

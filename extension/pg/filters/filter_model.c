@@ -1,24 +1,32 @@
 /*
- * Model filters of a spec (dual_xent, embedding_cosine): the decision rule
+ * Model filters of a spec (dual_xent, embedding_cosine, classifier): the decision rule
  * and the batched scores it is taken on.  Every function that evaluates a
  * spec -- filter_stats() (so filter_report()), filter_keeps(),
  * filter_rejects(), and the predicate filter_predicate() writes, a
  * filter_keeps() call -- comes here, so they cannot disagree on a pair: the
  * score is the one the kind's function computes (corpq_dual_xent_score(),
  * corpq_embed_cosine_score(): the same bits alone or in a batch, and the
- * bits of the per-row SQL function) and the rule is the one below.
+ * bits of the per-row SQL function; classifier_scorer_prob(), pair by pair,
+ * corpq.pair_quality()'s own computation) and the rule is the one below.
  *
  * A pair longer than a model accepts has no score (NaN here, NULL from
  * corpq.dual_xent() and corpq.embedding_cosine()), and the filter rejects
  * it: the filter keeps the pairs the models vouch for, and they cannot vouch
  * for a pair they could not read; it is the decision of WHERE
  * corpq.dual_xent(...) >= threshold, whose NULL drops the row.  The spec's
- * on_too_long "error" makes it an ERROR instead.
+ * on_too_long "error" makes it an ERROR instead.  A classifier gives no
+ * probability (NULL from corpq.pair_quality()) when a model feature is NULL:
+ * rejected likewise, and filter_rejects() names that reason apart
+ * (FILTER_NO_SCORE_SUFFIX).
  */
 #include "postgres.h"
 
 #include <math.h>
 
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "pg/classifier/classifier.h"
 #include "pg/filters/filters.h"
 
 /* Keep a pair whose score reaches the threshold (>=, as the rule filters' ratios). */
@@ -55,6 +63,20 @@ kind_scores(FilterSpec *s, MemoryContext cxt, const CorpqTextPair *texts, int n,
 				s->embed_cosine = corpq_embed_cosine_create(cxt);
 			corpq_embed_cosine_score(s->embed_cosine, s->args.model, true, on_too_long,
 									 texts, n, out, null);
+			break;
+		case FILTER_MODEL_CLASSIFIER:
+			if (s->classifier == NULL)
+				s->classifier = classifier_scorer_open(s->args.classifier, cxt);
+			for (int j = 0; j < n; j++)
+			{
+				text	   *src = cstring_to_text_with_len(texts[j].src, texts[j].src_len);
+				text	   *tgt = cstring_to_text_with_len(texts[j].tgt, texts[j].tgt_len);
+
+				CHECK_FOR_INTERRUPTS();
+				null[j] = !classifier_scorer_prob(s->classifier, src, tgt, &out[j]);
+				pfree(src);
+				pfree(tgt);
+			}
 			break;
 		case FILTER_MODEL_NONE:
 			elog(ERROR, "filter \"%s\" has no model", s->label);
@@ -99,7 +121,10 @@ filter_list_release(FilterList *list)
 			corpq_dual_xent_free(s->dual_xent);
 		if (s->embed_cosine)
 			corpq_embed_cosine_free(s->embed_cosine);
+		if (s->classifier)
+			classifier_scorer_close(s->classifier);
 		s->dual_xent = NULL;
 		s->embed_cosine = NULL;
+		s->classifier = NULL;
 	}
 }

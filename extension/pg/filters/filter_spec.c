@@ -10,6 +10,7 @@
 #include "filters/langid.h"
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
+#include "pg/classifier/classifier.h"
 #include "pg/model/model.h"
 #include "pg/filters/filters.h"
 
@@ -137,6 +138,11 @@ static const ModelKindText model_texts[] = {
 		"The score is a cosine in [-1, 1]; where to cut depends on the model and the corpus.",
 		"Look at the distribution of corpq.embedding_cosine() over a sample first (corpq.score_histogram())."
 	},
+	[FILTER_MODEL_CLASSIFIER] = {
+		"For example {\"name\": \"classifier\", \"args\": {\"classifier\": \"pq\"}, \"threshold\": 0.5}.",
+		"The score is a probability in [0, 1].",
+		"The default, 0.5, is the probability's middle."
+	},
 };
 
 /*
@@ -153,7 +159,7 @@ check_pinned(const char *spec, const char *what, const FilterKind *k, FilterMode
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s \"%s\" of the %s filter is not a pinned version", what, spec, k->name),
-				 errdetail("filter_keeps, filter_rejects and filter_stats are IMMUTABLE, and the latest version of a model name can change."),
+				 errdetail("filter_keeps, filter_rejects and filter_stats are IMMUTABLE, and the latest version of a name can change."),
 				 errhint("Write \"%s@N\" for version N, or use filter_report() or filter_predicate(), which pin the latest version.",
 						 spec)));
 }
@@ -174,6 +180,11 @@ require_models(const FilterSpec *s, const FilterKind *k)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s filter needs arg model", k->name),
 				 errhint("%s", model_texts[k->model].example)));
+	if (k->model == FILTER_MODEL_CLASSIFIER && a->classifier == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("%s filter needs arg classifier", k->name),
+				 errhint("%s", model_texts[k->model].example)));
 }
 
 /* A model filter's args, checked, names pinned. */
@@ -193,6 +204,12 @@ resolve_model(FilterSpec *s, const FilterKind *k, FilterModels models)
 	{
 		check_pinned(a->model, "model", k, models);
 		a->model = corpq_model_pin(a->model);
+	}
+	else if (k->model == FILTER_MODEL_CLASSIFIER)
+	{
+		/* an unknown name or version: ERROR here, before any row is read */
+		check_pinned(a->classifier, "classifier", k, models);
+		a->classifier = classifier_pin(a->classifier);
 	}
 	else
 	{
@@ -217,6 +234,7 @@ resolve(FilterSpec *s, const FilterKind *k, FilterModels models)
 	s->model_kind = FILTER_MODEL_NONE;
 	s->dual_xent = NULL;
 	s->embed_cosine = NULL;
+	s->classifier = NULL;
 	if (k->model)
 	{
 		resolve_model(s, k, models);

@@ -19,6 +19,8 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -207,15 +209,18 @@ count_reject(FilterStats *s, MemoryContext cxt, int i, const cq_pair *p,
 /*
  * Which filters of list keep the pair: keep[i] for each.  A model filter's
  * score is scores[i] when a batch computed it (scores NULL: scored here,
- * alone, with the same result).
+ * alone, with the same result).  unscored (when not NULL): unscored[i] set
+ * for a model filter that had no score for the pair (NaN), false otherwise.
  */
 static void
-evaluate(FilterList *list, const cq_pair *p, const double *scores, bool *keep)
+evaluate(FilterList *list, const cq_pair *p, const double *scores, bool *keep, bool *unscored)
 {
 	for (int i = 0; i < list->n; i++)
 	{
 		cq_error	err;
 
+		if (unscored)
+			unscored[i] = false;
 		if (list->items[i].model)
 		{
 			double		score;
@@ -225,6 +230,8 @@ evaluate(FilterList *list, const cq_pair *p, const double *scores, bool *keep)
 			else
 				filter_model_scores(list, i, p, 1, &score);
 			keep[i] = filter_model_keeps(&list->items[i], score);
+			if (unscored)
+				unscored[i] = isnan(score);
 		}
 		else if (cq_filter_keep(&list->items[i].filter, p, &keep[i], &err) != CQ_OK)
 			corpq_core_error(&err, NULL, "could not apply filter \"%s\"", list->items[i].label);
@@ -277,7 +284,7 @@ flush_pending(FilterStats *s)
 	for (int j = 0; j < n; j++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		evaluate(s->list, &s->pending[j], &scores[j * nf], keep);
+		evaluate(s->list, &s->pending[j], &scores[j * nf], keep, NULL);
 		count_pair(s, &s->pending[j], keep);
 	}
 	MemoryContextSwitchTo(old);
@@ -335,7 +342,7 @@ corpq_filter_stats_trans(PG_FUNCTION_ARGS)
 	filter_utext(PG_GETARG_TEXT_PP(1), &p.src);
 	filter_utext(PG_GETARG_TEXT_PP(2), &p.tgt);
 	keep = palloc(sizeof(bool) * Max(s->list->n, 1));
-	evaluate(s->list, &p, NULL, keep);
+	evaluate(s->list, &p, NULL, keep, NULL);
 	count_pair(s, &p, keep);
 	PG_RETURN_POINTER(s);
 }
@@ -532,15 +539,25 @@ corpq_filter_rejects(PG_FUNCTION_ARGS)
 	FilterList *list = cached_list(fcinfo, PG_GETARG_JSONB_P(2));
 	cq_pair		p;
 	bool	   *keep = palloc(sizeof(bool) * Max(list->n, 1));
+	bool	   *unscored = palloc(sizeof(bool) * Max(list->n, 1));
 	Datum	   *labels = palloc(sizeof(Datum) * Max(list->n, 1));
 	int			n = 0;
 
 	filter_utext(PG_GETARG_TEXT_PP(0), &p.src);
 	filter_utext(PG_GETARG_TEXT_PP(1), &p.tgt);
-	evaluate(list, &p, NULL, keep);
+	evaluate(list, &p, NULL, keep, unscored);
 	for (int i = 0; i < list->n; i++)
-		if (!keep[i])
-			labels[n++] = CStringGetTextDatum(list->items[i].label);
+	{
+		const FilterSpec *f = &list->items[i];
+
+		if (keep[i])
+			continue;
+		/* a classifier's pair with no probability: its own reason */
+		if (unscored[i] && f->model_kind == FILTER_MODEL_CLASSIFIER)
+			labels[n++] = CStringGetTextDatum(psprintf("%s%s", f->label, FILTER_NO_SCORE_SUFFIX));
+		else
+			labels[n++] = CStringGetTextDatum(f->label);
+	}
 	PG_RETURN_ARRAYTYPE_P(construct_array(labels, n, TEXTOID, -1, false, TYPALIGN_INT));
 }
 
@@ -553,7 +570,7 @@ corpq_filter_keeps(PG_FUNCTION_ARGS)
 
 	filter_utext(PG_GETARG_TEXT_PP(0), &p.src);
 	filter_utext(PG_GETARG_TEXT_PP(1), &p.tgt);
-	evaluate(list, &p, NULL, keep);
+	evaluate(list, &p, NULL, keep, NULL);
 	for (int i = 0; i < list->n; i++)
 		if (!keep[i])
 			PG_RETURN_BOOL(false);

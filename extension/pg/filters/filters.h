@@ -12,14 +12,14 @@
  * range say what was expected.  A spec is checked whole before any row is
  * read.
  *
- * Model filters (dual_xent, embedding_cosine) cannot be core filters: their
- * score needs the catalog's models (pg/score/dual_xent.h,
- * pg/embed/embed_cosine.h).  They keep one decision rule all the same:
+ * Model filters (dual_xent, embedding_cosine, classifier) cannot be core
+ * filters: their score needs the catalog's models or classifiers
+ * (pg/score/dual_xent.h, pg/embed/embed_cosine.h, pg/classifier/classifier.h).  They keep one decision rule all the same:
  * filter_model_keeps() on the score the kind's one batched function
  * computes (filter_model.c), whichever function evaluates the spec.  Their
  * model names are stored pinned ("name@N") once parsed, so a spec means the
  * same versions wherever it goes next (an aggregate's workers, a written
- * predicate).
+ * predicate); a classifier's name likewise.
  */
 #ifndef CORPQ_PG_FILTERS_H
 #define CORPQ_PG_FILTERS_H
@@ -32,6 +32,8 @@
 #include "pg/base/options.h"
 #include "pg/embed/embed_cosine.h"
 #include "pg/score/dual_xent.h"
+
+struct ClassifierScorer;		/* pg/classifier/classifier.h */
 
 /* Everything a filter's args and threshold can hold (the option tables' target). */
 typedef struct FilterArgs
@@ -50,6 +52,7 @@ typedef struct FilterArgs
 	char	   *forward;		/* dual_xent: model names, "name@N" once parsed */
 	char	   *backward;
 	char	   *model;			/* embedding_cosine: the encoder, likewise */
+	char	   *classifier;		/* classifier: its name, likewise */
 	int			on_too_long;	/* model filters: CorpqTooLong */
 } FilterArgs;
 
@@ -58,7 +61,8 @@ typedef enum FilterModelKind
 {
 	FILTER_MODEL_NONE,			/* a rule filter: the core decides */
 	FILTER_MODEL_DUAL_XENT,		/* corpq_dual_xent_score() */
-	FILTER_MODEL_EMBEDDING_COSINE	/* corpq_embed_cosine_score() */
+	FILTER_MODEL_EMBEDDING_COSINE,	/* corpq_embed_cosine_score() */
+	FILTER_MODEL_CLASSIFIER		/* classifier_scorer_prob(): pair_quality() */
 } FilterModelKind;
 
 /* A filter kind: its name, core kind and option table (filters_options.c). */
@@ -87,6 +91,7 @@ typedef struct FilterSpec
 	/* model filters: the kind's scorer, created on first use */
 	CorpqDualXent *dual_xent;
 	CorpqEmbedCosine *embed_cosine;
+	struct ClassifierScorer *classifier;
 } FilterSpec;
 
 typedef struct FilterList
@@ -114,6 +119,13 @@ typedef enum FilterModels
 
 /* Examples of rejected pairs a report may ask for, per filter. */
 #define FILTER_MAX_EXAMPLES 100
+
+/*
+ * What filter_rejects() appends to a classifier filter's label when it
+ * rejects a pair for having no probability (a model feature NULL), e.g.
+ * "classifier:null", rather than a probability below the threshold.
+ */
+#define FILTER_NO_SCORE_SUFFIX ":null"
 
 /* The label of the pseudo-filter "rejected by any filter" in reports. */
 #define FILTER_ALL_LABEL "all"

@@ -116,6 +116,19 @@ static const CorpqOption embedding_cosine_rows[] = {
 	{0}
 };
 
+/*
+ * corpq.pair_quality(): a probability calibrated on the classifier's
+ * held-out pairs, so 0.5 means the same for every classifier (Bicleaner's
+ * threshold); 0 and 1 would keep or reject everything.  A pair with no
+ * probability (a model feature NULL) is rejected.
+ */
+static const CorpqOption classifier_rows[] = {
+	{.key = "classifier", ARG(classifier), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
+	 .valid = corpq_option_nonempty, .expected = "a classifier name or name@N"},
+	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER,
+	.range = CORPQ_RANGE_OPEN, .lo = 0, .hi = 1, .def = 0.5},
+	{0}
+};
 
 static const FilterKind kinds[] = {
 	{"length_ratio", CQ_FILTER_LENGTH_RATIO, {"length_ratio filter", length_ratio_rows}},
@@ -129,6 +142,7 @@ static const FilterKind kinds[] = {
 	{"dual_xent", 0, {"dual_xent filter", dual_xent_rows}, .model = FILTER_MODEL_DUAL_XENT},
 	{"embedding_cosine", 0, {"embedding_cosine filter", embedding_cosine_rows},
 	.model = FILTER_MODEL_EMBEDDING_COSINE},
+	{"classifier", 0, {"classifier filter", classifier_rows}, .model = FILTER_MODEL_CLASSIFIER},
 };
 
 char *

@@ -117,6 +117,7 @@ typedef enum CorpqScoreKind
 	SCORE_SENT_LOGPROB,
 	SCORE_UNCERTAINTY,
 	SCORE_DUAL_XENT,
+	SCORE_PAIR_QUALITY,			/* a classifier's, not the model's (pg/classifier) */
 	N_SCORE_KINDS
 } CorpqScoreKind;
 
@@ -129,6 +130,7 @@ typedef struct CorpqScoreJobOptions
 	int			passes;
 	int64		seed;
 	char	   *backward;		/* dual_xent's backward model */
+	char	   *classifier;		/* pair_quality's classifier */
 	int			batch_size;
 	int			chunk_rows;
 	int			threads;		/* the job's (pg/jobs/jobs.h) */
@@ -146,6 +148,7 @@ typedef struct CorpqScorePlan
 	CorpqScoreKind	kinds[N_SCORE_KINDS];
 	char	   *columns[N_SCORE_KINDS];
 	bool		uses[N_SCORE_KINDS];
+	bool		uses_model;		/* a score of the model argument (all but pair_quality) */
 } CorpqScorePlan;
 
 /*

@@ -8,12 +8,17 @@
  * dual_xent_scores() (corpq_score_rows, corpq_dual_xent_score), whose
  * values do not depend on the batch: each equals the per-row function's,
  * and a job resumed after a crash writes what an uninterrupted run writes.
+ * pair_quality is a classifier's (pg/classifier/classifier.h), pinned at
+ * submission and computed pair by pair as corpq.pair_quality() computes it;
+ * a job that scores only pair_quality takes no model (its model argument is
+ * NULL, and the job's model is the classifier).
  */
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
@@ -21,6 +26,7 @@
 #include "pg/base/base.h"
 #include "pg/base/errors.h"
 #include "pg/base/options.h"
+#include "pg/classifier/classifier.h"
 #include "pg/jobs/row_job.h"
 #include "pg/score/dual_xent.h"
 #include "pg/score/score.h"
@@ -83,24 +89,52 @@ corpq_score_job(PG_FUNCTION_ARGS)
 	CorpqRowJobSubmit sub = {0};
 	CorpqScoreJobOptions o;
 	CorpqScorePlan	p;
+	StringInfoData more;
+	char	   *classifier = NULL;
 
-	corpq_row_job_call(fcinfo, &kind, &call);
+	if (PG_ARGISNULL(0))
+	{
+		/* no model: allowed when only pair_quality is scored (checked below) */
+		corpq_require_arg(fcinfo, 1, kind.query_arg);
+		corpq_require_arg(fcinfo, 2, "target_table");
+		memset(&call, 0, sizeof(call));
+		call.query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+		call.target = PG_GETARG_OID(2);
+		call.options = PG_NARGS() > 3 && !PG_ARGISNULL(3) ? PG_GETARG_JSONB_P(3) : NULL;
+	}
+	else
+		corpq_row_job_call(fcinfo, &kind, &call);
 	corpq_options_parse(&corpq_score_job_options, call.options, &o);
 	corpq_score_job_resolve(&o, &p);
 	corpq_require_utf8();
+	if (p.uses_model && call.model == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("score job needs a model to score %s", o.what),
+				 errhint("Only pair_quality, a classifier's, is scored without a model.")));
+	if (!p.uses_model && call.model != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("score job scores only pair_quality, which takes no model, but model \"%s\" is given",
+						call.model),
+				 errhint("Pass NULL as the model; the classifier is the option \"classifier\".")));
 	/* the versions of now: a version committed while the job runs changes nothing */
-	sub.model = corpq_model_pin(call.model);
+	if (p.uses[SCORE_PAIR_QUALITY])
+		classifier = classifier_pin(o.classifier);
+	/* the job's model (corpq.job_timeline's, version_column's): the classifier without one */
+	sub.model = p.uses_model ? corpq_model_pin(call.model) : classifier;
+	initStringInfo(&more);
+	appendStringInfoString(&more, "\"backward\": ");
 	if (p.uses[SCORE_DUAL_XENT])
-	{
-		StringInfoData b;
-
-		initStringInfo(&b);
-		appendStringInfoString(&b, "\"backward\": ");
-		escape_json(&b, corpq_model_pin(o.backward));
-		sub.more_args = b.data;
-	}
+		escape_json(&more, corpq_model_pin(o.backward));
 	else
-		sub.more_args = "\"backward\": null";
+		appendStringInfoString(&more, "null");
+	appendStringInfoString(&more, ", \"classifier\": ");
+	if (classifier)
+		escape_json(&more, classifier);
+	else
+		appendStringInfoString(&more, "null");
+	sub.more_args = more.data;
 	sub.columns = target_columns(&p);
 	sub.n_columns = p.n + 1;
 	sub.skip_existing = o.skip_existing;
@@ -138,7 +172,9 @@ typedef struct ScoreRun
 	CorpqScorePlan	p;
 	char	   *model;			/* name@N */
 	char	   *backward;		/* name@N, dual_xent */
+	char	   *classifier;		/* name@N, pair_quality */
 	CorpqModelSession *forward;
+	ClassifierScorer *scorer;
 	CorpqDualXent *dual;
 	CorpqScoreCounts counts;	/* what the job's rows came to */
 	CorpqRowJob *rj;
@@ -204,6 +240,35 @@ score_kind_of_block(ScoreRun *r, CorpqScoreKind k, bool count)
 	CorpqScoreCounts discard = {0};
 	CorpqScoreCounts *counts = count ? &r->counts : &discard;
 
+	if (k == SCORE_PAIR_QUALITY)
+	{
+		/* pair by pair, as corpq.pair_quality(): NULL for a NULL side or a NULL model feature */
+		for (int i = 0; i < r->n; i++)
+		{
+			BlockRow   *row = &r->rows[i];
+			double		p;
+
+			CHECK_FOR_INTERRUPTS();
+			counts->rows++;
+			row->null[k] = true;
+			if (row->text.src == NULL)
+			{
+				counts->null_pairs++;
+				continue;
+			}
+			if (classifier_scorer_prob(r->scorer,
+									   cstring_to_text_with_len(row->text.src, row->text.src_len),
+									   cstring_to_text_with_len(row->text.tgt, row->text.tgt_len), &p))
+			{
+				row->null[k] = false;
+				row->scores[k] = p;
+				counts->scored++;
+			}
+			else
+				counts->too_long++;
+		}
+		return;
+	}
 	if (k == SCORE_DUAL_XENT)
 	{
 		CorpqTextPair *texts = palloc(sizeof(CorpqTextPair) * Max(r->n, 1));
@@ -295,6 +360,7 @@ load_args(ScoreRun *r)
 {
 	r->model = corpq_job_arg(r->job, "model");
 	r->backward = corpq_job_arg(r->job, "backward");
+	r->classifier = corpq_job_arg(r->job, "classifier");
 	corpq_options_parse_text(&corpq_score_job_options, corpq_job_arg(r->job, "options"), &r->o);
 	corpq_score_job_resolve(&r->o, &r->p);
 }
@@ -307,10 +373,15 @@ setup(CorpqRowJob *rj, void *arg)
 	MemoryContext cxt = CurrentMemoryContext;
 
 	corpq_row_job_columns(rj, target_columns(&r->p), r->p.n + 1);
-	r->forward = corpq_model_session_create(cxt);
-	corpq_model_session_use(r->forward, r->model, true);
+	if (r->p.uses_model)
+	{
+		r->forward = corpq_model_session_create(cxt);
+		corpq_model_session_use(r->forward, r->model, true);
+	}
 	if (r->p.uses[SCORE_DUAL_XENT])
 		r->dual = corpq_dual_xent_create(cxt);
+	if (r->p.uses[SCORE_PAIR_QUALITY])
+		r->scorer = classifier_scorer_open(r->classifier, cxt);
 }
 
 static char *
@@ -320,11 +391,19 @@ kind_members(ScoreRun *r)
 
 	initStringInfo(&b);
 	appendStringInfoString(&b, "\"model\": ");
-	escape_json(&b, r->model);
+	if (r->p.uses_model)
+		escape_json(&b, r->model);
+	else
+		appendStringInfoString(&b, "null");
 	if (r->backward)
 	{
 		appendStringInfoString(&b, ", \"backward\": ");
 		escape_json(&b, r->backward);
+	}
+	if (r->classifier)
+	{
+		appendStringInfoString(&b, ", \"classifier\": ");
+		escape_json(&b, r->classifier);
 	}
 	appendStringInfoString(&b, ", \"what\": ");
 	escape_json(&b, r->o.what);

@@ -8,7 +8,8 @@
 #include "pg/jobs/jobs.h"
 #include "pg/score/score.h"
 
-static const char *const score_names[] = {"sent_prob", "sent_logprob", "uncertainty", "dual_xent"};
+static const char *const score_names[] = {"sent_prob", "sent_logprob", "uncertainty", "dual_xent",
+"pair_quality"};
 
 /* The items of a comma-separated list (spaces around them trimmed), at most max. */
 static int
@@ -43,7 +44,7 @@ score_kind(const char *name)
 	return -1;
 }
 
-/* A .valid check: one to four known score names, none twice. */
+/* A .valid check: one to five known score names, none twice. */
 static bool
 what_valid(const void *field)
 {
@@ -105,6 +106,12 @@ echo_dual_xent(const void *options)
 	return scores(options, SCORE_DUAL_XENT);
 }
 
+static bool
+echo_pair_quality(const void *options)
+{
+	return scores(options, SCORE_PAIR_QUALITY);
+}
+
 #define OPT(field) CORPQ_OPT_FIELD(CorpqScoreJobOptions, field)
 
 /* "foreign_target" in the stored options only when given true */
@@ -117,7 +124,7 @@ echo_foreign_target(const void *options)
 static const CorpqOption rows[] = {
 	{.key = "what", OPT(what), .type = CORPQ_OPT_STRING, .def_string = "sent_prob",
 		.valid = what_valid,
-	.expected = "one or more of sent_prob, sent_logprob, uncertainty, dual_xent, separated by commas, each once"},
+	.expected = "one or more of sent_prob, sent_logprob, uncertainty, dual_xent, pair_quality, separated by commas, each once"},
 	{.key = "columns", OPT(columns), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
 		.valid = columns_valid,
 	.expected = "one column name per score, separated by commas, each once, none \"id\""},
@@ -130,6 +137,9 @@ static const CorpqOption rows[] = {
 	.flags = CORPQ_OPT_UNSET, .echo = echo_uncertainty},
 	{.key = "backward", OPT(backward), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
 	.valid = corpq_option_nonempty, .echo = echo_dual_xent},
+	{.key = "classifier", OPT(classifier), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
+		.valid = corpq_option_nonempty, .echo = echo_pair_quality,
+	.expected = "a classifier name or name@N"},
 	{.key = "batch_size", OPT(batch_size), .type = CORPQ_OPT_INT, .min = 1, .max = 65536, .def = 64},
 	{.key = "chunk_rows", OPT(chunk_rows), .type = CORPQ_OPT_INT, .min = 1, .max = 10000000,
 	.def = 1000},
@@ -167,6 +177,7 @@ corpq_score_job_resolve(CorpqScoreJobOptions *o, CorpqScorePlan *p)
 	{
 		p->kinds[i] = (CorpqScoreKind) score_kind(names[i]);
 		p->uses[p->kinds[i]] = true;
+		p->uses_model |= p->kinds[i] != SCORE_PAIR_QUALITY;
 		p->columns[i] = p->n == 1 ? "score" : names[i];
 	}
 	if (o->columns)
@@ -192,6 +203,13 @@ corpq_score_job_resolve(CorpqScoreJobOptions *o, CorpqScorePlan *p)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("score job option \"backward\" is required to score dual_xent"),
 				 errhint("Name the model that translates the other way (tgt to src): '{\"what\": \"dual_xent\", \"backward\": \"my_model_rev\"}'.")));
+	if (!p->uses[SCORE_PAIR_QUALITY] && o->classifier)
+		needs_score("classifier", SCORE_PAIR_QUALITY);
+	if (p->uses[SCORE_PAIR_QUALITY] && !o->classifier)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("score job option \"classifier\" is required to score pair_quality"),
+				 errhint("Name the classifier (corpq.classifiers): '{\"what\": \"pair_quality\", \"classifier\": \"pq\"}'.")));
 	/* corpq.uncertainty()'s defaults */
 	if (p->uses[SCORE_UNCERTAINTY])
 	{

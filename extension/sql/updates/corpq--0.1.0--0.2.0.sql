@@ -1068,3 +1068,82 @@ CREATE FUNCTION corpq.align_stats(lexicon text, src text, tgt text,
     LANGUAGE C STABLE STRICT PARALLEL SAFE COST 4000;
 COMMENT ON FUNCTION corpq.align_stats(text, text, text) IS
     'one alignment, its parts kept apart: fwd_score (1/m) sum_j ln sum_i p(a_j = i) t(tgt_j | src_i) over the target tokens, rev_score the same over the source tokens, src_coverage and tgt_coverage the share of each side''s tokens with a link in the symmetrised alignment (align_score = (fwd_score + rev_score) / 2, coverage = src_coverage); NULL when a side is empty';
+-- score_job scores pair_quality, a classifier's (issue 52)
+COMMENT ON FUNCTION corpq.score_job(text, text, regclass, jsonb) IS
+    'score every row of corpus, a SELECT returning (id, src, tgt) in a stable order, as a background job that inserts (id, score) into target_table (id bigint and one double precision column per score: score, or the names of option columns) in committed chunks of chunk_rows rows; returns the job id at once; options: what (sent_prob, sent_logprob, uncertainty with measure, passes, seed, dual_xent with backward, pair_quality with classifier (a pair-quality classifier, pinned at submission; model NULL when only pair_quality is scored); several separated by commas), columns, batch_size, chunk_rows, threads, skip_existing (only ids not yet in the target), on_too_long (null or error); the values equal the per-row functions''';
+
+-- quality_by_domain gains classifier (issue 52): the share below 0.5 and the mean pair_quality per domain
+DROP FUNCTION corpq.quality_by_domain(text, text, text, jsonb, float8, int);
+CREATE FUNCTION corpq.quality_by_domain(corpus text, model text DEFAULT NULL, lexicon text DEFAULT NULL,
+                                        filters jsonb DEFAULT corpq.filter_defaults(),
+                                        inactive float8 DEFAULT 0.1, uncertainty_passes int DEFAULT 0,
+                                        classifier text DEFAULT NULL)
+    RETURNS TABLE (domain text, pairs bigint,
+                   src_words_mean float8, tgt_words_mean float8,
+                   src_words_p50 float8, tgt_words_p50 float8,
+                   src_words_p95 float8, tgt_words_p95 float8,
+                   length_ratio_mean float8, rejected_share float8,
+                   sent_prob_p10 float8, sent_prob_p50 float8, sent_prob_p90 float8,
+                   inactive_share float8, uncertainty_mean float8, lexicon_coverage_mean float8,
+                   pair_quality_below_half float8, pair_quality_mean float8)
+    LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+    AS $$
+DECLARE
+    reject_domains text[];
+    reject_shares float8[];
+BEGIN
+    IF inactive IS NULL OR NOT (inactive > 0 AND inactive < 1) THEN
+        RAISE EXCEPTION 'inactive must be in (0, 1)' USING ERRCODE = 'invalid_parameter_value',
+            DETAIL = pg_catalog.format('It is %s.', inactive);
+    END IF;
+    IF uncertainty_passes IS NULL OR uncertainty_passes < 0 OR uncertainty_passes > 100 THEN
+        RAISE EXCEPTION 'uncertainty_passes must be from 0 to 100' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF uncertainty_passes > 0 AND model IS NULL THEN
+        RAISE EXCEPTION 'uncertainty_passes needs a model' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    -- the reject shares; the corpus query is checked here, before anything else runs
+    SELECT pg_catalog.array_agg(r.domain), pg_catalog.array_agg(r.rejected_share)
+      INTO reject_domains, reject_shares
+      FROM corpq.filter_report_by_domain(corpus, filters, 0) r
+     WHERE r.filter = 'all';
+    RETURN QUERY EXECUTE pg_catalog.format($q$
+        WITH c AS (
+            SELECT c.src, c.tgt, c.domain::text AS domain
+              FROM (%s
+) AS c(src, tgt, domain)
+             WHERE c.src IS NOT NULL AND c.tgt IS NOT NULL),
+        scored AS (
+            SELECT c.domain,
+                   corpq.text_length(c.src)::float8 AS sw, corpq.text_length(c.tgt)::float8 AS tw,
+                   corpq.length_ratio(c.src, c.tgt) AS lr,
+                   CASE WHEN $1 IS NOT NULL THEN corpq.sent_prob($1, c.src, c.tgt) END AS p,
+                   CASE WHEN $3 > 0 THEN corpq.uncertainty($1, c.src, c.tgt, 'enteos', $3) END AS u,
+                   CASE WHEN $2 IS NOT NULL THEN corpq.coverage($2, c.src, c.tgt) END AS cov,
+                   CASE WHEN $7 IS NOT NULL THEN corpq.pair_quality($7, c.src, c.tgt) END AS q
+              FROM c),
+        cut AS (SELECT pg_catalog.percentile_disc($4) WITHIN GROUP (ORDER BY s.p) AS p FROM scored s)
+        SELECT s.domain, pg_catalog.count(*),
+               pg_catalog.avg(s.sw), pg_catalog.avg(s.tw),
+               pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY s.sw),
+               pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY s.tw),
+               pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY s.sw),
+               pg_catalog.percentile_cont(0.95) WITHIN GROUP (ORDER BY s.tw),
+               pg_catalog.avg(s.lr) FILTER (WHERE s.lr < float8 'Infinity'),
+               (SELECT r.share FROM ROWS FROM (pg_catalog.unnest($5), pg_catalog.unnest($6)) AS r(domain, share)
+                 WHERE r.domain IS NOT DISTINCT FROM s.domain),
+               pg_catalog.percentile_cont(0.1) WITHIN GROUP (ORDER BY s.p),
+               pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY s.p),
+               pg_catalog.percentile_cont(0.9) WITHIN GROUP (ORDER BY s.p),
+               CASE WHEN $1 IS NOT NULL THEN pg_catalog.avg((s.p <= cut.p)::int)::float8 END,
+               pg_catalog.avg(s.u), pg_catalog.avg(s.cov),
+               -- what the classifier filter rejects at 0.5: below it, or no probability
+               CASE WHEN $7 IS NOT NULL THEN pg_catalog.avg((s.q IS NULL OR s.q < 0.5)::int)::float8 END,
+               pg_catalog.avg(s.q)
+          FROM scored s CROSS JOIN cut
+         GROUP BY s.domain ORDER BY s.domain$q$, corpus)
+        USING model, lexicon, uncertainty_passes, inactive, reject_domains, reject_shares, classifier;
+END
+$$;
+COMMENT ON FUNCTION corpq.quality_by_domain(text, text, text, jsonb, float8, int, text) IS
+    'per domain of corpus, a SELECT returning (src, tgt, domain): pairs, words per side (mean, median, 95th percentile), mean length ratio, share rejected by any filter of filters; with model: sent_prob quantiles, the share of the domain among the corpus-wide inactive fraction (lowest sent_prob), mean ENTEOS uncertainty over uncertainty_passes dropout passes (0: not computed); with lexicon: mean coverage; with classifier (a pair-quality classifier, name or name@N): the share of pairs whose pair_quality is below 0.5 or NULL (what the classifier filter rejects by default) and the mean pair_quality';
