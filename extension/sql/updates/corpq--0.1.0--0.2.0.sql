@@ -1058,3 +1058,13 @@ CREATE FUNCTION corpq.model_export_lo(model text) RETURNS oid
     LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.model_export_lo(text) IS
     'the weight image of model (latest version) or name@N, of any size, written in 16 MB pieces into a new large object owned by the caller; returns its OID';
+
+-- one copy of a loaded model per server: model_cache() shows shared copies and their attach counts
+DROP FUNCTION corpq.model_cache();
+CREATE FUNCTION corpq.model_cache(OUT model text, OUT version int, OUT bytes bigint,
+                                  OUT uses bigint, OUT shared boolean, OUT attach_count bigint)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'corpq_model_cache'
+    LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.model_cache() IS
+    'the models this backend uses, most recently used first: private copies (corpq.model_cache_mb) and shared copies it is attached to, then the server''s other shared copies of this database (corpq.shared_model_cache_mb, uses 0); attach_count: the backends attached to a shared copy';
