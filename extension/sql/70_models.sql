@@ -189,9 +189,9 @@ COMMENT ON FUNCTION corpq.model_drop(text) IS
     'drop a model you own with all its versions';
 
 CREATE FUNCTION corpq.model_cache(OUT model text, OUT version int, OUT bytes bigint,
-                                  OUT uses bigint)
+                                  OUT uses bigint, OUT shared boolean, OUT attach_count bigint)
     RETURNS SETOF record
     AS 'MODULE_PATHNAME', 'corpq_model_cache'
     LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION corpq.model_cache() IS
-    'the models loaded in this backend''s cache (corpq.model_cache_mb), most recently used first';
+    'the models this backend uses, most recently used first: private copies (corpq.model_cache_mb) and shared copies it is attached to, then the server''s other shared copies of this database (corpq.shared_model_cache_mb, uses 0); attach_count: the backends attached to a shared copy';

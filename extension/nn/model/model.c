@@ -466,6 +466,7 @@ allocate(cq_model *m, layout *l)
 
 	m->n_tensors = l->n;
 	m->n_floats = l->floats;
+	m->packed_bytes = l->packed;
 	m->tensors = cq_alloc0(sizeof(cq_tensor_info) * l->n);
 	bind.views = cq_alloc(sizeof(float **) * l->n);
 	bind.slots = cq_alloc(sizeof(void **) * l->n);
@@ -589,6 +590,12 @@ cq_model_free(cq_model *m)
 		return;
 	cq_free(m->enc);
 	cq_free(m->dec);
+	if (m->attached)
+	{
+		/* the other arrays are an arena's (cq_model_attach) */
+		cq_free(m);
+		return;
+	}
 	cq_free(m->tensors);
 	cq_free(m->raw);
 	cq_free(m->sinusoid);

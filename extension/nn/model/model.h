@@ -93,7 +93,9 @@ typedef struct cq_model
 	float	   *sinusoid;			/* [sinusoid_rows, d] table, not a parameter */
 	int			sinusoid_rows;		/* min(max_positions, CQ_SINUSOID_TABLE_ROWS) */
 	void	   *packed_raw;			/* the allocation behind every linear's packed copy */
+	size_t		packed_bytes;		/* the packed copies' bytes from align64(packed_raw) */
 	bool		compact;			/* cq_model_compact: linear weights only packed */
+	bool		attached;			/* cq_model_attach: the arrays are an arena's, not owned */
 } cq_model;
 
 /*
@@ -198,6 +200,28 @@ void		cq_model_load_memory(const cq_model_config *cfg, bool coded, size_t image,
 
 /* Bytes of cfg's sinusoid table (0 with learned positions). */
 size_t		cq_model_position_bytes(const cq_model_config *cfg);
+
+/*
+ * A relocatable model (model_arena.c): every array a packed, compact model's
+ * pointers reach (parameter block, packed copies or int8 codes and scales,
+ * tensor table, sinusoid table, layer arrays) copied into one contiguous
+ * arena whose pointers are stored as offsets from its start, so that it can
+ * live in memory mapped at a different address in every process (a shared
+ * memory segment).  The arena's start must be 64-byte aligned.
+ *
+ * cq_model_arena_bytes: the exact bytes of m's arena (0 with *err set when m
+ * is not packed and compact, or a pointer of m reaches outside its arrays).
+ * cq_model_flatten: write m's arena into dst (size bytes, at least
+ * cq_model_arena_bytes(m)); m is unchanged.
+ * cq_model_attach: a model whose arrays are the arena's at base (bytes
+ * long): only the struct and its layer arrays are allocated (small); the
+ * arena is read, never written, and must outlive the model.  cq_model_free
+ * frees what attach allocated and leaves the arena alone.  The arena is
+ * checked (magic, format, sizes, every offset inside it) before use.
+ */
+size_t		cq_model_arena_bytes(const cq_model *m, cq_error *err);
+cq_code		cq_model_flatten(const cq_model *m, void *dst, size_t size, cq_error *err);
+cq_code		cq_model_attach(const void *base, size_t bytes, cq_model **out, cq_error *err);
 
 const cq_tensor_info *cq_model_tensor(const cq_model *m, const char *name);
 size_t		cq_model_param_floats(const cq_model *m);	/* padding included */

@@ -164,6 +164,7 @@ cq_model_pack(cq_model *m, cq_error *err)
 	m->packed_raw = cq_alloc(st.bytes + 64);
 	if (!m->packed_raw)
 		return cq_fail(err, CQ_ENOMEM, "out of memory packing a model (%zu bytes)", st.bytes);
+	m->packed_bytes = st.bytes;
 	st.base = (unsigned char *) (((uintptr_t) m->packed_raw + 63) & ~(uintptr_t) 63);
 	st.bytes = 0;
 	if (st.int8)
@@ -199,6 +200,7 @@ cq_model_unpack(cq_model *m)
 	each_embedding(m, forget, NULL);
 	cq_free(m->packed_raw);
 	m->packed_raw = NULL;
+	m->packed_bytes = 0;
 }
 
 /* ---- compaction: one copy of each weight ---------------------------------- */

@@ -198,6 +198,69 @@ char	   *corpq_model_pin(const char *spec);
 const cq_model *corpq_model_get(const CorpqModelRef *ref);
 
 /*
+ * ---- one copy per server (model_shared.c, docs/models.md) ----
+ *
+ * With corpq in shared_preload_libraries, loaded versions live once in
+ * dynamic shared memory segments pinned for the server's life, listed in a
+ * shared directory keyed by (database, catalog, model id, version,
+ * checksum); every backend, parallel worker and job attaches instead of
+ * loading.  GUC corpq.shared_model_cache_mb (superuser; 0: off) bounds the
+ * segments; unused entries are evicted least recently used first, an
+ * ordinary role's load evicting only entries that role loaded (and dead
+ * ones).  A full budget makes a load keep a private copy with a NOTICE.
+ * The backend cache (model_cache.c) holds an entry from find or publish
+ * until it evicts its private entry (release) or exits.
+ */
+extern int	corpq_shared_model_cache_mb;
+
+typedef struct CorpqSharedUse
+{
+	int			slot;			/* -1: none */
+	uint64		serial;
+	int32		version;
+	Size		bytes;			/* the segment's */
+	char		name[NAMEDATALEN];
+} CorpqSharedUse;
+
+typedef struct CorpqSharedInfo
+{
+	int			slot;
+	uint64		serial;
+	char		name[NAMEDATALEN];
+	int32		version;
+	Size		bytes;
+	int			refs;			/* backends attached */
+	uint64		last_use;
+	bool		dead;
+} CorpqSharedInfo;
+
+/* _PG_init's call: the GUC, and the shared memory hooks when preloading. */
+void		corpq_model_shared_init(void);
+bool		corpq_shared_models_enabled(void);
+
+/* The shared copy of ref attached (in CurrentMemoryContext), or NULL: none. */
+cq_model   *corpq_shared_model_find(const CorpqModelRef *ref, CorpqSharedUse *use);
+
+/*
+ * Copy m (loaded privately, packed and compact) into a new segment and
+ * return the model attached to it, or NULL when it stays private (a NOTICE
+ * says why when the budget or shared memory is short).
+ */
+cq_model   *corpq_shared_model_publish(const CorpqModelRef *ref, const cq_model *m,
+									   CorpqSharedUse *use);
+void		corpq_shared_model_release(CorpqSharedUse *use);
+
+/* model_drop: the entries of model name (this database) die. */
+void		corpq_shared_model_forget(const char *name);
+
+/* Bumped by every forget; a use whose entry died (forgotten or gone). */
+uint64		corpq_shared_model_deaths(void);
+bool		corpq_shared_model_dead(const CorpqSharedUse *use);
+
+/* The ready entries of the directory of this database. */
+int			corpq_shared_model_list(CorpqSharedInfo *out, int max);
+
+/*
  * How many models this backend's cache has evicted so far.  Code that keeps
  * a model pointer across calls that may load other models (a translator
  * held while a user query runs) compares it before using the pointer again:

@@ -10,7 +10,10 @@
  * resolve in the query's snapshot and fill caches of their own.  Each entry
  * owns a memory context under one long-lived root; least recently used
  * entries are evicted to keep the total under corpq.model_cache_mb (the entry
- * in use always stays).
+ * in use always stays).  With corpq preloaded, an entry is usually a small
+ * struct attached to the server's shared copy (model_shared.c): a miss
+ * attaches to it, or loads the version and copies it there for the others;
+ * evicting the entry lets go of the shared copy.
  */
 #include "postgres.h"
 
@@ -50,6 +53,7 @@ typedef struct CacheEntry
 	Size		bytes;
 	uint64		last_use;
 	int64		uses;
+	CorpqSharedUse shared;		/* slot -1: a private copy; else attached (model_shared.c) */
 } CacheEntry;
 
 #define MAX_ENTRIES 64
@@ -107,6 +111,7 @@ corpq_model_init(void)
 							PGC_SUSET, GUC_UNIT_MB,
 							NULL, NULL, NULL);
 	corpq_model_quota_init();
+	corpq_model_shared_init();
 }
 
 int			corpq_max_batch_mb = 256;
@@ -155,6 +160,7 @@ evict(int i)
 {
 	evictions++;
 	MemoryContextDelete(entries[i].cxt);
+	corpq_shared_model_release(&entries[i].shared);
 	entries[i] = entries[--n_entries];
 }
 
@@ -259,13 +265,112 @@ load_model(const CorpqModelRef *ref, MemoryContext cxt)
 	return m;
 }
 
+/* Evict the attached entries whose shared entry died (model_drop) since the last look. */
+static void
+forget_dead(void)
+{
+	static uint64 deaths_seen = 0;
+	uint64		deaths = corpq_shared_model_deaths();
+
+	if (deaths == deaths_seen)
+		return;
+	deaths_seen = deaths;
+	for (int i = n_entries - 1; i >= 0; i--)
+		if (entries[i].shared.slot >= 0 && corpq_shared_model_dead(&entries[i].shared))
+			evict(i);
+}
+
+/*
+ * m copied into shared memory, attached in a new small context (*small), or
+ * NULL (it stays private).
+ */
+static cq_model *
+publish(const CorpqModelRef *ref, const cq_model *m, CorpqSharedUse *use, MemoryContext *small)
+{
+	MemoryContext cxt = AllocSetContextCreate(cache_root, "corpq shared model",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	cq_model   *a = NULL;
+
+	PG_TRY();
+	{
+		a = corpq_shared_model_publish(ref, m, use);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextDelete(cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(old);
+	if (a == NULL)
+		MemoryContextDelete(cxt);
+	*small = a ? cxt : NULL;
+	return a;
+}
+
+/*
+ * ref's model into cxt: attached to the server's shared copy if there is
+ * one, else loaded, then copied into shared memory for the others when
+ * sharing is on (the private copy then goes), else kept private.  *keep:
+ * the context the entry keeps.
+ */
+static cq_model *
+get_model(const CorpqModelRef *ref, MemoryContext cxt, CorpqSharedUse *use, MemoryContext *keep)
+{
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	cq_model   *m = corpq_shared_model_find(ref, use);
+	cq_model   *a;
+	MemoryContext small;
+
+	MemoryContextSwitchTo(old);
+	*keep = cxt;
+	if (m)
+		return m;
+	m = load_model(ref, cxt);
+	if (!corpq_shared_models_enabled())
+		return m;
+	a = publish(ref, m, use, &small);
+	if (a == NULL)
+		return m;
+	/* the private copy goes: the entry keeps the small attached struct */
+	MemoryContextDelete(cxt);
+	*keep = small;
+	return a;
+}
+
+/* get_model; on error cxt and the hold of use go. */
+static cq_model *
+get_model_or_clean(const CorpqModelRef *ref, MemoryContext cxt, CorpqSharedUse *use,
+				   MemoryContext *keep)
+{
+	cq_model   *m = NULL;
+
+	PG_TRY();
+	{
+		m = get_model(ref, cxt, use, keep);
+	}
+	PG_CATCH();
+	{
+		MemoryContextDelete(cxt);
+		corpq_shared_model_release(use);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return m;
+}
+
 const cq_model *
 corpq_model_get(const CorpqModelRef *ref)
 {
 	CacheEntry *e;
 	MemoryContext cxt;
 	cq_model   *m;
+	MemoryContext kept = NULL;
+	CorpqSharedUse use = {.slot = -1};
 
+	forget_dead();
 	for (int i = 0; i < n_entries; i++)
 	{
 		e = &entries[i];
@@ -291,16 +396,8 @@ corpq_model_get(const CorpqModelRef *ref)
 		evict(lru);
 	}
 	cxt = AllocSetContextCreate(cache_root, "corpq model", ALLOCSET_DEFAULT_SIZES);
-	PG_TRY();
-	{
-		m = load_model(ref, cxt);
-	}
-	PG_CATCH();
-	{
-		MemoryContextDelete(cxt);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
+	m = get_model_or_clean(ref, cxt, &use, &kept);
+	cxt = kept;
 	e = &entries[n_entries++];
 	e->catalog = ref->catalog;
 	e->id = ref->id;
@@ -312,18 +409,28 @@ corpq_model_get(const CorpqModelRef *ref)
 	e->bytes = MemoryContextMemAllocated(cxt, true);
 	e->last_use = ++clock_tick;
 	e->uses = 1;
+	e->shared = use;
 	trim(0, n_entries - 1);
 	return m;
 }
 
-/* corpq.model_cache(): the entries, most recently used first. */
+/*
+ * corpq.model_cache(): this backend's entries, most recently used first
+ * (private copies, and shared copies it is attached to), then the shared
+ * copies of this database it is not attached to (uses 0).
+ */
 Datum
 corpq_model_cache(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	int			order[MAX_ENTRIES];
+	CorpqSharedInfo *dir = palloc(sizeof(CorpqSharedInfo) * MAX_ENTRIES);
+	int			n_dir;
+	bool	   *mine;
 
 	InitMaterializedSRF(fcinfo, 0);
+	n_dir = corpq_shared_model_list(dir, MAX_ENTRIES);
+	mine = palloc0(sizeof(bool) * (n_dir + 1));
 	for (int i = 0; i < n_entries; i++)
 		order[i] = i;
 	for (int i = 1; i < n_entries; i++)
@@ -338,14 +445,38 @@ corpq_model_cache(PG_FUNCTION_ARGS)
 	{
 		CacheEntry *e = &entries[order[i]];
 		int			at = strrchr(e->name, '@') - e->name;
-		Datum		values[4] = {
-			PointerGetDatum(cstring_to_text_with_len(e->name, at)),
-			Int32GetDatum(e->version),
-			Int64GetDatum((int64) e->bytes),
-			Int64GetDatum(e->uses)
-		};
-		bool		nulls[4] = {false, false, false, false};
+		bool		shared = e->shared.slot >= 0;
+		int64		attached = 1;
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
 
+		for (int k = 0; k < n_dir && shared; k++)
+			if (dir[k].slot == e->shared.slot && dir[k].serial == e->shared.serial)
+			{
+				attached = dir[k].refs;
+				mine[k] = true;
+			}
+		values[0] = PointerGetDatum(cstring_to_text_with_len(e->name, at));
+		values[1] = Int32GetDatum(e->version);
+		values[2] = Int64GetDatum((int64) (shared ? e->shared.bytes : e->bytes));
+		values[3] = Int64GetDatum(e->uses);
+		values[4] = BoolGetDatum(shared);
+		values[5] = Int64GetDatum(attached);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	for (int k = 0; k < n_dir; k++)
+	{
+		Datum		values[6];
+		bool		nulls[6] = {false, false, false, false, false, false};
+
+		if (mine[k] || dir[k].dead)
+			continue;
+		values[0] = PointerGetDatum(cstring_to_text(dir[k].name));
+		values[1] = Int32GetDatum(dir[k].version);
+		values[2] = Int64GetDatum((int64) dir[k].bytes);
+		values[3] = Int64GetDatum(0);
+		values[4] = BoolGetDatum(true);
+		values[5] = Int64GetDatum(dir[k].refs);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -608,5 +608,7 @@ corpq_model_drop(PG_FUNCTION_ARGS)
 	corpq_require_arg(fcinfo, 0, "name");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	corpq_catalog_drop(&corpq_kind_model, name);
+	/* its loaded versions are never served again, and their shared memory goes */
+	corpq_shared_model_forget(name);
 	PG_RETURN_VOID();
 }

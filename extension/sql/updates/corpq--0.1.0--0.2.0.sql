@@ -1147,3 +1147,12 @@ END
 $$;
 COMMENT ON FUNCTION corpq.quality_by_domain(text, text, text, jsonb, float8, int, text) IS
     'per domain of corpus, a SELECT returning (src, tgt, domain): pairs, words per side (mean, median, 95th percentile), mean length ratio, share rejected by any filter of filters; with model: sent_prob quantiles, the share of the domain among the corpus-wide inactive fraction (lowest sent_prob), mean ENTEOS uncertainty over uncertainty_passes dropout passes (0: not computed); with lexicon: mean coverage; with classifier (a pair-quality classifier, name or name@N): the share of pairs whose pair_quality is below 0.5 or NULL (what the classifier filter rejects by default) and the mean pair_quality';
+-- one copy of a loaded model per server: model_cache() shows shared copies and their attach counts
+DROP FUNCTION corpq.model_cache();
+CREATE FUNCTION corpq.model_cache(OUT model text, OUT version int, OUT bytes bigint,
+                                  OUT uses bigint, OUT shared boolean, OUT attach_count bigint)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'corpq_model_cache'
+    LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.model_cache() IS
+    'the models this backend uses, most recently used first: private copies (corpq.model_cache_mb) and shared copies it is attached to, then the server''s other shared copies of this database (corpq.shared_model_cache_mb, uses 0); attach_count: the backends attached to a shared copy';

@@ -218,6 +218,9 @@ DROP ROLE regress_model_owner, regress_model_other;
 -- the backend cache: keyed by version, LRU-bounded by corpq.model_cache_mb
 SELECT corpq.sent_prob('m1@1', 'a1 b1', 'x1') = corpq.sent_prob('m1_same', 'a1 b1', 'x1') AS same_weights;
 SELECT model, version, bytes > 0 AS has_bytes FROM corpq.model_cache();
+-- not preloaded: private copies only, each held by this backend alone
+SELECT count(*) AS entries, bool_or(shared) AS any_shared, max(attach_count) AS attached
+  FROM corpq.model_cache();
 SET corpq.model_cache_mb = 0;
 SELECT corpq.sent_prob('m2', 'a1 b1', 'x1') > 0 AS scored;
 SELECT model, version FROM corpq.model_cache();
