@@ -9,7 +9,9 @@
  *      (rule:<label>); language ID of each side given a language
  *      (langid:src, langid:tgt: the langid filter's rule, side by side);
  *      a copy (copy: the sides equal after dedup_key's near normalisation,
- *      and not empty after it).  Every failed one is named.
+ *      and not empty after it; option copies).  Every failed one is named.
+ *      With a classifier the defaults are what it does not see: html_tags
+ *      as the only rule, no copy check, exact duplicates only.
  *   2. among the pairs step 1 kept: exact duplicates (duplicate_of:<id>),
  *      then near ones (near_duplicate_of:<id>), the smallest id of a group
  *      kept and named.
@@ -168,6 +170,20 @@ take_filters(Jsonb *options, Jsonb **filters)
 											  CStringGetTextDatum("filters")));
 }
 
+/* Whether the options (an object, or NULL) have the key. */
+static bool
+option_given(Jsonb *options, const char *key)
+{
+	JsonbValue	k;
+
+	if (options == NULL || !JB_ROOT_IS_OBJECT(options))
+		return false;
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	return findJsonbValueFromContainer(&options->root, JB_FOBJECT, &k) != NULL;
+}
+
 /* corpq.filter_defaults(): the default spec. */
 static Jsonb *
 default_filters(void)
@@ -266,7 +282,8 @@ corpus_name(Oid corpus)
  */
 static char *
 build_query(const char *corpus, const char *id, const char *src, const char *tgt,
-			const char *rules, const char *lang_src, const char *lang_tgt, int dedup)
+			const char *rules, const char *lang_src, const char *lang_tgt, int dedup,
+			bool copies)
 {
 	StringInfoData b;
 	const char *ok = "pg_catalog.cardinality(s.reasons) OPERATOR(pg_catalog.=) 0";
@@ -305,7 +322,8 @@ build_query(const char *corpus, const char *id, const char *src, const char *tgt
 		appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) corpq.filter_rejects(c.%s, c.%s, %s::pg_catalog.jsonb)",
 						 tgt, tgt, quote_literal_cstr(lang_tgt));
 	/* a copy: equal near keys of the sides, the normalised side not empty */
-	appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) CASE WHEN corpq.dedup_key(c.%s, c.%s, 'near', 'src') "
+	if (copies)
+		appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) CASE WHEN corpq.dedup_key(c.%s, c.%s, 'near', 'src') "
 					 "OPERATOR(pg_catalog.=) corpq.dedup_key(c.%s, c.%s, 'near', 'tgt') "
 					 "AND corpq.dedup_key(c.%s, '', 'near', 'src') OPERATOR(pg_catalog.<>) "
 					 "corpq.dedup_key('', '', 'near', 'src') "
@@ -649,6 +667,7 @@ corpq_curate(PG_FUNCTION_ARGS)
 	int			n_rules;
 	char	   *lang_src = NULL;
 	char	   *lang_tgt = NULL;
+	bool		with_classifier;
 	StringInfoData more;
 
 	corpq_require_arg(fcinfo, 0, "corpus");
@@ -677,11 +696,28 @@ corpq_curate(PG_FUNCTION_ARGS)
 	if ((o.classifier || o.clean_query) && o.threshold == CORPQ_OPT_UNSET_VALUE)
 		o.threshold = CURATE_DEFAULT_THRESHOLD;
 
+	/*
+	 * The defaults in front of a classifier (given or trained): what it does
+	 * not see -- markup (html_tags), empty sides, exact duplicates -- and
+	 * not the rules, language ID, copies and near duplicates, whose signals
+	 * it holds as features and which cost clean pairs (measured:
+	 * docs/curation.md, "The cheap steps in front of a classifier").
+	 */
+	with_classifier = o.classifier != NULL || o.clean_query != NULL;
+	if (o.dedup == CORPQ_OPT_UNSET_VALUE)
+		o.dedup = with_classifier ? CURATE_DEDUP_EXACT : CURATE_DEDUP_NEAR;
+	if (with_classifier && !option_given(rest, "copies"))
+		o.copies = false;
 	/* step 1's filters, checked and pinned */
-	rules = pinned_spec(filters ? filters : default_filters(), &n_rules);
-	if (o.src_lang)
+	if (filters == NULL)
+		filters = with_classifier
+			? DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(CURATE_CLASSIFIER_FILTERS)))
+			: default_filters();
+	rules = pinned_spec(filters, &n_rules);
+	/* language ID: asked for by the languages, unless they are the trained classifier's */
+	if (o.src_lang && o.clean_query == NULL)
 		lang_src = langid_spec(o.src_lang, "src");
-	if (o.tgt_lang)
+	if (o.tgt_lang && o.clean_query == NULL)
 		lang_tgt = langid_spec(o.tgt_lang, "tgt");
 
 	/* the corpus and its columns */
@@ -692,7 +728,7 @@ corpq_curate(PG_FUNCTION_ARGS)
 		const char *tgt = corpus_column(corpus, cname, o.tgt_column, "tgt_column", "target", false);
 
 		call.query = build_query(cname, id, src, tgt, n_rules > 0 ? rules : NULL,
-								 lang_src, lang_tgt, o.dedup);
+								 lang_src, lang_tgt, o.dedup, o.copies);
 	}
 	/* pinned now: a version trained while the job runs changes nothing */
 	if (o.classifier)
@@ -957,9 +993,10 @@ kind_members(CurateRun *r)
 
 		initStringInfo(&s);
 		appendStringInfoString(&s, "rule filters");
-		if (r->o.src_lang || r->o.tgt_lang)
+		if ((r->o.src_lang || r->o.tgt_lang) && r->o.clean_query == NULL)
 			appendStringInfoString(&s, ", language ID");
-		appendStringInfoString(&s, ", copies");
+		if (r->o.copies)
+			appendStringInfoString(&s, ", copies");
 		if (r->o.dedup == CURATE_DEDUP_EXACT)
 			appendStringInfoString(&s, ", exact duplicates");
 		else if (r->o.dedup == CURATE_DEDUP_NEAR)

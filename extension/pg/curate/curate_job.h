@@ -42,7 +42,8 @@ typedef struct CurateOptions
 {
 	char	   *src_lang;		/* NULL: no language ID of that side */
 	char	   *tgt_lang;
-	int			dedup;			/* CurateDedup */
+	int			dedup;			/* CurateDedup; unset until resolved */
+	bool		copies;			/* the copy check (default resolved) */
 	char	   *classifier;		/* NULL: no classifier step (unless trained) */
 	char	   *clean_query;	/* NULL: train nothing; else the job trains a
 								 * lexicon and a classifier on it first */
@@ -63,6 +64,14 @@ typedef struct CurateOptions
  */
 #define CURATE_LEXICON_SUFFIX "_lex"
 #define CURATE_CLASSIFIER_SUFFIX "_pq"
+
+/*
+ * The default filters (step 1's rules) when a classifier judges the pairs
+ * (given, or trained from a clean query): only what the classifier does not
+ * see, markup (docs/curation.md, "The cheap steps in front of a
+ * classifier").  Without one: corpq.filter_defaults().
+ */
+#define CURATE_CLASSIFIER_FILTERS "[{\"name\": \"html_tags\"}]"
 
 /* The default threshold of the classifier's probability. */
 #define CURATE_DEFAULT_THRESHOLD 0.5

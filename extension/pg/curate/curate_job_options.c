@@ -34,8 +34,10 @@ static const CorpqOption curate_rows[] = {
 	.valid = corpq_option_nonempty, .expected = "a language code (corpq.langid_languages())"},
 	{.key = "tgt_lang", OPT(tgt_lang), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
 	.valid = corpq_option_nonempty, .expected = "a language code (corpq.langid_languages())"},
+	/* defaults resolved by corpq_curate: they depend on the classifier */
 	{.key = "dedup", OPT(dedup), .type = CORPQ_OPT_ENUM, .names = dedup_names,
-	.def = CURATE_DEDUP_NEAR},
+	.flags = CORPQ_OPT_UNSET},
+	{.key = "copies", OPT(copies), .type = CORPQ_OPT_BOOL, .def = true},
 	{.key = "classifier", OPT(classifier), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
 	.valid = corpq_option_nonempty, .expected = "a classifier's name, or name@N"},
 	{.key = "clean_query", OPT(clean_query), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,

@@ -70,11 +70,16 @@ SELECT c.name, v.version, v.job = :job AS by_this_job, v.models ->> 'lexicon' AS
        v.options ->> 'src_lang' AS src_lang, v.options ->> 'tgt_lang' AS tgt_lang, (v.options ->> 'max_seconds')::float8 BETWEEN 500 AND 600 AS budget_left
   FROM corpq.classifier_versions v JOIN corpq.classifier_catalog c ON c.id = v.model
  WHERE c.name = 'cqa_out_pq';
--- every pair: one row; the pairs the cheap steps dropped have no probability
+-- the defaults in front of a classifier: exact duplicates, no copy check,
+-- no language ID step (the languages are the classifier's)
+SELECT options ->> 'dedup' AS dedup, options -> 'copies' AS copies
+  FROM corpq.jobs, LATERAL (SELECT args -> 'options' AS options) o WHERE id = :job;
+-- every pair: one row; the pairs the cheap steps dropped have no probability;
+-- the copy is the classifier's to judge (and it drops it)
 SELECT count(*) AS rows_,
        count(*) FILTER (WHERE probability IS NULL) AS not_judged,
-       count(*) FILTER (WHERE probability IS NULL AND reasons[1] ~ '^(copy|duplicate_of:1|langid:(src|tgt))$') AS cheap_reason,
-       count(*) FILTER (WHERE id = 31 AND 'copy' = ANY (reasons)) AS copy_dropped,
+       count(*) FILTER (WHERE probability IS NULL AND reasons[1] ~ '^(duplicate_of:1)$') AS cheap_reason,
+       count(*) FILTER (WHERE id = 31 AND decision = 'drop' AND reasons[1] LIKE 'classifier:%') AS copy_judged_dropped,
        count(*) FILTER (WHERE id = 32 AND reasons = '{duplicate_of:1}') AS duplicate_dropped
   FROM cqa_out;
 -- the pairs judged: pair_quality of the trained classifier, bit for bit,
@@ -92,17 +97,19 @@ SELECT count(*) FILTER (WHERE id <= 30 AND decision = 'keep') >= 25 AS clean_kep
   FROM cqa_out;
 
 -- a rerun into the same target: the caller's lexicon is replaced, the
--- classifier gets a new version, and the job uses both
+-- classifier gets a new version, and the job uses both; the copy check
+-- asked for runs before the classifier
 TRUNCATE cqa_out;
 SELECT corpq.curate('cqa_corpus', 'cqa_out',
          '{"clean_query": "SELECT src, tgt FROM cqa_clean WHERE id > 100", "src_lang": "en",
-           "tgt_lang": "es", "filters": []}') AS job \gset
+           "tgt_lang": "es", "copies": true}') AS job \gset
 SELECT corpq.job_wait(:job, '600 s');
 SELECT state, result -> 'training' -> 'lexicon' ->> 'name' AS lexicon,
        result -> 'training' -> 'classifier' ->> 'name' AS classifier,
        result -> 'training' -> 'classifier' -> 'max_seconds' AS budget,
-       result ->> 'classifier_name' AS pinned
+       result ->> 'classifier_name' AS pinned, result ->> 'steps' AS steps, result -> 'filters' AS filters
   FROM corpq.jobs WHERE id = :job;
+SELECT reasons, probability FROM cqa_out WHERE id = 31;
 SELECT count(*) FILTER (WHERE o.probability = corpq.pair_quality('cqa_out_pq@2', c.src, c.tgt)) AS equal_v2,
        count(*) AS judged
   FROM cqa_out o JOIN cqa_corpus c USING (id) WHERE o.probability IS NOT NULL \gset
