@@ -479,8 +479,9 @@ training_summary(CorpqJob *job, const Trained *t, const char *lexicon, const cha
 	Oid			ty[10] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID, BOOLOID, FLOAT8OID,
 	FLOAT8OID, FLOAT8OID, INT8OID};
 	Datum		a[10];
-	char		nulls[10] = "         ";
+	char		nulls[10];
 
+	memset(nulls, ' ', sizeof(nulls));
 	a[0] = CStringGetTextDatum(lexicon);
 	a[1] = CStringGetTextDatum(classifier);
 	a[2] = CStringGetTextDatum(t->lexicon);
@@ -540,7 +541,6 @@ train_what_it_needs(CorpqJob *job, CurateOptions *o, Trained *t, MemoryContext c
 	if (!t->lexicon_reused)
 	{
 		LexOptions	lo;
-		char	   *res;
 
 		corpq_job_xact_begin(cxt);
 		MemoryContextSwitchTo(cxt);
@@ -548,9 +548,8 @@ train_what_it_needs(CorpqJob *job, CurateOptions *o, Trained *t, MemoryContext c
 		corpq_job_xact_commit(cxt);
 		/* curate()'s names: a lexicon of the caller's is replaced (checked at submission) */
 		lo.replace = true;
-		res = lexicon_build(job, lexicon, training_query(o->clean_query, CURATE_HALF_LEXICON),
-							&lo, cxt);
-		(void) res;
+		(void) lexicon_build(job, lexicon, training_query(o->clean_query, CURATE_HALF_LEXICON),
+							 &lo, cxt);
 		version = stored_by_job(job, lexicon_of_job, lexicon);
 		corpq_job_xact_commit(cxt);
 		if (version <= 0)
