@@ -248,13 +248,23 @@ def main():
         train_classifier(name, opts)
         results.append(("classifier: " + label, scores("corpq.pair_quality(%s, src, tgt)" % lit(name), on)))
         last = name
-    # what curate() does: the cheap steps first, then the classifier
+    # the cheap steps first, then the classifier
+    classifier = results[-1][1]
     recipe = results[2][1]
-    results.append(("manual recipe, then the classifier (" + sets[-1][0] + "): curate()'s default steps",
+    results.append(("manual recipe, then the classifier (" + sets[-1][0] + "): curate()'s steps before "
+                    "its defaults with a classifier",
                     np.minimum(recipe, results[-1][1])))
-    html_copy = scores("corpq.filter_keeps(src, tgt, '[{\"name\": \"html_tags\"}]')::int * " + copy, on)
-    results.append(("html_tags + copy check, then the classifier (" + sets[-1][0] + "): curate() with "
-                    "filters [html_tags]", np.minimum(html_copy, results[-2][1])))
+    html = scores("corpq.filter_keeps(src, tgt, '[{\"name\": \"html_tags\"}]')::int", on)
+    copy_only = scores(copy, on)
+    # which cheap steps belong in front of a classifier: each alone, then together
+    results.append(("rules (filter_defaults), then the classifier (" + sets[-1][0] + ")",
+                    np.minimum(results[0][1], classifier)))
+    results.append(("html_tags, then the classifier (" + sets[-1][0] + "): curate()'s default with a classifier",
+                    np.minimum(html, classifier)))
+    results.append(("copy check, then the classifier (" + sets[-1][0] + ")",
+                    np.minimum(copy_only, classifier)))
+    results.append(("html_tags + copy check, then the classifier (" + sets[-1][0] + ")",
+                    np.minimum(html * copy_only, classifier)))
 
     if on == "dev":
         # tuning: OpusFilter's LR picks its features on dev, so it is left out

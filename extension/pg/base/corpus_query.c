@@ -187,6 +187,16 @@ connect_spi(void)
 		elog(ERROR, "SPI_connect failed: %s", SPI_result_code_string(rc));
 }
 
+char *
+corpq_query_bare(const char *query)
+{
+	int			len = strlen(query);
+
+	while (len > 0 && (isspace((unsigned char) query[len - 1]) || query[len - 1] == ';'))
+		len--;
+	return pnstrdup(query, len);
+}
+
 int
 corpq_query_check(const char *query, const CorpqQuerySpec *spec)
 {

@@ -67,6 +67,12 @@ typedef struct CorpqBatch
 typedef void (*CorpqBatchFn) (void *arg, const CorpqBatch *batch);
 
 /*
+ * query without its trailing blanks and semicolons (palloc'd), to be
+ * wrapped in a subquery: "SELECT ... FROM (<bare>\n) AS q".
+ */
+char	   *corpq_query_bare(const char *query);
+
+/*
  * ERROR unless query passes the spec; returns its number of columns.  Used
  * where a query is checked long before it runs (at job submission).
  */

@@ -111,6 +111,26 @@ bool		curate_features_compute(CurateFeatures *f, text *src, text *tgt, double *x
 
 /* ---- classifier_train.c ---- */
 
+/*
+ * At submission: ERROR unless query is a clean query of (src, tgt) with at
+ * least CURATE_MIN_CLEAN_PAIRS pairs with both sides, and o's
+ * other-language query (if any) one text column.  classifier_train()'s
+ * checks, which corpq.curate() makes too before it trains a classifier.
+ */
+void		classifier_check_clean_query(const char *query, const ClassifierOptions *o);
+
+/*
+ * In a job, outside a transaction: train the classifier name on query with
+ * options o (models pinned), the job's progress reported, then begin the
+ * final transaction and write the new version in it (classifier_store);
+ * returns the training's result (a JSON object {"classifier", "version",
+ * "report"}, allocated in cxt; *version gets the version when not NULL)
+ * with that transaction still open: the caller commits it.  The one
+ * training of classifier_train() and of corpq.curate()'s classifier phase.
+ */
+char	   *classifier_build(CorpqJob *job, const char *name, const char *query,
+							 const ClassifierOptions *o, MemoryContext cxt, int32 *version);
+
 /* _PG_init's call for classifier/: register the "classifier_train" job kind. */
 void		corpq_classifier_init(void);
 

@@ -18,6 +18,8 @@
  *              the features' weights (logistic) or split counts (trees)
  *   writing    the version and the job's result in one final transaction
  *
+ * The phases are classifier_build(), which corpq.curate() calls too when it
+ * trains what it needs (it writes its own result after the version).
  * Nothing is written before that transaction, so the kind is restartable
  * and a failed or cancelled run leaves the catalog untouched.
  */
@@ -63,24 +65,13 @@ static const CorpqQuerySpec sentence_spec = {
 	.max_columns = 1, .example = "SELECT sentence FROM german_sentences", .need_rows = false
 };
 
-/* query without trailing blanks and semicolons, to be wrapped in a subquery */
-static char *
-bare_query(const char *q)
-{
-	int			len = strlen(q);
-
-	while (len > 0 && (isspace((unsigned char) q[len - 1]) || q[len - 1] == ';'))
-		len--;
-	return pnstrdup(q, len);
-}
-
 /* ERROR unless the clean query gives CURATE_MIN_CLEAN_PAIRS pairs with both sides. */
 static void
 check_enough_pairs(const char *query)
 {
 	char	   *sql = psprintf("SELECT pg_catalog.count(*) FROM (SELECT 1 FROM (%s\n) q(src, tgt) "
 							   "WHERE q.src IS NOT NULL AND q.tgt IS NOT NULL LIMIT %d) s",
-							   bare_query(query), CURATE_MIN_CLEAN_PAIRS);
+							   corpq_query_bare(query), CURATE_MIN_CLEAN_PAIRS);
 	bool		isnull;
 	int64		n;
 
@@ -100,6 +91,15 @@ check_enough_pairs(const char *query)
 						 "to calibrate and measure itself.")));
 }
 
+void
+classifier_check_clean_query(const char *query, const ClassifierOptions *o)
+{
+	(void) corpq_query_check(query, &pair_spec);
+	if (o->other_language_query)
+		(void) corpq_query_check(o->other_language_query, &sentence_spec);
+	check_enough_pairs(query);
+}
+
 Datum
 corpq_classifier_train(PG_FUNCTION_ARGS)
 {
@@ -114,10 +114,7 @@ corpq_classifier_train(PG_FUNCTION_ARGS)
 	/* a new name is created by the job; an existing one must be the caller's */
 	corpq_catalog_check_writer(&corpq_kind_classifier, name, "add a version to",
 							   "Only members of the classifier's owner role can train it.");
-	(void) corpq_query_check(query, &pair_spec);
-	if (o.other_language_query)
-		(void) corpq_query_check(o.other_language_query, &sentence_spec);
-	check_enough_pairs(query);
+	classifier_check_clean_query(query, &o);
 
 	initStringInfo(&args);
 	appendStringInfoString(&args, "{\"name\": ");
@@ -384,10 +381,14 @@ seconds_since(TimestampTz t)
 	return (double) (GetCurrentTimestamp() - t) / USECS_PER_SEC;
 }
 
-static void
-classifier_train_job(CorpqJob *job)
+/*
+ * The training itself (classifier.h): every phase up to the final
+ * transaction, which is begun and holds the new version when this returns.
+ */
+char *
+classifier_build(CorpqJob *job, const char *name, const char *query, const ClassifierOptions *o_in,
+				 MemoryContext cxt, int32 *version_out)
 {
-	MemoryContext cxt = CurrentMemoryContext;
 	MemoryContext chunk_cxt;
 	TimestampTz start = GetCurrentTimestamp(),
 				train_start;
@@ -400,8 +401,6 @@ classifier_train_job(CorpqJob *job)
 	cq_error	err = {0};
 	Texts		clean = {0},
 				foreign = {0};
-	char	   *name,
-			   *query;
 	int64	   *groups,
 			   *order;
 	unsigned char *holdout_all;
@@ -416,13 +415,12 @@ classifier_train_job(CorpqJob *job)
 	StringInfoData report,
 				result;
 	ClassifierResult r;
+	MemoryContext old;
 
+	o = *o_in;
 	/* reading: both queries run as the job's owner */
 	corpq_job_xact_begin(cxt);
 	MemoryContextSwitchTo(cxt);
-	name = corpq_job_arg(job, "name");
-	query = corpq_job_arg(job, "clean_query");
-	classifier_options_parse_text(corpq_job_arg(job, "options"), &o);
 	classifier_options_feature_set(&o, &fs);
 	d = cq_feature_count(&fs);
 	read_texts(job, query, &pair_spec, true, o.max_pairs, "reading clean pairs", &clean);
@@ -539,7 +537,7 @@ classifier_train_job(CorpqJob *job)
 	appendStringInfoChar(&report, '}');
 	cq_noise_set_free(&set);
 
-	/* writing: the version and the job's result, in one transaction */
+	/* writing: the version, in the final transaction the caller ends */
 	memset(&r, 0, sizeof(r));
 	r.name = name;
 	r.c = &c;
@@ -549,13 +547,37 @@ classifier_train_job(CorpqJob *job)
 	corpq_job_xact_begin(cxt);
 	corpq_job_progress(job, "writing", 0, 1, "versions", NULL, true);
 	version = classifier_store(job, &r);
+	cq_classifier_free(&c);
+	/* the result outlives the transaction's SPI context */
+	old = MemoryContextSwitchTo(cxt);
 	initStringInfo(&result);
 	appendStringInfoString(&result, "{\"classifier\": ");
 	escape_json(&result, name);
 	appendStringInfo(&result, ", \"version\": %d, \"report\": %s}", version, report.data);
-	corpq_job_finish(job, result.data);
+	MemoryContextSwitchTo(old);
+	if (version_out)
+		*version_out = version;
+	return result.data;
+}
+
+static void
+classifier_train_job(CorpqJob *job)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ClassifierOptions o;
+	char	   *name,
+			   *query,
+			   *result;
+
+	corpq_job_xact_begin(cxt);
+	MemoryContextSwitchTo(cxt);
+	name = corpq_job_arg(job, "name");
+	query = corpq_job_arg(job, "clean_query");
+	classifier_options_parse_text(corpq_job_arg(job, "options"), &o);
 	corpq_job_xact_commit(cxt);
-	cq_classifier_free(&c);
+	result = classifier_build(job, name, query, &o, cxt, NULL);
+	corpq_job_finish(job, result);
+	corpq_job_xact_commit(cxt);
 }
 
 void

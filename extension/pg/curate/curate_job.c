@@ -9,7 +9,9 @@
  *      (rule:<label>); language ID of each side given a language
  *      (langid:src, langid:tgt: the langid filter's rule, side by side);
  *      a copy (copy: the sides equal after dedup_key's near normalisation,
- *      and not empty after it).  Every failed one is named.
+ *      and not empty after it; option copies).  Every failed one is named.
+ *      With a classifier the defaults are what it does not see: html_tags
+ *      as the only rule, no copy check, exact duplicates only.
  *   2. among the pairs step 1 kept: exact duplicates (duplicate_of:<id>),
  *      then near ones (near_duplicate_of:<id>), the smallest id of a group
  *      kept and named.
@@ -18,6 +20,10 @@
  * Steps 1 and 2 are one query over the whole corpus, built here and run by
  * the row job (its result held across the job's transactions); step 3 runs
  * chunk by chunk in the worker.
+ *
+ * With a clean query instead of a classifier, the job trains first (see
+ * train_what_it_needs): a lexicon, then a classifier, each stored in its own
+ * transaction by its own kind's code, found again by a restarted job.
  */
 #include "postgres.h"
 
@@ -44,11 +50,14 @@
 
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
+#include "pg/base/corpus_query.h"
 #include "pg/base/options.h"
 #include "pg/classifier/classifier.h"
 #include "pg/curate/curate_job.h"
 #include "pg/filters/filters.h"
 #include "pg/jobs/row_job.h"
+#include "pg/lexicon/lexicon.h"
+#include "utils/timestamp.h"
 
 PG_FUNCTION_INFO_V1(corpq_curate);
 
@@ -161,6 +170,20 @@ take_filters(Jsonb *options, Jsonb **filters)
 											  CStringGetTextDatum("filters")));
 }
 
+/* Whether the options (an object, or NULL) have the key. */
+static bool
+option_given(Jsonb *options, const char *key)
+{
+	JsonbValue	k;
+
+	if (options == NULL || !JB_ROOT_IS_OBJECT(options))
+		return false;
+	k.type = jbvString;
+	k.val.string.val = (char *) key;
+	k.val.string.len = strlen(key);
+	return findJsonbValueFromContainer(&options->root, JB_FOBJECT, &k) != NULL;
+}
+
 /* corpq.filter_defaults(): the default spec. */
 static Jsonb *
 default_filters(void)
@@ -259,7 +282,8 @@ corpus_name(Oid corpus)
  */
 static char *
 build_query(const char *corpus, const char *id, const char *src, const char *tgt,
-			const char *rules, const char *lang_src, const char *lang_tgt, int dedup)
+			const char *rules, const char *lang_src, const char *lang_tgt, int dedup,
+			bool copies)
 {
 	StringInfoData b;
 	const char *ok = "pg_catalog.cardinality(s.reasons) OPERATOR(pg_catalog.=) 0";
@@ -298,7 +322,8 @@ build_query(const char *corpus, const char *id, const char *src, const char *tgt
 		appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) corpq.filter_rejects(c.%s, c.%s, %s::pg_catalog.jsonb)",
 						 tgt, tgt, quote_literal_cstr(lang_tgt));
 	/* a copy: equal near keys of the sides, the normalised side not empty */
-	appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) CASE WHEN corpq.dedup_key(c.%s, c.%s, 'near', 'src') "
+	if (copies)
+		appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) CASE WHEN corpq.dedup_key(c.%s, c.%s, 'near', 'src') "
 					 "OPERATOR(pg_catalog.=) corpq.dedup_key(c.%s, c.%s, 'near', 'tgt') "
 					 "AND corpq.dedup_key(c.%s, '', 'near', 'src') OPERATOR(pg_catalog.<>) "
 					 "corpq.dedup_key('', '', 'near', 'src') "
@@ -307,6 +332,264 @@ build_query(const char *corpus, const char *id, const char *src, const char *tgt
 	appendStringInfo(&b, " END AS reasons\n  FROM %s AS c) AS s\n"
 					 "ORDER BY s.id, s.src, s.tgt", corpus);
 	return b.data;
+}
+
+/* ---- training: what curate() trains from a clean query ---- */
+
+/*
+ * The clean pairs are split in two by a hash of the source: one half
+ * trains the lexicon, the other the classifier.  A lexicon knows the pairs
+ * it was trained on better than new ones, so a classifier whose clean pairs
+ * it saw learns lexicon scores that new clean pairs do not reach (measured:
+ * docs/curation.md).
+ */
+#define CURATE_HALF_LEXICON 0
+#define CURATE_HALF_CLASSIFIER 1
+
+static char *
+training_query(const char *clean_query, int half)
+{
+	return psprintf("SELECT q.src, q.tgt FROM (%s\n) AS q (src, tgt) "
+					"WHERE (pg_catalog.hashtext(q.src::pg_catalog.text) OPERATOR(pg_catalog.&) 1) "
+					"OPERATOR(pg_catalog.=) %d", corpq_query_bare(clean_query), half);
+}
+
+static void
+classifier_half_context(void *arg)
+{
+	errcontext("the half of curate()'s clean_query that trains the classifier "
+			   "(the other half, by a hash of the source, trains the lexicon)");
+}
+
+/*
+ * At submission, with the option clean_query: the checks classifier_train
+ * and lexicon_train make (by their own code: the languages, the clean
+ * query's shape and size, the writers of the names), the names the job will
+ * store under (curate_job.h), and the classifier's options as the job's
+ * arguments keep them.
+ */
+static char *
+check_training(const CurateOptions *o, const char *target_rel, char **lexicon,
+			   char **classifier)
+{
+	ClassifierOptions co;
+	StringInfoData b;
+
+	if (o->src_lang == NULL || o->tgt_lang == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the curate option \"clean_query\" needs \"src_lang\" and \"tgt_lang\""),
+				 errhint("curate() trains its classifier with the two languages: give both codes (corpq.langid_languages()).")));
+	corpq_require_utf8();
+	/* the classifier's options: the languages, checked by classifier_train's parser */
+	initStringInfo(&b);
+	appendStringInfoString(&b, "{\"src_lang\": ");
+	escape_json(&b, o->src_lang);
+	appendStringInfoString(&b, ", \"tgt_lang\": ");
+	escape_json(&b, o->tgt_lang);
+	appendStringInfoChar(&b, '}');
+	classifier_options_parse(DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(b.data))),
+							 &co);
+	lexicon_check_corpus_query(o->clean_query);
+	{
+		ErrorContextCallback cb = {.previous = error_context_stack,
+		.callback = classifier_half_context};
+
+		error_context_stack = &cb;
+		classifier_check_clean_query(training_query(o->clean_query, CURATE_HALF_CLASSIFIER), &co);
+		error_context_stack = cb.previous;
+	}
+
+	*lexicon = psprintf("%s%s", target_rel, CURATE_LEXICON_SUFFIX);
+	*classifier = psprintf("%s%s", target_rel, CURATE_CLASSIFIER_SUFFIX);
+	classifier_check_name(*classifier);
+	(void) corpq_catalog_check_writer(&corpq_kind_lexicon, *lexicon, "replace",
+									  "curate() names the lexicon it trains after the target table: "
+									  "curate into another table, or ask the lexicon's owner to drop it.");
+	(void) corpq_catalog_check_writer(&corpq_kind_classifier, *classifier, "add a version to",
+									  "curate() names the classifier it trains after the target table: "
+									  "curate into another table, or ask the classifier's owner to drop it.");
+	return classifier_options_json(&co);
+}
+
+/* What the job trained (or found from its run before a restart). */
+typedef struct Trained
+{
+	char	   *lexicon;		/* "name@version" */
+	char	   *classifier;		/* "name@version" */
+	bool		lexicon_reused;
+	bool		classifier_reused;
+	double		lexicon_seconds;	/* this run's; 0 when reused */
+	double		classifier_seconds;
+	double		budget;			/* the classifier's max_seconds, or unset */
+	char	   *summary;		/* the result's "training" member */
+} Trained;
+
+/*
+ * In a transaction: the version of what this job stored under name (sql
+ * selects it, $1 the name, $2 the job), or 0.
+ */
+static int32
+stored_by_job(CorpqJob *job, const char *sql, const char *name)
+{
+	Oid			t[2] = {TEXTOID, INT8OID};
+	Datum		a[2] = {CStringGetTextDatum(name), Int64GetDatum(job->id)};
+	bool		isnull;
+
+	/* not read-only: a lexicon written in this transaction is seen */
+	if (corpq_sql_as_caller(sql, 2, t, a, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the catalog of \"%s\"", name);
+	if (SPI_processed == 0)
+		return 0;
+	return DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+static const char *const lexicon_of_job =
+"SELECT version FROM corpq.lexicons "
+"WHERE name OPERATOR(pg_catalog.=) $1 AND job OPERATOR(pg_catalog.=) $2";
+static const char *const classifier_of_job =
+"SELECT v.version FROM corpq.classifier_versions v JOIN corpq.classifier_catalog c "
+"ON c.id OPERATOR(pg_catalog.=) v.model "
+"WHERE c.name OPERATOR(pg_catalog.=) $1 AND v.job OPERATOR(pg_catalog.=) $2 "
+"ORDER BY v.version DESC LIMIT 1";
+
+/* In a transaction: the result's summary of what was trained, read from the catalog. */
+static char *
+training_summary(CorpqJob *job, const Trained *t, const char *lexicon, const char *classifier)
+{
+	static const char *const sql =
+	"SELECT pg_catalog.jsonb_build_object("
+	"'lexicon', pg_catalog.jsonb_build_object('name', $3, 'reused', $5, 'seconds', $7, "
+	"  'pairs', l.stats -> 'pairs', 'src_vocab', l.stats -> 'src_vocab', "
+	"  'tgt_vocab', l.stats -> 'tgt_vocab', 'training_seconds', l.stats -> 'seconds'), "
+	"'classifier', pg_catalog.jsonb_build_object('name', $4, 'reused', $6, 'seconds', $8, "
+	"  'kind', v.kind, 'features', v.features, 'max_seconds', $9, "
+	"  'pairs_used', v.report -> 'pairs_used', "
+	"  'max_seconds_reached', v.report -> 'max_seconds_reached', "
+	"  'heldout', v.report -> 'heldout'), "
+	"'encoder', NULL::pg_catalog.text, "
+	"'encoder_reason', 'curate() trains no encoder: the lexicon and the classifier are what it "
+	"trains within max_seconds; train one with corpq.train() and give it to classifier_train as "
+	"\"encoder\"')::pg_catalog.text "
+	"FROM corpq.lexicons l, corpq.classifier_versions v JOIN corpq.classifier_catalog c "
+	"ON c.id OPERATOR(pg_catalog.=) v.model "
+	"WHERE l.name OPERATOR(pg_catalog.=) $1 AND l.job OPERATOR(pg_catalog.=) $10 "
+	"AND c.name OPERATOR(pg_catalog.=) $2 AND v.job OPERATOR(pg_catalog.=) $10 "
+	"AND v.version OPERATOR(pg_catalog.=) pg_catalog.split_part($4, '@', 2)::pg_catalog.int4";
+	Oid			ty[10] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID, BOOLOID, FLOAT8OID,
+	FLOAT8OID, FLOAT8OID, INT8OID};
+	Datum		a[10];
+	char		nulls[10];
+
+	memset(nulls, ' ', sizeof(nulls));
+	a[0] = CStringGetTextDatum(lexicon);
+	a[1] = CStringGetTextDatum(classifier);
+	a[2] = CStringGetTextDatum(t->lexicon);
+	a[3] = CStringGetTextDatum(t->classifier);
+	a[4] = BoolGetDatum(t->lexicon_reused);
+	a[5] = BoolGetDatum(t->classifier_reused);
+	a[6] = Float8GetDatum(t->lexicon_seconds);
+	a[7] = Float8GetDatum(t->classifier_seconds);
+	a[8] = Float8GetDatum(t->budget);
+	if (t->budget == CORPQ_OPT_UNSET_VALUE)
+		nulls[8] = 'n';
+	a[9] = Int64GetDatum(job->id);
+	if (corpq_sql_as_caller(sql, 10, ty, a, nulls, true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "could not read what the curate job trained");
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+static double
+seconds_since(TimestampTz t)
+{
+	return (double) (GetCurrentTimestamp() - t) / USECS_PER_SEC;
+}
+
+/*
+ * In the job, outside a transaction, before the row job begins: the
+ * lexicon, then the classifier, each trained by its own kind's code and
+ * stored (with this job's id) in its own final transaction, unless this job
+ * stored it before a restart; then the classifier, pinned, is the one
+ * step 3 uses.  max_seconds: the lexicon is trained whole, the classifier's
+ * feature phase gets what is left of the budget (at least one chunk).
+ */
+static void
+train_what_it_needs(CorpqJob *job, CurateOptions *o, Trained *t, MemoryContext cxt)
+{
+	TimestampTz start = GetCurrentTimestamp();
+	TimestampTz phase;
+	char	   *lexicon,
+			   *classifier,
+			   *copts;
+	int32		version;
+	ClassifierOptions co;
+
+	memset(t, 0, sizeof(Trained));
+	corpq_job_xact_begin(cxt);
+	MemoryContextSwitchTo(cxt);
+	lexicon = corpq_job_arg(job, "train_lexicon");
+	classifier = corpq_job_arg(job, "train_classifier");
+	copts = corpq_job_arg(job, "classifier_options");
+	/* last: an SPI call leaves SPI's context current */
+	version = stored_by_job(job, lexicon_of_job, lexicon);
+	corpq_job_xact_commit(cxt);
+
+	/* the lexicon */
+	phase = GetCurrentTimestamp();
+	t->lexicon_reused = version > 0;
+	if (!t->lexicon_reused)
+	{
+		LexOptions	lo;
+
+		corpq_job_xact_begin(cxt);
+		MemoryContextSwitchTo(cxt);
+		lexicon_options_parse(NULL, &lo);
+		corpq_job_xact_commit(cxt);
+		/* curate()'s names: a lexicon of the caller's is replaced (checked at submission) */
+		lo.replace = true;
+		(void) lexicon_build(job, lexicon, training_query(o->clean_query, CURATE_HALF_LEXICON),
+							 &lo, cxt);
+		version = stored_by_job(job, lexicon_of_job, lexicon);
+		corpq_job_xact_commit(cxt);
+		if (version <= 0)
+			elog(ERROR, "the lexicon \"%s\" just trained is not in the catalog", lexicon);
+		t->lexicon_seconds = seconds_since(phase);
+	}
+	t->lexicon = psprintf("%s@%d", lexicon, version);
+
+	/* the classifier: the languages and that lexicon */
+	corpq_job_xact_begin(cxt);
+	MemoryContextSwitchTo(cxt);
+	classifier_options_parse_text(copts, &co);
+	/* last: an SPI call leaves SPI's context current */
+	version = stored_by_job(job, classifier_of_job, classifier);
+	corpq_job_xact_commit(cxt);
+	phase = GetCurrentTimestamp();
+	t->budget = CORPQ_OPT_UNSET_VALUE;
+	t->classifier_reused = version > 0;
+	if (!t->classifier_reused)
+	{
+		co.models.lexicon = t->lexicon;
+		if (o->max_seconds != CORPQ_OPT_UNSET_VALUE)
+			co.max_seconds = t->budget = Max(o->max_seconds - seconds_since(start), 1.0);
+		(void) classifier_build(job, classifier,
+								training_query(o->clean_query, CURATE_HALF_CLASSIFIER),
+								&co, cxt, &version);
+		corpq_job_xact_commit(cxt);
+		t->classifier_seconds = seconds_since(phase);
+	}
+	t->classifier = psprintf("%s@%d", classifier, version);
+
+	corpq_job_xact_begin(cxt);
+	t->summary = training_summary(job, t, lexicon, classifier);
+	MemoryContextSwitchTo(cxt);
+	t->summary = pstrdup(t->summary);
+	corpq_job_xact_commit(cxt);
+
+	o->classifier = t->classifier;
+	if (o->threshold == CORPQ_OPT_UNSET_VALUE)
+		o->threshold = CURATE_DEFAULT_THRESHOLD;
 }
 
 /* ---- step 3: the classifier ---- */
@@ -383,6 +666,7 @@ corpq_curate(PG_FUNCTION_ARGS)
 	int			n_rules;
 	char	   *lang_src = NULL;
 	char	   *lang_tgt = NULL;
+	bool		with_classifier;
 	StringInfoData more;
 
 	corpq_require_arg(fcinfo, 0, "corpus");
@@ -393,19 +677,46 @@ corpq_curate(PG_FUNCTION_ARGS)
 
 	rest = take_filters(call.options, &filters);
 	corpq_options_parse(&corpq_curate_options, rest, &o);
-	if (o.classifier == NULL && o.threshold != CORPQ_OPT_UNSET_VALUE)
+	if (o.classifier == NULL && o.clean_query == NULL && o.threshold != CORPQ_OPT_UNSET_VALUE)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the curate option \"threshold\" is given without a classifier"),
-				 errhint("The threshold applies to the probability of the option \"classifier\": give both, or neither.")));
-	if (o.classifier && o.threshold == CORPQ_OPT_UNSET_VALUE)
+				 errhint("The threshold applies to the probability of the option \"classifier\" (or of the classifier trained from \"clean_query\"): give both, or neither.")));
+	if (o.classifier && o.clean_query)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the curate options \"classifier\" and \"clean_query\" are both given"),
+				 errhint("Give a classifier to use, or a clean query to train one from, not both.")));
+	if (o.clean_query == NULL && o.max_seconds != CORPQ_OPT_UNSET_VALUE)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the curate option \"max_seconds\" is given without \"clean_query\""),
+				 errhint("max_seconds bounds the training curate() does from a clean query.")));
+	if ((o.classifier || o.clean_query) && o.threshold == CORPQ_OPT_UNSET_VALUE)
 		o.threshold = CURATE_DEFAULT_THRESHOLD;
 
+	/*
+	 * The defaults in front of a classifier (given or trained): what it does
+	 * not see -- markup (html_tags), empty sides, exact duplicates -- and
+	 * not the rules, language ID, copies and near duplicates, whose signals
+	 * it holds as features and which cost clean pairs (measured:
+	 * docs/curation.md, "The cheap steps in front of a classifier").
+	 */
+	with_classifier = o.classifier != NULL || o.clean_query != NULL;
+	if (o.dedup == CORPQ_OPT_UNSET_VALUE)
+		o.dedup = with_classifier ? CURATE_DEDUP_EXACT : CURATE_DEDUP_NEAR;
+	if (with_classifier && !option_given(rest, "copies"))
+		o.copies = false;
 	/* step 1's filters, checked and pinned */
-	rules = pinned_spec(filters ? filters : default_filters(), &n_rules);
-	if (o.src_lang)
+	if (filters == NULL)
+		filters = with_classifier
+			? DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(CURATE_CLASSIFIER_FILTERS)))
+			: default_filters();
+	rules = pinned_spec(filters, &n_rules);
+	/* language ID: asked for by the languages, unless they are the trained classifier's */
+	if (o.src_lang && o.clean_query == NULL)
 		lang_src = langid_spec(o.src_lang, "src");
-	if (o.tgt_lang)
+	if (o.tgt_lang && o.clean_query == NULL)
 		lang_tgt = langid_spec(o.tgt_lang, "tgt");
 
 	/* the corpus and its columns */
@@ -416,7 +727,7 @@ corpq_curate(PG_FUNCTION_ARGS)
 		const char *tgt = corpus_column(corpus, cname, o.tgt_column, "tgt_column", "target", false);
 
 		call.query = build_query(cname, id, src, tgt, n_rules > 0 ? rules : NULL,
-								 lang_src, lang_tgt, o.dedup);
+								 lang_src, lang_tgt, o.dedup, o.copies);
 	}
 	/* pinned now: a version trained while the job runs changes nothing */
 	if (o.classifier)
@@ -427,6 +738,24 @@ corpq_curate(PG_FUNCTION_ARGS)
 	appendStringInfoString(&more, "\"corpus\": ");
 	escape_json(&more, cname);
 	appendStringInfo(&more, ", \"corpus_oid\": %u, \"filters\": %s", corpus, rules);
+	if (o.clean_query)
+	{
+		char	   *lexicon,
+				   *classifier;
+		char	   *target_rel = get_rel_name(call.target);
+		char	   *copts;
+
+		if (target_rel == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("target relation with oid %u does not exist", call.target)));
+		copts = check_training(&o, target_rel, &lexicon, &classifier);
+		appendStringInfoString(&more, ", \"train_lexicon\": ");
+		escape_json(&more, lexicon);
+		appendStringInfoString(&more, ", \"train_classifier\": ");
+		escape_json(&more, classifier);
+		appendStringInfo(&more, ", \"classifier_options\": %s", copts);
+	}
 	/* the job's "model" (corpq.job_timeline's target): the classifier, if any */
 	sub.model = o.classifier;
 	sub.more_args = more.data;
@@ -477,6 +806,7 @@ typedef struct CurateRun
 	BlockRow	rows[CURATE_BLOCK_ROWS];
 	int			n;
 	double		classifier_seconds;
+	Trained    *trained;		/* NULL: nothing trained (no clean query) */
 } CurateRun;
 
 static double
@@ -662,9 +992,10 @@ kind_members(CurateRun *r)
 
 		initStringInfo(&s);
 		appendStringInfoString(&s, "rule filters");
-		if (r->o.src_lang || r->o.tgt_lang)
+		if ((r->o.src_lang || r->o.tgt_lang) && r->o.clean_query == NULL)
 			appendStringInfoString(&s, ", language ID");
-		appendStringInfoString(&s, ", copies");
+		if (r->o.copies)
+			appendStringInfoString(&s, ", copies");
 		if (r->o.dedup == CURATE_DEDUP_EXACT)
 			appendStringInfoString(&s, ", exact duplicates");
 		else if (r->o.dedup == CURATE_DEDUP_NEAR)
@@ -678,6 +1009,7 @@ kind_members(CurateRun *r)
 	appendStringInfo(&b, ", \"filters\": %s, \"classifier_seconds\": %.3f, \"skip_existing\": %s",
 					 corpq_job_arg(r->job, "filters"), r->classifier_seconds,
 					 r->o.skip_existing ? "true" : "false");
+	appendStringInfo(&b, ", \"training\": %s", r->trained ? r->trained->summary : "null");
 	return b.data;
 }
 
@@ -690,6 +1022,11 @@ curate_job(CorpqJob *job)
 	r->job = job;
 	corpq_options_parse_text(&corpq_curate_options, corpq_job_arg(job, "options"), &r->o);
 	r->block_cxt = AllocSetContextCreate(cxt, "corpq curate block", ALLOCSET_DEFAULT_SIZES);
+	if (r->o.clean_query)
+	{
+		r->trained = palloc0(sizeof(Trained));
+		train_what_it_needs(job, &r->o, r->trained, cxt);
+	}
 	r->rj = corpq_row_job_begin(job, &kind, r->o.chunk_rows, r->o.skip_existing, r);
 	corpq_row_job_start(r->rj);
 

@@ -105,6 +105,18 @@ typedef struct LexResult
  */
 int64		lexicon_store(CorpqJob *job, const LexResult *r);
 
+/*
+ * In a job, outside a transaction: train the lexicon name on the pairs of
+ * query (run as the job's owner) with options o, the job's progress
+ * reported, then begin the final transaction and write the lexicon in it
+ * (lexicon_store, which honours o->replace); returns the training's result
+ * (a JSON object, allocated in cxt) with that transaction still open: the
+ * caller commits it (lexicon_train's job finishes itself in it first).  The
+ * one training of lexicon_train() and of corpq.curate()'s lexicon phase.
+ */
+char	   *lexicon_build(CorpqJob *job, const char *name, const char *query,
+						  const LexOptions *o, MemoryContext cxt);
+
 /* ---- the loaded form, for SQL functions ---- */
 
 typedef struct LexLoaded

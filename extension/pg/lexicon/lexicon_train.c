@@ -2,7 +2,8 @@
  * corpq.lexicon_train(): validation and submission in the caller's backend,
  * and the "lexicon_train" job: read the corpus, train both fast_align
  * directions, build the UncSamp dictionary, then write everything and finish
- * the job in one final transaction.  Nothing is written before that
+ * the job in one final transaction.  The training is lexicon_build(), which
+ * corpq.curate() calls too when it trains what it needs.  Nothing is written before that
  * transaction, so the kind is restartable and a cancelled or failed run
  * leaves the previous version of the lexicon untouched.
  */
@@ -177,16 +178,18 @@ stats_json(const LexCorpus *c, const cq_fa_stats *sf, const cq_fa_stats *sr,
 					pt->reading, pt->em, pt->dictionary);
 }
 
-static void
-lexicon_train_job(CorpqJob *job)
+/*
+ * The training itself (lexicon.h): read, EM, dictionary, then the final
+ * transaction begun and the lexicon written in it; the caller ends that
+ * transaction.
+ */
+char *
+lexicon_build(CorpqJob *job, const char *name, const char *query, const LexOptions *o,
+			  MemoryContext cxt)
 {
-	MemoryContext cxt = CurrentMemoryContext;
 	TimestampTz start = GetCurrentTimestamp();
 	TimestampTz phase;
 	PhaseTimes	pt;
-	char	   *name;
-	char	   *query;
-	LexOptions	o;
 	LexCorpus	c;
 	cq_fa_options fo;
 	cq_fa_trainer *fwd,
@@ -205,16 +208,8 @@ lexicon_train_job(CorpqJob *job)
 
 	/* reading: the corpus query runs as the job's owner */
 	corpq_job_xact_begin(cxt);
-	/* SPI_connect switched to its own context: the arguments must outlive it */
-	old = MemoryContextSwitchTo(cxt);
-	name = corpq_job_arg(job, "name");
-	query = corpq_job_arg(job, "corpus");
-	lexicon_options_parse(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-															 CStringGetDatum(corpq_job_arg(job, "options")))),
-						  &o);
-	MemoryContextSwitchTo(old);
 	corpq_job_progress(job, "reading", 0, 0, "rows", NULL, true);
-	lexicon_read_corpus(job, query, &o, &c, cxt);
+	lexicon_read_corpus(job, query, o, &c, cxt);
 	corpq_job_xact_commit(cxt);
 	pt.reading = seconds_since(start);
 	phase = GetCurrentTimestamp();
@@ -222,20 +217,20 @@ lexicon_train_job(CorpqJob *job)
 	/* em */
 	if (cq_bitext_validate(&c.bitext, &err) != CQ_OK)
 		corpq_core_error(&err, NULL, "invalid corpus");
-	lexicon_fa_options(&o, false, &fo);
+	lexicon_fa_options(o, false, &fo);
 	if (cq_fa_trainer_create(&c.bitext, &fo, &fwd, &err) != CQ_OK)
 		corpq_core_error(&err, NULL, "could not start fast_align");
-	lexicon_fa_options(&o, true, &fo);
+	lexicon_fa_options(o, true, &fo);
 	if (cq_fa_trainer_create(&c.bitext, &fo, &rev, &err) != CQ_OK)
 		corpq_core_error(&err, NULL, "could not start fast_align");
-	train(job, fwd, rev, &o, c.bitext.n_pairs);
+	train(job, fwd, rev, o, c.bitext.n_pairs);
 	pt.em = seconds_since(phase);
 	phase = GetCurrentTimestamp();
 
 	/* dictionary: Viterbi both ways, symmetrise, count links */
 	p.total = (double) c.bitext.n_pairs;
 	corpq_job_progress(job, "dictionary", 0, p.total, "pairs", NULL, true);
-	if (cq_lexdict_from_trainers(fwd, rev, o.symmetrize, &prog, &dict, &err) != CQ_OK)
+	if (cq_lexdict_from_trainers(fwd, rev, o->symmetrize, &prog, &dict, &err) != CQ_OK)
 		corpq_core_error(&err, NULL, "could not build the dictionary");
 	cq_fa_trainer_stats(fwd, &sf);
 	cq_fa_trainer_stats(rev, &sr);
@@ -246,9 +241,9 @@ lexicon_train_job(CorpqJob *job)
 	pt.dictionary = seconds_since(phase);
 	phase = GetCurrentTimestamp();
 
-	/* writing: everything, and the job's result, in one transaction */
+	/* writing: everything in the final transaction, which the caller ends */
 	r.name = name;
-	r.opt = &o;
+	r.opt = o;
 	r.corpus = &c;
 	r.lexicon = &lx;
 	r.dict = &dict;
@@ -258,13 +253,40 @@ lexicon_train_job(CorpqJob *job)
 	corpq_job_xact_begin(cxt);
 	corpq_job_progress(job, "writing", 0, 0, "rows", NULL, true);
 	translations = lexicon_store(job, &r);
+	/* the result outlives the transaction's SPI context */
+	old = MemoryContextSwitchTo(cxt);
 	initStringInfo(&result);
 	appendStringInfoString(&result, "{\"lexicon\": ");
 	escape_json(&result, name);
 	appendStringInfo(&result, ", \"translations\": " INT64_FORMAT
 					 ", \"stats\": %s, \"writing_seconds\": %.3f, \"total_seconds\": %.3f}",
 					 translations, r.stats_json, seconds_since(phase), seconds_since(start));
-	corpq_job_finish(job, result.data);
+	MemoryContextSwitchTo(old);
+	return result.data;
+}
+
+static void
+lexicon_train_job(CorpqJob *job)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	char	   *name;
+	char	   *query;
+	LexOptions	o;
+	char	   *result;
+	MemoryContext old;
+
+	corpq_job_xact_begin(cxt);
+	/* the arguments must outlive the transaction */
+	old = MemoryContextSwitchTo(cxt);
+	name = corpq_job_arg(job, "name");
+	query = corpq_job_arg(job, "corpus");
+	lexicon_options_parse(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+															 CStringGetDatum(corpq_job_arg(job, "options")))),
+						  &o);
+	MemoryContextSwitchTo(old);
+	corpq_job_xact_commit(cxt);
+	result = lexicon_build(job, name, query, &o, cxt);
+	corpq_job_finish(job, result);
 	corpq_job_xact_commit(cxt);
 }
 

@@ -32,7 +32,7 @@ SELECT corpq.job_wait(:job, '600 s');
 CREATE TABLE cq_corpus (id bigint, src text, tgt text);
 INSERT INTO cq_corpus
 SELECT id, src, tgt FROM cq_clean WHERE id BETWEEN 1 AND 6
-UNION ALL SELECT 7, src, src FROM cq_clean WHERE id = 7                      -- a copy: step 1
+UNION ALL SELECT 7, src, src FROM cq_clean WHERE id = 7                      -- a copy: judged by the classifier (no copy check by default with one)
 UNION ALL SELECT 8, src, tgt FROM cq_clean WHERE id = 1                      -- a duplicate of 1: step 2
 UNION ALL SELECT 9, a.src, b.tgt FROM cq_clean a, cq_clean b WHERE a.id = 13 AND b.id = 19  -- misaligned
 UNION ALL SELECT 10, src, array_to_string((string_to_array(tgt, ' '))[1:5], ' ') FROM cq_clean WHERE id = 19;  -- truncated
