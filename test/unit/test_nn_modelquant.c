@@ -173,6 +173,7 @@ TEST(modelquant_refusals)
 	CHECK_INT_EQ(stream(bad, len, len, len, 8, CQ_PRECISION_INT8, 1000, &out, &out_len, &err), CQ_EFORMAT);
 	CHECK(strstr(err.msg, "checksum") != NULL);
 	free(out);
+	free(bad);
 
 	/* truncated: the stream stops a byte early */
 	CHECK_INT_EQ(stream(f32, len, len, len - 1, 8, CQ_PRECISION_INT8, 0, &out, &out_len, &err), CQ_EFORMAT);
@@ -184,11 +185,22 @@ TEST(modelquant_refusals)
 				 CQ_ELIMIT);
 	free(out);
 
+	/* a data section that starts inside the configuration */
+	bad = malloc(len);
+	memcpy(bad, f32, len);
+	cq_le_put_u64(bad + 24, 64);
+	cq_le_put_u64(bad + 32, len - 64 - 4);
+	CHECK_INT_EQ(stream(bad, len, len, len, 8, CQ_PRECISION_INT8, 0, &out, &out_len, &err), CQ_EFORMAT);
+	CHECK(strstr(err.msg, "inconsistent") != NULL);
+	free(out);
+	free(bad);
+
 	/* weight_bits */
 	CHECK_INT_EQ(stream(f32, len, len, len, 6, CQ_PRECISION_INT8, 0, &out, &out_len, &err), CQ_EINVAL);
 	free(out);
 
 	/* a misshapen tensor: the first record's first dimension plus one */
+	bad = malloc(len);
 	memcpy(bad, f32, len);
 	{
 		size_t		rec = CQ_MODELFILE_HEADER + cq_le_get_u32(bad + 12);

@@ -596,6 +596,11 @@ quant_read_table(cq_modelquant *q, const unsigned char *p, size_t head_len,
 		goto done;
 	}
 	cq_model_float_tensors(cfg, want);
+	if (pos > end)
+	{
+		s = cq_fail(err, CQ_EFORMAT, "weight file header is inconsistent (its data starts inside its configuration)");
+		goto done;
+	}
 	if (end > head_len)
 	{
 		s = cq_fail(err, CQ_ELIMIT, "weight file's table ends at byte %zu, past the %zu bytes read ahead",
