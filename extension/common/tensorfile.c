@@ -83,10 +83,22 @@ put_record(unsigned char *p, const cq_tensorfile_entry *e, bool typed, uint64_t 
 	return pos + 8;
 }
 
+size_t
+cq_tensorfile_head_size(size_t config_len, const cq_tensorfile_source *src)
+{
+	size_t		table,
+				data;
+	bool		typed;
+
+	measure(src, &table, &data, &typed);
+	return align_up(CQ_TENSORFILE_HEADER + config_len + table);
+}
+
 cq_code
-cq_tensorfile_write(const cq_tensorfile_format *fmt, void *buf, size_t size,
-					const char *config, size_t config_len,
-					const cq_tensorfile_source *src, cq_error *err)
+cq_tensorfile_write_head(const cq_tensorfile_format *fmt, void *buf, size_t size,
+						 const char *config, size_t config_len,
+						 const cq_tensorfile_source *src, uint64_t *offsets,
+						 uint64_t *data_size_out, cq_error *err)
 {
 	unsigned char *p = buf;
 	size_t		table,
@@ -101,10 +113,10 @@ cq_tensorfile_write(const cq_tensorfile_format *fmt, void *buf, size_t size,
 	if (typed && fmt->typed_version == 0)
 		return cq_fail(err, CQ_EINVAL, "a %s holds float32 tensors only", fmt->what);
 	data_off = align_up(CQ_TENSORFILE_HEADER + config_len + table);
-	if (size < data_off + data_size + 4)
-		return cq_fail(err, CQ_EINVAL, "buffer of %zu bytes is too small for the %zu-byte file",
-					   size, data_off + data_size + 4);
-	memset(p, 0, data_off + data_size);
+	if (size < data_off)
+		return cq_fail(err, CQ_EINVAL, "buffer of %zu bytes is too small for the %zu-byte head",
+					   size, data_off);
+	memset(p, 0, data_off);
 	memcpy(p, fmt->magic, 8);
 	cq_le_put_u32(p + 8, typed ? fmt->typed_version : fmt->version);
 	cq_le_put_u32(p + 12, (uint32_t) config_len);
@@ -117,6 +129,37 @@ cq_tensorfile_write(const cq_tensorfile_format *fmt, void *buf, size_t size,
 	{
 		src->entry(src->ctx, i, &e);
 		pos += put_record(p + pos, &e, typed, off);
+		if (offsets)
+			offsets[i] = off;
+		off += entry_bytes(&e);
+	}
+	if (data_size_out)
+		*data_size_out = data_size;
+	return CQ_OK;
+}
+
+cq_code
+cq_tensorfile_write(const cq_tensorfile_format *fmt, void *buf, size_t size,
+					const char *config, size_t config_len,
+					const cq_tensorfile_source *src, cq_error *err)
+{
+	unsigned char *p = buf;
+	size_t		data_off = cq_tensorfile_head_size(config_len, src),
+				off = 0;
+	uint64_t	data_size;
+	cq_tensorfile_entry e;
+	cq_code		s;
+
+	if (size < data_off || size - data_off < cq_tensorfile_size(config_len, src) - data_off)
+		return cq_fail(err, CQ_EINVAL, "buffer of %zu bytes is too small for the %zu-byte file",
+					   size, cq_tensorfile_size(config_len, src));
+	s = cq_tensorfile_write_head(fmt, buf, size, config, config_len, src, NULL, &data_size, err);
+	if (s != CQ_OK)
+		return s;
+	memset(p + data_off, 0, data_size);
+	for (int i = 0; i < src->n; i++)
+	{
+		src->entry(src->ctx, i, &e);
 		src->fill(src->ctx, i, p + data_off + off);
 		off += entry_bytes(&e);
 	}

@@ -104,6 +104,22 @@ cq_code		cq_tensorfile_write(const cq_tensorfile_format *fmt, void *buf, size_t 
 								const char *config, size_t config_len,
 								const cq_tensorfile_source *src, cq_error *err);
 
+/*
+ * The part of the file before its data section, for a writer that fills the
+ * data itself (a stream): header, config, src's records and the zero bytes
+ * up to the data section, into buf[0..cq_tensorfile_head_size) (size bytes
+ * at least), the same bytes cq_tensorfile_write writes there (src->fill is
+ * not called).  offsets (when not NULL, src->n of them): each record's
+ * offset in the data section; *data_size: the section's bytes.  The data
+ * section follows, each tensor zero-padded to 64 bytes, then the CRC-32 of
+ * everything before it.
+ */
+size_t		cq_tensorfile_head_size(size_t config_len, const cq_tensorfile_source *src);
+cq_code		cq_tensorfile_write_head(const cq_tensorfile_format *fmt, void *buf, size_t size,
+									 const char *config, size_t config_len,
+									 const cq_tensorfile_source *src, uint64_t *offsets,
+									 uint64_t *data_size, cq_error *err);
+
 /* ---- reading ---- */
 
 typedef enum cq_tensorfile_check

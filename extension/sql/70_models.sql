@@ -144,12 +144,13 @@ COMMENT ON FUNCTION corpq.model_create(text, jsonb, text, text, bigint) IS
     'create model name: config is {"preset": "tiny"|"small"|"base"} plus overrides of any configuration key, or every key without a preset; vocabulary sizes come from src_vocab and tgt_vocab; random initialisation from seed; returns the version written (1)';
 
 CREATE FUNCTION corpq.model_import(name text, weights bytea,
-                                   src_vocab text DEFAULT NULL, tgt_vocab text DEFAULT NULL)
+                                   src_vocab text DEFAULT NULL, tgt_vocab text DEFAULT NULL,
+                                   options jsonb DEFAULT '{}')
     RETURNS int
     AS 'MODULE_PATHNAME', 'corpq_model_import'
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION corpq.model_import(text, bytea, text, text) IS
-    'validate a weight image and store it as the next version of model name (same configuration required), or create the model when it does not exist (then src_vocab and tgt_vocab are required); returns the version written';
+COMMENT ON FUNCTION corpq.model_import(text, bytea, text, text, jsonb) IS
+    'validate a weight image and store it as the next version of model name (same configuration required), or create the model when it does not exist (then src_vocab and tgt_vocab are required); options {"precision": "int8"} (with model_quantize''s weight_bits and embedding_precision) store the int8 image model_quantize would make of a float32 image instead, quantized as the image streams; returns the version written';
 
 CREATE FUNCTION corpq.model_export(name text) RETURNS bytea
     AS 'MODULE_PATHNAME', 'corpq_model_export'
@@ -163,12 +164,13 @@ COMMENT ON FUNCTION corpq.model_export(corpq.pinned_model) IS
     'the weight image of model version name@N';
 
 CREATE FUNCTION corpq.model_import_lo(name text, image oid,
-                                      src_vocab text DEFAULT NULL, tgt_vocab text DEFAULT NULL)
+                                      src_vocab text DEFAULT NULL, tgt_vocab text DEFAULT NULL,
+                                      options jsonb DEFAULT '{}')
     RETURNS int
     AS 'MODULE_PATHNAME', 'corpq_model_import_lo'
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION corpq.model_import_lo(text, oid, text, text) IS
-    'model_import from large object image (of any size; read with the caller''s privileges, in 16 MB pieces): the header and configuration are checked before anything is written, the length and CRC-32 over the whole stream before the version is committed, the tensors when the version first loads; returns the version written';
+COMMENT ON FUNCTION corpq.model_import_lo(text, oid, text, text, jsonb) IS
+    'model_import from large object image (of any size; read with the caller''s privileges, in 16 MB pieces): the header and configuration are checked before anything is written, the length and CRC-32 over the whole stream before the version is committed, the tensors when the version first loads; options as model_import''s ({"precision": "int8"}: quantized chunk by chunk, the float32 image never whole in memory); returns the version written';
 
 CREATE FUNCTION corpq.model_export_lo(model text) RETURNS oid
     AS 'MODULE_PATHNAME', 'corpq_model_export_lo'

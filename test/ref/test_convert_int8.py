@@ -293,7 +293,7 @@ def test_sizes():
         print("  vocabulary %d: float32 %d bytes, int8 %d bytes (%.3f), int8 with float32 "
               "embeddings %d bytes" % (V, f32, i8, i8 / f32, i8f))
         if V == 501157:
-            check(f32 == 1883725252, "LaBSE float32: the size the converter refused it with (%d)" % f32)
+            check(f32 == 1883725252, "LaBSE float32: 1,883,725,252 bytes (%d), over the 1 GB of a bytea (the converter hints at model_import_lo)" % f32)
             check(f32 > cc.MAX_IMAGE_BYTES and i8 < cc.MAX_IMAGE_BYTES and i8f > cc.MAX_IMAGE_BYTES,
                   "LaBSE: float32 and int8 with float32 embeddings over 1 GB, int8 under")
             check(i8 == 476594820, "LaBSE int8 image 476,594,820 bytes (%d)" % i8)

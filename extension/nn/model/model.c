@@ -267,6 +267,12 @@ cq_model_data_min(const cq_model_config *cfg, bool coded)
 }
 
 int
+cq_model_float_tensors(const cq_model_config *cfg, cq_tensor_info *table)
+{
+	return layout_only(cfg, false, table).n;
+}
+
+int
 cq_model_coded_tensors(const cq_model_config *cfg, cq_tensor_info *table)
 {
 	return layout_only(cfg, true, table).n;

@@ -124,6 +124,12 @@ cq_code		cq_model_new_coded(const cq_model_config *cfg, cq_model **out, cq_error
  */
 int			cq_model_coded_tensors(const cq_model_config *cfg, cq_tensor_info *table);
 
+/*
+ * The tensors of cfg's float32 image (version 1), in parameter-block order,
+ * into table (NULL: only counted); returns how many.  cfg must be valid.
+ */
+int			cq_model_float_tensors(const cq_model_config *cfg, cq_tensor_info *table);
+
 /* Pack code tensor t of a cq_model_new_coded model: its codes [rows, cols], scales [rows]. */
 void		cq_model_fill_codes(cq_model *m, const cq_tensor_info *t, const int8_t *codes,
 								const float *scales);

@@ -1,9 +1,11 @@
 #include "nn/model/modelfile.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "common/crc32.h"
 #include "common/le.h"
 #include "common/mem.h"
 #include "common/tensorfile.h"
@@ -486,4 +488,455 @@ cq_modelfile_save_path(const cq_model *m, const char *path, cq_error *err)
 	}
 	cq_free(buf);
 	return s;
+}
+
+/* ---- quantizing a float32 image as a stream (cq_modelquant) -------------- */
+
+/* Where a row of an input tensor goes in the int8 image. */
+typedef struct quant_target
+{
+	bool		coded;			/* codes (and scales) or a float32 copy */
+	size_t		at;				/* offset in the output of the codes or values */
+	size_t		scale_at;		/* coded: offset of the scales */
+} quant_target;
+
+/* A tensor of the float32 input, in data order. */
+typedef struct quant_input
+{
+	char		name[CQ_TENSOR_NAME_MAX];
+	uint64_t	offset;			/* in the input's data section */
+	size_t		rows,
+				cols;			/* a 1-d tensor is one row */
+	int			n_targets;
+	quant_target targets[2];	/* itself; a tied projection's own codes */
+} quant_input;
+
+struct cq_modelquant
+{
+	cq_model_config out_cfg;
+	int			bits;
+	size_t		in_len,
+				in_data_off;
+	size_t		out_size,
+				out_data_off,
+				out_data_size;
+	unsigned char *out;			/* cq_modelquant_output's buffer */
+	quant_input *in;			/* sorted by offset */
+	int			n_in;
+	/* the stream */
+	size_t		pos;			/* input bytes seen */
+	uint32_t	crc;			/* of input bytes [0, in_len - 4) */
+	unsigned char trailer[4];
+	int			cur;			/* the input tensor being read */
+	size_t		row,
+				fill;			/* its row, and bytes of that row seen */
+	unsigned char *rowbuf;		/* one row as stored */
+	float	   *rowf;			/* one row, host order */
+	/* the output's records (cq_tensorfile_write_head) */
+	cq_tensor_info *table;
+	file_record *recs;
+	int			n_recs;
+};
+
+/* The record entry of the int8 image (as source_entry, without a model). */
+static void
+quant_entry(const void *ctx, int i, cq_tensorfile_entry *e)
+{
+	const cq_modelquant *q = ctx;
+	const file_record *r = &q->recs[i];
+	const cq_tensor_info *t = &q->table[r->t];
+
+	e->name = r->name;
+	e->ndim = r->scale ? 1 : t->ndim;
+	e->dims[0] = (uint32_t) t->dims[0];
+	e->dims[1] = r->scale ? 0 : (uint32_t) t->dims[1];
+	e->dtype = t->bits && !r->scale ? CQ_DTYPE_INT8 : CQ_DTYPE_FLOAT32;
+}
+
+void
+cq_modelquant_free(cq_modelquant *q)
+{
+	if (!q)
+		return;
+	cq_free(q->in);
+	cq_free(q->rowbuf);
+	cq_free(q->rowf);
+	cq_free(q->table);
+	cq_free(q->recs);
+	cq_free(q);
+}
+
+static int
+cmp_input(const void *a, const void *b)
+{
+	const quant_input *x = a,
+			   *y = b;
+
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
+/* Parse the input's table into q->in (checked against cfg's float32 tensors). */
+static cq_code
+quant_read_table(cq_modelquant *q, const unsigned char *p, size_t head_len,
+				 const cq_model_config *cfg, uint64_t data_size, cq_error *err)
+{
+	uint32_t	config_len = cq_le_get_u32(p + 12),
+				n = cq_le_get_u32(p + 16);
+	size_t		pos = CQ_MODELFILE_HEADER + config_len,
+				end = q->in_data_off,
+				widest = 1;
+	int			nt = cq_model_float_tensors(cfg, NULL);
+	cq_tensor_info *want = cq_alloc0(sizeof(cq_tensor_info) * (size_t) nt);
+	bool	   *seen = cq_alloc0(sizeof(bool) * (size_t) nt);
+	cq_code		s = CQ_OK;
+
+	if (!want || !seen || !(q->in = cq_alloc0(sizeof(quant_input) * (size_t) (nt + 1))))
+	{
+		s = cq_fail(err, CQ_ENOMEM, "out of memory reading a weight file's table");
+		goto done;
+	}
+	cq_model_float_tensors(cfg, want);
+	if (pos > end)
+	{
+		s = cq_fail(err, CQ_EFORMAT, "weight file header is inconsistent (its data starts inside its configuration)");
+		goto done;
+	}
+	if (end > head_len)
+	{
+		s = cq_fail(err, CQ_ELIMIT, "weight file's table ends at byte %zu, past the %zu bytes read ahead",
+					end, head_len);
+		goto done;
+	}
+	if (n != (uint32_t) nt)
+	{
+		s = cq_fail(err, CQ_EFORMAT, "weight file has %u tensors, the configuration %d", n, nt);
+		goto done;
+	}
+	for (uint32_t i = 0; i < n; i++)
+	{
+		char		name[CQ_TENSOR_NAME_MAX];
+		size_t		nlen;
+		int			ndim,
+					t;
+		uint32_t	dims[2] = {0, 0};
+		uint64_t	off;
+		quant_input *in;
+
+		if (end - pos < 2 || (nlen = cq_le_get_u16(p + pos)) == 0 || nlen >= CQ_TENSOR_NAME_MAX ||
+			end - pos < 2 + nlen + 2)
+		{
+			s = cq_fail(err, CQ_EFORMAT, "weight file tensor record %u is malformed", i);
+			goto done;
+		}
+		memcpy(name, p + pos + 2, nlen);
+		name[nlen] = '\0';
+		pos += 2 + nlen;
+		ndim = p[pos];
+		if ((ndim != 1 && ndim != 2) || p[pos + 1] != 0 || end - pos < 2 + 4 * (size_t) ndim + 8)
+		{
+			s = cq_fail(err, CQ_EFORMAT, "weight file tensor record %u is malformed", i);
+			goto done;
+		}
+		pos += 2;
+		for (int k = 0; k < ndim; k++, pos += 4)
+			dims[k] = cq_le_get_u32(p + pos);
+		off = cq_le_get_u64(p + pos);
+		pos += 8;
+		for (t = 0; t < nt; t++)
+			if (strcmp(want[t].name, name) == 0)
+				break;
+		if (t == nt || seen[t])
+		{
+			s = cq_fail(err, CQ_EFORMAT, "weight file tensor %u: %s tensor \"%s\"", i,
+						t == nt ? "unknown" : "duplicate", name);
+			goto done;
+		}
+		seen[t] = true;
+		if (ndim != want[t].ndim || (int64_t) dims[0] != want[t].dims[0] ||
+			(ndim == 2 && (int64_t) dims[1] != want[t].dims[1]))
+		{
+			s = cq_fail(err, CQ_EFORMAT, "weight file tensor \"%s\" has the wrong shape", name);
+			goto done;
+		}
+		if (off % CQ_TENSORFILE_ALIGN != 0 || off > data_size || data_size - off < 4 * want[t].numel)
+		{
+			s = cq_fail(err, CQ_EFORMAT, "weight file tensor \"%s\" has an out-of-range offset", name);
+			goto done;
+		}
+		in = &q->in[q->n_in++];
+		memcpy(in->name, name, nlen + 1);
+		in->offset = off;
+		in->rows = ndim == 2 ? dims[0] : 1;
+		in->cols = ndim == 2 ? dims[1] : dims[0];
+		if (in->cols > widest)
+			widest = in->cols;
+	}
+	for (size_t k = pos; k < end; k++)
+		if (p[k] != 0)
+		{
+			s = cq_fail(err, CQ_EFORMAT, "weight file has non-zero bytes between its table and its data");
+			goto done;
+		}
+	qsort(q->in, (size_t) q->n_in, sizeof(quant_input), cmp_input);
+	for (int i = 1; i < q->n_in; i++)
+		if (q->in[i - 1].offset + 4 * q->in[i - 1].rows * q->in[i - 1].cols > q->in[i].offset)
+		{
+			s = cq_fail(err, CQ_EFORMAT, "weight file tensor \"%s\" overlaps \"%s\"",
+						q->in[i].name, q->in[i - 1].name);
+			goto done;
+		}
+	/* a sentinel past the data: the stream skips to the trailer */
+	q->in[q->n_in].offset = data_size;
+	q->rowbuf = cq_alloc(4 * widest);
+	q->rowf = cq_alloc(sizeof(float) * widest);
+	if (!q->rowbuf || !q->rowf)
+		s = cq_fail(err, CQ_ENOMEM, "out of memory reading a weight file");
+done:
+	cq_free(want);
+	cq_free(seen);
+	return s;
+}
+
+cq_code
+cq_modelquant_begin(const void *head, size_t head_len, size_t image_len, int weight_bits,
+					cq_precision embedding_precision, cq_modelquant **out, size_t *out_size,
+					cq_error *err)
+{
+	const unsigned char *p = head;
+	cq_model_config cfg;
+	cq_modelquant *q;
+	char		json[1024];
+	size_t		clen;
+	uint64_t   *offsets = NULL;
+	cq_code		s;
+
+	*out = NULL;
+	if ((s = cq_modelfile_head(head, head_len, image_len, &cfg, err)))
+		return s;
+	if (cq_le_get_u32(p + 8) != CQ_MODELFILE_VERSION || cfg.precision == CQ_PRECISION_INT8)
+		return cq_fail(err, CQ_EINVAL, "the weight file is int8 already");
+	if (weight_bits != 7 && weight_bits != 8)
+		return cq_fail(err, CQ_EINVAL, "weight_bits must be 7 or 8, not %d", weight_bits);
+	if (!(q = cq_alloc0(sizeof(cq_modelquant))))
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
+	q->in_len = image_len;
+	q->in_data_off = (size_t) cq_le_get_u64(p + 24);
+	if ((s = quant_read_table(q, p, head_len, &cfg, cq_le_get_u64(p + 32), err)))
+		goto fail;
+	q->out_cfg = cfg;
+	q->out_cfg.precision = CQ_PRECISION_INT8;
+	q->out_cfg.weight_bits = weight_bits;
+	q->out_cfg.embedding_precision = embedding_precision;
+	q->bits = weight_bits;
+	q->n_recs = cq_model_coded_tensors(&q->out_cfg, NULL);
+	q->table = cq_alloc0(sizeof(cq_tensor_info) * (size_t) q->n_recs);
+	q->recs = cq_alloc(sizeof(file_record) * 2 * (size_t) q->n_recs);
+	offsets = cq_alloc(sizeof(uint64_t) * 2 * (size_t) q->n_recs);
+	if (!q->table || !q->recs || !offsets)
+	{
+		s = cq_fail(err, CQ_ENOMEM, "out of memory");
+		goto fail;
+	}
+	cq_model_coded_tensors(&q->out_cfg, q->table);
+	{
+		int			nt = q->n_recs;
+
+		q->n_recs = 0;
+		for (int t = 0; t < nt; t++)
+			for (int scale = 0; scale <= (q->table[t].bits != 0); scale++)
+			{
+				file_record *r = &q->recs[q->n_recs++];
+
+				r->t = t;
+				r->scale = scale;
+				snprintf(r->name, sizeof(r->name), "%s%s", q->table[t].name, scale ? SCALE_SUFFIX : "");
+			}
+	}
+	clen = cq_config_to_json(&q->out_cfg, json, sizeof(json));
+	{
+		cq_tensorfile_source src = {q->n_recs, quant_entry, NULL, q};
+
+		q->out_data_off = cq_tensorfile_head_size(clen, &src);
+		q->out_size = cq_tensorfile_size(clen, &src);
+	}
+	/* each input tensor's targets, from the output's records */
+	for (int r = 0; r < q->n_recs; r++)
+	{
+		const file_record *rec = &q->recs[r];
+		const cq_tensor_info *t = &q->table[rec->t];
+		const char *src = t->name;
+		quant_input *in = NULL;
+
+		if (rec->scale)
+			continue;
+		for (int i = 0; i < q->n_in && !in; i++)
+			if (strcmp(q->in[i].name, src) == 0)
+				in = &q->in[i];
+		if (!in)
+		{
+			/* a tied projection's own codes: the embedding it is tied to */
+			src = cfg.share_embeddings ? "encoder.embed_tokens" : "decoder.embed_tokens";
+			for (int i = 0; i < q->n_in && !in; i++)
+				if (strcmp(q->in[i].name, src) == 0)
+					in = &q->in[i];
+		}
+		if (!in || in->n_targets == 2)
+		{
+			s = cq_fail(err, CQ_EINTERNAL, "int8 tensor %s has no float32 source", t->name);
+			goto fail;
+		}
+		in->targets[in->n_targets].coded = t->bits != 0;
+		in->targets[in->n_targets].at = r;	/* a record number until the offsets are known */
+		in->n_targets++;
+	}
+	{
+		cq_tensorfile_source src = {q->n_recs, quant_entry, NULL, q};
+		unsigned char *scratch = cq_alloc(q->out_data_off);
+
+		if (!scratch)
+		{
+			s = cq_fail(err, CQ_ENOMEM, "out of memory");
+			goto fail;
+		}
+		s = cq_tensorfile_write_head(&model_format, scratch, q->out_data_off, json, clen, &src,
+									 offsets, &q->out_data_size, err);
+		cq_free(scratch);
+		if (s)
+			goto fail;
+	}
+	for (int i = 0; i < q->n_in; i++)
+		for (int k = 0; k < q->in[i].n_targets; k++)
+		{
+			quant_target *tg = &q->in[i].targets[k];
+			size_t		r = tg->at;
+
+			tg->at = q->out_data_off + offsets[r];
+			if (tg->coded)
+				tg->scale_at = q->out_data_off + offsets[r + 1];
+		}
+	cq_free(offsets);
+	*out = q;
+	*out_size = q->out_size;
+	return CQ_OK;
+fail:
+	cq_free(offsets);
+	cq_modelquant_free(q);
+	return s;
+}
+
+cq_code
+cq_modelquant_output(cq_modelquant *q, void *out, cq_error *err)
+{
+	char		json[1024];
+	size_t		clen = cq_config_to_json(&q->out_cfg, json, sizeof(json));
+	cq_tensorfile_source src = {q->n_recs, quant_entry, NULL, q};
+
+	q->out = out;
+	memset(q->out + q->out_data_off, 0, q->out_size - q->out_data_off);
+	return cq_tensorfile_write_head(&model_format, out, q->out_size, json, clen, &src, NULL, NULL, err);
+}
+
+/* Row q->row of tensor q->cur is in q->rowbuf: check it, write it to its targets. */
+static cq_code
+quant_row(cq_modelquant *q, cq_error *err)
+{
+	const quant_input *in = &q->in[q->cur];
+	size_t		cols = in->cols;
+
+	cq_le_copy_floats(q->rowf, q->rowbuf, cols);
+	for (size_t i = 0; i < cols; i++)
+		if (!isfinite(q->rowf[i]))
+			return cq_fail(err, CQ_EFORMAT, "weight file tensor \"%s\" holds a non-finite value at index %zu",
+						   in->name, q->row * cols + i);
+	for (int k = 0; k < in->n_targets; k++)
+	{
+		const quant_target *tg = &in->targets[k];
+
+		if (tg->coded)
+		{
+			float		scale = cq_qgemm_quantize_vec_bits(q->rowf, (int) cols, q->bits,
+														   (int8_t *) (q->out + tg->at + q->row * cols));
+
+			cq_le_copy_floats(q->out + tg->scale_at + 4 * q->row, &scale, 1);
+		}
+		else
+			memcpy(q->out + tg->at + 4 * q->row * cols, q->rowbuf, 4 * cols);
+	}
+	return CQ_OK;
+}
+
+cq_code
+cq_modelquant_put(cq_modelquant *q, const void *data, size_t len, cq_error *err)
+{
+	const unsigned char *p = data;
+	size_t		body = q->in_len - 4;
+	cq_code		s;
+
+	if (len > q->in_len - q->pos)
+		return cq_fail(err, CQ_EFORMAT, "weight file is longer than its header says (%zu bytes)", q->in_len);
+	if (q->pos < body)
+		q->crc = cq_crc32(q->crc, p, len < body - q->pos ? len : body - q->pos);
+	while (len > 0)
+	{
+		size_t		n;
+
+		if (q->pos >= body)
+		{
+			q->trailer[q->pos - body] = *p;
+			n = 1;
+		}
+		else if (q->pos < q->in_data_off)
+			n = q->in_data_off - q->pos;	/* the head, checked by begin */
+		else
+		{
+			size_t		d = q->pos - q->in_data_off;
+			quant_input *in = &q->in[q->cur];
+
+			if (q->cur == q->n_in || d < in->offset)
+				n = (q->cur == q->n_in ? body - q->in_data_off : in->offset) - d;	/* a gap */
+			else
+			{
+				size_t		rowbytes = 4 * in->cols;
+
+				n = rowbytes - q->fill;
+				if (n > len)
+					n = len;
+				memcpy(q->rowbuf + q->fill, p, n);
+				q->fill += n;
+				if (q->fill == rowbytes)
+				{
+					if ((s = quant_row(q, err)))
+						return s;
+					q->fill = 0;
+					if (++q->row == in->rows)
+					{
+						q->row = 0;
+						q->cur++;
+					}
+				}
+			}
+		}
+		if (n > len)
+			n = len;
+		p += n;
+		len -= n;
+		q->pos += n;
+	}
+	return CQ_OK;
+}
+
+cq_code
+cq_modelquant_end(cq_modelquant *q, cq_error *err)
+{
+	size_t		body = q->out_data_off + q->out_data_size;
+
+	if (q->pos != q->in_len)
+		return cq_fail(err, CQ_EFORMAT, "weight file is truncated: %zu of %zu bytes", q->pos, q->in_len);
+	if (q->crc != cq_le_get_u32(q->trailer))
+		return cq_fail(err, CQ_EFORMAT, "weight file checksum mismatch (CRC-32 %08x, the file says %08x)",
+					   q->crc, cq_le_get_u32(q->trailer));
+	if (q->cur != q->n_in)
+		return cq_fail(err, CQ_EINTERNAL, "weight file stream ended inside a tensor");
+	cq_le_put_u32(q->out + body, cq_crc32(0, q->out, body));
+	return CQ_OK;
 }

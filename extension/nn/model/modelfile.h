@@ -58,6 +58,38 @@ cq_code		cq_modelfile_head(const void *head, size_t head_len, size_t image_len,
 							  cq_model_config *cfg, cq_error *err);
 
 /*
+ * Quantizing a float32 weight file (version 1) into its int8 image as a
+ * stream: the image corpq.model_quantize stores, byte for byte what
+ * cq_modelfile_write writes of the loaded model with precision int8,
+ * weight_bits and embedding_precision set, without the float32 image or
+ * model in memory (only the int8 image being written and one row).
+ *
+ *   cq_modelquant_begin: from the input's first head_len bytes (which must
+ *     hold its header, configuration and tensor table: CQ_ELIMIT otherwise)
+ *     and its length, the checks of cq_modelfile_head plus the table's
+ *     (every tensor of the configuration once, with its shape, a 64-byte
+ *     aligned offset inside the data section, no overlap, zero bytes up to
+ *     the data); CQ_EINVAL for an int8 input or weight_bits not 7 or 8;
+ *     *out_size: the int8 image's length;
+ *   cq_modelquant_output: the caller's buffer of *out_size bytes, which
+ *     receives the image (its head now, the data as the input passes);
+ *   cq_modelquant_put: the input's bytes in order, from byte 0, in pieces
+ *     of any size; a non-finite value is CQ_EFORMAT naming the tensor;
+ *   cq_modelquant_end: CQ_EFORMAT unless exactly the input's length came
+ *     and its CRC-32 matches its trailer; then writes the output's CRC.
+ * cq_modelquant_free always, after begin succeeded.
+ */
+typedef struct cq_modelquant cq_modelquant;
+
+cq_code		cq_modelquant_begin(const void *head, size_t head_len, size_t image_len,
+								int weight_bits, cq_precision embedding_precision,
+								cq_modelquant **out, size_t *out_size, cq_error *err);
+cq_code		cq_modelquant_output(cq_modelquant *q, void *out, cq_error *err);
+cq_code		cq_modelquant_put(cq_modelquant *q, const void *data, size_t len, cq_error *err);
+cq_code		cq_modelquant_end(cq_modelquant *q, cq_error *err);
+void		cq_modelquant_free(cq_modelquant *q);
+
+/*
  * Size of m's file image (0 when out of memory), and the image itself into
  * buf[0..size).  An int8 model's image holds the codes and scales of its
  * float32 weights (m must not be compact).

@@ -67,6 +67,63 @@ typedef struct CorpqQuantizeOptions
 
 extern const CorpqOptionTable corpq_quantize_options;
 
+/*
+ * corpq.model_import()'s and model_import_lo()'s options (model_options.c):
+ * precision (a cq_precision: float32 stores the image as given, int8
+ * quantizes a float32 image while importing it) and, with int8, the
+ * quantization's (weight_bits, embedding_precision: ERROR without int8).
+ */
+typedef struct CorpqImportOptions
+{
+	int			precision;
+	CorpqQuantizeOptions quantize;
+} CorpqImportOptions;
+
+extern const CorpqOptionTable corpq_import_options;
+
+/*
+ * The import options at argument argno of fcinfo ('{}' when the call has
+ * fewer arguments: the 0.1.0 signature until ALTER EXTENSION UPDATE).
+ */
+void		corpq_import_options_arg(FunctionCallInfo fcinfo, int argno, CorpqImportOptions *o);
+
+/*
+ * ---- quantizing a float32 image as it streams (model_quantize.c) ----
+ *
+ * The one path every int8 image the server makes goes through
+ * (model_quantize, and model_import / model_import_lo with precision int8):
+ * nn/model/modelfile.h's cq_modelquant, which writes the int8 image
+ * corpq_model_quantize always wrote, byte for byte, from the float32 image's
+ * bytes in order, never holding the float32 image or model: the memory is
+ * the int8 image being built plus one row.  corpq_quantize_begin takes the
+ * image's first head_len bytes (header, configuration and tensor table)
+ * and its length, checks them (ERROR "<what> is int8 already" for an int8 image, a model too wide for
+ * qgemm, an invalid head, an int8 image over corpq.max_model_mb) and
+ * allocates the int8 image; then corpq_quantize_put every byte of the
+ * image in order, from byte 0; corpq_quantize_store checks the stream
+ * (length, CRC-32, values: ERROR data_corrupted-like, the transaction rolls
+ * back) and writes the int8 image as the next version of model_id through
+ * the image writer, chunk by chunk; returns the version.
+ */
+typedef struct CorpqQuantizeStream
+{
+	const char *name;			/* the model, for messages */
+	void	   *q;				/* cq_modelquant */
+	char	   *out;			/* the int8 image */
+	Size		out_len;
+	CorpqQuantizeOptions o;
+} CorpqQuantizeStream;
+
+void		corpq_quantize_begin(CorpqQuantizeStream *s, const char *name, const char *what,
+								 const char *head, Size head_len, Size image_len,
+								 const CorpqQuantizeOptions *o);
+void		corpq_quantize_put(CorpqQuantizeStream *s, const char *data, Size len);
+int32		corpq_quantize_store(CorpqQuantizeStream *s, int64 model_id, const char *source,
+								 Jsonb *metrics);
+
+/* The bytes of an image's head corpq_quantize_begin reads ahead (at most). */
+#define CORPQ_QUANTIZE_HEAD ((Size) 4 * 1024 * 1024)
+
 /* The names of embedding_precision's values, by cq_precision. */
 extern const char *const corpq_precision_names[];
 

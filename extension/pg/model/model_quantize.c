@@ -9,13 +9,21 @@
  * stored codes as they are.  It computes exactly what quantizing the float32
  * weights at load computes, on every load and every CPU.  Its metrics say
  * which version it was quantized from and how.
+ *
+ * The quantization streams (corpq_quantize_*, model.h): the float32 image is
+ * read chunk by chunk and quantized row by row into the int8 image, which
+ * is then written chunk by chunk; model_import and model_import_lo with
+ * {"precision": "int8"} go through the same three calls, so the two ways to
+ * an int8 version give the same bytes.
  */
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 
+#include "common/le.h"
 #include "nn/model/modelfile.h"
 #include "nn/ops/qgemm.h"
 #include "pg/base/catalog.h"
@@ -23,33 +31,85 @@
 #include "pg/base/options.h"
 #include "pg/model/model.h"
 
-/* The loaded version; ERROR when it is int8 already or too wide for qgemm. */
-static cq_model *
-load_float32(const char *name, const CorpqModelRef *ref, const char *image, Size len)
+void
+corpq_quantize_begin(CorpqQuantizeStream *s, const char *name, const char *what, const char *head,
+					 Size head_len, Size image_len, const CorpqQuantizeOptions *o)
 {
-	cq_model   *m;
+	cq_model_config cfg;
 	cq_error	err = {0};
-	cq_code		s;
+	cq_modelquant *q;
+	size_t		out_len;
 
-	s = cq_modelfile_load(image, len, &m, &err);
-	if (s != CQ_OK)
-		corpq_core_error(&err, NULL, "could not load model");
-	if (m->cfg.precision == CQ_PRECISION_INT8)
-	{
-		cq_model_free(m);
+	memset(s, 0, sizeof(*s));
+	s->name = name;
+	s->o = *o;
+	if (cq_modelfile_head(head, Min(head_len, CQ_MODELFILE_HEAD_MAX), image_len, &cfg, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "invalid model weights for model \"%s\"", name);
+	if (cfg.precision == CQ_PRECISION_INT8 || cq_le_get_u32((const unsigned char *) head + 8) != CQ_MODELFILE_VERSION)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("model \"%s\" version %d is int8 already", name, ref->version)));
-	}
-	if (m->cfg.ffn_dim > CQ_QGEMM_MAX_K || m->cfg.d_model > CQ_QGEMM_MAX_K)
-	{
-		cq_model_free(m);
+				 errmsg("%s is int8 already", what),
+				 errhint("Quantize a float32 version or image.")));
+	if (cfg.ffn_dim > CQ_QGEMM_MAX_K || cfg.d_model > CQ_QGEMM_MAX_K)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("model \"%s\" is too wide to quantize", name),
 				 errdetail("An int8 layer takes at most %d inputs.", CQ_QGEMM_MAX_K)));
+	if (cq_modelquant_begin(head, head_len, image_len, o->weight_bits, (cq_precision) o->embedding_precision,
+							&q, &out_len, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "invalid model weights for model \"%s\"", name);
+	/* the int8 image, a chunk of the writer and one of the reader beside it */
+	corpq_check_model_memory((double) out_len + 2.0 * CORPQ_MODEL_CHUNK, 1, "an int8 weight image", "quantize");
+	s->q = q;
+	s->out_len = out_len;
+	s->out = MemoryContextAllocHuge(CurrentMemoryContext, out_len);
+	if (cq_modelquant_output(q, s->out, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "could not write the int8 image of model \"%s\"", name);
+}
+
+void
+corpq_quantize_put(CorpqQuantizeStream *s, const char *data, Size len)
+{
+	cq_error	err = {0};
+
+	/* in slices, so that a cancel is seen within a few MB */
+	while (len > 0)
+	{
+		Size		n = Min(len, (Size) 4 * 1024 * 1024);
+
+		CHECK_FOR_INTERRUPTS();
+		if (cq_modelquant_put(s->q, data, n, &err) != CQ_OK)
+			corpq_core_error(&err, NULL, "invalid model weights for model \"%s\"", s->name);
+		data += n;
+		len -= n;
 	}
-	return m;
+}
+
+int32
+corpq_quantize_store(CorpqQuantizeStream *s, int64 model_id, const char *source, Jsonb *metrics)
+{
+	cq_error	err = {0};
+	CorpqImageWriter w;
+	int32		version;
+
+	if (cq_modelquant_end(s->q, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "invalid model weights for model \"%s\"", s->name);
+	cq_modelquant_free(s->q);
+	s->q = NULL;
+	corpq_image_writer_begin(&w, model_id, s->out_len,
+							 cq_le_get_u32((const unsigned char *) s->out + s->out_len - 4),
+							 source, -1, metrics, false, true, true);
+	corpq_image_writer_put(&w, s->out, s->out_len);
+	version = corpq_image_writer_end(&w);
+	pfree(s->out);
+	s->out = NULL;
+	return version;
+}
+
+static void
+quantize_sink(void *arg, const char *data, Size len, Size offset)
+{
+	corpq_quantize_put((CorpqQuantizeStream *) arg, data, len);
 }
 
 PG_FUNCTION_INFO_V1(corpq_model_quantize);
@@ -60,15 +120,12 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	char	   *spec,
 			   *name;
 	CorpqModelRef ref;
-	char	   *image;
-	Size		len;
-	bytea	   *out;
-	cq_model   *m;
-	cq_error	err = {0};
-	size_t		size;
-	cq_code		s;
+	char	   *head;
+	Size		len,
+				head_len;
 	Jsonb	   *metrics;
 	CorpqQuantizeOptions o;
+	CorpqQuantizeStream qs;
 
 	corpq_require_arg(fcinfo, 0, "model");
 	spec = text_to_cstring(PG_GETARG_TEXT_PP(0));
@@ -77,30 +134,17 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	name = ref.name;
 	(void) corpq_catalog_check_writer(&corpq_kind_model, name, "quantize",
 									  "Only members of the model's owner role can write its versions.");
-	/* the bound from the stored length, before the image is read */
+	/* the head (header, configuration, tensor table), then the whole stream */
 	len = corpq_model_image_head(ref.id, ref.version, name, ref.checksum, NULL, 0);
-	corpq_check_model_memory((double) len, CORPQ_WRITE_PEAK, "a weight image", "quantize");
-	image = corpq_model_image_read(ref.id, ref.version, name, ref.checksum, &len);
-	m = load_float32(name, &ref, image, len);
-	pfree(image);
-	m->cfg.precision = CQ_PRECISION_INT8;
-	m->cfg.weight_bits = o.weight_bits;
-	m->cfg.embedding_precision = o.embedding_precision;
-	/* the image: the codes and scales of m's float32 weights */
-	size = cq_modelfile_size(m);
-	if (size == 0)
-	{
-		cq_model_free(m);
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	}
-	out = palloc(VARHDRSZ + size);
-	SET_VARSIZE(out, VARHDRSZ + size);
-	s = cq_modelfile_write(m, VARDATA(out), size, &err);
-	cq_model_free(m);
-	if (s != CQ_OK)
-		corpq_core_error(&err, NULL, "could not write the int8 version");
+	head_len = Min(len, CORPQ_QUANTIZE_HEAD);
+	head = palloc(head_len);
+	(void) corpq_model_image_head(ref.id, ref.version, name, ref.checksum, head, head_len);
+	corpq_quantize_begin(&qs, name, psprintf("model \"%s\" version %d", name, ref.version),
+						 head, head_len, len, &o);
+	pfree(head);
+	corpq_model_image_stream(ref.id, ref.version, name, ref.checksum, true, quantize_sink, &qs);
 	metrics = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
 		psprintf("{\"quantized_from\": %d, \"weight_bits\": %d, \"embedding_precision\": \"%s\"}",
 				 ref.version, o.weight_bits, corpq_precision_names[o.embedding_precision]))));
-	PG_RETURN_INT32(corpq_model_write_version(ref.id, out, "quantize", -1, metrics, false, true));
+	PG_RETURN_INT32(corpq_quantize_store(&qs, ref.id, "quantize", metrics));
 }

@@ -413,6 +413,36 @@ import_target(FunctionCallInfo fcinfo, const char *name, const cq_model_config *
 	return insert_model(name, &have, parameters, src_vocab, tgt_vocab);
 }
 
+/* The metrics of a version quantized while it was imported. */
+static Jsonb *
+import_metrics(const CorpqImportOptions *o)
+{
+	return DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
+		psprintf("{\"quantized_on_import\": true, \"weight_bits\": %d, \"embedding_precision\": \"%s\"}",
+				 o->quantize.weight_bits, corpq_precision_names[o->quantize.embedding_precision]))));
+}
+
+/*
+ * The head of a float32 image being imported with precision int8: its
+ * configuration, for import_target (the streaming quantizer checks the rest).
+ */
+static void
+import_head(const char *head, Size head_len, Size image_len, const char *where,
+			cq_model_config *cfg, int64 *params)
+{
+	cq_model_config f32;
+	size_t		floats,
+				p;
+	cq_error err = {0};
+
+	if (cq_modelfile_head(head, Min(head_len, CQ_MODELFILE_HEAD_MAX), image_len, cfg, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "invalid model weights%s", where);
+	f32 = *cfg;
+	cq_config_float32(&f32);
+	cq_model_size_for(&f32, &floats, &p);
+	*params = (int64) p;
+}
+
 Datum
 corpq_model_import(PG_FUNCTION_ARGS)
 {
@@ -423,11 +453,29 @@ corpq_model_import(PG_FUNCTION_ARGS)
 	cq_code s;
 	int64		id;
 	bool		int8;
+	CorpqImportOptions o;
 
 	corpq_require_arg(fcinfo, 0, "name");
 	corpq_require_arg(fcinfo, 1, "weights");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	corpq_import_options_arg(fcinfo, 4, &o);
 	image = PG_GETARG_BYTEA_PP(1);
+
+	if (o.precision == CQ_PRECISION_INT8)
+	{
+		/* quantized as model_quantize does, the int8 image beside the argument */
+		CorpqQuantizeStream qs;
+		cq_model_config cfg;
+		int64		params;
+		Size		len = VARSIZE_ANY_EXHDR(image);
+
+		import_head(VARDATA_ANY(image), len, len, "", &cfg, &params);
+		corpq_quantize_begin(&qs, name, psprintf("the image imported as model \"%s\"", name),
+							 VARDATA_ANY(image), len, len, &o.quantize);
+		id = import_target(fcinfo, name, &cfg, params);
+		corpq_quantize_put(&qs, VARDATA_ANY(image), len);
+		PG_RETURN_INT32(corpq_quantize_store(&qs, id, "import", import_metrics(&o)));
+	}
 
 	/* the loader allocates no more than the image holds (models/FORMAT.md) */
 	corpq_check_model_memory((double) VARSIZE_ANY_EXHDR(image), CORPQ_WRITE_PEAK,
@@ -478,11 +526,16 @@ corpq_model_import_lo(PG_FUNCTION_ARGS)
 	int64		id;
 	CorpqImageWriter w;
 	int32		version;
+	CorpqImportOptions o;
+	CorpqQuantizeStream qs;
+	bool		quantize;
 
 	corpq_require_arg(fcinfo, 0, "name");
 	corpq_require_arg(fcinfo, 1, "image");
 	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	lo = PG_GETARG_OID(1);
+	corpq_import_options_arg(fcinfo, 4, &o);
+	quantize = o.precision == CQ_PRECISION_INT8;
 
 	/* PostgreSQL's own open: the caller's SELECT privilege on the object */
 	fd = DatumGetInt32(DirectFunctionCall2(be_lo_open, ObjectIdGetDatum(lo), Int32GetDatum(INV_READ)));
@@ -506,22 +559,40 @@ corpq_model_import_lo(PG_FUNCTION_ARGS)
 	f32 = cfg;
 	cq_config_float32(&f32);
 	cq_model_size_for(&f32, &floats, &params);
+	/* with precision int8: quantized as the float32 image streams, checked as it goes */
+	if (quantize)
+		corpq_quantize_begin(&qs, name, psprintf("large object %u", lo), piece, head_len, (Size) len,
+							 &o.quantize);
 	id = import_target(fcinfo, name, &cfg, (int64) params);
 
 	/* the rest, a chunk at a time; the CRC over the whole stream at the end */
-	corpq_image_writer_begin(&w, id, (Size) len, cq_le_get_u32(trailer), "import", -1, NULL, false,
-							 cfg.precision == CQ_PRECISION_INT8, true);
-	corpq_image_writer_put(&w, piece, head_len);
+	if (quantize)
+		corpq_quantize_put(&qs, piece, head_len);
+	else
+	{
+		corpq_image_writer_begin(&w, id, (Size) len, cq_le_get_u32(trailer), "import", -1, NULL, false,
+								 cfg.precision == CQ_PRECISION_INT8, true);
+		corpq_image_writer_put(&w, piece, head_len);
+	}
 	for (done = head_len; done < (Size) len; done += head_len)
 	{
 		CHECK_FOR_INTERRUPTS();
 		head_len = Min((Size) len - done, CORPQ_MODEL_CHUNK);
 		lo_read_exactly(fd, lo, piece, head_len);
-		corpq_image_writer_put(&w, piece, head_len);
+		if (quantize)
+			corpq_quantize_put(&qs, piece, head_len);
+		else
+			corpq_image_writer_put(&w, piece, head_len);
+		if (quantize && (done / CORPQ_MODEL_CHUNK + 1) % CORPQ_MODEL_PROGRESS_CHUNKS == 0)
+			ereport(NOTICE,
+					(errmsg("model \"%s\": %zu of %zu MB quantized", name, done >> 20, (Size) len >> 20)));
 	}
-	version = corpq_image_writer_end(&w);
 	DirectFunctionCall1(be_lo_close, Int32GetDatum(fd));
 	pfree(piece);
+	if (quantize)
+		version = corpq_quantize_store(&qs, id, "import", import_metrics(&o));
+	else
+		version = corpq_image_writer_end(&w);
 	PG_RETURN_INT32(version);
 }
 

@@ -1156,3 +1156,23 @@ CREATE FUNCTION corpq.model_cache(OUT model text, OUT version int, OUT bytes big
     LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION corpq.model_cache() IS
     'the models this backend uses, most recently used first: private copies (corpq.model_cache_mb) and shared copies it is attached to, then the server''s other shared copies of this database (corpq.shared_model_cache_mb, uses 0); attach_count: the backends attached to a shared copy';
+-- model_import and model_import_lo take options: {"precision": "int8"}
+-- quantizes while importing (issue 53, item 2)
+DROP FUNCTION corpq.model_import(text, bytea, text, text);
+CREATE FUNCTION corpq.model_import(name text, weights bytea,
+                                   src_vocab text DEFAULT NULL, tgt_vocab text DEFAULT NULL,
+                                   options jsonb DEFAULT '{}')
+    RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_model_import'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.model_import(text, bytea, text, text, jsonb) IS
+    'validate a weight image and store it as the next version of model name (same configuration required), or create the model when it does not exist (then src_vocab and tgt_vocab are required); options {"precision": "int8"} (with model_quantize''s weight_bits and embedding_precision) store the int8 image model_quantize would make of a float32 image instead, quantized as the image streams; returns the version written';
+DROP FUNCTION corpq.model_import_lo(text, oid, text, text);
+CREATE FUNCTION corpq.model_import_lo(name text, image oid,
+                                      src_vocab text DEFAULT NULL, tgt_vocab text DEFAULT NULL,
+                                      options jsonb DEFAULT '{}')
+    RETURNS int
+    AS 'MODULE_PATHNAME', 'corpq_model_import_lo'
+    LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION corpq.model_import_lo(text, oid, text, text, jsonb) IS
+    'model_import from large object image (of any size; read with the caller''s privileges, in 16 MB pieces): the header and configuration are checked before anything is written, the length and CRC-32 over the whole stream before the version is committed, the tensors when the version first loads; options as model_import''s ({"precision": "int8"}: quantized chunk by chunk, the float32 image never whole in memory); returns the version written';
