@@ -24,10 +24,15 @@
  *                                       (a word dropped, two neighbours swapped)
  *                                       joined by single spaces; never the source
  *   wrong_language       base's         a random other-language sentence
+ *   markup               one side (even odds) with crawler markup added: the
+ *                        whole side wrapped in a block element, a <br> after
+ *                        a word, a word in an inline element or in a link;
+ *                        removing every "<...>" gives the side back
  *
  * A base pair is drawn uniformly among the pairs a type can use (a
  * truncation needs >= 2 words on its side, an untranslated pair a source
- * that differs from its target, an edited one >= 2 source words); words are
+ * that differs from its target, an edited one >= 2 source words, markup a
+ * word on each side); words are
  * those of curate/words.h, so cuts fall between code points.  Without
  * other-language sentences wrong_language makes no pairs.
  */
@@ -51,6 +56,7 @@ typedef enum cq_noise_type
 	CQ_NOISE_UNTRANSLATED,
 	CQ_NOISE_UNTRANSLATED_EDITED,
 	CQ_NOISE_WRONG_LANGUAGE,
+	CQ_NOISE_MARKUP,
 	CQ_NOISE_NTYPES
 } cq_noise_type;
 
@@ -88,7 +94,7 @@ typedef struct cq_noise_set
 	size_t		cap_owned;
 } cq_noise_set;
 
-/* The defaults (docs/curation.md): seed 1, a total share of 1. */
+/* The defaults (docs/curation.md): seed 1, a total share of 1.05. */
 void		cq_noise_options_default(cq_noise_options *o);
 
 /* "clean", "misaligned_neighbour", ...; NULL outside the enum. */

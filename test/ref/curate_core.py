@@ -8,7 +8,7 @@ import numpy as np
 
 NOISE_TYPES = ["clean", "misaligned_neighbour", "misaligned_random", "truncated_tgt",
                "truncated_src", "appended_tgt", "appended_src", "untranslated",
-               "untranslated_edited", "wrong_language"]
+               "untranslated_edited", "wrong_language", "markup"]
 
 
 class Error(C.Structure):

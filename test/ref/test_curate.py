@@ -23,6 +23,7 @@ small built-in sample.
 """
 import math
 import os
+import re
 import sys
 import unicodedata
 from collections import Counter
@@ -97,6 +98,16 @@ def check_noise_pair(kind, base, other, s, t, src, tgt, foreign):
         check_truncated(t, bt, where) if s == bs else fail(where + ": source changed")
     elif kind == "truncated_src":
         check_truncated(s, bs, where) if t == bt else fail(where + ": target changed")
+    elif kind == "markup":
+        # one side changed, by tags only: stripped of "<...>" it is the base's
+        changed = [(x, b) for x, b in ((s, bs), (t, bt)) if x != b]
+        if len(changed) != 1:
+            fail("%s: %d sides changed" % (where, len(changed)))
+        elif (re.sub(r"<[^>]*>", "", changed[0][0]) != re.sub(r"<[^>]*>", "", changed[0][1])
+              or len(changed[0][0]) <= len(changed[0][1])):
+            fail("%s: %r is not %r with tags added" % (where, changed[0][0], changed[0][1]))
+        elif not ref.html_tags(changed[0][0]):
+            fail("%s: %r has no tag an HTML parser reads" % (where, changed[0][0]))
     elif kind == "untranslated_edited":
         ws, wt = Counter(bs.split()), Counter(t.split())
         if s != bs or t == bs or wt - ws or not (sum(ws.values()) - 2 <= sum(wt.values()) <= sum(ws.values())):

@@ -220,6 +220,35 @@ check_edited(cq_str got, cq_str s)
 	cq_words_free(&ws);
 }
 
+/* Markup on one side: the other side is the base's, and the marked side
+ * with every "<...>" removed is the base's side (the fixture has no "<"),
+ * with at least one tag added. */
+static void
+check_markup(const cq_noise_pair *p, cq_str bs, cq_str bt)
+{
+	int			src_marked = !str_eq(p->src, bs);
+	cq_str		got = src_marked ? p->src : p->tgt,
+				base = src_marked ? bs : bt;
+	char		buf[512];
+	size_t		n = 0;
+	int			in_tag = 0,
+				tags = 0;
+
+	CHECK(src_marked != !str_eq(p->tgt, bt));
+	CHECK(memchr(base.s, '<', base.len) == NULL);
+	for (size_t i = 0; i < got.len && n < sizeof(buf); i++)
+	{
+		if (got.s[i] == '<')
+			in_tag = 1, tags++;
+		else if (got.s[i] == '>' && in_tag)
+			in_tag = 0;
+		else if (!in_tag)
+			buf[n++] = got.s[i];
+	}
+	CHECK(tags >= 1 && !in_tag);
+	CHECK(str_eq((cq_str) {buf, n}, base));
+}
+
 static void
 check_pair(const cq_noise_pair *p)
 {
@@ -262,6 +291,9 @@ check_pair(const cq_noise_pair *p)
 		case CQ_NOISE_WRONG_LANGUAGE:
 			CHECK(p->other >= 0 && p->other < 3);
 			CHECK(str_eq(p->src, bs) && str_eq(p->tgt, foreign[p->other]));
+			break;
+		case CQ_NOISE_MARKUP:
+			check_markup(p, bs, bt);
 			break;
 		default:
 			CHECK(!"a type outside the enum");

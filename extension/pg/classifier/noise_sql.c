@@ -52,6 +52,7 @@ static const CorpqOption noise_rows[] = {
 	SHARE_ROW(CQ_NOISE_UNTRANSLATED, "untranslated"),
 	SHARE_ROW(CQ_NOISE_UNTRANSLATED_EDITED, "untranslated_edited"),
 	SHARE_ROW(CQ_NOISE_WRONG_LANGUAGE, "wrong_language"),
+	SHARE_ROW(CQ_NOISE_MARKUP, "markup"),
 	{.key = "other_language_query", CORPQ_OPT_FIELD(NoiseSqlOptions, other_language_query),
 	.type = CORPQ_OPT_STRING, .def_string = NULL},
 	{0}
