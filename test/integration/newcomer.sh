@@ -117,7 +117,13 @@ SELECT format('embed gave %s vectors for ids 1-3', count(corpq.embed('enc', src)
 UNION ALL SELECT format('sentence_vectors holds %s rows (%s non-NULL) for %s pairs', count(*), count(embedding), (SELECT count(*) FROM corpus))
   FROM sentence_vectors HAVING count(*) <> (SELECT count(*) FROM corpus) OR count(embedding) < 0.9 * count(*)
 UNION ALL SELECT format('src_vec/tgt_vec hold %s/%s rows', (SELECT count(*) FROM src_vec), (SELECT count(*) FROM tgt_vec))
- WHERE (SELECT count(*) FROM src_vec) <> (SELECT count(*) FROM corpus) OR (SELECT count(*) FROM tgt_vec) <> (SELECT count(*) FROM corpus)"
+ WHERE (SELECT count(*) FROM src_vec) <> (SELECT count(*) FROM corpus) OR (SELECT count(*) FROM tgt_vec) <> (SELECT count(*) FROM corpus)
+UNION ALL SELECT format('mine_vectors at work_mem %s paired %s of %s sources', current_setting('work_mem'), count(*), (SELECT count(embedding) FROM src_vec))
+  FROM corpq.mine_vectors('SELECT id, embedding FROM src_vec WHERE embedding IS NOT NULL',
+                          'SELECT id, embedding FROM tgt_vec WHERE embedding IS NOT NULL', '{\"k\": 4}')
+HAVING count(*) < 0.9 * (SELECT count(embedding) FROM src_vec)
+UNION ALL SELECT 'the encoder training logged no dev figures of its own (p_at_1, dev_ppl NULL)'
+ WHERE NOT EXISTS (SELECT FROM corpq.train_log WHERE dev::text LIKE '%p_at_1%' AND dev_ppl IS NULL)"
 checks[docs/filters.md]="
 SELECT format('the view clean keeps %s of %s pairs', (SELECT count(*) FROM clean), (SELECT count(*) FROM corpus))
  WHERE (SELECT count(*) FROM clean) NOT BETWEEN (SELECT count(*) / 2 FROM corpus) AND (SELECT count(*) - 1 FROM corpus)
