@@ -36,6 +36,18 @@ lines between them allowed) say which:
   removed function, view or table, not a changed statement: an outline is a
   fragment waiting for its test to read it through `fragments()`.
 
+* `<!-- corpora: FILE -->`: the block is also a step of its page's recipe
+  on the shared corpora themselves: FILE (test/integration/newcomer.sh)
+  names the page and reads its marked blocks through `recipe("docs/x.md", FILE)` below
+  and runs them in the document's order in one database that holds the
+  corpora, loaded with the statement of docs/scaling.md, at PostgreSQL's
+  default settings; it then checks what they made.  The fixture's `run
+  after` and `run with` do not apply there; instead
+  `<!-- corpora after: SQL -->` runs SQL first (an object the page's recipe
+  assumes) and `<!-- corpora with: OLD => NEW -->` replaces a training
+  budget (max_seconds, steps) that is too long for a test; OLD must stand
+  in the block.
+
 `examples.py check OUTDIR` checks the markers (exit 1 on a failure) and writes
 each block to run as OUTDIR/NNN.sql (its expected output as NNN.out, its
 expected error as NNN.err), with OUTDIR/index listing
@@ -58,6 +70,7 @@ class Block:
         self.where = f'{path}:{line}'
         self.kind, self.reason, self.files = 'run', None, []
         self.setup, self.subst, self.database, self.errors = [], [], 'fixture', []
+        self.corpora, self.corpora_setup, self.corpora_subst = None, [], []
         for m in markers:
             self.parse(m)
 
@@ -71,6 +84,13 @@ class Block:
         elif m.startswith('run with:') and '=>' in m:
             old, new = m[len('run with:'):].split('=>', 1)
             self.subst.append((old.strip(), new.strip()))
+        elif m.startswith('corpora after:'):
+            self.corpora_setup.append(m[len('corpora after:'):].strip())
+        elif m.startswith('corpora with:') and '=>' in m:
+            old, new = m[len('corpora with:'):].split('=>', 1)
+            self.corpora_subst.append((old.strip(), new.strip()))
+        elif m.startswith('corpora:'):
+            self.corpora = m[len('corpora:'):].strip()
         elif m == 'run in: tables':
             self.database = 'tables'
         elif m.startswith('tested by'):
@@ -124,6 +144,44 @@ def fragments(path, test):
     """The bodies of the fragments of a document that name test as theirs: a
     test reads them with this to run them as the document writes them."""
     return [b.body for b in read_blocks(path) if b.kind == 'fragment' and test in b.files]
+
+
+def recipe(path, test):
+    """The steps of a page's recipe on the shared corpora that test runs: the
+    blocks marked <!-- corpora: test -->, in the document's order, each as
+    (file:line, SQL) with its `corpora after:` SQL first and its `corpora
+    with:` replacements made (the fixture's `run after`/`run with` do not
+    apply there), the psql output it shows left out."""
+    out = []
+    for b in read_blocks(path):
+        if b.corpora != test:
+            continue
+        text = '\n'.join(split_output(b.body)[0])
+        for old, new in b.corpora_subst:
+            if old not in text:
+                raise SystemExit(f'{b.where}: "corpora with" replaces {old}, which the block does not hold')
+            text = text.replace(old, new)
+        out.append((b.where, ''.join(s + '\n' for s in b.corpora_setup) + text + '\n'))
+    return out
+
+
+def check_corpora(b, errors):
+    if b.corpora is None:
+        if b.corpora_setup or b.corpora_subst:
+            errors.append(f'{b.where}: "corpora after/with" without <!-- corpora: TEST -->')
+        return
+    p = os.path.join(ROOT, b.corpora)
+    if not is_ci_test(b.corpora) or not os.path.isfile(p):
+        errors.append(f'{b.where}: "corpora" names {b.corpora}, not a test that CI runs')
+    else:
+        text = open(p, encoding='utf-8', errors='replace').read()
+        if 'examples.recipe(' not in text or b.path not in text:
+            errors.append(f'{b.where}: {b.corpora} does not read the recipe of {b.path} '
+                          '(it must name the page and read it through examples.recipe())')
+    text = '\n'.join(b.body)
+    for old, _ in b.corpora_subst:
+        if old not in text:
+            errors.append(f'{b.where}: "corpora with" replaces {old}, which the block does not hold')
 
 
 def split_output(body):
@@ -262,6 +320,7 @@ def main():
     for path in doc_files():
         for b in read_blocks(path):
             errors += [f'{b.where}: {e}' for e in b.errors]
+            check_corpora(b, errors)
             if b.kind == 'run':
                 n_run += 1
                 name = f'{n_run:03d}'
