@@ -53,6 +53,20 @@ best_entry(const cq_knn *l, int row, const cq_knn *other, bool is_src,
 	return best;
 }
 
+void
+cq_mine_best_sources(const cq_knn *x2y, const cq_knn *y2x, int32_t *bwd)
+{
+	for (int j = 0; j < y2x->rows; j++)
+	{
+		double		mg;
+		float		c;
+
+		if (j % 1024 == 0)
+			cq_poll();
+		bwd[j] = best_entry(y2x, j, x2y, false, &mg, &c);
+	}
+}
+
 cq_code
 cq_mine_select(const cq_knn *x2y, const cq_knn *y2x, bool mutual, double min_margin,
 			   cq_mine_pair *out, int *n_out, cq_error *err)
@@ -65,15 +79,7 @@ cq_mine_select(const cq_knn *x2y, const cq_knn *y2x, bool mutual, double min_mar
 		bwd = cq_alloc(sizeof(int32_t) * (size_t) y2x->rows);
 		if (bwd == NULL)
 			return cq_fail(err, CQ_ENOMEM, "no memory for the best sources of %d targets", y2x->rows);
-		for (int j = 0; j < y2x->rows; j++)
-		{
-			double		mg;
-			float		c;
-
-			if (j % 1024 == 0)
-				cq_poll();
-			bwd[j] = best_entry(y2x, j, x2y, false, &mg, &c);
-		}
+		cq_mine_best_sources(x2y, y2x, bwd);
 	}
 	for (int i = 0; i < x2y->rows; i++)
 	{
@@ -91,4 +97,47 @@ cq_mine_select(const cq_knn *x2y, const cq_knn *y2x, bool mutual, double min_mar
 	}
 	cq_free(bwd);
 	return CQ_OK;
+}
+
+/* a before b in the candidates' order: a larger margin, then a smaller index */
+static bool
+candidate_before(const cq_mine_pair *a, const cq_mine_pair *b)
+{
+	return a->margin > b->margin || (a->margin == b->margin && a->tgt < b->tgt);
+}
+
+int
+cq_mine_candidates(const cq_knn *x2y, const cq_knn *y2x, const int32_t *bwd,
+				   int row, double min_margin, int kc, cq_mine_pair *out)
+{
+	const float *sim = x2y->sim + (size_t) row * x2y->len;
+	const int32_t *idx = x2y->idx + (size_t) row * x2y->len;
+	int			n = 0,
+				kept = 0;
+
+	/* the kc best by margin, by insertion into out (kc <= a list's length) */
+	for (int p = 0; p < x2y->len; p++)
+	{
+		cq_mine_pair c = {row, idx[p], sim[p], 0};
+		int			at;
+
+		if (!cq_mine_ratio_margin(sim[p], x2y->mean[row], y2x->mean[idx[p]], &c.margin))
+			continue;
+		if (n == kc && !candidate_before(&c, &out[n - 1]))
+			continue;
+		at = n < kc ? n++ : kc - 1;
+		while (at > 0 && candidate_before(&c, &out[at - 1]))
+		{
+			out[at] = out[at - 1];
+			at--;
+		}
+		out[at] = c;
+	}
+	for (int p = 0; p < n; p++)
+	{
+		if (!(out[p].margin >= min_margin) || (bwd != NULL && bwd[out[p].tgt] != row))
+			continue;
+		out[kept++] = out[p];
+	}
+	return kept;
 }

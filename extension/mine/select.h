@@ -40,4 +40,24 @@ cq_code		cq_mine_select(const cq_knn *x2y, const cq_knn *y2x, bool mutual,
 						   double min_margin, cq_mine_pair *out, int *n_out,
 						   cq_error *err);
 
+/*
+ * The targets' best sources by margin among their y2x lists, into
+ * bwd[0 .. y2x->rows) (-1 where none has a margin): what mutual compares
+ * with.  cq_poll() every 1024 rows.
+ */
+void		cq_mine_best_sources(const cq_knn *x2y, const cq_knn *y2x, int32_t *bwd);
+
+/*
+ * A source's candidates for a re-ranking (a classifier judging each one):
+ * the kc best entries of row's x2y list by margin (a larger margin first,
+ * of equal margins the smaller index: the order cq_mine_select chooses in),
+ * then of those the ones a pair may be (margin >= min_margin and, with bwd
+ * not NULL, the target's best source is row), in that order, into
+ * out[0 .. kc); returns their number.  So with kc = 1 the one candidate is
+ * cq_mine_select's pair of row (bwd from cq_mine_best_sources for mutual),
+ * or none when it has none.  No allocation; kc >= 1.
+ */
+int			cq_mine_candidates(const cq_knn *x2y, const cq_knn *y2x, const int32_t *bwd,
+							   int row, double min_margin, int kc, cq_mine_pair *out);
+
 #endif

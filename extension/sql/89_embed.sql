@@ -75,11 +75,11 @@ COMMENT ON FUNCTION corpq.embed_job(text, text, regclass, jsonb) IS
 -- 'name@N'; an overload on corpq.pinned_model would change no label (the
 -- queries keep it STABLE), so there is none.
 CREATE FUNCTION corpq.mine_pairs(model text, src_query text, tgt_query text, options jsonb DEFAULT '{}')
-    RETURNS TABLE (src_id bigint, tgt_id bigint, cosine float8, margin float8)
+    RETURNS TABLE (src_id bigint, tgt_id bigint, cosine float8, margin float8, quality float8)
     AS 'MODULE_PATHNAME', 'corpq_mine_pairs'
     LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION corpq.mine_pairs(text, text, text, jsonb) IS
-    'margin-based mining on sentences: src_query and tgt_query return (id, sentence text) (rows with a NULL id or sentence skipped), each sentence embedded with the encoder model (its latest version when the call starts, or name@N), in batches as the rows are read; then as mine_vectors over those vectors, with the same result; options those of mine_vectors (k 4, mutual, min_margin, block_rows, block_cols) and batch_size (64), on_too_long (null: a sentence longer than the model accepts is left out, counted in a NOTICE; error); memory: the vectors bounded by work_mem, the embedding by corpq.max_batch_mb; threads: corpq.threads';
+    'margin-based mining on sentences: src_query and tgt_query return (id, sentence text) (rows with a NULL id or sentence skipped), each sentence embedded with the encoder model (its latest version when the call starts, or name@N), in batches as the rows are read; then as mine_vectors over those vectors, with the same result (quality NULL); options those of mine_vectors (k 4, mutual, min_margin, block_rows, block_cols) and batch_size (64), on_too_long (null: a sentence longer than the model accepts is left out, counted in a NOTICE; error); classifier (a pair-quality classifier, name or name@N, pinned at the start): each source''s classifier_k (default k) best candidates by margin are judged by pair_quality, the largest probability wins (ties: the larger margin) and is the quality column, a source whose best is below min_quality (0.5) gives no pair; memory: the vectors bounded by work_mem, the embedding by corpq.max_batch_mb, with a classifier the sentences in temporary files; threads: corpq.threads';
 
 -- A pair's two sentences compared: the cosine of their vectors from one
 -- encoder, per row (the embedding_cosine filter's score), on a model name

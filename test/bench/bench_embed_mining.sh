@@ -15,9 +15,17 @@
 # --vocab tokens.  Also printed: precision at 1 by cosine alone (mine_pairs
 # with k 1: the nearest target), mined pairs per domain, and the embedding
 # rate of corpq.embed_rows() on the held-out sentences on 1 and 2 threads.
+# With --classifier: a pair-quality classifier (docs/curation.md) trained on
+# the training pairs with the encoder, that lexicon and the languages
+# (en, es; max_pairs 5000, max_seconds 300), then mine_pairs with it
+# (docs/embeddings.md): each source's 4 margin candidates judged, with
+# min_quality 0 (one pair a source: precision at 1) and the default 0.5
+# (the share kept, and the precision of what is kept), beside the margin's.
+# --no-lexicon-baseline skips the all-pairs align_score baseline.
 # Prints figures; asserts nothing.  Run it alone on the machine (about 20
 # minutes: 10 of training, the lexicon baseline's 4 million align_score calls).
 # Usage: bench_embed_mining.sh [--seconds 600] [--heldout 2000] [--merges 15000] [--vocab 16000]
+#                              [--classifier] [--no-lexicon-baseline]
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 corpq_corpora
@@ -27,12 +35,16 @@ seconds=600
 heldout=2000
 merges=15000
 vocab=16000
+classifier=0
+lexicon_baseline=1
 while [ $# -gt 0 ]; do
 	case "$1" in
 		--seconds) seconds=$2; shift 2 ;;
 		--heldout) heldout=$2; shift 2 ;;
 		--merges) merges=$2; shift 2 ;;
 		--vocab) vocab=$2; shift 2 ;;
+		--classifier) classifier=1; shift ;;
+		--no-lexicon-baseline) lexicon_baseline=0; shift ;;
 		*) fail "unknown argument $1" ;;
 	esac
 done
@@ -103,6 +115,9 @@ t0=$(date +%s.%N)
 job=$(q -c "SELECT corpq.lexicon_train('lx', 'SELECT src, tgt FROM train_pairs ORDER BY id', '{\"lowercase\": true}')")
 wait_job "$job"
 s_lex_train=$(since "$t0")
+p_lex=skipped
+s_lex=-
+if [ "$lexicon_baseline" = 1 ]; then
 t0=$(date +%s.%N)
 p_lex=$(q -c "SET min_parallel_table_scan_size = 0" -c "SET parallel_setup_cost = 0" -c "SET work_mem = '64MB'" -c "
 	CREATE TABLE lex_scores AS
@@ -112,6 +127,29 @@ p_lex=$(q -c "SET min_parallel_table_scan_size = 0" -c "SET parallel_setup_cost 
 	  FROM (SELECT DISTINCT ON (src_id) src_id, tgt_id FROM lex_scores
 	         ORDER BY src_id, score DESC NULLS LAST, tgt_id) b")
 s_lex=$(since "$t0")
+fi
+
+# the classifier's re-ranking: precision at 1 (min_quality 0), and at the
+# default min_quality the share of sources kept and the precision of the kept
+if [ "$classifier" = 1 ]; then
+	t0=$(date +%s.%N)
+	job=$(q -c "SELECT corpq.classifier_train('pq', 'SELECT src, tgt FROM train_pairs ORDER BY id',
+		'{\"src_lang\": \"en\", \"tgt_lang\": \"es\", \"encoder\": \"enc\", \"lexicon\": \"lx\",
+		  \"max_pairs\": 5000, \"max_seconds\": 300}')")
+	wait_job "$job"
+	s_pq_train=$(since "$t0")
+	read -r p_pq s_pq < <(p_at_1 '{"classifier": "pq", "min_quality": 0}')
+	t0=$(date +%s.%N)
+	read -r kept_pq prec_pq < <(q -c "SET work_mem = '512MB'" -c "SET corpq.threads = 2" -F ' ' -A -c "
+		SELECT round(count(*)::numeric / (SELECT count(*) FROM heldout), 4),
+		       round(avg((src_id = tgt_id)::int), 4)
+		  FROM corpq.mine_pairs('enc', 'SELECT id, src FROM heldout', 'SELECT id, tgt FROM heldout',
+		                        '{\"classifier\": \"pq\"}')")
+	s_pq_kept=$(since "$t0")
+	read -r kept_m prec_m < <(q -F ' ' -A -c "
+		SELECT round(count(*) FILTER (WHERE margin >= 1.0)::numeric / (SELECT count(*) FROM heldout), 4),
+		       round(avg((src_id = tgt_id)::int) FILTER (WHERE margin >= 1.0), 4) FROM mined")
+fi
 
 # embedding rate: embed_rows over the held-out sentences (both sides), 1 and 2 threads
 rate() {
@@ -131,5 +169,11 @@ printf '| mine_pairs, margin over k = 4 (the default) | %s | %s |\n' "$p_margin"
 printf '| mine_pairs, "mutual": true (share of all sources kept and right) | %s | %s |\n' "$p_mutual" "$s_mutual"
 printf '| mine_pairs, k = 1 (the nearest target by cosine) | %s | %s |\n' "$p_cos" "$s_cos"
 printf '| lexicon baseline: best align_score over all %s candidates | %s | %s (lexicon training %s) |\n' "$((n * n))" "$p_lex" "$s_lex" "$s_lex_train"
+if [ "$classifier" = 1 ]; then
+	printf '| mine_pairs + classifier (4 candidates judged, min_quality 0) | %s | %s (classifier training %s) |\n' "$p_pq" "$s_pq" "$s_pq_train"
+	printf '\n| mined pairs kept | share of sources kept | precision of the kept |\n| --- | --- | --- |\n'
+	printf '| mine_pairs + classifier, min_quality 0.5 (the default) | %s | %s |\n' "$kept_pq" "$prec_pq"
+	printf '| mine_pairs, margin >= 1.0 | %s | %s |\n' "$kept_m" "$prec_m"
+fi
 log "mine_pairs (margin) by domain: $by_domain"
 log "embed_rows over $((2 * n)) held-out sentences: $r1 sentences/s on 1 thread, $r2 on 2 ($(awk -v a="$r1" -v b="$r2" 'BEGIN { printf "%.2f", b / a }')x)"

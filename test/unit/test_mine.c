@@ -393,6 +393,134 @@ TEST(mine_knn_add_any_partition)
 }
 
 /*
+ * A source's candidates for re-ranking (cq_mine_candidates), on the hand
+ * vectors with k = 2: in margin order, equal margins the smaller index
+ * first; kc cuts the list; mutual keeps the targets whose best source is
+ * the row (y0's is x0, so x1 keeps y3 only); min_margin drops after the
+ * cut.  With kc = 1 every row's candidate is cq_mine_select's pair.
+ */
+TEST(mine_candidates_hand)
+{
+	float		x[12],
+				y[16];
+	cq_mine_options o;
+	cq_knn		x2y,
+				y2x;
+	cq_mine_pair c[4],
+				p[3];
+	int32_t		bwd[4];
+	int			n;
+
+	hand_vectors(x, y);
+	cq_mine_options_default(&o);
+	o.k = 2;
+	CHECK_INT_EQ(cq_mine_knn(x, 3, y, 4, 4, &o, &x2y, &y2x, NULL), CQ_OK);
+	CHECK_INT_EQ(cq_mine_candidates(&x2y, &y2x, NULL, 0, -INFINITY, 2, c), 2);
+	check_pair(&c[0], 0, 1, 0.5, 4.0 / 3.0);
+	check_pair(&c[1], 0, 0, 0.5, 1);
+	CHECK_INT_EQ(cq_mine_candidates(&x2y, &y2x, NULL, 1, -INFINITY, 2, c), 2);
+	check_pair(&c[0], 1, 0, 0.5, 1);
+	check_pair(&c[1], 1, 3, 0.5, 1);
+	CHECK_INT_EQ(cq_mine_candidates(&x2y, &y2x, NULL, 2, -INFINITY, 2, c), 2);
+	check_pair(&c[0], 2, 2, 0.5, 2);
+	check_pair(&c[1], 2, 3, 0.5, 1);
+	/* kc = 1: the best alone */
+	CHECK_INT_EQ(cq_mine_candidates(&x2y, &y2x, NULL, 1, -INFINITY, 1, c), 1);
+	check_pair(&c[0], 1, 0, 0.5, 1);
+	/* min_margin after the cut: x0 keeps y1 (4/3) only, x1 none with kc = 1 */
+	CHECK_INT_EQ(cq_mine_candidates(&x2y, &y2x, NULL, 0, 4.0 / 3.0, 2, c), 1);
+	check_pair(&c[0], 0, 1, 0.5, 4.0 / 3.0);
+	CHECK_INT_EQ(cq_mine_candidates(&x2y, &y2x, NULL, 1, 1.5, 2, c), 0);
+	/* mutual */
+	cq_mine_best_sources(&x2y, &y2x, bwd);
+	CHECK_INT_EQ(bwd[0], 0);
+	CHECK_INT_EQ(bwd[1], 0);
+	CHECK_INT_EQ(bwd[2], 2);
+	CHECK_INT_EQ(bwd[3], 1);
+	CHECK_INT_EQ(cq_mine_candidates(&x2y, &y2x, bwd, 1, -INFINITY, 2, c), 1);
+	check_pair(&c[0], 1, 3, 0.5, 1);
+	CHECK_INT_EQ(cq_mine_candidates(&x2y, &y2x, bwd, 1, -INFINITY, 1, c), 0);
+	/* kc = 1 is the selection, forward and mutual */
+	for (int mutual = 0; mutual < 2; mutual++)
+	{
+		int			at = 0;
+
+		CHECK_INT_EQ(cq_mine_select(&x2y, &y2x, mutual, -INFINITY, p, &n, NULL), CQ_OK);
+		for (int i = 0; i < 3; i++)
+			if (cq_mine_candidates(&x2y, &y2x, mutual ? bwd : NULL, i, -INFINITY, 1, c) == 1)
+			{
+				CHECK(at < n && pairs_equal(&c[0], &p[at], 1));
+				at++;
+			}
+		CHECK_INT_EQ(at, n);
+	}
+	cq_mine_knn_free(&x2y);
+	cq_mine_knn_free(&y2x);
+}
+
+/*
+ * Random sets, k = 6: each row's candidates with kc = k are its whole list
+ * (every entry with a margin) in descending margin order, and kc = 1 gives
+ * cq_mine_select's pairs with and without mutual and a threshold.
+ */
+TEST(mine_candidates_random)
+{
+	enum {N = 41, M = 37, D = 11, K = 6};
+	uint64_t	rng = 2718281828459;
+	float	   *x = random_set(&rng, N, D, 0, false),
+			   *y = random_set(&rng, M, D, 0, false);
+	cq_mine_options o;
+	cq_knn		x2y,
+				y2x;
+	cq_mine_pair c[K],
+				p[N];
+	int32_t		bwd[M];
+	int			n;
+
+	cq_mine_options_default(&o);
+	o.k = K;
+	CHECK_INT_EQ(cq_mine_knn(x, N, y, M, D, &o, &x2y, &y2x, NULL), CQ_OK);
+	cq_mine_best_sources(&x2y, &y2x, bwd);
+	for (int i = 0; i < N; i++)
+	{
+		int			nc = cq_mine_candidates(&x2y, &y2x, NULL, i, -INFINITY, K, c),
+					with_margin = 0;
+
+		for (int q = 0; q < K; q++)
+		{
+			double		mg;
+
+			with_margin += cq_mine_ratio_margin(x2y.sim[i * K + q], x2y.mean[i],
+												y2x.mean[x2y.idx[i * K + q]], &mg);
+		}
+		CHECK_INT_EQ(nc, with_margin);
+		for (int q = 0; q + 1 < nc; q++)
+			CHECK(c[q].margin > c[q + 1].margin ||
+				  (c[q].margin == c[q + 1].margin && c[q].tgt < c[q + 1].tgt));
+	}
+	for (int mutual = 0; mutual < 2; mutual++)
+		for (int t = 0; t < 2; t++)
+		{
+			double		thr = t ? 1.0 : -INFINITY;
+			int			at = 0;
+
+			CHECK_INT_EQ(cq_mine_select(&x2y, &y2x, mutual, thr, p, &n, NULL), CQ_OK);
+			CHECK(n > 0);
+			for (int i = 0; i < N; i++)
+				if (cq_mine_candidates(&x2y, &y2x, mutual ? bwd : NULL, i, thr, 1, c) == 1)
+				{
+					CHECK(at < n && pairs_equal(&c[0], &p[at], 1));
+					at++;
+				}
+			CHECK_INT_EQ(at, n);
+		}
+	cq_mine_knn_free(&x2y);
+	cq_mine_knn_free(&y2x);
+	free(x);
+	free(y);
+}
+
+/*
  * Exact ties: a target repeated (y1 = y0, y3 = y2) gives equal cosines; the
  * lists keep the smaller index first and the pairs choose it.
  */

@@ -7,8 +7,9 @@
  *   vector_set.c   a set of (id, vector): read from a query or added one by
  *                  one, checked, ordered by id, normalised; its memory, and
  *                  its temporary file past work_mem
- *   embed_options.c the option tables: mine_vectors()', mine_pairs()',
- *                  embed_rows()' and embed_job()'s options
+ *   embed_options.c the option tables: mine_vectors()', embed_rows()' and
+ *                  embed_job()'s options; the core's rows every mining
+ *                  function's table starts with
  *   mine_sets.c    mining two sets: in memory, or block by block from their
  *                  files; the memory checks and the core calls (the C entry
  *                  point of every mining function)
@@ -19,10 +20,12 @@
  *   embed_sql.c    corpq.embed(): a sentence's vector from an encoder model;
  *                  corpq.embed_rows(): a query's vectors in one statement
  *   embed_job.c    corpq.embed_job(): a table's vectors by a row job
- *   mine_pairs_sql.c corpq.mine_pairs(): sentences embedded into two sets,
- *                  then mined as mine_vectors() mines
  *   embed_cosine.c the cosine of a pair's two sentences (embed_cosine.h):
  *                  corpq.embedding_cosine() and the embedding_cosine filter
+ *
+ * corpq.mine_pairs() embeds and mines through this folder but lives above
+ * it, in pg/mining: with a classifier it calls pg/classifier, which is
+ * above this folder (its embedding_cosine feature).
  *
  * Memory.  Mining is bounded by work_mem, as a sort or a hash is, and like
  * them it goes to temporary files past it.  While the sets are small, their
@@ -136,6 +139,27 @@ void		corpq_vector_set_close(CorpqVectorSet *s);
 /* mine_vectors()' options parsed onto the core's (NULL: the defaults). */
 void		corpq_mine_options_parse(Jsonb *options, cq_mine_options *o);
 
+/*
+ * The core's option rows (k, mutual, min_margin, block_rows, block_cols)
+ * for a table of type T whose field m is a cq_mine_options: every mining
+ * function's table starts with them.  After parsing (into fields first set
+ * by cq_mine_options_default) call corpq_mine_options_finish.
+ */
+#define CORPQ_MINE_OPTION_ROWS(T, m) \
+	{.key = "k", CORPQ_OPT_FIELD(T, m.k), .type = CORPQ_OPT_INT, .min = 1, .max = CQ_MINE_MAX_K, \
+	.def = CQ_MINE_DEFAULT_K}, \
+	{.key = "mutual", CORPQ_OPT_FIELD(T, m.mutual), .type = CORPQ_OPT_BOOL, .def = false}, \
+	/* unset: every best pair; a margin below 0 is never a translation */ \
+	{.key = "min_margin", CORPQ_OPT_FIELD(T, m.min_margin), .type = CORPQ_OPT_NUMBER, \
+	.flags = CORPQ_OPT_UNSET, .range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1e6}, \
+	{.key = "block_rows", CORPQ_OPT_FIELD(T, m.block_rows), .type = CORPQ_OPT_INT, .min = 1, \
+	.max = 65536, .def = CQ_MINE_DEFAULT_BLOCK_ROWS}, \
+	{.key = "block_cols", CORPQ_OPT_FIELD(T, m.block_cols), .type = CORPQ_OPT_INT, .min = 1, \
+	.max = 65536, .def = CQ_MINE_DEFAULT_BLOCK_COLS}
+
+/* min_margin unset (not given) as -INFINITY: no threshold. */
+void		corpq_mine_options_finish(cq_mine_options *o);
+
 /* One mined pair, by id. */
 typedef void (*CorpqMinePairFn) (void *arg, int64 src_id, int64 tgt_id,
 								 double cosine, double margin);
@@ -151,6 +175,26 @@ typedef void (*CorpqMinePairFn) (void *arg, int64 src_id, int64 tgt_id,
  */
 void		corpq_mine_sets(CorpqVectorSet *src, CorpqVectorSet *tgt,
 							const cq_mine_options *o, CorpqMinePairFn fn, void *arg);
+
+/*
+ * One source's candidates for a re-ranking (mine/select.h,
+ * cq_mine_candidates): c[0 .. nc) by descending margin, positions in the
+ * sets (ids: src->ids[c[q].src], tgt->ids[c[q].tgt]); nc >= 1.
+ */
+typedef void (*CorpqMineCandidatesFn) (void *arg, const cq_mine_pair *c, int nc);
+
+/*
+ * corpq_mine_sets' lists, then for each source in ascending id its kc
+ * (1 .. o->k) best candidates by margin that may be pairs (min_margin, and
+ * with mutual the target's best source is it): fn once per source with at
+ * least one.  With kc = 1 the candidates are corpq_mine_sets' pairs.  The
+ * memory of corpq_mine_sets less the pairs, plus held: the bytes the caller
+ * holds meanwhile (what it keeps to judge the candidates), counted against
+ * work_mem with the lists.  The sets' files are closed and their ids kept.
+ */
+void		corpq_mine_sets_candidates(CorpqVectorSet *src, CorpqVectorSet *tgt,
+									   const cq_mine_options *o, int kc, double held,
+									   CorpqMineCandidatesFn fn, void *arg);
 
 /*
  * The CorpqMinePairFn of the mining functions: the pair as a row (src_id,
@@ -190,16 +234,6 @@ typedef struct CorpqEmbedArgs
 
 /* The default of batch_size: as score()'s. */
 #define CORPQ_EMBED_BATCH_SIZE 64
-
-/* mine_pairs()' options: mine_vectors()' and how the sentences are embedded. */
-typedef struct CorpqMinePairsOptions
-{
-	cq_mine_options mine;
-	CorpqEmbedArgs embed;
-} CorpqMinePairsOptions;
-
-/* mine_pairs()' options parsed (NULL: the defaults). */
-void		corpq_mine_pairs_options_parse(Jsonb *options, CorpqMinePairsOptions *o);
 
 /*
  * Rows a caller reads and hands to corpq_embed_rows at once for batch_size:

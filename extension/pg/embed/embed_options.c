@@ -5,8 +5,8 @@
  * The mining functions' options (docs/embeddings.md): mine_vectors() takes
  * the core's (mine/mine.h): k, mutual, min_margin, and the blocks of the
  * exact search, which change its memory and speed but no result;
- * mine_pairs() takes the same and those of embedding its sentences.  One
- * list of the core's rows serves both tables.
+ * mine_pairs() (pg/mining) takes the same rows (CORPQ_MINE_OPTION_ROWS),
+ * those of embedding its sentences and its classifier's.
  */
 #include "postgres.h"
 
@@ -17,63 +17,36 @@
 #include "pg/jobs/jobs.h"
 #include "pg/model/model.h"
 
-#define OPT(field) CORPQ_OPT_FIELD(CorpqMinePairsOptions, field)
-
-/* the core's options, as fields of mine (both tables parse into CorpqMinePairsOptions) */
-#define MINE_ROWS \
-	{.key = "k", OPT(mine.k), .type = CORPQ_OPT_INT, .min = 1, .max = CQ_MINE_MAX_K, \
-	.def = CQ_MINE_DEFAULT_K}, \
-	{.key = "mutual", OPT(mine.mutual), .type = CORPQ_OPT_BOOL, .def = false}, \
-	/* unset: every best pair; a margin below 0 is never a translation */ \
-	{.key = "min_margin", OPT(mine.min_margin), .type = CORPQ_OPT_NUMBER, .flags = CORPQ_OPT_UNSET, \
-	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1e6}, \
-	{.key = "block_rows", OPT(mine.block_rows), .type = CORPQ_OPT_INT, .min = 1, .max = 65536, \
-	.def = CQ_MINE_DEFAULT_BLOCK_ROWS}, \
-	{.key = "block_cols", OPT(mine.block_cols), .type = CORPQ_OPT_INT, .min = 1, .max = 65536, \
-	.def = CQ_MINE_DEFAULT_BLOCK_COLS}
+/* mine_vectors()' options: the core's, parsed into mine */
+typedef struct VectorOptions
+{
+	cq_mine_options mine;
+} VectorOptions;
 
 static const CorpqOption vector_rows[] = {
-	MINE_ROWS,
-	{0}
-};
-
-static const CorpqOption sentence_rows[] = {
-	MINE_ROWS,
-	{.key = "batch_size", OPT(embed.batch_size), .type = CORPQ_OPT_INT, .min = 1, .max = 65536,
-	.def = CORPQ_EMBED_BATCH_SIZE},
-	{.key = "on_too_long", OPT(embed.on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
-	.def = CORPQ_TOO_LONG_NULL},
+	CORPQ_MINE_OPTION_ROWS(VectorOptions, mine),
 	{0}
 };
 
 static const CorpqOptionTable vector_table = {"mining", vector_rows};
-static const CorpqOptionTable sentence_table = {"mining", sentence_rows};
-
-static void
-parse(const CorpqOptionTable *t, Jsonb *options, CorpqMinePairsOptions *o)
-{
-	cq_mine_options_default(&o->mine);
-	corpq_options_parse(t, options, o);
-	if (o->mine.min_margin == CORPQ_OPT_UNSET_VALUE)
-		o->mine.min_margin = -INFINITY;
-}
 
 void
 corpq_mine_options_parse(Jsonb *options, cq_mine_options *o)
 {
-	CorpqMinePairsOptions all;
+	VectorOptions all;
 
-	parse(&vector_table, options, &all);
+	cq_mine_options_default(&all.mine);
+	corpq_options_parse(&vector_table, options, &all);
+	corpq_mine_options_finish(&all.mine);
 	*o = all.mine;
 }
 
 void
-corpq_mine_pairs_options_parse(Jsonb *options, CorpqMinePairsOptions *o)
+corpq_mine_options_finish(cq_mine_options *o)
 {
-	parse(&sentence_table, options, o);
+	if (o->min_margin == CORPQ_OPT_UNSET_VALUE)
+		o->min_margin = -INFINITY;
 }
-
-#undef OPT
 
 #define OPT(field) CORPQ_OPT_FIELD(CorpqEmbedRowsOptions, field)
 

@@ -127,14 +127,19 @@ sweep_files(CorpqVectorSet *src, CorpqVectorSet *tgt, const cq_mine_options *o,
 	pfree(yb);
 }
 
-void
-corpq_mine_sets(CorpqVectorSet *src, CorpqVectorSet *tgt,
-				const cq_mine_options *o, CorpqMinePairFn fn, void *arg)
+/*
+ * The k-NN lists of both sets (x2y, y2x), in memory or streamed from the
+ * sets' files; extra: the bytes the caller holds besides the lists and the
+ * ids (its pairs, what it keeps of the sentences), counted against work_mem
+ * with them.
+ * false (the sets closed, no lists) when a set is empty.
+ */
+static bool
+mine_lists(CorpqVectorSet *src, CorpqVectorSet *tgt, const cq_mine_options *o,
+		   double extra, cq_knn *x2y, cq_knn *y2x)
 {
-	cq_mine_pair *pairs;
 	cq_error	err;
-	int			n = 0,
-				d = src->dim;
+	int			d = src->dim;
 	double		limit = (double) work_mem * 1024,
 				in_memory;
 
@@ -142,7 +147,7 @@ corpq_mine_sets(CorpqVectorSet *src, CorpqVectorSet *tgt,
 	{
 		corpq_vector_set_close(src);
 		corpq_vector_set_close(tgt);
-		return;
+		return false;
 	}
 	if (src->dim != tgt->dim)
 		ereport(ERROR,
@@ -151,20 +156,19 @@ corpq_mine_sets(CorpqVectorSet *src, CorpqVectorSet *tgt,
 						src->dim, tgt->dim)));
 	in_memory = (double) corpq_vector_set_bytes(src) + corpq_vector_set_bytes(tgt)
 		+ cq_mine_work_bytes(src->n, tgt->n, d, o)
-		+ (double) sizeof(cq_mine_pair) * src->n;
+		+ extra;
 	if (!src->file && !tgt->file && in_memory <= limit)
 	{
-		pairs = palloc_extended(sizeof(cq_mine_pair) * src->n, MCXT_ALLOC_HUGE);
-		if (cq_mine(src->vecs, src->n, tgt->vecs, tgt->n, d, o, pairs, &n, &err) != CQ_OK)
+		if (cq_mine_knn(src->vecs, src->n, tgt->vecs, tgt->n, d, o, x2y, y2x, &err) != CQ_OK)
 			corpq_core_error(&err, NULL, "could not mine %d x %d vectors", src->n, tgt->n);
 	}
 	else
 	{
-		double		fixed = fixed_bytes(src->n, tgt->n, o);
+		/* fixed_bytes counts the pairs: extra replaces them */
+		double		fixed = fixed_bytes(src->n, tgt->n, o)
+			- (double) sizeof(cq_mine_pair) * src->n + extra;
 		int			rows,
 					cols;
-		cq_knn		x2y,
-					y2x;
 
 		/* refused before any vector is written or multiplied */
 		if (!choose_blocks(src->n, tgt->n, d, o, limit - fixed, &rows, &cols))
@@ -173,24 +177,72 @@ corpq_mine_sets(CorpqVectorSet *src, CorpqVectorSet *tgt,
 		corpq_vector_set_spill(src);
 		corpq_vector_set_spill(tgt);
 		if (cq_mine_options_validate(o, &err) != CQ_OK ||
-			cq_mine_knn_init(src->n, tgt->n, o->k, &x2y, &y2x, &err) != CQ_OK)
+			cq_mine_knn_init(src->n, tgt->n, o->k, x2y, y2x, &err) != CQ_OK)
 			corpq_core_error(&err, NULL, "could not mine %d x %d vectors", src->n, tgt->n);
 		ereport(DEBUG1,
 				(errmsg_internal("mining %d x %d vectors from temporary files: blocks of %d sources x %d targets",
 								 src->n, tgt->n, rows, cols)));
-		sweep_files(src, tgt, o, rows, cols, &x2y, &y2x);
-		cq_mine_knn_finish(&x2y, &y2x);
-		pairs = palloc_extended(sizeof(cq_mine_pair) * src->n, MCXT_ALLOC_HUGE);
-		if (cq_mine_select(&x2y, &y2x, o->mutual, o->min_margin, pairs, &n, &err) != CQ_OK)
-			corpq_core_error(&err, NULL, "could not mine %d x %d vectors", src->n, tgt->n);
-		cq_mine_knn_free(&x2y);
-		cq_mine_knn_free(&y2x);
+		sweep_files(src, tgt, o, rows, cols, x2y, y2x);
+		cq_mine_knn_finish(x2y, y2x);
 	}
 	corpq_vector_set_close(src);
 	corpq_vector_set_close(tgt);
+	return true;
+}
+
+void
+corpq_mine_sets(CorpqVectorSet *src, CorpqVectorSet *tgt,
+				const cq_mine_options *o, CorpqMinePairFn fn, void *arg)
+{
+	cq_mine_pair *pairs;
+	cq_error	err;
+	int			n = 0;
+	cq_knn		x2y,
+				y2x;
+
+	if (!mine_lists(src, tgt, o, (double) sizeof(cq_mine_pair) * src->n, &x2y, &y2x))
+		return;
+	pairs = palloc_extended(sizeof(cq_mine_pair) * src->n, MCXT_ALLOC_HUGE);
+	if (cq_mine_select(&x2y, &y2x, o->mutual, o->min_margin, pairs, &n, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "could not mine %d x %d vectors", src->n, tgt->n);
+	cq_mine_knn_free(&x2y);
+	cq_mine_knn_free(&y2x);
 	for (int i = 0; i < n; i++)
 		fn(arg, src->ids[pairs[i].src], tgt->ids[pairs[i].tgt], pairs[i].cosine, pairs[i].margin);
 	pfree(pairs);
+}
+
+void
+corpq_mine_sets_candidates(CorpqVectorSet *src, CorpqVectorSet *tgt, const cq_mine_options *o,
+						   int kc, double held, CorpqMineCandidatesFn fn, void *arg)
+{
+	cq_mine_pair *c = palloc(sizeof(cq_mine_pair) * kc);
+	int32	   *bwd = NULL;
+	cq_knn		x2y,
+				y2x;
+
+	Assert(kc >= 1 && kc <= o->k);
+	/* the targets' best sources (mutual) are counted with the lists */
+	if (!mine_lists(src, tgt, o, held, &x2y, &y2x))
+		return;
+	if (o->mutual)
+	{
+		bwd = palloc_extended(sizeof(int32) * (Size) tgt->n, MCXT_ALLOC_HUGE);
+		cq_mine_best_sources(&x2y, &y2x, bwd);
+	}
+	for (int i = 0; i < src->n; i++)
+	{
+		int			nc = cq_mine_candidates(&x2y, &y2x, bwd, i, o->min_margin, kc, c);
+
+		CHECK_FOR_INTERRUPTS();
+		if (nc > 0)
+			fn(arg, c, nc);
+	}
+	if (bwd)
+		pfree(bwd);
+	cq_mine_knn_free(&x2y);
+	cq_mine_knn_free(&y2x);
+	pfree(c);
 }
 
 void

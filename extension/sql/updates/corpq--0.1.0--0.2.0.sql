@@ -1177,3 +1177,13 @@ CREATE FUNCTION corpq.model_import_lo(name text, image oid,
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.model_import_lo(text, oid, text, text, jsonb) IS
     'model_import from large object image (of any size; read with the caller''s privileges, in 16 MB pieces): the header and configuration are checked before anything is written, the length and CRC-32 over the whole stream before the version is committed, the tensors when the version first loads; options as model_import''s ({"precision": "int8"}: quantized chunk by chunk, the float32 image never whole in memory); returns the version written';
+-- mine_pairs re-ranks each source's candidates with a pair-quality
+-- classifier (options classifier, classifier_k, min_quality): the result
+-- gains the column quality (issue 52, item 4)
+DROP FUNCTION corpq.mine_pairs(text, text, text, jsonb);
+CREATE FUNCTION corpq.mine_pairs(model text, src_query text, tgt_query text, options jsonb DEFAULT '{}')
+    RETURNS TABLE (src_id bigint, tgt_id bigint, cosine float8, margin float8, quality float8)
+    AS 'MODULE_PATHNAME', 'corpq_mine_pairs'
+    LANGUAGE C STABLE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.mine_pairs(text, text, text, jsonb) IS
+    'margin-based mining on sentences: src_query and tgt_query return (id, sentence text) (rows with a NULL id or sentence skipped), each sentence embedded with the encoder model (its latest version when the call starts, or name@N), in batches as the rows are read; then as mine_vectors over those vectors, with the same result (quality NULL); options those of mine_vectors (k 4, mutual, min_margin, block_rows, block_cols) and batch_size (64), on_too_long (null: a sentence longer than the model accepts is left out, counted in a NOTICE; error); classifier (a pair-quality classifier, name or name@N, pinned at the start): each source''s classifier_k (default k) best candidates by margin are judged by pair_quality, the largest probability wins (ties: the larger margin) and is the quality column, a source whose best is below min_quality (0.5) gives no pair; memory: the vectors bounded by work_mem, the embedding by corpq.max_batch_mb, with a classifier the sentences in temporary files; threads: corpq.threads';

@@ -30,13 +30,14 @@ CREATE TABLE mp_src_vec AS SELECT id, corpq.embed('mp', sentence) AS embedding F
 CREATE TABLE mp_tgt_vec AS SELECT id, corpq.embed('mp', sentence) AS embedding FROM mp_tgt;
 -- mine_pairs(opts and the embedding options emb) against mine_vectors(opts):
 -- the pairs in order, every column compared with = (a margin one ulp off is
--- a difference)
+-- a difference); without a classifier the quality column is NULL
 CREATE FUNCTION pg_temp.mp_same(src text, tgt text, opts jsonb, emb jsonb DEFAULT NULL,
                                 OUT pairs bigint, OUT same boolean)
 LANGUAGE sql AS $$
-  WITH p AS (SELECT array_agg(m ORDER BY src_id) AS a, count(*) AS n
+  WITH p AS (SELECT array_agg((m.src_id, m.tgt_id, m.cosine, m.margin) ORDER BY src_id)
+                         FILTER (WHERE m.quality IS NULL) AS a, count(*) AS n
                FROM corpq.mine_pairs('mp', src, tgt, CASE WHEN emb IS NULL THEN opts ELSE opts || emb END) m),
-       v AS (SELECT array_agg(m ORDER BY src_id) AS a
+       v AS (SELECT array_agg((m.src_id, m.tgt_id, m.cosine, m.margin) ORDER BY src_id) AS a
                FROM corpq.mine_vectors('SELECT id, embedding FROM mp_src_vec', 'SELECT id, embedding FROM mp_tgt_vec', opts) m)
   SELECT p.n, p.a = v.a FROM p, v $$;
 
@@ -107,7 +108,11 @@ SELECT pg_temp.mp_err(q) FROM (VALUES
   ($$SELECT * FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt', '{"batch_size": 0}')$$),
   ($$SELECT * FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt', '{"on_too_long": "skip"}')$$),
   ($$SELECT * FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt', '[1]')$$),
-  ($$SELECT * FROM corpq.mine_pairs('mp', 'SELECT id % 7, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt')$$)
+  ($$SELECT * FROM corpq.mine_pairs('mp', 'SELECT id % 7, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt')$$),
+  ($$SELECT * FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt', '{"classifier_k": 2}')$$),
+  ($$SELECT * FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt', '{"min_quality": 0.2}')$$),
+  ($$SELECT * FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt', '{"classifier": ""}')$$),
+  ($$SELECT * FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt', '{"classifier": "mp_no_such"}')$$)
 ) t(q);
 -- the whole message of one, with its hint
 SELECT * FROM corpq.mine_pairs('mp_tr', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt');

@@ -13,11 +13,16 @@
 
 #include "fmgr.h"
 #include "funcapi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/tuplestore.h"
 
 #include "pg/base/corpus_query.h"
 #include "pg/base/errors.h"
+#include "pg/classifier/classifier.h"
 #include "pg/embed/embed.h"
+#include "pg/mining/mining.h"
 #include "pg/model/model_session.h"
 
 PG_FUNCTION_INFO_V1(corpq_mine_pairs);
@@ -41,6 +46,7 @@ typedef struct SentenceSide
 	int			dim;
 	int64		rows;			/* rows with an id and a sentence */
 	int64		too_long;		/* of them, left out (on_too_long null) */
+	CorpqSentenceFile *texts;	/* with a classifier: the sentences kept */
 } SentenceSide;
 
 /* Embed a batch of (id, sentence) rows into the side's set. */
@@ -68,20 +74,26 @@ embed_batch(void *arg, const CorpqBatch *b)
 		if (rows[i].null)
 			side->too_long++;
 		else
+		{
 			corpq_vector_set_add(side->set, ids[i], vecs + (Size) i * side->dim, side->dim);
+			if (side->texts)
+				corpq_sentence_file_add(side->texts, ids[i], rows[i].text, rows[i].len);
+		}
 	}
 	side->rows += n;
 }
 
 /* Read query's sentences into set, embedded, and finish the set. */
 static void
-read_side(CorpqModelSession *s, const CorpqEmbedArgs *args, CorpqVectorSet *set, const char *query)
+read_side(CorpqModelSession *s, const CorpqEmbedArgs *args, CorpqVectorSet *set,
+		  CorpqSentenceFile *texts, const char *query)
 {
 	CorpqQuerySpec spec = {
 		.what = set->what, .columns = columns, .min_columns = 2, .max_columns = 2,
 		.example = "SELECT id, sentence FROM my_sentences", .need_rows = false
 	};
-	SentenceSide side = {.session = s, .args = args, .set = set, .dim = corpq_embed_dim(s)};
+	SentenceSide side = {.session = s, .args = args, .set = set, .dim = corpq_embed_dim(s),
+	.texts = texts};
 
 	corpq_query_stream(query, &spec, READ_BATCH, embed_batch, &side);
 	if (side.too_long > 0)
@@ -90,6 +102,69 @@ read_side(CorpqModelSession *s, const CorpqEmbedArgs *args, CorpqVectorSet *set,
 						side.too_long, side.rows, set->what, s->cur->spec),
 				 errhint("The option \"on_too_long\": \"error\" stops at the first one and names the limit.")));
 	corpq_vector_set_finish(set);
+	if (texts)
+		corpq_sentence_file_finish(texts);
+}
+
+/* The re-ranking's state: the sets (ids), the sentences, the classifier, the result. */
+typedef struct Judge
+{
+	const CorpqVectorSet *src;
+	const CorpqVectorSet *tgt;
+	CorpqSentenceFile *src_texts;
+	CorpqSentenceFile *tgt_texts;
+	ClassifierScorer *scorer;
+	double		min_quality;
+	ReturnSetInfo *rsinfo;
+	MemoryContext per_source;	/* reset after each source */
+} Judge;
+
+/* One row of the result: (src_id, tgt_id, cosine, margin, quality). */
+static void
+put_row(ReturnSetInfo *r, int64 src_id, int64 tgt_id, double cosine, double margin,
+		double quality, bool quality_null)
+{
+	Datum		values[5] = {Int64GetDatum(src_id), Int64GetDatum(tgt_id),
+		Float8GetDatum(cosine), Float8GetDatum(margin), Float8GetDatum(quality)};
+	bool		nulls[5] = {false, false, false, false, quality_null};
+
+	tuplestore_putvalues(r->setResult, r->setDesc, values, nulls);
+}
+
+/* A pair of corpq_mine_sets (no classifier): its row, quality NULL. */
+static void
+put_pair(void *arg, int64 src_id, int64 tgt_id, double cosine, double margin)
+{
+	put_row(arg, src_id, tgt_id, cosine, margin, 0, true);
+}
+
+/* A source's candidates judged: the best probability, of equal ones the first (larger margin). */
+static void
+judge_source(void *arg, const cq_mine_pair *c, int nc)
+{
+	Judge	   *j = arg;
+	MemoryContext old = MemoryContextSwitchTo(j->per_source);
+	text	   *src = corpq_sentence_file_get(j->src_texts, c[0].src);
+	int			best = -1;
+	double		best_p = 0;
+
+	for (int q = 0; q < nc; q++)
+	{
+		text	   *tgt = corpq_sentence_file_get(j->tgt_texts, c[q].tgt);
+		double		p;
+
+		CHECK_FOR_INTERRUPTS();
+		if (classifier_scorer_prob(j->scorer, src, tgt, &p) && (best < 0 || p > best_p))
+		{
+			best = q;
+			best_p = p;
+		}
+	}
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(j->per_source);
+	if (best >= 0 && best_p >= j->min_quality)
+		put_row(j->rsinfo, j->src->ids[c[best].src], j->tgt->ids[c[best].tgt],
+				c[best].cosine, c[best].margin, best_p, false);
 }
 
 Datum
@@ -99,6 +174,10 @@ corpq_mine_pairs(PG_FUNCTION_ARGS)
 	CorpqModelSession *s;
 	CorpqVectorSet src,
 				tgt;
+	CorpqSentenceFile src_texts,
+				tgt_texts;
+	Judge		j = {0};
+	bool		judged;
 
 	/* not STRICT: a NULL model or query is an error, not an empty result */
 	for (int i = 0; i < 3; i++)
@@ -106,15 +185,41 @@ corpq_mine_pairs(PG_FUNCTION_ARGS)
 	corpq_mine_pairs_options_parse(PG_ARGISNULL(3) ? NULL : PG_GETARG_JSONB_P(3), &o);
 	corpq_require_utf8();
 	InitMaterializedSRF(fcinfo, 0);
+	judged = o.classifier != NULL;
 
-	/* the version of the call's start, for both sides */
+	/* the versions of the call's start: the encoder for both sides, the classifier */
 	s = corpq_model_session_create(CurrentMemoryContext);
 	corpq_model_session_use(s, text_to_cstring(PG_GETARG_TEXT_PP(0)), false);
 	corpq_embed_require_encoder(s, "corpq.mine_pairs");
+	if (judged)
+	{
+		j.scorer = classifier_scorer_open(classifier_pin(o.classifier), CurrentMemoryContext);
+		corpq_sentence_file_init(&src_texts);
+		corpq_sentence_file_init(&tgt_texts);
+	}
 	corpq_vector_set_init(&src, "source", NULL, o.mine.k);
-	read_side(s, &o.embed, &src, text_to_cstring(PG_GETARG_TEXT_PP(1)));
+	read_side(s, &o.embed, &src, judged ? &src_texts : NULL, text_to_cstring(PG_GETARG_TEXT_PP(1)));
 	corpq_vector_set_init(&tgt, "target", &src, o.mine.k);
-	read_side(s, &o.embed, &tgt, text_to_cstring(PG_GETARG_TEXT_PP(2)));
-	corpq_mine_sets(&src, &tgt, &o.mine, corpq_mine_put_pair, fcinfo->resultinfo);
+	read_side(s, &o.embed, &tgt, judged ? &tgt_texts : NULL, text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	if (!judged)
+	{
+		corpq_mine_sets(&src, &tgt, &o.mine, put_pair, fcinfo->resultinfo);
+		return (Datum) 0;
+	}
+	j.src = &src;
+	j.tgt = &tgt;
+	j.src_texts = &src_texts;
+	j.tgt_texts = &tgt_texts;
+	j.min_quality = o.min_quality;
+	j.rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	j.per_source = AllocSetContextCreate(CurrentMemoryContext, "mine_pairs judging",
+										 ALLOCSET_DEFAULT_SIZES);
+	corpq_mine_sets_candidates(&src, &tgt, &o.mine, o.classifier_k,
+							   corpq_sentence_file_bytes(src.n) + corpq_sentence_file_bytes(tgt.n),
+							   judge_source, &j);
+	corpq_sentence_file_close(&src_texts);
+	corpq_sentence_file_close(&tgt_texts);
+	classifier_scorer_close(j.scorer);
+	MemoryContextDelete(j.per_source);
 	return (Datum) 0;
 }
