@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/crc32.h"
 #include "common/le.h"
 #include "nn/model/modelfile.h"
 #include "nn_outputs.h"
@@ -202,6 +203,85 @@ TEST(modelquant_stream_is_model_quantize)
 		free(f32);
 	}
 	CHECK_INT_EQ(cases, 4 * 2 * 2 * 6);
+}
+
+/*
+ * f32 with its tensors' data in reverse order (the table rewritten, the
+ * CRC too): the same model, laid out as no writer of corpq lays it out.
+ */
+static unsigned char *
+reversed_image(const unsigned char *f32, size_t len)
+{
+	unsigned char *out = malloc(len);
+	size_t		data_off = (size_t) cq_le_get_u64(f32 + 24),
+				pos = CQ_MODELFILE_HEADER + cq_le_get_u32(f32 + 12),
+				at = 0;
+	uint32_t	n = cq_le_get_u32(f32 + 16);
+	size_t	   *rec = malloc(sizeof(size_t) * n),
+			   *bytes = malloc(sizeof(size_t) * n);
+
+	memcpy(out, f32, len);
+	memset(out + data_off, 0, len - data_off);
+	for (uint32_t i = 0; i < n; i++)
+	{
+		size_t		nlen = cq_le_get_u16(f32 + pos);
+		int			ndim = f32[pos + 2 + nlen];
+		size_t		numel = 1;
+
+		for (int k = 0; k < ndim; k++)
+			numel *= cq_le_get_u32(f32 + pos + 2 + nlen + 2 + 4 * k);
+		rec[i] = pos + 2 + nlen + 2 + 4 * (size_t) ndim;	/* its offset field */
+		bytes[i] = 4 * numel;
+		pos = rec[i] + 8;
+	}
+	for (uint32_t j = n; j-- > 0;)
+	{
+		memcpy(out + data_off + at, f32 + data_off + cq_le_get_u64(f32 + rec[j]), bytes[j]);
+		cq_le_put_u64(out + rec[j], at);
+		at += (bytes[j] + 63) / 64 * 64;
+	}
+	cq_le_put_u32(out + len - 4, cq_crc32(0, out, len - 4));
+	free(rec);
+	free(bytes);
+	return out;
+}
+
+TEST(modelquant_any_tensor_order)
+{
+	for (int variant = 0; variant < 4; variant++)
+	{
+		cq_model_config c;
+		size_t		len,
+					ref_len,
+					out_len,
+					in_order_peak;
+		unsigned char *f32,
+				   *rev,
+				   *ref,
+				   *out;
+		cq_error	err;
+
+		if (variant < 3)
+			nn_test_config(variant, &c);
+		else
+			c = encoder_config();
+		f32 = float_image(&c, 40 + variant, 0, &len);
+		rev = reversed_image(f32, len);
+		ref = reference(f32, len, 8, CQ_PRECISION_FLOAT32, &ref_len);
+		CHECK_INT_EQ(stream_blocks(f32, len, len, len, 8, CQ_PRECISION_FLOAT32, 333, 256, &out, &out_len, &err),
+					 CQ_OK);
+		in_order_peak = last_peak;
+		free(out);
+		/* the same int8 image, with more of it open at once */
+		CHECK_INT_EQ(stream_blocks(rev, len, len, len, 8, CQ_PRECISION_FLOAT32, 333, 256, &out, &out_len, &err),
+					 CQ_OK);
+		CHECK(ref && out && out_len == ref_len && memcmp(out, ref, ref_len) == 0);
+		CHECK(last_peak > in_order_peak);
+		free(out);
+		free(ref);
+		free(rev);
+		free(f32);
+	}
 }
 
 TEST(modelquant_refusals)
