@@ -3,7 +3,12 @@
 # (bytea) refuses it with a clear ERROR (program_limit_exceeded, a hint
 # naming model_export_lo) from the version's length in the catalog, before
 # any chunk is read, so the refusal costs no memory; model_export_lo of the
-# same version gives back every byte.
+# same version gives back every byte.  And the same version quantized
+# (model_quantize): its int8 image (17 chunks) is stored chunk by chunk as
+# the quantizer fills them, out of order, never whole: the backend peaks
+# far below the int8 image, and the chunks read back in order pass the
+# reader's own CRC-32 over the whole image (model_export of the int8
+# version, under 1 GB).
 #
 # The image: export_over_1gb.py writes a float32 image of 1.13 GB as a
 # stream (d_model 640, a 430,000-token source vocabulary, one layer each
@@ -71,5 +76,24 @@ SQL
 cmp -s "$dir/huge.corpq" "$dir/huge.out" || fail "model_export_lo did not give back the imported bytes"
 [ "$(q -d huge -c "SELECT count(*) FROM pg_largeobject_metadata")" = 0 ] || fail "a large object was left behind"
 log "model_export_lo: the $bytes bytes, identical to the imported file"
+
+# ---- model_quantize: the int8 image stored as its chunks fill ----
+marker="SELECT pg_sleep(2) -- export_over_1gb quantize $$"
+q -d huge -c "SELECT corpq.model_quantize('huge@1')" -c "$marker" >"$dir/quantize.out" 2>&1 &
+bg=$!
+pid=$(corpq_backend_pid "query = '$marker'" 1200) || fail "model_quantize never reached its sleep: $(cat "$dir/quantize.out")"
+hwm=$(awk '/^VmHWM/ {print $2}' "/proc/$pid/status")
+wait $bg || fail "model_quantize failed: $(cat "$dir/quantize.out")"
+read -r i8_bytes i8_chunks <<<"$(q -d huge -F ' ' -c "SELECT v.bytes, (SELECT count(*) FROM corpq.model_chunks k
+                                   WHERE k.model = v.model AND k.version = v.version)
+                                   FROM corpq.model_versions v WHERE v.version = 2 AND v.precision = 'int8'")"
+[ -n "$i8_chunks" ] && [ "$i8_chunks" -gt 8 ] || fail "the int8 version has ${i8_chunks:-no} chunks"
+# the int8 image whole would be $i8_bytes bytes in the backend: it never is
+[ $((hwm - base)) -lt $((i8_bytes / 1024 * 3 / 4)) ] ||
+	fail "model_quantize's backend peaked $(((hwm - base) / 1024)) MB above a fresh one, not below its $((i8_bytes / 1048576)) MB int8 image"
+# the reader checks the chunks' order, lengths and CRC-32 over the whole image
+[ "$(q -d huge -c "SELECT length(corpq.model_export('huge@2'))")" = "$i8_bytes" ] ||
+	fail "the int8 version does not read back whole"
+log "model_quantize: int8 image of $i8_bytes bytes in $i8_chunks chunks, read back whole; backend peak $(((hwm - base) / 1024)) MB above a fresh one"
 dropdb huge
 echo "export_over_1gb: ok"

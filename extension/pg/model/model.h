@@ -319,6 +319,7 @@ typedef struct CorpqImageWriter
 	uint32		crc;			/* CRC-32 of the bytes before the trailer so far */
 	int32		chunk;			/* chunks stored (in order: the next one's number) */
 	bool		progress;		/* NOTICEs every CORPQ_MODEL_PROGRESS_CHUNKS chunks */
+	MemoryContext cxt;			/* begin's: what the writer allocates later */
 	bytea	   *buf;			/* the chunk being filled */
 	Size		fill;
 	/* corpq_image_writer_put_chunk */
@@ -386,6 +387,8 @@ typedef struct CorpqQuantizeStream
 	Size		out_len;		/* the int8 image's */
 	int			peak_chunks;	/* the most chunks of it open at once */
 	bool		open;			/* corpq_quantize_open was called */
+	MemoryContext cxt;			/* begin's: the open chunks live in it (a put may
+								 * come from a reader's shorter-lived context) */
 	CorpqImageWriter w;
 	CorpqQuantizeOptions o;
 } CorpqQuantizeStream;

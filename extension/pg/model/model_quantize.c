@@ -44,6 +44,7 @@ corpq_quantize_begin(CorpqQuantizeStream *s, const char *name, const char *what,
 	memset(s, 0, sizeof(*s));
 	s->name = name;
 	s->o = *o;
+	s->cxt = CurrentMemoryContext;
 	if (cq_modelfile_head(head, Min(head_len, CQ_MODELFILE_HEAD_MAX), image_len, &cfg, &err) != CQ_OK)
 		corpq_core_error(&err, NULL, "invalid model weights for model \"%s\"", name);
 	if (cfg.precision == CQ_PRECISION_INT8 || cq_le_get_u32((const unsigned char *) head + 8) != CQ_MODELFILE_VERSION)
@@ -88,18 +89,24 @@ quantize_drain(CorpqQuantizeStream *s)
 void
 corpq_quantize_open(CorpqQuantizeStream *s, int64 model_id, const char *source, Jsonb *metrics)
 {
+	MemoryContext old = MemoryContextSwitchTo(s->cxt);
+
 	/* the checksum is the image's last 4 bytes: the writer learns it at the end */
 	corpq_image_writer_begin(&s->w, model_id, s->out_len, 0, source, -1, metrics, false, true, true);
 	s->open = true;
 	quantize_drain(s);
+	MemoryContextSwitchTo(old);
 }
 
 void
 corpq_quantize_put(CorpqQuantizeStream *s, const char *data, Size len)
 {
 	cq_error	err = {0};
+	MemoryContext old;
 
 	Assert(s->open);
+	/* the chunks a put opens outlive the caller's context (a reader's slice) */
+	old = MemoryContextSwitchTo(s->cxt);
 	/* in slices, so that a cancel is seen within a few MB and chunks go as they fill */
 	while (len > 0)
 	{
@@ -112,6 +119,7 @@ corpq_quantize_put(CorpqQuantizeStream *s, const char *data, Size len)
 		data += n;
 		len -= n;
 	}
+	MemoryContextSwitchTo(old);
 }
 
 int32
@@ -119,8 +127,10 @@ corpq_quantize_store(CorpqQuantizeStream *s)
 {
 	cq_error	err = {0};
 	int32		version;
+	MemoryContext old;
 
 	Assert(s->open);
+	old = MemoryContextSwitchTo(s->cxt);
 	if (cq_modelquant_end(s->q, &err) != CQ_OK)
 		corpq_core_error(&err, NULL, "invalid model weights for model \"%s\"", s->name);
 	quantize_drain(s);
@@ -128,6 +138,7 @@ corpq_quantize_store(CorpqQuantizeStream *s)
 	s->q = NULL;
 	version = corpq_image_writer_end_chunks(&s->w);
 	s->open = false;
+	MemoryContextSwitchTo(old);
 	return version;
 }
 

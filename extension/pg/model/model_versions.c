@@ -178,6 +178,7 @@ corpq_image_writer_begin(CorpqImageWriter *w, int64 model_id, Size total, uint32
 	w->crc = 0;
 	w->chunk = 0;
 	w->progress = progress && total > CORPQ_MODEL_PROGRESS_CHUNKS * CORPQ_MODEL_CHUNK;
+	w->cxt = caller;			/* what it allocates later lives as long as w */
 	w->buf = NULL;				/* with the first byte */
 	w->fill = 0;
 	w->n_chunks = (int32) ((total + CORPQ_MODEL_CHUNK - 1) / CORPQ_MODEL_CHUNK);
@@ -236,7 +237,7 @@ corpq_image_writer_put(CorpqImageWriter *w, const void *data, Size len)
 	if (w->written < body)
 		w->crc = cq_crc32(w->crc, p, Min(len, body - w->written));
 	if (w->buf == NULL && len > 0)
-		w->buf = (bytea *) palloc(VARHDRSZ + Min(w->total, CORPQ_MODEL_CHUNK));
+		w->buf = (bytea *) MemoryContextAlloc(w->cxt, VARHDRSZ + Min(w->total, CORPQ_MODEL_CHUNK));
 	while (len > 0)
 	{
 		Size		n = Min(len, CORPQ_MODEL_CHUNK - w->fill);
@@ -291,11 +292,11 @@ corpq_image_writer_put_chunk(CorpqImageWriter *w, int32 chunk, const void *data,
 						? " (it came twice)" : "")));
 	if (w->chunk_seen == NULL)
 	{
-		w->chunk_seen = palloc0(sizeof(bool) * w->n_chunks);
-		w->chunk_crc = palloc0(sizeof(uint32) * w->n_chunks);
+		w->chunk_seen = MemoryContextAllocZero(w->cxt, sizeof(bool) * w->n_chunks);
+		w->chunk_crc = MemoryContextAllocZero(w->cxt, sizeof(uint32) * w->n_chunks);
 	}
 	if (w->buf == NULL)
-		w->buf = (bytea *) palloc(VARHDRSZ + Min(w->total, CORPQ_MODEL_CHUNK));
+		w->buf = (bytea *) MemoryContextAlloc(w->cxt, VARHDRSZ + Min(w->total, CORPQ_MODEL_CHUNK));
 	CHECK_FOR_INTERRUPTS();
 	/* its CRC-32 before the trailer, joined in order at the end */
 	w->chunk_crc[chunk] = cq_crc32(0, data, start < body ? Min(len, body - start) : 0);
