@@ -57,3 +57,47 @@ cq_crc32(uint32_t crc, const void *data, size_t len)
 		crc = crc_table[(crc ^ p[i]) & 0xFF] ^ (crc >> 8);
 	return ~crc;
 }
+
+/*
+ * Joining CRCs.  The CRC register is a polynomial over GF(2) modulo the
+ * generator, stored reflected: bit 31 is the coefficient of x^0, bit 0 that
+ * of x^31.  Running n zero bytes through the bare register (no pre- and
+ * post-inversion) multiplies it by x^(8n); the inversions cancel between
+ * the pieces, so CRC(A B) = CRC(A) x^(8 len(B)) + CRC(B).
+ */
+#define CRC_POLY 0xEDB88320u
+#define CRC_ONE 0x80000000u		/* the polynomial 1 */
+
+/* a * b modulo the generator, both reflected. */
+static uint32_t
+gf2_mul(uint32_t a, uint32_t b)
+{
+	uint32_t	product = 0;
+
+	for (int i = 0; i < 32 && a != 0; i++)
+	{
+		if (a & (CRC_ONE >> i))
+		{
+			product ^= b;		/* b holds the term x^i times the original b */
+			a &= ~(CRC_ONE >> i);
+		}
+		b = (b & 1) ? (b >> 1) ^ CRC_POLY : b >> 1;	/* times x */
+	}
+	return product;
+}
+
+uint32_t
+cq_crc32_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+	uint32_t	shift = CRC_ONE,
+				power = CRC_ONE >> 8;	/* x^8: one zero byte */
+
+	/* x^(8 len_b) by squaring: power runs through x^(8 * 2^k) */
+	for (uint64_t n = len_b; n != 0; n >>= 1)
+	{
+		if (n & 1)
+			shift = gf2_mul(shift, power);
+		power = gf2_mul(power, power);
+	}
+	return gf2_mul(shift, crc_a) ^ crc_b;
+}

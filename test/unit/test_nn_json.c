@@ -46,6 +46,37 @@ TEST(crc32_check_value)
 	CHECK_INT_EQ(cq_crc32(0, "", 0), 0);
 }
 
+TEST(crc32_combine_joins_pieces)
+{
+	unsigned char buf[5000];
+	uint32_t	seed = 12345;
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+	{
+		seed = seed * 1103515245u + 12345u;
+		buf[i] = (unsigned char) (seed >> 16);
+	}
+	CHECK_INT_EQ(cq_crc32_combine(cq_crc32(0, "1234", 4), cq_crc32(0, "56789", 5), 5), 0xCBF43926u);
+	CHECK_INT_EQ(cq_crc32_combine(cq_crc32(0, "123456789", 9), 0, 0), 0xCBF43926u);
+	CHECK_INT_EQ(cq_crc32_combine(0, cq_crc32(0, "123456789", 9), 9), 0xCBF43926u);
+	/* every split point of a few lengths, and three pieces joined left to right */
+	for (size_t len = 1; len <= sizeof(buf); len = len * 3 + 1)
+		for (size_t cut = 0; cut <= len; cut += 1 + len / 17)
+		{
+			size_t		cut2 = cut + (len - cut) / 2;
+			uint32_t	whole = cq_crc32(0, buf, len),
+						joined = cq_crc32_combine(cq_crc32(0, buf, cut), cq_crc32(0, buf + cut, len - cut),
+												  len - cut),
+						three = cq_crc32_combine(cq_crc32_combine(cq_crc32(0, buf, cut),
+																  cq_crc32(0, buf + cut, cut2 - cut),
+																  cut2 - cut),
+												 cq_crc32(0, buf + cut2, len - cut2), len - cut2);
+
+			CHECK_INT_EQ(joined, whole);
+			CHECK_INT_EQ(three, whole);
+		}
+}
+
 static char *
 read_text(const char *path, size_t *len)
 {

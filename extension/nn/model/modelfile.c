@@ -511,6 +511,15 @@ typedef struct quant_input
 	quant_target targets[2];	/* itself; a tied projection's own codes */
 } quant_input;
 
+/* A block of the output (cq_modelquant_next). */
+enum
+{
+	BLOCK_WAITING = 0,			/* no byte yet: not allocated */
+	BLOCK_OPEN,					/* allocated, bytes still to come */
+	BLOCK_READY,				/* complete, not yet taken */
+	BLOCK_TAKEN					/* given to the caller (and freed) */
+};
+
 struct cq_modelquant
 {
 	cq_model_config out_cfg;
@@ -520,7 +529,6 @@ struct cq_modelquant
 	size_t		out_size,
 				out_data_off,
 				out_data_size;
-	unsigned char *out;			/* cq_modelquant_output's buffer */
 	quant_input *in;			/* sorted by offset */
 	int			n_in;
 	/* the stream */
@@ -532,10 +540,26 @@ struct cq_modelquant
 				fill;			/* its row, and bytes of that row seen */
 	unsigned char *rowbuf;		/* one row as stored */
 	float	   *rowf;			/* one row, host order */
+	int8_t	   *rowq;			/* one row's codes */
 	/* the output's records (cq_tensorfile_write_head) */
 	cq_tensor_info *table;
 	file_record *recs;
 	int			n_recs;
+	/* the output, in blocks of `block` bytes (the last shorter) */
+	size_t		block,
+				n_blocks;
+	unsigned char **blk;		/* an open or ready block's bytes */
+	size_t	   *need;			/* bytes still to come into each block (padding excluded) */
+	size_t	   *need0;			/* need before the stream: padding only */
+	unsigned char *state;		/* BLOCK_* */
+	uint32_t   *blk_crc;		/* a ready block's CRC-32, over its bytes before the trailer */
+	size_t	   *ready;			/* ready blocks in the order they completed */
+	size_t		n_ready,
+				next_ready;
+	size_t		taken;			/* the block the caller holds (n_blocks: none) */
+	bool		dry;			/* counting open blocks: no bytes move */
+	size_t		open,
+				peak;
 };
 
 /* The record entry of the int8 image (as source_entry, without a model). */
@@ -553,14 +577,34 @@ quant_entry(const void *ctx, int i, cq_tensorfile_entry *e)
 	e->dtype = t->bits && !r->scale ? CQ_DTYPE_INT8 : CQ_DTYPE_FLOAT32;
 }
 
+/* The bytes of record i's data in the int8 image. */
+static size_t
+quant_record_bytes(const cq_modelquant *q, int i)
+{
+	cq_tensorfile_entry e;
+
+	quant_entry(q, i, &e);
+	return (size_t) e.dims[0] * (e.ndim == 2 ? e.dims[1] : 1) * (e.dtype == CQ_DTYPE_INT8 ? 1 : 4);
+}
+
 void
 cq_modelquant_free(cq_modelquant *q)
 {
 	if (!q)
 		return;
+	if (q->blk)
+		for (size_t b = 0; b < q->n_blocks; b++)
+			cq_free(q->blk[b]);
+	cq_free(q->blk);
+	cq_free(q->need);
+	cq_free(q->need0);
+	cq_free(q->state);
+	cq_free(q->blk_crc);
+	cq_free(q->ready);
 	cq_free(q->in);
 	cq_free(q->rowbuf);
 	cq_free(q->rowf);
+	cq_free(q->rowq);
 	cq_free(q->table);
 	cq_free(q->recs);
 	cq_free(q);
@@ -689,7 +733,8 @@ quant_read_table(cq_modelquant *q, const unsigned char *p, size_t head_len,
 	q->in[q->n_in].offset = data_size;
 	q->rowbuf = cq_alloc(4 * widest);
 	q->rowf = cq_alloc(sizeof(float) * widest);
-	if (!q->rowbuf || !q->rowf)
+	q->rowq = cq_alloc(widest);
+	if (!q->rowbuf || !q->rowf || !q->rowq)
 		s = cq_fail(err, CQ_ENOMEM, "out of memory reading a weight file");
 done:
 	cq_free(want);
@@ -697,10 +742,184 @@ done:
 	return s;
 }
 
+/* ---- the output's blocks ---- */
+
+static size_t
+block_len(const cq_modelquant *q, size_t b)
+{
+	return b + 1 < q->n_blocks ? q->block : q->out_size - b * q->block;
+}
+
+/* Block b has all its bytes: its CRC (the part before the trailer), then ready. */
+static void
+block_complete(cq_modelquant *q, size_t b)
+{
+	size_t		start = b * q->block,
+				body = q->out_size - 4;
+
+	q->state[b] = BLOCK_READY;
+	if (q->dry)
+		return;
+	/* a block holding trailer bytes has its CRC taken by end, before the trailer */
+	if (start + block_len(q, b) <= body)
+		q->blk_crc[b] = cq_crc32(0, q->blk[b], block_len(q, b));
+	q->ready[q->n_ready++] = b;
+}
+
+/*
+ * Bytes [off, off + len) of the image (data NULL: zeros; in a dry run none
+ * move), each byte given once: a block is allocated, zeroed (its padding),
+ * when its first byte comes and is ready when its last does.
+ */
+static cq_code
+quant_emit(cq_modelquant *q, size_t off, const void *data, size_t len, cq_error *err)
+{
+	const unsigned char *p = data;
+
+	while (len > 0)
+	{
+		size_t		b = off / q->block,
+					at = off - b * q->block,
+					n = block_len(q, b) - at;
+
+		if (n > len)
+			n = len;
+		if (q->state[b] != BLOCK_WAITING && q->state[b] != BLOCK_OPEN)
+			return cq_fail(err, CQ_EINTERNAL, "int8 image block %zu written after it was complete", b);
+		if (q->state[b] == BLOCK_WAITING)
+		{
+			if (!q->dry && !(q->blk[b] = cq_alloc0(block_len(q, b))))
+				return cq_fail(err, CQ_ENOMEM, "out of memory for a %zu-byte block of the int8 image",
+							   block_len(q, b));
+			q->state[b] = BLOCK_OPEN;
+			if (++q->open > q->peak)
+				q->peak = q->open;
+		}
+		if (n > q->need[b])
+			return cq_fail(err, CQ_EINTERNAL, "int8 image block %zu written twice", b);
+		if (!q->dry && p)
+			memcpy(q->blk[b] + at, p, n);
+		q->need[b] -= n;
+		if (q->need[b] == 0)
+		{
+			q->open--;
+			block_complete(q, b);
+		}
+		off += n;
+		len -= n;
+		if (p)
+			p += n;
+	}
+	return CQ_OK;
+}
+
+/* Row `row` of input tensor `in` (values in q->rowf, bytes in q->rowbuf; dry: none) to its targets. */
+static cq_code
+quant_emit_row(cq_modelquant *q, const quant_input *in, size_t row, cq_error *err)
+{
+	size_t		cols = in->cols;
+	cq_code		s;
+
+	for (int k = 0; k < in->n_targets; k++)
+	{
+		const quant_target *tg = &in->targets[k];
+
+		if (tg->coded)
+		{
+			unsigned char scale_le[4] = {0};
+
+			if (!q->dry)
+			{
+				float		scale = cq_qgemm_quantize_vec_bits(q->rowf, (int) cols, q->bits, q->rowq);
+
+				cq_le_copy_floats(scale_le, &scale, 1);
+			}
+			if ((s = quant_emit(q, tg->at + row * cols, q->rowq, cols, err)) ||
+				(s = quant_emit(q, tg->scale_at + 4 * row, scale_le, 4, err)))
+				return s;
+		}
+		else if ((s = quant_emit(q, tg->at + 4 * row * cols, q->rowbuf, 4 * cols, err)))
+			return s;
+	}
+	return CQ_OK;
+}
+
+/*
+ * The blocks: each one's bytes to come (its padding, zero, comes with its
+ * allocation), then a dry run of the whole stream in input order counting
+ * the most blocks open at once; then the head, the first bytes written.
+ */
+static cq_code
+quant_blocks(cq_modelquant *q, const unsigned char *head, const uint64_t *offsets, cq_error *err)
+{
+	size_t		nb = (q->out_size + q->block - 1) / q->block,
+				prev_end = q->out_data_off;
+	cq_code		s;
+
+	q->n_blocks = nb;
+	q->taken = nb;
+	q->blk = cq_alloc0(sizeof(unsigned char *) * nb);
+	q->need = cq_alloc(sizeof(size_t) * nb);
+	q->need0 = cq_alloc(sizeof(size_t) * nb);
+	q->state = cq_alloc0(nb);
+	q->blk_crc = cq_alloc0(sizeof(uint32_t) * nb);
+	q->ready = cq_alloc(sizeof(size_t) * nb);
+	if (!q->blk || !q->need || !q->need0 || !q->state || !q->blk_crc || !q->ready)
+		return cq_fail(err, CQ_ENOMEM, "out of memory");
+	for (size_t b = 0; b < nb; b++)
+		q->need0[b] = block_len(q, b);
+	/* the zero padding before each record and after the last */
+	for (int r = 0; r <= q->n_recs; r++)
+	{
+		size_t		start = r < q->n_recs ? q->out_data_off + (size_t) offsets[r]
+			: q->out_data_off + q->out_data_size;
+
+		for (size_t off = prev_end; off < start;)
+		{
+			size_t		b = off / q->block,
+						n = (b + 1) * q->block - off;
+
+			if (n > start - off)
+				n = start - off;
+			q->need0[b] -= n;
+			off += n;
+		}
+		if (r < q->n_recs)
+			prev_end = start + quant_record_bytes(q, r);
+	}
+	/* the dry run */
+	memcpy(q->need, q->need0, sizeof(size_t) * nb);
+	q->dry = true;
+	if ((s = quant_emit(q, 0, NULL, q->out_data_off, err)))
+		return s;
+	for (int i = 0; i < q->n_in; i++)
+		for (size_t row = 0; row < q->in[i].rows; row++)
+			if ((s = quant_emit_row(q, &q->in[i], row, err)))
+				return s;
+	if ((s = quant_emit(q, q->out_size - 4, NULL, 4, err)))
+		return s;
+	for (size_t b = 0; b < nb; b++)
+		if (q->state[b] != BLOCK_READY && q->need0[b] != 0)
+			return cq_fail(err, CQ_EINTERNAL, "int8 image block %zu would never be complete", b);
+	/* the stream: blocks of padding only are ready now */
+	q->dry = false;
+	q->open = 0;
+	memcpy(q->need, q->need0, sizeof(size_t) * nb);
+	memset(q->state, BLOCK_WAITING, nb);
+	for (size_t b = 0; b < nb; b++)
+		if (q->need[b] == 0)
+		{
+			if (!(q->blk[b] = cq_alloc0(block_len(q, b))))
+				return cq_fail(err, CQ_ENOMEM, "out of memory");
+			block_complete(q, b);
+		}
+	return quant_emit(q, 0, head, q->out_data_off, err);
+}
+
 cq_code
 cq_modelquant_begin(const void *head, size_t head_len, size_t image_len, int weight_bits,
-					cq_precision embedding_precision, cq_modelquant **out, size_t *out_size,
-					cq_error *err)
+					cq_precision embedding_precision, size_t block, cq_modelquant **out,
+					size_t *out_size, cq_error *err)
 {
 	const unsigned char *p = head;
 	cq_model_config cfg;
@@ -708,6 +927,7 @@ cq_modelquant_begin(const void *head, size_t head_len, size_t image_len, int wei
 	char		json[1024];
 	size_t		clen;
 	uint64_t   *offsets = NULL;
+	unsigned char *scratch = NULL;
 	cq_code		s;
 
 	*out = NULL;
@@ -717,10 +937,13 @@ cq_modelquant_begin(const void *head, size_t head_len, size_t image_len, int wei
 		return cq_fail(err, CQ_EINVAL, "the weight file is int8 already");
 	if (weight_bits != 7 && weight_bits != 8)
 		return cq_fail(err, CQ_EINVAL, "weight_bits must be 7 or 8, not %d", weight_bits);
+	if (block == 0)
+		return cq_fail(err, CQ_EINVAL, "the int8 image's block size must be positive");
 	if (!(q = cq_alloc0(sizeof(cq_modelquant))))
 		return cq_fail(err, CQ_ENOMEM, "out of memory");
 	q->in_len = image_len;
 	q->in_data_off = (size_t) cq_le_get_u64(p + 24);
+	q->block = block;
 	if ((s = quant_read_table(q, p, head_len, &cfg, cq_le_get_u64(p + 32), err)))
 		goto fail;
 	q->out_cfg = cfg;
@@ -791,17 +1014,14 @@ cq_modelquant_begin(const void *head, size_t head_len, size_t image_len, int wei
 	}
 	{
 		cq_tensorfile_source src = {q->n_recs, quant_entry, NULL, q};
-		unsigned char *scratch = cq_alloc(q->out_data_off);
 
-		if (!scratch)
+		if (!(scratch = cq_alloc(q->out_data_off)))
 		{
 			s = cq_fail(err, CQ_ENOMEM, "out of memory");
 			goto fail;
 		}
-		s = cq_tensorfile_write_head(&model_format, scratch, q->out_data_off, json, clen, &src,
-									 offsets, &q->out_data_size, err);
-		cq_free(scratch);
-		if (s)
+		if ((s = cq_tensorfile_write_head(&model_format, scratch, q->out_data_off, json, clen, &src,
+										  offsets, &q->out_data_size, err)))
 			goto fail;
 	}
 	for (int i = 0; i < q->n_in; i++)
@@ -814,26 +1034,46 @@ cq_modelquant_begin(const void *head, size_t head_len, size_t image_len, int wei
 			if (tg->coded)
 				tg->scale_at = q->out_data_off + offsets[r + 1];
 		}
+	if ((s = quant_blocks(q, scratch, offsets, err)))
+		goto fail;
+	cq_free(scratch);
 	cq_free(offsets);
 	*out = q;
 	*out_size = q->out_size;
 	return CQ_OK;
 fail:
+	cq_free(scratch);
 	cq_free(offsets);
 	cq_modelquant_free(q);
 	return s;
 }
 
-cq_code
-cq_modelquant_output(cq_modelquant *q, void *out, cq_error *err)
+size_t
+cq_modelquant_peak_blocks(const cq_modelquant *q)
 {
-	char		json[1024];
-	size_t		clen = cq_config_to_json(&q->out_cfg, json, sizeof(json));
-	cq_tensorfile_source src = {q->n_recs, quant_entry, NULL, q};
+	return q->peak;
+}
 
-	q->out = out;
-	memset(q->out + q->out_data_off, 0, q->out_size - q->out_data_off);
-	return cq_tensorfile_write_head(&model_format, out, q->out_size, json, clen, &src, NULL, NULL, err);
+bool
+cq_modelquant_next(cq_modelquant *q, size_t *index, const void **data, size_t *len)
+{
+	size_t		b;
+
+	if (q->taken < q->n_blocks)
+	{
+		cq_free(q->blk[q->taken]);
+		q->blk[q->taken] = NULL;
+		q->taken = q->n_blocks;
+	}
+	if (q->next_ready == q->n_ready)
+		return false;
+	b = q->ready[q->next_ready++];
+	q->state[b] = BLOCK_TAKEN;
+	q->taken = b;
+	*index = b;
+	*data = q->blk[b];
+	*len = block_len(q, b);
+	return true;
 }
 
 /* Row q->row of tensor q->cur is in q->rowbuf: check it, write it to its targets. */
@@ -848,21 +1088,7 @@ quant_row(cq_modelquant *q, cq_error *err)
 		if (!isfinite(q->rowf[i]))
 			return cq_fail(err, CQ_EFORMAT, "weight file tensor \"%s\" holds a non-finite value at index %zu",
 						   in->name, q->row * cols + i);
-	for (int k = 0; k < in->n_targets; k++)
-	{
-		const quant_target *tg = &in->targets[k];
-
-		if (tg->coded)
-		{
-			float		scale = cq_qgemm_quantize_vec_bits(q->rowf, (int) cols, q->bits,
-														   (int8_t *) (q->out + tg->at + q->row * cols));
-
-			cq_le_copy_floats(q->out + tg->scale_at + 4 * q->row, &scale, 1);
-		}
-		else
-			memcpy(q->out + tg->at + 4 * q->row * cols, q->rowbuf, 4 * cols);
-	}
-	return CQ_OK;
+	return quant_emit_row(q, in, q->row, err);
 }
 
 cq_code
@@ -928,7 +1154,10 @@ cq_modelquant_put(cq_modelquant *q, const void *data, size_t len, cq_error *err)
 cq_code
 cq_modelquant_end(cq_modelquant *q, cq_error *err)
 {
-	size_t		body = q->out_data_off + q->out_data_size;
+	size_t		body = q->out_size - 4,
+				first = body / q->block;	/* the first block holding trailer bytes */
+	uint32_t	crc = 0;
+	unsigned char trailer[4];
 
 	if (q->pos != q->in_len)
 		return cq_fail(err, CQ_EFORMAT, "weight file is truncated: %zu of %zu bytes", q->pos, q->in_len);
@@ -937,6 +1166,31 @@ cq_modelquant_end(cq_modelquant *q, cq_error *err)
 					   q->crc, cq_le_get_u32(q->trailer));
 	if (q->cur != q->n_in)
 		return cq_fail(err, CQ_EINTERNAL, "weight file stream ended inside a tensor");
-	cq_le_put_u32(q->out + body, cq_crc32(0, q->out, body));
-	return CQ_OK;
+	/* every block is complete but those the trailer ends, whose bytes before it are */
+	for (size_t b = 0; b < q->n_blocks; b++)
+	{
+		size_t		start = b * q->block,
+					n = block_len(q, b);
+
+		if (b < first && q->state[b] != BLOCK_READY && q->state[b] != BLOCK_TAKEN)
+			return cq_fail(err, CQ_EINTERNAL, "int8 image block %zu is incomplete at the end", b);
+		if (b >= first)
+		{
+			n = start < body ? body - start : 0;
+			/* no byte came into it yet: all padding before the trailer */
+			if (q->state[b] == BLOCK_WAITING)
+			{
+				if (!(q->blk[b] = cq_alloc0(block_len(q, b))))
+					return cq_fail(err, CQ_ENOMEM, "out of memory");
+				q->state[b] = BLOCK_OPEN;
+				q->open++;
+			}
+			if (q->need[b] != (start + block_len(q, b)) - (start < body ? body : start))
+				return cq_fail(err, CQ_EINTERNAL, "int8 image block %zu is incomplete at the end", b);
+			q->blk_crc[b] = cq_crc32(0, q->blk[b], n);
+		}
+		crc = cq_crc32_combine(crc, q->blk_crc[b], n);
+	}
+	cq_le_put_u32(trailer, crc);
+	return quant_emit(q, body, trailer, 4, err);
 }

@@ -16,6 +16,7 @@
 #ifndef CQ_NN_MODELFILE_H
 #define CQ_NN_MODELFILE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,31 +62,46 @@ cq_code		cq_modelfile_head(const void *head, size_t head_len, size_t image_len,
  * Quantizing a float32 weight file (version 1) into its int8 image as a
  * stream: the image corpq.model_quantize stores, byte for byte what
  * cq_modelfile_write writes of the loaded model with precision int8,
- * weight_bits and embedding_precision set, without the float32 image or
- * model in memory (only the int8 image being written and one row).
+ * weight_bits and embedding_precision set, without the float32 image, the
+ * model or the int8 image in memory.  The int8 image comes out in blocks of
+ * `block` bytes (the last shorter), each handed over as soon as its last
+ * byte is written: the memory is the blocks being filled plus one row.  A
+ * float32 image in parameter order (what corpq-convert and cq_modelfile_write
+ * write) fills the int8 image nearly in order: a few blocks are open at once
+ * (the codes, their scales, a tied projection's own codes); an input in
+ * another order opens more (cq_modelquant_peak_blocks says how many, before
+ * the stream).
  *
  *   cq_modelquant_begin: from the input's first head_len bytes (which must
  *     hold its header, configuration and tensor table: CQ_ELIMIT otherwise)
  *     and its length, the checks of cq_modelfile_head plus the table's
  *     (every tensor of the configuration once, with its shape, a 64-byte
  *     aligned offset inside the data section, no overlap, zero bytes up to
- *     the data); CQ_EINVAL for an int8 input or weight_bits not 7 or 8;
- *     *out_size: the int8 image's length;
- *   cq_modelquant_output: the caller's buffer of *out_size bytes, which
- *     receives the image (its head now, the data as the input passes);
+ *     the data); CQ_EINVAL for an int8 input, weight_bits not 7 or 8 or a
+ *     zero block; *out_size: the int8 image's length;
+ *   cq_modelquant_peak_blocks: the most blocks the stream holds open at
+ *     once (counted by begin from the two images' layouts), not counting
+ *     the ready ones the caller has not yet taken;
  *   cq_modelquant_put: the input's bytes in order, from byte 0, in pieces
  *     of any size; a non-finite value is CQ_EFORMAT naming the tensor;
+ *   cq_modelquant_next: after begin, each put and end, the blocks that are
+ *     complete, one per call (true: block *index, bytes data[0..*len), valid
+ *     until the next call on q; false: none is); every block comes once, in
+ *     the order they complete (not their order in the image);
  *   cq_modelquant_end: CQ_EFORMAT unless exactly the input's length came
- *     and its CRC-32 matches its trailer; then writes the output's CRC.
+ *     and its CRC-32 matches its trailer; then writes the output's CRC-32
+ *     (joined from the blocks' own, cq_crc32_combine), which completes the
+ *     last blocks (take them with cq_modelquant_next).
  * cq_modelquant_free always, after begin succeeded.
  */
 typedef struct cq_modelquant cq_modelquant;
 
 cq_code		cq_modelquant_begin(const void *head, size_t head_len, size_t image_len,
-								int weight_bits, cq_precision embedding_precision,
+								int weight_bits, cq_precision embedding_precision, size_t block,
 								cq_modelquant **out, size_t *out_size, cq_error *err);
-cq_code		cq_modelquant_output(cq_modelquant *q, void *out, cq_error *err);
+size_t		cq_modelquant_peak_blocks(const cq_modelquant *q);
 cq_code		cq_modelquant_put(cq_modelquant *q, const void *data, size_t len, cq_error *err);
+bool		cq_modelquant_next(cq_modelquant *q, size_t *index, const void **data, size_t *len);
 cq_code		cq_modelquant_end(cq_modelquant *q, cq_error *err);
 void		cq_modelquant_free(cq_modelquant *q);
 

@@ -87,40 +87,6 @@ extern const CorpqOptionTable corpq_import_options;
  */
 void		corpq_import_options_arg(FunctionCallInfo fcinfo, int argno, CorpqImportOptions *o);
 
-/*
- * ---- quantizing a float32 image as it streams (model_quantize.c) ----
- *
- * The one path every int8 image the server makes goes through
- * (model_quantize, and model_import / model_import_lo with precision int8):
- * nn/model/modelfile.h's cq_modelquant, which writes the int8 image
- * corpq_model_quantize always wrote, byte for byte, from the float32 image's
- * bytes in order, never holding the float32 image or model: the memory is
- * the int8 image being built plus one row.  corpq_quantize_begin takes the
- * image's first head_len bytes (header, configuration and tensor table)
- * and its length, checks them (ERROR "<what> is int8 already" for an int8 image, a model too wide for
- * qgemm, an invalid head, an int8 image over corpq.max_model_mb) and
- * allocates the int8 image; then corpq_quantize_put every byte of the
- * image in order, from byte 0; corpq_quantize_store checks the stream
- * (length, CRC-32, values: ERROR data_corrupted-like, the transaction rolls
- * back) and writes the int8 image as the next version of model_id through
- * the image writer, chunk by chunk; returns the version.
- */
-typedef struct CorpqQuantizeStream
-{
-	const char *name;			/* the model, for messages */
-	void	   *q;				/* cq_modelquant */
-	char	   *out;			/* the int8 image */
-	Size		out_len;
-	CorpqQuantizeOptions o;
-} CorpqQuantizeStream;
-
-void		corpq_quantize_begin(CorpqQuantizeStream *s, const char *name, const char *what,
-								 const char *head, Size head_len, Size image_len,
-								 const CorpqQuantizeOptions *o);
-void		corpq_quantize_put(CorpqQuantizeStream *s, const char *data, Size len);
-int32		corpq_quantize_store(CorpqQuantizeStream *s, int64 model_id, const char *source,
-								 Jsonb *metrics);
-
 /* The bytes of an image's head corpq_quantize_begin reads ahead (at most). */
 #define CORPQ_QUANTIZE_HEAD ((Size) 4 * 1024 * 1024)
 
@@ -351,10 +317,16 @@ typedef struct CorpqImageWriter
 	Size		written;		/* bytes given so far */
 	uint32		checksum;		/* the announced CRC-32 trailer */
 	uint32		crc;			/* CRC-32 of the bytes before the trailer so far */
-	int32		chunk;			/* the next chunk's number */
+	int32		chunk;			/* chunks stored (in order: the next one's number) */
 	bool		progress;		/* NOTICEs every CORPQ_MODEL_PROGRESS_CHUNKS chunks */
+	MemoryContext cxt;			/* begin's: what the writer allocates later */
 	bytea	   *buf;			/* the chunk being filled */
 	Size		fill;
+	/* corpq_image_writer_put_chunk */
+	int32		n_chunks;		/* the image's */
+	bool	   *chunk_seen;
+	uint32	   *chunk_crc;		/* each chunk's CRC-32 of its bytes before the trailer */
+	unsigned char trailer[4];
 } CorpqImageWriter;
 
 /*
@@ -372,6 +344,62 @@ void		corpq_image_writer_begin(CorpqImageWriter *w, int64 model_id, Size total,
 									 Jsonb *metrics, bool best, bool int8, bool progress);
 void		corpq_image_writer_put(CorpqImageWriter *w, const void *data, Size len);
 int32		corpq_image_writer_end(CorpqImageWriter *w);
+
+/*
+ * The other way to write the image, for a writer whose chunks complete out
+ * of order (the int8 image of a float32 one, corpq_quantize_*): begin with
+ * checksum 0, then corpq_image_writer_put_chunk each chunk once, whole
+ * (CORPQ_MODEL_CHUNK bytes but the last), in any order, and
+ * corpq_image_writer_end_chunks, which ERRORs (data_corrupted) unless every
+ * chunk came and their CRC-32, joined in chunk order, is the image's
+ * trailer, then sets the version row's checksum (the version stays
+ * invisible until the transaction commits).  The memory is one chunk.
+ */
+void		corpq_image_writer_put_chunk(CorpqImageWriter *w, int32 chunk, const void *data, Size len);
+int32		corpq_image_writer_end_chunks(CorpqImageWriter *w);
+
+/*
+ * ---- quantizing a float32 image as it streams (model_quantize.c) ----
+ *
+ * The one path every int8 image the server makes goes through
+ * (model_quantize, and model_import / model_import_lo with precision int8):
+ * nn/model/modelfile.h's cq_modelquant, which writes the int8 image
+ * corpq_model_quantize always wrote, byte for byte, from the float32 image's
+ * bytes in order, never holding the float32 image, the model or the int8
+ * image: the int8 image comes out in chunks (CORPQ_MODEL_CHUNK), each
+ * stored as soon as its last byte is written (corpq_image_writer_put_chunk),
+ * so the memory is the few chunks being filled (peak_chunks, counted before
+ * the stream) plus one row.  corpq_quantize_begin takes the image's first
+ * head_len bytes (header, configuration and tensor table) and its length,
+ * checks them (ERROR "<what> is int8 already" for an int8 image, a model
+ * too wide for qgemm, an invalid head, chunks over corpq.max_model_mb);
+ * corpq_quantize_open begins the next version of model_id (owner and
+ * quota checks, its row); then corpq_quantize_put every byte of the image
+ * in order, from byte 0; corpq_quantize_store checks the stream (length,
+ * CRC-32, values: ERROR data_corrupted-like, the transaction rolls back),
+ * stores the last chunks and sets the version's checksum; returns the
+ * version.
+ */
+typedef struct CorpqQuantizeStream
+{
+	const char *name;			/* the model, for messages */
+	void	   *q;				/* cq_modelquant */
+	Size		out_len;		/* the int8 image's */
+	int			peak_chunks;	/* the most chunks of it open at once */
+	bool		open;			/* corpq_quantize_open was called */
+	MemoryContext cxt;			/* begin's: the open chunks live in it (a put may
+								 * come from a reader's shorter-lived context) */
+	CorpqImageWriter w;
+	CorpqQuantizeOptions o;
+} CorpqQuantizeStream;
+
+void		corpq_quantize_begin(CorpqQuantizeStream *s, const char *name, const char *what,
+								 const char *head, Size head_len, Size image_len,
+								 const CorpqQuantizeOptions *o);
+void		corpq_quantize_open(CorpqQuantizeStream *s, int64 model_id, const char *source,
+								Jsonb *metrics);
+void		corpq_quantize_put(CorpqQuantizeStream *s, const char *data, Size len);
+int32		corpq_quantize_store(CorpqQuantizeStream *s);
 
 /*
  * Called by corpq_model_image_stream with each chunk of an image in order

@@ -11,8 +11,9 @@
  * which version it was quantized from and how.
  *
  * The quantization streams (corpq_quantize_*, model.h): the float32 image is
- * read chunk by chunk and quantized row by row into the int8 image, which
- * is then written chunk by chunk; model_import and model_import_lo with
+ * read chunk by chunk and quantized row by row into the int8 image's
+ * chunks, each stored as soon as it is complete (the int8 image is never
+ * whole in memory); model_import and model_import_lo with
  * {"precision": "int8"} go through the same three calls, so the two ways to
  * an int8 version give the same bytes.
  */
@@ -43,6 +44,7 @@ corpq_quantize_begin(CorpqQuantizeStream *s, const char *name, const char *what,
 	memset(s, 0, sizeof(*s));
 	s->name = name;
 	s->o = *o;
+	s->cxt = CurrentMemoryContext;
 	if (cq_modelfile_head(head, Min(head_len, CQ_MODELFILE_HEAD_MAX), image_len, &cfg, &err) != CQ_OK)
 		corpq_core_error(&err, NULL, "invalid model weights for model \"%s\"", name);
 	if (cfg.precision == CQ_PRECISION_INT8 || cq_le_get_u32((const unsigned char *) head + 8) != CQ_MODELFILE_VERSION)
@@ -55,24 +57,57 @@ corpq_quantize_begin(CorpqQuantizeStream *s, const char *name, const char *what,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("model \"%s\" is too wide to quantize", name),
 				 errdetail("An int8 layer takes at most %d inputs.", CQ_QGEMM_MAX_K)));
+	/* the int8 image comes out in blocks of one chunk each, stored as they fill */
 	if (cq_modelquant_begin(head, head_len, image_len, o->weight_bits, (cq_precision) o->embedding_precision,
-							&q, &out_len, &err) != CQ_OK)
+							CORPQ_MODEL_CHUNK, &q, &out_len, &err) != CQ_OK)
 		corpq_core_error(&err, NULL, "invalid model weights for model \"%s\"", name);
-	/* the int8 image, a chunk of the writer and one of the reader beside it */
-	corpq_check_model_memory((double) out_len + 2.0 * CORPQ_MODEL_CHUNK, 1, "an int8 weight image", "quantize");
 	s->q = q;
 	s->out_len = out_len;
-	s->out = MemoryContextAllocHuge(CurrentMemoryContext, out_len);
-	if (cq_modelquant_output(q, s->out, &err) != CQ_OK)
-		corpq_core_error(&err, NULL, "could not write the int8 image of model \"%s\"", name);
+	/*
+	 * The chunks open at once (counted from the two layouts: a few for an
+	 * image in parameter order), the one being inserted, and a chunk of the
+	 * reader beside them.
+	 */
+	s->peak_chunks = (int) cq_modelquant_peak_blocks(q);
+	corpq_check_model_memory((double) Min((Size) s->peak_chunks + 2, (out_len + CORPQ_MODEL_CHUNK - 1) / CORPQ_MODEL_CHUNK + 1)
+							 * CORPQ_MODEL_CHUNK + CORPQ_MODEL_CHUNK, 1,
+							 "the chunks of an int8 weight image being written", "quantize");
+}
+
+/* Store the int8 image's chunks that are complete. */
+static void
+quantize_drain(CorpqQuantizeStream *s)
+{
+	size_t		index,
+				len;
+	const void *data;
+
+	while (cq_modelquant_next(s->q, &index, &data, &len))
+		corpq_image_writer_put_chunk(&s->w, (int32) index, data, len);
+}
+
+void
+corpq_quantize_open(CorpqQuantizeStream *s, int64 model_id, const char *source, Jsonb *metrics)
+{
+	MemoryContext old = MemoryContextSwitchTo(s->cxt);
+
+	/* the checksum is the image's last 4 bytes: the writer learns it at the end */
+	corpq_image_writer_begin(&s->w, model_id, s->out_len, 0, source, -1, metrics, false, true, true);
+	s->open = true;
+	quantize_drain(s);
+	MemoryContextSwitchTo(old);
 }
 
 void
 corpq_quantize_put(CorpqQuantizeStream *s, const char *data, Size len)
 {
 	cq_error	err = {0};
+	MemoryContext old;
 
-	/* in slices, so that a cancel is seen within a few MB */
+	Assert(s->open);
+	/* the chunks a put opens outlive the caller's context (a reader's slice) */
+	old = MemoryContextSwitchTo(s->cxt);
+	/* in slices, so that a cancel is seen within a few MB and chunks go as they fill */
 	while (len > 0)
 	{
 		Size		n = Min(len, (Size) 4 * 1024 * 1024);
@@ -80,29 +115,30 @@ corpq_quantize_put(CorpqQuantizeStream *s, const char *data, Size len)
 		CHECK_FOR_INTERRUPTS();
 		if (cq_modelquant_put(s->q, data, n, &err) != CQ_OK)
 			corpq_core_error(&err, NULL, "invalid model weights for model \"%s\"", s->name);
+		quantize_drain(s);
 		data += n;
 		len -= n;
 	}
+	MemoryContextSwitchTo(old);
 }
 
 int32
-corpq_quantize_store(CorpqQuantizeStream *s, int64 model_id, const char *source, Jsonb *metrics)
+corpq_quantize_store(CorpqQuantizeStream *s)
 {
 	cq_error	err = {0};
-	CorpqImageWriter w;
 	int32		version;
+	MemoryContext old;
 
+	Assert(s->open);
+	old = MemoryContextSwitchTo(s->cxt);
 	if (cq_modelquant_end(s->q, &err) != CQ_OK)
 		corpq_core_error(&err, NULL, "invalid model weights for model \"%s\"", s->name);
+	quantize_drain(s);
 	cq_modelquant_free(s->q);
 	s->q = NULL;
-	corpq_image_writer_begin(&w, model_id, s->out_len,
-							 cq_le_get_u32((const unsigned char *) s->out + s->out_len - 4),
-							 source, -1, metrics, false, true, true);
-	corpq_image_writer_put(&w, s->out, s->out_len);
-	version = corpq_image_writer_end(&w);
-	pfree(s->out);
-	s->out = NULL;
+	version = corpq_image_writer_end_chunks(&s->w);
+	s->open = false;
+	MemoryContextSwitchTo(old);
 	return version;
 }
 
@@ -142,9 +178,10 @@ corpq_model_quantize(PG_FUNCTION_ARGS)
 	corpq_quantize_begin(&qs, name, psprintf("model \"%s\" version %d", name, ref.version),
 						 head, head_len, len, &o);
 	pfree(head);
-	corpq_model_image_stream(ref.id, ref.version, name, ref.checksum, true, quantize_sink, &qs);
 	metrics = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(
 		psprintf("{\"quantized_from\": %d, \"weight_bits\": %d, \"embedding_precision\": \"%s\"}",
 				 ref.version, o.weight_bits, corpq_precision_names[o.embedding_precision]))));
-	PG_RETURN_INT32(corpq_quantize_store(&qs, ref.id, "quantize", metrics));
+	corpq_quantize_open(&qs, ref.id, "quantize", metrics);
+	corpq_model_image_stream(ref.id, ref.version, name, ref.checksum, true, quantize_sink, &qs);
+	PG_RETURN_INT32(corpq_quantize_store(&qs));
 }

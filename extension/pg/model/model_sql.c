@@ -473,8 +473,9 @@ corpq_model_import(PG_FUNCTION_ARGS)
 		corpq_quantize_begin(&qs, name, psprintf("the image imported as model \"%s\"", name),
 							 VARDATA_ANY(image), len, len, &o.quantize);
 		id = import_target(fcinfo, name, &cfg, params);
+		corpq_quantize_open(&qs, id, "import", import_metrics(&o));
 		corpq_quantize_put(&qs, VARDATA_ANY(image), len);
-		PG_RETURN_INT32(corpq_quantize_store(&qs, id, "import", import_metrics(&o)));
+		PG_RETURN_INT32(corpq_quantize_store(&qs));
 	}
 
 	/* the loader allocates no more than the image holds (models/FORMAT.md) */
@@ -567,7 +568,10 @@ corpq_model_import_lo(PG_FUNCTION_ARGS)
 
 	/* the rest, a chunk at a time; the CRC over the whole stream at the end */
 	if (quantize)
+	{
+		corpq_quantize_open(&qs, id, "import", import_metrics(&o));
 		corpq_quantize_put(&qs, piece, head_len);
+	}
 	else
 	{
 		corpq_image_writer_begin(&w, id, (Size) len, cq_le_get_u32(trailer), "import", -1, NULL, false,
@@ -590,7 +594,7 @@ corpq_model_import_lo(PG_FUNCTION_ARGS)
 	DirectFunctionCall1(be_lo_close, Int32GetDatum(fd));
 	pfree(piece);
 	if (quantize)
-		version = corpq_quantize_store(&qs, id, "import", import_metrics(&o));
+		version = corpq_quantize_store(&qs);
 	else
 		version = corpq_image_writer_end(&w);
 	PG_RETURN_INT32(version);

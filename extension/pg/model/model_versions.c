@@ -178,23 +178,27 @@ corpq_image_writer_begin(CorpqImageWriter *w, int64 model_id, Size total, uint32
 	w->crc = 0;
 	w->chunk = 0;
 	w->progress = progress && total > CORPQ_MODEL_PROGRESS_CHUNKS * CORPQ_MODEL_CHUNK;
-	w->buf = (bytea *) palloc(VARHDRSZ + Min(total, CORPQ_MODEL_CHUNK));
+	w->cxt = caller;			/* what it allocates later lives as long as w */
+	w->buf = NULL;				/* with the first byte */
 	w->fill = 0;
+	w->n_chunks = (int32) ((total + CORPQ_MODEL_CHUNK - 1) / CORPQ_MODEL_CHUNK);
+	w->chunk_crc = NULL;
+	w->chunk_seen = NULL;
+	memset(w->trailer, 0, sizeof(w->trailer));
 }
 
-/* Insert the chunk in w->buf. */
+/* Insert w->buf's w->fill bytes as chunk number `chunk`; one more stored. */
 static void
-writer_flush(CorpqImageWriter *w)
+insert_chunk(CorpqImageWriter *w, int32 chunk)
 {
 	Oid			argtypes[4] = {INT8OID, INT4OID, INT4OID, BYTEAOID};
 	Datum		values[4];
+	int32		stored;
 
-	if (w->fill == 0)
-		return;
 	SET_VARSIZE(w->buf, VARHDRSZ + w->fill);
 	values[0] = Int64GetDatum(w->model_id);
 	values[1] = Int32GetDatum(w->version);
-	values[2] = Int32GetDatum(w->chunk);
+	values[2] = Int32GetDatum(chunk);
 	values[3] = PointerGetDatum(w->buf);
 	SPI_connect();
 	if (corpq_sql_as_owner("INSERT INTO corpq.model_chunks (model, version, chunk, data) "
@@ -202,12 +206,21 @@ writer_flush(CorpqImageWriter *w)
 						   4, argtypes, values, NULL, 0) != SPI_OK_INSERT || SPI_processed != 1)
 		elog(ERROR, "could not insert into corpq.model_chunks");
 	SPI_finish();
-	w->chunk++;
+	stored = ++w->chunk;
 	w->fill = 0;
-	if (w->progress && w->chunk % CORPQ_MODEL_PROGRESS_CHUNKS == 0)
+	if (w->progress && stored % CORPQ_MODEL_PROGRESS_CHUNKS == 0)
 		ereport(NOTICE,
 				(errmsg("model \"%s@%d\": %zu of %zu MB stored",
 						w->name, w->version, w->written >> 20, w->total >> 20)));
+}
+
+/* Insert the chunk in w->buf, the next in order. */
+static void
+writer_flush(CorpqImageWriter *w)
+{
+	if (w->fill == 0)
+		return;
+	insert_chunk(w, w->chunk);
 }
 
 void
@@ -223,6 +236,8 @@ corpq_image_writer_put(CorpqImageWriter *w, const void *data, Size len)
 						w->name, w->version, w->total)));
 	if (w->written < body)
 		w->crc = cq_crc32(w->crc, p, Min(len, body - w->written));
+	if (w->buf == NULL && len > 0)
+		w->buf = (bytea *) MemoryContextAlloc(w->cxt, VARHDRSZ + Min(w->total, CORPQ_MODEL_CHUNK));
 	while (len > 0)
 	{
 		Size		n = Min(len, CORPQ_MODEL_CHUNK - w->fill);
@@ -253,7 +268,89 @@ corpq_image_writer_end(CorpqImageWriter *w)
 				 errmsg("weight image of model \"%s@%d\" fails its checksum",
 						w->name, w->version),
 				 errdetail("The image's CRC-32 is %08x, its trailer says %08x.", w->crc, w->checksum)));
-	pfree(w->buf);
+	if (w->buf)
+		pfree(w->buf);
+	w->buf = NULL;
+	return w->version;
+}
+
+void
+corpq_image_writer_put_chunk(CorpqImageWriter *w, int32 chunk, const void *data, Size len)
+{
+	Size		start = (Size) chunk * CORPQ_MODEL_CHUNK,
+				want,
+				body = w->total - 4;
+
+	if (chunk < 0 || chunk >= w->n_chunks ||
+		len != (want = Min(CORPQ_MODEL_CHUNK, w->total - start)) ||
+		(w->chunk_seen != NULL && w->chunk_seen[chunk]))
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("weight image of model \"%s@%d\": chunk %d of %zu bytes does not fit an image of %zu bytes%s",
+						w->name, w->version, chunk, len, w->total,
+						w->chunk_seen != NULL && chunk >= 0 && chunk < w->n_chunks && w->chunk_seen[chunk]
+						? " (it came twice)" : "")));
+	if (w->chunk_seen == NULL)
+	{
+		w->chunk_seen = MemoryContextAllocZero(w->cxt, sizeof(bool) * w->n_chunks);
+		w->chunk_crc = MemoryContextAllocZero(w->cxt, sizeof(uint32) * w->n_chunks);
+	}
+	if (w->buf == NULL)
+		w->buf = (bytea *) MemoryContextAlloc(w->cxt, VARHDRSZ + Min(w->total, CORPQ_MODEL_CHUNK));
+	CHECK_FOR_INTERRUPTS();
+	/* its CRC-32 before the trailer, joined in order at the end */
+	w->chunk_crc[chunk] = cq_crc32(0, data, start < body ? Min(len, body - start) : 0);
+	for (Size i = Max(start, body); i < start + len; i++)
+		w->trailer[i - body] = ((const unsigned char *) data)[i - start];
+	w->chunk_seen[chunk] = true;
+	memcpy(VARDATA(w->buf), data, len);
+	w->fill = len;
+	w->written += len;
+	insert_chunk(w, chunk);
+}
+
+int32
+corpq_image_writer_end_chunks(CorpqImageWriter *w)
+{
+	Oid			argtypes[3] = {INT8OID, INT4OID, INT8OID};
+	Datum		values[3];
+	Size		body = w->total - 4;
+	uint32		crc = 0;
+
+	for (int32 i = 0; i < w->n_chunks; i++)
+	{
+		Size		start = (Size) i * CORPQ_MODEL_CHUNK;
+
+		if (w->chunk_seen == NULL || !w->chunk_seen[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("weight image of model \"%s@%d\" is truncated: chunk %d never came",
+							w->name, w->version, i)));
+		crc = cq_crc32_combine(crc, w->chunk_crc[i], start < body ? Min(CORPQ_MODEL_CHUNK, body - start) : 0);
+	}
+	w->checksum = cq_le_get_u32(w->trailer);
+	if (crc != w->checksum)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("weight image of model \"%s@%d\" fails its checksum",
+						w->name, w->version),
+				 errdetail("The image's CRC-32 is %08x, its trailer says %08x.", crc, w->checksum)));
+	/* the version's row, inserted before its first chunk, learns its checksum */
+	values[0] = Int64GetDatum(w->model_id);
+	values[1] = Int32GetDatum(w->version);
+	values[2] = Int64GetDatum((int64) w->checksum);
+	SPI_connect();
+	if (corpq_sql_as_owner("UPDATE corpq.model_versions SET checksum = $3 "
+						   "WHERE model OPERATOR(pg_catalog.=) $1 AND version OPERATOR(pg_catalog.=) $2",
+						   3, argtypes, values, NULL, 0) != SPI_OK_UPDATE || SPI_processed != 1)
+		elog(ERROR, "could not update corpq.model_versions");
+	SPI_finish();
+	pfree(w->chunk_seen);
+	pfree(w->chunk_crc);
+	if (w->buf)
+		pfree(w->buf);
+	w->chunk_seen = NULL;
+	w->chunk_crc = NULL;
 	w->buf = NULL;
 	return w->version;
 }
