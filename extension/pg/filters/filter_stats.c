@@ -209,18 +209,18 @@ count_reject(FilterStats *s, MemoryContext cxt, int i, const cq_pair *p,
 /*
  * Which filters of list keep the pair: keep[i] for each.  A model filter's
  * score is scores[i] when a batch computed it (scores NULL: scored here,
- * alone, with the same result).  unscored (when not NULL): unscored[i] set
- * for a model filter that had no score for the pair (NaN), false otherwise.
+ * alone, with the same result).  why (when not NULL): why[i] is a model
+ * filter's verdict (FILTER_KEEP or why it rejected the pair), and a rule
+ * filter's FILTER_KEEP or FILTER_REJECT_SCORE.
  */
 static void
-evaluate(FilterList *list, const cq_pair *p, const double *scores, bool *keep, bool *unscored)
+evaluate(FilterList *list, const cq_pair *p, const double *scores, bool *keep, FilterVerdict *why)
 {
 	for (int i = 0; i < list->n; i++)
 	{
 		cq_error	err;
+		FilterVerdict v;
 
-		if (unscored)
-			unscored[i] = false;
 		if (list->items[i].model)
 		{
 			double		score;
@@ -229,12 +229,15 @@ evaluate(FilterList *list, const cq_pair *p, const double *scores, bool *keep, b
 				score = scores[i];
 			else
 				filter_model_scores(list, i, p, 1, &score);
-			keep[i] = filter_model_keeps(&list->items[i], score);
-			if (unscored)
-				unscored[i] = isnan(score);
+			v = filter_model_verdict(&list->items[i], p, score);
+			keep[i] = v == FILTER_KEEP;
 		}
 		else if (cq_filter_keep(&list->items[i].filter, p, &keep[i], &err) != CQ_OK)
 			corpq_core_error(&err, NULL, "could not apply filter \"%s\"", list->items[i].label);
+		else
+			v = keep[i] ? FILTER_KEEP : FILTER_REJECT_SCORE;
+		if (why)
+			why[i] = v;
 	}
 }
 
@@ -539,13 +542,13 @@ corpq_filter_rejects(PG_FUNCTION_ARGS)
 	FilterList *list = cached_list(fcinfo, PG_GETARG_JSONB_P(2));
 	cq_pair		p;
 	bool	   *keep = palloc(sizeof(bool) * Max(list->n, 1));
-	bool	   *unscored = palloc(sizeof(bool) * Max(list->n, 1));
+	FilterVerdict *why = palloc(sizeof(FilterVerdict) * Max(list->n, 1));
 	Datum	   *labels = palloc(sizeof(Datum) * Max(list->n, 1));
 	int			n = 0;
 
 	filter_utext(PG_GETARG_TEXT_PP(0), &p.src);
 	filter_utext(PG_GETARG_TEXT_PP(1), &p.tgt);
-	evaluate(list, &p, NULL, keep, unscored);
+	evaluate(list, &p, NULL, keep, why);
 	for (int i = 0; i < list->n; i++)
 	{
 		const FilterSpec *f = &list->items[i];
@@ -553,8 +556,11 @@ corpq_filter_rejects(PG_FUNCTION_ARGS)
 		if (keep[i])
 			continue;
 		/* a classifier's pair with no probability: its own reason */
-		if (unscored[i] && f->model_kind == FILTER_MODEL_CLASSIFIER)
+		if (why[i] == FILTER_REJECT_NO_SCORE && f->model_kind == FILTER_MODEL_CLASSIFIER)
 			labels[n++] = CStringGetTextDatum(psprintf("%s%s", f->label, FILTER_NO_SCORE_SUFFIX));
+		/* an embedding_cosine filter's copy: its own reason */
+		else if (why[i] == FILTER_REJECT_COPY)
+			labels[n++] = CStringGetTextDatum(psprintf("%s%s", f->label, FILTER_COPY_SUFFIX));
 		else
 			labels[n++] = CStringGetTextDatum(f->label);
 	}

@@ -1176,3 +1176,14 @@ CREATE FUNCTION corpq.model_import_lo(name text, image oid,
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.model_import_lo(text, oid, text, text, jsonb) IS
     'model_import from large object image (of any size; read with the caller''s privileges, in 16 MB pieces): the header and configuration are checked before anything is written, the length and CRC-32 over the whole stream before the version is committed, the tensors when the version first loads; options as model_import''s ({"precision": "int8"}: quantized chunk by chunk, the float32 image never whole in memory); returns the version written';
+
+-- issue 54, item 8: corpq.is_copy(), the one definition of a copy
+-- (extension/sql/94_filters.sql): curate()'s copy step calls it, and the
+-- embedding_cosine filter's reject_copies (default true) takes the same
+-- decision in C; its COST (extension/sql/99_costs.sql)
+CREATE FUNCTION corpq.is_copy(src text, tgt text) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'corpq_is_copy'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.is_copy(text, text) IS
+    'whether tgt is a copy of src: their dedup_key(..., ''near'', side) keys (letters only, lower case) are equal and src keeps a letter; curate()''s copy reason and the embedding_cosine filter''s reject_copies';
+ALTER FUNCTION corpq.is_copy(text, text) COST 60;

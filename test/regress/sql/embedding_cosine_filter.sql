@@ -151,6 +151,55 @@ RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
 
+-- reject_copies (default true): a pair whose target is a copy of its source
+-- (corpq.is_copy(), curate()'s copy reason) is rejected whatever its cosine,
+-- with the reason embedding_cosine:copy; "reject_copies": false keeps the
+-- copies the threshold keeps.  An encoder gives a copy its highest cosine.
+CREATE TEMP TABLE ecf_copies (id int, src text, tgt text);
+INSERT INTO ecf_copies VALUES
+  (1, 'w1 w2 w3', 'w1 w2 w3'),          -- a copy, byte for byte
+  (2, 'w4 w5, w6.', 'W4 w5 w6'),        -- a near copy: case and punctuation
+  (3, 'w7 w8', 'v7 v8'),                -- not a copy
+  (4, '42', '42'),                      -- no letter: not a copy
+  (5, NULL, 'w1 w2 w3'),                -- a NULL side
+  (6, 'w1 w2 w3', NULL);
+SELECT format('[{"name": "embedding_cosine", "args": {"model": "ecf@1", "reject_copies": false}, "threshold": %s}]', :'thr') AS nospec,
+       format('[{"name": "embedding_cosine", "args": {"model": "ecf@1", "reject_copies": true}, "threshold": %s}]', :'thr') AS yesspec \gset
+-- the copies are copies by the one definition, and score above the threshold
+SELECT id, corpq.is_copy(src, tgt) AS is_copy,
+       corpq.embedding_cosine('ecf', src, tgt) >= :thr AS above_threshold,
+       corpq.filter_keeps(src, tgt, :'pspec') AS keeps,
+       corpq.filter_keeps(src, tgt, :'yesspec') AS keeps_true,
+       corpq.filter_keeps(src, tgt, :'nospec') AS keeps_false,
+       corpq.filter_rejects(src, tgt, :'pspec') AS rejects,
+       corpq.filter_rejects(src, tgt, :'nospec') AS rejects_false
+  FROM ecf_copies ORDER BY id;
+-- the report: the copies rejected by default, kept without; NULL sides in neither column
+SELECT r.kept, r.rejected, r.examples
+  FROM corpq.filter_report('SELECT src, tgt FROM ecf_copies', :'spec', 5) r WHERE r.filter = 'embedding_cosine';
+SELECT r.kept, r.rejected
+  FROM corpq.filter_report('SELECT src, tgt FROM ecf_copies',
+                           replace(:'spec', '"model": "ecf"', '"model": "ecf", "reject_copies": false')::jsonb, 0) r
+ WHERE r.filter = 'embedding_cosine';
+-- pairs that are not copies: the same decisions with the option on and off
+SELECT count(*) FILTER (WHERE corpq.filter_keeps(src, tgt, :'pspec') = corpq.filter_keeps(src, tgt, :'nospec'))
+         = count(*) AS non_copies_unchanged,
+       count(*) FILTER (WHERE corpq.is_copy(src, tgt)) AS copies
+  FROM ecf_ref WHERE src IS NOT NULL AND tgt IS NOT NULL;
+-- is_copy is the copy check curate() had written in SQL: equal near keys,
+-- a letter on the source side
+SELECT count(*) FILTER (WHERE corpq.is_copy(src, tgt) =
+           (corpq.dedup_key(src, tgt, 'near', 'src') = corpq.dedup_key(src, tgt, 'near', 'tgt')
+            AND corpq.dedup_key(src, '', 'near', 'src') <> corpq.dedup_key('', '', 'near', 'src')))
+         = count(*) AS is_copy_as_before,
+       count(*) AS pairs
+  FROM (SELECT src, tgt FROM ecf_ref UNION ALL SELECT src, tgt FROM ecf_copies
+        UNION ALL SELECT src, src FROM ecf_ref UNION ALL SELECT 'Ab, c!', 'ab C') p
+ WHERE src IS NOT NULL AND tgt IS NOT NULL;
+-- the predicate writes the option out
+SELECT corpq.filter_predicate(:'spec') LIKE '%"reject_copies": true%' AS predicate_default_written,
+       corpq.filter_predicate(:'nospec') LIKE '%"reject_copies": false%' AS predicate_false_written;
+
 -- labels
 SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel, p.proisstrict
   FROM pg_proc p
@@ -178,13 +227,17 @@ SELECT pg_temp.ecf_err(q) FROM (VALUES
   ($$SELECT corpq.filter_keeps('w1', 'v1', '[{"name": "embedding_cosine", "args": {"model": "ecf_tr@1"}, "threshold": 0.1}]')$$),
   ($$SELECT * FROM corpq.filter_report('SELECT src, tgt FROM ecf_pairs', '[{"name": "embedding_cosine", "args": {"model": "ecf_tr"}, "threshold": 0.1}]')$$),
   ($$SELECT corpq.embedding_cosine('ecf_tr', 'w1', 'v1')$$),
-  ($$SELECT corpq.embedding_cosine('ecf_nope', 'w1', 'v1')$$)
+  ($$SELECT corpq.embedding_cosine('ecf_nope', 'w1', 'v1')$$),
+  ($$SELECT corpq.filter_predicate('[{"name": "embedding_cosine", "args": {"model": "ecf", "reject_copies": "yes"}, "threshold": 0.1}]')$$),
+  ($$SELECT corpq.filter_keeps('w1', 'w1', '[{"name": "embedding_cosine", "args": {"model": "ecf@1", "reject_copies": 1}, "threshold": 0.1}]')$$),
+  ($$SELECT corpq.filter_predicate('[{"name": "dual_xent", "args": {"forward": "ecf_tr", "backward": "ecf_tr", "reject_copies": true}, "threshold": 0.1}]')$$)
 ) t(q);
 SELECT corpq.filter_keeps('w1', 'v1', '[{"name": "embedding_cosine", "args": {"model": "ecf"}, "threshold": 0.1}]');
 SELECT corpq.filter_predicate('[{"name": "embedding_cosine", "args": {"model": "ecf"}}]');
 SELECT corpq.embedding_cosine('ecf_tr', 'w1', 'v1');
 
 DROP VIEW ecf_kept;
+DROP TABLE ecf_copies;
 SELECT corpq.model_drop('ecf'), corpq.model_drop('ecf_tr');
 SELECT corpq.vocab_drop('ecf_joint');
 DROP TABLE ecf_pairs;
