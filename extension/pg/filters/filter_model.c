@@ -31,6 +31,12 @@
 #include "pg/classifier/classifier.h"
 #include "pg/filters/filters.h"
 
+bool
+filter_rejects_copies(const FilterSpec *s)
+{
+	return s->model && s->model_kind == FILTER_MODEL_EMBEDDING_COSINE && s->args.reject_copies;
+}
+
 /*
  * Keep a pair whose score reaches the threshold (>=, as the rule filters'
  * ratios).  An embedding_cosine filter with reject_copies first rejects a
@@ -43,7 +49,7 @@ FilterVerdict
 filter_model_verdict(const FilterSpec *s, const cq_pair *p, double score)
 {
 	Assert(s->model);
-	if (s->model_kind == FILTER_MODEL_EMBEDDING_COSINE && s->args.reject_copies)
+	if (filter_rejects_copies(s))
 	{
 		bool		copy;
 		cq_error	err;

@@ -159,6 +159,9 @@ typedef enum FilterVerdict
  */
 FilterVerdict filter_model_verdict(const FilterSpec *s, const cq_pair *p, double score);
 
+/* Does s reject copies (an embedding_cosine filter with reject_copies)? */
+bool		filter_rejects_copies(const FilterSpec *s);
+
 /*
  * The scores of model filter list->items[i] for n pairs into out[n], in
  * batches (filter_model.c); the same bits for a pair alone or in any batch.

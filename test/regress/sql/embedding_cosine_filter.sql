@@ -63,7 +63,9 @@ SELECT r.filter,
        r.rejected = (SELECT count(*) FROM ecf_ref WHERE src IS NOT NULL AND tgt IS NOT NULL
                                                     AND (score < :thr OR score IS NULL)) AS rejected_agrees,
        cardinality(r.examples) AS examples
-  FROM ecf_report r ORDER BY r.filter;
+  FROM ecf_report r WHERE r.filter NOT LIKE '%:copy' ORDER BY r.filter;
+-- the copy row (reject_copies, the default): no pair here is a copy
+SELECT r.filter, r.kept, r.rejected FROM ecf_report r WHERE r.filter LIKE '%:copy';
 -- per domain (filter_report_by_domain): each domain's counts agree too
 SELECT bool_and(d.kept = (SELECT count(*) FROM ecf_ref r WHERE r.id % 3 = d.domain::int AND r.score >= :thr))
          AS by_domain_agrees,
@@ -128,6 +130,7 @@ SELECT r.filter,
                            (:'pspec'::jsonb
                             || format('[{"name": "dual_xent", "args": {"forward": "ecf_tr@1", "backward": "ecf_tr@1"}, "threshold": %s}]', :'dthr')::jsonb
                             || '[{"name": "length_ratio", "threshold": 1.2}]'::jsonb), 0) r
+ WHERE r.filter NOT LIKE '%:copy'
  ORDER BY r.filter;
 
 -- parallel: the same report as serially (the workers load the model)
@@ -174,13 +177,37 @@ SELECT id, corpq.is_copy(src, tgt) AS is_copy,
        corpq.filter_rejects(src, tgt, :'pspec') AS rejects,
        corpq.filter_rejects(src, tgt, :'nospec') AS rejects_false
   FROM ecf_copies ORDER BY id;
--- the report: the copies rejected by default, kept without; NULL sides in neither column
-SELECT r.kept, r.rejected, r.examples
-  FROM corpq.filter_report('SELECT src, tgt FROM ecf_copies', :'spec', 5) r WHERE r.filter = 'embedding_cosine';
-SELECT r.kept, r.rejected
+-- the report: the copies rejected by default, in the filter's row and in its
+-- own copy row; kept without, and no copy row; NULL sides in neither column;
+-- per domain and in parallel the same
+SELECT r.filter, r.kept, r.rejected, r.examples
+  FROM corpq.filter_report('SELECT src, tgt FROM ecf_copies', :'spec', 5) r;
+SELECT r.filter, r.kept, r.rejected
   FROM corpq.filter_report('SELECT src, tgt FROM ecf_copies',
-                           replace(:'spec', '"model": "ecf"', '"model": "ecf", "reject_copies": false')::jsonb, 0) r
- WHERE r.filter = 'embedding_cosine';
+                           replace(:'spec', '"model": "ecf"', '"model": "ecf", "reject_copies": false')::jsonb, 0) r;
+SELECT d.domain, d.filter, d.kept, d.rejected
+  FROM corpq.filter_report_by_domain('SELECT src, tgt, (id % 2)::text FROM ecf_copies',
+                                     :'pspec'::jsonb || jsonb_build_array(jsonb_set(:'nospec'::jsonb -> 0, '{label}', '"cos2"')), 0) d;
+-- in parallel (the copy row travels through the workers' states): the
+-- report of serial, and the copy row counts the copies is_copy() finds
+CREATE TABLE ecf_cp AS
+SELECT src, src AS tgt FROM ecf_pairs WHERE id % 2 = 0 UNION ALL SELECT src, tgt FROM ecf_pairs;
+CREATE TEMP TABLE ecf_cp_serial AS SELECT * FROM corpq.filter_report('SELECT src, tgt FROM ecf_cp', :'pspec', 3);
+SELECT r.rejected = (SELECT count(*) FROM ecf_cp WHERE corpq.is_copy(src, tgt)) AS copy_row_counts_copies,
+       r.rejected > 0 AS some_copies,
+       cardinality(r.examples) AS examples
+  FROM ecf_cp_serial r WHERE r.filter = 'embedding_cosine:copy';
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT pg_temp.ecf_workers(format('SELECT corpq.filter_stats(src, tgt, %L) FROM ecf_cp', :'pspec')) > 0 AS copies_parallel_ran;
+SELECT bool_and(p IS NOT DISTINCT FROM s) AS copies_parallel_same_as_serial, count(*) AS report_rows
+  FROM corpq.filter_report('SELECT src, tgt FROM ecf_cp', :'pspec', 3) p FULL JOIN ecf_cp_serial s USING (filter);
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
 -- pairs that are not copies: the same decisions with the option on and off
 SELECT count(*) FILTER (WHERE corpq.filter_keeps(src, tgt, :'pspec') = corpq.filter_keeps(src, tgt, :'nospec'))
          = count(*) AS non_copies_unchanged,
@@ -237,7 +264,7 @@ SELECT corpq.filter_predicate('[{"name": "embedding_cosine", "args": {"model": "
 SELECT corpq.embedding_cosine('ecf_tr', 'w1', 'v1');
 
 DROP VIEW ecf_kept;
-DROP TABLE ecf_copies;
+DROP TABLE ecf_copies, ecf_cp;
 SELECT corpq.model_drop('ecf'), corpq.model_drop('ecf_tr');
 SELECT corpq.vocab_drop('ecf_joint');
 DROP TABLE ecf_pairs;
