@@ -154,3 +154,20 @@ cq_dedup_key(const cq_utext *src, const cq_utext *tgt, cq_dedup_mode mode,
 	memcpy(key, &h, sizeof(h));
 	return CQ_OK;
 }
+
+cq_code
+cq_dedup_is_copy(const cq_utext *src, const cq_utext *tgt, bool *copy, cq_error *err)
+{
+	const cq_utext empty = {.s = "", .bytes = 0, .cp = NULL, .n = 0};
+	int64_t		ks,
+				kt,
+				k0;
+	cq_code		rc;
+
+	if ((rc = cq_dedup_key(src, NULL, CQ_DEDUP_NEAR, CQ_SIDE_SRC, &ks, err)) != CQ_OK ||
+		(rc = cq_dedup_key(NULL, tgt, CQ_DEDUP_NEAR, CQ_SIDE_TGT, &kt, err)) != CQ_OK ||
+		(rc = cq_dedup_key(&empty, NULL, CQ_DEDUP_NEAR, CQ_SIDE_SRC, &k0, err)) != CQ_OK)
+		return rc;
+	*copy = ks == kt && ks != k0;
+	return CQ_OK;
+}

@@ -13,6 +13,7 @@
 #ifndef CQ_FILTERS_DEDUP_H
 #define CQ_FILTERS_DEDUP_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "common/error.h"
@@ -36,5 +37,15 @@ typedef enum cq_dedup_side
 /* The key of (src, tgt); the side not used may be NULL. */
 cq_code		cq_dedup_key(const cq_utext *src, const cq_utext *tgt, cq_dedup_mode mode,
 						 cq_dedup_side side, int64_t *key, cq_error *err);
+
+/*
+ * Is tgt a copy of src: corpq's one definition of an untranslated pair
+ * (curate()'s copy step through corpq.is_copy(), the embedding_cosine
+ * filter's reject_copies).  The sides' near keys (CQ_DEDUP_NEAR: letters
+ * only, lower case) are equal, and src's is not the key of an empty side:
+ * two sides without a letter ("42", "...") are not a copy.
+ */
+cq_code		cq_dedup_is_copy(const cq_utext *src, const cq_utext *tgt, bool *copy,
+							 cq_error *err);
 
 #endif

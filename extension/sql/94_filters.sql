@@ -71,6 +71,14 @@ CREATE FUNCTION corpq.dedup_key(src text, tgt text, mode text DEFAULT 'exact', s
 COMMENT ON FUNCTION corpq.dedup_key(text, text, text, text) IS
     'OpusFilter remove_duplicates key: xxh64 (seed 0) of the UTF-16LE of the chosen sides (both, src, tgt) joined by a newline, after normalisation (exact; lowercase; letters: letters only; near: letters only and lowercase); equal to OpusFilter''s key as a signed bigint';
 
+-- corpq's one definition of an untranslated pair: curate()'s copy step and the
+-- embedding_cosine filter's reject_copies (extension/filters/dedup.h)
+CREATE FUNCTION corpq.is_copy(src text, tgt text) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'corpq_is_copy'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.is_copy(text, text) IS
+    'whether tgt is a copy of src: their dedup_key(..., ''near'', side) keys (letters only, lower case) are equal and src keeps a letter; curate()''s copy reason and the embedding_cosine filter''s reject_copies';
+
 -- Language identification on CLD2 (Debian's libcld2, built-in tables).
 CREATE FUNCTION corpq.langid(t text, OUT lang text, OUT prob float8, OUT reliable boolean)
     RETURNS record

@@ -206,6 +206,40 @@ TEST(filters_dedup_keys)
 	cq_utext_free(&d);
 }
 
+/* the one definition of a copy: equal near keys, a letter on the source side */
+TEST(filters_dedup_is_copy)
+{
+	static const struct
+	{
+		const char *src,
+				   *tgt;
+		bool		copy;
+	}			cases[] = {
+		{"Save the file.", "Save the file.", true},
+		{"Save the file.", "save THE file", true},	/* near: case and punctuation */
+		{"Save the file.", "Guardar el archivo.", false},
+		{"Save the file.", "Save the files.", false},
+		{"42", "42", false},	/* no letter: not a copy */
+		{"...", "", false},
+		{"", "", false},
+		{"Fichier", "fichier!", true},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		cq_utext	a = u(cases[i].src),
+					b = u(cases[i].tgt);
+		bool		copy = !cases[i].copy;
+
+		CHECK_INT_EQ(cq_dedup_is_copy(&a, &b, &copy, NULL), CQ_OK);
+		if (copy != cases[i].copy)
+			unit_fail(__FILE__, __LINE__, "is_copy(\"%s\", \"%s\") != %d", cases[i].src,
+					  cases[i].tgt, cases[i].copy);
+		cq_utext_free(&a);
+		cq_utext_free(&b);
+	}
+}
+
 TEST(filters_langid_cld2)
 {
 	const char *en = "In the beginning, God created the heavens and the earth.";

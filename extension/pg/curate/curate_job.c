@@ -321,14 +321,11 @@ build_query(const char *corpus, const char *id, const char *src, const char *tgt
 	if (lang_tgt)
 		appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) corpq.filter_rejects(c.%s, c.%s, %s::pg_catalog.jsonb)",
 						 tgt, tgt, quote_literal_cstr(lang_tgt));
-	/* a copy: equal near keys of the sides, the normalised side not empty */
+	/* a copy: corpq's one definition (cq_dedup_is_copy(), filters/dedup.h) */
 	if (copies)
-		appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) CASE WHEN corpq.dedup_key(c.%s, c.%s, 'near', 'src') "
-					 "OPERATOR(pg_catalog.=) corpq.dedup_key(c.%s, c.%s, 'near', 'tgt') "
-					 "AND corpq.dedup_key(c.%s, '', 'near', 'src') OPERATOR(pg_catalog.<>) "
-					 "corpq.dedup_key('', '', 'near', 'src') "
+		appendStringInfo(&b, "\n    OPERATOR(pg_catalog.||) CASE WHEN corpq.is_copy(c.%s, c.%s) "
 					 "THEN ARRAY['copy']::pg_catalog.text[] ELSE '{}'::pg_catalog.text[] END",
-					 src, tgt, src, tgt, src);
+					 src, tgt);
 	appendStringInfo(&b, " END AS reasons\n  FROM %s AS c) AS s\n"
 					 "ORDER BY s.id, s.src, s.tgt", corpus);
 	return b.data;

@@ -26,17 +26,42 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 
+#include "filters/dedup.h"
+#include "pg/base/errors.h"
 #include "pg/classifier/classifier.h"
 #include "pg/filters/filters.h"
 
-/* Keep a pair whose score reaches the threshold (>=, as the rule filters' ratios). */
 bool
-filter_model_keeps(const FilterSpec *s, double score)
+filter_rejects_copies(const FilterSpec *s)
+{
+	return s->model && s->model_kind == FILTER_MODEL_EMBEDDING_COSINE && s->args.reject_copies;
+}
+
+/*
+ * Keep a pair whose score reaches the threshold (>=, as the rule filters'
+ * ratios).  An embedding_cosine filter with reject_copies first rejects a
+ * pair whose target is a copy of its source, by corpq's one definition of a
+ * copy (curate()'s): an encoder gives a copy nearly the same vector on both
+ * sides, so its cosine is above real translations' and no threshold alone
+ * can reject it (docs/filters.md).
+ */
+FilterVerdict
+filter_model_verdict(const FilterSpec *s, const cq_pair *p, double score)
 {
 	Assert(s->model);
+	if (filter_rejects_copies(s))
+	{
+		bool		copy;
+		cq_error	err;
+
+		if (cq_dedup_is_copy(&p->src, &p->tgt, &copy, &err) != CQ_OK)
+			corpq_core_error(&err, NULL, "could not compare the sides of a pair");
+		if (copy)
+			return FILTER_REJECT_COPY;
+	}
 	if (isnan(score))
-		return false;			/* no score: rejected (above) */
-	return score >= s->args.threshold;
+		return FILTER_REJECT_NO_SCORE;	/* no score: rejected (above) */
+	return score >= s->args.threshold ? FILTER_KEEP : FILTER_REJECT_SCORE;
 }
 
 /*

@@ -10,6 +10,9 @@
  * reproduce.  Each is "src ||| tgt", each side cut to EXAMPLE_CHARS code
  * points (an ellipsis marks a cut).  Pairs with a NULL side count in
  * neither kept nor rejected, as WHERE with filter_predicate() drops them.
+ * An embedding_cosine filter that rejects copies has a second row after
+ * its own, "<label>:copy": the pairs it rejected as copies (counted in its
+ * own row too), with their examples.
  *
  * With model filters in the spec the aggregate holds up to
  * FILTER_MODEL_CHUNK pairs and evaluates them together, the models scoring
@@ -70,8 +73,11 @@ typedef struct FilterStats
 	FilterList *list;
 	int			k;				/* examples kept per filter */
 	int64		rows;			/* pairs counted */
-	int64	   *rejected;		/* [list->n + 1]: per filter, then by any */
-	ExampleSet *examples;		/* [list->n + 1] */
+	int			n_slots;		/* list->n + 1 + the copy rows */
+	int		   *copy_slot;		/* [list->n]: the slot of filter i's copy row, or -1 */
+	int64	   *rejected;		/* [n_slots]: per filter, then by any, then
+								 * the copy rows */
+	ExampleSet *examples;		/* [n_slots] */
 	MemoryContext cxt;			/* the aggregate's context: the state's */
 	/* model filters: pairs not evaluated yet, in pending_cxt */
 	MemoryContext pending_cxt;
@@ -111,9 +117,13 @@ stats_create(MemoryContext cxt, Jsonb *spec, int k)
 		s->pending = palloc(sizeof(cq_pair) * FILTER_MODEL_CHUNK);
 	}
 	s->k = k;
-	s->rejected = palloc0(sizeof(int64) * (s->list->n + 1));
-	s->examples = palloc0(sizeof(ExampleSet) * (s->list->n + 1));
-	for (int i = 0; i <= s->list->n; i++)
+	s->n_slots = s->list->n + 1;
+	s->copy_slot = palloc(sizeof(int) * Max(s->list->n, 1));
+	for (int i = 0; i < s->list->n; i++)
+		s->copy_slot[i] = filter_rejects_copies(&s->list->items[i]) ? s->n_slots++ : -1;
+	s->rejected = palloc0(sizeof(int64) * s->n_slots);
+	s->examples = palloc0(sizeof(ExampleSet) * s->n_slots);
+	for (int i = 0; i < s->n_slots; i++)
 		s->examples[i].e = palloc(sizeof(Example) * Max(k, 1));
 	MemoryContextSwitchTo(old);
 	return s;
@@ -186,7 +196,7 @@ example_text(MemoryContext cxt, const cq_pair *p)
 	return b.data;
 }
 
-/* Filter i (or list->n: any) rejected p: count it, maybe keep it as an example. */
+/* Slot i (a filter, list->n: any, or a copy row) rejected p: count it, maybe keep it as an example. */
 static void
 count_reject(FilterStats *s, MemoryContext cxt, int i, const cq_pair *p,
 			 int64 *key, bool *have_key)
@@ -209,18 +219,18 @@ count_reject(FilterStats *s, MemoryContext cxt, int i, const cq_pair *p,
 /*
  * Which filters of list keep the pair: keep[i] for each.  A model filter's
  * score is scores[i] when a batch computed it (scores NULL: scored here,
- * alone, with the same result).  unscored (when not NULL): unscored[i] set
- * for a model filter that had no score for the pair (NaN), false otherwise.
+ * alone, with the same result).  why (when not NULL): why[i] is a model
+ * filter's verdict (FILTER_KEEP or why it rejected the pair), and a rule
+ * filter's FILTER_KEEP or FILTER_REJECT_SCORE.
  */
 static void
-evaluate(FilterList *list, const cq_pair *p, const double *scores, bool *keep, bool *unscored)
+evaluate(FilterList *list, const cq_pair *p, const double *scores, bool *keep, FilterVerdict *why)
 {
 	for (int i = 0; i < list->n; i++)
 	{
 		cq_error	err;
+		FilterVerdict v;
 
-		if (unscored)
-			unscored[i] = false;
 		if (list->items[i].model)
 		{
 			double		score;
@@ -229,18 +239,21 @@ evaluate(FilterList *list, const cq_pair *p, const double *scores, bool *keep, b
 				score = scores[i];
 			else
 				filter_model_scores(list, i, p, 1, &score);
-			keep[i] = filter_model_keeps(&list->items[i], score);
-			if (unscored)
-				unscored[i] = isnan(score);
+			v = filter_model_verdict(&list->items[i], p, score);
+			keep[i] = v == FILTER_KEEP;
 		}
 		else if (cq_filter_keep(&list->items[i].filter, p, &keep[i], &err) != CQ_OK)
 			corpq_core_error(&err, NULL, "could not apply filter \"%s\"", list->items[i].label);
+		else
+			v = keep[i] ? FILTER_KEEP : FILTER_REJECT_SCORE;
+		if (why)
+			why[i] = v;
 	}
 }
 
-/* Count what the filters decided on one pair. */
+/* Count what the filters decided on one pair, and why. */
 static void
-count_pair(FilterStats *s, const cq_pair *p, const bool *keep)
+count_pair(FilterStats *s, const cq_pair *p, const bool *keep, const FilterVerdict *why)
 {
 	bool		any = false,
 				have_key = false;
@@ -250,6 +263,8 @@ count_pair(FilterStats *s, const cq_pair *p, const bool *keep)
 		if (!keep[i])
 		{
 			count_reject(s, s->cxt, i, p, &key, &have_key);
+			if (why[i] == FILTER_REJECT_COPY && s->copy_slot[i] >= 0)
+				count_reject(s, s->cxt, s->copy_slot[i], p, &key, &have_key);
 			any = true;
 		}
 	if (any)
@@ -267,6 +282,7 @@ flush_pending(FilterStats *s)
 	double	   *scores;
 	double	   *col;
 	bool	   *keep;
+	FilterVerdict *why;
 
 	if (n == 0)
 		return;
@@ -274,6 +290,7 @@ flush_pending(FilterStats *s)
 	scores = palloc0(sizeof(double) * n * nf);	/* [pair][filter] */
 	col = palloc(sizeof(double) * n);
 	keep = palloc(sizeof(bool) * nf);
+	why = palloc(sizeof(FilterVerdict) * nf);
 	for (int i = 0; i < nf; i++)
 		if (s->list->items[i].model)
 		{
@@ -284,8 +301,8 @@ flush_pending(FilterStats *s)
 	for (int j = 0; j < n; j++)
 	{
 		CHECK_FOR_INTERRUPTS();
-		evaluate(s->list, &s->pending[j], &scores[j * nf], keep, NULL);
-		count_pair(s, &s->pending[j], keep);
+		evaluate(s->list, &s->pending[j], &scores[j * nf], keep, why);
+		count_pair(s, &s->pending[j], keep, why);
 	}
 	MemoryContextSwitchTo(old);
 	/* the pending array itself lives in the state's context */
@@ -316,6 +333,7 @@ corpq_filter_stats_trans(PG_FUNCTION_ARGS)
 	Jsonb	   *spec;
 	cq_pair		p;
 	bool	   *keep;
+	FilterVerdict *why;
 
 	if (!AggCheckCallContext(fcinfo, &aggcxt))
 		elog(ERROR, "corpq_filter_stats_trans called in non-aggregate context");
@@ -342,8 +360,11 @@ corpq_filter_stats_trans(PG_FUNCTION_ARGS)
 	filter_utext(PG_GETARG_TEXT_PP(1), &p.src);
 	filter_utext(PG_GETARG_TEXT_PP(2), &p.tgt);
 	keep = palloc(sizeof(bool) * Max(s->list->n, 1));
-	evaluate(s->list, &p, NULL, keep, NULL);
-	count_pair(s, &p, keep);
+	why = palloc(sizeof(FilterVerdict) * Max(s->list->n, 1));
+	evaluate(s->list, &p, NULL, keep, why);
+	count_pair(s, &p, keep, why);
+	pfree(keep);
+	pfree(why);
 	PG_RETURN_POINTER(s);
 }
 
@@ -356,7 +377,7 @@ stats_merge(FilterStats *a, const FilterStats *b, MemoryContext cxt)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("filter_stats needs the same filters and examples on every row")));
 	a->rows += b->rows;
-	for (int i = 0; i <= a->list->n; i++)
+	for (int i = 0; i < a->n_slots; i++)
 	{
 		a->rejected[i] += b->rejected[i];
 		for (int j = 0; j < b->examples[i].n; j++)
@@ -403,7 +424,7 @@ corpq_filter_stats_serial(PG_FUNCTION_ARGS)
 	pq_sendstring(&b, s->spec_json);
 	pq_sendint32(&b, s->k);
 	pq_sendint64(&b, s->rows);
-	for (int i = 0; i <= s->list->n; i++)
+	for (int i = 0; i < s->n_slots; i++)
 	{
 		pq_sendint64(&b, s->rejected[i]);
 		pq_sendint32(&b, s->examples[i].n);
@@ -435,7 +456,7 @@ corpq_filter_stats_deserial(PG_FUNCTION_ARGS)
 	k = pq_getmsgint(&b, 4);
 	s = stats_create(aggcxt, spec, k);
 	s->rows = pq_getmsgint64(&b);
-	for (int i = 0; i <= s->list->n; i++)
+	for (int i = 0; i < s->n_slots; i++)
 	{
 		int			n;
 
@@ -482,6 +503,7 @@ corpq_filter_stats_final(PG_FUNCTION_ARGS)
 	Oid			elem_type = get_element_type(array_type);
 	TupleDesc	desc;
 	Datum	   *rows;
+	int			n = 0;
 	int16		typlen;
 	bool		typbyval;
 	char		typalign;
@@ -493,13 +515,21 @@ corpq_filter_stats_final(PG_FUNCTION_ARGS)
 	if (!OidIsValid(elem_type))
 		elog(ERROR, "filter_stats must return an array of corpq.filter_result");
 	desc = BlessTupleDesc(lookup_rowtype_tupdesc_copy(elem_type, -1));
-	rows = palloc(sizeof(Datum) * (s->list->n + 1));
+	rows = palloc(sizeof(Datum) * s->n_slots);
+	/* each filter's row, then its copy row if it has one; "all" last */
 	for (int i = 0; i < s->list->n; i++)
-		rows[i] = result_row(desc, s->list->items[i].label, s->rows, s->rejected[i], &s->examples[i]);
-	rows[s->list->n] = result_row(desc, FILTER_ALL_LABEL, s->rows, s->rejected[s->list->n],
-								  &s->examples[s->list->n]);
+	{
+		int			c = s->copy_slot[i];
+
+		rows[n++] = result_row(desc, s->list->items[i].label, s->rows, s->rejected[i], &s->examples[i]);
+		if (c >= 0)
+			rows[n++] = result_row(desc, psprintf("%s%s", s->list->items[i].label, FILTER_COPY_SUFFIX),
+								   s->rows, s->rejected[c], &s->examples[c]);
+	}
+	rows[n++] = result_row(desc, FILTER_ALL_LABEL, s->rows, s->rejected[s->list->n],
+						   &s->examples[s->list->n]);
 	get_typlenbyvalalign(elem_type, &typlen, &typbyval, &typalign);
-	PG_RETURN_ARRAYTYPE_P(construct_array(rows, s->list->n + 1, elem_type, typlen, typbyval, typalign));
+	PG_RETURN_ARRAYTYPE_P(construct_array(rows, n, elem_type, typlen, typbyval, typalign));
 }
 
 /* The parsed spec of this call site, cached while the spec stays the same. */
@@ -539,13 +569,13 @@ corpq_filter_rejects(PG_FUNCTION_ARGS)
 	FilterList *list = cached_list(fcinfo, PG_GETARG_JSONB_P(2));
 	cq_pair		p;
 	bool	   *keep = palloc(sizeof(bool) * Max(list->n, 1));
-	bool	   *unscored = palloc(sizeof(bool) * Max(list->n, 1));
+	FilterVerdict *why = palloc(sizeof(FilterVerdict) * Max(list->n, 1));
 	Datum	   *labels = palloc(sizeof(Datum) * Max(list->n, 1));
 	int			n = 0;
 
 	filter_utext(PG_GETARG_TEXT_PP(0), &p.src);
 	filter_utext(PG_GETARG_TEXT_PP(1), &p.tgt);
-	evaluate(list, &p, NULL, keep, unscored);
+	evaluate(list, &p, NULL, keep, why);
 	for (int i = 0; i < list->n; i++)
 	{
 		const FilterSpec *f = &list->items[i];
@@ -553,8 +583,11 @@ corpq_filter_rejects(PG_FUNCTION_ARGS)
 		if (keep[i])
 			continue;
 		/* a classifier's pair with no probability: its own reason */
-		if (unscored[i] && f->model_kind == FILTER_MODEL_CLASSIFIER)
+		if (why[i] == FILTER_REJECT_NO_SCORE && f->model_kind == FILTER_MODEL_CLASSIFIER)
 			labels[n++] = CStringGetTextDatum(psprintf("%s%s", f->label, FILTER_NO_SCORE_SUFFIX));
+		/* an embedding_cosine filter's copy: its own reason */
+		else if (why[i] == FILTER_REJECT_COPY)
+			labels[n++] = CStringGetTextDatum(psprintf("%s%s", f->label, FILTER_COPY_SUFFIX));
 		else
 			labels[n++] = CStringGetTextDatum(f->label);
 	}

@@ -15,7 +15,7 @@
  * Model filters (dual_xent, embedding_cosine, classifier) cannot be core
  * filters: their score needs the catalog's models or classifiers
  * (pg/score/dual_xent.h, pg/embed/embed_cosine.h, pg/classifier/classifier.h).  They keep one decision rule all the same:
- * filter_model_keeps() on the score the kind's one batched function
+ * filter_model_verdict() on the score the kind's one batched function
  * computes (filter_model.c), whichever function evaluates the spec.  Their
  * model names are stored pinned ("name@N") once parsed, so a spec means the
  * same versions wherever it goes next (an aggregate's workers, a written
@@ -54,6 +54,7 @@ typedef struct FilterArgs
 	char	   *model;			/* embedding_cosine: the encoder, likewise */
 	char	   *classifier;		/* classifier: its name, likewise */
 	int			on_too_long;	/* model filters: CorpqTooLong */
+	bool		reject_copies;	/* embedding_cosine: reject a target copied from its source */
 } FilterArgs;
 
 /* What scores a model filter. */
@@ -86,7 +87,7 @@ typedef struct FilterSpec
 	char	   *label;			/* what the reports call it (default: name) */
 	FilterArgs	args;			/* as given, defaults filled in */
 	cq_filter	filter;			/* what the core evaluates (not model filters) */
-	bool		model;			/* a model filter: filter_model_keeps() decides */
+	bool		model;			/* a model filter: filter_model_verdict() decides */
 	FilterModelKind model_kind;
 	/* model filters: the kind's scorer, created on first use */
 	CorpqDualXent *dual_xent;
@@ -127,6 +128,12 @@ typedef enum FilterModels
  */
 #define FILTER_NO_SCORE_SUFFIX ":null"
 
+/*
+ * What filter_rejects() appends to an embedding_cosine filter's label when
+ * it rejects a pair as a copy (reject_copies), e.g. "embedding_cosine:copy".
+ */
+#define FILTER_COPY_SUFFIX ":copy"
+
 /* The label of the pseudo-filter "rejected by any filter" in reports. */
 #define FILTER_ALL_LABEL "all"
 
@@ -136,14 +143,30 @@ FilterList *filter_list_parse(Jsonb *spec, FilterModels models);
 /* The list as a spec again, every default written out and names pinned. */
 Jsonb	   *filter_list_jsonb(const FilterList *list);
 
-/* THE decision of model filter s on a pair of this score. */
-bool		filter_model_keeps(const FilterSpec *s, double score);
+/* What a model filter decided on a pair, and why it rejected it. */
+typedef enum FilterVerdict
+{
+	FILTER_KEEP,
+	FILTER_REJECT_SCORE,		/* the score is below the threshold */
+	FILTER_REJECT_NO_SCORE,		/* no score (NaN): a side too long, no probability */
+	FILTER_REJECT_COPY			/* embedding_cosine's reject_copies: the target is a copy */
+} FilterVerdict;
+
+/*
+ * THE decision of model filter s on pair p of this score: a copy
+ * (cq_dedup_is_copy(), filters/dedup.h) when the filter rejects copies,
+ * whatever its score; then no score; then the score against the threshold.
+ */
+FilterVerdict filter_model_verdict(const FilterSpec *s, const cq_pair *p, double score);
+
+/* Does s reject copies (an embedding_cosine filter with reject_copies)? */
+bool		filter_rejects_copies(const FilterSpec *s);
 
 /*
  * The scores of model filter list->items[i] for n pairs into out[n], in
  * batches (filter_model.c); the same bits for a pair alone or in any batch.
  * A pair the models cannot score (a side longer than they accept, with
- * on_too_long "null") gets NaN, which filter_model_keeps() rejects.
+ * on_too_long "null") gets NaN, which filter_model_verdict() rejects.
  */
 void		filter_model_scores(FilterList *list, int i, const cq_pair *pairs, int n,
 								double *out);

@@ -104,13 +104,17 @@ static const CorpqOption dual_xent_rows[] = {
  * The cosine of the two sides' vectors from one encoder model, in [-1, 1];
  * where a pair of translations lies depends on the model (an untrained one
  * puts every pair near 1) and the languages: the threshold must be given.
- * on_too_long: as dual_xent's.
+ * on_too_long: as dual_xent's.  reject_copies, on by default: an untranslated
+ * copy scores above real translations (measured in docs/filters.md), so a
+ * threshold alone keeps exactly the copies, and a real translation is
+ * almost never a copy.
  */
 static const CorpqOption embedding_cosine_rows[] = {
 	{.key = "model", ARG(model), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
 	 .valid = corpq_option_nonempty, .expected = "an encoder model name or name@N"},
 	{.key = "on_too_long", ARG(on_too_long), .type = CORPQ_OPT_ENUM, .names = corpq_too_long_names,
 	 .def = CORPQ_TOO_LONG_NULL},
+	{.key = "reject_copies", ARG(reject_copies), .type = CORPQ_OPT_BOOL, .def = true},
 	{.key = "threshold", ARG(threshold), .type = CORPQ_OPT_NUMBER, .flags = CORPQ_OPT_UNSET,
 	.range = CORPQ_RANGE_CLOSED, .lo = -1, .hi = 1},
 	{0}

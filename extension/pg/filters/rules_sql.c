@@ -23,6 +23,7 @@ PG_FUNCTION_INFO_V1(corpq_numerals_match);
 PG_FUNCTION_INFO_V1(corpq_repetition);
 PG_FUNCTION_INFO_V1(corpq_html_tags);
 PG_FUNCTION_INFO_V1(corpq_dedup_key);
+PG_FUNCTION_INFO_V1(corpq_is_copy);
 
 static const char *const unit_names[] = {"word", "char", NULL};
 static const char *const mode_names[] = {"exact", "lowercase", "letters", "near", NULL};
@@ -175,4 +176,20 @@ corpq_dedup_key(PG_FUNCTION_ARGS)
 	if (cq_dedup_key(&a, &b, (cq_dedup_mode) mode, (cq_dedup_side) side, &key, &err) != CQ_OK)
 		corpq_core_error(&err, NULL, "could not compute the duplicate key");
 	PG_RETURN_INT64(key);
+}
+
+/* cq_dedup_is_copy(): curate()'s copy step and reject_copies of embedding_cosine */
+Datum
+corpq_is_copy(PG_FUNCTION_ARGS)
+{
+	cq_utext	a,
+				b;
+	bool		copy;
+	cq_error	err;
+
+	arg_utext(fcinfo, 0, &a);
+	arg_utext(fcinfo, 1, &b);
+	if (cq_dedup_is_copy(&a, &b, &copy, &err) != CQ_OK)
+		corpq_core_error(&err, NULL, "could not compare the sides");
+	PG_RETURN_BOOL(copy);
 }

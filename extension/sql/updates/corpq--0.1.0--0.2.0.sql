@@ -1187,3 +1187,14 @@ CREATE FUNCTION corpq.mine_pairs(model text, src_query text, tgt_query text, opt
     LANGUAGE C STABLE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION corpq.mine_pairs(text, text, text, jsonb) IS
     'margin-based mining on sentences: src_query and tgt_query return (id, sentence text) (rows with a NULL id or sentence skipped), each sentence embedded with the encoder model (its latest version when the call starts, or name@N), in batches as the rows are read; then as mine_vectors over those vectors, with the same result (quality NULL); options those of mine_vectors (k 4, mutual, min_margin, block_rows, block_cols) and batch_size (64), on_too_long (null: a sentence longer than the model accepts is left out, counted in a NOTICE; error); classifier (a pair-quality classifier, name or name@N, pinned at the start): each source''s classifier_k (default k) best candidates by margin are judged by pair_quality, the largest probability wins (ties: the larger margin) and is the quality column, a source whose best is below min_quality (0.5) gives no pair; memory: the vectors bounded by work_mem, the embedding by corpq.max_batch_mb, with a classifier the sentences in temporary files; threads: corpq.threads';
+
+-- issue 54, item 8: corpq.is_copy(), the one definition of a copy
+-- (extension/sql/94_filters.sql): curate()'s copy step calls it, and the
+-- embedding_cosine filter's reject_copies (default true) takes the same
+-- decision in C; its COST (extension/sql/99_costs.sql)
+CREATE FUNCTION corpq.is_copy(src text, tgt text) RETURNS boolean
+    AS 'MODULE_PATHNAME', 'corpq_is_copy'
+    LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION corpq.is_copy(text, text) IS
+    'whether tgt is a copy of src: their dedup_key(..., ''near'', side) keys (letters only, lower case) are equal and src keeps a letter; curate()''s copy reason and the embedding_cosine filter''s reject_copies';
+ALTER FUNCTION corpq.is_copy(text, text) COST 60;

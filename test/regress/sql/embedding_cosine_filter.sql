@@ -63,7 +63,9 @@ SELECT r.filter,
        r.rejected = (SELECT count(*) FROM ecf_ref WHERE src IS NOT NULL AND tgt IS NOT NULL
                                                     AND (score < :thr OR score IS NULL)) AS rejected_agrees,
        cardinality(r.examples) AS examples
-  FROM ecf_report r ORDER BY r.filter;
+  FROM ecf_report r WHERE r.filter NOT LIKE '%:copy' ORDER BY r.filter;
+-- the copy row (reject_copies, the default): no pair here is a copy
+SELECT r.filter, r.kept, r.rejected FROM ecf_report r WHERE r.filter LIKE '%:copy';
 -- per domain (filter_report_by_domain): each domain's counts agree too
 SELECT bool_and(d.kept = (SELECT count(*) FROM ecf_ref r WHERE r.id % 3 = d.domain::int AND r.score >= :thr))
          AS by_domain_agrees,
@@ -128,6 +130,7 @@ SELECT r.filter,
                            (:'pspec'::jsonb
                             || format('[{"name": "dual_xent", "args": {"forward": "ecf_tr@1", "backward": "ecf_tr@1"}, "threshold": %s}]', :'dthr')::jsonb
                             || '[{"name": "length_ratio", "threshold": 1.2}]'::jsonb), 0) r
+ WHERE r.filter NOT LIKE '%:copy'
  ORDER BY r.filter;
 
 -- parallel: the same report as serially (the workers load the model)
@@ -150,6 +153,79 @@ RESET parallel_setup_cost;
 RESET parallel_tuple_cost;
 RESET min_parallel_table_scan_size;
 RESET max_parallel_workers_per_gather;
+
+-- reject_copies (default true): a pair whose target is a copy of its source
+-- (corpq.is_copy(), curate()'s copy reason) is rejected whatever its cosine,
+-- with the reason embedding_cosine:copy; "reject_copies": false keeps the
+-- copies the threshold keeps.  An encoder gives a copy its highest cosine.
+CREATE TEMP TABLE ecf_copies (id int, src text, tgt text);
+INSERT INTO ecf_copies VALUES
+  (1, 'w1 w2 w3', 'w1 w2 w3'),          -- a copy, byte for byte
+  (2, 'w4 w5, w6.', 'W4 w5 w6'),        -- a near copy: case and punctuation
+  (3, 'w7 w8', 'v7 v8'),                -- not a copy
+  (4, '42', '42'),                      -- no letter: not a copy
+  (5, NULL, 'w1 w2 w3'),                -- a NULL side
+  (6, 'w1 w2 w3', NULL);
+SELECT format('[{"name": "embedding_cosine", "args": {"model": "ecf@1", "reject_copies": false}, "threshold": %s}]', :'thr') AS nospec,
+       format('[{"name": "embedding_cosine", "args": {"model": "ecf@1", "reject_copies": true}, "threshold": %s}]', :'thr') AS yesspec \gset
+-- the copies are copies by the one definition, and score above the threshold
+SELECT id, corpq.is_copy(src, tgt) AS is_copy,
+       corpq.embedding_cosine('ecf', src, tgt) >= :thr AS above_threshold,
+       corpq.filter_keeps(src, tgt, :'pspec') AS keeps,
+       corpq.filter_keeps(src, tgt, :'yesspec') AS keeps_true,
+       corpq.filter_keeps(src, tgt, :'nospec') AS keeps_false,
+       corpq.filter_rejects(src, tgt, :'pspec') AS rejects,
+       corpq.filter_rejects(src, tgt, :'nospec') AS rejects_false
+  FROM ecf_copies ORDER BY id;
+-- the report: the copies rejected by default, in the filter's row and in its
+-- own copy row; kept without, and no copy row; NULL sides in neither column;
+-- per domain and in parallel the same
+SELECT r.filter, r.kept, r.rejected, r.examples
+  FROM corpq.filter_report('SELECT src, tgt FROM ecf_copies', :'spec', 5) r;
+SELECT r.filter, r.kept, r.rejected
+  FROM corpq.filter_report('SELECT src, tgt FROM ecf_copies',
+                           replace(:'spec', '"model": "ecf"', '"model": "ecf", "reject_copies": false')::jsonb, 0) r;
+SELECT d.domain, d.filter, d.kept, d.rejected
+  FROM corpq.filter_report_by_domain('SELECT src, tgt, (id % 2)::text FROM ecf_copies',
+                                     :'pspec'::jsonb || jsonb_build_array(jsonb_set(:'nospec'::jsonb -> 0, '{label}', '"cos2"')), 0) d;
+-- in parallel (the copy row travels through the workers' states): the
+-- report of serial, and the copy row counts the copies is_copy() finds
+CREATE TABLE ecf_cp AS
+SELECT src, src AS tgt FROM ecf_pairs WHERE id % 2 = 0 UNION ALL SELECT src, tgt FROM ecf_pairs;
+CREATE TEMP TABLE ecf_cp_serial AS SELECT * FROM corpq.filter_report('SELECT src, tgt FROM ecf_cp', :'pspec', 3);
+SELECT r.rejected = (SELECT count(*) FROM ecf_cp WHERE corpq.is_copy(src, tgt)) AS copy_row_counts_copies,
+       r.rejected > 0 AS some_copies,
+       cardinality(r.examples) AS examples
+  FROM ecf_cp_serial r WHERE r.filter = 'embedding_cosine:copy';
+SET parallel_setup_cost = 0;
+SET parallel_tuple_cost = 0;
+SET min_parallel_table_scan_size = 0;
+SET max_parallel_workers_per_gather = 2;
+SELECT pg_temp.ecf_workers(format('SELECT corpq.filter_stats(src, tgt, %L) FROM ecf_cp', :'pspec')) > 0 AS copies_parallel_ran;
+SELECT bool_and(p IS NOT DISTINCT FROM s) AS copies_parallel_same_as_serial, count(*) AS report_rows
+  FROM corpq.filter_report('SELECT src, tgt FROM ecf_cp', :'pspec', 3) p FULL JOIN ecf_cp_serial s USING (filter);
+RESET parallel_setup_cost;
+RESET parallel_tuple_cost;
+RESET min_parallel_table_scan_size;
+RESET max_parallel_workers_per_gather;
+-- pairs that are not copies: the same decisions with the option on and off
+SELECT count(*) FILTER (WHERE corpq.filter_keeps(src, tgt, :'pspec') = corpq.filter_keeps(src, tgt, :'nospec'))
+         = count(*) AS non_copies_unchanged,
+       count(*) FILTER (WHERE corpq.is_copy(src, tgt)) AS copies
+  FROM ecf_ref WHERE src IS NOT NULL AND tgt IS NOT NULL;
+-- is_copy is the copy check curate() had written in SQL: equal near keys,
+-- a letter on the source side
+SELECT count(*) FILTER (WHERE corpq.is_copy(src, tgt) =
+           (corpq.dedup_key(src, tgt, 'near', 'src') = corpq.dedup_key(src, tgt, 'near', 'tgt')
+            AND corpq.dedup_key(src, '', 'near', 'src') <> corpq.dedup_key('', '', 'near', 'src')))
+         = count(*) AS is_copy_as_before,
+       count(*) AS pairs
+  FROM (SELECT src, tgt FROM ecf_ref UNION ALL SELECT src, tgt FROM ecf_copies
+        UNION ALL SELECT src, src FROM ecf_ref UNION ALL SELECT 'Ab, c!', 'ab C') p
+ WHERE src IS NOT NULL AND tgt IS NOT NULL;
+-- the predicate writes the option out
+SELECT corpq.filter_predicate(:'spec') LIKE '%"reject_copies": true%' AS predicate_default_written,
+       corpq.filter_predicate(:'nospec') LIKE '%"reject_copies": false%' AS predicate_false_written;
 
 -- labels
 SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel, p.proisstrict
@@ -178,13 +254,17 @@ SELECT pg_temp.ecf_err(q) FROM (VALUES
   ($$SELECT corpq.filter_keeps('w1', 'v1', '[{"name": "embedding_cosine", "args": {"model": "ecf_tr@1"}, "threshold": 0.1}]')$$),
   ($$SELECT * FROM corpq.filter_report('SELECT src, tgt FROM ecf_pairs', '[{"name": "embedding_cosine", "args": {"model": "ecf_tr"}, "threshold": 0.1}]')$$),
   ($$SELECT corpq.embedding_cosine('ecf_tr', 'w1', 'v1')$$),
-  ($$SELECT corpq.embedding_cosine('ecf_nope', 'w1', 'v1')$$)
+  ($$SELECT corpq.embedding_cosine('ecf_nope', 'w1', 'v1')$$),
+  ($$SELECT corpq.filter_predicate('[{"name": "embedding_cosine", "args": {"model": "ecf", "reject_copies": "yes"}, "threshold": 0.1}]')$$),
+  ($$SELECT corpq.filter_keeps('w1', 'w1', '[{"name": "embedding_cosine", "args": {"model": "ecf@1", "reject_copies": 1}, "threshold": 0.1}]')$$),
+  ($$SELECT corpq.filter_predicate('[{"name": "dual_xent", "args": {"forward": "ecf_tr", "backward": "ecf_tr", "reject_copies": true}, "threshold": 0.1}]')$$)
 ) t(q);
 SELECT corpq.filter_keeps('w1', 'v1', '[{"name": "embedding_cosine", "args": {"model": "ecf"}, "threshold": 0.1}]');
 SELECT corpq.filter_predicate('[{"name": "embedding_cosine", "args": {"model": "ecf"}}]');
 SELECT corpq.embedding_cosine('ecf_tr', 'w1', 'v1');
 
 DROP VIEW ecf_kept;
+DROP TABLE ecf_copies, ecf_cp;
 SELECT corpq.model_drop('ecf'), corpq.model_drop('ecf_tr');
 SELECT corpq.vocab_drop('ecf_joint');
 DROP TABLE ecf_pairs;
