@@ -52,36 +52,6 @@ covered_targets(const cq_link *links, int n_links, int m, uint8_t *seen)
 	return covered;
 }
 
-/* The longest run of positions [0, len) that seen[] marks 0. */
-static int
-longest_gap(const uint8_t *seen, int len)
-{
-	int			best = 0,
-				run = 0;
-
-	for (int i = 0; i < len; i++)
-	{
-		run = seen[i] ? 0 : run + 1;
-		if (run > best)
-			best = run;
-	}
-	return best;
-}
-
-/* The longest unlinked run of each side, as shares; seen: max(n, m) bytes. */
-static void
-gaps(const cq_link *links, int n_links, int n, int m, uint8_t *seen, cq_pair_score *out)
-{
-	memset(seen, 0, (size_t) n);
-	for (int k = 0; k < n_links; k++)
-		seen[links[k].s] = 1;
-	out->src_gap = (double) longest_gap(seen, n) / n;
-	memset(seen, 0, (size_t) m);
-	for (int k = 0; k < n_links; k++)
-		seen[links[k].t] = 1;
-	out->tgt_gap = (double) longest_gap(seen, m) / m;
-}
-
 cq_code
 cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 					  const int32_t *tgt, int m, cq_sym_mode mode,
@@ -105,7 +75,6 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 	{
 		out->align_score = out->fwd_score = out->rev_score = NAN;
 		out->coverage = out->tgt_coverage = NAN;
-		out->src_gap = out->tgt_gap = NAN;
 		return n < 0 || m < 0 ? cq_fail(err, CQ_EINVAL, "negative sentence length") : CQ_OK;
 	}
 	a_f = cq_alloc((size_t) m * sizeof(int32_t));
@@ -132,7 +101,6 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 	out->n_links = ns;
 	out->coverage = (double) covered_sources(ls, ns) / n;
 	out->tgt_coverage = (double) covered_targets(ls, ns, m, (uint8_t *) work) / m;
-	gaps(ls, ns, n, m, (uint8_t *) work, out);
 	if (links)
 		memcpy(links, ls, (size_t) ns * sizeof(cq_link));
 	rc = CQ_OK;

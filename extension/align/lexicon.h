@@ -11,13 +11,6 @@
  *   tgt_coverage = the same share of target positions (an appended or
  *                 untranslated stretch of the target lowers it, where the
  *                 source's coverage cannot see it)
- *   src_gap     = the longest run of consecutive source positions without a
- *                 link, over n; tgt_gap the same over the target.  Words a
- *                 lexicon cannot link are scattered in a translation
- *                 (function words, names) and one stretch when a side has
- *                 content the other lacks: a sentence appended, the other
- *                 side cut short.  Coverage counts them; the gap sees
- *                 whether they are together.
  * (fast_align's log-likelihood per generated token, without its length
  * model; words unseen in training get t = 1e-9).  An empty side gives NaN.
  */
@@ -49,8 +42,6 @@ typedef struct cq_pair_score
 	double		rev_score;
 	double		coverage;
 	double		tgt_coverage;
-	double		src_gap;
-	double		tgt_gap;
 	int			n_links;
 } cq_pair_score;
 

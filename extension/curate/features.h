@@ -40,9 +40,7 @@
  *                         sentence on one side only
  *   langid_src, _tgt      cq_lang_confidence for the set's languages
  *   align_fwd, align_bwd, coverage_fwd, coverage_bwd, embedding_cosine,
- *   dual_xent, gap_src, gap_tgt   written by the glue (model features;
- *                         the gaps came last, so the bits of the others
- *                         stay those stored classifiers were trained with)
+ *   dual_xent             written by the glue (model features)
  */
 #ifndef CQ_CURATE_FEATURES_H
 #define CQ_CURATE_FEATURES_H
@@ -84,8 +82,6 @@ typedef enum cq_feature
 	CQ_F_COVERAGE_BWD,
 	CQ_F_EMBEDDING_COSINE,
 	CQ_F_DUAL_XENT,
-	CQ_F_GAP_SRC,
-	CQ_F_GAP_TGT,
 	CQ_F_COUNT
 } cq_feature;
 

@@ -145,12 +145,11 @@ COMMENT ON FUNCTION corpq.coverage(text, text, text) IS
 
 CREATE FUNCTION corpq.align_stats(lexicon text, src text, tgt text,
                                   OUT fwd_score float8, OUT rev_score float8,
-                                  OUT src_coverage float8, OUT tgt_coverage float8,
-                                  OUT src_gap float8, OUT tgt_gap float8)
+                                  OUT src_coverage float8, OUT tgt_coverage float8)
     AS 'MODULE_PATHNAME', 'corpq_lexicon_align_stats'
     LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.align_stats(text, text, text) IS
-    'one alignment, its parts kept apart: fwd_score (1/m) sum_j ln sum_i p(a_j = i) t(tgt_j | src_i) over the target tokens, rev_score the same over the source tokens, src_coverage and tgt_coverage the share of each side''s tokens with a link in the symmetrised alignment (align_score = (fwd_score + rev_score) / 2, coverage = src_coverage), src_gap and tgt_gap the longest run of consecutive tokens of each side without a link, over its length (a stretch one side has and the other lacks: an appended sentence, the other side cut short); NULL when a side is empty';
+    'one alignment, its parts kept apart: fwd_score (1/m) sum_j ln sum_i p(a_j = i) t(tgt_j | src_i) over the target tokens, rev_score the same over the source tokens, src_coverage and tgt_coverage the share of each side''s tokens with a link in the symmetrised alignment (align_score = (fwd_score + rev_score) / 2, coverage = src_coverage); NULL when a side is empty';
 
 CREATE FUNCTION corpq.mono_uncertainty(lexicon text, sentence text) RETURNS float8
     AS 'MODULE_PATHNAME', 'corpq_lexicon_mono_uncertainty'

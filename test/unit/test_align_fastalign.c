@@ -242,8 +242,6 @@ TEST(lexicon_score_pair_hand_worked)
 	CHECK_NEAR(sc.align_score, (sc.fwd_score + sc.rev_score) / 2, 1e-15);
 	CHECK_NEAR(sc.coverage, 1.0, 0);
 	CHECK_NEAR(sc.tgt_coverage, 1.0, 0);
-	CHECK_NEAR(sc.src_gap, 0.0, 0);
-	CHECK_NEAR(sc.tgt_gap, 0.0, 0);
 	CHECK_INT_EQ(sc.n_links, 2);
 	CHECK(links[0].s == 0 && links[0].t == 0 && links[1].s == 1 && links[1].t == 1);
 
@@ -257,78 +255,9 @@ TEST(lexicon_score_pair_hand_worked)
 	CHECK_INT_EQ(sc.n_links, 1);
 	CHECK_NEAR(sc.coverage, 1.0, 0);
 	CHECK_NEAR(sc.tgt_coverage, 0.5, 0);
-	CHECK_NEAR(sc.src_gap, 0.0, 0);
-	CHECK_NEAR(sc.tgt_gap, 0.5, 0);
 	/* an empty side has no score */
 	CHECK_INT_EQ(cq_lexicon_score_pair(&lx, src, 0, tgt, 2, CQ_SYM_UNION, NULL, &sc, &err), 0);
 	CHECK(isnan(sc.align_score) && isnan(sc.coverage) && isnan(sc.tgt_coverage));
-	CHECK(isnan(sc.src_gap) && isnan(sc.tgt_gap));
-	cq_lexicon_free(&lx);
-}
-
-/* The longest run of positions [0, len) that no link's side (which: 0 source,
- * 1 target) names, counted straight from the definition. */
-static int
-unlinked_run(const cq_link *links, int n_links, int len, int which)
-{
-	int			best = 0;
-
-	for (int i = 0; i < len; i++)
-		for (int j = i; j < len; j++)
-		{
-			bool		free_run = true;
-
-			for (int k = 0; k < n_links && free_run; k++)
-			{
-				int			p = which ? links[k].t : links[k].s;
-
-				free_run = p < i || p > j;
-			}
-			if (free_run && j - i + 1 > best)
-				best = j - i + 1;
-		}
-	return best;
-}
-
-/*
- * The gaps on longer pairs, against the definition over the links the call
- * returns: a target of the source's words with the other word appended
- * three times (an appended stretch) and a source cut to one word.
- */
-TEST(lexicon_score_pair_gaps)
-{
-	cq_lexicon	lx = {2, 2};
-	cq_fa_params par = {4.0, 0.08, false, true};
-	const int32_t src[] = {0, 1, 0, 1}, tgt[] = {0, 1, 0, 1, 1, 1, 1};
-	cq_pair_score sc;
-	cq_link		links[16];
-	cq_error err = {0};
-	const int	cases[][2] = {{4, 7}, {1, 7}, {4, 2}, {2, 4}};
-
-	lx.fwd.par = lx.rev.par = par;
-	lx.fwd.probs_ready = lx.rev.probs_ready = true;
-	table(&lx.fwd.tt, 2, 2, (const int64_t[]) {0, 2, 3, 5}, (const int32_t[]) {0, 1, 1, 0, 1},
-		  (const double[]) {.9, .1, .8, .5, .5}, 5);
-	table(&lx.rev.tt, 2, 2, (const int64_t[]) {0, 1, 3, 5}, (const int32_t[]) {0, 0, 1, 0, 1},
-		  (const double[]) {.7, .2, .6, .5, .5}, 5);
-	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
-	{
-		int			n = cases[c][0],
-					m = cases[c][1];
-
-		CHECK_INT_EQ(cq_lexicon_score_pair(&lx, src, n, tgt, m, CQ_SYM_INTERSECT,
-										   links, &sc, &err), CQ_OK);
-		CHECK_NEAR(sc.src_gap, (double) unlinked_run(links, sc.n_links, n, 0) / n, 0);
-		CHECK_NEAR(sc.tgt_gap, (double) unlinked_run(links, sc.n_links, m, 1) / m, 0);
-		CHECK(sc.src_gap >= 0 && sc.src_gap <= 1 - sc.coverage + 1e-15);
-		CHECK(sc.tgt_gap >= 0 && sc.tgt_gap <= 1 - sc.tgt_coverage + 1e-15);
-	}
-	/* a source of one word against seven target words links one of them:
-	 * the other six are unlinked, at least three of them in a row */
-	CHECK_INT_EQ(cq_lexicon_score_pair(&lx, src, 1, tgt, 7, CQ_SYM_INTERSECT,
-									   links, &sc, &err), CQ_OK);
-	CHECK_INT_EQ(sc.n_links, 1);
-	CHECK(sc.tgt_gap >= 3.0 / 7);
 	cq_lexicon_free(&lx);
 }
 

@@ -69,16 +69,11 @@ SELECT corpq.align('toy', 'the dog runs', 'el perro corre') AS a1,
 -- align_stats keeps align_score's two directions and coverage's sides
 -- apart: an unknown target word costs fwd_score (per target token) far more
 -- than rev_score; a target word with no source word to link ('the dog' /
--- 'el perro corre') leaves target coverage at 2/3 and source coverage at 1;
--- the gaps: 'corre' is the one unlinked target token there (tgt_gap 1/3);
--- where every token has a link both gaps are 0, unknown words included
--- (the symmetrisation keeps the links both directions agree on, and in this
--- toy the Viterbi alignments link 'zzz' and 'yyy' by position)
+-- 'el perro corre') leaves target coverage at 2/3 and source coverage at 1
 SELECT a.*, a.fwd_score + a.rev_score = 2 * corpq.align_score('toy', s, t) AS mean_is_align_score,
        a.src_coverage = corpq.coverage('toy', s, t) AS src_is_coverage
   FROM (VALUES ('the dog runs', 'el perro corre'), ('the dog runs', 'el perro corre zzz'),
-               ('the dog', 'el perro corre'), ('the dog runs', 'el perro corre zzz yyy'),
-               ('the zzz dog runs', 'el perro corre')) v(s, t),
+               ('the dog', 'el perro corre')) v(s, t),
        LATERAL corpq.align_stats('toy', s, t) a;
 SELECT corpq.align_stats('toy', '', 'el perro') IS NULL AS empty_null,
        corpq.align_stats('toy', NULL, 'el perro') IS NULL AS null_null;
