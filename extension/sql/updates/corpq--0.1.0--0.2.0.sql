@@ -1176,3 +1176,12 @@ CREATE FUNCTION corpq.model_import_lo(name text, image oid,
     LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION corpq.model_import_lo(text, oid, text, text, jsonb) IS
     'model_import from large object image (of any size; read with the caller''s privileges, in 16 MB pieces): the header and configuration are checked before anything is written, the length and CRC-32 over the whole stream before the version is committed, the tensors when the version first loads; options as model_import''s ({"precision": "int8"}: quantized chunk by chunk, the float32 image never whole in memory); returns the version written';
+-- one copy per server of a model's vocabularies' token tables (issue 53, item 4):
+-- shared_vocab_cache() lists them
+CREATE FUNCTION corpq.shared_vocab_cache(OUT vocabulary text, OUT tokens int, OUT bytes bigint,
+                                         OUT attach_count bigint)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'corpq_shared_vocab_cache'
+    LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.shared_vocab_cache() IS
+    'the vocabularies whose token tables the server holds once in shared memory for the models of this database (corpq.shared_model_cache_mb, with corpq in shared_preload_libraries), most recently used first: tokens, bytes, attach_count (the backends, parallel workers and jobs reading it now)';
