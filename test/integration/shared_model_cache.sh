@@ -291,7 +291,7 @@ CREATE TABLE xv_doc AS SELECT corpq.vocab_export('xv') AS d;
 SELECT corpq.model_drop('xe');
 SELECT corpq.vocab_drop('xv');
 SELECT corpq.vocab_import('xv', jsonb_build_object('tokens',
-         (SELECT jsonb_agg(t ORDER BY CASE WHEN n <= 4 THEN n ELSE -n END)
+         (SELECT jsonb_agg(t ORDER BY n > 4, CASE WHEN n <= 4 THEN n ELSE -n END)
             FROM jsonb_array_elements(d -> 'tokens') WITH ORDINALITY AS x(t, n))))
   FROM xv_doc;
 SELECT corpq.model_create('xe', '{"preset": "tiny", "kind": "encoder", "d_model": 64, "heads": 2,
