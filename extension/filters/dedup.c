@@ -59,10 +59,13 @@ static bool
 lowercase_tail(u16buf *b, int32_t from)
 {
 	int32_t		n = b->len - from;
-	UChar	   *src = cq_alloc((size_t) (n + 1) * sizeof(UChar));
+	UChar	   *src;
 	UErrorCode	status = U_ZERO_ERROR;
 	int32_t		out;
 
+	if (n == 0)					/* nothing to lower (b->u may be NULL) */
+		return true;
+	src = cq_alloc((size_t) (n + 1) * sizeof(UChar));
 	if (!src)
 		return false;
 	memcpy(src, b->u + from, (size_t) n * sizeof(UChar));
