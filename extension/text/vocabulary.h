@@ -74,4 +74,28 @@ cq_code		cq_vocabulary_decode(const cq_vocabulary *v, const int32_t *ids, size_t
 cq_code		cq_vocabulary_join(const cq_vocabulary *v, const int32_t *ids, size_t n,
 							   char **out, size_t *out_len, cq_error *err);
 
+/*
+ * A relocatable vocabulary (vocab_arena.c): the token table (the map's slot
+ * table, key offsets, lengths and hashes, and the keys' bytes) laid out in
+ * one arena whose references are offsets from its start, so that processes
+ * mapping it at different addresses (a shared memory segment) each look
+ * tokens up in place.  The arena's start must be 8-byte aligned.
+ *
+ * cq_vocabulary_arena_bytes: the exact bytes of v's arena.
+ * cq_vocabulary_flatten: write v's arena into dst (size bytes, at least
+ * cq_vocabulary_arena_bytes(v)); v is unchanged.  CQ_EINVAL when dst is too
+ * small or misaligned.
+ * cq_vocabulary_attach: *v made to read the arena at base (bytes long) in
+ * place: ids, tokens, encoding and decoding are those of the flattened
+ * vocabulary, bit for bit.  The arena is checked first (magic, format,
+ * header checksum, sections inside it, every slot and key inside its
+ * table), so a truncated or damaged arena is CQ_EINVAL, never a read
+ * outside it.  An attached vocabulary allocates nothing and is read-only:
+ * never pass it to cq_vocabulary_add or cq_vocabulary_free (free nothing;
+ * the arena must outlive it).
+ */
+size_t		cq_vocabulary_arena_bytes(const cq_vocabulary *v);
+cq_code		cq_vocabulary_flatten(const cq_vocabulary *v, void *dst, size_t size, cq_error *err);
+cq_code		cq_vocabulary_attach(const void *base, size_t bytes, cq_vocabulary *v, cq_error *err);
+
 #endif

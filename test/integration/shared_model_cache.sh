@@ -13,7 +13,14 @@
 #   drop:      a dropped model's copy is never served: the name imported
 #              again from other weights scores with the new weights;
 #   crash:     kill -9 of a backend attached to a copy restarts the server;
-#              the next session loads again and scores the same bits.
+#              the next session loads again and scores the same bits;
+#   vocab:     a model's vocabularies' token tables are shared too: two
+#              sessions with open cursors hold sv's one copy (attach count 2);
+#              embeddings and token_scores (tokens, predicted tokens,
+#              unknown words) from the attached table are a private
+#              session's bit for bit; a vocabulary dropped and imported again
+#              under its name with other ids is never served from the old
+#              copy.
 # Every wait is on a state, with a deadline.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -21,7 +28,7 @@ corpq_in_cluster -t 1200 -o shared_preload_libraries=corpq -o max_worker_process
 	-o max_parallel_workers=8
 
 work=$(mktemp -d)
-trap 'exec 3>&- 4>&- 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'exec 3>&- 4>&- 5>&- 6>&- 2>/dev/null || true; rm -rf "$work"' EXIT
 
 # A session kept open: open_session N starts psql reading $work/in.N (fd 3 or 4)
 # and writing $work/out.N; say N SQL sends it a statement; wait_out N TEXT
@@ -216,4 +223,88 @@ r=$(q -c "CREATE TABLE s8 AS SELECT id, corpq.sent_prob('sm', src, tgt) AS score
 [ "$r" = "true 1" ] || fail "after the crash-restart: '$r'"
 [ "$(same ref2 s8)" = 0 ] || fail "after the crash-restart the scores differ"
 log "crash: the server restarted, shared memory was rebuilt from the catalog, same bits"
+
+# ---- vocabularies' token tables ----
+vattached() { q -c "SELECT coalesce(max(attach_count), 0) FROM corpq.shared_vocab_cache() WHERE vocabulary = '$1'"; }
+q >/dev/null <<'SQL'
+CREATE TABLE sents AS
+SELECT id, src || CASE WHEN id % 7 = 0 THEN ' zz_unknown' ELSE '' END AS s FROM pairs WHERE id <= 400;
+SELECT corpq.model_create('enc', '{"preset": "tiny", "kind": "encoder", "d_model": 64, "heads": 2,
+                                   "ffn_dim": 128, "encoder_layers": 2, "max_positions": 40}', 'sv', 'sv', 7);
+SQL
+# the reference: a private session (sharing off in it)
+q >/dev/null <<'SQL'
+SET corpq.shared_model_cache_mb = 0;
+CREATE TABLE v_priv AS SELECT id, corpq.embed('enc', s) AS e FROM sents;
+CREATE TABLE t_priv AS SELECT p.id, t.* FROM pairs p, corpq.token_scores('sm', p.src || ' zz_unknown', p.tgt || ' yy_unknown') t
+ WHERE p.id <= 300;
+SQL
+sv_size=$(q -c "SELECT size FROM corpq.vocabularies WHERE name = 'sv'")
+r=$(q -c "SELECT tokens || ' ' || (bytes > 0) FROM corpq.shared_vocab_cache() WHERE vocabulary = 'sv'")
+[ "$r" = "$sv_size true" ] || fail "sv's token table is not in the shared cache (sm was used since the restart): '$r'"
+open_session 11 5
+echo "BEGIN; DECLARE c11 CURSOR FOR SELECT id, corpq.embed('enc', s) FROM sents ORDER BY id;
+FETCH 2 FROM c11; SELECT 'C11';" >&5
+wait_out 11 "^C11"
+[ "$(vattached sv)" = 1 ] || fail "session 11's open cursor does not hold sv's copy: $(vattached sv)"
+open_session 12 6
+echo "BEGIN; DECLARE c12 CURSOR FOR SELECT id, corpq.embed('enc', s) FROM sents ORDER BY id;
+FETCH 2 FROM c12; SELECT 'C12';" >&6
+wait_out 12 "^C12"
+[ "$(vattached sv)" = 2 ] || fail "session 12 did not attach to sv's copy: attach count $(vattached sv)"
+# session 12, holding the copy, encodes again (a second hold in the same backend)
+echo "CREATE TABLE v_att AS SELECT id, corpq.embed('enc', s) AS e FROM sents;
+CREATE TABLE t_att AS SELECT p.id, t.* FROM pairs p, corpq.token_scores('sm', p.src || ' zz_unknown', p.tgt || ' yy_unknown') t
+ WHERE p.id <= 300;
+COMMIT; SELECT 'D12';" >&6
+wait_out 12 "^D12"
+grep -q ERROR "$work/out.12" && fail "session 12: $(cat "$work/out.12")"
+echo "COMMIT; SELECT 'D11';" >&5
+wait_out 11 "^D11"
+exec 5>&- 6>&-
+wait_for "SELECT coalesce(max(attach_count), 0) FROM corpq.shared_vocab_cache() WHERE vocabulary = 'sv'" 0
+[ "$(q -c "SELECT count(*) FROM v_priv a FULL JOIN v_att b USING (id)
+            WHERE a.e IS NULL OR b.e IS NULL OR a.e::text <> b.e::text")" = 0 ] ||
+	fail "embeddings with the attached token table differ from the private session's"
+[ "$(q -c "SELECT count(*) FROM v_att WHERE e IS NOT NULL")" = 400 ] || fail "embeddings missing"
+[ "$(q -c "SELECT count(*) FROM t_priv")" -gt 1000 ] || fail "too few token scores"
+[ "$(q -c "SELECT count(*) FROM t_priv WHERE token IN ('<unk>', 'yy_unknown')")" -ge 300 ] || fail "no unknown tokens in the test"
+[ "$(q -c "SELECT count(*) FROM (SELECT id, pos, token, float8send(logprob), pred_token, float8send(pred_prob),
+                                         float8send(entropy) FROM t_priv
+                                  EXCEPT ALL
+                                  SELECT id, pos, token, float8send(logprob), pred_token, float8send(pred_prob),
+                                         float8send(entropy) FROM t_att) d")" = 0 ] ||
+	fail "token_scores with the attached token tables differ from the private session's"
+[ "$(q -c "SELECT count(*) FROM t_att")" = "$(q -c "SELECT count(*) FROM t_priv")" ] || fail "token_scores rows differ"
+log "vocab: two sessions held sv's one shared token table (attach count 2); 400 embeddings and $(q -c "SELECT count(*) FROM t_att") token scores equal a private session's bit for bit"
+
+# a vocabulary dropped and imported again under its name, with other ids: never the old copy
+q >/dev/null <<'SQL'
+SELECT corpq.vocab_build('xv', 'SELECT s FROM sents');
+SELECT corpq.model_create('xe', '{"preset": "tiny", "kind": "encoder", "d_model": 64, "heads": 2,
+                                  "ffn_dim": 128, "encoder_layers": 2, "max_positions": 40}', 'xv', 'xv', 8);
+CREATE TABLE x1 AS SELECT id, corpq.embed('xe', s) AS e FROM sents;
+SQL
+[ "$(q -c "SELECT count(*) FROM corpq.shared_vocab_cache() WHERE vocabulary = 'xv'")" = 1 ] || fail "xv not shared"
+q >/dev/null <<'SQL'
+CREATE TABLE xv_doc AS SELECT corpq.vocab_export('xv') AS d;
+SELECT corpq.model_drop('xe');
+SELECT corpq.vocab_drop('xv');
+SELECT corpq.vocab_import('xv', jsonb_build_object('tokens',
+         (SELECT jsonb_agg(t ORDER BY n > 4, CASE WHEN n <= 4 THEN n ELSE -n END)
+            FROM jsonb_array_elements(d -> 'tokens') WITH ORDINALITY AS x(t, n))))
+  FROM xv_doc;
+SELECT corpq.model_create('xe', '{"preset": "tiny", "kind": "encoder", "d_model": 64, "heads": 2,
+                                  "ffn_dim": 128, "encoder_layers": 2, "max_positions": 40}', 'xv', 'xv', 8);
+CREATE TABLE x2 AS SELECT id, corpq.embed('xe', s) AS e FROM sents;
+SET corpq.shared_model_cache_mb = 0;
+CREATE TABLE x2_priv AS SELECT id, corpq.embed('xe', s) AS e FROM sents;
+SQL
+[ "$(q -c "SELECT count(*) FROM x2 a JOIN x2_priv b USING (id) WHERE a.e::text = b.e::text")" = 400 ] ||
+	fail "the re-imported vocabulary does not encode as a private session does"
+[ "$(q -c "SELECT count(*) FROM x1 a JOIN x2 b USING (id) WHERE a.e::text = b.e::text")" -lt 40 ] ||
+	fail "the re-imported vocabulary encodes as the dropped one"
+r=$(q -c "SELECT string_agg(tokens::text, ',') FROM corpq.shared_vocab_cache() WHERE vocabulary = 'xv'")
+[ "$r" = "$(q -c "SELECT size FROM corpq.vocabularies WHERE name = 'xv'")" ] || fail "xv's shared copies: '$r' (the old one should be gone)"
+log "vocab: a vocabulary dropped and imported again with other ids encodes with its new ids, the old copy gone"
 log "ok"

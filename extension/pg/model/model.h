@@ -25,6 +25,7 @@
 
 #include "nn/model/model.h"
 #include "pg/base/options.h"
+#include "text/vocabulary.h"
 
 /* ---- options (model_options.c) ---- */
 
@@ -280,8 +281,29 @@ void		corpq_shared_model_forget(const char *name);
 uint64		corpq_shared_model_deaths(void);
 bool		corpq_shared_model_dead(const CorpqSharedUse *use);
 
-/* The ready entries of the directory of this database. */
+/* The ready entries of the directory of this database (models). */
 int			corpq_shared_model_list(CorpqSharedInfo *out, int max);
+
+/*
+ * Vocabularies' token tables share the directory, the budget, its eviction
+ * and fairness rules and the crash-restart rule (docs/models.md, "One copy
+ * per server"), keyed by a ref whose catalog is corpq.vocabularies' OID, id
+ * the row's xmin, version its size and checksum its creation time, name the
+ * vocabulary's (corpq_vocab_identity), so a vocabulary dropped and created
+ * again under its name is never served from the old copy: a lookup that
+ * meets a copy of the name under another identity makes it die.  A backend
+ * holds a copy once per find or publish (one per loaded CorpqVocab, let go
+ * with corpq_shared_model_release when that is freed).
+ *
+ * find: true with *v reading the shared copy in place, else false (none).
+ * publish: private_v copied into a new segment and *v attached to it, or
+ * false when it stays private (a NOTICE says why when short of room).
+ */
+bool		corpq_shared_vocab_find(const CorpqModelRef *ref, CorpqSharedUse *use, cq_vocabulary *v);
+bool		corpq_shared_vocab_publish(const CorpqModelRef *ref, const cq_vocabulary *private_v,
+									   CorpqSharedUse *use, cq_vocabulary *v);
+/* The ready vocabulary entries of this database (version: the token count). */
+int			corpq_shared_vocab_list(CorpqSharedInfo *out, int max);
 
 /*
  * How many models this backend's cache has evicted so far.  Code that keeps

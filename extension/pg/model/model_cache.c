@@ -36,6 +36,7 @@
 #include "pg/model/model.h"
 
 PG_FUNCTION_INFO_V1(corpq_model_cache);
+PG_FUNCTION_INFO_V1(corpq_shared_vocab_cache);
 
 int			corpq_max_model_mb = 6 * 1024;
 int			corpq_model_cache_mb = 512;
@@ -477,6 +478,44 @@ corpq_model_cache(PG_FUNCTION_ARGS)
 		values[3] = Int64GetDatum(0);
 		values[4] = BoolGetDatum(true);
 		values[5] = Int64GetDatum(dir[k].refs);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * corpq.shared_vocab_cache(): the vocabularies' token tables of this
+ * database in the server's shared cache (model.h), most recently used
+ * first: name, tokens, the segment's bytes, the backends holding it.
+ */
+Datum
+corpq_shared_vocab_cache(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	CorpqSharedInfo *dir = palloc(sizeof(CorpqSharedInfo) * MAX_ENTRIES);
+	int			n_dir;
+
+	InitMaterializedSRF(fcinfo, 0);
+	n_dir = corpq_shared_vocab_list(dir, MAX_ENTRIES);
+	for (int i = 1; i < n_dir; i++)
+		for (int j = i; j > 0 && dir[j].last_use > dir[j - 1].last_use; j--)
+		{
+			CorpqSharedInfo t = dir[j];
+
+			dir[j] = dir[j - 1];
+			dir[j - 1] = t;
+		}
+	for (int k = 0; k < n_dir; k++)
+	{
+		Datum		values[4];
+		bool		nulls[4] = {false, false, false, false};
+
+		if (dir[k].dead)
+			continue;
+		values[0] = PointerGetDatum(cstring_to_text(dir[k].name));
+		values[1] = Int32GetDatum(dir[k].version);
+		values[2] = Int64GetDatum((int64) dir[k].bytes);
+		values[3] = Int64GetDatum(dir[k].refs);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -31,6 +31,87 @@ corpq_model_session_cached(FunctionCallInfo fcinfo)
 	return fcinfo->flinfo->fn_extra;
 }
 
+/* A vocabulary's hold on its shared copy, let go when the vocabulary's context goes. */
+typedef struct VocabHold
+{
+	MemoryContextCallback cb;
+	CorpqSharedUse use;
+} VocabHold;
+
+static void
+let_go_vocab(void *arg)
+{
+	corpq_shared_model_release(&((VocabHold *) arg)->use);
+}
+
+/* v's context lets go of use when it is deleted. */
+static void
+hold_with(CorpqVocab *v, const CorpqSharedUse *use)
+{
+	VocabHold  *h = MemoryContextAlloc(v->cxt, sizeof(VocabHold));
+
+	h->use = *use;
+	h->cb.func = let_go_vocab;
+	h->cb.arg = h;
+	MemoryContextRegisterResetCallback(v->cxt, &h->cb);
+}
+
+/*
+ * Vocabulary name for a session, in a child of cxt: with sharing on
+ * (model.h), its token table read in place from the server's shared copy,
+ * or loaded and then copied there for the other backends (the private table
+ * then goes); without, or when the copy stays private, loaded as before.
+ * The segmenter is loaded in every case.
+ */
+static CorpqVocab *
+session_vocab(const char *name, MemoryContext cxt)
+{
+	CorpqVocabIdentity id,
+				again;
+	CorpqModelRef ref = {0};
+	CorpqSharedUse use = {.slot = -1};
+	cq_vocabulary tokens;
+	CorpqVocab *v = NULL;
+
+	if (!corpq_shared_models_enabled())
+		return corpq_vocab_load(name, cxt);
+	corpq_vocab_identity(name, &id);
+	ref.catalog = id.catalog;
+	ref.id = id.xmin;
+	ref.version = id.size;
+	ref.checksum = id.created;
+	ref.name = (char *) name;
+	if (corpq_shared_vocab_find(&ref, &use, &tokens))
+	{
+		PG_TRY();
+		{
+			v = corpq_vocab_wrap(name, &tokens, cxt);
+			hold_with(v, &use);
+		}
+		PG_CATCH();
+		{
+			corpq_shared_model_release(&use);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		return v;
+	}
+	v = corpq_vocab_load(name, cxt);
+	/* published only if the rows read are those of the identity (no drop in between) */
+	corpq_vocab_identity(name, &again);
+	if (id.catalog != again.catalog || id.xmin != again.xmin || id.created != again.created ||
+		id.size != again.size || cq_vocabulary_size(&v->vocab) != id.size)
+		return v;
+	if (corpq_shared_vocab_publish(&ref, &v->vocab, &use, &tokens))
+	{
+		/* the private table goes: the vocabulary reads the shared one */
+		cq_vocabulary_free(&v->vocab);
+		v->vocab = tokens;
+		hold_with(v, &use);
+	}
+	return v;
+}
+
 static void
 free_vocabs(CorpqModelSession *s)
 {
@@ -68,9 +149,9 @@ corpq_model_session_use(CorpqModelSession *s, const char *spec, bool pinned)
 	{
 		s->cur = NULL;			/* no current model until both are loaded */
 		free_vocabs(s);
-		s->src_vocab = corpq_vocab_load(r->ref.src_vocab, s->cxt);
+		s->src_vocab = session_vocab(r->ref.src_vocab, s->cxt);
 		s->tgt_vocab = strcmp(r->ref.src_vocab, r->ref.tgt_vocab) == 0 ? s->src_vocab
-			: corpq_vocab_load(r->ref.tgt_vocab, s->cxt);
+			: session_vocab(r->ref.tgt_vocab, s->cxt);
 	}
 	m = corpq_model_get(&r->ref);
 	s->cfg = m->cfg;

@@ -26,6 +26,12 @@
  * never an error.  A crash-restart re-initialises shared memory and destroys
  * the pinned segments: the directory starts empty and fills from the catalog
  * again.
+ *
+ * The vocabularies' token tables (text/vocabulary.h: cq_vocabulary_flatten)
+ * are entries of the same directory (vocab true), under the same budget,
+ * eviction, fairness and crash-restart rules, keyed by the identity of their
+ * corpq.vocabularies row (model.h); a backend holds such an entry once per
+ * vocabulary object using it (Held.count), the mapping shared by its holds.
  */
 #include "postgres.h"
 
@@ -52,6 +58,7 @@ typedef struct SharedEntry
 	bool		used;			/* the slot holds an entry */
 	bool		ready;			/* its segment is filled (else being filled) */
 	bool		dead;			/* its model was dropped: never attached again */
+	bool		vocab;			/* a vocabulary's token table, not a model */
 	Oid			db;				/* the database (a template's copies share OIDs) */
 	Oid			catalog;
 	int64		id;
@@ -89,6 +96,8 @@ typedef struct Held
 	int			slot;
 	uint64		serial;
 	dsm_segment *seg;
+	int			count;			/* holds of this backend (a vocabulary's: one per
+								 * loaded CorpqVocab; a model's: 1) */
 } Held;
 
 static Held held[SHARED_MAX];
@@ -150,10 +159,10 @@ corpq_shared_models_enabled(void)
 }
 
 static bool
-key_is(const SharedEntry *e, const CorpqModelRef *ref)
+key_is(const SharedEntry *e, const CorpqModelRef *ref, bool vocab)
 {
-	return e->used && e->db == MyDatabaseId && e->catalog == ref->catalog && e->id == ref->id &&
-		e->version == ref->version && e->checksum == ref->checksum;
+	return e->used && e->vocab == vocab && e->db == MyDatabaseId && e->catalog == ref->catalog &&
+		e->id == ref->id && e->version == ref->version && e->checksum == ref->checksum;
 }
 
 /* Unpin and free slot i (the lock held exclusively, no backend holding it). */
@@ -175,6 +184,8 @@ let_go(int h)
 {
 	SharedEntry *e;
 
+	if (--held[h].count > 0)
+		return;
 	LWLockAcquire(dir->lock, LW_EXCLUSIVE);
 	e = &dir->entries[held[h].slot];
 	if (e->used && e->serial == held[h].serial && e->refs > 0)
@@ -196,7 +207,10 @@ release_all(int code, Datum arg)
 	if (dir != NULL && LWLockHeldByMe(dir->lock))
 		LWLockRelease(dir->lock);
 	for (int h = 0; h < n_held; h++)
+	{
 		held[h].seg = NULL;
+		held[h].count = 1;
+	}
 	while (n_held > 0 && dir != NULL)
 		let_go(n_held - 1);
 }
@@ -212,6 +226,7 @@ remember(int slot, uint64 serial, dsm_segment *seg)
 	held[n_held].slot = slot;
 	held[n_held].serial = serial;
 	held[n_held].seg = seg;
+	held[n_held].count = 1;
 	n_held++;
 }
 
@@ -261,8 +276,15 @@ attach_model(CorpqSharedUse *use, Size bytes)
 	return m;
 }
 
-cq_model *
-corpq_shared_model_find(const CorpqModelRef *ref, CorpqSharedUse *use)
+/*
+ * The segment of ref's ready entry of this kind, attached and held, its
+ * address returned; NULL when there is none.  A vocabulary's entry this
+ * backend holds already is held once more (its mapping reused); a
+ * vocabulary's entries of the same name but another identity (a vocabulary
+ * dropped and created again) die, as they can no longer be served here.
+ */
+static void *
+find_entry(const CorpqModelRef *ref, bool vocab, CorpqSharedUse *use)
 {
 	int			slot = -1;
 	uint64		serial = 0;
@@ -271,14 +293,45 @@ corpq_shared_model_find(const CorpqModelRef *ref, CorpqSharedUse *use)
 	dsm_segment *seg;
 
 	use->slot = -1;
-	if (!corpq_shared_models_enabled() || n_held >= SHARED_MAX)
+	if (!corpq_shared_models_enabled())
 		return NULL;
 	LWLockAcquire(dir->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < SHARED_MAX && vocab; i++)
+	{
+		SharedEntry *e = &dir->entries[i];
+		int			h;
+
+		if (e->used && e->vocab && !e->dead && e->db == MyDatabaseId &&
+			strcmp(e->name, ref->name) == 0 && !key_is(e, ref, true))
+		{
+			e->dead = true;
+			if (e->refs == 0)
+				drop_entry(i);
+			continue;
+		}
+		if (key_is(e, ref, true) && e->ready && !e->dead && (h = held_index(i, e->serial)) >= 0)
+		{
+			e->last_use = ++dir->clock;
+			held[h].count++;
+			LWLockRelease(dir->lock);
+			use->slot = i;
+			use->serial = e->serial;
+			use->version = ref->version;
+			use->bytes = e->bytes;
+			strlcpy(use->name, ref->name, sizeof(use->name));
+			return dsm_segment_address(held[h].seg);
+		}
+	}
+	if (n_held >= SHARED_MAX)
+	{
+		LWLockRelease(dir->lock);
+		return NULL;
+	}
 	for (int i = 0; i < SHARED_MAX; i++)
 	{
 		SharedEntry *e = &dir->entries[i];
 
-		if (key_is(e, ref) && e->ready && !e->dead && held_index(i, e->serial) < 0)
+		if (key_is(e, ref, vocab) && e->ready && !e->dead && held_index(i, e->serial) < 0)
 		{
 			/* counted before attaching, so that no one evicts it meanwhile */
 			e->refs++;
@@ -307,7 +360,15 @@ corpq_shared_model_find(const CorpqModelRef *ref, CorpqSharedUse *use)
 		return NULL;
 	}
 	dsm_pin_mapping(seg);
-	return attach_model(use, bytes);
+	return dsm_segment_address(seg);
+}
+
+cq_model *
+corpq_shared_model_find(const CorpqModelRef *ref, CorpqSharedUse *use)
+{
+	if (find_entry(ref, false, use) == NULL)
+		return NULL;
+	return attach_model(use, use->bytes);
 }
 
 /*
@@ -352,20 +413,28 @@ shm_has_room(Size bytes)
 }
 
 static void
-fall_back(const CorpqModelRef *ref, const char *why)
+fall_back(const char *what, const char *why)
 {
 	ereport(NOTICE,
-			(errmsg("model \"%s@%d\" is kept as a private copy in this backend: %s",
-					ref->name, ref->version, why),
+			(errmsg("%s is kept as a private copy in this backend: %s", what, why),
 			 errhint("A superuser can raise corpq.shared_model_cache_mb.")));
 }
 
-cq_model *
-corpq_shared_model_publish(const CorpqModelRef *ref, const cq_model *m, CorpqSharedUse *use)
+/* Writes the object into a segment of size bytes; false with *err set on failure. */
+typedef cq_code (*FillFn) (const void *obj, void *dst, size_t size, cq_error *err);
+
+/*
+ * A new entry of this kind for ref, bytes long, filled by fill(obj), held by
+ * this backend; its segment's address, or NULL when it stays private (a
+ * NOTICE says why when the budget or shared memory is short; what names the
+ * object in it).
+ */
+static void *
+publish_entry(const CorpqModelRef *ref, bool vocab, const char *what, Size bytes,
+			  FillFn fill, const void *obj, CorpqSharedUse *use)
 {
 	cq_error	err = {0};
-	Size		bytes,
-				budget = (Size) corpq_shared_model_cache_mb * 1024 * 1024;
+	Size		budget = (Size) corpq_shared_model_cache_mb * 1024 * 1024;
 	Oid			role = GetUserId();
 	bool		super = superuser();
 	int			slot = -1;
@@ -376,19 +445,16 @@ corpq_shared_model_publish(const CorpqModelRef *ref, const cq_model *m, CorpqSha
 	use->slot = -1;
 	if (!corpq_shared_models_enabled() || n_held >= SHARED_MAX)
 		return NULL;
-	bytes = cq_model_arena_bytes(m, &err);
-	if (bytes == 0)
-		return NULL;			/* not a packed, compact model: stays private */
 	if (bytes > budget)
 	{
-		fall_back(ref, psprintf("it takes %zu MB, more than corpq.shared_model_cache_mb (%d MB)",
-								(bytes + 1024 * 1024 - 1) / (1024 * 1024),
-								corpq_shared_model_cache_mb));
+		fall_back(what, psprintf("it takes %zu MB, more than corpq.shared_model_cache_mb (%d MB)",
+								 (bytes + 1024 * 1024 - 1) / (1024 * 1024),
+								 corpq_shared_model_cache_mb));
 		return NULL;
 	}
 	LWLockAcquire(dir->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < SHARED_MAX && !busy; i++)
-		busy = key_is(&dir->entries[i], ref) && !dir->entries[i].dead;
+		busy = key_is(&dir->entries[i], ref, vocab) && !dir->entries[i].dead;
 	if (!busy && make_room(bytes, budget, role, super))
 	{
 		for (int i = 0; i < SHARED_MAX && slot < 0; i++)
@@ -401,6 +467,7 @@ corpq_shared_model_publish(const CorpqModelRef *ref, const cq_model *m, CorpqSha
 			/* reserved, not ready: counted in the budget, attached by no one */
 			memset(e, 0, sizeof(*e));
 			e->used = true;
+			e->vocab = vocab;
 			e->db = MyDatabaseId;
 			e->catalog = ref->catalog;
 			e->id = ref->id;
@@ -420,7 +487,7 @@ corpq_shared_model_publish(const CorpqModelRef *ref, const cq_model *m, CorpqSha
 		return NULL;			/* another backend is copying it in: this one stays private */
 	if (slot < 0)
 	{
-		fall_back(ref, super ? "the shared model cache is full of models in use"
+		fall_back(what, super ? "the shared model cache is full of models in use"
 				  : "the shared model cache is full of models in use or loaded by other roles");
 		return NULL;
 	}
@@ -439,17 +506,16 @@ corpq_shared_model_publish(const CorpqModelRef *ref, const cq_model *m, CorpqSha
 		dir->entries[slot].dead = true;
 		LWLockRelease(dir->lock);
 		corpq_shared_model_release(use);
-		fall_back(ref, "no dynamic shared memory segment could be made for it");
+		fall_back(what, "no dynamic shared memory segment could be made for it");
 		return NULL;
 	}
-	if (cq_model_flatten(m, dsm_segment_address(seg), bytes, &err) != CQ_OK)
+	if (fill(obj, dsm_segment_address(seg), bytes, &err) != CQ_OK)
 	{
 		LWLockAcquire(dir->lock, LW_EXCLUSIVE);
 		dir->entries[slot].dead = true;
 		LWLockRelease(dir->lock);
 		corpq_shared_model_release(use);
-		corpq_core_error(&err, NULL, "could not copy model \"%s@%d\" into shared memory",
-						 ref->name, ref->version);
+		corpq_core_error(&err, NULL, "could not copy %s into shared memory", what);
 	}
 	dsm_pin_segment(seg);
 	dsm_pin_mapping(seg);
@@ -457,7 +523,76 @@ corpq_shared_model_publish(const CorpqModelRef *ref, const cq_model *m, CorpqSha
 	dir->entries[slot].handle = dsm_segment_handle(seg);
 	dir->entries[slot].ready = true;
 	LWLockRelease(dir->lock);
+	return dsm_segment_address(seg);
+}
+
+static cq_code
+fill_model(const void *obj, void *dst, size_t size, cq_error *err)
+{
+	return cq_model_flatten((const cq_model *) obj, dst, size, err);
+}
+
+cq_model *
+corpq_shared_model_publish(const CorpqModelRef *ref, const cq_model *m, CorpqSharedUse *use)
+{
+	cq_error	err = {0};
+	Size		bytes;
+
+	use->slot = -1;
+	if (!corpq_shared_models_enabled() || n_held >= SHARED_MAX)
+		return NULL;
+	bytes = cq_model_arena_bytes(m, &err);
+	if (bytes == 0)
+		return NULL;			/* not a packed, compact model: stays private */
+	if (publish_entry(ref, false, psprintf("model \"%s@%d\"", ref->name, ref->version),
+					  bytes, fill_model, m, use) == NULL)
+		return NULL;
 	return attach_model(use, bytes);
+}
+
+/* ---- vocabularies ---- */
+
+static cq_code
+fill_vocab(const void *obj, void *dst, size_t size, cq_error *err)
+{
+	return cq_vocabulary_flatten((const cq_vocabulary *) obj, dst, size, err);
+}
+
+/* The token table of use's segment attached into *v; false (the hold let go) if refused. */
+static bool
+attach_vocab(CorpqSharedUse *use, const void *base, cq_vocabulary *v)
+{
+	cq_error	err = {0};
+
+	if (cq_vocabulary_attach(base, use->bytes, v, &err) == CQ_OK)
+		return true;
+	ereport(NOTICE,
+			(errmsg("could not attach the shared copy of vocabulary \"%s\": %s; loading a private copy",
+					use->name, err.msg)));
+	corpq_shared_model_release(use);
+	return false;
+}
+
+bool
+corpq_shared_vocab_find(const CorpqModelRef *ref, CorpqSharedUse *use, cq_vocabulary *v)
+{
+	void	   *base = find_entry(ref, true, use);
+
+	return base != NULL && attach_vocab(use, base, v);
+}
+
+bool
+corpq_shared_vocab_publish(const CorpqModelRef *ref, const cq_vocabulary *private_v,
+						   CorpqSharedUse *use, cq_vocabulary *v)
+{
+	void	   *base;
+
+	use->slot = -1;
+	if (!corpq_shared_models_enabled())
+		return false;
+	base = publish_entry(ref, true, psprintf("vocabulary \"%s\"", ref->name),
+						 cq_vocabulary_arena_bytes(private_v), fill_vocab, private_v, use);
+	return base != NULL && attach_vocab(use, base, v);
 }
 
 void
@@ -470,7 +605,7 @@ corpq_shared_model_forget(const char *name)
 	{
 		SharedEntry *e = &dir->entries[i];
 
-		if (!e->used || e->dead || e->db != MyDatabaseId || strcmp(e->name, name) != 0)
+		if (!e->used || e->dead || e->vocab || e->db != MyDatabaseId || strcmp(e->name, name) != 0)
 			continue;
 		/* a rolled-back drop only costs a reload */
 		e->dead = true;
@@ -504,8 +639,8 @@ corpq_shared_model_dead(const CorpqSharedUse *use)
 	return dead;
 }
 
-int
-corpq_shared_model_list(CorpqSharedInfo *out, int max)
+static int
+list_entries(CorpqSharedInfo *out, int max, bool vocab)
 {
 	int			n = 0;
 
@@ -516,7 +651,7 @@ corpq_shared_model_list(CorpqSharedInfo *out, int max)
 	{
 		SharedEntry *e = &dir->entries[i];
 
-		if (!e->used || !e->ready || e->db != MyDatabaseId)
+		if (!e->used || !e->ready || e->vocab != vocab || e->db != MyDatabaseId)
 			continue;
 		out[n].slot = i;
 		out[n].serial = e->serial;
@@ -530,4 +665,16 @@ corpq_shared_model_list(CorpqSharedInfo *out, int max)
 	}
 	LWLockRelease(dir->lock);
 	return n;
+}
+
+int
+corpq_shared_model_list(CorpqSharedInfo *out, int max)
+{
+	return list_entries(out, max, false);
+}
+
+int
+corpq_shared_vocab_list(CorpqSharedInfo *out, int max)
+{
+	return list_entries(out, max, true);
 }

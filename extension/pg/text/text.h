@@ -79,6 +79,32 @@ CorpqVocab *corpq_vocab_load(const char *name, MemoryContext parent);
 void		corpq_vocab_free(CorpqVocab *v);
 
 /*
+ * A vocabulary whose token table is tokens (an attached, read-only copy,
+ * text/vocabulary.h: cq_vocabulary_attach, which must outlive it), with its
+ * segmenter loaded by name: what corpq_vocab_load gives, without reading
+ * the tokens.
+ */
+CorpqVocab *corpq_vocab_wrap(const char *name, const cq_vocabulary *tokens, MemoryContext parent);
+
+/*
+ * The identity of vocabulary name's row as stored now (ERROR
+ * undefined_object for an unknown name): the table's OID, the row's xmin,
+ * its creation time (a TimestampTz) and size.  A vocabulary's tokens never
+ * change in place (only corpq's functions write them, and only when they
+ * create it), so a vocabulary dropped and created again under its name has
+ * another identity: the key of its shared copy (pg/model/model.h).
+ */
+typedef struct CorpqVocabIdentity
+{
+	Oid			catalog;
+	int64		xmin;
+	int64		created;
+	int32		size;
+} CorpqVocabIdentity;
+
+void		corpq_vocab_identity(const char *name, CorpqVocabIdentity *id);
+
+/*
  * Segment and encode a sentence: a palloc'd array (CurrentMemoryContext) of
  * *n_ids token ids, unknown tokens = 3, no <s> or </s> added.
  */

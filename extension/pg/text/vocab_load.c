@@ -6,38 +6,45 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 
 #include "pg/base/internal_sql.h"
 #include "pg/base/base.h"
 #include "pg/base/errors.h"
 #include "pg/text/text.h"
 
-CorpqVocab *
-corpq_vocab_load(const char *name, MemoryContext parent)
+/*
+ * v->vocab from the catalog's rows (read through SPI, allocated in v->cxt),
+ * and *bpe_name (NULL: whitespace) in v->cxt.
+ */
+static void
+read_tokens(CorpqVocab *v, const char *name, char **bpe_name)
 {
-	MemoryContext cxt = AllocSetContextCreate(parent, "corpq vocabulary",
-											  ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old;
-	CorpqVocab *v = MemoryContextAllocZero(cxt, sizeof(CorpqVocab));
 	Oid			argtypes[1] = {TEXTOID};
 	Datum		values[1];
 	int			rc;
 	bool		isnull;
-	char	   *bpe_name = NULL;
+	MemoryContext old;
 	cq_error err = {0};
 	cq_code		st;
 
-	v->cxt = cxt;
-	v->name = MemoryContextStrdup(cxt, name);
+	*bpe_name = NULL;
 	values[0] = CStringGetTextDatum(name);
 	SPI_connect();
 	{
 		Datum		d = corpq_catalog_value(&corpq_kind_vocabulary, "c.bpe", name, &isnull);
 
 		if (!isnull)
-			bpe_name = MemoryContextStrdup(cxt, TextDatumGetCString(d));
+			*bpe_name = MemoryContextStrdup(v->cxt, TextDatumGetCString(d));
+	}
+	if (v->vocab.map.slots != NULL)
+	{
+		/* the token table is given (an attached copy): only the segmenter's name */
+		SPI_finish();
+		return;
 	}
 	rc = corpq_sql_as_caller("SELECT id, token FROM corpq.vocabulary_tokens "
 							 "WHERE vocabulary OPERATOR(pg_catalog.=) $1 ORDER BY id",
@@ -45,7 +52,7 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 
-	old = MemoryContextSwitchTo(cxt);
+	old = MemoryContextSwitchTo(v->cxt);
 	if (cq_vocabulary_init(&v->vocab) != CQ_OK)
 		corpq_core_fail(CQ_ENOMEM, "out of memory", NULL);
 	MemoryContextSwitchTo(old);
@@ -59,7 +66,7 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 			ereport(ERROR,
 					(errcode(ERRCODE_DATA_CORRUPTED),
 					 errmsg("vocabulary \"%s\" has no token with id %d", name, (int) i)));
-		old = MemoryContextSwitchTo(cxt);
+		old = MemoryContextSwitchTo(v->cxt);
 		st = cq_vocabulary_add(&v->vocab, VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), &err);
 		MemoryContextSwitchTo(old);
 		if (st != CQ_OK)
@@ -69,10 +76,60 @@ corpq_vocab_load(const char *name, MemoryContext parent)
 				err.code = CQ_ECORRUPT;
 			corpq_core_error(&err, NULL, "vocabulary \"%s\" is invalid", name);
 		}
+		if ((i & 65535) == 65535)
+			CHECK_FOR_INTERRUPTS();
 	}
 	SPI_finish();
+}
+
+/* A vocabulary object with its token table (tokens, or read when NULL) and segmenter. */
+static CorpqVocab *
+load(const char *name, const cq_vocabulary *tokens, MemoryContext parent)
+{
+	MemoryContext cxt = AllocSetContextCreate(parent, "corpq vocabulary",
+											  ALLOCSET_DEFAULT_SIZES);
+	CorpqVocab *v = MemoryContextAllocZero(cxt, sizeof(CorpqVocab));
+	char	   *bpe_name;
+
+	v->cxt = cxt;
+	v->name = MemoryContextStrdup(cxt, name);
+	if (tokens)
+		v->vocab = *tokens;
+	read_tokens(v, name, &bpe_name);
 	v->seg = corpq_segmenter_load(bpe_name, cxt);
 	return v;
+}
+
+CorpqVocab *
+corpq_vocab_load(const char *name, MemoryContext parent)
+{
+	return load(name, NULL, parent);
+}
+
+CorpqVocab *
+corpq_vocab_wrap(const char *name, const cq_vocabulary *tokens, MemoryContext parent)
+{
+	Assert(tokens->map.slots != NULL);
+	return load(name, tokens, parent);
+}
+
+void
+corpq_vocab_identity(const char *name, CorpqVocabIdentity *id)
+{
+	bool		isnull;
+	HeapTuple	row;
+
+	SPI_connect();
+	row = corpq_catalog_row(&corpq_kind_vocabulary,
+							"SELECT c.tableoid, c.xmin::pg_catalog.text::pg_catalog.int8, "
+							"c.created, "
+							"c.size FROM corpq.vocabularies c WHERE c.name OPERATOR(pg_catalog.=) $1",
+							name);
+	id->catalog = DatumGetObjectId(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
+	id->xmin = DatumGetInt64(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
+	id->created = (int64) DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull));
+	id->size = DatumGetInt32(SPI_getbinval(row, SPI_tuptable->tupdesc, 4, &isnull));
+	SPI_finish();
 }
 
 void

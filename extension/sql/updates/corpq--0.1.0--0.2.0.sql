@@ -1197,3 +1197,12 @@ CREATE FUNCTION corpq.is_copy(src text, tgt text) RETURNS boolean
 COMMENT ON FUNCTION corpq.is_copy(text, text) IS
     'whether tgt is a copy of src: their dedup_key(..., ''near'', side) keys (letters only, lower case) are equal and src keeps a letter; curate()''s copy reason and the embedding_cosine filter''s reject_copies';
 ALTER FUNCTION corpq.is_copy(text, text) COST 60;
+-- one copy per server of a model's vocabularies' token tables (issue 53, item 4):
+-- shared_vocab_cache() lists them
+CREATE FUNCTION corpq.shared_vocab_cache(OUT vocabulary text, OUT tokens int, OUT bytes bigint,
+                                         OUT attach_count bigint)
+    RETURNS SETOF record
+    AS 'MODULE_PATHNAME', 'corpq_shared_vocab_cache'
+    LANGUAGE C VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION corpq.shared_vocab_cache() IS
+    'the vocabularies whose token tables the server holds once in shared memory for the models of this database (corpq.shared_model_cache_mb, with corpq in shared_preload_libraries), most recently used first: tokens, bytes, attach_count (the backends, parallel workers and jobs reading it now)';
