@@ -73,7 +73,7 @@ session_vocab(const char *name, MemoryContext cxt)
 	cq_vocabulary tokens;
 	CorpqVocab *v = NULL;
 
-	if (!corpq_shared_models_enabled())
+	if (!corpq_shared_models_enabled() || strlen(name) >= NAMEDATALEN)
 		return corpq_vocab_load(name, cxt);
 	corpq_vocab_identity(name, &id);
 	ref.catalog = id.catalog;

@@ -161,8 +161,15 @@ corpq_shared_models_enabled(void)
 static bool
 key_is(const SharedEntry *e, const CorpqModelRef *ref, bool vocab)
 {
+	/*
+	 * A vocabulary's identity (xmin, created, size) is shared by every
+	 * vocabulary of one transaction and size, a model's and its target's
+	 * among them: the name tells them apart (session_vocab keeps names that
+	 * do not fit e->name private).
+	 */
 	return e->used && e->vocab == vocab && e->db == MyDatabaseId && e->catalog == ref->catalog &&
-		e->id == ref->id && e->version == ref->version && e->checksum == ref->checksum;
+		e->id == ref->id && e->version == ref->version && e->checksum == ref->checksum &&
+		(!vocab || strcmp(e->name, ref->name) == 0);
 }
 
 /* Unpin and free slot i (the lock held exclusively, no backend holding it). */
