@@ -22,6 +22,8 @@ field_of(const CorpqOption *row, const void *out)
 	return (char *) out + row->offset;
 }
 
+static bool enum_has_value(const CorpqOption *row, int value);
+
 /* The field's size must match the type (a wrong row would scribble). */
 static void
 check_row(const CorpqOption *row)
@@ -50,6 +52,13 @@ check_row(const CorpqOption *row)
 	if (row->size != size)
 		elog(ERROR, "option \"%s\": field of %zu bytes for a value of %zu",
 			 row->key, row->size, size);
+	/* an unset integer's marker may not be one of its values */
+	if ((row->flags & CORPQ_OPT_UNSET) &&
+		(((row->type == CORPQ_OPT_INT || row->type == CORPQ_OPT_INT64) &&
+		  row->min <= CORPQ_OPT_UNSET_INT && row->max >= CORPQ_OPT_UNSET_INT) ||
+		 (row->type == CORPQ_OPT_ENUM && enum_has_value(row, CORPQ_OPT_UNSET_INT))))
+		elog(ERROR, "option \"%s\": its values include the unset marker %d",
+			 row->key, CORPQ_OPT_UNSET_INT);
 }
 
 /* ENUM name i, or NULL past the end. */
@@ -65,6 +74,15 @@ static int
 enum_value_at(const CorpqOption *row, int i)
 {
 	return row->values ? row->values[i] : i;
+}
+
+static bool
+enum_has_value(const CorpqOption *row, int value)
+{
+	for (int i = 0; enum_name_at(row, i) != NULL; i++)
+		if (enum_value_at(row, i) == value)
+			return true;
+	return false;
 }
 
 const char *
@@ -287,7 +305,7 @@ corpq_options_defaults(const CorpqOptionTable *t, void *out)
 	{
 		void	   *field = field_of(row, out);
 		bool		unset = (row->flags & CORPQ_OPT_UNSET) != 0;
-		double		def = unset ? CORPQ_OPT_UNSET_VALUE : row->def;
+		double		def = unset ? CORPQ_OPT_UNSET_INT : row->def;
 
 		check_row(row);
 		if (row->flags & CORPQ_OPT_ALIAS)
@@ -295,7 +313,7 @@ corpq_options_defaults(const CorpqOptionTable *t, void *out)
 		switch (row->type)
 		{
 			case CORPQ_OPT_NUMBER:
-				*(double *) field = def;
+				*(double *) field = unset ? CORPQ_OPT_UNSET_NUMBER : def;
 				break;
 			case CORPQ_OPT_INT:
 			case CORPQ_OPT_ENUM:
@@ -371,12 +389,12 @@ is_unset(const CorpqOption *row, const void *field)
 	switch (row->type)
 	{
 		case CORPQ_OPT_NUMBER:
-			return *(const double *) field == CORPQ_OPT_UNSET_VALUE;
+			return CORPQ_OPT_IS_UNSET(*(const double *) field);
 		case CORPQ_OPT_INT:
 		case CORPQ_OPT_ENUM:
-			return *(const int *) field == CORPQ_OPT_UNSET_VALUE;
+			return CORPQ_OPT_IS_UNSET(*(const int *) field);
 		case CORPQ_OPT_INT64:
-			return *(const int64 *) field == CORPQ_OPT_UNSET_VALUE;
+			return CORPQ_OPT_IS_UNSET(*(const int64 *) field);
 		case CORPQ_OPT_STRING:
 			return *(char *const *) field == NULL;
 		case CORPQ_OPT_BOOL:

@@ -33,6 +33,8 @@
 
 #include "postgres.h"
 
+#include <math.h>
+
 #include "lib/stringinfo.h"
 #include "utils/jsonb.h"
 
@@ -61,16 +63,54 @@ typedef enum CorpqOptionRange
 } CorpqOptionRange;
 
 /* Row flags. */
-#define CORPQ_OPT_UNSET		0x01	/* the default is "not given": a number
-									 * field holds CORPQ_OPT_UNSET_VALUE, a
-									 * string NULL; the caller resolves it
-									 * after parsing, and the JSON leaves the
-									 * key out while it is still unset */
+#define CORPQ_OPT_UNSET		0x01	/* the default is "not given": the field
+									 * holds the unset marker below; the
+									 * caller resolves it after parsing, and
+									 * the JSON leaves the key out while it is
+									 * still unset */
 #define CORPQ_OPT_ALIAS		0x02	/* another name for the field of an
 									 * earlier row: parsed and listed, but
 									 * neither defaulted nor echoed */
 
-#define CORPQ_OPT_UNSET_VALUE (-1)
+/*
+ * The "not given" marker of a CORPQ_OPT_UNSET row's field, never a value the
+ * parser can store there:
+ *   NUMBER: NaN (a parsed number is always finite), so every finite range,
+ *           -1 included, is free for the option's own values;
+ *   INT, INT64, ENUM: CORPQ_OPT_UNSET_INT (-1); a row's bounds (an ENUM's
+ *           values) must leave it out, which corpq_options_defaults checks;
+ *   STRING: NULL.
+ * Test a number field with CORPQ_OPT_IS_UNSET(field) (double, int or int64:
+ * one test for all, so a double is never compared with the integer marker;
+ * another type does not compile), a string with == NULL; set one with
+ * CORPQ_OPT_UNSET_NUMBER or CORPQ_OPT_UNSET_INT.
+ */
+#define CORPQ_OPT_UNSET_INT		(-1)
+#define CORPQ_OPT_UNSET_NUMBER	((double) NAN)
+
+static inline bool
+corpq_option_unset_number(double x)
+{
+	return isnan(x);
+}
+
+static inline bool
+corpq_option_unset_int(int x)
+{
+	return x == CORPQ_OPT_UNSET_INT;
+}
+
+static inline bool
+corpq_option_unset_int64(int64 x)
+{
+	return x == CORPQ_OPT_UNSET_INT;
+}
+
+#define CORPQ_OPT_IS_UNSET(x) \
+	_Generic((x), \
+			 double: corpq_option_unset_number, \
+			 int: corpq_option_unset_int, \
+			 int64: corpq_option_unset_int64) (x)
 
 /* .offset and .size of a row, from the options struct and its field. */
 #define CORPQ_OPT_FIELD(type, field) \

@@ -65,7 +65,7 @@ typedef struct ClassifierOptions
 	int			max_pairs;
 	double		holdout;
 	int			kind;			/* cq_classifier_kind (curate/classifier.h) */
-	double		max_seconds;	/* CORPQ_OPT_UNSET_VALUE: no limit */
+	double		max_seconds;	/* unset (NaN): no limit */
 	double		share[CQ_NOISE_NTYPES]; /* from the "noise" object */
 	int			threads;
 } ClassifierOptions;

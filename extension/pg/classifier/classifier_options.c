@@ -48,7 +48,7 @@ static const CorpqOption rows[] = {
 	{.key = "classifier", OPT(kind), .type = CORPQ_OPT_ENUM, .names = kind_names,
 	.values = kind_values, .def = CQ_CLASSIFIER_TREES},
 	{.key = "max_seconds", OPT(max_seconds), .type = CORPQ_OPT_NUMBER,
-	.range = CORPQ_RANGE_POSITIVE, .hi = 1e7, .def = CORPQ_OPT_UNSET_VALUE,
+	.range = CORPQ_RANGE_POSITIVE, .hi = 1e7,
 	.flags = CORPQ_OPT_UNSET},
 	CORPQ_JOB_THREADS_OPTION(ClassifierOptions, threads),
 	{0}

@@ -491,7 +491,7 @@ classifier_build(CorpqJob *job, const char *name, const char *query, const Class
 		MemoryContextReset(chunk_cxt);
 		done = end;
 		corpq_job_progress(job, "computing features", done, set.n, "pairs", NULL, false);
-		if (o.max_seconds != CORPQ_OPT_UNSET_VALUE && seconds_since(start) >= o.max_seconds)
+		if (!CORPQ_OPT_IS_UNSET(o.max_seconds) && seconds_since(start) >= o.max_seconds)
 			budget_spent = done < (int64) set.n;
 	}
 	MemoryContextDelete(chunk_cxt);

@@ -37,7 +37,7 @@ typedef struct NoiseSqlOptions
 #define SHARE_ROW(t, name) \
 	{.key = name, .type = CORPQ_OPT_NUMBER, \
 	 .offset = offsetof(NoiseSqlOptions, share) + (t) * sizeof(double), .size = sizeof(double), \
-	 .range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 10, .def = CORPQ_OPT_UNSET_VALUE, \
+	 .range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 10, \
 	 .flags = CORPQ_OPT_UNSET}
 
 static const CorpqOption noise_rows[] = {
@@ -141,7 +141,7 @@ parse_options(Jsonb *json, NoiseSqlOptions *o, cq_noise_options *core)
 	cq_noise_options_default(core);
 	core->seed = (uint64_t) o->seed;
 	for (int t = 1; t < CQ_NOISE_NTYPES; t++)
-		if (o->share[t] != CORPQ_OPT_UNSET_VALUE)
+		if (!CORPQ_OPT_IS_UNSET(o->share[t]))
 			core->share[t] = o->share[t];
 }
 

@@ -488,7 +488,7 @@ training_summary(CorpqJob *job, const Trained *t, const char *lexicon, const cha
 	a[6] = Float8GetDatum(t->lexicon_seconds);
 	a[7] = Float8GetDatum(t->classifier_seconds);
 	a[8] = Float8GetDatum(t->budget);
-	if (t->budget == CORPQ_OPT_UNSET_VALUE)
+	if (CORPQ_OPT_IS_UNSET(t->budget))
 		nulls[8] = 'n';
 	a[9] = Int64GetDatum(job->id);
 	if (corpq_sql_as_caller(sql, 10, ty, a, nulls, true, 1) != SPI_OK_SELECT ||
@@ -563,12 +563,12 @@ train_what_it_needs(CorpqJob *job, CurateOptions *o, Trained *t, MemoryContext c
 	version = stored_by_job(job, classifier_of_job, classifier);
 	corpq_job_xact_commit(cxt);
 	phase = GetCurrentTimestamp();
-	t->budget = CORPQ_OPT_UNSET_VALUE;
+	t->budget = CORPQ_OPT_UNSET_NUMBER;
 	t->classifier_reused = version > 0;
 	if (!t->classifier_reused)
 	{
 		co.models.lexicon = t->lexicon;
-		if (o->max_seconds != CORPQ_OPT_UNSET_VALUE)
+		if (!CORPQ_OPT_IS_UNSET(o->max_seconds))
 			co.max_seconds = t->budget = Max(o->max_seconds - seconds_since(start), 1.0);
 		(void) classifier_build(job, classifier,
 								training_query(o->clean_query, CURATE_HALF_CLASSIFIER),
@@ -585,7 +585,7 @@ train_what_it_needs(CorpqJob *job, CurateOptions *o, Trained *t, MemoryContext c
 	corpq_job_xact_commit(cxt);
 
 	o->classifier = t->classifier;
-	if (o->threshold == CORPQ_OPT_UNSET_VALUE)
+	if (CORPQ_OPT_IS_UNSET(o->threshold))
 		o->threshold = CURATE_DEFAULT_THRESHOLD;
 }
 
@@ -674,7 +674,7 @@ corpq_curate(PG_FUNCTION_ARGS)
 
 	rest = take_filters(call.options, &filters);
 	corpq_options_parse(&corpq_curate_options, rest, &o);
-	if (o.classifier == NULL && o.clean_query == NULL && o.threshold != CORPQ_OPT_UNSET_VALUE)
+	if (o.classifier == NULL && o.clean_query == NULL && !CORPQ_OPT_IS_UNSET(o.threshold))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the curate option \"threshold\" is given without a classifier"),
@@ -684,12 +684,12 @@ corpq_curate(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the curate options \"classifier\" and \"clean_query\" are both given"),
 				 errhint("Give a classifier to use, or a clean query to train one from, not both.")));
-	if (o.clean_query == NULL && o.max_seconds != CORPQ_OPT_UNSET_VALUE)
+	if (o.clean_query == NULL && !CORPQ_OPT_IS_UNSET(o.max_seconds))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the curate option \"max_seconds\" is given without \"clean_query\""),
 				 errhint("max_seconds bounds the training curate() does from a clean query.")));
-	if ((o.classifier || o.clean_query) && o.threshold == CORPQ_OPT_UNSET_VALUE)
+	if ((o.classifier || o.clean_query) && CORPQ_OPT_IS_UNSET(o.threshold))
 		o.threshold = CURATE_DEFAULT_THRESHOLD;
 
 	/*
@@ -700,7 +700,7 @@ corpq_curate(PG_FUNCTION_ARGS)
 	 * docs/curation.md, "The cheap steps in front of a classifier").
 	 */
 	with_classifier = o.classifier != NULL || o.clean_query != NULL;
-	if (o.dedup == CORPQ_OPT_UNSET_VALUE)
+	if (CORPQ_OPT_IS_UNSET(o.dedup))
 		o.dedup = with_classifier ? CURATE_DEDUP_EXACT : CURATE_DEDUP_NEAR;
 	if (with_classifier && !option_given(rest, "copies"))
 		o.copies = false;

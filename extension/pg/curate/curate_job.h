@@ -48,7 +48,7 @@ typedef struct CurateOptions
 	char	   *clean_query;	/* NULL: train nothing; else the job trains a
 								 * lexicon and a classifier on it first */
 	double		max_seconds;	/* the training's budget; unset: none */
-	double		threshold;		/* unset (CORPQ_OPT_UNSET_VALUE) until resolved */
+	double		threshold;		/* unset (NaN) until resolved */
 	char	   *id_column;		/* the corpus's columns */
 	char	   *src_column;
 	char	   *tgt_column;

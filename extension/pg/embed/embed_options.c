@@ -44,7 +44,7 @@ corpq_mine_options_parse(Jsonb *options, cq_mine_options *o)
 void
 corpq_mine_options_finish(cq_mine_options *o)
 {
-	if (o->min_margin == CORPQ_OPT_UNSET_VALUE)
+	if (CORPQ_OPT_IS_UNSET(o->min_margin))
 		o->min_margin = -INFINITY;
 }
 

@@ -194,7 +194,7 @@ resolve_model(FilterSpec *s, const FilterKind *k, FilterModels models)
 	FilterArgs *a = &s->args;
 
 	require_models(s, k);
-	if (a->threshold == CORPQ_OPT_UNSET_VALUE)
+	if (CORPQ_OPT_IS_UNSET(a->threshold))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("%s filter needs a threshold", k->name),

@@ -339,7 +339,7 @@ corpq_job_submit(const char *kind, const char *args_json, int threads)
 	values[3] = ObjectIdGetDatum(session_role);
 	values[4] = CStringGetTextDatum(namespace_search_path);
 	/* resolved once, here: the worker applies the row's value */
-	values[5] = Int32GetDatum(corpq_job_threads_for(threads == CORPQ_OPT_UNSET_VALUE ? 0 : threads));
+	values[5] = Int32GetDatum(corpq_job_threads_for(CORPQ_OPT_IS_UNSET(threads) ? 0 : threads));
 	if (corpq_sql_as_owner("INSERT INTO corpq.jobs (kind, args, owner, session_role, search_path, threads) "
 						   "VALUES ($1, $2::pg_catalog.jsonb, $3::pg_catalog.regrole, $4::pg_catalog.regrole, $5, $6) RETURNING id",
 						   6, argtypes, values, NULL, 1) != SPI_OK_INSERT_RETURNING)

@@ -98,7 +98,7 @@ bool		corpq_job_threads_echo(const void *options);
 
 /*
  * In a backend: insert the job row and launch its worker; returns the job id.
- * threads is the job's "threads" option as parsed (CORPQ_OPT_UNSET_VALUE when
+ * threads is the job's "threads" option as parsed (CORPQ_OPT_UNSET_INT when
  * not given).  Errors when no worker slot is free, on a hot standby, or past
  * corpq.max_jobs or the role's share of it (corpq.max_jobs_per_role).
  */

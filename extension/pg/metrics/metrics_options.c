@@ -68,7 +68,7 @@ static const CorpqOptionTable bootstrap_table = {"paired_bootstrap", bootstrap_r
 static void
 resolve_smooth_value(cq_bleu_options *b)
 {
-	if (b->smooth_value == CORPQ_OPT_UNSET_VALUE)
+	if (CORPQ_OPT_IS_UNSET(b->smooth_value))
 		b->smooth_value = cq_bleu_smooth_default(b->smooth);
 	else if (b->smooth != CQ_SMOOTH_FLOOR && b->smooth != CQ_SMOOTH_ADD_K)
 		ereport(ERROR,

@@ -42,15 +42,15 @@ corpq_mine_pairs_options_parse(Jsonb *options, CorpqMinePairsOptions *o)
 	corpq_mine_options_finish(&o->mine);
 	if (o->classifier == NULL)
 	{
-		if (o->classifier_k != CORPQ_OPT_UNSET_VALUE || o->min_quality != CORPQ_OPT_UNSET_VALUE)
+		if (!CORPQ_OPT_IS_UNSET(o->classifier_k) || !CORPQ_OPT_IS_UNSET(o->min_quality))
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("mining option \"%s\" needs the option \"classifier\"",
-							o->classifier_k != CORPQ_OPT_UNSET_VALUE ? "classifier_k" : "min_quality"),
+							!CORPQ_OPT_IS_UNSET(o->classifier_k) ? "classifier_k" : "min_quality"),
 					 errhint("Name a pair-quality classifier (corpq.classifiers) to re-rank each source's candidates.")));
 		return;
 	}
-	if (o->classifier_k == CORPQ_OPT_UNSET_VALUE)
+	if (CORPQ_OPT_IS_UNSET(o->classifier_k))
 		o->classifier_k = o->mine.k;
 	else if (o->classifier_k > o->mine.k)
 		ereport(ERROR,
@@ -59,6 +59,6 @@ corpq_mine_pairs_options_parse(Jsonb *options, CorpqMinePairsOptions *o)
 						o->classifier_k, o->mine.k),
 				 errdetail("The classifier judges a source's candidates among its k nearest targets."),
 				 errhint("Raise \"k\" (it also changes the margins' k-NN means) or lower \"classifier_k\".")));
-	if (o->min_quality == CORPQ_OPT_UNSET_VALUE)
+	if (CORPQ_OPT_IS_UNSET(o->min_quality))
 		o->min_quality = CORPQ_MINE_MIN_QUALITY;
 }

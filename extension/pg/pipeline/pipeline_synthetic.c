@@ -55,7 +55,7 @@ repetition_dropped(const PipelineSynthetic *f)
 static char *
 score_dropped(const PipelineSynthetic *f)
 {
-	if (f->max_xent == CORPQ_OPT_UNSET_VALUE)
+	if (CORPQ_OPT_IS_UNSET(f->max_xent))
 		return "false";
 	/* OPERATOR() syntax gives every operator one precedence: parenthesised */
 	return psprintf("finished IS NOT NULL AND (OPERATOR(pg_catalog.-) score) OPERATOR(pg_catalog.>) "

@@ -19,7 +19,7 @@
  *                      minus its search score (-logprob / (len + 1)^lenpen,
  *                      nats per token with the default lenpen 1), is above
  *                      it: the "minimum length-normalised score" as a
- *                      positive bound, so that unset (-1) is no valid value.
+ *                      positive bound.
  *
  * Words are whitespace-separated.  A pair is kept when no filter drops it;
  * the stage's output counts, per filter, the pairs it drops (a pair may be
@@ -38,7 +38,7 @@ typedef struct PipelineSynthetic
 	int			max_words;
 	double		max_ratio;
 	int			repetition;		/* 0: off */
-	double		max_xent;		/* CORPQ_OPT_UNSET_VALUE: off */
+	double		max_xent;		/* unset (NaN): off */
 } PipelineSynthetic;
 
 /* The option rows, for a pipeline whose options struct opts holds one as member. */

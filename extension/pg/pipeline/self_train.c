@@ -96,7 +96,7 @@ corpq_self_train(PG_FUNCTION_ARGS)
 	mono = text_to_cstring(PG_GETARG_TEXT_PP(3));
 	options = pipeline_take_objects(options, &obj);
 	corpq_options_parse(&corpq_self_train_options, options, &o);
-	if (o.name == NULL || o.k == CORPQ_OPT_UNSET_VALUE)
+	if (o.name == NULL || CORPQ_OPT_IS_UNSET(o.k))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("self_train options \"name\" and \"k\" are required"),

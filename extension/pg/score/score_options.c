@@ -191,9 +191,9 @@ corpq_score_job_resolve(CorpqScoreJobOptions *o, CorpqScorePlan *p)
 	{
 		if (o->measure)
 			needs_score("measure", SCORE_UNCERTAINTY);
-		if (o->passes != CORPQ_OPT_UNSET_VALUE)
+		if (!CORPQ_OPT_IS_UNSET(o->passes))
 			needs_score("passes", SCORE_UNCERTAINTY);
-		if (o->seed != CORPQ_OPT_UNSET_VALUE)
+		if (!CORPQ_OPT_IS_UNSET(o->seed))
 			needs_score("seed", SCORE_UNCERTAINTY);
 	}
 	if (!p->uses[SCORE_DUAL_XENT] && o->backward)
@@ -216,9 +216,9 @@ corpq_score_job_resolve(CorpqScoreJobOptions *o, CorpqScorePlan *p)
 		if (!o->measure)
 			o->measure = pstrdup("enteos");
 		(void) corpq_measure_from_name(o->measure);
-		if (o->passes == CORPQ_OPT_UNSET_VALUE)
+		if (CORPQ_OPT_IS_UNSET(o->passes))
 			o->passes = 30;
-		if (o->seed == CORPQ_OPT_UNSET_VALUE)
+		if (CORPQ_OPT_IS_UNSET(o->seed))
 			o->seed = 0;
 	}
 }

@@ -19,7 +19,6 @@
 #include "pg/train/train.h"
 #include "pg/train/train_sampler.h"
 
-#define UNSET CORPQ_OPT_UNSET_VALUE
 
 /* An uncertainty measure the core knows (multiuat). */
 static bool
@@ -44,7 +43,7 @@ balance_strategy(const void *options)
 	.key = k, CORPQ_OPT_FIELD(TrainOptions, f), .type = CORPQ_OPT_NUMBER, .range = r, .lo = l, .hi = h
 
 /*
- * Unset rows (-1, NULL) are resolved after parsing (resolve below,
+ * Unset rows (NaN, -1, NULL) are resolved after parsing (resolve below,
  * train_balance_resolve) or by the job from the run's length
  * (train_schedule.h); the JSON leaves out what is still unset.
  */
@@ -123,19 +122,19 @@ train_balance_resolve(TrainOptions *o)
 	bool		uat = strcmp(o->strategy, "multiuat") == 0;
 	const char *given = NULL;
 
-	if (o->sampler_every == UNSET)
+	if (CORPQ_OPT_IS_UNSET(o->sampler_every))
 		o->sampler_every = balance ? 1000 : 100;
 	if (!uat && o->measure)
 		given = "measure";
-	else if (!uat && o->passes != UNSET)
+	else if (!uat && !CORPQ_OPT_IS_UNSET(o->passes))
 		given = "passes";
-	else if (!balance && o->prior_tau != UNSET)
+	else if (!balance && !CORPQ_OPT_IS_UNSET(o->prior_tau))
 		given = "prior_tau";
-	else if (!balance && o->scorer_lr != UNSET)
+	else if (!balance && !CORPQ_OPT_IS_UNSET(o->scorer_lr))
 		given = "scorer_lr";
-	else if (!balance && o->scorer_steps != UNSET)
+	else if (!balance && !CORPQ_OPT_IS_UNSET(o->scorer_steps))
 		given = "scorer_steps";
-	else if (!balance && o->dev_tokens != UNSET)
+	else if (!balance && !CORPQ_OPT_IS_UNSET(o->dev_tokens))
 		given = "dev_tokens";
 	else if (!balance && o->baseline)
 		given = "baseline";
@@ -151,15 +150,15 @@ train_balance_resolve(TrainOptions *o)
 	/* ENTEOS: the measure the paper carries through its analyses (Sec. 5) */
 	if (uat && o->measure == NULL)
 		o->measure = pstrdup("enteos");
-	if (uat && o->passes == UNSET)
+	if (uat && CORPQ_OPT_IS_UNSET(o->passes))
 		o->passes = 10;
-	if (o->prior_tau == UNSET)
+	if (CORPQ_OPT_IS_UNSET(o->prior_tau))
 		o->prior_tau = 1;
-	if (o->scorer_lr == UNSET)
+	if (CORPQ_OPT_IS_UNSET(o->scorer_lr))
 		o->scorer_lr = 1e-4;
-	if (o->scorer_steps == UNSET)
+	if (CORPQ_OPT_IS_UNSET(o->scorer_steps))
 		o->scorer_steps = 200;
-	if (o->dev_tokens == UNSET)
+	if (CORPQ_OPT_IS_UNSET(o->dev_tokens))
 		o->dev_tokens = 1024;
 }
 
@@ -168,7 +167,7 @@ static void
 resolve(TrainOptions *o)
 {
 	o->strategy = pstrdup(train_strategies[o->strategy_index].name);
-	if (o->steps == UNSET)
+	if (CORPQ_OPT_IS_UNSET(o->steps))
 		o->steps = (o->epochs > 0 || o->max_seconds > 0) ? 0 : 1000;
 	if (o->steps == 0 && o->epochs == 0 && o->max_seconds == 0)
 		ereport(ERROR,
@@ -179,9 +178,9 @@ resolve(TrainOptions *o)
 	 * warmup, checkpoint_every and validate_every stay unset: the job derives
 	 * them from the updates it expects (train_schedule.h)
 	 */
-	if (strcmp(o->strategy, "temperature") == 0 && o->tau == UNSET)
+	if (strcmp(o->strategy, "temperature") == 0 && CORPQ_OPT_IS_UNSET(o->tau))
 		o->tau = 5.0;
-	if (strcmp(o->strategy, "temperature") != 0 && o->tau != UNSET)
+	if (strcmp(o->strategy, "temperature") != 0 && !CORPQ_OPT_IS_UNSET(o->tau))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("training option \"tau\" needs strategy \"temperature\""),
@@ -198,7 +197,7 @@ resolve(TrainOptions *o)
 void
 train_options_resolve_model(TrainOptions *o, bool encoder)
 {
-	if (o->max_tokens == UNSET)
+	if (CORPQ_OPT_IS_UNSET(o->max_tokens))
 		o->max_tokens = encoder ? 4096 : 2048;
 }
 

@@ -87,7 +87,7 @@ fill(CorpqTranslateCall call, CorpqTranslateOptions *o)
 	if (call != CORPQ_TRANSLATE_JOB)
 	{
 		o->chunk_rows = 0;
-		o->threads = CORPQ_OPT_UNSET_VALUE;
+		o->threads = CORPQ_OPT_UNSET_INT;
 	}
 }
 

@@ -227,6 +227,20 @@ SELECT count(*) FILTER (WHERE corpq.is_copy(src, tgt) =
 SELECT corpq.filter_predicate(:'spec') LIKE '%"reject_copies": true%' AS predicate_default_written,
        corpq.filter_predicate(:'nospec') LIKE '%"reject_copies": false%' AS predicate_false_written;
 
+-- threshold -1, the bottom of a cosine's range [-1, 1], is a threshold like
+-- any other, not "no threshold given": every pair with a score is kept (its
+-- cosine is >= -1), a pair without one (a side too long) rejected; the
+-- predicate writes it out
+SELECT '[{"name": "embedding_cosine", "args": {"model": "ecf@1", "reject_copies": false}, "threshold": -1}]' AS lowspec \gset
+SELECT count(*) FILTER (WHERE corpq.filter_keeps(src, tgt, :'lowspec') = (score IS NOT NULL))
+         = count(*) AS keeps_every_scored,
+       count(*) FILTER (WHERE corpq.filter_keeps(src, tgt, :'lowspec')) AS kept,
+       count(*) FILTER (WHERE score IS NOT NULL) AS scored
+  FROM ecf_ref WHERE src IS NOT NULL AND tgt IS NOT NULL;
+SELECT r.filter, r.kept, r.rejected
+  FROM corpq.filter_report('SELECT src, tgt FROM ecf_ref', :'lowspec', 0) r;
+SELECT corpq.filter_predicate(:'lowspec') LIKE '%"threshold": -1%' AS predicate_threshold_written;
+
 -- labels
 SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel, p.proisstrict
   FROM pg_proc p
