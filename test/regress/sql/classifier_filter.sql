@@ -10,22 +10,12 @@ SET client_min_messages = warning;
 -- the jobs this test submits are deleted at its end (other tests count jobs)
 SELECT coalesce(max(id), 0) AS first_job FROM corpq.jobs \gset
 
--- curate_classifier's toy en-es corpus: 3 to 9 words a side, word for word
-CREATE TABLE cf_words (k int, en text, es text);
-INSERT INTO cf_words
-SELECT k - 1, en, es
-  FROM unnest(ARRAY['the', 'dog', 'cat', 'house', 'table', 'runs', 'sleeps', 'falls', 'big', 'small',
-                    'red', 'green', 'today', 'here', 'now', 'water', 'bread', 'eats', 'sees', 'old'],
-              ARRAY['el', 'perro', 'gato', 'casa', 'mesa', 'corre', 'duerme', 'cae', 'grande', 'chico',
-                    'rojo', 'verde', 'hoy', 'aqui', 'ahora', 'agua', 'pan', 'come', 've', 'viejo'])
-       WITH ORDINALITY u(en, es, k);
-CREATE TABLE cf_pairs AS
-SELECT g AS id,
-       (SELECT string_agg(w.en, ' ' ORDER BY i) FROM generate_series(1, 3 + g % 7) i
-          JOIN cf_words w ON w.k = (g * 7 + i * 13 + (g % 5) * i * i) % 20) AS src,
-       (SELECT string_agg(w.es, ' ' ORDER BY i) FROM generate_series(1, 3 + g % 7) i
-          JOIN cf_words w ON w.k = (g * 7 + i * 13 + (g % 5) * i * i) % 20) AS tgt
-  FROM generate_series(1, 400) g;
+-- the toy en-es corpus (test/regress/fixtures/toy_en_es.sql): 3 to 9 words
+-- a side, word for word
+\getenv regress_dir PG_ABS_SRCDIR
+\set fixture :regress_dir '/fixtures/toy_en_es.sql'
+\i :fixture
+CREATE TABLE cf_pairs AS SELECT * FROM pg_temp.toy_en_es(400, 3, '');
 -- the set the filters judge: clean pairs, copies, truncations and
 -- neighbours' targets, and two pairs with a NULL side
 CREATE TABLE cf_test AS
@@ -314,5 +304,5 @@ SELECT corpq.model_drop('cf_tr');
 SELECT corpq.vocab_drop('cf_joint');
 DROP VIEW cf_kept;
 DROP TABLE cf_scores, cf_mscores, cf_both;
-DROP TABLE cf_curated, cf_test, cf_pairs, cf_words;
+DROP TABLE cf_curated, cf_test, cf_pairs;
 DELETE FROM corpq.jobs WHERE id > :first_job;

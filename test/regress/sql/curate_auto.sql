@@ -11,22 +11,12 @@
 -- another role's names are refused; bad input is an ERROR at submission.
 SET client_min_messages = warning;
 
--- a toy en-es corpus: each English word with its own Spanish one
-CREATE TABLE cqa_words (k int, en text, es text);
-INSERT INTO cqa_words
-SELECT k - 1, en, es
-  FROM unnest(ARRAY['the', 'dog', 'cat', 'house', 'table', 'runs', 'sleeps', 'falls', 'big', 'small',
-                    'red', 'green', 'today', 'here', 'now', 'water', 'bread', 'eats', 'sees', 'old'],
-              ARRAY['el', 'perro', 'gato', 'casa', 'mesa', 'corre', 'duerme', 'cae', 'grande', 'chico',
-                    'rojo', 'verde', 'hoy', 'aqui', 'ahora', 'agua', 'pan', 'come', 've', 'viejo'])
-       WITH ORDINALITY u(en, es, k);
-CREATE TABLE cqa_clean AS
-SELECT g AS id,
-       (SELECT string_agg(w.en, ' ' ORDER BY i) FROM generate_series(1, 4 + g % 7) i
-          JOIN cqa_words w ON w.k = (g * 7 + i * 13 + (g % 5) * i * i) % 20) || '.' AS src,
-       (SELECT string_agg(w.es, ' ' ORDER BY i) FROM generate_series(1, 4 + g % 7) i
-          JOIN cqa_words w ON w.k = (g * 7 + i * 13 + (g % 5) * i * i) % 20) || '.' AS tgt
-  FROM generate_series(1, 400) g;
+-- the toy en-es corpus (test/regress/fixtures/toy_en_es.sql): 4 to 10 words
+-- a side, word for word, each side ending with a period
+\getenv regress_dir PG_ABS_SRCDIR
+\set fixture :regress_dir '/fixtures/toy_en_es.sql'
+\i :fixture
+CREATE TABLE cqa_clean AS SELECT * FROM pg_temp.toy_en_es(400, 4, '.');
 
 -- the corpus to curate: clean pairs, a copy, a duplicate, misaligned and truncated pairs
 CREATE TABLE cqa_corpus (id bigint, src text, tgt text);
@@ -141,7 +131,7 @@ REVOKE ALL ON cqa_corpus, cqa_clean, cqa_out FROM regress_cqa_other;
 REVOKE USAGE ON SCHEMA public FROM regress_cqa_other;
 DROP ROLE regress_cqa_other;
 
-DROP TABLE cqa_words, cqa_clean, cqa_corpus, cqa_out;
+DROP TABLE cqa_clean, cqa_corpus, cqa_out;
 SELECT corpq.classifier_drop('cqa_out_pq');
 SELECT corpq.lexicon_drop('cqa_out_lex');
 DELETE FROM corpq.jobs WHERE kind IN ('curate', 'classifier_train', 'lexicon_train');

@@ -4,23 +4,13 @@
 -- versions, bad input, roles, drops.
 SET client_min_messages = warning;
 
--- A toy en-es corpus: 3 to 9 words a side, each English word with its own
--- Spanish one, so a pair's two sides are word-for-word translations.
-CREATE TABLE cc_words (k int, en text, es text);
-INSERT INTO cc_words
-SELECT k - 1, en, es
-  FROM unnest(ARRAY['the', 'dog', 'cat', 'house', 'table', 'runs', 'sleeps', 'falls', 'big', 'small',
-                    'red', 'green', 'today', 'here', 'now', 'water', 'bread', 'eats', 'sees', 'old'],
-              ARRAY['el', 'perro', 'gato', 'casa', 'mesa', 'corre', 'duerme', 'cae', 'grande', 'chico',
-                    'rojo', 'verde', 'hoy', 'aqui', 'ahora', 'agua', 'pan', 'come', 've', 'viejo'])
-       WITH ORDINALITY u(en, es, k);
-CREATE TABLE cc_pairs AS
-SELECT g AS id,
-       (SELECT string_agg(w.en, ' ' ORDER BY i) FROM generate_series(1, 3 + g % 7) i
-          JOIN cc_words w ON w.k = (g * 7 + i * 13 + (g % 5) * i * i) % 20) AS src,
-       (SELECT string_agg(w.es, ' ' ORDER BY i) FROM generate_series(1, 3 + g % 7) i
-          JOIN cc_words w ON w.k = (g * 7 + i * 13 + (g % 5) * i * i) % 20) AS tgt
-  FROM generate_series(1, 400) g;
+-- The toy en-es corpus (test/regress/fixtures/toy_en_es.sql): 3 to 9 words a
+-- side, each English word with its own Spanish one, so a pair's two sides
+-- are word-for-word translations.
+\getenv regress_dir PG_ABS_SRCDIR
+\set fixture :regress_dir '/fixtures/toy_en_es.sql'
+\i :fixture
+CREATE TABLE cc_pairs AS SELECT * FROM pg_temp.toy_en_es(400, 3, '');
 INSERT INTO cc_pairs VALUES (401, NULL, 'nada'), (402, 'nothing', NULL);
 
 -- string and language ID features, trees (the default)
@@ -79,7 +69,6 @@ SELECT corpq.pair_quality('cc', NULL, 'el perro') IS NULL AS null_src,
 SELECT count(*) FILTER (WHERE clean = corpq.pair_quality('cc@1', src, tgt)
                           AND clean = corpq.pair_quality('cc@1'::corpq.pinned_model, src, tgt)) AS same
   FROM cc_q;
-\getenv regress_dir PG_ABS_SRCDIR
 \set fixture :regress_dir '/fixtures/par_check.sql'
 \i :fixture
 SET parallel_setup_cost = 0;
@@ -220,6 +209,6 @@ SELECT catalog, name, last_version FROM corpq.issued_versions
 -- leave the shared database as it was
 SELECT corpq.lexicon_drop('cc_lex');
 SELECT corpq.vocab_drop('cc_joint');
-DROP TABLE cc_pairs, cc_words;
+DROP TABLE cc_pairs;
 DELETE FROM corpq.jobs
  WHERE kind = 'classifier_train' OR (kind = 'lexicon_train' AND args ->> 'name' = 'cc_lex');

@@ -9,22 +9,12 @@
 -- classifier and a threshold out of range are ERRORs at submission.
 SET client_min_messages = warning;
 
--- a toy en-es corpus: each English word with its own Spanish one
-CREATE TABLE cq_words (k int, en text, es text);
-INSERT INTO cq_words
-SELECT k - 1, en, es
-  FROM unnest(ARRAY['the', 'dog', 'cat', 'house', 'table', 'runs', 'sleeps', 'falls', 'big', 'small',
-                    'red', 'green', 'today', 'here', 'now', 'water', 'bread', 'eats', 'sees', 'old'],
-              ARRAY['el', 'perro', 'gato', 'casa', 'mesa', 'corre', 'duerme', 'cae', 'grande', 'chico',
-                    'rojo', 'verde', 'hoy', 'aqui', 'ahora', 'agua', 'pan', 'come', 've', 'viejo'])
-       WITH ORDINALITY u(en, es, k);
-CREATE TABLE cq_clean AS
-SELECT g AS id,
-       (SELECT string_agg(w.en, ' ' ORDER BY i) FROM generate_series(1, 4 + g % 7) i
-          JOIN cq_words w ON w.k = (g * 7 + i * 13 + (g % 5) * i * i) % 20) || '.' AS src,
-       (SELECT string_agg(w.es, ' ' ORDER BY i) FROM generate_series(1, 4 + g % 7) i
-          JOIN cq_words w ON w.k = (g * 7 + i * 13 + (g % 5) * i * i) % 20) || '.' AS tgt
-  FROM generate_series(1, 400) g;
+-- the toy en-es corpus (test/regress/fixtures/toy_en_es.sql): 4 to 10 words
+-- a side, word for word, each side ending with a period
+\getenv regress_dir PG_ABS_SRCDIR
+\set fixture :regress_dir '/fixtures/toy_en_es.sql'
+\i :fixture
+CREATE TABLE cq_clean AS SELECT * FROM pg_temp.toy_en_es(400, 4, '.');
 SELECT corpq.classifier_train('cq_clf', 'SELECT src, tgt FROM cq_clean', '{"seed": 5}') AS job \gset
 SELECT corpq.job_wait(:job, '600 s');
 
@@ -74,6 +64,6 @@ SELECT corpq.curate('cq_corpus', 'cq_zero', '{"classifier": "cq_clf@9"}');
 SELECT corpq.curate('cq_corpus', 'cq_zero', '{"classifier": "cq_clf", "threshold": -0.1}');
 SET client_min_messages = warning;
 
-DROP TABLE cq_words, cq_clean, cq_corpus, cq_out, cq_zero;
+DROP TABLE cq_clean, cq_corpus, cq_out, cq_zero;
 SELECT corpq.classifier_drop('cq_clf');
 DELETE FROM corpq.jobs WHERE kind IN ('curate', 'classifier_train');

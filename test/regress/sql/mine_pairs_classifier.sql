@@ -9,22 +9,12 @@
 -- version, mutual, the spill path at a small work_mem, and bad input.
 SET client_min_messages = warning;
 
--- A toy en-es corpus as curate_classifier's: word-for-word translations.
-CREATE TABLE mpc_words (k int, en text, es text);
-INSERT INTO mpc_words
-SELECT k - 1, en, es
-  FROM unnest(ARRAY['the', 'dog', 'cat', 'house', 'table', 'runs', 'sleeps', 'falls', 'big', 'small',
-                    'red', 'green', 'today', 'here', 'now', 'water', 'bread', 'eats', 'sees', 'old'],
-              ARRAY['el', 'perro', 'gato', 'casa', 'mesa', 'corre', 'duerme', 'cae', 'grande', 'chico',
-                    'rojo', 'verde', 'hoy', 'aqui', 'ahora', 'agua', 'pan', 'come', 've', 'viejo'])
-       WITH ORDINALITY u(en, es, k);
-CREATE TABLE mpc_pairs AS
-SELECT g AS id,
-       (SELECT string_agg(w.en, ' ' ORDER BY i) FROM generate_series(1, 3 + g % 7) i
-          JOIN mpc_words w ON w.k = (g * 7 + i * 13 + (g % 5) * i * i) % 20) AS src,
-       (SELECT string_agg(w.es, ' ' ORDER BY i) FROM generate_series(1, 3 + g % 7) i
-          JOIN mpc_words w ON w.k = (g * 7 + i * 13 + (g % 5) * i * i) % 20) AS tgt
-  FROM generate_series(1, 400) g;
+-- The toy en-es corpus (test/regress/fixtures/toy_en_es.sql): 3 to 9 words a
+-- side, word-for-word translations.
+\getenv regress_dir PG_ABS_SRCDIR
+\set fixture :regress_dir '/fixtures/toy_en_es.sql'
+\i :fixture
+CREATE TABLE mpc_pairs AS SELECT * FROM pg_temp.toy_en_es(400, 3, '');
 
 -- the classifier: string and language features, and a lexicon's (what
 -- tells a translation from another sentence of its length)
@@ -170,5 +160,5 @@ SELECT corpq.classifier_drop('mpc');
 SELECT corpq.model_drop('mpc_enc');
 SELECT corpq.vocab_drop('mpc_joint');
 SELECT corpq.lexicon_drop('mpc_lex');
-DROP TABLE mpc_words, mpc_pairs, mpc_src, mpc_tgt, mpc_vec, mpc_cos, mpc_ranked, mpc_cand, mpc_clear, mpc_expect,
+DROP TABLE mpc_pairs, mpc_src, mpc_tgt, mpc_vec, mpc_cos, mpc_ranked, mpc_cand, mpc_clear, mpc_expect,
            mpc_judged, mpc_plain, mpc_mutual, mpc_spilled;
