@@ -12,7 +12,11 @@
 # Each figure: CPU time of `SELECT count(f(...)) FROM t` minus that of
 # `SELECT count(src) FROM t` (serial plan, jit off), best of 3, divided by
 # the rows.  Prints figures; asserts nothing.  About 3 minutes alone.
-# Usage: bench_costs.sh [--quick]   (--quick: fewer rows, rougher figures)
+# Usage: bench_costs.sh [--quick] [--only NAME[,NAME...]]
+#   --quick: fewer rows, rougher figures
+#   --only:  only these functions (pg_proc names: is_copy,dedup_key), with the
+#            two builtins for comparison; the models, the lexicon and the
+#            classifier are made only when one of them needs them
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
 . test/bench/bench_lib.sh
@@ -22,15 +26,6 @@ corpq_in_cluster -o shared_buffers=256MB -- "$@"
 q >/dev/null <<SQL
 CREATE EXTENSION corpq;
 $(cut_pairs_sql)
-SELECT corpq.bpe_learn('b_bpe', 'SELECT src FROM pairs WHERE id <= 20000', 2000);
-SELECT corpq.vocab_build('b_src', 'SELECT src FROM pairs', NULL, 8000);
-SELECT corpq.vocab_build('b_tgt', 'SELECT tgt FROM pairs', NULL, 8000);
-SELECT corpq.model_create('tiny', '{"preset": "tiny"}', 'b_src', 'b_tgt', 1);
-SELECT corpq.model_create('small', '{"preset": "small"}', 'b_src', 'b_tgt', 1);
-SELECT corpq.model_create('small_b', '{"preset": "small"}', 'b_tgt', 'b_src', 2);
-SELECT corpq.model_quantize('small') AS int8_version;
-SELECT corpq.vocab_build('b_joint', 'SELECT src FROM pairs UNION ALL SELECT tgt FROM pairs', NULL, 8000);
-SELECT corpq.model_create('enc_small', '{"preset": "small", "kind": "encoder"}', 'b_joint', 'b_joint', 1);
 VACUUM ANALYZE pairs;
 CREATE TABLE p_cheap AS SELECT * FROM pairs ORDER BY id LIMIT 20000;
 CREATE TABLE p_mid AS SELECT * FROM pairs ORDER BY id LIMIT 2000;
@@ -44,16 +39,16 @@ VACUUM ANALYZE p_slow;
 CREATE FUNCTION cpu_ns() RETURNS bigint LANGUAGE sql VOLATILE AS
 \$\$ SELECT split_part(pg_read_file('/proc/self/schedstat'), ' ', 1)::bigint \$\$;
 SQL
-job=$(q -c "SELECT corpq.lexicon_train('lx', 'SELECT src, tgt FROM pairs WHERE id <= 5000', '{\"iterations\": 2}')")
-[ "$(q -c "SELECT corpq.job_wait($job)")" = succeeded ] || { q -c "SELECT error FROM corpq.jobs WHERE id = $job"; exit 1; }
-# a pair-quality classifier on the string features only (its COST: what every classifier pays)
-job=$(q -c "SELECT corpq.classifier_train('pq', 'SELECT src, tgt FROM pairs WHERE id <= 5000')")
-[ "$(q -c "SELECT corpq.job_wait($job)")" = succeeded ] || { q -c "SELECT error FROM corpq.jobs WHERE id = $job"; exit 1; }
-
 /usr/bin/python3 - "$@" <<'PY'
 import os, subprocess, sys
 
 QUICK = "--quick" in sys.argv
+ONLY = None
+if "--only" in sys.argv:
+    i = sys.argv.index("--only")
+    if i + 1 >= len(sys.argv):
+        sys.exit("--only needs a list of function names")
+    ONLY = set(sys.argv[i + 1].split(","))
 
 sys.path.insert(0, "test/bench")
 from psql_at import psql  # noqa: E402
@@ -78,6 +73,29 @@ def per_call(expr, table, agg=False, frm="{t}"):
     b = min(cpu(base, "SELECT 1") for _ in range(reps))
     return max(t - b, 0.0) / rows
 
+def make_models():
+    """what the rows of with_models need: BPE codes, vocabularies, untrained
+    models, a lexicon and a string-feature classifier (made only when one of
+    the chosen rows needs them)"""
+    psql("SELECT corpq.bpe_learn('b_bpe', 'SELECT src FROM pairs WHERE id <= 20000', 2000)",
+         "SELECT corpq.vocab_build('b_src', 'SELECT src FROM pairs', NULL, 8000)",
+         "SELECT corpq.vocab_build('b_tgt', 'SELECT tgt FROM pairs', NULL, 8000)",
+         "SELECT corpq.model_create('tiny', '{\"preset\": \"tiny\"}', 'b_src', 'b_tgt', 1)",
+         "SELECT corpq.model_create('small', '{\"preset\": \"small\"}', 'b_src', 'b_tgt', 1)",
+         "SELECT corpq.model_create('small_b', '{\"preset\": \"small\"}', 'b_tgt', 'b_src', 2)",
+         "SELECT corpq.model_quantize('small') AS int8_version",
+         "SELECT corpq.vocab_build('b_joint', 'SELECT src FROM pairs UNION ALL SELECT tgt FROM pairs', NULL, 8000)",
+         "SELECT corpq.model_create('enc_small', '{\"preset\": \"small\", \"kind\": \"encoder\"}', "
+         "'b_joint', 'b_joint', 1)")
+    # a pair-quality classifier on the string features only (its COST: what
+    # every classifier pays)
+    for submit in ("SELECT corpq.lexicon_train('lx', 'SELECT src, tgt FROM pairs WHERE id <= 5000', "
+                   "'{\"iterations\": 2}')",
+                   "SELECT corpq.classifier_train('pq', 'SELECT src, tgt FROM pairs WHERE id <= 5000')"):
+        job = psql(submit).strip()
+        if psql("SELECT corpq.job_wait(%s)" % job).strip() != "succeeded":
+            sys.exit(psql("SELECT error FROM corpq.jobs WHERE id = %s" % job))
+
 def scan_row():
     """seconds per row of the bare scan count(src) over every pair (about 160000)."""
     t = min(cpu("SELECT count(src) FROM pairs", "SELECT count(src) FROM pairs") for _ in range(3))
@@ -92,7 +110,8 @@ cheap, mid, model, slow = ("p_mid", "p_model", "p_slow", "p_slow") if QUICK else
 row = scan_row()
 ref = row / 5
 TS = "{t}, corpq.token_scores('small@1', src, tgt) t"
-cases = [
+# rows that need nothing but the pairs
+plain = [
     ("length (builtin, COST 1)", "length(src)", cheap, False, "{t}", None),
     ("md5 (builtin, COST 1)", "md5(src)", cheap, False, "{t}", None),
     ("text_length", "corpq.text_length(src)", cheap, False, "{t}", "text_length"),
@@ -104,6 +123,7 @@ cases = [
     ("repetition", "corpq.repetition(src)", cheap, False, "{t}", "repetition"),
     ("html_tags", "corpq.html_tags(src)", cheap, False, "{t}", "html_tags"),
     ("dedup_key", "corpq.dedup_key(src, tgt)", cheap, False, "{t}", "dedup_key"),
+    ("is_copy", "corpq.is_copy(src, tgt)", cheap, False, "{t}", "is_copy"),
     ("langid", "(corpq.langid(src)).prob", cheap, False, "{t}", "langid"),
     ("lang_is", "corpq.lang_is(src, 'en')", cheap, False, "{t}", "lang_is"),
     ("filter_keeps (defaults)", "corpq.filter_keeps(src, tgt)", cheap, False, "{t}", "filter_keeps"),
@@ -114,6 +134,9 @@ cases = [
     ("bleu (per row)", "corpq.bleu(tgt, src)", cheap, True, "{t}", "bleu_trans"),
     ("chrf (per row)", "corpq.chrf(tgt, src)", cheap, True, "{t}", "chrf_trans"),
     ("bleu_tokenize", "corpq.bleu_tokenize(src)", cheap, False, "{t}", "bleu_tokenize"),
+]
+# rows that need make_models()
+with_models = [
     ("bpe_apply", "corpq.bpe_apply('b_bpe', src)", cheap, False, "{t}", "bpe_apply"),
     ("bpe_tokens", "corpq.bpe_tokens('b_bpe', src)", cheap, False, "{t}", "bpe_tokens"),
     ("vocab_encode", "corpq.vocab_encode('b_src', src)", cheap, False, "{t}", "vocab_encode"),
@@ -137,6 +160,15 @@ cases = [
     ("uncertainty small, 30 passes", "corpq.uncertainty('small@1', src, tgt)", slow, False, "{t}", "uncertainty"),
     ("translate small, beam 5", "corpq.translate('small@1', src)", slow, False, "{t}", "translate"),
 ]
+if ONLY is not None:
+    unknown = ONLY - {c[5] for c in plain + with_models}
+    if unknown:
+        sys.exit("--only: no row measures %s" % ", ".join(sorted(unknown)))
+    plain = [c for c in plain if c[5] is None or c[5] in ONLY]
+    with_models = [c for c in with_models if c[5] in ONLY]
+if with_models:
+    make_models()
+cases = plain + with_models
 print("load average at start: %.1f %.1f %.1f; the bare scan %.3f us per row = 5 units: "
       "1 unit = %.4f us" % (os.getloadavg() + (1e6 * row, 1e6 * ref)))
 print("| function | rows | us per call | units (the honest COST) | COST in pg_proc |")
