@@ -20,13 +20,9 @@ EXPLAIN (COSTS OFF) SELECT domain, corpq.cav_accumulate(src, tgt, 6) FROM cav_pa
 RESET enable_sort;
 
 -- workers really ran
-CREATE FUNCTION pg_temp.workers_launched(q text) RETURNS int LANGUAGE plpgsql AS $$
-DECLARE p json;
-BEGIN
-    EXECUTE 'EXPLAIN (ANALYZE, FORMAT json) ' || q INTO p;
-    RETURN (SELECT (n->>'Workers Launched')::int
-            FROM json_array_elements(p) e, LATERAL (SELECT e->'Plan'->'Plans'->0 AS n) x);
-END $$;
+\getenv regress_dir PG_ABS_SRCDIR
+\set fixture :regress_dir '/fixtures/workers_launched.sql'
+\i :fixture
 SELECT pg_temp.workers_launched('SELECT corpq.cav_accumulate(src, tgt, 6) FROM cav_par') > 0 AS parallel_ran;
 
 -- each query below is shown with its plan, then run with the plan shown and

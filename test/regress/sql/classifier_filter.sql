@@ -104,14 +104,9 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-CREATE FUNCTION pg_temp.cf_workers(q text) RETURNS int LANGUAGE plpgsql AS $$
-DECLARE p json;
-BEGIN
-    EXECUTE 'EXPLAIN (ANALYZE, FORMAT json) ' || q INTO p;
-    RETURN (SELECT (n->>'Workers Launched')::int
-            FROM json_array_elements(p) e, LATERAL (SELECT e->'Plan'->'Plans'->0 AS n) x);
-END $$;
-SELECT pg_temp.cf_workers(format('SELECT corpq.filter_stats(src, tgt, %L) FROM cf_test', :'pspec')) > 0 AS parallel_ran;
+\set fixture :regress_dir '/fixtures/workers_launched.sql'
+\i :fixture
+SELECT pg_temp.workers_launched(format('SELECT corpq.filter_stats(src, tgt, %L) FROM cf_test', :'pspec')) > 0 AS parallel_ran;
 SELECT bool_and(p IS NOT DISTINCT FROM s) AS parallel_same_as_serial
   FROM corpq.filter_report('SELECT src, tgt FROM cf_test', :'pspec', 3) p FULL JOIN cf_report s USING (filter);
 RESET parallel_setup_cost;

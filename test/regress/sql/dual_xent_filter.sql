@@ -105,14 +105,10 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-CREATE FUNCTION pg_temp.dxf_workers(q text) RETURNS int LANGUAGE plpgsql AS $$
-DECLARE p json;
-BEGIN
-    EXECUTE 'EXPLAIN (ANALYZE, FORMAT json) ' || q INTO p;
-    RETURN (SELECT (n->>'Workers Launched')::int
-            FROM json_array_elements(p) e, LATERAL (SELECT e->'Plan'->'Plans'->0 AS n) x);
-END $$;
-SELECT pg_temp.dxf_workers(format('SELECT corpq.filter_stats(src, tgt, %L) FROM dxf_pairs', :'pspec')) > 0 AS parallel_ran;
+\getenv regress_dir PG_ABS_SRCDIR
+\set fixture :regress_dir '/fixtures/workers_launched.sql'
+\i :fixture
+SELECT pg_temp.workers_launched(format('SELECT corpq.filter_stats(src, tgt, %L) FROM dxf_pairs', :'pspec')) > 0 AS parallel_ran;
 SELECT bool_and(p IS NOT DISTINCT FROM s) AS parallel_same_as_serial
   FROM corpq.filter_report('SELECT src, tgt FROM dxf_pairs', :'pspec', 3) p FULL JOIN dxf_serial s USING (filter);
 RESET parallel_setup_cost;
@@ -128,14 +124,9 @@ SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel
  ORDER BY 1::text;
 
 -- bad specs: SQLSTATE and message
-CREATE FUNCTION pg_temp.dxf_err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
-SELECT pg_temp.dxf_err(q) FROM (VALUES
+\set fixture :regress_dir '/fixtures/sql_error.sql'
+\i :fixture
+SELECT pg_temp.sql_error(q) FROM (VALUES
   ($$SELECT corpq.filter_predicate('[{"name": "dual_xent", "threshold": 0.1}]')$$),
   ($$SELECT corpq.filter_predicate('[{"name": "dual_xent", "args": {"forward": "dxf_f"}, "threshold": 0.1}]')$$),
   ($$SELECT corpq.filter_predicate('[{"name": "dual_xent", "args": {"forward": "dxf_f", "backward": "dxf_b"}}]')$$),

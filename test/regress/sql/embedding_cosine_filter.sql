@@ -139,14 +139,10 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-CREATE FUNCTION pg_temp.ecf_workers(q text) RETURNS int LANGUAGE plpgsql AS $$
-DECLARE p json;
-BEGIN
-    EXECUTE 'EXPLAIN (ANALYZE, FORMAT json) ' || q INTO p;
-    RETURN (SELECT (n->>'Workers Launched')::int
-            FROM json_array_elements(p) e, LATERAL (SELECT e->'Plan'->'Plans'->0 AS n) x);
-END $$;
-SELECT pg_temp.ecf_workers(format('SELECT corpq.filter_stats(src, tgt, %L) FROM ecf_pairs', :'pspec')) > 0 AS parallel_ran;
+\getenv regress_dir PG_ABS_SRCDIR
+\set fixture :regress_dir '/fixtures/workers_launched.sql'
+\i :fixture
+SELECT pg_temp.workers_launched(format('SELECT corpq.filter_stats(src, tgt, %L) FROM ecf_pairs', :'pspec')) > 0 AS parallel_ran;
 SELECT bool_and(p IS NOT DISTINCT FROM s) AS parallel_same_as_serial
   FROM corpq.filter_report('SELECT src, tgt FROM ecf_pairs', :'pspec', 3) p FULL JOIN ecf_serial s USING (filter);
 RESET parallel_setup_cost;
@@ -201,7 +197,7 @@ SET parallel_setup_cost = 0;
 SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
-SELECT pg_temp.ecf_workers(format('SELECT corpq.filter_stats(src, tgt, %L) FROM ecf_cp', :'pspec')) > 0 AS copies_parallel_ran;
+SELECT pg_temp.workers_launched(format('SELECT corpq.filter_stats(src, tgt, %L) FROM ecf_cp', :'pspec')) > 0 AS copies_parallel_ran;
 SELECT bool_and(p IS NOT DISTINCT FROM s) AS copies_parallel_same_as_serial, count(*) AS report_rows
   FROM corpq.filter_report('SELECT src, tgt FROM ecf_cp', :'pspec', 3) p FULL JOIN ecf_cp_serial s USING (filter);
 RESET parallel_setup_cost;
@@ -248,14 +244,9 @@ SELECT p.oid::regprocedure AS function, p.provolatile, p.proparallel, p.proisstr
  ORDER BY 1::text;
 
 -- bad specs and calls: SQLSTATE and message
-CREATE FUNCTION pg_temp.ecf_err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
-SELECT pg_temp.ecf_err(q) FROM (VALUES
+\set fixture :regress_dir '/fixtures/sql_error.sql'
+\i :fixture
+SELECT pg_temp.sql_error(q) FROM (VALUES
   ($$SELECT corpq.filter_predicate('[{"name": "embedding_cosine", "threshold": 0.1}]')$$),
   ($$SELECT corpq.filter_predicate('[{"name": "embedding_cosine", "args": {"model": "ecf"}}]')$$),
   ($$SELECT corpq.filter_predicate('[{"name": "embedding_cosine", "args": {"model": "ecf"}, "threshold": 1.5}]')$$),

@@ -217,13 +217,9 @@ SET parallel_tuple_cost = 0;
 SET min_parallel_table_scan_size = 0;
 SET max_parallel_workers_per_gather = 2;
 EXPLAIN (COSTS OFF) SELECT corpq.filter_stats(src, tgt, corpq.filter_defaults()) FROM fcs;
-CREATE FUNCTION pg_temp.workers_launched(q text) RETURNS int LANGUAGE plpgsql AS $$
-DECLARE p json;
-BEGIN
-    EXECUTE 'EXPLAIN (ANALYZE, FORMAT json) ' || q INTO p;
-    RETURN (SELECT (n->>'Workers Launched')::int
-            FROM json_array_elements(p) e, LATERAL (SELECT e->'Plan'->'Plans'->0 AS n) x);
-END $$;
+\getenv regress_dir PG_ABS_SRCDIR
+\set fixture :regress_dir '/fixtures/workers_launched.sql'
+\i :fixture
 SELECT pg_temp.workers_launched('SELECT corpq.filter_stats(src, tgt, corpq.filter_defaults()) FROM fcs') > 0 AS parallel_ran;
 SELECT count(*) AS rows, bool_and(p IS NOT DISTINCT FROM s) AS same_as_serial
 FROM corpq.filter_report_by_domain('SELECT src, tgt, domain FROM fcs') p

@@ -85,15 +85,11 @@ SELECT * FROM corpq.mine_pairs('mp', 'VALUES (998, ''a1 a1 a1 a1 a1 a1 a1'')', '
                                '{"on_too_long": "error"}');
 
 -- refusals: NULL arguments, models, queries, options, ids
-CREATE FUNCTION pg_temp.mp_err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
+\getenv regress_dir PG_ABS_SRCDIR
+\set fixture :regress_dir '/fixtures/sql_error.sql'
+\i :fixture
 SELECT corpq.model_create('mp_tr', '{"preset": "tiny", "max_positions": 8}', 'mp_joint', 'mp_joint', 7);
-SELECT pg_temp.mp_err(q) FROM (VALUES
+SELECT pg_temp.sql_error(q) FROM (VALUES
   ($$SELECT * FROM corpq.mine_pairs(NULL, 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt')$$),
   ($$SELECT * FROM corpq.mine_pairs('mp', 'SELECT id, sentence FROM mp_src', NULL)$$),
   ($$SELECT * FROM corpq.mine_pairs('mp_tr', 'SELECT id, sentence FROM mp_src', 'SELECT id, sentence FROM mp_tgt')$$),

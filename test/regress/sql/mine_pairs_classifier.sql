@@ -140,14 +140,9 @@ SELECT count(*) AS pairs, NOT EXISTS (SELECT * FROM mpc_judged EXCEPT SELECT * F
 
 -- bad input: an unknown classifier or version, classifier_k out of range
 -- or above k, min_quality out of range or without a classifier
-CREATE FUNCTION pg_temp.mpc_err(q text) RETURNS text LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE q;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    RETURN SQLSTATE || ': ' || SQLERRM;
-END $$;
-SELECT pg_temp.mpc_err('SELECT * FROM corpq.mine_pairs(''mpc_enc'', ''SELECT id, sentence FROM mpc_src'', ''SELECT id, sentence FROM mpc_tgt'', '
+\set fixture :regress_dir '/fixtures/sql_error.sql'
+\i :fixture
+SELECT pg_temp.sql_error('SELECT * FROM corpq.mine_pairs(''mpc_enc'', ''SELECT id, sentence FROM mpc_src'', ''SELECT id, sentence FROM mpc_tgt'', '
                        || quote_literal(o) || ')')
   FROM (VALUES ('{"classifier": "mpc_nope"}'), ('{"classifier": "mpc@9"}'), ('{"classifier": "mpc", "classifier_k": 0}'),
                ('{"classifier": "mpc", "classifier_k": 5}'), ('{"classifier": "mpc", "k": 2, "classifier_k": 3}'),
