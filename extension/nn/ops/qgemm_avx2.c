@@ -2,7 +2,9 @@
  * The AVX2 and AVX-VNNI int8 tiles (qgemm_tile.h): up to MR rows x 16
  * columns, two ymm accumulators of int32 per row; per quad of k, two weight
  * vectors (8 columns x 4 bytes each) and one broadcast quad of each row's
- * activations.  The products are exact (qgemm.h); the epilogue is the one
+ * activations.  Four rows for the AVX2 tiles: 8 accumulators, the weights
+ * (and for 8-bit codes their magnitudes), the ones and a quad fill 14 of
+ * the 16 ymm registers without a spill.  The products are exact (qgemm.h); the epilogue is the one
  * formula of cq_qgemm_out, lane by lane.  Three tiles: AVX2 with 8-bit
  * weights (the sign trick, four instructions per 32 products), AVX2 with
  * 7-bit weights (biased activations, three), AVX-VNNI (one).
@@ -36,16 +38,46 @@ lanes_below(int n)
 	return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-/* y[r][8h ..] = fma((float) acc, xs[r] * ws, bias or 0), masked to nb. */
+/*
+ * y[r][8h ..] = fma((float) acc, xs[r] * ws, bias or 0), masked to nb.  A
+ * full panel (all but the last of a layer) takes plain loads and stores:
+ * AMD's masked ymm stores are slow enough to cost about a tenth of the
+ * tile at k = 256 (perf, AVX2-only EPYC).  The arithmetic is the same.
+ */
 AVX2 static INLINE void
 epilogue(const cq_qgemm_tile *t, int r, int h, __m256i acc)
 {
-	__m256i		m = lanes_below(t->nb - 8 * h);
-	__m256		s = _mm256_mul_ps(_mm256_set1_ps(t->xs[r]), _mm256_loadu_ps(t->ws + 8 * h)),
-				b = t->bias ? _mm256_maskload_ps(t->bias + 8 * h, m) : _mm256_setzero_ps();
+	__m256		s = _mm256_mul_ps(_mm256_set1_ps(t->xs[r]), _mm256_loadu_ps(t->ws + 8 * h));
 
-	_mm256_maskstore_ps(t->y + r * t->ldy + 8 * h, m,
-						_mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), s, b));
+	if (t->nb == CQ_QGEMM_NB)
+	{
+		__m256		b = t->bias ? _mm256_loadu_ps(t->bias + 8 * h) : _mm256_setzero_ps();
+
+		_mm256_storeu_ps(t->y + r * t->ldy + 8 * h,
+						 _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), s, b));
+	}
+	else
+	{
+		__m256i		m = lanes_below(t->nb - 8 * h);
+		__m256		b = t->bias ? _mm256_maskload_ps(t->bias + 8 * h, m) : _mm256_setzero_ps();
+
+		_mm256_maskstore_ps(t->y + r * t->ldy + 8 * h, m,
+							_mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), s, b));
+	}
+}
+
+/*
+ * acc += v, the sum written into acc's own register.  With the intrinsic,
+ * GCC 12 adds into the product's register and copies it back to the
+ * accumulator, one vmovdqa per accumulator and quad (6 of the 38
+ * instructions of a 3-row quad; the loop is bound by instruction
+ * throughput, not by the multiplies).  The same vpaddd, so the same sum.
+ */
+AVX2 static INLINE __m256i
+add_into(__m256i acc, __m256i v)
+{
+	__asm__("vpaddd %1, %0, %0" : "+x"(acc) : "x"(v));
+	return acc;
 }
 
 /*
@@ -59,7 +91,7 @@ dot_sign(__m256i acc, __m256i a, __m256i abs_w, __m256i w)
 {
 	__m256i		pairs = _mm256_maddubs_epi16(abs_w, _mm256_sign_epi8(a, w));
 
-	return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+	return add_into(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
 
 #define MR CQ_QGEMM_MR_AVX2
@@ -103,10 +135,7 @@ cq_qgemm_tile_avx2(const cq_qgemm_tile *t)
 	switch (t->mr)
 	{
 #define CASE(n) case n: tile_avx2(t, n); break;
-			CASE(1) CASE(2) CASE(3)
-#if MR > 3
-			CASE(4)
-#endif
+			CASE(1) CASE(2) CASE(3) CASE(4)
 #undef CASE
 	}
 }
@@ -123,7 +152,7 @@ cq_qgemm_tile_avx2(const cq_qgemm_tile *t)
 AVX2 static INLINE __m256i
 dot_biased(__m256i acc, __m256i a, __m256i w, __m256i ones)
 {
-	return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones));
+	return add_into(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, w), ones));
 }
 
 AVX2 static INLINE void

@@ -31,7 +31,7 @@ typedef struct cq_qgemm_tile
 
 /* Rows per tile, at most. */
 #define CQ_QGEMM_MR_PORTABLE 4
-#define CQ_QGEMM_MR_AVX2 3
+#define CQ_QGEMM_MR_AVX2 4
 #define CQ_QGEMM_MR_AVX2_U8 4
 #define CQ_QGEMM_MR_AVXVNNI 6
 #define CQ_QGEMM_MR_AVX512VNNI 8
