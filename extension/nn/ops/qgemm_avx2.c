@@ -247,6 +247,68 @@ cq_qgemm_tile_avxvnni(const cq_qgemm_tile *t)
 #undef CASE
 	}
 }
+/*
+ * cq_qgemm_quantize_vec_bits (qgemm.c) on 8 lanes, the same bits: the max
+ * of |v| (vmaxps(a, m) is a > m ? a : m, so NaN never wins, as there; a max
+ * is the same in any order), the same scale, then per element the same
+ * division, round half even (vroundps to nearest, rintf in the default
+ * mode), clamp by compares (a NaN stays NaN past them, as there) and NaN
+ * to 0.  The quantization was 5% of an int8 batch-64 forward on an
+ * AVX2-only EPYC (perf).
+ */
+AVX2 float
+cq_qgemm_quantize_avx2(const float *v, int k, float qmax, int8_t *q)
+{
+	const __m256 sign = _mm256_set1_ps(-0.0f);
+	__m256		vmax = _mm256_setzero_ps();
+	float		lane[8],
+				m = 0.0f,
+				scale;
+	int			i = 0;
+
+	for (; i + 8 <= k; i += 8)
+		vmax = _mm256_max_ps(_mm256_andnot_ps(sign, _mm256_loadu_ps(v + i)), vmax);
+	_mm256_storeu_ps(lane, vmax);
+	for (; i < k; i++)
+		lane[0] = fabsf(v[i]) > lane[0] ? fabsf(v[i]) : lane[0];
+	for (i = 0; i < 8; i++)
+		m = lane[i] > m ? lane[i] : m;
+	scale = m / qmax;
+	if (!(scale > 0.0f))
+	{
+		memset(q, 0, k);
+		return scale;
+	}
+	{
+		const __m256 s = _mm256_set1_ps(scale),
+					hi = _mm256_set1_ps(qmax),
+					lo = _mm256_set1_ps(-qmax);
+
+		for (i = 0; i + 8 <= k; i += 8)
+		{
+			__m256		c = _mm256_round_ps(_mm256_div_ps(_mm256_loadu_ps(v + i), s),
+											_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+			__m256i		n;
+			__m128i		w;
+
+			c = _mm256_blendv_ps(c, hi, _mm256_cmp_ps(c, hi, _CMP_GT_OQ));
+			c = _mm256_blendv_ps(c, lo, _mm256_cmp_ps(c, lo, _CMP_LT_OQ));
+			c = _mm256_and_ps(c, _mm256_cmp_ps(c, c, _CMP_EQ_OQ));
+			n = _mm256_cvtps_epi32(c);
+			w = _mm_packs_epi32(_mm256_castsi256_si128(n), _mm256_extracti128_si256(n, 1));
+			_mm_storel_epi64((__m128i *) (q + i), _mm_packs_epi16(w, w));
+		}
+	}
+	for (; i < k; i++)
+	{
+		float		c = rintf(v[i] / scale);
+
+		c = c > qmax ? qmax : c < -qmax ? -qmax : c;
+		q[i] = c == c ? (int8_t) c : 0;
+	}
+	return scale;
+}
+
 #else
 void
 cq_qgemm_tile_avx2(const cq_qgemm_tile *t)
@@ -264,5 +326,12 @@ void
 cq_qgemm_tile_avxvnni(const cq_qgemm_tile *t)
 {
 	cq_qgemm_tile_portable(t);
+}
+
+float
+cq_qgemm_quantize_avx2(const float *v, int k, float qmax, int8_t *q)
+{
+	(void) v, (void) k, (void) qmax, (void) q;
+	return NAN;					/* never called: AVX2 is x86-64 only */
 }
 #endif

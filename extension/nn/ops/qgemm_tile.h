@@ -52,4 +52,7 @@ void		cq_qgemm_tile_avx2_u8(const cq_qgemm_tile *t);	/* 7-bit weights */
 void		cq_qgemm_tile_avxvnni(const cq_qgemm_tile *t);
 void		cq_qgemm_tile_avx512vnni(const cq_qgemm_tile *t);
 
+/* cq_qgemm_quantize_vec_bits with Q = qmax on AVX2, the same bits (qgemm.c calls it). */
+float		cq_qgemm_quantize_avx2(const float *v, int k, float qmax, int8_t *q);
+
 #endif
