@@ -80,7 +80,8 @@ typedef struct cq_row_stats
 
 /*
  * Log-softmax statistics of a row of n logits, in two passes: the AVX2
- * variant where the CPU has it, else the generic one; both give the same
+ * variant where the CPU has it (unless the build targets AVX-512, whose
+ * zmm suit the generic code), else the generic one; both give the same
  * bits (the variants are named for the tests).
  */
 cq_row_stats cq_logit_row_stats(const float *logits, int n, int gold);
