@@ -4,8 +4,8 @@
  * vectors (8 columns x 4 bytes each) and one broadcast quad of each row's
  * activations.  Four rows for the AVX2 tiles: 8 accumulators, the weights
  * (and for 8-bit codes their magnitudes), the ones and a quad fill 14 of
- * the 16 ymm registers without a spill.  The products are exact (qgemm.h); the epilogue is the one
- * formula of cq_qgemm_out, lane by lane.  Three tiles: AVX2 with 8-bit
+ * the 16 ymm registers without a spill.  The products are exact
+ * (qgemm.h); the epilogue is the one formula of cq_qgemm_out, lane by lane.  Three tiles: AVX2 with 8-bit
  * weights (the sign trick, four instructions per 32 products), AVX2 with
  * 7-bit weights (biased activations, three), AVX-VNNI (one).
  */
@@ -247,6 +247,7 @@ cq_qgemm_tile_avxvnni(const cq_qgemm_tile *t)
 #undef CASE
 	}
 }
+
 /*
  * cq_qgemm_quantize_vec_bits (qgemm.c) on 8 lanes, the same bits: the max
  * of |v| (vmaxps(a, m) is a > m ? a : m, so NaN never wins, as there; a max
