@@ -12,7 +12,7 @@ trap 'rm -rf "$tmp"' EXIT
 gcc -std=gnu11 -O3 -march=native -ffp-contract=off -Wall -Wextra -Wno-unused-parameter \
 	-Wno-sign-compare -Wno-missing-field-initializers -Iextension -Wl,--wrap=cq_parallel_run \
 	-o "$tmp/bench_forward" test/bench/bench_forward.c \
-	$(ls extension/common/*.c extension/nn/*/*.c | grep -v '^extension/nn/train/') -lopenblas -lm -lpthread
+	$(ls extension/common/*.c extension/nn/*/*.c | grep -v '^extension/nn/train/') -lopenblas -licuuc -lm -lpthread
 grep -m1 'model name' /proc/cpuinfo || true
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) CPUs)"
 "$tmp/bench_forward" "${1:-10}"

@@ -1,6 +1,8 @@
 #include "unit.h"
 
+#include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/cpu.h"
 #include "common/rng.h"
@@ -68,6 +70,66 @@ TEST(softmax_rows_causal)
 }
 
 /* The fused statistics against a naive double loop, on rows of many widths. */
+/* Whether two row statistics have the same bits (the floats compared as bytes). */
+static bool
+same_stats(cq_row_stats a, cq_row_stats b)
+{
+	return memcmp(&a.logp_gold, &b.logp_gold, sizeof(float)) == 0 &&
+		memcmp(&a.p_max, &b.p_max, sizeof(float)) == 0 &&
+		memcmp(&a.entropy, &b.entropy, sizeof(float)) == 0 && a.argmax == b.argmax;
+}
+
+/*
+ * The AVX2 row statistics give the generic bits (the forward's scores may
+ * not depend on the CPU's variant): rows of every length up to 300 and V =
+ * 8000, on logits spread as a model's, with ties of the max (the argmax is
+ * the first), values below exp's clamp, -inf, signed zeros, all equal, and
+ * a NaN first element (the max is then NaN and the argmax n - 1).
+ */
+TEST(logit_row_stats_avx2_has_the_generic_bits)
+{
+	unsigned	s = 11;
+	long		rows = 0,
+				bad = 0;
+
+	if (!cq_logit_row_stats_avx2_runs())
+	{
+		printf("     row statistics: avx2 skipped, this CPU cannot execute it\n");
+		return;
+	}
+	for (int kind = 0; kind < 6; kind++)
+		for (int n = 1; n <= 8000; n = n < 300 ? n + 1 : n + 7700)
+		{
+			float	   *l = malloc(sizeof(float) * n);
+
+			for (int i = 0; i < n; i++)
+			{
+				s = s * 1103515245u + 12345u;
+				l[i] = 30.0f * (float) ((s >> 8) & 0xFFFF) / 65536.0f - 20.0f;
+				if (kind == 1)
+					l[i] = (float) ((s >> 12) % 5);	/* many ties of the max */
+				else if (kind == 2 && i % 3 == 0)
+					l[i] = -200.0f;		/* below the clamp after the shift */
+				else if (kind == 3)
+					l[i] = i % 7 == 0 ? -INFINITY : i % 2 ? 0.0f : -0.0f;
+				else if (kind == 4)
+					l[i] = 1.5f;
+			}
+			if (kind == 5)
+				l[0] = NAN;
+			for (int g = 0; g < n; g += n / 3 + 1)
+			{
+				rows++;
+				bad += !same_stats(cq_logit_row_stats_avx2(l, n, g),
+								   cq_logit_row_stats_generic(l, n, g));
+			}
+			free(l);
+		}
+	if (bad)
+		unit_fail(__FILE__, __LINE__, "%ld of %ld rows: the AVX2 statistics differ from the generic bits",
+				  bad, rows);
+}
+
 TEST(logit_row_stats_vs_naive)
 {
 	unsigned	s = 5;

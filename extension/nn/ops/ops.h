@@ -78,8 +78,16 @@ typedef struct cq_row_stats
 	int32_t		argmax;				/* first v reaching p_max */
 } cq_row_stats;
 
-/* Log-softmax statistics of a row of n logits, in two passes. */
+/*
+ * Log-softmax statistics of a row of n logits, in two passes: the AVX2
+ * variant where the CPU has it (unless the build targets AVX-512, whose
+ * zmm suit the generic code), else the generic one; both give the same
+ * bits (the variants are named for the tests).
+ */
 cq_row_stats cq_logit_row_stats(const float *logits, int n, int gold);
+cq_row_stats cq_logit_row_stats_generic(const float *logits, int n, int gold);
+bool		cq_logit_row_stats_avx2_runs(void);
+cq_row_stats cq_logit_row_stats_avx2(const float *logits, int n, int gold);
 
 /*
  * out[v] = log softmax(l)[v] over a row of n logits; out may be l.  out[g]

@@ -106,6 +106,17 @@ code_max(int bits)
 	return bits == 7 ? 63.0f : 127.0f;
 }
 
+/* Whether this CPU runs the AVX2 quantization (the same bits as below). */
+static bool
+quantize_avx2(void)
+{
+	static int	avx2 = -1;
+
+	if (avx2 < 0)
+		avx2 = cq_qgemm_isa_runs(CQ_QGEMM_AVX2, cq_cpu_detect());
+	return avx2;
+}
+
 float
 cq_qgemm_quantize_vec_bits(const float *v, int k, int bits, int8_t *q)
 {
@@ -115,6 +126,9 @@ cq_qgemm_quantize_vec_bits(const float *v, int k, int bits, int8_t *q)
 				scale;
 
 	int			i = 0;
+
+	if (quantize_avx2())
+		return cq_qgemm_quantize_avx2(v, k, qmax, q);
 
 	/*
 	 * max |v|, NaN never winning, as 8 independent chains (one chain waits

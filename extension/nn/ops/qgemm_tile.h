@@ -31,7 +31,7 @@ typedef struct cq_qgemm_tile
 
 /* Rows per tile, at most. */
 #define CQ_QGEMM_MR_PORTABLE 4
-#define CQ_QGEMM_MR_AVX2 3
+#define CQ_QGEMM_MR_AVX2 4
 #define CQ_QGEMM_MR_AVX2_U8 4
 #define CQ_QGEMM_MR_AVXVNNI 6
 #define CQ_QGEMM_MR_AVX512VNNI 8
@@ -51,5 +51,8 @@ void		cq_qgemm_tile_avx2(const cq_qgemm_tile *t);		/* 8-bit weights */
 void		cq_qgemm_tile_avx2_u8(const cq_qgemm_tile *t);	/* 7-bit weights */
 void		cq_qgemm_tile_avxvnni(const cq_qgemm_tile *t);
 void		cq_qgemm_tile_avx512vnni(const cq_qgemm_tile *t);
+
+/* cq_qgemm_quantize_vec_bits with Q = qmax on AVX2, the same bits (qgemm.c calls it). */
+float		cq_qgemm_quantize_avx2(const float *v, int k, float qmax, int8_t *q);
 
 #endif

@@ -1,7 +1,12 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/cpu.h"
 #include "nn/ops/ops.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 void
 cq_softmax_rows(float *x, int rows, int cols, int ld, bool causal)
@@ -99,7 +104,7 @@ row_max(const float *l, int n)
 }
 
 cq_row_stats
-cq_logit_row_stats(const float *l, int n, int gold)
+cq_logit_row_stats_generic(const float *l, int n, int gold)
 {
 	v16f		vz = {0},
 				vs = {0};
@@ -141,6 +146,169 @@ cq_logit_row_stats(const float *l, int n, int gold)
 	s.entropy = (float) (log(z) - zs / z);
 	s.argmax = arg;
 	return s;
+}
+
+#if defined(__x86_64__)
+/*
+ * cq_logit_row_stats_generic with AVX2 intrinsics, bit for bit (the unit
+ * test logit_row_stats_avx2_has_the_generic_bits checks it): its 16 lanes
+ * are two ymm, lanes 0-7 and 8-15; every lane sees the same operations in
+ * the same order (exp_v16's multiplies and adds, no fused multiply-add: the
+ * target has no FMA); the tail and the lanes are reduced as there.  GCC
+ * lowers the generic 16-lane vectors to spills and reloads of their halves
+ * and the argmax is a scalar search: the row statistics were 11-13% of an
+ * int8 batch-64 forward on an AVX2-only EPYC (perf).  Here the argmax, the
+ * first index holding the max (n - 1 if none, as for a NaN max), is found
+ * eight compares at a time.
+ */
+#define AVX2 __attribute__((target("avx2")))
+
+AVX2 static inline __attribute__((always_inline)) __m256
+exp8(__m256 x)
+{
+	const __m256 lo = _mm256_set1_ps(-87.0f),
+				magic = _mm256_set1_ps(12582912.0f);
+	__m256		n,
+				r,
+				p;
+	__m256i		e;
+
+	x = _mm256_blendv_ps(x, lo, _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
+	n = _mm256_sub_ps(_mm256_add_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), magic),
+					  magic);
+	r = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(0.693359375f)));
+	r = _mm256_add_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(2.12194440e-4f)));
+	p = _mm256_add_ps(_mm256_mul_ps(r, _mm256_set1_ps(1.9875691500e-4f)),
+					  _mm256_set1_ps(1.3981999507e-3f));
+	p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(8.3334519073e-3f));
+	p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(4.1665795894e-2f));
+	p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.6666665459e-1f));
+	p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(5.0000001201e-1f));
+	p = _mm256_add_ps(_mm256_add_ps(_mm256_mul_ps(_mm256_mul_ps(p, r), r), r),
+					  _mm256_set1_ps(1.0f));
+	e = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+	return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+AVX2 static cq_row_stats
+row_stats_avx2(const float *l, int n, int gold)
+{
+	/* vmaxps(v, m) is v > m ? v : m, the generic select */
+	__m256		mx0 = _mm256_set1_ps(l[0]),
+				mx1 = mx0,
+				z0 = _mm256_setzero_ps(),
+				z1 = z0,
+				s0 = z0,
+				s1 = z0,
+				vm;
+	float		m = l[0],
+				lane[32];
+	double		z = 0.0,
+				zs = 0.0;
+	int			i,
+				arg = -1;
+	cq_row_stats st;
+
+	for (i = 0; i + 16 <= n; i += 16)
+	{
+		mx0 = _mm256_max_ps(_mm256_loadu_ps(l + i), mx0);
+		mx1 = _mm256_max_ps(_mm256_loadu_ps(l + i + 8), mx1);
+	}
+	for (; i < n; i++)
+		m = l[i] > m ? l[i] : m;
+	_mm256_storeu_ps(lane, mx0);
+	_mm256_storeu_ps(lane + 8, mx1);
+	for (int j = 0; j < 16; j++)
+		m = lane[j] > m ? lane[j] : m;
+
+	vm = _mm256_set1_ps(m);
+	for (i = 0; i + 8 <= n - 1 && arg < 0; i += 8)
+	{
+		int			eq = _mm256_movemask_ps(_mm256_cmp_ps(_mm256_loadu_ps(l + i), vm, _CMP_EQ_OQ));
+
+		if (eq)
+			arg = i + __builtin_ctz((unsigned) eq);
+	}
+	for (; i < n - 1 && arg < 0; i++)
+		if (l[i] == m)
+			arg = i;
+	if (arg < 0)
+		arg = n - 1;
+
+	for (i = 0; i + 16 <= n; i += 16)
+	{
+		__m256		d0 = _mm256_sub_ps(_mm256_loadu_ps(l + i), vm),
+					d1 = _mm256_sub_ps(_mm256_loadu_ps(l + i + 8), vm),
+					e0 = exp8(d0),
+					e1 = exp8(d1);
+
+		z0 = _mm256_add_ps(z0, e0);
+		z1 = _mm256_add_ps(z1, e1);
+		s0 = _mm256_add_ps(s0, _mm256_mul_ps(e0, d0));
+		s1 = _mm256_add_ps(s1, _mm256_mul_ps(e1, d1));
+	}
+	for (; i < n; i++)
+	{
+		float		d = l[i] - m,
+					e = cq_fast_expf(d);
+
+		z += e;
+		zs += (double) e * d;
+	}
+	_mm256_storeu_ps(lane, z0);
+	_mm256_storeu_ps(lane + 8, z1);
+	_mm256_storeu_ps(lane + 16, s0);
+	_mm256_storeu_ps(lane + 24, s1);
+	for (int j = 0; j < 16; j++)
+	{
+		z += lane[j];
+		zs += lane[16 + j];
+	}
+	st.logp_gold = (float) ((l[gold] - m) - log(z));
+	st.p_max = (float) (1.0 / z);
+	st.entropy = (float) (log(z) - zs / z);
+	st.argmax = arg;
+	return st;
+}
+#undef AVX2
+#endif
+
+bool
+cq_logit_row_stats_avx2_runs(void)
+{
+#if defined(__x86_64__)
+	return (cq_cpu_detect() & CQ_CPU_BIT(CQ_CPU_AVX2)) != 0;
+#else
+	return false;
+#endif
+}
+
+cq_row_stats
+cq_logit_row_stats_avx2(const float *l, int n, int gold)
+{
+#if defined(__x86_64__)
+	return row_stats_avx2(l, n, gold);
+#else
+	return cq_logit_row_stats_generic(l, n, gold);
+#endif
+}
+
+/*
+ * A build for AVX-512 (-march=native on such a CPU) runs the generic code,
+ * whose 16 lanes are then one zmm; the AVX2 variant is for the others.
+ */
+cq_row_stats
+cq_logit_row_stats(const float *l, int n, int gold)
+{
+#if defined(__AVX512F__)
+	return cq_logit_row_stats_generic(l, n, gold);
+#else
+	static int	avx2 = -1;
+
+	if (avx2 < 0)
+		avx2 = cq_logit_row_stats_avx2_runs();
+	return avx2 ? cq_logit_row_stats_avx2(l, n, gold) : cq_logit_row_stats_generic(l, n, gold);
+#endif
 }
 
 /*
