@@ -12,7 +12,7 @@ static const char *const names[CQ_F_COUNT] = {
 	"numerals", "alpha_src", "alpha_tgt", "script_src", "script_tgt",
 	"repetition_src", "repetition_tgt", "html_src", "html_tgt", "sentence_diff", "langid_src",
 	"langid_tgt", "align_fwd", "align_bwd", "coverage_fwd", "coverage_bwd",
-	"embedding_cosine", "dual_xent"
+	"embedding_cosine", "dual_xent", "tail_src", "tail_tgt"
 };
 
 /* The repetition filter's defaults (pg/filters/filter_spec.c). */

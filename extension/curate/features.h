@@ -40,7 +40,11 @@
  *                         sentence on one side only
  *   langid_src, _tgt      cq_lang_confidence for the set's languages
  *   align_fwd, align_bwd, coverage_fwd, coverage_bwd, embedding_cosine,
- *   dual_xent             written by the glue (model features)
+ *   dual_xent, tail_src, tail_tgt   written by the glue (model features;
+ *                         the tails came last, so the bits of the others
+ *                         stay those stored classifiers were trained with;
+ *                         a classifier using them is stored as format
+ *                         version 2, FORMAT.md)
  */
 #ifndef CQ_CURATE_FEATURES_H
 #define CQ_CURATE_FEATURES_H
@@ -82,6 +86,8 @@ typedef enum cq_feature
 	CQ_F_COVERAGE_BWD,
 	CQ_F_EMBEDDING_COSINE,
 	CQ_F_DUAL_XENT,
+	CQ_F_TAIL_SRC,
+	CQ_F_TAIL_TGT,
 	CQ_F_COUNT
 } cq_feature;
 

@@ -148,6 +148,9 @@ SELECT count(*) AS pairs,
        count(*) FILTER (WHERE (f ->> 'coverage_fwd')::float8 = (corpq.align_stats('cc_lex', src, tgt)).src_coverage
                           AND (f ->> 'coverage_bwd')::float8 = (corpq.align_stats('cc_lex', src, tgt)).tgt_coverage)
            AS coverage_equal,
+       count(*) FILTER (WHERE (f ->> 'tail_src')::float8 = (corpq.align_stats('cc_lex', src, tgt)).src_tail
+                          AND (f ->> 'tail_tgt')::float8 = (corpq.align_stats('cc_lex', src, tgt)).tgt_tail)
+           AS tail_equal,
        count(*) FILTER (WHERE (f ->> 'embedding_cosine')::float8
                               IS NOT DISTINCT FROM corpq.embedding_cosine('cc_enc@1'::corpq.pinned_model, src, tgt))
            AS cosine_equal,
