@@ -12,7 +12,7 @@
 
 #define MAGIC "CQPQ"
 /* Version 2 is version 1 whose mask may name the features from tail_src
- * on; a classifier without them is written as version 1, byte for byte as
+ * on (tail_src, tail_tgt, end_punct); a classifier without them is written as version 1, byte for byte as
  * before, so builds that read only version 1 keep reading it. */
 #define VERSION 2
 #define V2_FIRST_FEATURE CQ_F_TAIL_SRC
