@@ -37,7 +37,7 @@ model_t(const cq_fa_model *md, int32_t e, int32_t f)
 cq_code
 cq_fa_model_align(const cq_fa_model *md, const int32_t *e, int n,
 				  const int32_t *f, int m, int32_t *a, double *loglik,
-				  cq_error *err)
+				  double *token_ll, cq_error *err)
 {
 	double		stackbuf[256];
 	double	   *w = stackbuf;
@@ -72,6 +72,8 @@ cq_fa_model_align(const cq_fa_model *md, const int32_t *e, int n,
 		}
 		if (a)
 			a[j] = arg;
+		if (token_ll)
+			token_ll[j] = log(sum);
 		ll += log(sum);
 	}
 	if (w != stackbuf)

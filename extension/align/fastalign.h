@@ -86,11 +86,12 @@ typedef struct cq_fa_model
 /*
  * Aligns one pair (e: n conditioning words, f: m generated words) with the
  * model: a[j] = aligned position in e or -1 (a may be NULL), and *loglik =
- * sum_j ln p(f_j | e).  Ids outside the table get CQ_FA_UNSEEN_PROB.
+ * sum_j ln p(f_j | e), token_ll[j] (may be NULL, else m entries) its
+ * terms.  Ids outside the table get CQ_FA_UNSEEN_PROB.
  */
 cq_code		cq_fa_model_align(const cq_fa_model *md, const int32_t *e, int n,
 							  const int32_t *f, int m, int32_t *a,
-							  double *loglik, cq_error *err);
+							  double *loglik, double *token_ll, cq_error *err);
 
 void		cq_fa_model_free(cq_fa_model *md);
 

@@ -52,6 +52,27 @@ covered_targets(const cq_link *links, int n_links, int m, uint8_t *seen)
 	return covered;
 }
 
+/*
+ * A side's tail against its head: the mean of the last ceil(len / 3) terms
+ * of tl minus the mean of the others; 0 when len < 2 (no head).
+ */
+static double
+tail_drop(const double *tl, int len)
+{
+	int			k = (len + 2) / 3,
+				head = len - k;
+	double		h = 0.0,
+				t = 0.0;
+
+	if (len < 2)
+		return 0.0;
+	for (int j = 0; j < head; j++)
+		h += tl[j];
+	for (int j = head; j < len; j++)
+		t += tl[j];
+	return t / k - h / head;
+}
+
 cq_code
 cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 					  const int32_t *tgt, int m, cq_sym_mode mode,
@@ -63,6 +84,8 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 			   *lr = NULL,
 			   *ls = NULL;
 	void	   *work = NULL;
+	double	   *tl_f = NULL,
+			   *tl_r = NULL;
 	double		ll_f = 0.0,
 				ll_r = 0.0;
 	cq_code		rc;
@@ -75,6 +98,7 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 	{
 		out->align_score = out->fwd_score = out->rev_score = NAN;
 		out->coverage = out->tgt_coverage = NAN;
+		out->src_tail = out->tgt_tail = NAN;
 		return n < 0 || m < 0 ? cq_fail(err, CQ_EINVAL, "negative sentence length") : CQ_OK;
 	}
 	a_f = cq_alloc((size_t) m * sizeof(int32_t));
@@ -83,13 +107,15 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 	lr = cq_alloc((size_t) n * sizeof(cq_link));
 	ls = cq_alloc(((size_t) n + m) * sizeof(cq_link));
 	work = cq_alloc(cq_symmetrize_work_bytes(n, m));
-	if (!a_f || !a_r || !lf || !lr || !ls || !work)
+	tl_f = cq_alloc((size_t) m * sizeof(double));
+	tl_r = cq_alloc((size_t) n * sizeof(double));
+	if (!a_f || !a_r || !lf || !lr || !ls || !work || !tl_f || !tl_r)
 	{
 		rc = cq_fail(err, CQ_ENOMEM, "out of memory");
 		goto done;
 	}
-	if ((rc = cq_fa_model_align(&lx->fwd, src, n, tgt, m, a_f, &ll_f, err)) != CQ_OK ||
-		(rc = cq_fa_model_align(&lx->rev, tgt, m, src, n, a_r, &ll_r, err)) != CQ_OK)
+	if ((rc = cq_fa_model_align(&lx->fwd, src, n, tgt, m, a_f, &ll_f, tl_f, err)) != CQ_OK ||
+		(rc = cq_fa_model_align(&lx->rev, tgt, m, src, n, a_r, &ll_r, tl_r, err)) != CQ_OK)
 		goto done;
 	nf = cq_links_from_viterbi(a_f, m, true, lf);
 	nr = cq_links_from_viterbi(a_r, n, false, lr);
@@ -101,6 +127,8 @@ cq_lexicon_score_pair(const cq_lexicon *lx, const int32_t *src, int n,
 	out->n_links = ns;
 	out->coverage = (double) covered_sources(ls, ns) / n;
 	out->tgt_coverage = (double) covered_targets(ls, ns, m, (uint8_t *) work) / m;
+	out->src_tail = tail_drop(tl_r, n);
+	out->tgt_tail = tail_drop(tl_f, m);
 	if (links)
 		memcpy(links, ls, (size_t) ns * sizeof(cq_link));
 	rc = CQ_OK;
@@ -111,6 +139,8 @@ done:
 	cq_free(lr);
 	cq_free(ls);
 	cq_free(work);
+	cq_free(tl_f);
+	cq_free(tl_r);
 	return rc;
 }
 

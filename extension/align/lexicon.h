@@ -11,6 +11,16 @@
  *   tgt_coverage = the same share of target positions (an appended or
  *                 untranslated stretch of the target lowers it, where the
  *                 source's coverage cannot see it)
+ *   tgt_tail    = the mean of fwd_score's terms ln sum_i p(a_j = i) t(tgt_j | src_i)
+ *                 over the target's last ceil(m/3) tokens minus their mean
+ *                 over its other tokens (0 when m < 2); src_tail the same
+ *                 for rev_score's terms over the source.  A translation is
+ *                 explained about as well at its end as at its start; a
+ *                 sentence appended to the target, or a source cut short,
+ *                 leaves the target's end unexplained (tgt_tail well below
+ *                 0), and the same for the source.  Averaged over the whole
+ *                 side such a stretch is diluted; the alignment's links do
+ *                 not see it at all (every token gets a link).
  * (fast_align's log-likelihood per generated token, without its length
  * model; words unseen in training get t = 1e-9).  An empty side gives NaN.
  */
@@ -42,6 +52,8 @@ typedef struct cq_pair_score
 	double		rev_score;
 	double		coverage;
 	double		tgt_coverage;
+	double		src_tail;
+	double		tgt_tail;
 	int			n_links;
 } cq_pair_score;
 

@@ -11,7 +11,11 @@
 #include "filters/rules.h"
 
 #define MAGIC "CQPQ"
-#define VERSION 1
+/* Version 2 is version 1 whose mask may name the features from tail_src
+ * on (tail_src, tail_tgt, end_punct); a classifier without them is written as version 1, byte for byte as
+ * before, so builds that read only version 1 keep reading it. */
+#define VERSION 2
+#define V2_FIRST_FEATURE CQ_F_TAIL_SRC
 #define KIND_LOGISTIC CQ_CLASSIFIER_LOGISTIC
 #define KIND_TREES CQ_CLASSIFIER_TREES
 #define MAX_TREES 100000
@@ -84,7 +88,7 @@ put_header(const cq_classifier *c, unsigned char *p)
 	const cq_feature_set *fs = &c->fs;
 
 	memcpy(p, MAGIC, 4);
-	cq_le_put_u32(p + 4, VERSION);
+	cq_le_put_u32(p + 4, (fs->mask >> V2_FIRST_FEATURE) ? 2 : 1);
 	cq_le_put_u32(p + 8, (uint32_t) c->kind);
 	cq_le_put_u32(p + 12, (uint32_t) c->d);
 	cq_le_put_u64(p + 16, fs->mask);
@@ -177,13 +181,16 @@ get_header(const unsigned char *buf, size_t len, cq_feature_set *fs, int *d, cq_
 
 	if (len < HEADER_SIZE || memcmp(buf, MAGIC, 4) != 0)
 		return cq_fail(err, CQ_EFORMAT, "not a classifier (no CQPQ header)");
-	if (cq_le_get_u32(buf + 4) != VERSION)
+	if (cq_le_get_u32(buf + 4) < 1 || cq_le_get_u32(buf + 4) > VERSION)
 		return cq_fail(err, CQ_EFORMAT, "classifier format version %u is not supported (this "
-					   "build reads %d)", cq_le_get_u32(buf + 4), VERSION);
+					   "build reads 1 to %d)", cq_le_get_u32(buf + 4), VERSION);
 	if (cq_le_get_u32(buf + 8) != KIND_LOGISTIC && cq_le_get_u32(buf + 8) != KIND_TREES)
 		return cq_fail(err, CQ_EFORMAT, "classifier kind %u is unknown", cq_le_get_u32(buf + 8));
 	*d = (int) cq_le_get_u32(buf + 12);
 	fs->mask = cq_le_get_u64(buf + 16);
+	if (cq_le_get_u32(buf + 4) == 1 && (fs->mask >> V2_FIRST_FEATURE))
+		return cq_fail(err, CQ_EFORMAT, "classifier format version 1 names features from "
+					   "\"%s\" on (version 2's)", cq_feature_name(V2_FIRST_FEATURE));
 	fs->src_script = (int32_t) cq_le_get_u32(buf + 24);
 	fs->tgt_script = (int32_t) cq_le_get_u32(buf + 28);
 	if ((rc = get_lang(buf + 32, &fs->src_lang, err)) != CQ_OK ||

@@ -12,7 +12,7 @@ static const char *const names[CQ_F_COUNT] = {
 	"numerals", "alpha_src", "alpha_tgt", "script_src", "script_tgt",
 	"repetition_src", "repetition_tgt", "html_src", "html_tgt", "sentence_diff", "langid_src",
 	"langid_tgt", "align_fwd", "align_bwd", "coverage_fwd", "coverage_bwd",
-	"embedding_cosine", "dual_xent"
+	"embedding_cosine", "dual_xent", "tail_src", "tail_tgt", "end_punct"
 };
 
 /* The repetition filter's defaults (pg/filters/filter_spec.c). */
@@ -157,6 +157,7 @@ rules(const cq_feature_set *fs, const cq_pair *p, all_features *a, cq_error *err
 	a->v[CQ_F_HTML_TGT] = cq_html_tags(&p->tgt) ? 1.0 : 0.0;
 	a->v[CQ_F_SENTENCE_DIFF] = (double) (cq_sentence_boundaries(&p->tgt) -
 										 cq_sentence_boundaries(&p->src));
+	a->v[CQ_F_END_PUNCT] = (double) (cq_ends_sentence(&p->tgt) - cq_ends_sentence(&p->src));
 	return CQ_OK;
 }
 

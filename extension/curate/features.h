@@ -39,8 +39,17 @@
  *   sentence_diff         cq_sentence_boundaries(tgt) - (src): a second
  *                         sentence on one side only
  *   langid_src, _tgt      cq_lang_confidence for the set's languages
+ *   end_punct             cq_ends_sentence(tgt) - cq_ends_sentence(src):
+ *                         a side that ends a sentence or clause where the
+ *                         other does not (a cut side, another pair's
+ *                         sentence appended)
  *   align_fwd, align_bwd, coverage_fwd, coverage_bwd, embedding_cosine,
- *   dual_xent             written by the glue (model features)
+ *   dual_xent, tail_src, tail_tgt   written by the glue (model features;
+ *                         the tails came last, so the bits of the others
+ *                         stay those stored classifiers were trained with;
+ *                         a classifier using them is stored as format
+ *                         version 2, FORMAT.md; end_punct, a string
+ *                         feature, came after them for the same reason)
  */
 #ifndef CQ_CURATE_FEATURES_H
 #define CQ_CURATE_FEATURES_H
@@ -82,6 +91,10 @@ typedef enum cq_feature
 	CQ_F_COVERAGE_BWD,
 	CQ_F_EMBEDDING_COSINE,
 	CQ_F_DUAL_XENT,
+	CQ_F_TAIL_SRC,
+	CQ_F_TAIL_TGT,
+	/* a string feature, after the model features of version 1 */
+	CQ_F_END_PUNCT,
 	CQ_F_COUNT
 } cq_feature;
 
@@ -90,11 +103,12 @@ typedef enum cq_feature
 #define CQ_F_STRING_MASK \
 	((CQ_F_BIT(CQ_F_SCRIPT_SRC) - 1) | CQ_F_BIT(CQ_F_REPETITION_SRC) | \
 	 CQ_F_BIT(CQ_F_REPETITION_TGT) | CQ_F_BIT(CQ_F_HTML_SRC) | CQ_F_BIT(CQ_F_HTML_TGT) | \
-	 CQ_F_BIT(CQ_F_SENTENCE_DIFF))
+	 CQ_F_BIT(CQ_F_SENTENCE_DIFF) | CQ_F_BIT(CQ_F_END_PUNCT))
 #define CQ_F_SCRIPT_MASK (CQ_F_BIT(CQ_F_SCRIPT_SRC) | CQ_F_BIT(CQ_F_SCRIPT_TGT))
 #define CQ_F_LANGID_MASK (CQ_F_BIT(CQ_F_LANGID_SRC) | CQ_F_BIT(CQ_F_LANGID_TGT))
 #define CQ_F_MODEL_MASK \
-	(CQ_F_BIT(CQ_F_COUNT) - CQ_F_BIT(CQ_F_ALIGN_FWD))
+	((CQ_F_BIT(CQ_F_DUAL_XENT + 1) - CQ_F_BIT(CQ_F_ALIGN_FWD)) | \
+	 CQ_F_BIT(CQ_F_TAIL_SRC) | CQ_F_BIT(CQ_F_TAIL_TGT))
 
 typedef struct cq_feature_set
 {
@@ -136,5 +150,10 @@ cq_code		cq_copy_chars(const cq_utext *a, const cq_utext *b, double *dice, cq_er
 cq_code		cq_punct_dice(const cq_utext *a, const cq_utext *b, double *dice, cq_error *err);
 /* Sentence boundaries inside t (sentences.c): sentence_diff's count. */
 int			cq_sentence_boundaries(const cq_utext *t);
+/* 1 when t's last code point that is neither whitespace nor closing
+ * punctuation (Unicode Pe, Pf, straight quotes) ends a sentence or clause
+ * (sentence_diff's marks, : ; and their full-width forms), else 0
+ * (sentences.c): end_punct's value per side. */
+int			cq_ends_sentence(const cq_utext *t);
 
 #endif

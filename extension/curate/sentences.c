@@ -51,3 +51,26 @@ cq_sentence_boundaries(const cq_utext *t)
 	}
 	return count;
 }
+
+/* A closing mark that may stand after a sentence's last mark: ." ») */
+static bool
+is_closing(int32_t c)
+{
+	int8_t		type = u_charType(c);
+
+	return type == U_END_PUNCTUATION || type == U_FINAL_PUNCTUATION ||
+		c == '"' || c == '\'';
+}
+
+int
+cq_ends_sentence(const cq_utext *t)
+{
+	size_t		i = t->n;
+
+	while (i > 0 && (cq_py_isspace(t->cp[i - 1]) || is_closing(t->cp[i - 1])))
+		i--;
+	if (i == 0)
+		return 0;
+	return is_terminal(t->cp[i - 1]) || t->cp[i - 1] == ':' || t->cp[i - 1] == ';' ||
+		t->cp[i - 1] == 0xFF1A || t->cp[i - 1] == 0xFF1B;
+}

@@ -145,11 +145,12 @@ COMMENT ON FUNCTION corpq.coverage(text, text, text) IS
 
 CREATE FUNCTION corpq.align_stats(lexicon text, src text, tgt text,
                                   OUT fwd_score float8, OUT rev_score float8,
-                                  OUT src_coverage float8, OUT tgt_coverage float8)
+                                  OUT src_coverage float8, OUT tgt_coverage float8,
+                                  OUT src_tail float8, OUT tgt_tail float8)
     AS 'MODULE_PATHNAME', 'corpq_lexicon_align_stats'
     LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION corpq.align_stats(text, text, text) IS
-    'one alignment, its parts kept apart: fwd_score (1/m) sum_j ln sum_i p(a_j = i) t(tgt_j | src_i) over the target tokens, rev_score the same over the source tokens, src_coverage and tgt_coverage the share of each side''s tokens with a link in the symmetrised alignment (align_score = (fwd_score + rev_score) / 2, coverage = src_coverage); NULL when a side is empty';
+    'one alignment, its parts kept apart: fwd_score (1/m) sum_j ln sum_i p(a_j = i) t(tgt_j | src_i) over the target tokens, rev_score the same over the source tokens, src_coverage and tgt_coverage the share of each side''s tokens with a link in the symmetrised alignment (align_score = (fwd_score + rev_score) / 2, coverage = src_coverage), tgt_tail the mean of fwd_score''s per-token terms over the target''s last ceil(m/3) tokens minus their mean over its other tokens (0 for one token), src_tail the same for rev_score''s terms over the source (well below 0 when a side''s end is explained worse than its start: a sentence appended to it, the other side cut short); NULL when a side is empty';
 
 CREATE FUNCTION corpq.mono_uncertainty(lexicon text, sentence text) RETURNS float8
     AS 'MODULE_PATHNAME', 'corpq_lexicon_mono_uncertainty'

@@ -11,12 +11,14 @@ Python and numpy, on pairs of the shared en-es corpora:
   classifier the same penalised logistic regression and Platt calibration
              written in numpy (standardisation, IRLS with a dense solve,
              its own iteration): weights, bias, Platt's a and b within 1e-8,
-             probabilities within 1e-9; and the gradient of the objective
+             probabilities within 1e-8 (what Platt's tolerance allows: the
+             held-out logits nearly separate the labels, so Platt's
+             optimum is flat and two solvers stop a few 1e-9 apart); and the gradient of the objective
              at the core's weights, computed here, is zero (|g| < 1e-9)
   trees      the boosted trees grown in numpy from trees.h's definition (the
              same bins, sums in the same order, glibc's exp through
              math.exp): the same splits and thresholds bit for bit, leaves
-             and Platt within 1e-12 / 1e-8, probabilities within 1e-9
+             and Platt within 1e-12 / 1e-8, probabilities within 1e-8
 
 Exits non-zero on failure; without the corpora it says so and checks a
 small built-in sample.
@@ -168,6 +170,18 @@ def sentence_boundaries(x):
     return count
 
 
+CLAUSE_ENDS = TERMINALS | set(":;\uff1a\uff1b")
+
+
+def ends_sentence(x):
+    """The last character that is not whitespace nor closing (Pe, Pf, straight
+    quotes) is a sentence or clause mark."""
+    x = x.rstrip()
+    while x and (unicodedata.category(x[-1]) in ("Pe", "Pf") or x[-1] in "\"'" or x[-1].isspace()):
+        x = x[:-1]
+    return 1 if x and x[-1] in CLAUSE_ENDS else 0
+
+
 def ref_features(s, t):
     cs, ct, ws, wt = len(s), len(t), len(s.split()), len(t.split())
     cl, wl = math.log((1 + ct) / (1 + cs)), math.log((1 + wt) / (1 + ws))
@@ -187,6 +201,7 @@ def ref_features(s, t):
         "repetition_tgt": math.log1p(ref.repetition(t)),
         "html_src": float(ref.html_tags(s)), "html_tgt": float(ref.html_tags(t)),
         "sentence_diff": float(sentence_boundaries(t) - sentence_boundaries(s)),
+        "end_punct": float(ends_sentence(t) - ends_sentence(s)),
     }
 
 
@@ -285,7 +300,7 @@ def check_classifier(noisy, x):
                 close("platt_b", c["platt_b"], r["platt_b"], 1e-8))
         pc, pr = c["prob"](x), r["prob"](x)
         perr = np.max(np.abs(pc - pr))
-        if not perr <= 1e-9:
+        if not perr <= 1e-8:
             fail("classifier probabilities differ by %.3g (l2 %g)" % (perr, l2))
         g, _ = grad_hess(r["z"], r["t"], np.concatenate([[c["bias"]], c["w"]]), l2)
         if not np.max(np.abs(g)) < 1e-9:
@@ -385,7 +400,7 @@ def check_trees(noisy, x):
             close("trees' platt_a", c["platt_a"], r["platt_a"], 1e-8),
             close("trees' platt_b", c["platt_b"], r["platt_b"], 1e-8))
     perr = np.max(np.abs(c["prob"](x) - r["prob"](x)))
-    if not perr <= 1e-9:
+    if not perr <= 1e-8:
         fail("trees: probabilities differ by %.3g" % perr)
     print("trees: %d rounds of depth %d on %d rows: splits %s, leaves and Platt within %.2g, "
           "probabilities within %.2g" % (c["n_trees"], c["depth"], len(y),

@@ -242,6 +242,9 @@ TEST(lexicon_score_pair_hand_worked)
 	CHECK_NEAR(sc.align_score, (sc.fwd_score + sc.rev_score) / 2, 1e-15);
 	CHECK_NEAR(sc.coverage, 1.0, 0);
 	CHECK_NEAR(sc.tgt_coverage, 1.0, 0);
+	/* the tails: the second token's term minus the first's (m = n = 2) */
+	CHECK_NEAR(sc.tgt_tail, log(1.4 / 3) - log((1.4 + 1e-9) / 3), 1e-14);
+	CHECK_NEAR(sc.src_tail, log((1.1 + 1e-9) / 3) - log(1.4 / 3), 1e-14);
 	CHECK_INT_EQ(sc.n_links, 2);
 	CHECK(links[0].s == 0 && links[0].t == 0 && links[1].s == 1 && links[1].t == 1);
 
@@ -255,9 +258,90 @@ TEST(lexicon_score_pair_hand_worked)
 	CHECK_INT_EQ(sc.n_links, 1);
 	CHECK_NEAR(sc.coverage, 1.0, 0);
 	CHECK_NEAR(sc.tgt_coverage, 0.5, 0);
+	/* one source word: no head to compare (0); the target's terms are
+	 * ln(.5 (.5 + .9)) and ln(.5 (.5 + .1)) (uniform prior 1/2, NULL 1/2) */
+	CHECK_NEAR(sc.src_tail, 0.0, 0);
+	CHECK_NEAR(sc.tgt_tail, log(.3) - log(.7), 1e-14);
 	/* an empty side has no score */
 	CHECK_INT_EQ(cq_lexicon_score_pair(&lx, src, 0, tgt, 2, CQ_SYM_UNION, NULL, &sc, &err), 0);
 	CHECK(isnan(sc.align_score) && isnan(sc.coverage) && isnan(sc.tgt_coverage));
+	CHECK(isnan(sc.src_tail) && isnan(sc.tgt_tail));
+	cq_lexicon_free(&lx);
+}
+
+/* t(f | e) of the toy tables below, straight from their rows (e = 2: NULL). */
+static double
+toy_t(int rev, int e, int f)
+{
+	static const double fwd[3][2] = {{.9, .1}, {1e-9, .8}, {.5, .5}};
+	static const double bwd[3][2] = {{.7, 1e-9}, {.2, .6}, {.5, .5}};
+
+	return rev ? bwd[e][f] : fwd[e][f];
+}
+
+/* A side's tail from the definition: with the uniform prior (1 / (n + 1)
+ * for each of the n words and NULL) term j is ln sum t / (n + 1); the mean
+ * of the last ceil(m / 3) terms minus the mean of the others. */
+static double
+tail_by_definition(int rev, const int32_t *e, int n, const int32_t *f, int m)
+{
+	int			k = (m + 2) / 3;
+	double		head = 0,
+				tail = 0;
+
+	if (m < 2)
+		return 0;
+	for (int j = 0; j < m; j++)
+	{
+		double		sum = toy_t(rev, 2, f[j]);
+
+		for (int i = 0; i < n; i++)
+			sum += toy_t(rev, e[i], f[j]);
+		if (j < m - k)
+			head += log(sum / (n + 1));
+		else
+			tail += log(sum / (n + 1));
+	}
+	return tail / k - head / (m - k);
+}
+
+/*
+ * The tails on longer pairs against the definition, and a hand-worked one:
+ * source "0" and target "0 0 1": the target's terms are ln .7, ln .7, ln .3
+ * (its end explained worse than its start, as an appended word would be),
+ * so tgt_tail = ln .3 - ln .7; the source has one word (src_tail 0).
+ */
+TEST(lexicon_score_pair_tails)
+{
+	cq_lexicon	lx = {2, 2};
+	cq_fa_params par = {4.0, 0.08, false, true};
+	const int32_t src[] = {0, 1, 0, 1}, tgt[] = {0, 1, 0, 1, 1, 1, 1},
+				hand_t[] = {0, 0, 1};
+	cq_pair_score sc;
+	cq_link		links[16];
+	cq_error err = {0};
+	const int	cases[][2] = {{4, 7}, {1, 7}, {4, 2}, {2, 4}, {3, 5}, {4, 1}};
+
+	lx.fwd.par = lx.rev.par = par;
+	lx.fwd.probs_ready = lx.rev.probs_ready = true;
+	table(&lx.fwd.tt, 2, 2, (const int64_t[]) {0, 2, 3, 5}, (const int32_t[]) {0, 1, 1, 0, 1},
+		  (const double[]) {.9, .1, .8, .5, .5}, 5);
+	table(&lx.rev.tt, 2, 2, (const int64_t[]) {0, 1, 3, 5}, (const int32_t[]) {0, 0, 1, 0, 1},
+		  (const double[]) {.7, .2, .6, .5, .5}, 5);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++)
+	{
+		int			n = cases[c][0],
+					m = cases[c][1];
+
+		CHECK_INT_EQ(cq_lexicon_score_pair(&lx, src, n, tgt, m, CQ_SYM_INTERSECT,
+										   links, &sc, &err), CQ_OK);
+		CHECK_NEAR(sc.tgt_tail, tail_by_definition(0, src, n, tgt, m), 1e-12);
+		CHECK_NEAR(sc.src_tail, tail_by_definition(1, tgt, m, src, n), 1e-12);
+	}
+	CHECK_INT_EQ(cq_lexicon_score_pair(&lx, src, 1, hand_t, 3, CQ_SYM_INTERSECT,
+									   links, &sc, &err), CQ_OK);
+	CHECK_NEAR(sc.tgt_tail, log(.3) - log(.7), 1e-14);
+	CHECK_NEAR(sc.src_tail, 0.0, 0);
 	cq_lexicon_free(&lx);
 }
 

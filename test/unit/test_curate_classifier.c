@@ -6,6 +6,7 @@
  */
 #include "unit.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 #include "common/crc32.h"
@@ -234,10 +235,10 @@ TEST(curate_classifier_refuses_damaged_bytes)
 	buf[size] = 0;
 	CHECK_INT_EQ(cq_classifier_read(buf, size + 1, &r, &err), CQ_EFORMAT);
 	/* a later version, checksum fixed: refused by its number */
-	cq_le_put_u32(buf + 4, 2);
+	cq_le_put_u32(buf + 4, 3);
 	cq_le_put_u32(buf + size - 4, cq_crc32(0, buf, size - 4));
 	CHECK_INT_EQ(cq_classifier_read(buf, size, &r, &err), CQ_EFORMAT);
-	CHECK(strstr(err.msg, "version 2") != NULL);
+	CHECK(strstr(err.msg, "version 3") != NULL);
 	/* a finite-looking layout with a NaN weight, checksum fixed */
 	cq_le_put_u32(buf + 4, 1);
 	memset(buf + 72 + 16, 0xff, 8);
@@ -245,6 +246,73 @@ TEST(curate_classifier_refuses_damaged_bytes)
 	CHECK_INT_EQ(cq_classifier_read(buf, size, &r, &err), CQ_EFORMAT);
 	CHECK(r.mean == NULL);
 	cq_classifier_free(&c);
+}
+
+/*
+ * A version-1 classifier as builds before the tail features wrote it, its
+ * bytes laid out here by hand from FORMAT.md (not by the writer): two
+ * features, char_log_ratio (bit 0) and align_fwd (bit 21), mean 0, scale 1,
+ * weights 1 and 2, bias 0.5, Platt a 1, b 0.  It must keep loading with the
+ * same layout and scoring the same: x = (0.25, -0.5) has the logit
+ * 0.5 + 0.25 - 1 = -0.25, the probability 1 / (1 + e^0.25).  Written again,
+ * it is the same bytes (still version 1).  The same header naming a tail
+ * feature is refused (those are version 2's), and a classifier that uses
+ * one is written as version 2 and read back.
+ */
+TEST(curate_classifier_reads_version_1)
+{
+	const int	d = 2;
+	const size_t size = 72 + 24 * 2 + 24 + 4;
+	unsigned char buf[512],
+				again[512];
+	unsigned char *p;
+	const double values[] = {0, 0, 1, 1, 1, 2, 0.5, 1, 0};
+	double		x[2] = {0.25, -0.5};
+	cq_classifier r;
+	cq_error	err;
+
+	memset(buf, 0, sizeof(buf));
+	memcpy(buf, "CQPQ", 4);
+	cq_le_put_u32(buf + 4, 1);
+	cq_le_put_u32(buf + 8, 1);
+	cq_le_put_u32(buf + 12, (uint32_t) d);
+	cq_le_put_u64(buf + 16, (uint64_t) 1 | (uint64_t) 1 << 21);
+	cq_le_put_u32(buf + 24, (uint32_t) -1);
+	cq_le_put_u32(buf + 28, (uint32_t) -1);
+	p = buf + 72;
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++, p += 8)
+	{
+		uint64_t	bits;
+
+		memcpy(&bits, &values[i], 8);
+		cq_le_put_u64(p, bits);
+	}
+	cq_le_put_u32(p, cq_crc32(0, buf, size - 4));
+	CHECK_INT_EQ(cq_classifier_read(buf, size, &r, &err), CQ_OK);
+	CHECK_INT_EQ(r.d, 2);
+	CHECK(cq_feature_at(&r.fs, 0) == CQ_F_CHAR_LOG_RATIO);
+	CHECK(cq_feature_at(&r.fs, 1) == CQ_F_ALIGN_FWD);
+	CHECK(strcmp(cq_feature_name(cq_feature_at(&r.fs, 1)), "align_fwd") == 0);
+	CHECK_NEAR(cq_classifier_logit(&r, x), -0.25, 1e-15);
+	CHECK_NEAR(cq_classifier_prob(&r, x), 1 / (1 + exp(0.25)), 1e-15);
+	CHECK_INT_EQ(cq_classifier_size(&r), size);
+	CHECK_INT_EQ(cq_classifier_write(&r, again, sizeof(again), &err), CQ_OK);
+	CHECK(memcmp(again, buf, size) == 0);
+
+	/* a tail feature makes it version 2 */
+	r.fs.mask = (uint64_t) 1 | (uint64_t) 1 << CQ_F_TAIL_TGT;
+	CHECK_INT_EQ(cq_classifier_write(&r, again, sizeof(again), &err), CQ_OK);
+	CHECK_INT_EQ(cq_le_get_u32(again + 4), 2);
+	cq_classifier_free(&r);
+	CHECK_INT_EQ(cq_classifier_read(again, size, &r, &err), CQ_OK);
+	CHECK(cq_feature_at(&r.fs, 1) == CQ_F_TAIL_TGT);
+	CHECK_NEAR(cq_classifier_prob(&r, x), 1 / (1 + exp(0.25)), 1e-15);
+	cq_classifier_free(&r);
+	/* ... and version 1 cannot name it */
+	cq_le_put_u32(again + 4, 1);
+	cq_le_put_u32(again + size - 4, cq_crc32(0, again, size - 4));
+	CHECK_INT_EQ(cq_classifier_read(again, size, &r, &err), CQ_EFORMAT);
+	CHECK(strstr(err.msg, "version 1") != NULL);
 }
 
 /* ---- boosted trees (curate/trees.h) --------------------------------------- */

@@ -82,7 +82,7 @@ TEST(curate_features_layout)
 	cq_feature_set fs;
 
 	cq_feature_set_strings(&fs);
-	CHECK_INT_EQ(cq_feature_count(&fs), 17);
+	CHECK_INT_EQ(cq_feature_count(&fs), 18);
 	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_CHAR_LOG_RATIO), 0);
 	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_ALPHA_TGT), 11);
 	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_REPETITION_SRC), 12);
@@ -90,13 +90,19 @@ TEST(curate_features_layout)
 	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_EMBEDDING_COSINE), -1);
 	CHECK_INT_EQ(cq_feature_at(&fs, 15), CQ_F_HTML_TGT);
 	CHECK_INT_EQ(cq_feature_at(&fs, 16), CQ_F_SENTENCE_DIFF);
-	CHECK_INT_EQ(cq_feature_at(&fs, 17), CQ_F_COUNT);
+	CHECK_INT_EQ(cq_feature_at(&fs, 17), CQ_F_END_PUNCT);
+	CHECK_INT_EQ(cq_feature_at(&fs, 18), CQ_F_COUNT);
 	fs.mask |= CQ_F_BIT(CQ_F_EMBEDDING_COSINE) | CQ_F_BIT(CQ_F_ALIGN_FWD);
 	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_ALIGN_FWD), 17);
 	CHECK_INT_EQ(cq_feature_index(&fs, CQ_F_EMBEDDING_COSINE), 18);
 	for (int f = 0; f < CQ_F_COUNT; f++)
 		CHECK_INT_EQ(cq_feature_lookup(cq_feature_name((cq_feature) f)), f);
 	CHECK(cq_feature_is_model(CQ_F_DUAL_XENT) && !cq_feature_is_model(CQ_F_LANGID_TGT));
+	CHECK(cq_feature_is_model(CQ_F_TAIL_SRC) && cq_feature_is_model(CQ_F_TAIL_TGT));
+	CHECK(!cq_feature_is_model(CQ_F_END_PUNCT));
+	/* the string features' bits of version 1 stayed where they were */
+	CHECK_INT_EQ(CQ_F_SENTENCE_DIFF, 18);
+	CHECK_INT_EQ(CQ_F_DUAL_XENT, 26);
 	CHECK(cq_feature_name(CQ_F_COUNT) == NULL);
 }
 
@@ -171,6 +177,38 @@ TEST(curate_features_flag_html_and_repetition)
 	CHECK_NEAR(x[cq_feature_index(&fs, CQ_F_HTML_TGT)], 0.0, 0);
 	CHECK(x[cq_feature_index(&fs, CQ_F_REPETITION_TGT)] > 0.5);
 	CHECK_NEAR(x[cq_feature_index(&fs, CQ_F_REPETITION_SRC)], 0.0, 0);
+}
+
+/* Hand-worked end_punct: which side ends a sentence or clause, closing
+ * quotes, brackets and trailing spaces skipped, marks inside ignored. */
+TEST(curate_features_end_punct)
+{
+	static const struct
+	{
+		const char *src, *tgt;
+		double		v;
+	}			cases[] = {
+		{"The cat sleeps.", "El gato duerme.", 0},
+		{"The cat", "El gato duerme.", 1},		/* a cut source */
+		{"The cat sleeps.", "El gato", -1},		/* a cut target */
+		{"Save file", "Guardar archivo", 0},
+		{"Save file", "Guardar archivo Dios dijo: Sea la luz.", 1},	/* appended */
+		{"He said \"go.\" ", "Dijo \xc2\xabve\xc2\xbb", -1},	/* ." then a space ends; \xc2\xbb after "ve" does not */
+		{"Options:", "Opciones (ver)", -1},		/* : ends; ) closes "ver" */
+		{"Wait.)", "Espera\xe2\x80\xa6", 0},	/* .) and ... (U+2026) */
+		{"\xe7\x8c\xab\xe3\x80\x82", "", -1},	/* U+3002; an empty side ends nothing */
+		{"e.g. this", "p. ej. esta", 0},
+	};
+	cq_feature_set fs;
+	double		x[CQ_F_COUNT];
+
+	cq_feature_set_strings(&fs);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		CHECK_INT_EQ(cq_features_compute(&fs, cases[i].src, strlen(cases[i].src), cases[i].tgt,
+										 strlen(cases[i].tgt), x, NULL), CQ_OK);
+		CHECK_NEAR(x[cq_feature_index(&fs, CQ_F_END_PUNCT)], cases[i].v, 0);
+	}
 }
 
 /* Hand-counted boundaries: a terminal mark, whitespace, opening marks, an

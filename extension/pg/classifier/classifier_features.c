@@ -11,10 +11,11 @@
  *   align_bwd         ... .rev_score
  *   coverage_fwd      ... .src_coverage
  *   coverage_bwd      ... .tgt_coverage
+ *   tail_src, tail_tgt ... .src_tail, .tgt_tail
  *
  * The lexicon's "both directions": align_score averages the two directions'
  * log-likelihoods and coverage counts only the source side; align_stats
- * keeps them apart from one alignment (one call gives all four), so text
+ * keeps them apart from one alignment (one call gives all six), so text
  * appended to or cut from one side shows on that side: the target tokens
  * no source word explains lower fwd_score and tgt_coverage (docs/curation.md).
  *
@@ -45,7 +46,7 @@ typedef struct ModelFeature
 {
 	cq_feature	feature;
 	int			index;			/* in the layout; -1 for a record's */
-	int			field_index[4];	/* a record's fields in the layout, -1: unused */
+	int			field_index[6];	/* a record's fields in the layout, -1: unused */
 	int			n_fields;		/* 0: the function returns float8 */
 	FmgrInfo	fn;
 	int			nargs;			/* 3 or 4 */
@@ -65,13 +66,15 @@ struct CurateFeatures
 };
 
 /* align_stats' fields in order, and the features they are */
-static const cq_feature lexicon_fields[4] = {
-	CQ_F_ALIGN_FWD, CQ_F_ALIGN_BWD, CQ_F_COVERAGE_FWD, CQ_F_COVERAGE_BWD
+static const cq_feature lexicon_fields[6] = {
+	CQ_F_ALIGN_FWD, CQ_F_ALIGN_BWD, CQ_F_COVERAGE_FWD, CQ_F_COVERAGE_BWD,
+	CQ_F_TAIL_SRC, CQ_F_TAIL_TGT
 };
 
 #define LEXICON_MASK \
 	(CQ_F_BIT(CQ_F_ALIGN_FWD) | CQ_F_BIT(CQ_F_ALIGN_BWD) | \
-	 CQ_F_BIT(CQ_F_COVERAGE_FWD) | CQ_F_BIT(CQ_F_COVERAGE_BWD))
+	 CQ_F_BIT(CQ_F_COVERAGE_FWD) | CQ_F_BIT(CQ_F_COVERAGE_BWD) | \
+	 CQ_F_BIT(CQ_F_TAIL_SRC) | CQ_F_BIT(CQ_F_TAIL_TGT))
 
 static Oid
 function_oid(const char *signature)
@@ -154,11 +157,11 @@ curate_features_create(const cq_feature_set *fs, const CurateModels *models, Mem
 		ModelFeature *m;
 
 		lexicon = lexicon_name(models->lexicon);
-		/* in layout (enum) order: one call of align_stats gives all four */
+		/* one call of align_stats gives all six (its fields in lexicon_fields' order) */
 		add(f, CQ_F_ALIGN_FWD, "corpq.align_stats(text,text,text)", 3, lexicon, NULL, false);
 		m = &f->mf[f->n_mf - 1];
-		m->n_fields = 4;
-		for (int i = 0; i < 4; i++)
+		m->n_fields = 6;
+		for (int i = 0; i < 6; i++)
 			m->field_index[i] = (fs->mask & CQ_F_BIT(lexicon_fields[i])) ?
 				cq_feature_index(fs, lexicon_fields[i]) : -1;
 	}

@@ -226,7 +226,8 @@ classifier_options_feature_set(const ClassifierOptions *o, cq_feature_set *fs)
 	}
 	if (o->models.lexicon)
 		fs->mask |= CQ_F_BIT(CQ_F_ALIGN_FWD) | CQ_F_BIT(CQ_F_ALIGN_BWD) |
-			CQ_F_BIT(CQ_F_COVERAGE_FWD) | CQ_F_BIT(CQ_F_COVERAGE_BWD);
+			CQ_F_BIT(CQ_F_COVERAGE_FWD) | CQ_F_BIT(CQ_F_COVERAGE_BWD) |
+			CQ_F_BIT(CQ_F_TAIL_SRC) | CQ_F_BIT(CQ_F_TAIL_TGT);
 	if (o->models.encoder)
 		fs->mask |= CQ_F_BIT(CQ_F_EMBEDDING_COSINE);
 	if (o->models.forward)

@@ -119,19 +119,19 @@ corpq_lexicon_coverage(PG_FUNCTION_ARGS)
 PG_FUNCTION_INFO_V1(corpq_lexicon_align_stats);
 
 /*
- * (fwd_score, rev_score, src_coverage, tgt_coverage) of a pair: what
- * align_score and coverage average or leave out.  The pair-quality
- * classifier's lexicon features are these four, so an appended or truncated
- * side shows on the side it happened (docs/curation.md).  NULL when a side
- * has no tokens.
+ * (fwd_score, rev_score, src_coverage, tgt_coverage, src_tail, tgt_tail) of a
+ * pair: what align_score and coverage average or leave out, and how much
+ * worse each side's end is explained than its start (lexicon.h).  The pair-quality classifier's lexicon
+ * features are these six, so an appended or truncated side shows on the
+ * side it happened (docs/curation.md).  NULL when a side has no tokens.
  */
 Datum
 corpq_lexicon_align_stats(PG_FUNCTION_ARGS)
 {
 	PairResult	r;
 	TupleDesc	td;
-	Datum		v[4];
-	bool		nulls[4] = {false, false, false, false};
+	Datum		v[6];
+	bool		nulls[6] = {false, false, false, false, false, false};
 
 	if (get_call_result_type(fcinfo, NULL, &td) != TYPEFUNC_COMPOSITE)
 		ereport(ERROR,
@@ -144,6 +144,8 @@ corpq_lexicon_align_stats(PG_FUNCTION_ARGS)
 	v[1] = Float8GetDatum(r.score.rev_score);
 	v[2] = Float8GetDatum(r.score.coverage);
 	v[3] = Float8GetDatum(r.score.tgt_coverage);
+	v[4] = Float8GetDatum(r.score.src_tail);
+	v[5] = Float8GetDatum(r.score.tgt_tail);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(td), v, nulls)));
 }
 

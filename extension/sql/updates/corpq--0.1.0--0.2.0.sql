@@ -1063,11 +1063,12 @@ COMMENT ON FUNCTION corpq.model_export_lo(text) IS
 -- (the pair-quality classifier's lexicon features)
 CREATE FUNCTION corpq.align_stats(lexicon text, src text, tgt text,
                                   OUT fwd_score float8, OUT rev_score float8,
-                                  OUT src_coverage float8, OUT tgt_coverage float8)
+                                  OUT src_coverage float8, OUT tgt_coverage float8,
+                                  OUT src_tail float8, OUT tgt_tail float8)
     AS 'MODULE_PATHNAME', 'corpq_lexicon_align_stats'
     LANGUAGE C STABLE STRICT PARALLEL SAFE COST 4000;
 COMMENT ON FUNCTION corpq.align_stats(text, text, text) IS
-    'one alignment, its parts kept apart: fwd_score (1/m) sum_j ln sum_i p(a_j = i) t(tgt_j | src_i) over the target tokens, rev_score the same over the source tokens, src_coverage and tgt_coverage the share of each side''s tokens with a link in the symmetrised alignment (align_score = (fwd_score + rev_score) / 2, coverage = src_coverage); NULL when a side is empty';
+    'one alignment, its parts kept apart: fwd_score (1/m) sum_j ln sum_i p(a_j = i) t(tgt_j | src_i) over the target tokens, rev_score the same over the source tokens, src_coverage and tgt_coverage the share of each side''s tokens with a link in the symmetrised alignment (align_score = (fwd_score + rev_score) / 2, coverage = src_coverage), tgt_tail the mean of fwd_score''s per-token terms over the target''s last ceil(m/3) tokens minus their mean over its other tokens (0 for one token), src_tail the same for rev_score''s terms over the source (well below 0 when a side''s end is explained worse than its start: a sentence appended to it, the other side cut short); NULL when a side is empty';
 -- score_job scores pair_quality, a classifier's (issue 52)
 COMMENT ON FUNCTION corpq.score_job(text, text, regclass, jsonb) IS
     'score every row of corpus, a SELECT returning (id, src, tgt) in a stable order, as a background job that inserts (id, score) into target_table (id bigint and one double precision column per score: score, or the names of option columns) in committed chunks of chunk_rows rows; returns the job id at once; options: what (sent_prob, sent_logprob, uncertainty with measure, passes, seed, dual_xent with backward, pair_quality with classifier (a pair-quality classifier, pinned at submission; model NULL when only pair_quality is scored); several separated by commas), columns, batch_size, chunk_rows, threads, skip_existing (only ids not yet in the target), on_too_long (null or error); the values equal the per-row functions''';

@@ -137,6 +137,9 @@ SELECT count(*) AS pairs,
        count(*) FILTER (WHERE (f ->> 'coverage_fwd')::float8 = (corpq.align_stats('cc_lex', src, tgt)).src_coverage
                           AND (f ->> 'coverage_bwd')::float8 = (corpq.align_stats('cc_lex', src, tgt)).tgt_coverage)
            AS coverage_equal,
+       count(*) FILTER (WHERE (f ->> 'tail_src')::float8 = (corpq.align_stats('cc_lex', src, tgt)).src_tail
+                          AND (f ->> 'tail_tgt')::float8 = (corpq.align_stats('cc_lex', src, tgt)).tgt_tail)
+           AS tail_equal,
        count(*) FILTER (WHERE (f ->> 'embedding_cosine')::float8
                               IS NOT DISTINCT FROM corpq.embedding_cosine('cc_enc@1'::corpq.pinned_model, src, tgt))
            AS cosine_equal,
@@ -153,7 +156,7 @@ SELECT corpq.model_create('cc_fwd', '{"preset": "tiny", "max_positions": 24}', '
 SELECT corpq.classifier_train('ccx', 'SELECT src, tgt FROM cc_pairs',
                               '{"forward": "cc_fwd", "backward": "cc_bwd", "seed": 6, "classifier": "logistic"}') AS job \gset
 SELECT corpq.job_wait(:job, '300 s');
-SELECT kind, features[array_length(features, 1)] AS last_feature, models FROM corpq.classifiers WHERE name = 'ccx';
+SELECT kind, 'dual_xent' = ANY (features) AS uses_dual_xent, models FROM corpq.classifiers WHERE name = 'ccx';
 SELECT count(*) AS pairs,
        count(*) FILTER (WHERE (corpq.classifier_features('ccx', src, tgt) ->> 'dual_xent')::float8
                               IS NOT DISTINCT FROM corpq.dual_xent('cc_fwd@1'::corpq.pinned_model,

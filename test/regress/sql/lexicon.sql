@@ -69,11 +69,17 @@ SELECT corpq.align('toy', 'the dog runs', 'el perro corre') AS a1,
 -- align_stats keeps align_score's two directions and coverage's sides
 -- apart: an unknown target word costs fwd_score (per target token) far more
 -- than rev_score; a target word with no source word to link ('the dog' /
--- 'el perro corre') leaves target coverage at 2/3 and source coverage at 1
+-- 'el perro corre') leaves target coverage at 2/3 and source coverage at 1;
+-- the tails (the mean per-token term over a side's last third minus over
+-- the rest): near 0 for the translation, far below 0 where unknown words
+-- were appended to the target ('zzz', 'zzz yyy': tgt_tail) or where the
+-- target's 'corre' has no source word ('the dog'), and above 0 when the
+-- unknown word is at the start ('the zzz dog runs': src_tail)
 SELECT a.*, a.fwd_score + a.rev_score = 2 * corpq.align_score('toy', s, t) AS mean_is_align_score,
        a.src_coverage = corpq.coverage('toy', s, t) AS src_is_coverage
   FROM (VALUES ('the dog runs', 'el perro corre'), ('the dog runs', 'el perro corre zzz'),
-               ('the dog', 'el perro corre')) v(s, t),
+               ('the dog', 'el perro corre'), ('the dog runs', 'el perro corre zzz yyy'),
+               ('the zzz dog runs', 'el perro corre')) v(s, t),
        LATERAL corpq.align_stats('toy', s, t) a;
 SELECT corpq.align_stats('toy', '', 'el perro') IS NULL AS empty_null,
        corpq.align_stats('toy', NULL, 'el perro') IS NULL AS null_null;
