@@ -23,7 +23,7 @@
  *
  * With a clean query instead of a classifier, the job trains first (see
  * train_what_it_needs): a lexicon, an encoder when the budget allows
- * (train_encoder), then a classifier, each stored in its own transaction by
+ * (encoder_phase), then a classifier, each stored in its own transaction by
  * its own kind's code, found again by a restarted job.
  */
 #include "postgres.h"
@@ -586,8 +586,8 @@ seconds_since(TimestampTz t)
 /*
  * In a transaction: the id of model name when this job created it (it did
  * not exist at submission: a model of that name created since the job was
- * submitted, by its owner, with no version but its first or this job's
- * checkpoints), 0 when there is none; ERROR when another took the name.
+ * submitted, by its owner, with no version but its first and checkpoints),
+ * 0 when there is none; ERROR when another took the name.
  */
 static int64
 encoder_of_job(CorpqJob *job, const char *name)
@@ -596,9 +596,7 @@ encoder_of_job(CorpqJob *job, const char *name)
 	"SELECT m.id, m.created OPERATOR(pg_catalog.>=) j.created "
 	"AND m.owner OPERATOR(pg_catalog.=) j.owner "
 	"AND NOT EXISTS (SELECT FROM corpq.model_versions v WHERE v.model OPERATOR(pg_catalog.=) m.id "
-	"  AND v.version OPERATOR(pg_catalog.>) 1 AND NOT EXISTS (SELECT FROM corpq.train_checkpoints c "
-	"  WHERE c.model OPERATOR(pg_catalog.=) m.id AND c.job OPERATOR(pg_catalog.=) j.id) "
-	"  AND v.source OPERATOR(pg_catalog.<>) 'checkpoint') "
+	"  AND v.version OPERATOR(pg_catalog.>) 1 AND v.source OPERATOR(pg_catalog.<>) 'checkpoint') "
 	"FROM corpq.model_catalog m, corpq.jobs j "
 	"WHERE m.name OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2";
 	Oid			t[2] = {TEXTOID, INT8OID};
@@ -683,7 +681,7 @@ encoder_summary(const char *pinned, const char *vocab, bool reused, double secon
  * one, and once its budget is spent makes no update (reused).
  */
 static void
-train_encoder(CorpqJob *job, const char *name, double seconds, const CurateOptions *o,
+encoder_phase(CorpqJob *job, const char *name, double seconds, const CurateOptions *o,
 			  Trained *t, MemoryContext cxt)
 {
 	TimestampTz phase = GetCurrentTimestamp();
@@ -792,8 +790,11 @@ train_what_it_needs(CorpqJob *job, CurateOptions *o, Trained *t, MemoryContext c
 		char	   *enc = corpq_job_arg(job, "train_encoder");
 
 		t->encoder_reason = corpq_job_arg(job, "encoder_reason");
+		/* a job submitted by a library that trained no encoder */
+		if (t->encoder_reason == NULL)
+			t->encoder_reason = pstrdup("the job was submitted by a version of corpq that trained no encoder");
 		if (enc)
-			train_encoder(job, enc, strtod(corpq_job_arg(job, "encoder_seconds"), NULL), o, t, cxt);
+			encoder_phase(job, enc, strtod(corpq_job_arg(job, "encoder_seconds"), NULL), o, t, cxt);
 	}
 
 	/* the classifier: the languages, that lexicon, and the encoder if any */
