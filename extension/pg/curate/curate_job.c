@@ -22,8 +22,9 @@
  * chunk by chunk in the worker.
  *
  * With a clean query instead of a classifier, the job trains first (see
- * train_what_it_needs): a lexicon, then a classifier, each stored in its own
- * transaction by its own kind's code, found again by a restarted job.
+ * train_what_it_needs): a lexicon, an encoder when the budget allows
+ * (encoder_phase), then a classifier, each stored in its own transaction by
+ * its own kind's code, found again by a restarted job.
  */
 #include "postgres.h"
 
@@ -48,6 +49,7 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
+#include "pg/base/catalog.h"
 #include "pg/base/errors.h"
 #include "pg/base/internal_sql.h"
 #include "pg/base/corpus_query.h"
@@ -384,6 +386,12 @@ check_training(const CurateOptions *o, const char *target_rel, char **lexicon,
 	escape_json(&b, o->src_lang);
 	appendStringInfoString(&b, ", \"tgt_lang\": ");
 	escape_json(&b, o->tgt_lang);
+	/* the caller's encoder: pinned by the parser, a feature of the classifier */
+	if (o->encoder)
+	{
+		appendStringInfoString(&b, ", \"encoder\": ");
+		escape_json(&b, o->encoder);
+	}
 	appendStringInfoChar(&b, '}');
 	classifier_options_parse(DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(b.data))),
 							 &co);
@@ -409,6 +417,74 @@ check_training(const CurateOptions *o, const char *target_rel, char **lexicon,
 	return classifier_options_json(&co);
 }
 
+/*
+ * At submission, with the option clean_query: whether the job trains an
+ * encoder, with what budget, and why (the job's arguments "train_encoder",
+ * the name or null, "encoder_seconds" and "encoder_reason").  The names it
+ * would write ("<target>_enc": a BPE model, a vocabulary, a model) must be
+ * free: an encoder of the caller's is given with the option "encoder", not
+ * replaced.
+ */
+static void
+plan_encoder(const CurateOptions *o, const char *target_rel, StringInfo more)
+{
+	char	   *name = NULL;
+	char	   *reason;
+	double		seconds = 0;
+
+	if (o->encoder)
+		reason = pstrdup("the option \"encoder\" gave the classifier's encoder");
+	else if (!o->train_encoder)
+		reason = pstrdup("the option \"train_encoder\" is false");
+	else if (!CORPQ_OPT_IS_UNSET(o->encoder_seconds))
+	{
+		seconds = o->encoder_seconds;
+		reason = psprintf("the option \"encoder_seconds\" gave it %g of max_seconds' %g s",
+						  seconds, o->max_seconds);
+	}
+	else if (CORPQ_OPT_IS_UNSET(o->max_seconds))
+		reason = psprintf("no max_seconds: curate() trains an encoder only within a budget of at least %g s",
+						  CURATE_ENCODER_MIN_BUDGET);
+	else if (o->max_seconds < CURATE_ENCODER_MIN_BUDGET)
+		reason = psprintf("max_seconds %g is below %g s: an encoder gets %g%% of the budget, and was "
+						  "measured to help the classifier with %g s of training",
+						  o->max_seconds, CURATE_ENCODER_MIN_BUDGET, 100 * CURATE_ENCODER_SHARE,
+						  CURATE_ENCODER_MIN_BUDGET * CURATE_ENCODER_SHARE);
+	else
+	{
+		seconds = o->max_seconds * CURATE_ENCODER_SHARE;
+		reason = psprintf("max_seconds %g is at least %g s: the encoder gets %g%% of it",
+						  o->max_seconds, CURATE_ENCODER_MIN_BUDGET, 100 * CURATE_ENCODER_SHARE);
+	}
+	if (seconds > 0)
+	{
+		static const char *const hint =
+		"curate() names the encoder it trains, its vocabulary and BPE model after the target table "
+		"(\"%s\"): drop them, give the encoder with the option \"encoder\", "
+		"set \"train_encoder\" to false, or curate into another table.";
+		const CorpqCatalogKind *kinds[3] = {&corpq_kind_bpe, &corpq_kind_vocabulary, &corpq_kind_model};
+		const char *what[3] = {"BPE model", "vocabulary", "model"};
+
+		name = psprintf("%s%s", target_rel, CURATE_ENCODER_SUFFIX);
+		for (int k = 0; k < 3; k++)
+			if (corpq_catalog_check_writer(kinds[k], name, "replace", psprintf(hint, name)))
+				ereport(ERROR,
+						(errcode(ERRCODE_DUPLICATE_OBJECT),
+						 errmsg("%s \"%s\" already exists", what[k], name),
+						 errdetail("curate() would train an encoder named \"%s\" (%s), and does not replace one.",
+								   name, reason),
+						 errhint(hint, name)));
+	}
+	appendStringInfoString(more, ", \"train_encoder\": ");
+	if (name)
+		escape_json(more, name);
+	else
+		appendStringInfoString(more, "null");
+	appendStringInfo(more, ", \"encoder_seconds\": %s, \"encoder_reason\": ",
+					 name ? corpq_json_number_text(seconds) : "null");
+	escape_json(more, reason);
+}
+
 /* What the job trained (or found from its run before a restart). */
 typedef struct Trained
 {
@@ -419,6 +495,9 @@ typedef struct Trained
 	double		lexicon_seconds;	/* this run's; 0 when reused */
 	double		classifier_seconds;
 	double		budget;			/* the classifier's max_seconds, or unset */
+	char	   *encoder;		/* "name@version", or NULL: none */
+	char	   *encoder_json;	/* the summary's "encoder" (a JSON object), or NULL */
+	char	   *encoder_reason;
 	char	   *summary;		/* the result's "training" member */
 } Trained;
 
@@ -464,19 +543,16 @@ training_summary(CorpqJob *job, const Trained *t, const char *lexicon, const cha
 	"  'pairs_used', v.report -> 'pairs_used', "
 	"  'max_seconds_reached', v.report -> 'max_seconds_reached', "
 	"  'heldout', v.report -> 'heldout'), "
-	"'encoder', NULL::pg_catalog.text, "
-	"'encoder_reason', 'curate() trains no encoder: the lexicon and the classifier are what it "
-	"trains within max_seconds; train one with corpq.train() and give it to classifier_train as "
-	"\"encoder\"')::pg_catalog.text "
+	"'encoder', $11::pg_catalog.jsonb, 'encoder_reason', $12)::pg_catalog.text "
 	"FROM corpq.lexicons l, corpq.classifier_versions v JOIN corpq.classifier_catalog c "
 	"ON c.id OPERATOR(pg_catalog.=) v.model "
 	"WHERE l.name OPERATOR(pg_catalog.=) $1 AND l.job OPERATOR(pg_catalog.=) $10 "
 	"AND c.name OPERATOR(pg_catalog.=) $2 AND v.job OPERATOR(pg_catalog.=) $10 "
 	"AND v.version OPERATOR(pg_catalog.=) pg_catalog.split_part($4, '@', 2)::pg_catalog.int4";
-	Oid			ty[10] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID, BOOLOID, FLOAT8OID,
-	FLOAT8OID, FLOAT8OID, INT8OID};
-	Datum		a[10];
-	char		nulls[10];
+	Oid			ty[12] = {TEXTOID, TEXTOID, TEXTOID, TEXTOID, BOOLOID, BOOLOID, FLOAT8OID,
+	FLOAT8OID, FLOAT8OID, INT8OID, TEXTOID, TEXTOID};
+	Datum		a[12];
+	char		nulls[12];
 
 	memset(nulls, ' ', sizeof(nulls));
 	a[0] = CStringGetTextDatum(lexicon);
@@ -491,7 +567,11 @@ training_summary(CorpqJob *job, const Trained *t, const char *lexicon, const cha
 	if (CORPQ_OPT_IS_UNSET(t->budget))
 		nulls[8] = 'n';
 	a[9] = Int64GetDatum(job->id);
-	if (corpq_sql_as_caller(sql, 10, ty, a, nulls, true, 1) != SPI_OK_SELECT ||
+	a[10] = t->encoder_json ? CStringGetTextDatum(t->encoder_json) : (Datum) 0;
+	if (t->encoder_json == NULL)
+		nulls[10] = 'n';
+	a[11] = CStringGetTextDatum(t->encoder_reason);
+	if (corpq_sql_as_caller(sql, 12, ty, a, nulls, true, 1) != SPI_OK_SELECT ||
 		SPI_processed != 1)
 		elog(ERROR, "could not read what the curate job trained");
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
@@ -501,6 +581,156 @@ static double
 seconds_since(TimestampTz t)
 {
 	return (double) (GetCurrentTimestamp() - t) / USECS_PER_SEC;
+}
+
+/*
+ * In a transaction: the id of model name when this job created it (it did
+ * not exist at submission: a model of that name created since the job was
+ * submitted, by its owner, with no version but its first and checkpoints),
+ * 0 when there is none; ERROR when another took the name.
+ */
+static int64
+encoder_of_job(CorpqJob *job, const char *name)
+{
+	static const char *const sql =
+	"SELECT m.id, m.created OPERATOR(pg_catalog.>=) j.created "
+	"AND m.owner OPERATOR(pg_catalog.=) j.owner "
+	"AND NOT EXISTS (SELECT FROM corpq.model_versions v WHERE v.model OPERATOR(pg_catalog.=) m.id "
+	"  AND v.version OPERATOR(pg_catalog.>) 1 AND v.source OPERATOR(pg_catalog.<>) 'checkpoint') "
+	"FROM corpq.model_catalog m, corpq.jobs j "
+	"WHERE m.name OPERATOR(pg_catalog.=) $1 AND j.id OPERATOR(pg_catalog.=) $2";
+	Oid			t[2] = {TEXTOID, INT8OID};
+	Datum		a[2] = {CStringGetTextDatum(name), Int64GetDatum(job->id)};
+	bool		isnull;
+	int64		id;
+
+	if (corpq_sql_as_caller(sql, 2, t, a, NULL, false, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the catalog of model \"%s\"", name);
+	if (SPI_processed == 0)
+		return 0;
+	id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_OBJECT),
+				 errmsg("model \"%s\" was created by another than curate job " INT64_FORMAT, name, job->id),
+				 errdetail("The name was free when the job was submitted; the job trains its encoder under it."),
+				 errhint("Drop the model and run curate() again, or curate into another table.")));
+	return id;
+}
+
+/*
+ * In a transaction: the BPE model, the vocabulary and the model of the
+ * encoder, all named name, created in it (docs/embeddings.md's recipe) from
+ * the encoder's half of the clean pairs; returns the model's id.
+ */
+static int64
+encoder_create(CorpqJob *job, const char *name, const char *pairs)
+{
+	char	   *sides = psprintf("SELECT s.x FROM (%s) AS h, LATERAL (VALUES (h.src), (h.tgt)) AS s (x)",
+								 pairs);
+	/* one statement each: each sees what the one before wrote */
+	const char *sql[3] = {
+		psprintf("SELECT corpq.bpe_learn($1, $2, %d)", CURATE_ENCODER_MERGES),
+		"SELECT corpq.vocab_build($1, $2, $1)",
+		"SELECT corpq.model_create($1, $3::pg_catalog.jsonb, $1, $1, 1)"
+	};
+	Oid			t[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		a[3] = {CStringGetTextDatum(name), CStringGetTextDatum(sides),
+	CStringGetTextDatum(CURATE_ENCODER_CONFIG)};
+
+	/*
+	 * SPI directly, not corpq_sql_as_caller: the clean query inside is the
+	 * user's, run with the search_path recorded at submission
+	 * (base/internal_sql.h, rule 6); every name here is qualified.
+	 */
+	for (int k = 0; k < 3; k++)
+		if (SPI_execute_with_args(sql[k], 3, t, a, NULL, false, 1) != SPI_OK_SELECT ||
+			SPI_processed != 1)
+			elog(ERROR, "could not create the encoder \"%s\"", name);
+	return encoder_of_job(job, name);
+}
+
+/* In a transaction: the summary's "encoder" object. */
+static char *
+encoder_summary(const char *pinned, const char *vocab, bool reused, double seconds,
+				double budget, const char *train_result)
+{
+	static const char *const sql =
+	"SELECT pg_catalog.jsonb_build_object('name', $1, 'trained', true, 'reused', $3, "
+	"'seconds', $4, 'max_seconds', $5, 'preset', $6::pg_catalog.jsonb OPERATOR(pg_catalog.->) 'preset', "
+	"'vocab', $2, 'vocab_size', (SELECT size FROM corpq.vocabularies WHERE name OPERATOR(pg_catalog.=) $2), "
+	"'steps', r OPERATOR(pg_catalog.->) 'steps', 'trained_pairs', r OPERATOR(pg_catalog.->) 'trained_pairs', "
+	"'pairs', r OPERATOR(pg_catalog.->) 'pairs', "
+	"'training_seconds', r OPERATOR(pg_catalog.->) 'training_seconds')::pg_catalog.text "
+	"FROM (SELECT $7::pg_catalog.jsonb AS r) AS t";
+	Oid			t[7] = {TEXTOID, TEXTOID, BOOLOID, FLOAT8OID, FLOAT8OID, TEXTOID, TEXTOID};
+	Datum		a[7] = {CStringGetTextDatum(pinned), CStringGetTextDatum(vocab), BoolGetDatum(reused),
+		Float8GetDatum(seconds), Float8GetDatum(budget), CStringGetTextDatum(CURATE_ENCODER_CONFIG),
+	CStringGetTextDatum(train_result)};
+
+	if (corpq_sql_as_caller(sql, 7, t, a, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read the encoder the curate job trained");
+	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * In the job, outside a transaction, after the lexicon: the encoder name
+ * created (unless this job created it before a restart) and trained by
+ * corpq.train()'s own loop on the lexicon's half of the clean pairs, its
+ * checkpoints under this job's id: a job started again resumes from the last
+ * one, and once its budget is spent makes no update (reused).
+ */
+static void
+encoder_phase(CorpqJob *job, const char *name, double seconds, const CurateOptions *o,
+			  Trained *t, MemoryContext cxt)
+{
+	TimestampTz phase = GetCurrentTimestamp();
+	char	   *pairs = training_query(o->clean_query, CURATE_HALF_LEXICON);
+	int64		id;
+	int64		updates = 0;
+	int32		version;
+	char	   *result;
+	double		budget;
+
+	corpq_job_xact_begin(cxt);
+	MemoryContextSwitchTo(cxt);
+	id = encoder_of_job(job, name);
+	corpq_job_xact_commit(cxt);
+	if (id == 0)
+	{
+		corpq_job_progress(job, "building the encoder's vocabulary", 0, 0, "pairs", NULL, true);
+		corpq_job_xact_begin(cxt);
+		MemoryContextSwitchTo(cxt);
+		id = encoder_create(job, name, pairs);
+		corpq_job_xact_commit(cxt);
+	}
+	/*
+	 * The same budget on every attempt (a resumed run compares it with the
+	 * training seconds its checkpoint carries): the vocabulary's seconds
+	 * count against the classifier's share, which is what is left.
+	 */
+	budget = seconds;
+	result = curate_encoder_train(job, name, id, pairs, budget, cxt, &updates);
+
+	corpq_job_xact_begin(cxt);
+	MemoryContextSwitchTo(cxt);
+	{
+		static const char *const sql =
+		"SELECT pg_catalog.max(version) FROM corpq.model_versions WHERE model OPERATOR(pg_catalog.=) $1";
+		Oid			ty[1] = {INT8OID};
+		Datum		a[1] = {Int64GetDatum(id)};
+		bool		isnull;
+
+		if (corpq_sql_as_caller(sql, 1, ty, a, NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "could not read the versions of model \"%s\"", name);
+		version = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	t->encoder = MemoryContextStrdup(cxt, psprintf("%s@%d", name, version));
+	/* a fresh run makes at least one update: none is a finished run's resume */
+	t->encoder_json = encoder_summary(t->encoder, name, updates == 0,
+									  updates == 0 ? 0 : seconds_since(phase), budget, result);
+	t->encoder_json = MemoryContextStrdup(cxt, t->encoder_json);
+	corpq_job_xact_commit(cxt);
 }
 
 /*
@@ -555,10 +785,34 @@ train_what_it_needs(CorpqJob *job, CurateOptions *o, Trained *t, MemoryContext c
 	}
 	t->lexicon = psprintf("%s@%d", lexicon, version);
 
-	/* the classifier: the languages and that lexicon */
+	/* the encoder, when the submission planned one */
+	{
+		char	   *enc = corpq_job_arg(job, "train_encoder");
+
+		t->encoder_reason = corpq_job_arg(job, "encoder_reason");
+		/* a job submitted by a library that trained no encoder */
+		if (t->encoder_reason == NULL)
+			t->encoder_reason = pstrdup("the job was submitted by a version of corpq that trained no encoder");
+		if (enc)
+			encoder_phase(job, enc, strtod(corpq_job_arg(job, "encoder_seconds"), NULL), o, t, cxt);
+	}
+
+	/* the classifier: the languages, that lexicon, and the encoder if any */
 	corpq_job_xact_begin(cxt);
 	MemoryContextSwitchTo(cxt);
 	classifier_options_parse_text(copts, &co);
+	/* the caller's encoder (option "encoder"), pinned at submission */
+	if (t->encoder == NULL && co.models.encoder)
+	{
+		StringInfoData b;
+
+		initStringInfo(&b);
+		appendStringInfoString(&b, "{\"name\": ");
+		escape_json(&b, co.models.encoder);
+		appendStringInfoString(&b, ", \"trained\": false}");
+		t->encoder_json = b.data;
+		t->encoder_reason = psprintf("%s (%s)", t->encoder_reason, co.models.encoder);
+	}
 	/* last: an SPI call leaves SPI's context current */
 	version = stored_by_job(job, classifier_of_job, classifier);
 	corpq_job_xact_commit(cxt);
@@ -568,6 +822,8 @@ train_what_it_needs(CorpqJob *job, CurateOptions *o, Trained *t, MemoryContext c
 	if (!t->classifier_reused)
 	{
 		co.models.lexicon = t->lexicon;
+		if (t->encoder)
+			co.models.encoder = t->encoder;
 		if (!CORPQ_OPT_IS_UNSET(o->max_seconds))
 			co.max_seconds = t->budget = Max(o->max_seconds - seconds_since(start), 1.0);
 		(void) classifier_build(job, classifier,
@@ -691,6 +947,27 @@ corpq_curate(PG_FUNCTION_ARGS)
 				 errhint("max_seconds bounds the training curate() does from a clean query.")));
 	if ((o.classifier || o.clean_query) && CORPQ_OPT_IS_UNSET(o.threshold))
 		o.threshold = CURATE_DEFAULT_THRESHOLD;
+	if (o.clean_query == NULL && (o.encoder || !CORPQ_OPT_IS_UNSET(o.encoder_seconds)))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the curate option \"%s\" is given without \"clean_query\"",
+						o.encoder ? "encoder" : "encoder_seconds"),
+				 errhint("The encoder is a feature of the classifier curate() trains from a clean query; "
+						 "a classifier of yours has its encoder already (classifier_train's option \"encoder\").")));
+	if (!CORPQ_OPT_IS_UNSET(o.encoder_seconds) && (o.encoder || !o.train_encoder))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the curate option \"encoder_seconds\" is given with %s",
+						o.encoder ? "\"encoder\"" : "\"train_encoder\": false"),
+				 errhint("encoder_seconds is the budget of the encoder curate() trains: give it only when curate() trains one.")));
+	if (!CORPQ_OPT_IS_UNSET(o.encoder_seconds) &&
+		(CORPQ_OPT_IS_UNSET(o.max_seconds) || o.encoder_seconds >= o.max_seconds))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the curate option \"encoder_seconds\" must be less than \"max_seconds\""),
+				 errdetail(CORPQ_OPT_IS_UNSET(o.max_seconds) ? "max_seconds is not given."
+						   : "encoder_seconds is %g, max_seconds %g.", o.encoder_seconds, o.max_seconds),
+				 errhint("max_seconds bounds all of curate()'s training: the lexicon, the encoder and the classifier.")));
 
 	/*
 	 * The defaults in front of a classifier (given or trained): what it does
@@ -752,6 +1029,7 @@ corpq_curate(PG_FUNCTION_ARGS)
 		appendStringInfoString(&more, ", \"train_classifier\": ");
 		escape_json(&more, classifier);
 		appendStringInfo(&more, ", \"classifier_options\": %s", copts);
+		plan_encoder(&o, target_rel, &more);
 	}
 	/* the job's "model" (corpq.job_timeline's target): the classifier, if any */
 	sub.model = o.classifier;

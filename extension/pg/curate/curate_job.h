@@ -19,8 +19,10 @@
  * the job first trains what it needs, each artefact stored in its own final
  * transaction by the code of its own job kind: a lexicon (lexicon_build) on
  * the clean pairs, then a classifier (classifier_build) with the languages
- * and that lexicon; a job started again finds what it stored (the catalog
- * rows carry its job id) and goes on without training it again.
+ * and that lexicon; when the budget allows, an encoder (train_build) between
+ * the two, which the classifier then takes as a feature.  A job started
+ * again finds what it stored (the catalog rows carry its job id; the
+ * encoder's checkpoints do) and goes on without training it again.
  */
 #ifndef CORPQ_PG_CURATE_JOB_H
 #define CORPQ_PG_CURATE_JOB_H
@@ -28,6 +30,7 @@
 #include "postgres.h"
 
 #include "pg/base/options.h"
+#include "pg/jobs/jobs.h"
 
 /* The duplicate step (option "dedup"). */
 typedef enum CurateDedup
@@ -48,6 +51,10 @@ typedef struct CurateOptions
 	char	   *clean_query;	/* NULL: train nothing; else the job trains a
 								 * lexicon and a classifier on it first */
 	double		max_seconds;	/* the training's budget; unset: none */
+	char	   *encoder;		/* NULL: none given; else the trained
+								 * classifier's encoder (pinned) */
+	bool		train_encoder;	/* false: never train one */
+	double		encoder_seconds;	/* the encoder's budget; unset: derived */
 	double		threshold;		/* unset (NaN) until resolved */
 	char	   *id_column;		/* the corpus's columns */
 	char	   *src_column;
@@ -66,6 +73,22 @@ typedef struct CurateOptions
 #define CURATE_CLASSIFIER_SUFFIX "_pq"
 
 /*
+ * The encoder curate() trains when the budget allows (and the BPE model and
+ * vocabulary it reads with) are all named "<target>_enc": a `small` encoder
+ * preset, one joint BPE vocabulary of up to 15,000 merges (the recipe of
+ * docs/embeddings.md), trained with corpq.train()'s defaults on the
+ * lexicon's half of the clean pairs.  It is trained when max_seconds is at
+ * least CURATE_ENCODER_MIN_BUDGET, with CURATE_ENCODER_SHARE of it (the
+ * option encoder_seconds sets its budget itself): docs/curation.md says
+ * why.
+ */
+#define CURATE_ENCODER_SUFFIX "_enc"
+#define CURATE_ENCODER_CONFIG "{\"preset\": \"small\", \"kind\": \"encoder\"}"
+#define CURATE_ENCODER_MERGES 15000
+#define CURATE_ENCODER_MIN_BUDGET 1200.0
+#define CURATE_ENCODER_SHARE 0.5
+
+/*
  * The default filters (step 1's rules) when a classifier judges the pairs
  * (given, or trained from a clean query): only what the classifier does not
  * see, markup (docs/curation.md, "The cheap steps in front of a
@@ -77,6 +100,16 @@ typedef struct CurateOptions
 #define CURATE_DEFAULT_THRESHOLD 0.5
 
 extern const CorpqOptionTable corpq_curate_options;
+
+/*
+ * In a job, outside a transaction: train the encoder model (model_id) on
+ * pairs (a query of (src, tgt)) for seconds with corpq.train()'s defaults,
+ * resuming from this job's last checkpoint of it (curate_encoder.c);
+ * returns train_build's result, *updates the updates this call made.
+ */
+char	   *curate_encoder_train(CorpqJob *job, const char *name, int64 model_id,
+								 const char *pairs, double seconds, MemoryContext cxt,
+								 int64 *updates);
 
 /* Registers the job kind "curate" (module.c). */
 void		corpq_curate_job_init(void);

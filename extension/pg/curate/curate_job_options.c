@@ -20,6 +20,13 @@ echo_foreign_target(const void *options)
 	return ((const CurateOptions *) options)->foreign_target;
 }
 
+/* "train_encoder" in the stored options only when given false */
+static bool
+echo_train_encoder(const void *options)
+{
+	return !((const CurateOptions *) options)->train_encoder;
+}
+
 /* A column name: not empty, shorter than NAMEDATALEN. */
 static bool
 column_valid(const void *field)
@@ -43,6 +50,12 @@ static const CorpqOption curate_rows[] = {
 	{.key = "clean_query", OPT(clean_query), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
 	.valid = corpq_option_nonempty, .expected = "a query of clean pairs: SELECT src, tgt FROM ..."},
 	{.key = "max_seconds", OPT(max_seconds), .type = CORPQ_OPT_NUMBER, .flags = CORPQ_OPT_UNSET,
+	.range = CORPQ_RANGE_POSITIVE, .hi = 1e7},
+	{.key = "encoder", OPT(encoder), .type = CORPQ_OPT_STRING, .flags = CORPQ_OPT_UNSET,
+	.valid = corpq_option_nonempty, .expected = "an encoder model's name, or name@N"},
+	{.key = "train_encoder", OPT(train_encoder), .type = CORPQ_OPT_BOOL, .def = true,
+	.echo = echo_train_encoder},
+	{.key = "encoder_seconds", OPT(encoder_seconds), .type = CORPQ_OPT_NUMBER, .flags = CORPQ_OPT_UNSET,
 	.range = CORPQ_RANGE_POSITIVE, .hi = 1e7},
 	{.key = "threshold", OPT(threshold), .type = CORPQ_OPT_NUMBER, .flags = CORPQ_OPT_UNSET,
 	.range = CORPQ_RANGE_CLOSED, .lo = 0, .hi = 1},

@@ -70,6 +70,20 @@ void		train_options_resolve_model(TrainOptions *o, bool encoder);
 /* Every option, resolved, as a JSON object (parses back to the same). */
 char	   *train_options_json(const TrainOptions *o);
 
+/*
+ * In a job, outside a transaction: train model (model_id, checked again as
+ * the job's owner) on the corpus query (and dev query, or NULL) with
+ * options o, the job's log rows and checkpoints written under the job's id,
+ * the job's progress reported; a job that has a checkpoint of this model
+ * resumes from it (and, its budget spent, makes no update).  Returns the
+ * training's result object (corpq.train()'s job result), allocated in cxt;
+ * *updates (when not NULL) gets the updates this call made.  The one
+ * training loop of corpq.train()'s job and of corpq.curate()'s encoder.
+ */
+char	   *train_build(CorpqJob *job, const char *model, int64 model_id, const char *corpus,
+						const char *dev, const TrainOptions *o, MemoryContext cxt,
+						int64 *updates);
+
 /* Pairs read from a corpus query, encoded, with their corpus labels. */
 typedef struct TrainCorpus
 {

@@ -169,6 +169,8 @@ typedef struct Run
 	TrainOptions o;
 	char	   *model_name;
 	int64		model_id;
+	const char *corpus_query;	/* the corpus and dev queries (dev NULL: none) */
+	const char *dev_query;
 	TrainCorpus corpus;
 	TrainCorpus dev;
 	bool		has_dev;
@@ -193,18 +195,6 @@ typedef struct Run
 	double		last_loss;
 	double		last_nll;
 } Run;
-
-static void
-load_args(Run *r)
-{
-	Jsonb	   *opts;
-
-	r->model_name = corpq_job_arg(r->job, "model");
-	r->model_id = strtoll(corpq_job_arg(r->job, "model_id"), NULL, 10);
-	opts = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-											  CStringGetDatum(corpq_job_arg(r->job, "options"))));
-	train_options_parse(opts, &r->o);
-}
 
 /* The latest version's model, loaded into the current context. */
 static cq_model *
@@ -868,13 +858,13 @@ read_corpora(Run *r, int max_positions)
 	CorpqModelRef ref;
 	CorpqVocab *sv,
 			   *tv;
-	char	   *dev = corpq_job_arg(r->job, "dev");
+	const char *dev = r->dev_query;
 
 	corpq_model_resolve(r->model_name, false, &ref);
 	sv = corpq_vocab_load(ref.src_vocab, r->cxt);
 	tv = corpq_vocab_load(ref.tgt_vocab, r->cxt);
 	corpq_job_progress(r->job, "reading", 0, 0, "rows", NULL, true);
-	train_read_corpus(r->job, corpq_job_arg(r->job, "corpus"), "corpus", sv, tv,
+	train_read_corpus(r->job, r->corpus_query, "corpus", sv, tv,
 					  max_positions, &r->corpus, r->cxt);
 	if (r->corpus.n_pairs == 0)
 		ereport(ERROR,
@@ -956,25 +946,37 @@ result_json(Run *r, double seconds_total)
 	return b.data;
 }
 
-static void
-train_job(CorpqJob *job)
+/*
+ * The training of corpq.train()'s job and of corpq.curate()'s encoder
+ * (train.h): in a job, outside a transaction.
+ */
+char *
+train_build(CorpqJob *job, const char *model, int64 model_id, const char *corpus,
+			const char *dev, const TrainOptions *o, MemoryContext cxt, int64 *updates)
 {
-	MemoryContext cxt = CurrentMemoryContext;
 	MemoryContext upd = AllocSetContextCreate(cxt, "corpq train update", ALLOCSET_DEFAULT_SIZES);
 	TimestampTz start = GetCurrentTimestamp();
-	Run		   *r = palloc0(sizeof(Run));
+	Run		   *r;
 	CorpqModelRef ref;
 	cq_model   *init;
+	int64		first_step;
+	char	   *result;
 
+	MemoryContextSwitchTo(cxt);
+	r = palloc0(sizeof(Run));
 	r->job = job;
 	r->cxt = cxt;
+	r->o = *o;
+	r->model_name = pstrdup(model);
+	r->model_id = model_id;
+	r->corpus_query = pstrdup(corpus);
+	r->dev_query = dev ? pstrdup(dev) : NULL;
 	r->last_dev = NAN;
 	r->last_loss = r->last_nll = NAN;
 
 	/* reading, as the job's owner */
 	corpq_job_xact_begin(cxt);
 	MemoryContextSwitchTo(cxt);
-	load_args(r);
 	init = load_latest(r, &ref);
 	MemoryContextSwitchTo(cxt);
 	/* a job stored before max_tokens was resolved at submission */
@@ -1010,13 +1012,50 @@ train_job(CorpqJob *job)
 	 * training: a fresh run updates at least once, even when calibrating used
 	 * up a budget too short to measure a rate
 	 */
+	first_step = r->st->step;
 	if (r->resumed_from < 0 || !budget_spent(r))
 		while (update(r, upd))
 			;
+	if (updates)
+		*updates = r->st->step - first_step;
+
+	/* the result: read in a transaction (the checkpoint versions) */
+	corpq_job_xact_begin(cxt);
+	MemoryContextSwitchTo(cxt);
+	result = result_json(r, (double) (GetCurrentTimestamp() - start) / USECS_PER_SEC);
+	result = MemoryContextStrdup(cxt, result);
+	corpq_job_xact_commit(cxt);
+	MemoryContextDelete(upd);
+	return result;
+}
+
+static void
+train_job(CorpqJob *job)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	TrainOptions o;
+	char	   *model,
+			   *corpus,
+			   *dev;
+	int64		model_id;
+	char	   *result;
+
+	corpq_job_xact_begin(cxt);
+	MemoryContextSwitchTo(cxt);
+	model = corpq_job_arg(job, "model");
+	model_id = strtoll(corpq_job_arg(job, "model_id"), NULL, 10);
+	corpus = corpq_job_arg(job, "corpus");
+	dev = corpq_job_arg(job, "dev");
+	train_options_parse(DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+														   CStringGetDatum(corpq_job_arg(job, "options")))),
+						&o);
+	corpq_job_xact_commit(cxt);
+
+	result = train_build(job, model, model_id, corpus, dev, &o, cxt, NULL);
 
 	/* the result, in the final transaction */
 	corpq_job_xact_begin(cxt);
-	corpq_job_finish(job, result_json(r, (double) (GetCurrentTimestamp() - start) / USECS_PER_SEC));
+	corpq_job_finish(job, result);
 	corpq_job_xact_commit(cxt);
 }
 
