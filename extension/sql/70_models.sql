@@ -199,9 +199,9 @@ COMMENT ON FUNCTION corpq.model_cache() IS
     'the models this backend uses, most recently used first: private copies (corpq.model_cache_mb) and shared copies it is attached to, then the server''s other shared copies of this database (corpq.shared_model_cache_mb, uses 0); attach_count: the backends attached to a shared copy';
 
 CREATE FUNCTION corpq.shared_vocab_cache(OUT vocabulary text, OUT tokens int, OUT bytes bigint,
-                                         OUT attach_count bigint)
+                                         OUT attach_count bigint, OUT kind text)
     RETURNS SETOF record
     AS 'MODULE_PATHNAME', 'corpq_shared_vocab_cache'
     LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION corpq.shared_vocab_cache() IS
-    'the vocabularies whose token tables the server holds once in shared memory for the models of this database (corpq.shared_model_cache_mb, with corpq in shared_preload_libraries), most recently used first: tokens, bytes, attach_count (the backends, parallel workers and jobs reading it now)';
+    'the vocabularies'' token tables (kind tokens) and WordPiece segmenters (kind wordpiece, vocabulary: the segmenter''s name) the server holds once in shared memory for the models of this database (corpq.shared_model_cache_mb, with corpq in shared_preload_libraries), most recently used first: tokens, bytes, attach_count (the backends, parallel workers and jobs reading it now)';

@@ -151,4 +151,31 @@ cq_code		cq_wordpiece_apply(cq_wordpiece *wp, const char *text, size_t len,
  */
 size_t		cq_wordpiece_undo_inplace(char *s, size_t len);
 
+/*
+ * A relocatable segmenter (wordpiece_arena.c): a ready model's token map
+ * (text/strmap_arena.h), its line ids, longest token, options and special
+ * tokens in one arena whose references are offsets from its start, so that
+ * processes mapping it at different addresses (a shared memory segment)
+ * each segment with it in place.  The arena's start must be 8-byte aligned.
+ *
+ * cq_wordpiece_arena_bytes: the exact bytes of wp's arena.
+ * cq_wordpiece_flatten: write wp's arena into dst (size bytes, at least
+ * cq_wordpiece_arena_bytes(wp)); wp is unchanged.  CQ_EINVAL when dst is
+ * too small or misaligned.
+ * cq_wordpiece_attach: *out a new model reading the arena at base (bytes
+ * long) in place, which segments every text as the flattened model does,
+ * bit for bit.  The arena is checked first (magic, format, header checksum,
+ * sections inside it, every slot, key and line id inside its table, the
+ * longest token, the options and special tokens as cq_wordpiece_new checks
+ * them, the unknown token present), so a truncated or damaged arena is
+ * CQ_EINVAL, never a read outside it.  The attached model's scratch buffers
+ * are its own (one caller at a time, as any model); it is read-only
+ * (cq_wordpiece_add refuses) and cq_wordpiece_free frees only what is its
+ * own: the arena must outlive it.
+ */
+size_t		cq_wordpiece_arena_bytes(const cq_wordpiece *wp);
+cq_code		cq_wordpiece_flatten(const cq_wordpiece *wp, void *dst, size_t size, cq_error *err);
+cq_code		cq_wordpiece_attach(const void *base, size_t bytes, cq_wordpiece **out,
+								cq_error *err);
+
 #endif

@@ -21,6 +21,8 @@ struct cq_wordpiece
 	size_t		n_lines;
 	size_t		cap_lines;
 	size_t		longest;		/* bytes of the longest token */
+	bool		attached;		/* vocab and line read an arena in place
+								 * (wordpiece_arena.c): read-only, not freed */
 	/* scratch of cq_wordpiece_tokenize */
 	cq_cpbuf	text;			/* the sentence (lower-cased) */
 	cq_cpbuf	part;			/* a part between specials, normalised */

@@ -121,8 +121,11 @@ cq_wordpiece_free(cq_wordpiece *wp)
 		cq_free(wp->special_utf8[k]);
 		cq_cpbuf_free(&wp->special_cp[k]);
 	}
-	cq_strmap_free(&wp->vocab);
-	cq_free(wp->line);
+	if (!wp->attached)
+	{
+		cq_strmap_free(&wp->vocab);
+		cq_free(wp->line);
+	}
 	cq_cpbuf_free(&wp->text);
 	cq_cpbuf_free(&wp->part);
 	cq_cpbuf_free(&wp->tmp);
@@ -141,6 +144,8 @@ add_token(cq_wordpiece *wp, const char *tok, size_t len)
 	int64_t		e;
 	cq_code		rc;
 
+	if (wp->attached)
+		return CQ_EINVAL;
 	if (wp->n_lines >= CQ_WORDPIECE_MAX_TOKENS || len > CQ_WORDPIECE_MAX_TOKEN_BYTES)
 		return CQ_ELIMIT;
 	if (wp->n_lines == wp->cap_lines)
@@ -170,6 +175,8 @@ add_failed(const cq_wordpiece *wp, cq_code rc, const char *what, size_t at, size
 {
 	if (rc == CQ_ENOMEM)
 		return cq_fail(err, rc, "out of memory");
+	if (rc == CQ_EINVAL)
+		return cq_fail(err, rc, "an attached WordPiece model is read-only");
 	if (wp->n_lines >= CQ_WORDPIECE_MAX_TOKENS)
 		return cq_fail(err, rc, "more than %d tokens", CQ_WORDPIECE_MAX_TOKENS);
 	return cq_fail(err, rc, "%s %zu: a token of %zu bytes, more than %d", what, at, len,

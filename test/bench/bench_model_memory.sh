@@ -22,6 +22,22 @@
 #   --smoke                         a tiny encoder (d 64, 2 layers, 2,000 tokens),
 #                                   1 and 2 connections: checks the script
 #                                   works; its figures mean nothing
+#   --real                          the real path of a LaBSE user instead of
+#                                   model_create's whitespace vocabulary: the
+#                                   LaBSE-shaped BERT checkpoint (big_labse.py,
+#                                   random weights) converted with
+#                                   corpq-convert hf-bert --int8, imported as
+#                                   docs/embeddings.md's LaBSE recipe does
+#                                   (wordpiece_import of its vocab.txt,
+#                                   vocab_import naming it, model_import), so
+#                                   the model segments with a WordPiece model of
+#                                   501,153 tokens (about 8 GB of disk for the
+#                                   float32 checkpoint, 1, 8 and 32
+#                                   connections); with --quick a checkpoint of
+#                                   30,000 tokens and 2 layers, 1 and 8
+#                                   connections, which checks the path end to
+#                                   end in a few minutes (its figures are not
+#                                   LaBSE's)
 #
 # Run it alone on the machine: the first-call figures are timings.
 set -euo pipefail
@@ -30,14 +46,20 @@ set -euo pipefail
 QUICK=0
 FLOAT32=0
 SMOKE=0
+REAL=0
 for a in "$@"; do
 	case "$a" in
 	--quick) QUICK=1 ;;
 	--float32) FLOAT32=1 ;;
 	--smoke) SMOKE=1 ;;
-	*) echo "usage: $0 [--quick | --smoke] [--float32]" >&2; exit 2 ;;
+	--real) REAL=1 ;;
+	*) echo "usage: $0 [--quick | --smoke] [--float32 | --real]" >&2; exit 2 ;;
 	esac
 done
+if [ "$REAL" = 1 ] && { [ "$SMOKE" = 1 ] || [ "$FLOAT32" = 1 ]; }; then
+	echo "$0: --real goes with --quick only (the converted model is int8)" >&2
+	exit 2
+fi
 corpq_in_cluster -o shared_preload_libraries=corpq -o max_connections=80 \
 	-o max_worker_processes=16 -- "$@"
 
@@ -54,10 +76,37 @@ else
 	CONNS="1 8 32"
 fi
 work=$(mktemp -d)
+chmod 755 "$work"
 trap 'rm -rf "$work"' EXIT
 
 t0=$(date +%s)
-q >/dev/null <<SQL
+if [ "$REAL" = 1 ]; then
+	# the checkpoint, converted to int8 with its WordPiece vocab.txt, imported as a user would
+	LAYERS=12
+	[ "$QUICK" = 1 ] && VOCAB=30000 && LAYERS=2
+	/usr/bin/python3 "$CORPQ_ROOT/test/bench/big_labse.py" write "$work/labse" "$VOCAB" "$LAYERS"
+	"$(pg_config --bindir)/corpq-convert" hf-bert --model-dir "$work/labse" --output "$work/out" --int8 \
+		>"$work/convert.log" 2>&1 || fail "corpq-convert: $(cat "$work/convert.log")"
+	rm -rf "$work/labse"
+	chmod -R a+rX "$work/out"
+	q >/dev/null <<SQL
+CREATE EXTENSION corpq;
+SET corpq.max_model_mb = 16384;
+SELECT corpq.wordpiece_import('labse_wp', pg_read_file('$work/out/vocab.txt'),
+                              pg_read_file('$work/out/wordpiece.json')::jsonb);
+SELECT corpq.vocab_import('labse', pg_read_file('$work/out/vocab.json')::jsonb
+                                   || '{"wordpiece": "labse_wp"}');
+SELECT corpq.model_import('enc', pg_read_binary_file('$work/out/model.corpq'), 'labse', 'labse');
+CREATE TABLE sentences AS
+SELECT g AS id, (SELECT string_agg(CASE WHEN k % 4 = 0 THEN 'W' ELSE 'w' END
+                                   || ((g * 7919 + k * 104729) % ($VOCAB - 10)), ' ')
+                   FROM generate_series(1, 8 + g % 17) k) || '.' AS s
+  FROM generate_series(1, 64) g;
+SQL
+	rm -f "$work/out/model.corpq"
+	FLOAT32=1	# the image is int8 already
+fi
+[ "$REAL" = 1 ] || q >/dev/null <<SQL
 CREATE EXTENSION corpq;
 SET corpq.max_model_mb = 16384;
 SELECT corpq.vocab_import('bv', jsonb_build_object('tokens',
@@ -135,6 +184,10 @@ for mode in off on; do
 			wait_line w "^READY "
 			r=$(q -c "SELECT shared FROM corpq.model_cache() WHERE shared LIMIT 1")
 			[ "$r" = t ] || fail "sharing on, but no shared copy"
+			if [ "$REAL" = 1 ]; then
+				r=$(q -c "SELECT string_agg(kind, ',' ORDER BY kind) FROM corpq.shared_vocab_cache()")
+				[ "$r" = "tokens,wordpiece" ] || fail "sharing on, but the shared vocabulary copies are '$r'"
+			fi
 		fi
 		firsts=()
 		for i in $(seq "$n"); do
@@ -166,4 +219,4 @@ for n in $CONNS; do
 		"$(echo "${PSS[on,$n]} / ${PSS[off,$n]}" | bc -l)" \
 		"$(echo "${FIRSTS[on,$n]} / ${FIRSTS[off,$n]}" | bc -l)" | tee -a "$results"
 done
-log "done (image $bytes bytes; $(nproc) CPUs; $(uname -r))"
+log "done (image $bytes bytes$([ "$REAL" = 1 ] && echo ", converted by corpq-convert hf-bert --int8, WordPiece segmenter of $VOCAB tokens"); $(nproc) CPUs; $(uname -r))"

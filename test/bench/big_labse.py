@@ -1,10 +1,12 @@
 """The Python side of test/bench/bench_big_import.sh: a LaBSE-shaped BERT
 checkpoint with random weights, and the reference vectors of sentences.
 
-  big_labse.py write DIR
+  big_labse.py write DIR [VOCAB LAYERS]
       DIR/config.json, vocab.txt and model.safetensors of a BertModel with
       LaBSE's shapes (vocabulary 501,153, d 768, 12 layers, 12 heads, FFN
-      3,072, 512 positions, pooler): random normal weights (std 0.05, as
+      3,072, 512 positions, pooler; VOCAB and LAYERS, when given, replace
+      the vocabulary size and layer count: bench_model_memory.sh --quick's
+      smaller checkpoint): random normal weights (std 0.05, as
       test/ref/test_convert_int8.py writes them), written a block of 8,192
       rows at a time (transformers is not installed here, so the file is
       written in its layout by hand, as the converter's tests do).
@@ -108,8 +110,10 @@ def reference(md, wp_path, out_path, sentences):
 
 if __name__ == "__main__":
     if sys.argv[1] == "write":
+        if len(sys.argv) == 5:
+            V, LAYERS = int(sys.argv[3]), int(sys.argv[4])
         write(sys.argv[2])
     elif sys.argv[1] == "reference":
         reference(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5:])
     else:
-        sys.exit("usage: big_labse.py write DIR | reference DIR WORDPIECE.json OUT.json SENTENCE...")
+        sys.exit("usage: big_labse.py write DIR [VOCAB LAYERS] | reference DIR WORDPIECE.json OUT.json SENTENCE...")

@@ -69,6 +69,9 @@ def main():
     rows = psql("""SELECT id, coalesce(array_to_json(corpq.embed('labse', s))::text, 'null'),
        array_to_json(corpq.vocab_encode('labse', s)), array_to_json(corpq.bpe_tokens('labse_wp', s))
   FROM sent ORDER BY id""")
+    # preloaded (hf_bert.sh): the embeddings came from the shared segmenter's copy
+    check(psql("SELECT kind FROM corpq.shared_vocab_cache() WHERE vocabulary = 'labse_wp'") == [["wordpiece"]],
+          "the WordPiece segmenter labse_wp is in the shared cache")
     ref = HFBertRef(sd, c)
     tok = HFBertTokenizer(vtext, dict(json.loads(wp)))
     # corpq id -> BERT id: the reserved four take [CLS], [PAD], [SEP], [UNK]'s rows

@@ -21,6 +21,15 @@
 #              session's bit for bit; a vocabulary dropped and imported again
 #              under its name with other ids is never served from the old
 #              copy.
+#   wordpiece: a model whose vocabulary is WordPiece-segmented (as a
+#              converted LaBSE's is) shares its segmenter too: a session
+#              with an open cursor and another hold its one copy (kind
+#              wordpiece, attach count 2); embeddings (accents, unknown
+#              words, long words) from the attached segmenter are a private
+#              session's bit for bit; a segmenter dropped and imported again
+#              under its name with other pieces is never served from the old
+#              copy; over the budget it stays private with a NOTICE and
+#              still embeds the same bits.
 # Every wait is on a state, with a deadline.
 set -euo pipefail
 . "$(dirname "$0")/../lib.sh"
@@ -307,4 +316,101 @@ SQL
 r=$(q -c "SELECT string_agg(tokens::text, ',') FROM corpq.shared_vocab_cache() WHERE vocabulary = 'xv'")
 [ "$r" = "$(q -c "SELECT size FROM corpq.vocabularies WHERE name = 'xv'")" ] || fail "xv's shared copies: '$r' (the old one should be gone)"
 log "vocab: a vocabulary dropped and imported again with other ids encodes with its new ids, the old copy gone"
+
+# ---- WordPiece segmenters ----
+# a vocab.txt: the specials, the pairs' words lower-cased and cut after 2
+# letters (so words segment into a piece and a ##continuation) but those
+# starting with digit $1, accented pieces, and $2 filler lines (about 60,000
+# lines: a segmenter of about 3 MB)
+wp_vocab() {
+	q -c "SELECT string_agg(t, E'\n' ORDER BY o, t) FROM (
+	        SELECT unnest(ARRAY['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]', 'cafe', 'caf', '##e']) AS t, 0 AS o
+	        UNION SELECT DISTINCT left(w, 2), 1 FROM pairs, regexp_split_to_table(src, ' ') w
+	        UNION SELECT DISTINCT '##' || substr(w, 3), 1 FROM pairs, regexp_split_to_table(src, ' ') w
+	                WHERE length(w) > 2 AND substr(w, 3) NOT LIKE '$1%'
+	        UNION SELECT 'f' || g, 2 FROM generate_series(1, $2) g) v"
+}
+q >/dev/null <<SQL
+SELECT corpq.wordpiece_import('wps', \$v\$$(wp_vocab 9 59800)\$v\$, '{"do_lower_case": true}');
+CREATE TABLE wsents AS
+SELECT id, upper(s) || CASE WHEN id % 5 = 0 THEN ' Café CAFÉ' ELSE '' END
+                    || CASE WHEN id % 11 = 0 THEN ' ' || repeat('w1', 60) ELSE '' END AS s FROM sents;
+SELECT corpq.vocab_build('wv', 'SELECT s FROM wsents', 'wps');
+SELECT corpq.model_create('we', '{"preset": "tiny", "kind": "encoder", "d_model": 64, "heads": 2,
+                                  "ffn_dim": 128, "encoder_layers": 2, "max_positions": 80}', 'wv', 'wv', 9);
+SET corpq.shared_model_cache_mb = 0;
+CREATE TABLE w_priv AS SELECT id, corpq.embed('we', s) AS e FROM wsents;
+SQL
+[ "$(q -c "SELECT count(*) FROM regexp_split_to_table(corpq.bpe_apply('wps', (SELECT s FROM wsents WHERE id = 11)), ' ') t WHERE t LIKE '##%'")" -gt 0 ] ||
+	fail "the WordPiece test sentences have no continuation pieces"
+[ "$(q -c "SELECT count(*) FROM wsents w, regexp_split_to_table(corpq.bpe_apply('wps', w.s), ' ') t WHERE t = '[UNK]'")" -gt 0 ] ||
+	fail "the WordPiece test sentences have no unknown word"
+wsize=$(q -c "SELECT n_merges FROM corpq.bpe_models WHERE name = 'wps'")
+# over the budget (before any copy of it is shared): a private copy with a NOTICE, the same bits
+r=$(psql -X -Atq -v ON_ERROR_STOP=1 2>&1 <<'SQL'
+SET corpq.shared_model_cache_mb = 1;
+CREATE TABLE w_over AS SELECT id, corpq.embed('we', s) AS e FROM wsents;
+SQL
+)
+echo "$r" | grep -q 'NOTICE:  WordPiece segmenter "wps" is kept as a private copy in this backend: it takes [0-9]* MB, more than corpq.shared_model_cache_mb (1 MB)' ||
+	fail "no NOTICE of a private segmenter over the budget: $r"
+[ "$(q -c "SELECT count(*) FROM corpq.shared_vocab_cache() WHERE vocabulary = 'wps'")" = 0 ] ||
+	fail "wps was shared over the budget"
+# the first session loads the segmenter and copies it in
+q -c "CREATE TABLE w_pub AS SELECT id, corpq.embed('we', s) AS e FROM wsents" >/dev/null
+r=$(q -c "SELECT tokens || ' ' || (bytes > 1000000) || ' ' || attach_count FROM corpq.shared_vocab_cache()
+           WHERE vocabulary = 'wps' AND kind = 'wordpiece'")
+[ "$r" = "$wsize true 0" ] || fail "wps is not in the shared cache as a WordPiece segmenter: '$r'"
+[ "$(q -c "SELECT kind FROM corpq.shared_vocab_cache() WHERE vocabulary = 'wv'")" = tokens ] ||
+	fail "wv's token table is not listed as kind tokens"
+wattached() { q -c "SELECT coalesce(max(attach_count), 0) FROM corpq.shared_vocab_cache() WHERE vocabulary = 'wps'"; }
+open_session 21 5
+echo "BEGIN; DECLARE c21 CURSOR FOR SELECT id, corpq.embed('we', s) FROM wsents ORDER BY id;
+FETCH 2 FROM c21; SELECT 'C21';" >&5
+wait_out 21 "^C21"
+[ "$(wattached)" = 1 ] || fail "session 21's open cursor does not hold wps's copy: $(wattached)"
+open_session 22 6
+echo "BEGIN; DECLARE c22 CURSOR FOR SELECT id, corpq.embed('we', s) FROM wsents ORDER BY id;
+FETCH 2 FROM c22; SELECT 'C22';" >&6
+wait_out 22 "^C22"
+[ "$(wattached)" = 2 ] || fail "session 22 did not attach to wps's copy: attach count $(wattached)"
+echo "CREATE TABLE w_att AS SELECT id, corpq.embed('we', s) AS e FROM wsents;
+COMMIT; SELECT 'D22';" >&6
+wait_out 22 "^D22"
+echo "COMMIT; SELECT 'D21';" >&5
+wait_out 21 "^D21"
+exec 5>&- 6>&-
+grep -qE "ERROR|NOTICE" "$work/out.21" "$work/out.22" && fail "sessions 21/22: $(cat "$work/out.21" "$work/out.22")"
+wait_for "SELECT coalesce(max(attach_count), 0) FROM corpq.shared_vocab_cache() WHERE vocabulary = 'wps'" 0
+wsame() { q -c "SELECT count(*) FROM $1 a FULL JOIN $2 b USING (id)
+                 WHERE a.e IS NULL OR b.e IS NULL OR a.e::text <> b.e::text"; }
+[ "$(q -c "SELECT count(*) FROM w_priv WHERE e IS NOT NULL")" = 400 ] || fail "WordPiece embeddings missing"
+[ "$(wsame w_priv w_pub)" = 0 ] || fail "embeddings of the publishing session differ from the private session's"
+[ "$(wsame w_priv w_att)" = 0 ] || fail "embeddings with the attached segmenter differ from the private session's"
+[ "$(wsame w_priv w_over)" = 0 ] || fail "the private segmenter over the budget embeds differently"
+log "wordpiece: over the budget the segmenter stayed private with a NOTICE, same bits"
+log "wordpiece: two sessions held wps's one shared segmenter ($wsize tokens, attach count 2); 400 embeddings equal a private session's bit for bit"
+
+# dropped and imported again under its name with other pieces: never the old copy
+q >/dev/null <<SQL
+SELECT corpq.model_drop('we');
+SELECT corpq.vocab_drop('wv');
+SELECT corpq.bpe_drop('wps');
+SELECT corpq.wordpiece_import('wps', \$v\$$(wp_vocab 1 59700)\$v\$, '{"do_lower_case": true}');
+SELECT corpq.vocab_build('wv', 'SELECT s FROM wsents', 'wps');
+SELECT corpq.model_create('we', '{"preset": "tiny", "kind": "encoder", "d_model": 64, "heads": 2,
+                                  "ffn_dim": 128, "encoder_layers": 2, "max_positions": 80}', 'wv', 'wv', 9);
+CREATE TABLE w2 AS SELECT id, corpq.embed('we', s) AS e FROM wsents;
+SET corpq.shared_model_cache_mb = 0;
+CREATE TABLE w2_priv AS SELECT id, corpq.embed('we', s) AS e FROM wsents;
+SQL
+wsize2=$(q -c "SELECT n_merges FROM corpq.bpe_models WHERE name = 'wps'")
+[ "$wsize2" != "$wsize" ] || fail "the second vocab.txt has as many tokens as the first"
+[ "$(wsame w2 w2_priv)" = 0 ] || fail "the re-imported segmenter does not segment as a private session's"
+[ "$(q -c "SELECT count(*) FROM w_priv a JOIN w2 b USING (id) WHERE a.e::text = b.e::text")" -lt 40 ] ||
+	fail "the re-imported segmenter segments as the dropped one"
+r=$(q -c "SELECT string_agg(tokens::text, ',') FROM corpq.shared_vocab_cache() WHERE vocabulary = 'wps'")
+[ "$r" = "$wsize2" ] || fail "wps's shared copies: '$r' (the old one should be gone)"
+log "wordpiece: a segmenter dropped and imported again with other pieces segments with them, the old copy gone"
+
 log "ok"

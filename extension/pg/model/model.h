@@ -246,8 +246,17 @@ typedef struct CorpqSharedUse
 	char		name[NAMEDATALEN];
 } CorpqSharedUse;
 
+/* What an entry of the shared directory holds. */
+typedef enum CorpqSharedKind
+{
+	CORPQ_SHARED_MODEL,			/* a model version (nn/model/model.h's arena) */
+	CORPQ_SHARED_VOCAB,			/* a vocabulary's token table (text/vocabulary.h) */
+	CORPQ_SHARED_WORDPIECE		/* a WordPiece segmenter (text/wordpiece.h) */
+} CorpqSharedKind;
+
 typedef struct CorpqSharedInfo
 {
+	CorpqSharedKind kind;
 	int			slot;
 	uint64		serial;
 	char		name[NAMEDATALEN];
@@ -302,8 +311,32 @@ int			corpq_shared_model_list(CorpqSharedInfo *out, int max);
 bool		corpq_shared_vocab_find(const CorpqModelRef *ref, CorpqSharedUse *use, cq_vocabulary *v);
 bool		corpq_shared_vocab_publish(const CorpqModelRef *ref, const cq_vocabulary *private_v,
 									   CorpqSharedUse *use, cq_vocabulary *v);
-/* The ready vocabulary entries of this database (version: the token count). */
+/*
+ * The ready vocabulary and segmenter entries of this database (version:
+ * the token count).
+ */
 int			corpq_shared_vocab_list(CorpqSharedInfo *out, int max);
+
+/*
+ * Segmenters (kind CORPQ_SHARED_WORDPIECE) share the directory under the
+ * same rules as token tables, keyed by a ref whose catalog is
+ * corpq.bpe_models' OID, id the row's xmin, version its size (n_merges)
+ * and checksum its creation time, name the segmenter's
+ * (corpq_segmenter_identity); the caller attaches the bytes itself.
+ *
+ * blob_find: the address of the ready entry's copy (use->bytes long), held
+ * once more, or NULL (none).  blob_publish: a new entry of bytes filled by
+ * fill(obj), held, its address; NULL when it stays private (a NOTICE says
+ * why when short of room; what names the object in it).  A caller that
+ * cannot attach the copy lets go (corpq_shared_model_release) and loads.
+ */
+typedef cq_code (*CorpqSharedFill) (const void *obj, void *dst, size_t size, cq_error *err);
+
+void	   *corpq_shared_blob_find(const CorpqModelRef *ref, CorpqSharedKind kind,
+								   CorpqSharedUse *use);
+void	   *corpq_shared_blob_publish(const CorpqModelRef *ref, CorpqSharedKind kind,
+									  const char *what, Size bytes, CorpqSharedFill fill,
+									  const void *obj, CorpqSharedUse *use);
 
 /*
  * How many models this backend's cache has evicted so far.  Code that keeps

@@ -484,9 +484,10 @@ corpq_model_cache(PG_FUNCTION_ARGS)
 }
 
 /*
- * corpq.shared_vocab_cache(): the vocabularies' token tables of this
- * database in the server's shared cache (model.h), most recently used
- * first: name, tokens, the segment's bytes, the backends holding it.
+ * corpq.shared_vocab_cache(): the vocabularies' token tables and WordPiece
+ * segmenters of this database in the server's shared cache (model.h), most
+ * recently used first: name, tokens, the segment's bytes, the backends
+ * holding it, the kind ('tokens' or 'wordpiece').
  */
 Datum
 corpq_shared_vocab_cache(PG_FUNCTION_ARGS)
@@ -507,8 +508,8 @@ corpq_shared_vocab_cache(PG_FUNCTION_ARGS)
 		}
 	for (int k = 0; k < n_dir; k++)
 	{
-		Datum		values[4];
-		bool		nulls[4] = {false, false, false, false};
+		Datum		values[5];
+		bool		nulls[5] = {false, false, false, false, false};
 
 		if (dir[k].dead)
 			continue;
@@ -516,6 +517,8 @@ corpq_shared_vocab_cache(PG_FUNCTION_ARGS)
 		values[1] = Int32GetDatum(dir[k].version);
 		values[2] = Int64GetDatum((int64) dir[k].bytes);
 		values[3] = Int64GetDatum(dir[k].refs);
+		values[4] = PointerGetDatum(cstring_to_text(dir[k].kind == CORPQ_SHARED_WORDPIECE
+													? "wordpiece" : "tokens"));
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

@@ -31,7 +31,7 @@ corpq_model_session_cached(FunctionCallInfo fcinfo)
 	return fcinfo->flinfo->fn_extra;
 }
 
-/* A vocabulary's hold on its shared copy, let go when the vocabulary's context goes. */
+/* A vocabulary's or segmenter's hold on its shared copy, let go when its context goes. */
 typedef struct VocabHold
 {
 	MemoryContextCallback cb;
@@ -44,16 +44,108 @@ let_go_vocab(void *arg)
 	corpq_shared_model_release(&((VocabHold *) arg)->use);
 }
 
-/* v's context lets go of use when it is deleted. */
+/* cxt lets go of use when it is deleted. */
 static void
-hold_with(CorpqVocab *v, const CorpqSharedUse *use)
+hold_with(MemoryContext cxt, const CorpqSharedUse *use)
 {
-	VocabHold  *h = MemoryContextAlloc(v->cxt, sizeof(VocabHold));
+	VocabHold  *h = MemoryContextAlloc(cxt, sizeof(VocabHold));
 
 	h->use = *use;
 	h->cb.func = let_go_vocab;
 	h->cb.arg = h;
-	MemoryContextRegisterResetCallback(v->cxt, &h->cb);
+	MemoryContextRegisterResetCallback(cxt, &h->cb);
+}
+
+static cq_code
+fill_wordpiece(const void *obj, void *dst, size_t size, cq_error *err)
+{
+	return cq_wordpiece_flatten((const cq_wordpiece *) obj, dst, size, err);
+}
+
+/*
+ * The segmenter name of a vocabulary, in a child of cxt (the
+ * CorpqSegmenterLoader of session_vocab): with sharing on, a WordPiece
+ * model read in place from the server's shared copy, or loaded and then
+ * copied there for the other backends (the private model then goes), under
+ * the rules of the token tables (model.h); BPE, SentencePiece and
+ * whitespace segmenters, and names that do not fit the directory's, are
+ * loaded as before.
+ */
+static CorpqSegmenter *
+session_segmenter(const char *name, MemoryContext cxt, void *arg)
+{
+	CorpqVocabIdentity id,
+				again;
+	bool		wordpiece,
+				wordpiece_again;
+	CorpqModelRef ref = {0};
+	CorpqSharedUse use = {.slot = -1};
+	CorpqSegmenter *seg = NULL,
+			   *shared;
+	void	   *base;
+
+	if (!corpq_shared_models_enabled() || name == NULL || strcmp(name, CORPQ_WHITESPACE) == 0 ||
+		strlen(name) >= NAMEDATALEN)
+		return corpq_segmenter_load(name, cxt);
+	corpq_segmenter_identity(name, &id, &wordpiece);
+	if (!wordpiece)
+		return corpq_segmenter_load(name, cxt);
+	ref.catalog = id.catalog;
+	ref.id = id.xmin;
+	ref.version = id.size;
+	ref.checksum = id.created;
+	ref.name = (char *) name;
+	if ((base = corpq_shared_blob_find(&ref, CORPQ_SHARED_WORDPIECE, &use)) != NULL)
+	{
+		PG_TRY();
+		{
+			seg = corpq_segmenter_attach_wordpiece(name, base, use.bytes, cxt);
+			if (seg != NULL)
+				hold_with(seg->cxt, &use);
+		}
+		PG_CATCH();
+		{
+			corpq_shared_model_release(&use);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		if (seg != NULL)
+			return seg;
+		corpq_shared_model_release(&use);
+	}
+	seg = corpq_segmenter_load(name, cxt);
+	/* published only if the rows read are those of the identity (no drop in between) */
+	corpq_segmenter_identity(name, &again, &wordpiece_again);
+	if (!wordpiece_again || id.catalog != again.catalog || id.xmin != again.xmin ||
+		id.created != again.created || id.size != again.size || seg->wp == NULL ||
+		cq_wordpiece_size(seg->wp) != id.size)
+		return seg;
+	base = corpq_shared_blob_publish(&ref, CORPQ_SHARED_WORDPIECE,
+									 psprintf("WordPiece segmenter \"%s\"", name),
+									 cq_wordpiece_arena_bytes(seg->wp), fill_wordpiece, seg->wp, &use);
+	if (base == NULL)
+		return seg;
+	shared = NULL;
+	PG_TRY();
+	{
+		shared = corpq_segmenter_attach_wordpiece(name, base, use.bytes, cxt);
+		if (shared != NULL)
+			hold_with(shared->cxt, &use);
+	}
+	PG_CATCH();
+	{
+		corpq_shared_model_release(&use);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (shared == NULL)
+	{
+		corpq_shared_model_release(&use);
+		return seg;
+	}
+	/* the private model goes: the vocabulary segments with the shared one */
+	corpq_segmenter_free(seg);
+	return shared;
 }
 
 /*
@@ -61,7 +153,7 @@ hold_with(CorpqVocab *v, const CorpqSharedUse *use)
  * (model.h), its token table read in place from the server's shared copy,
  * or loaded and then copied there for the other backends (the private table
  * then goes); without, or when the copy stays private, loaded as before.
- * The segmenter is loaded in every case.
+ * Its segmenter comes from session_segmenter.
  */
 static CorpqVocab *
 session_vocab(const char *name, MemoryContext cxt)
@@ -74,7 +166,7 @@ session_vocab(const char *name, MemoryContext cxt)
 	CorpqVocab *v = NULL;
 
 	if (!corpq_shared_models_enabled() || strlen(name) >= NAMEDATALEN)
-		return corpq_vocab_load(name, cxt);
+		return corpq_vocab_load_with(name, NULL, session_segmenter, NULL, cxt);
 	corpq_vocab_identity(name, &id);
 	ref.catalog = id.catalog;
 	ref.id = id.xmin;
@@ -85,8 +177,8 @@ session_vocab(const char *name, MemoryContext cxt)
 	{
 		PG_TRY();
 		{
-			v = corpq_vocab_wrap(name, &tokens, cxt);
-			hold_with(v, &use);
+			v = corpq_vocab_load_with(name, &tokens, session_segmenter, NULL, cxt);
+			hold_with(v->cxt, &use);
 		}
 		PG_CATCH();
 		{
@@ -96,7 +188,7 @@ session_vocab(const char *name, MemoryContext cxt)
 		PG_END_TRY();
 		return v;
 	}
-	v = corpq_vocab_load(name, cxt);
+	v = corpq_vocab_load_with(name, NULL, session_segmenter, NULL, cxt);
 	/* published only if the rows read are those of the identity (no drop in between) */
 	corpq_vocab_identity(name, &again);
 	if (id.catalog != again.catalog || id.xmin != again.xmin || id.created != again.created ||
@@ -107,7 +199,7 @@ session_vocab(const char *name, MemoryContext cxt)
 		/* the private table goes: the vocabulary reads the shared one */
 		cq_vocabulary_free(&v->vocab);
 		v->vocab = tokens;
-		hold_with(v, &use);
+		hold_with(v->cxt, &use);
 	}
 	return v;
 }

@@ -28,10 +28,12 @@
  * again.
  *
  * The vocabularies' token tables (text/vocabulary.h: cq_vocabulary_flatten)
- * are entries of the same directory (vocab true), under the same budget,
+ * and their WordPiece segmenters (text/wordpiece.h: cq_wordpiece_flatten)
+ * are entries of the same directory (kind), under the same budget,
  * eviction, fairness and crash-restart rules, keyed by the identity of their
- * corpq.vocabularies row (model.h); a backend holds such an entry once per
- * vocabulary object using it (Held.count), the mapping shared by its holds.
+ * corpq.vocabularies or corpq.bpe_models row and their name (model.h); a
+ * backend holds such an entry once per vocabulary or segmenter object using
+ * it (Held.count), the mapping shared by its holds.
  */
 #include "postgres.h"
 
@@ -58,7 +60,7 @@ typedef struct SharedEntry
 	bool		used;			/* the slot holds an entry */
 	bool		ready;			/* its segment is filled (else being filled) */
 	bool		dead;			/* its model was dropped: never attached again */
-	bool		vocab;			/* a vocabulary's token table, not a model */
+	CorpqSharedKind kind;		/* a model, a vocabulary's token table, a segmenter */
 	Oid			db;				/* the database (a template's copies share OIDs) */
 	Oid			catalog;
 	int64		id;
@@ -159,17 +161,17 @@ corpq_shared_models_enabled(void)
 }
 
 static bool
-key_is(const SharedEntry *e, const CorpqModelRef *ref, bool vocab)
+key_is(const SharedEntry *e, const CorpqModelRef *ref, CorpqSharedKind kind)
 {
 	/*
-	 * A vocabulary's identity (xmin, created, size) is shared by every
-	 * vocabulary of one transaction and size, a model's and its target's
-	 * among them: the name tells them apart (session_vocab keeps names that
-	 * do not fit e->name private).
+	 * A vocabulary's or segmenter's identity (xmin, created, size) is shared
+	 * by every row of one transaction and size, a model's source and target
+	 * vocabularies among them: the name tells them apart (session_vocab and
+	 * session_segmenter keep names that do not fit e->name private).
 	 */
-	return e->used && e->vocab == vocab && e->db == MyDatabaseId && e->catalog == ref->catalog &&
+	return e->used && e->kind == kind && e->db == MyDatabaseId && e->catalog == ref->catalog &&
 		e->id == ref->id && e->version == ref->version && e->checksum == ref->checksum &&
-		(!vocab || strcmp(e->name, ref->name) == 0);
+		(kind == CORPQ_SHARED_MODEL || strcmp(e->name, ref->name) == 0);
 }
 
 /* Unpin and free slot i (the lock held exclusively, no backend holding it). */
@@ -291,7 +293,7 @@ attach_model(CorpqSharedUse *use, Size bytes)
  * dropped and created again) die, as they can no longer be served here.
  */
 static void *
-find_entry(const CorpqModelRef *ref, bool vocab, CorpqSharedUse *use)
+find_entry(const CorpqModelRef *ref, CorpqSharedKind kind, CorpqSharedUse *use)
 {
 	int			slot = -1;
 	uint64		serial = 0;
@@ -303,20 +305,20 @@ find_entry(const CorpqModelRef *ref, bool vocab, CorpqSharedUse *use)
 	if (!corpq_shared_models_enabled())
 		return NULL;
 	LWLockAcquire(dir->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < SHARED_MAX && vocab; i++)
+	for (int i = 0; i < SHARED_MAX && kind != CORPQ_SHARED_MODEL; i++)
 	{
 		SharedEntry *e = &dir->entries[i];
 		int			h;
 
-		if (e->used && e->vocab && !e->dead && e->db == MyDatabaseId &&
-			strcmp(e->name, ref->name) == 0 && !key_is(e, ref, true))
+		if (e->used && e->kind == kind && !e->dead && e->db == MyDatabaseId &&
+			strcmp(e->name, ref->name) == 0 && !key_is(e, ref, kind))
 		{
 			e->dead = true;
 			if (e->refs == 0)
 				drop_entry(i);
 			continue;
 		}
-		if (key_is(e, ref, true) && e->ready && !e->dead && (h = held_index(i, e->serial)) >= 0)
+		if (key_is(e, ref, kind) && e->ready && !e->dead && (h = held_index(i, e->serial)) >= 0)
 		{
 			e->last_use = ++dir->clock;
 			held[h].count++;
@@ -338,7 +340,7 @@ find_entry(const CorpqModelRef *ref, bool vocab, CorpqSharedUse *use)
 	{
 		SharedEntry *e = &dir->entries[i];
 
-		if (key_is(e, ref, vocab) && e->ready && !e->dead && held_index(i, e->serial) < 0)
+		if (key_is(e, ref, kind) && e->ready && !e->dead && held_index(i, e->serial) < 0)
 		{
 			/* counted before attaching, so that no one evicts it meanwhile */
 			e->refs++;
@@ -373,7 +375,7 @@ find_entry(const CorpqModelRef *ref, bool vocab, CorpqSharedUse *use)
 cq_model *
 corpq_shared_model_find(const CorpqModelRef *ref, CorpqSharedUse *use)
 {
-	if (find_entry(ref, false, use) == NULL)
+	if (find_entry(ref, CORPQ_SHARED_MODEL, use) == NULL)
 		return NULL;
 	return attach_model(use, use->bytes);
 }
@@ -427,9 +429,6 @@ fall_back(const char *what, const char *why)
 			 errhint("A superuser can raise corpq.shared_model_cache_mb.")));
 }
 
-/* Writes the object into a segment of size bytes; false with *err set on failure. */
-typedef cq_code (*FillFn) (const void *obj, void *dst, size_t size, cq_error *err);
-
 /*
  * A new entry of this kind for ref, bytes long, filled by fill(obj), held by
  * this backend; its segment's address, or NULL when it stays private (a
@@ -437,8 +436,8 @@ typedef cq_code (*FillFn) (const void *obj, void *dst, size_t size, cq_error *er
  * object in it).
  */
 static void *
-publish_entry(const CorpqModelRef *ref, bool vocab, const char *what, Size bytes,
-			  FillFn fill, const void *obj, CorpqSharedUse *use)
+publish_entry(const CorpqModelRef *ref, CorpqSharedKind kind, const char *what, Size bytes,
+			  CorpqSharedFill fill, const void *obj, CorpqSharedUse *use)
 {
 	cq_error	err = {0};
 	Size		budget = (Size) corpq_shared_model_cache_mb * 1024 * 1024;
@@ -461,7 +460,7 @@ publish_entry(const CorpqModelRef *ref, bool vocab, const char *what, Size bytes
 	}
 	LWLockAcquire(dir->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < SHARED_MAX && !busy; i++)
-		busy = key_is(&dir->entries[i], ref, vocab) && !dir->entries[i].dead;
+		busy = key_is(&dir->entries[i], ref, kind) && !dir->entries[i].dead;
 	if (!busy && make_room(bytes, budget, role, super))
 	{
 		for (int i = 0; i < SHARED_MAX && slot < 0; i++)
@@ -474,7 +473,7 @@ publish_entry(const CorpqModelRef *ref, bool vocab, const char *what, Size bytes
 			/* reserved, not ready: counted in the budget, attached by no one */
 			memset(e, 0, sizeof(*e));
 			e->used = true;
-			e->vocab = vocab;
+			e->kind = kind;
 			e->db = MyDatabaseId;
 			e->catalog = ref->catalog;
 			e->id = ref->id;
@@ -551,7 +550,7 @@ corpq_shared_model_publish(const CorpqModelRef *ref, const cq_model *m, CorpqSha
 	bytes = cq_model_arena_bytes(m, &err);
 	if (bytes == 0)
 		return NULL;			/* not a packed, compact model: stays private */
-	if (publish_entry(ref, false, psprintf("model \"%s@%d\"", ref->name, ref->version),
+	if (publish_entry(ref, CORPQ_SHARED_MODEL, psprintf("model \"%s@%d\"", ref->name, ref->version),
 					  bytes, fill_model, m, use) == NULL)
 		return NULL;
 	return attach_model(use, bytes);
@@ -583,7 +582,7 @@ attach_vocab(CorpqSharedUse *use, const void *base, cq_vocabulary *v)
 bool
 corpq_shared_vocab_find(const CorpqModelRef *ref, CorpqSharedUse *use, cq_vocabulary *v)
 {
-	void	   *base = find_entry(ref, true, use);
+	void	   *base = find_entry(ref, CORPQ_SHARED_VOCAB, use);
 
 	return base != NULL && attach_vocab(use, base, v);
 }
@@ -597,9 +596,29 @@ corpq_shared_vocab_publish(const CorpqModelRef *ref, const cq_vocabulary *privat
 	use->slot = -1;
 	if (!corpq_shared_models_enabled())
 		return false;
-	base = publish_entry(ref, true, psprintf("vocabulary \"%s\"", ref->name),
+	base = publish_entry(ref, CORPQ_SHARED_VOCAB, psprintf("vocabulary \"%s\"", ref->name),
 						 cq_vocabulary_arena_bytes(private_v), fill_vocab, private_v, use);
 	return base != NULL && attach_vocab(use, base, v);
+}
+
+/* ---- segmenters: the caller attaches (pg/model/model_session.c) ---- */
+
+void *
+corpq_shared_blob_find(const CorpqModelRef *ref, CorpqSharedKind kind, CorpqSharedUse *use)
+{
+	Assert(kind != CORPQ_SHARED_MODEL);
+	return find_entry(ref, kind, use);
+}
+
+void *
+corpq_shared_blob_publish(const CorpqModelRef *ref, CorpqSharedKind kind, const char *what,
+						  Size bytes, CorpqSharedFill fill, const void *obj, CorpqSharedUse *use)
+{
+	Assert(kind != CORPQ_SHARED_MODEL);
+	use->slot = -1;
+	if (!corpq_shared_models_enabled())
+		return NULL;
+	return publish_entry(ref, kind, what, bytes, fill, obj, use);
 }
 
 void
@@ -612,7 +631,8 @@ corpq_shared_model_forget(const char *name)
 	{
 		SharedEntry *e = &dir->entries[i];
 
-		if (!e->used || e->dead || e->vocab || e->db != MyDatabaseId || strcmp(e->name, name) != 0)
+		if (!e->used || e->dead || e->kind != CORPQ_SHARED_MODEL || e->db != MyDatabaseId ||
+			strcmp(e->name, name) != 0)
 			continue;
 		/* a rolled-back drop only costs a reload */
 		e->dead = true;
@@ -647,7 +667,7 @@ corpq_shared_model_dead(const CorpqSharedUse *use)
 }
 
 static int
-list_entries(CorpqSharedInfo *out, int max, bool vocab)
+list_entries(CorpqSharedInfo *out, int max, bool models)
 {
 	int			n = 0;
 
@@ -658,8 +678,10 @@ list_entries(CorpqSharedInfo *out, int max, bool vocab)
 	{
 		SharedEntry *e = &dir->entries[i];
 
-		if (!e->used || !e->ready || e->vocab != vocab || e->db != MyDatabaseId)
+		if (!e->used || !e->ready || (e->kind == CORPQ_SHARED_MODEL) != models ||
+			e->db != MyDatabaseId)
 			continue;
+		out[n].kind = e->kind;
 		out[n].slot = i;
 		out[n].serial = e->serial;
 		strlcpy(out[n].name, e->name, sizeof(out[n].name));
@@ -677,11 +699,11 @@ list_entries(CorpqSharedInfo *out, int max, bool vocab)
 int
 corpq_shared_model_list(CorpqSharedInfo *out, int max)
 {
-	return list_entries(out, max, false);
+	return list_entries(out, max, true);
 }
 
 int
 corpq_shared_vocab_list(CorpqSharedInfo *out, int max)
 {
-	return list_entries(out, max, true);
+	return list_entries(out, max, false);
 }

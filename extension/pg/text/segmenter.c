@@ -130,8 +130,9 @@ load_bpe_rows(CorpqSegmenter *seg, const char *name)
 	SPI_finish();
 }
 
-CorpqSegmenter *
-corpq_segmenter_load(const char *name, MemoryContext parent)
+/* An empty segmenter named name (whitespace for NULL) in a new child of parent. */
+static CorpqSegmenter *
+new_segmenter(const char *name, MemoryContext parent)
 {
 	MemoryContext cxt = AllocSetContextCreate(parent, "corpq segmenter",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -145,9 +146,38 @@ corpq_segmenter_load(const char *name, MemoryContext parent)
 	if (cq_bpe_cache_init(&seg->cache, SEGMENT_CACHE_WORDS) != CQ_OK)
 		corpq_core_fail(CQ_ENOMEM, "out of memory", NULL);
 	MemoryContextSwitchTo(old);
+	return seg;
+}
+
+CorpqSegmenter *
+corpq_segmenter_load(const char *name, MemoryContext parent)
+{
+	CorpqSegmenter *seg = new_segmenter(name, parent);
+
 	if (!is_whitespace_name(name))
 		load_bpe_rows(seg, name);
 	return seg;
+}
+
+CorpqSegmenter *
+corpq_segmenter_attach_wordpiece(const char *name, const void *base, Size bytes,
+								 MemoryContext parent)
+{
+	CorpqSegmenter *seg = new_segmenter(name, parent);
+	MemoryContext old = MemoryContextSwitchTo(seg->cxt);
+	cq_error	err = {0};
+	cq_code		rc;
+
+	/* the model's own parts (options, specials, later its scratch) live in seg->cxt */
+	rc = cq_wordpiece_attach(base, (size_t) bytes, &seg->wp, &err);
+	MemoryContextSwitchTo(old);
+	if (rc == CQ_OK)
+		return seg;
+	ereport(NOTICE,
+			(errmsg("could not attach the shared copy of WordPiece segmenter \"%s\": %s; loading a private copy",
+					name, err.msg)));
+	corpq_segmenter_free(seg);
+	return NULL;
 }
 
 void

@@ -76,6 +76,18 @@ char	   *corpq_vocab_text(CorpqVocab *v, const int32 *ids, int n, size_t *len);
 
 /* Load a vocabulary (with its BPE) by name into a new child of parent. */
 CorpqVocab *corpq_vocab_load(const char *name, MemoryContext parent);
+
+/*
+ * corpq_vocab_load or corpq_vocab_wrap (tokens NULL or not) with the
+ * vocabulary's segmenter from seg_load(segmenter name or NULL for
+ * whitespace, the vocabulary's context, arg) instead of
+ * corpq_segmenter_load: the model session's way to a shared segmenter.
+ */
+typedef CorpqSegmenter *(*CorpqSegmenterLoader) (const char *name, MemoryContext parent,
+												 void *arg);
+CorpqVocab *corpq_vocab_load_with(const char *name, const cq_vocabulary *tokens,
+								  CorpqSegmenterLoader seg_load, void *arg,
+								  MemoryContext parent);
 void		corpq_vocab_free(CorpqVocab *v);
 
 /*
@@ -103,6 +115,23 @@ typedef struct CorpqVocabIdentity
 } CorpqVocabIdentity;
 
 void		corpq_vocab_identity(const char *name, CorpqVocabIdentity *id);
+
+/*
+ * The same for segmenter name's corpq.bpe_models row (size: n_merges, a
+ * WordPiece model's token count); *wordpiece: whether it is a WordPiece
+ * model (version 'wordpiece'), whose tokens and options are written once
+ * with the row.  ERROR undefined_object for an unknown name.
+ */
+void		corpq_segmenter_identity(const char *name, CorpqVocabIdentity *id, bool *wordpiece);
+
+/*
+ * A segmenter named name over a WordPiece model read in place from the
+ * arena at base (bytes long; text/wordpiece.h: cq_wordpiece_attach), which
+ * must outlive it, in a new child of parent; NULL when the arena is refused
+ * (a NOTICE then says why).
+ */
+CorpqSegmenter *corpq_segmenter_attach_wordpiece(const char *name, const void *base, Size bytes,
+												 MemoryContext parent);
 
 /*
  * Segment and encode a sentence: a palloc'd array (CurrentMemoryContext) of

@@ -83,8 +83,15 @@ read_tokens(CorpqVocab *v, const char *name, char **bpe_name)
 }
 
 /* A vocabulary object with its token table (tokens, or read when NULL) and segmenter. */
+static CorpqSegmenter *
+plain_segmenter(const char *name, MemoryContext parent, void *arg)
+{
+	return corpq_segmenter_load(name, parent);
+}
+
 static CorpqVocab *
-load(const char *name, const cq_vocabulary *tokens, MemoryContext parent)
+load(const char *name, const cq_vocabulary *tokens, CorpqSegmenterLoader seg_load, void *arg,
+	 MemoryContext parent)
 {
 	MemoryContext cxt = AllocSetContextCreate(parent, "corpq vocabulary",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -96,21 +103,29 @@ load(const char *name, const cq_vocabulary *tokens, MemoryContext parent)
 	if (tokens)
 		v->vocab = *tokens;
 	read_tokens(v, name, &bpe_name);
-	v->seg = corpq_segmenter_load(bpe_name, cxt);
+	v->seg = seg_load(bpe_name, cxt, arg);
 	return v;
 }
 
 CorpqVocab *
 corpq_vocab_load(const char *name, MemoryContext parent)
 {
-	return load(name, NULL, parent);
+	return load(name, NULL, plain_segmenter, NULL, parent);
 }
 
 CorpqVocab *
 corpq_vocab_wrap(const char *name, const cq_vocabulary *tokens, MemoryContext parent)
 {
 	Assert(tokens->map.slots != NULL);
-	return load(name, tokens, parent);
+	return load(name, tokens, plain_segmenter, NULL, parent);
+}
+
+CorpqVocab *
+corpq_vocab_load_with(const char *name, const cq_vocabulary *tokens,
+					  CorpqSegmenterLoader seg_load, void *arg, MemoryContext parent)
+{
+	Assert(tokens == NULL || tokens->map.slots != NULL);
+	return load(name, tokens, seg_load ? seg_load : plain_segmenter, arg, parent);
 }
 
 void
@@ -129,6 +144,26 @@ corpq_vocab_identity(const char *name, CorpqVocabIdentity *id)
 	id->xmin = DatumGetInt64(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
 	id->created = (int64) DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull));
 	id->size = DatumGetInt32(SPI_getbinval(row, SPI_tuptable->tupdesc, 4, &isnull));
+	SPI_finish();
+}
+
+void
+corpq_segmenter_identity(const char *name, CorpqVocabIdentity *id, bool *wordpiece)
+{
+	bool		isnull;
+	HeapTuple	row;
+
+	SPI_connect();
+	row = corpq_catalog_row(&corpq_kind_bpe,
+							"SELECT c.tableoid, c.xmin::pg_catalog.text::pg_catalog.int8, "
+							"c.created, c.n_merges, c.version OPERATOR(pg_catalog.=) 'wordpiece' "
+							"FROM corpq.bpe_models c WHERE c.name OPERATOR(pg_catalog.=) $1",
+							name);
+	id->catalog = DatumGetObjectId(SPI_getbinval(row, SPI_tuptable->tupdesc, 1, &isnull));
+	id->xmin = DatumGetInt64(SPI_getbinval(row, SPI_tuptable->tupdesc, 2, &isnull));
+	id->created = (int64) DatumGetTimestampTz(SPI_getbinval(row, SPI_tuptable->tupdesc, 3, &isnull));
+	id->size = DatumGetInt32(SPI_getbinval(row, SPI_tuptable->tupdesc, 4, &isnull));
+	*wordpiece = DatumGetBool(SPI_getbinval(row, SPI_tuptable->tupdesc, 5, &isnull));
 	SPI_finish();
 }
 

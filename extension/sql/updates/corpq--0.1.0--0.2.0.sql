@@ -1201,9 +1201,9 @@ ALTER FUNCTION corpq.is_copy(text, text) COST 60;
 -- one copy per server of a model's vocabularies' token tables (issue 53, item 4):
 -- shared_vocab_cache() lists them
 CREATE FUNCTION corpq.shared_vocab_cache(OUT vocabulary text, OUT tokens int, OUT bytes bigint,
-                                         OUT attach_count bigint)
+                                         OUT attach_count bigint, OUT kind text)
     RETURNS SETOF record
     AS 'MODULE_PATHNAME', 'corpq_shared_vocab_cache'
     LANGUAGE C VOLATILE PARALLEL RESTRICTED;
 COMMENT ON FUNCTION corpq.shared_vocab_cache() IS
-    'the vocabularies whose token tables the server holds once in shared memory for the models of this database (corpq.shared_model_cache_mb, with corpq in shared_preload_libraries), most recently used first: tokens, bytes, attach_count (the backends, parallel workers and jobs reading it now)';
+    'the vocabularies'' token tables (kind tokens) and WordPiece segmenters (kind wordpiece, vocabulary: the segmenter''s name) the server holds once in shared memory for the models of this database (corpq.shared_model_cache_mb, with corpq in shared_preload_libraries), most recently used first: tokens, bytes, attach_count (the backends, parallel workers and jobs reading it now)';
