@@ -47,7 +47,7 @@ void
 cq_noise_options_default(cq_noise_options *o)
 {
 	static const double def[CQ_NOISE_NTYPES] = {
-		0, 0.15, 0.15, 0.15, 0.05, 0.10, 0.05, 0.10, 0.10, 0.15, 0.05
+		0, 0.15, 0.15, 0.15, 0.15, 0.10, 0.05, 0.10, 0.10, 0.15, 0.05
 	};
 
 	o->seed = 1;

@@ -94,7 +94,7 @@ typedef struct cq_noise_set
 	size_t		cap_owned;
 } cq_noise_set;
 
-/* The defaults (docs/curation.md): seed 1, a total share of 1.05. */
+/* The defaults (docs/curation.md): seed 1, a total share of 1.15. */
 void		cq_noise_options_default(cq_noise_options *o);
 
 /* "clean", "misaligned_neighbour", ...; NULL outside the enum. */
