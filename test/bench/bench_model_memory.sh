@@ -7,8 +7,10 @@
 # proportional memory (Pss of /proc/<pid>/smaps_rollup) of their backends;
 # each new connection's first embed() is timed inside it (clock_timestamp()
 # around the call).  With sharing on, one session loads the model first (the
-# copy the others attach to) and stays connected.  Prints one line per
-# (mode, connections) and the ratios on/off.
+# copy the others attach to) and stays connected.  Then every connection at
+# once runs the call over the 64 sentences (all loaded already): the rows per
+# second of all of them, the throughput with one copy against one copy each.
+# Prints one line per (mode, connections) and the ratios on/off.
 #
 #   bench_model_memory.sh           a LaBSE-shaped encoder (vocabulary 501,153,
 #                                   d 768, 12 layers, FFN 3072, random weights
@@ -22,6 +24,10 @@
 #   --smoke                         a tiny encoder (d 64, 2 layers, 2,000 tokens),
 #                                   1 and 2 connections: checks the script
 #                                   works; its figures mean nothing
+#   --score                         scoring instead of embedding: a translation
+#                                   model of about 100M parameters (preset
+#                                   base, 50,000 tokens a side, int8), each
+#                                   connection's first sent_prob() timed
 #   --real                          the real path of a LaBSE user instead of
 #                                   model_create's whitespace vocabulary: the
 #                                   LaBSE-shaped BERT checkpoint (big_labse.py,
@@ -47,17 +53,23 @@ QUICK=0
 FLOAT32=0
 SMOKE=0
 REAL=0
+SCORE=0
 for a in "$@"; do
 	case "$a" in
 	--quick) QUICK=1 ;;
 	--float32) FLOAT32=1 ;;
 	--smoke) SMOKE=1 ;;
 	--real) REAL=1 ;;
-	*) echo "usage: $0 [--quick | --smoke] [--float32 | --real]" >&2; exit 2 ;;
+	--score) SCORE=1 ;;
+	*) echo "usage: $0 [--quick | --smoke] [--float32 | --real | --score]" >&2; exit 2 ;;
 	esac
 done
 if [ "$REAL" = 1 ] && { [ "$SMOKE" = 1 ] || [ "$FLOAT32" = 1 ]; }; then
 	echo "$0: --real goes with --quick only (the converted model is int8)" >&2
+	exit 2
+fi
+if [ "$REAL" = 1 ] && [ "$SCORE" = 1 ]; then
+	echo "$0: --real is an encoder's path; --score goes without it" >&2
 	exit 2
 fi
 corpq_in_cluster -o shared_preload_libraries=corpq -o max_connections=80 \
@@ -74,6 +86,18 @@ elif [ "$QUICK" = 1 ]; then
 else
 	VOCAB=501153
 	CONNS="1 8 32"
+fi
+CALL=embed
+if [ "$SCORE" = 1 ]; then
+	# a ~100M-parameter translation model: base (d 512, 6 + 6 layers, FFN
+	# 2048), 50,000 tokens a side, output tied: 51M embedding + 44M layer weights
+	if [ "$SMOKE" = 1 ]; then
+		SHAPE='"preset": "tiny", "d_model": 64, "heads": 2, "ffn_dim": 128, "encoder_layers": 2, "decoder_layers": 2, "max_positions": 64'
+	else
+		SHAPE='"preset": "base"'
+		VOCAB=50000
+	fi
+	CALL=sent_prob
 fi
 work=$(mktemp -d)
 chmod 755 "$work"
@@ -112,7 +136,7 @@ SET corpq.max_model_mb = 16384;
 SELECT corpq.vocab_import('bv', jsonb_build_object('tokens',
          to_jsonb(ARRAY['<s>', '<pad>', '</s>', '<unk>'] || array_agg('t' || g ORDER BY g))))
   FROM generate_series(0, $VOCAB - 5) g;
-SELECT corpq.model_create('enc', '{"preset": "tiny", "kind": "encoder", $SHAPE}', 'bv', 'bv', 1);
+SELECT corpq.model_create('enc', '{$([ "$SCORE" = 1 ] || echo '"preset": "tiny", "kind": "encoder", ')$SHAPE}', 'bv', 'bv', 1);
 CREATE TABLE sentences AS
 SELECT g AS id, (SELECT string_agg('t' || ((g * 7919 + k * 104729) % ($VOCAB - 4)), ' ')
                    FROM generate_series(1, 8 + g % 17) k) AS s
@@ -142,13 +166,23 @@ wait_line() {
 	done
 	fail "connection $1 never printed $2"
 }
-# the first embed of a new connection, timed inside it; then a few more; then its pid
+# the first call of a new connection, timed inside it; then a few more; then its pid
+if [ "$SCORE" = 1 ]; then
+	FN="corpq.sent_prob('$MODEL', s, s)"
+else
+	FN="corpq.embed('$MODEL', s)"
+fi
 FIRST="SET corpq.max_model_mb = 16384;
 SELECT clock_timestamp() AS t0 \\gset
-SELECT length(corpq.embed('$MODEL', s)::text) > 0 FROM sentences WHERE id = 1;
+SELECT $FN IS NOT NULL FROM sentences WHERE id = 1;
 SELECT 'FIRST ' || extract(epoch FROM clock_timestamp() - :'t0'::timestamptz);
-SELECT count(corpq.embed('$MODEL', s)) FROM sentences WHERE id <= 8;
+SELECT count($FN) FROM sentences WHERE id <= 8;
 SELECT 'READY ' || pg_backend_pid();"
+# every connection at once over the 64 sentences: the throughput
+# (the span from the first start to the last end, read from the server's clock)
+RUN="SELECT extract(epoch FROM clock_timestamp()) AS t1 \\gset
+SELECT count($FN) FROM sentences;
+SELECT 'DONE ' || :'t1' || ' ' || extract(epoch FROM clock_timestamp());"
 pss_kb() {
 	local sum=0 kb
 	for p in "$@"; do
@@ -166,7 +200,7 @@ no_backends_left() {
 	fail "connections did not end"
 }
 
-declare -A PSS FIRSTS
+declare -A PSS FIRSTS RATES
 results="$work/results"
 : >"$results"
 for mode in off on; do
@@ -204,10 +238,16 @@ for mode in off on; do
 			kb=$((kb + wkb))	# the loading connection's share counts too
 		fi
 		med=$(printf '%s\n' "${firsts[@]}" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
+		# all of them at once, each over the 64 sentences
+		for i in $(seq "$n"); do send "$i" "$RUN"; done
+		for i in $(seq "$n"); do wait_line "$i" "^DONE "; done
+		rate=$(for i in $(seq "$n"); do sed -n 's/^DONE //p' "$work/out.$i"; done |
+			awk -v rows=$((n * 64)) 'NR == 1 || $1 < a {a = $1} NR == 1 || $2 > b {b = $2} END {print rows / (b - a)}')
 		PSS[$mode,$n]=$kb
 		FIRSTS[$mode,$n]=$med
-		printf '%-4s %3d connections: PSS of the backends %8.1f MB (%.2f images), first embed median %.3f s\n' \
-			"$mode" "$n" "$(echo "$kb / 1024" | bc -l)" "$(echo "$kb * 1024 / $bytes" | bc -l)" "$med" | tee -a "$results"
+		RATES[$mode,$n]=$rate
+		printf '%-4s %3d connections: PSS of the backends %8.1f MB (%.2f images), first %s median %.3f s, all at once %.1f rows/s\n' \
+			"$mode" "$n" "$(echo "$kb / 1024" | bc -l)" "$(echo "$kb * 1024 / $bytes" | bc -l)" "$CALL" "$med" "$rate" | tee -a "$results"
 		for i in $(seq "$n"); do close_conn "$i"; rm -f "$work/in.$i" "$work/out.$i"; done
 		if [ $mode = on ]; then close_conn w; rm -f "$work/in.w" "$work/out.w"; fi
 		no_backends_left
@@ -215,8 +255,9 @@ for mode in off on; do
 done
 q -c "ALTER SYSTEM RESET corpq.shared_model_cache_mb" -c "SELECT pg_reload_conf()" >/dev/null
 for n in $CONNS; do
-	printf '%3d connections: PSS on/off %.3f, first embed on/off %.3f\n' "$n" \
-		"$(echo "${PSS[on,$n]} / ${PSS[off,$n]}" | bc -l)" \
-		"$(echo "${FIRSTS[on,$n]} / ${FIRSTS[off,$n]}" | bc -l)" | tee -a "$results"
+	printf '%3d connections: PSS on/off %.3f, first %s on/off %.3f, throughput on/off %.3f\n' "$n" \
+		"$(echo "${PSS[on,$n]} / ${PSS[off,$n]}" | bc -l)" "$CALL" \
+		"$(echo "${FIRSTS[on,$n]} / ${FIRSTS[off,$n]}" | bc -l)" \
+		"$(echo "${RATES[on,$n]} / ${RATES[off,$n]}" | bc -l)" | tee -a "$results"
 done
 log "done (image $bytes bytes$([ "$REAL" = 1 ] && echo ", converted by corpq-convert hf-bert --int8, WordPiece segmenter of $VOCAB tokens"); $(nproc) CPUs; $(uname -r))"
