@@ -166,6 +166,18 @@ corpq_copy_parallel() {
 	done
 }
 
+# CREATE EXTENSION in a cluster that preloads corpq (checked), and a table
+# raw (id, domain, src, tgt) holding every line of the shared corpora
+# (corpq_corpora first).
+corpq_preloaded_raw() {
+	q -c "CREATE EXTENSION corpq"
+	[ "$(q -c "SHOW shared_preload_libraries")" = corpq ] || fail "corpq not preloaded"
+	{
+		echo "CREATE TABLE raw (id text, domain text, src text, tgt text);"
+		corpq_copy_parallel raw
+	} | q >/dev/null
+}
+
 corpq_backend_pid() {
 	local pid="" _
 	for _ in $(seq "$(($2 * 10))"); do

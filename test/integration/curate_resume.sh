@@ -25,12 +25,7 @@ state_of() {
 	        FROM corpq.jobs WHERE id = $1"
 }
 
-q -c "CREATE EXTENSION corpq"
-[ "$(q -c "SHOW shared_preload_libraries")" = corpq ] || fail "corpq not preloaded"
-{
-	echo "CREATE TABLE raw (id text, domain text, src text, tgt text);"
-	corpq_copy_parallel raw
-} | q >/dev/null
+corpq_preloaded_raw
 q >/dev/null <<SQL
 -- the first N distinct ids, renumbered by 10 (room for the noise's ids)
 CREATE TABLE corpus AS

@@ -19,12 +19,7 @@ corpq_in_cluster -t 1200 -o shared_preload_libraries=corpq -o max_worker_process
 CLEAN=${CLEAN_PAIRS:-8000}
 N=${CURATE_PAIRS:-3000}
 
-q -c "CREATE EXTENSION corpq"
-[ "$(q -c "SHOW shared_preload_libraries")" = corpq ] || fail "corpq not preloaded"
-{
-	echo "CREATE TABLE raw (id text, domain text, src text, tgt text);"
-	corpq_copy_parallel raw
-} | q >/dev/null
+corpq_preloaded_raw
 q >/dev/null <<SQL
 CREATE TABLE pairs AS
 SELECT row_number() OVER (ORDER BY id) AS id, src, tgt
