@@ -83,7 +83,8 @@ cq_filter_keep(const cq_filter *f, const cq_pair *p, bool *keep, cq_error *err)
 		case CQ_FILTER_REPETITION:
 			return both_repetitions_below(f, p, keep, err);
 		case CQ_FILTER_HTML_TAGS:
-			*keep = !cq_html_tags(&p->src) && !cq_html_tags(&p->tgt);
+			*keep = f->keep_same_tags ? cq_html_same_tags(&p->src, &p->tgt)
+				: !cq_html_tags(&p->src) && !cq_html_tags(&p->tgt);
 			return CQ_OK;
 		case CQ_FILTER_LANGID:
 			return both_languages_above(f, p, keep, err);

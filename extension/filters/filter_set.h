@@ -13,7 +13,9 @@
  *   terminal_punct   score >= threshold              (TerminalPunctuationFilter)
  *   numerals         ratio >= threshold              (NonZeroNumeralsFilter)
  *   repetition       both sides' count < threshold   (RepetitionFilter)
- *   html_tags        neither side has a tag          (HtmlTagFilter)
+ *   html_tags        neither side has a tag          (HtmlTagFilter); with
+ *                    keep_same_tags, or both sides have the same tags
+ *                    (cq_html_same_tags)
  *   langid           both sides' confidence > threshold (Cld2Filter): the
  *                    share of the text in the expected language when CLD2's
  *                    first language is it, else 0; 1 for an empty side and
@@ -61,6 +63,7 @@ typedef struct cq_filter
 	int			src_script;		/* char_script: UScriptCode */
 	int			tgt_script;
 	bool		exclude_whitespace; /* alpha_ratio */
+	bool		keep_same_tags; /* html_tags: same tags on both sides pass */
 	int			min_length;		/* repetition */
 	int			max_length;
 	int			src_lang;		/* langid: langid.h ids */

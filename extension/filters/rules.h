@@ -88,4 +88,19 @@ cq_code		cq_repetition(const cq_utext *t, int min_length, int max_length,
  */
 bool		cq_html_tags(const cq_utext *t);
 
+/*
+ * Whether src and tgt carry the same markup: equal multisets of the start
+ * tags of formatting and layout elements (a, b, br, div, p, span, ... the
+ * list is in html.c), names ASCII case folded ("<b>x</b> <br/>" and "<br>
+ * <B>y</B>" do; a tag on one side only, or "<b>" against "<i>", does not;
+ * two sides without such tags do).  Other names in angle brackets
+ * ("<file>" against "<archivo>") are placeholders, not markup, and are not
+ * compared.  Tags are read as cq_html_tags reads them, going on after each
+ * one (script and style contents are read for tags too, where html.parser
+ * reads them as text); more than 64 such tags on a side: not the same.
+ * Localisation strings carry their markup into the translation; markup
+ * left over from crawling is seldom the same on both sides.
+ */
+bool		cq_html_same_tags(const cq_utext *src, const cq_utext *tgt);
+
 #endif

@@ -50,6 +50,8 @@ lib.cq_numerals_match.argtypes = [P, P, C.POINTER(C.c_double), C.c_void_p]
 lib.cq_repetition.argtypes = [P, C.c_int, C.c_int, C.c_int, C.POINTER(C.c_int), C.c_void_p]
 lib.cq_html_tags.argtypes = [P]
 lib.cq_html_tags.restype = C.c_bool
+lib.cq_html_same_tags.argtypes = [P, P]
+lib.cq_html_same_tags.restype = C.c_bool
 lib.cq_dedup_key.argtypes = [P, P, C.c_int, C.c_int, C.POINTER(C.c_int64), C.c_void_p]
 
 REPETITION_ARGS = ((3, 100, 2), (1, 5, 1), (2, 20, 3), (1, 0, 3))
@@ -141,6 +143,44 @@ def compare_html(s, where):
         failures.append('%s: html_tags: core %r, bs4 %r for %r' % (where, c, r, s[:120]))
 
 
+# The formatting and layout elements keep_same_tags compares (its docs)
+MARKUP = set("""a abbr b big blockquote br center cite dd div dl dt em font h1 h2 h3 h4 h5 h6 hr i
+iframe img ins kbd li meta nobr noscript ol p pre s script small span strike strong style sub sup
+tbody td th thead tr tt u ul wbr""".split())
+
+
+def tag_names(s):
+    """The multiset of element names BeautifulSoup's html.parser builds, or
+    None where html.parser raises (the one known difference: html_tags)."""
+    import bs4
+    import collections
+    try:
+        return collections.Counter(t.name for t in bs4.BeautifulSoup(s, 'html.parser').find_all()
+                                   if t.name in MARKUP)
+    except (TypeError, UnboundLocalError, NotImplementedError, AssertionError,
+            bs4.builder.ParserRejectedMarkup):
+        return None
+
+
+def compare_same_tags(a, b, where):
+    """html_tags with keep_same_tags: the two sides' element names, as
+    bs4 counts them, are the same multiset."""
+    ta, tb = Text(a), Text(b)
+    na, nb = tag_names(a), tag_names(b)
+    c, r = lib.cq_html_same_tags(ta.p, tb.p), na == nb
+    if na is not None and nb is not None and c != r:
+        failures.append('%s: html_same_tags: core %r, bs4 %r for %r ||| %r' % (where, c, r, a[:80], b[:80]))
+
+
+SAME_TAGS_EDGE = [
+    ('<b>x</b> y', 'y <B>x</B>'), ('<b>x</b>', '<i>x</i>'), ('<br/> a', 'a <br>'), ('<b>x', 'x'),
+    ('x', 'y'), ('<b><b>x', '<b>x'), ('<a href="1">x</a>', '<a href="2" class=c>y</a>'),
+    ('<p>a</p><p>b</p>', '<p>ab</p>'), ('a <!-- <b> --> b', 'a b'), ('&#x <b>', 'x'),
+    ('<a b="x>y">z', '<a>z'), ('x<y and z>w', '<b>'), ('<file> <b>x</b>', '<archivo> <b>x</b>'),
+    ('<object>', '<objeto>'), ('<P>x', '<p>y'), ('x<b and z>w', '<b>'),
+]   # more than 64 tags on a side: never the same (the core's bound; test_filters.c)
+
+
 EDGE = [
     ('', ''), ('', 'x'), (' ', '\u3000'), ('a\x1cb', 'a\x85b'), ('\U0001F600 emoji \U0001F680', 'x'),
     ('Привет мир', 'hello world'), ('日本語のテキスト', '中文文本'), ('ΣΑΣ ΟΔΟΣ', 'İstanbul ǅ'),
@@ -169,6 +209,9 @@ def main():
         compare(tgt, src, 'edge')
     for s in HTML_EDGE:
         compare_html(s, 'edge')
+    for a, b in SAME_TAGS_EDGE:
+        compare_same_tags(a, b, 'edge')
+        compare_same_tags(b, a, 'edge')
     # repetition and numerals fuzz: few distinct characters, many repeats
     for s in fuzz(rng, 'ab ab\n1209', 3000, 40):
         compare(s, s[::-1], 'fuzz')
@@ -178,6 +221,10 @@ def main():
         compare(s, ''.join(rng.sample(s, len(s))), 'fuzz digits')
     for s in fuzz(rng, '<>/="\' !-?&#;xaA\t', 20000, 24):
         compare_html(s, 'fuzz html')
+    tags = fuzz(rng, '<>/="\' !-?&#;xbBa\t', 4000, 20)
+    for a, b in zip(tags, tags[1:] + tags[:1]):
+        compare_same_tags(a, b, 'fuzz same tags')
+        compare_same_tags(a, ''.join(rng.sample(a, len(a))), 'fuzz same tags')
     print('edge cases and fuzz: %d failures' % len(failures))
 
     cdir, files = corpora.find()
@@ -195,6 +242,8 @@ def main():
                 if '<' in s or '&' in s or i % 50 == 0:
                     compare_html(s, name)
                     html_lines += 1
+            if '<' in src or '<' in tgt:
+                compare_same_tags(src, tgt, name)
     print('corpora %s: %d pairs (every 20th), %d segments for html_tags' % (cdir, pairs, html_lines))
     for f in failures[:30]:
         print('FAIL', f)

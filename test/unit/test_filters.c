@@ -6,6 +6,7 @@
 #include "unit.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "filters/dedup.h"
 #include "filters/filter_set.h"
@@ -176,6 +177,57 @@ TEST(filters_html_tags)
 		if (cq_html_tags(&t) != cases[i].tag)
 			unit_fail(__FILE__, __LINE__, "html_tags(\"%s\") != %d", cases[i].s, cases[i].tag);
 		cq_utext_free(&t);
+	}
+}
+
+TEST(filters_html_same_tags)
+{
+	static const struct
+	{
+		const char *a,
+				   *b;
+		bool		same;
+	}			cases[] = {
+		{"plain", "texto", true},	/* no tags on either side */
+		{"<b>File</b> not found", "Archivo <B>no</B> encontrado", true},
+		{"<b>x</b> <br/>", "<br> <b>y</b>", true},	/* order does not matter */
+		{"<b>x</b>", "<i>x</i>", false},
+		{"<p>x</p>", "x", false},	/* one side only */
+		{"<b><b>x", "<b>x", false},	/* a multiset: counts matter */
+		{"<a href=\"x>y\">z</a>", "<a>z</a>", true},	/* a '>' inside a quoted value */
+		{"a <!-- <b> --> b", "a b", true},	/* a comment is not a tag */
+		{"&#x <b>", "x", true},	/* html.parser stops before the tag */
+		{"<file> <b>x</b>", "<archivo> <b>y</b>", true},	/* placeholders: not markup */
+		{"<object>", "<objeto>", true},
+	};
+	char		many[71 * 4 + 1] = "";
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+	{
+		cq_utext	a = u(cases[i].a),
+					b = u(cases[i].b);
+
+		if (cq_html_same_tags(&a, &b) != cases[i].same || cq_html_same_tags(&b, &a) != cases[i].same)
+			unit_fail(__FILE__, __LINE__, "html_same_tags(\"%s\", \"%s\") != %d",
+					  cases[i].a, cases[i].b, cases[i].same);
+		cq_utext_free(&a);
+		cq_utext_free(&b);
+	}
+	/* 64 tags a side are compared; more are never the same */
+	for (int k = 0; k < 64; k++)
+		strcat(many, "<br>");
+	{
+		cq_utext	a = u(many);
+
+		CHECK(cq_html_same_tags(&a, &a));
+		cq_utext_free(&a);
+	}
+	strcat(many, "<br>");
+	{
+		cq_utext	a = u(many);
+
+		CHECK(!cq_html_same_tags(&a, &a));
+		cq_utext_free(&a);
 	}
 }
 

@@ -11,7 +11,8 @@
  *      a copy (copy: the sides equal after dedup_key's near normalisation,
  *      and not empty after it; option copies).  Every failed one is named.
  *      With a classifier the defaults are what it does not see: html_tags
- *      as the only rule, no copy check, exact duplicates only.
+ *      (keep_same_tags: markup on one side, or different on the two) as
+ *      the only rule, no copy check, exact duplicates only.
  *   2. among the pairs step 1 kept: exact duplicates (duplicate_of:<id>),
  *      then near ones (near_duplicate_of:<id>), the smallest id of a group
  *      kept and named.

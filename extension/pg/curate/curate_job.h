@@ -91,10 +91,12 @@ typedef struct CurateOptions
 /*
  * The default filters (step 1's rules) when a classifier judges the pairs
  * (given, or trained from a clean query): only what the classifier does not
- * see, markup (docs/curation.md, "The cheap steps in front of a
+ * see, markup: on one side only, or different on the two (keep_same_tags:
+ * localisation strings carry the same markup on both sides, which the
+ * plain rule rejects; docs/curation.md, "The cheap steps in front of a
  * classifier").  Without one: corpq.filter_defaults().
  */
-#define CURATE_CLASSIFIER_FILTERS "[{\"name\": \"html_tags\"}]"
+#define CURATE_CLASSIFIER_FILTERS "[{\"name\": \"html_tags\", \"args\": {\"keep_same_tags\": true}}]"
 
 /* The default threshold of the classifier's probability. */
 #define CURATE_DEFAULT_THRESHOLD 0.5

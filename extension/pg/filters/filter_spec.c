@@ -244,6 +244,7 @@ resolve(FilterSpec *s, const FilterKind *k, FilterModels models)
 	f->threshold = a->threshold;
 	f->unit = (cq_length_unit) a->unit;
 	f->exclude_whitespace = a->exclude_whitespace;
+	f->keep_same_tags = a->keep_same_tags;
 	f->min_length = a->min_length;
 	f->max_length = a->max_length;
 	if (k->kind == CQ_FILTER_REPETITION)

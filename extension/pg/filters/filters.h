@@ -44,6 +44,7 @@ typedef struct FilterArgs
 	char	   *src;			/* script or language of each side */
 	char	   *tgt;
 	bool		exclude_whitespace;
+	bool		keep_same_tags;	/* html_tags: the sides' markup the same passes */
 	bool		hint;			/* langid: cq_langid_rule */
 	bool		keep_unreliable;
 	int			min_chars;

@@ -63,7 +63,13 @@ static const CorpqOption repetition_rows[] = {
 	{.key = "threshold", ARG(ithreshold), .type = CORPQ_OPT_INT, .min = 1, .max = 1000, .def = 2},
 	{0}
 };
+/*
+ * keep_same_tags: not OpusFilter's rule, which rejects every tag; a pair
+ * whose sides carry the same tags (localisation strings keep their markup
+ * in translation) passes, markup on one side or different markup does not.
+ */
 static const CorpqOption html_tags_rows[] = {
+	{.key = "keep_same_tags", ARG(keep_same_tags), .type = CORPQ_OPT_BOOL, .def = false},
 	{0}
 };
 /*

@@ -115,6 +115,20 @@ SELECT corpq.filter_predicate('{"name": "alpha_ratio"}');
 SELECT corpq.filter_predicate('["alpha_ratio"]');
 SELECT corpq.filter_predicate('[{"args": {}}]');
 
+-- html_tags with keep_same_tags: the same markup on both sides passes (a
+-- localisation string), markup on one side or different markup does not;
+-- placeholders in angle brackets are not markup; the predicate agrees
+SELECT s, t, corpq.filter_rejects(s, t, '[{"name": "html_tags"}]') AS plain,
+       corpq.filter_rejects(s, t, '[{"name": "html_tags", "args": {"keep_same_tags": true}}]') AS same_tags_kept,
+       corpq.filter_keeps(s, t, '[{"name": "html_tags", "args": {"keep_same_tags": true}}]') AS keeps
+  FROM (VALUES ('<b>File</b> not found', 'Archivo <B>no</B> encontrado'),
+               ('Open <file> <br/>', 'Abrir <archivo> <br>'),
+               ('<p>Hello</p>', 'Hola'),
+               ('<b>Hello</b>', '<i>Hola</i>'),
+               ('Hello', 'Hola')) v(s, t);
+SELECT corpq.filter_predicate('[{"name": "html_tags", "args": {"keep_same_tags": true}}]');
+SELECT corpq.filter_predicate('[{"name": "html_tags", "args": {"keep_same_tags": 1}}]');
+
 -- defaults measured on real corpora (docs/filters.md): alpha_ratio counts letters
 -- among the non-space characters, at least 0.5; OpusFilter's AlphabetRatioFilter
 -- counts spaces too, at 0.75 ('I am a cat': 7 of 10, 7 of 7 without spaces)
