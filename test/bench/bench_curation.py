@@ -255,12 +255,16 @@ def main():
                     "its defaults with a classifier",
                     np.minimum(recipe, results[-1][1])))
     html = scores("corpq.filter_keeps(src, tgt, '[{\"name\": \"html_tags\"}]')::int", on)
+    same_tags = scores("corpq.filter_keeps(src, tgt, '[{\"name\": \"html_tags\", "
+                       "\"args\": {\"keep_same_tags\": true}}]')::int", on)
     copy_only = scores(copy, on)
     # which cheap steps belong in front of a classifier: each alone, then together
     results.append(("rules (filter_defaults), then the classifier (" + sets[-1][0] + ")",
                     np.minimum(results[0][1], classifier)))
-    results.append(("html_tags, then the classifier (" + sets[-1][0] + "): curate()'s default with a classifier",
+    results.append(("html_tags, then the classifier (" + sets[-1][0] + ")",
                     np.minimum(html, classifier)))
+    results.append(("html_tags keeping the same tags on both sides, then the classifier (" + sets[-1][0] +
+                     "): curate()'s default with a classifier", np.minimum(same_tags, classifier)))
     results.append(("copy check, then the classifier (" + sets[-1][0] + ")",
                     np.minimum(copy_only, classifier)))
     results.append(("html_tags + copy check, then the classifier (" + sets[-1][0] + ")",

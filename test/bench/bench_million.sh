@@ -23,6 +23,13 @@
 #   select + COPY out    the candidates whose int8 sent_prob is at least the
 #                        --drop-percent quantile of the candidates' scores (a
 #                        bin edge of score_histogram's quantile bins), \copy out
+# With --curate, the same corpus again in one call (issue 52): curate() given
+# a table of trusted pairs (--trusted distinct clean pairs of the corpus,
+# loaded untimed: the pairs a user trusts) and the two languages, nothing
+# else; then the kept pairs \copy out.  Timed against the recipe with its
+# training; its decisions per label with the first reason of each drop.
+# --score-candidates scores only the candidates (what the recipe needs);
+# --no-float32 leaves the float32 scoring out.
 # The peer (million_peer.py), one process per step on files: the rule filters
 # with OpusFilter's definitions in Python (test/ref/opusfilter_rules.py, the
 # same resolved spec, CLD2 as pycld2 calls it) over --peer-procs processes;
@@ -48,7 +55,8 @@
 #
 # Usage: bench_million.sh [--pairs N] [--train-seconds S] [--drop-percent P]
 #                         [--threads N] [--peer-procs N] [--json FILE]
-#                         [--work DIR] [--no-peer]     (--help says more)
+#                         [--work DIR] [--no-peer] [--curate [--trusted N]]
+#                         [--score-candidates] [--no-float32]  (--help says more)
 #   e.g. bench_million.sh --pairs 20000 --train-seconds 60   (a test run)
 # Needs the installed extension (make install), the shared corpora, node and
 # npm (onnx_ort.py installs onnxruntime-node), Debian's python3-torch,

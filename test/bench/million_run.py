@@ -45,8 +45,36 @@ def options(argv):
     ap.add_argument("--no-peer-float32", action="store_true",
                     help="the peer scores with its int8 graph only (its float32 scoring is the slowest "
                     "step of the run: about 30 minutes for a million pairs on 2 cores)")
+    ap.add_argument("--no-float32", action="store_true",
+                    help="corpq's float32 scoring is left out (the recipe curates with int8)")
+    ap.add_argument("--score-candidates", action="store_true",
+                    help="score only the candidates, as the recipe does (default: every pair, for the "
+                    "per-step recall of the model's cut)")
+    ap.add_argument("--curate", action="store_true",
+                    help="also curate the same corpus with one corpq.curate() call given only trusted pairs "
+                    "and the two languages, timed, with its recall per label")
+    ap.add_argument("--trusted", type=int, default=20000,
+                    help="with --curate: the trusted pairs curate()'s clean_query returns, a sample of the "
+                    "corpus's distinct clean pairs (20000)")
+    ap.add_argument("--curate-options", default="{}",
+                    help="with --curate: more options for curate(), a JSON object (none)")
+    ap.add_argument("--curate-only", action="store_true",
+                    help="with --curate: the recipe's model steps (BPE, training, scoring, selection) are "
+                    "left out; the rules and dedup still run, for the per-step table")
     ap.add_argument("--check-args", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
+    try:
+        extra = json.loads(a.curate_options)
+    except ValueError:
+        extra = None
+    if not isinstance(extra, dict):
+        ap.error("--curate-options must be a JSON object")
+    if a.curate_only and not a.curate:
+        ap.error("--curate-only needs --curate")
+    if a.curate_only:
+        a.no_peer = True
+    if a.trusted < 200:
+        ap.error("--trusted must be at least 200")
     if a.pairs < 1000:
         ap.error("--pairs must be at least 1000")
     if not 1 <= a.drop_percent <= 99:
@@ -258,11 +286,24 @@ def prepare(b):
         next(f)
         c.write("id\tdomain\tsrc\ttgt\n")
         lab.write("id\tnoise\torigin\n")
+        clean = {}
         for line in f:
             i, noise, origin, rest = line.split("\t", 3)
             c.write(i + "\t" + rest)
             lab.write("%s\t%s\t%s\n" % (i, noise, origin))
+            if noise == "clean":
+                clean.setdefault(rest.split("\t", 1)[1], None)
     os.unlink(noisy)
+    if a.curate:
+        # The pairs a user trusts: distinct clean pairs of the corpus (the
+        # shared corpora's own pairs, as inject_noise.py copies them).
+        import random
+        pairs = sorted(clean)
+        trusted = random.Random(a.seed).sample(pairs, min(a.trusted, len(pairs)))
+        with open(b.path("trusted.tsv"), "w", encoding="utf-8") as t:
+            t.write("src\ttgt\n")
+            t.writelines(trusted)
+        b.info["trusted"] = len(trusted)
     b.info["corpus"] = {"pairs": a.pairs, "files": files, "seed": a.seed, "bytes": os.path.getsize(b.path("corpus.tsv")),
                         "generated_in_s": round(wall, 1)}
 
@@ -323,17 +364,21 @@ SELECT corpq.model_create('m', '{"preset": "small"}', 'v_en', 'v_es', 1);
 
 
 def score_step(b, step, table):
+    rel, pairs = ("candidates", b.info["candidates"]) if b.a.score_candidates else ("corpus", b.a.pairs)
     return b.corpq(step, """
 CREATE TABLE %s (id bigint PRIMARY KEY, score double precision);
-""" % table + job_sql("""corpq.score_job('m', 'SELECT id, src, tgt FROM corpus ORDER BY id', '%s',
-                                 '{"threads": %d}')""" % (table, b.a.threads)), b.a.pairs)
+""" % table + job_sql("""corpq.score_job('m', 'SELECT id, src, tgt FROM %s ORDER BY id', '%s',
+                                 '{"threads": %d}')""" % (rel, table, b.a.threads)), pairs)
 
 
 def run_corpq_scoring(b):
     out, _, _ = b.psql("SELECT max(v.version) FROM corpq.model_versions v JOIN corpq.model_catalog c"
                        " ON c.id = v.model WHERE c.name = 'm';", "version")
     b.info["float32_version"] = int(out[0])
-    score_step(b, "score float32", "scores_f32")
+    if b.a.no_float32:
+        b.psql("CREATE TABLE scores_f32 (id bigint PRIMARY KEY, score double precision);", "no_f32")
+    else:
+        score_step(b, "score float32", "scores_f32")
     b.corpq("quantize int8", "SELECT 'bench:version', corpq.model_quantize('m');", None)
     score_step(b, "score int8", "scores_i8")
     b.corpq("select + COPY out", """
@@ -345,6 +390,25 @@ SELECT c.* FROM candidates c JOIN scores_i8 s USING (id) WHERE s.score >= :thres
 \\copy curated TO '%s' %s
 SELECT 'bench:threshold', :threshold;
 """ % (b.a.drop_percent, b.path("curated.tsv"), TSV), b.a.pairs)
+
+
+def run_corpq_curate(b):
+    """The same corpus curated by one curate() call: the trusted pairs (a
+    table the user has: loaded untimed) and the two languages, nothing else
+    unless --curate-options says more; then the kept pairs written out."""
+    b.psql("CREATE TABLE trusted (src text, tgt text);\n\\copy trusted FROM '%s' %s\nANALYZE trusted;\n"
+           % (b.path("trusted.tsv"), TSV), "trusted")
+    opts = {"clean_query": "SELECT src, tgt FROM trusted", "src_lang": "en", "tgt_lang": "es"}
+    opts.update(json.loads(b.a.curate_options))
+    b.info["curate_options"] = opts
+    b.corpq("curate()", """
+CREATE TABLE curation (id bigint PRIMARY KEY, decision text, probability float8, reasons text[]);
+""" + job_sql("corpq.curate('corpus', 'curation', '%s')" % json.dumps(opts).replace("'", "''")), b.a.pairs)
+    b.corpq("curate: COPY out", """
+CREATE TABLE curated_by_curate AS
+SELECT c.* FROM corpus c JOIN curation k USING (id) WHERE k.decision = 'keep' ORDER BY c.id;
+\\copy curated_by_curate TO '%s' %s
+""" % (b.path("curated_by_curate.tsv"), TSV), b.a.pairs)
 
 
 def export_for_peer(b):
@@ -425,10 +489,12 @@ CREATE TABLE cur_peer (id bigint, domain text, src text, tgt text);
                    "\\copy cur_peer FROM '%s' %s\n" % (p("peer_i8.tsv"), p("peer_curated.tsv"), TSV))
     labels = [f.get("label", f["name"]) for f in b.info["spec"]]
     steps = ["('%s', '%s' = ANY (rejected_by))" % (lb, lb) for lb in labels]
-    steps += ["('rules + langid', rejected_by <> '{}')", "('dedup', dup)",
-              "('model float32 bottom %d%%', d.f32 IS NULL OR d.f32 < t.f32)" % P,
-              "('model int8 bottom %d%%', d.i8 IS NULL OR d.i8 < t.i8)" % P,
-              "('rules + langid + dedup', rejected_by <> '{}' OR dup)", "('curated (all steps)', NOT kept)"]
+    steps += ["('rules + langid', rejected_by <> '{}')", "('dedup', dup)"]
+    if not b.a.score_candidates:    # the model's cut alone needs every pair scored
+        if not b.a.no_float32:
+            steps.append("('model float32 bottom %d%%', d.f32 IS NULL OR d.f32 < t.f32)" % P)
+        steps.append("('model int8 bottom %d%%', d.i8 IS NULL OR d.i8 < t.i8)" % P)
+    steps += ["('rules + langid + dedup', rejected_by <> '{}' OR dup)", "('curated (all steps)', NOT kept)"]
     sides = "('corpq')" + (", ('peer')" if not b.a.no_peer else "")
     sql.append("""
 CREATE TABLE decisions AS
@@ -476,6 +542,29 @@ SELECT 'bench:agreement', json_build_object(
   'kept_both', count(*) FILTER (WHERE a.kept AND p.kept))
   FROM decisions a JOIN decisions p USING (id) WHERE a.side = 'corpq' AND p.side = 'peer';
 """ % per)
+    if b.a.curate:
+        # curate()'s decisions per label, and the kind of the first reason
+        # of each dropped pair (rule, langid, duplicate_of, classifier, ...)
+        sql.append("""
+SELECT 'bench:curate_removed', json_object_agg(label, json_build_object(
+         'pairs', pairs, 'removed', removed, 'first_reason', reasons))
+  FROM (SELECT label, sum(n) AS pairs, sum(n) FILTER (WHERE kind IS NOT NULL) AS removed,
+               coalesce(json_object_agg(kind, n) FILTER (WHERE kind IS NOT NULL), '{}') AS reasons
+          FROM (SELECT l.label, CASE WHEN k.decision = 'drop'
+                                     THEN coalesce(split_part(k.reasons[1], ':', 1), '?') END AS kind,
+                       count(*) AS n
+                  FROM lab l JOIN curation k USING (id) GROUP BY 1, 2) x
+         GROUP BY label) y;
+-- the clean pairs the trusted ones do not hold: curate()'s lexicon and
+-- classifier learnt from the trusted pairs, so these are the unseen ones
+SELECT 'bench:curate_clean_unseen', json_build_object(
+         'pairs', count(*), 'removed', count(*) FILTER (WHERE k.decision = 'drop'))
+  FROM lab l JOIN curation k USING (id) JOIN corpus c USING (id)
+ WHERE l.label = 'clean' AND NOT EXISTS (SELECT FROM trusted t WHERE t.src = c.src AND t.tgt = c.tgt);
+SELECT 'bench:curate_rows', json_build_object('corpus', (SELECT count(*) FROM corpus),
+                                              'written', (SELECT count(*) FROM curation),
+                                              'kept', (SELECT count(*) FROM curation WHERE decision = 'keep'));
+""")
     out, _, _ = b.psql("".join(sql), "analysis")
     for line in out:
         if line.startswith("bench:"):
@@ -492,7 +581,9 @@ ROWS = [("load (COPY)", "load (COPY)", None),
         ("score float32", "score float32", "score float32"),
         ("quantize / export ONNX", "quantize int8", "export ONNX"),
         ("score int8", "score int8", "score int8"),
-        ("select + write out", "select + COPY out", "select + write out")]
+        ("select + write out", "select + COPY out", "select + write out"),
+        ("curate() (trains what it needs)", "curate()", None),
+        ("curate(): kept pairs written out", "curate: COPY out", None)]
 PATHS = {"int8": ["load (COPY)", "rule filters + langid", "dedup", "quantize int8", "score int8",
                   "select + COPY out"],
          "float32": ["load (COPY)", "rule filters + langid", "dedup", "score float32", "select + COPY out"]}
@@ -517,6 +608,20 @@ def end_to_end(b):
         if "corpq" in e and "peer" in e:
             e["peer_over_corpq_wall"] = round(e["peer"]["wall_s"] / e["corpq"]["wall_s"], 2)
             e["peer_over_corpq_cpu"] = round(e["peer"]["cpu_s"] / e["corpq"]["cpu_s"], 2)
+    # corpq's whole recipe, training included, against one curate() call
+    # (which trains what it needs) on the same loaded corpus
+    whole = {"recipe": PATHS["int8"] + ["BPE + vocabularies", "train small"],
+             "curate": ["load (COPY)", "curate()", "curate: COPY out"]}
+    for name, names in whole.items():
+        st = [s for s in b.steps if s["side"] == "corpq" and s["step"] in names]
+        if len(st) == len(names):
+            wall, cpu = sum(s["wall_s"] for s in st), sum(s["cpu_s"] for s in st)
+            out.setdefault("with training", {})[name] = {
+                "wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "cores": round(cpu / wall, 2),
+                "steps": names, "pairs_per_s": round(b.a.pairs / wall, 1)}
+    w = out.get("with training", {})
+    if "recipe" in w and "curate" in w:
+        w["curate_over_recipe_wall"] = round(w["curate"]["wall_s"] / w["recipe"]["wall_s"], 2)
     return out
 
 
@@ -545,6 +650,8 @@ def report(b, e2e):
         ratio = "%.2f" % (p["wall_s"] / c["wall_s"]) if c and p and c["wall_s"] > 0 else "-"
         print("| %s | %s | %s |" % (label, " | ".join(cells), ratio))
     for prec, e in e2e.items():
+        if prec == "with training":
+            continue
         c, p = e.get("corpq"), e.get("peer")
         cells = [fmt(c["wall_s"]), fmt(c["pairs_per_s"], "%.0f"), fmt(c["cores"], "%.2f"), ""] if c else ["-"] * 4
         cells += [fmt(p["wall_s"]), fmt(p["pairs_per_s"], "%.0f"), fmt(p["cores"], "%.2f"), ""] if p else ["-"] * 4
@@ -567,6 +674,29 @@ def report(b, e2e):
             r = cell.get((side, step, lb))
             vals.append("%.1f" % (100.0 * r["removed"] / r["pairs"]) if r else "-")
         print("| %s | %s | %s |" % (side, step, " | ".join(vals)))
+    w = e2e.get("with training", {})
+    for name, what in (("recipe", "the recipe, training included (load, rules + langid, dedup, BPE, train,"
+                        " quantize, score int8, select)"), ("curate", "one curate() call (load, curate(), write out)")):
+        if name in w:
+            print("\n%s: %.1f s, %.2f cores" % (what, w[name]["wall_s"], w[name]["cores"]), end="")
+    if "curate_over_recipe_wall" in w:
+        print("\ncurate() / recipe wall time: %.2f" % w["curate_over_recipe_wall"])
+    cr = b.info.get("curate_removed")
+    if cr:
+        print("\ncurate() (%s trusted pairs): share of each label's pairs dropped, %% (first reason's kind:"
+              " pairs)" % b.info.get("trusted"))
+        print("| label | pairs | dropped | first reasons |")
+        print("| --- | ---: | ---: | --- |")
+        for lb in [x for x in LABELS if x in cr]:
+            r = cr[lb]
+            print("| %s | %d | %.1f | %s |" % (lb, r["pairs"], 100.0 * (r["removed"] or 0) / r["pairs"],
+                                               ", ".join("%s %d" % kv for kv in sorted(r["first_reason"].items()))))
+        u = b.info.get("curate_clean_unseen")
+        if u and u["pairs"]:
+            print("| clean, not among the trusted pairs | %d | %.1f | |" % (u["pairs"], 100.0 * u["removed"] / u["pairs"]))
+        tr = [s for s in b.steps if s["step"] == "curate()"]
+        if tr:
+            print("curate()'s job result: %s" % json.dumps(tr[0]["figures"].get("result"))[:3000])
     if "agreement" in b.info:
         ag = b.info["agreement"]
         print("\ncorpq against the peer on the same pairs: rules decide differently on %d of %d pairs, dedup on %d;"
@@ -603,15 +733,25 @@ def main():
           % (b.info["machine"]["cpu"], CORES, " ".join("%.2f" % x for x in os.getloadavg()), a.pairs,
              a.train_seconds, a.drop_percent, a.threads, a.peer_procs, work), flush=True)
     prepare(b)
-    out, _, _ = b.psql("CREATE EXTENSION corpq;\nSELECT pg_backend_pid(), current_setting('server_version'),"
+    # The postmaster's pid from its pid file (the session's backend, whose
+    # parent it is, may be gone before /proc is read)
+    out, _, _ = b.psql("CREATE EXTENSION corpq;\nSELECT split_part(pg_read_file('postmaster.pid'), E'\\n', 1),"
+                       " current_setting('server_version'),"
                        " (SELECT extversion FROM pg_extension WHERE extname = 'corpq');", "setup")
     pid, version, ext = out[0].split("|")
     b.info["server"] = {"postgresql": version, "corpq": ext}
-    b.cluster = Cluster(proc_stat(int(pid))[0])
+    b.cluster = Cluster(int(pid))
     resolved_spec(b)
     run_corpq_front(b)
-    run_corpq_model(b)
-    run_corpq_scoring(b)
+    if a.curate_only:
+        b.psql("CREATE TABLE scores_f32 (id bigint, score float8);\nCREATE TABLE scores_i8 (id bigint, score float8);\n",
+               "no_model")
+        open(b.path("curated.tsv"), "w").write("id\tdomain\tsrc\ttgt\n")
+    else:
+        run_corpq_model(b)
+        run_corpq_scoring(b)
+    if a.curate:
+        run_corpq_curate(b)
     peer_scored = False
     if not a.no_peer:
         import onnx_ort
